@@ -1,0 +1,65 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Settings every Coffer target shares: Swift 6 language mode (strict concurrency) and `any` spelled out.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny")
+]
+
+let package = Package(
+    name: "Coffer",
+    platforms: [.macOS(.v14), .iOS(.v17)],
+    products: [
+        .library(name: "CofferCore", targets: ["CofferCore"]),
+        .library(name: "CofferStore", targets: ["CofferStore"]),
+        .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
+        .executable(name: "coffer", targets: ["coffer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        .target(name: "CofferCore", swiftSettings: strictSettings),
+        .target(name: "CofferStore", dependencies: ["CofferCore"], swiftSettings: strictSettings),
+        .target(
+            name: "CofferStoreSQLite",
+            dependencies: ["CofferStore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CofferCLI",
+            dependencies: [
+                "CofferCore", "CofferStore", "CofferStoreSQLite",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "coffer",
+            dependencies: ["CofferCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferCoreTests",
+            dependencies: ["CofferCore", .product(name: "PropertyBased", package: "swift-property-based")],
+            resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferStoreTests",
+            dependencies: [
+                "CofferStore", "CofferStoreSQLite",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferCLITests",
+            dependencies: ["CofferCLI", "CofferStoreSQLite"],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

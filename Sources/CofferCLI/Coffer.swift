@@ -1,0 +1,32 @@
+import ArgumentParser
+
+/// The `coffer` command: the root of every subcommand.
+public struct Coffer: AsyncParsableCommand {
+    public static let configuration = CommandConfiguration(
+        commandName: "coffer",
+        abstract: "Coffer: self-hosted in-app purchase safety for App Store apps.",
+        discussion: """
+            Coffer keeps an exactly-once credit ledger for App Store purchases, takes refunds back with a \
+            recorded deficit, and gives support a purchase story for every customer.
+            """,
+        subcommands: [CatalogCommand.self, LedgerCommand.self, MigrateCommand.self]
+    )
+
+    /// Creates the command (argument parsing fills it in).
+    public init() {}
+}
+
+/// Where a command finds the local database.
+struct DatabaseOptions: ParsableArguments {
+    @Option(name: .long, help: "The SQLite database file.")
+    var database: String = "coffer.sqlite"
+
+    @Option(name: .long, help: "The environment to read: Sandbox or Production.")
+    var environment: String = "Sandbox"
+}
+
+/// A failure a command reports to the user in one line, with exit code 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,114 @@
+import ArgumentParser
+import CofferCore
+import CofferStore
+import CofferStoreSQLite
+import Foundation
+
+/// `coffer ledger ...`: read a user's ledger in a local database.
+struct LedgerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger",
+        abstract: "Show and check ledgers in a local database.",
+        subcommands: [Show.self, Check.self]
+    )
+
+    /// `coffer ledger show SUPPORT_ID`: a user's wallet and every entry.
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a user's balance, deficit and entries.")
+
+        @Argument(help: "The user's Support ID, e.g. _abc123def456.")
+        var supportId: String
+
+        @OptionGroup var options: DatabaseOptions
+
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        func run() async throws {
+            let (store, environment) = try LedgerCommand.open(options)
+            guard let id = SupportID(supportId) else { throw CommandFailure("not a Support ID: \(supportId)") }
+            guard let user = try await store.user(supportId: id, environment: environment) else {
+                throw CommandFailure("no user \(id) in \(environment.rawValue)")
+            }
+            let wallet = try await store.wallet(owner: user.id, environment: environment)
+            let entries = try await store.entries(owner: user.id, environment: environment)
+            if json {
+                print(try JSONText.encode(LedgerReport(supportId: id, environment: environment, wallet: wallet, entries: entries)))
+                return
+            }
+            print("\(id)  \(environment.rawValue)  balance \(wallet.balance)  deficit \(wallet.deficit)")
+            var table = TextTable(["when (UTC)", "key", "amount", "balance", "deficit", "reason"])
+            for entry in entries {
+                table.add([
+                    JSONText.timestamp(entry.createdAt), entry.key.rawValue, String(entry.amount),
+                    String(entry.walletAfter.balance), String(entry.walletAfter.deficit), entry.reason ?? "",
+                ])
+            }
+            print(entries.isEmpty ? "no entries" : table.render())
+        }
+    }
+
+    /// `coffer ledger check`: audit every user's ledger.
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check every user's ledger: no key twice, wallets follow from entries, sums add up.")
+
+        @OptionGroup var options: DatabaseOptions
+
+        func run() async throws {
+            let (store, environment) = try LedgerCommand.open(options)
+            let pageSize = 500
+            var offset = 0
+            var checked = 0
+            var problems = 0
+            while true {
+                let users = try await store.users(environment: environment, supportIdPrefix: nil, limit: pageSize, offset: offset)
+                for user in users {
+                    let wallet = try await store.wallet(owner: user.id, environment: environment)
+                    let entries = try await store.entries(owner: user.id, environment: environment)
+                    for problem in LedgerAudit.discrepancies(entries: entries, wallet: wallet) {
+                        print("\(user.supportId): \(problem)")
+                        problems += 1
+                    }
+                    checked += 1
+                }
+                guard users.count == pageSize else { break }
+                offset += pageSize
+            }
+            print("checked \(checked) users in \(environment.rawValue): \(problems) problems")
+            if problems > 0 { throw ExitCode(1) }
+        }
+    }
+
+    static func open(_ options: DatabaseOptions) throws -> (SQLiteStore, Environment) {
+        guard let environment = Environment(name: options.environment) else {
+            throw CommandFailure("unknown environment \(options.environment): use Sandbox or Production")
+        }
+        guard FileManager.default.fileExists(atPath: options.database) else {
+            throw CommandFailure("no database at \(options.database)")
+        }
+        return (try SQLiteStore(path: options.database), environment)
+    }
+}
+
+private struct LedgerReport: Encodable {
+    var supportId: SupportID
+    var environment: Environment
+    var wallet: Wallet
+    var entries: [LedgerEntry]
+}
+
+/// `coffer migrate`: create or upgrade a local database.
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Create or upgrade the SQLite database and list its migrations.")
+
+    @Option(help: "The SQLite database file.")
+    var database: String = "coffer.sqlite"
+
+    func run() async throws {
+        let store = try SQLiteStore(path: database)
+        for name in try store.appliedMigrations() { print("applied: \(name)") }
+        print("\(database) is up to date")
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+
+/// Who wrote a backup: the app on a device, or an admin overriding the balance.
+public enum BackupWriter: Sendable, Hashable, Codable {
+    /// The app, from the named device.
+    case device(String)
+    /// An admin, by name.
+    case admin(String)
+}
+
+/// The server's copy of a device-owned balance.
+public struct BackupRecord: Sendable, Hashable, Codable {
+    /// The balance backed up.
+    public var value: Int64
+    /// When it was written.
+    public var lastUpdated: Date
+    /// Increases by one on every write; writers send the version they read (`If-Match`).
+    public var version: Int64
+    /// Who wrote it.
+    public var writer: BackupWriter
+
+    /// Creates a backup record.
+    public init(value: Int64, lastUpdated: Date, version: Int64, writer: BackupWriter) {
+        self.value = value
+        self.lastUpdated = lastUpdated
+        self.version = version
+        self.writer = writer
+    }
+}
+
+/// What the app does with its balance on launch.
+public enum BackupDecision: Sendable, Hashable {
+    /// Fresh install with the default balance while the server holds more: take the server's value.
+    case restore(Int64)
+    /// The server's copy changed after the app's last backup (an admin edit): take the server's value.
+    case acceptServer(Int64)
+    /// The app's value is current: write it to the server.
+    case push(Int64)
+    /// The server already holds the app's value.
+    case upToDate
+}
+
+/// The launch-time backup rule (True Count's Plan C), as a pure function.
+public enum BackupRule {
+    /// Decides between restoring, accepting the server value and pushing, in that order:
+    ///
+    /// 1. The local balance is the default and the server holds more: restore it.
+    /// 2. The server's `lastUpdated` is newer than the app's last backup (or the app never backed up): accept it.
+    /// 3. Otherwise the app's value wins: push it (or nothing, when the server already has it).
+    ///
+    /// - Parameters:
+    ///   - localBalance: The balance on the device now.
+    ///   - defaultBalance: The balance a fresh install starts with.
+    ///   - lastBackupAt: When this app last wrote a backup, `nil` if never.
+    ///   - server: The server's backup, `nil` if none.
+    /// - Returns: The decision.
+    public static func decide(
+        localBalance: Int64,
+        defaultBalance: Int64,
+        lastBackupAt: Date?,
+        server: BackupRecord?
+    ) -> BackupDecision {
+        guard let server else { return .push(localBalance) }
+        if localBalance == defaultBalance, server.value > localBalance { return .restore(server.value) }
+        if lastBackupAt.map({ server.lastUpdated > $0 }) ?? true {
+            return server.value == localBalance ? .upToDate : .acceptServer(server.value)
+        }
+        return server.value == localBalance ? .upToDate : .push(localBalance)
+    }
+}

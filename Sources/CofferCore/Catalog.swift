@@ -1,0 +1,253 @@
+import Foundation
+
+/// What kind of App Store product a catalog entry is, as App Store Connect names the four kinds.
+public enum ProductKind: String, Codable, Sendable, CaseIterable {
+    /// Bought any number of times; delivers credits.
+    case consumable
+    /// Bought once; unlocks entitlements for good (until refunded).
+    case nonConsumable
+    /// A subscription that renews by itself; unlocks entitlements while active and counts toward loyalty.
+    case autoRenewable
+    /// A subscription that does not renew; unlocks entitlements for `durationDays` when given.
+    case nonRenewing
+}
+
+/// One product the app sells.
+public struct Product: Sendable, Hashable, Codable {
+    /// The App Store product identifier, e.g. `com.example.credits.400k`.
+    public var id: String
+    /// The product's kind.
+    public var kind: ProductKind
+    /// Credits delivered per unit bought (a purchase of quantity 3 delivers `3 × credits`).
+    public var credits: Int64
+    /// The named entitlements this product unlocks, e.g. `["premium"]`.
+    public var entitlements: [String]
+    /// The subscription group, for auto-renewable products (and loyalty).
+    public var group: String?
+    /// How long a non-renewing subscription lasts, in days; `nil` means it does not lapse.
+    public var durationDays: Int?
+
+    /// Creates a product.
+    public init(
+        id: String,
+        kind: ProductKind,
+        credits: Int64 = 0,
+        entitlements: [String] = [],
+        group: String? = nil,
+        durationDays: Int? = nil
+    ) {
+        self.id = id
+        self.kind = kind
+        self.credits = credits
+        self.entitlements = entitlements
+        self.group = group
+        self.durationDays = durationDays
+    }
+}
+
+/// The loyalty rule: `periods` paid, non-revoked subscription periods of `group` (not necessarily
+/// consecutive) unlock `entitlements` for life, until refunds take the count below `periods` again.
+public struct LoyaltyRule: Sendable, Hashable, Codable {
+    /// The number of paid periods a lifetime is earned after when a catalog does not say.
+    public static let defaultPeriods = 12
+
+    /// The subscription group whose periods count.
+    public var group: String
+    /// How many paid periods earn the entitlements.
+    public var periods: Int
+    /// The entitlements earned.
+    public var entitlements: [String]
+
+    /// Creates a loyalty rule.
+    public init(group: String, periods: Int = defaultPeriods, entitlements: [String]) {
+        self.group = group
+        self.periods = periods
+        self.entitlements = entitlements
+    }
+}
+
+/// Why a catalog was refused. Each case names the product or rule at fault.
+public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The file is not valid JSON, or a field has the wrong type.
+    case malformed(String)
+    /// A product's `kind` is not one of the four App Store kinds.
+    case unknownKind(productId: String, kind: String)
+    /// Two products share one identifier.
+    case duplicateProductId(String)
+    /// A product has an empty identifier.
+    case emptyProductId
+    /// A product delivers a negative number of credits.
+    case negativeCredits(productId: String, credits: Int64)
+    /// A consumable names entitlements; consumables only deliver credits.
+    case consumableWithEntitlements(productId: String)
+    /// An auto-renewable subscription has no `group`.
+    case subscriptionWithoutGroup(productId: String)
+    /// A non-renewing subscription has a duration below one day.
+    case invalidDuration(productId: String, days: Int)
+    /// A loyalty rule names a group that no auto-renewable product belongs to.
+    case loyaltyUnknownGroup(String)
+    /// A loyalty rule asks for fewer than one period.
+    case loyaltyInvalidPeriods(group: String, periods: Int)
+    /// Two loyalty rules name the same group.
+    case duplicateLoyaltyGroup(String)
+
+    public var description: String {
+        switch self {
+        case .malformed(let detail): "catalog is not valid: \(detail)"
+        case .unknownKind(let id, let kind):
+            "product \(id): unknown kind \"\(kind)\" (expected one of "
+                + ProductKind.allCases.map(\.rawValue).joined(separator: ", ") + ")"
+        case .duplicateProductId(let id): "product id \(id) appears more than once"
+        case .emptyProductId: "a product has an empty id"
+        case .negativeCredits(let id, let credits): "product \(id): credits must not be negative (got \(credits))"
+        case .consumableWithEntitlements(let id): "product \(id): a consumable cannot unlock entitlements"
+        case .subscriptionWithoutGroup(let id): "product \(id): an auto-renewable subscription needs a group"
+        case .invalidDuration(let id, let days): "product \(id): durationDays must be at least 1 (got \(days))"
+        case .loyaltyUnknownGroup(let group): "loyalty rule: no auto-renewable product is in group \(group)"
+        case .loyaltyInvalidPeriods(let group, let periods):
+            "loyalty rule for group \(group): periods must be at least 1 (got \(periods))"
+        case .duplicateLoyaltyGroup(let group): "loyalty rule for group \(group) appears more than once"
+        }
+    }
+}
+
+/// The products an app sells and its loyalty rules: the single source of how many credits a purchase
+/// delivers and which entitlements it unlocks.
+///
+/// Load one from the documented JSON shape:
+/// ```json
+/// {"products": [{"id": "com.example.credits.400k", "kind": "consumable", "credits": 400000},
+///               {"id": "com.example.pro.monthly", "kind": "autoRenewable", "group": "pro",
+///                "entitlements": ["premium"]}],
+///  "loyalty": [{"group": "pro", "periods": 12, "entitlements": ["premium", "lifetime"]}]}
+/// ```
+public struct Catalog: Sendable, Hashable {
+    /// The products, in file order.
+    public let products: [Product]
+    /// The loyalty rules, in file order.
+    public let loyalty: [LoyaltyRule]
+    private let byId: [String: Product]
+
+    /// Creates a catalog, checking every rule a loaded file is checked against.
+    ///
+    /// - Throws: ``CatalogError`` naming the first product or rule at fault.
+    public init(products: [Product], loyalty: [LoyaltyRule] = []) throws(CatalogError) {
+        var byId: [String: Product] = [:]
+        for product in products {
+            guard !product.id.isEmpty else { throw .emptyProductId }
+            guard byId[product.id] == nil else { throw .duplicateProductId(product.id) }
+            guard product.credits >= 0 else { throw .negativeCredits(productId: product.id, credits: product.credits) }
+            if product.kind == .consumable, !product.entitlements.isEmpty {
+                throw .consumableWithEntitlements(productId: product.id)
+            }
+            if product.kind == .autoRenewable, product.group?.isEmpty ?? true {
+                throw .subscriptionWithoutGroup(productId: product.id)
+            }
+            if let days = product.durationDays, days < 1 {
+                throw .invalidDuration(productId: product.id, days: days)
+            }
+            byId[product.id] = product
+        }
+        let groups = Set(products.filter { $0.kind == .autoRenewable }.compactMap(\.group))
+        var ruleGroups = Set<String>()
+        for rule in loyalty {
+            guard groups.contains(rule.group) else { throw .loyaltyUnknownGroup(rule.group) }
+            guard rule.periods >= 1 else { throw .loyaltyInvalidPeriods(group: rule.group, periods: rule.periods) }
+            guard ruleGroups.insert(rule.group).inserted else { throw .duplicateLoyaltyGroup(rule.group) }
+        }
+        self.products = products
+        self.loyalty = loyalty
+        self.byId = byId
+    }
+
+    /// Loads a catalog from its JSON document. Repeated keys are refused.
+    ///
+    /// - Parameter data: The file's bytes.
+    /// - Throws: ``CatalogError``.
+    public init(json data: Data) throws(CatalogError) {
+        let document: Document
+        do {
+            try StrictJSON.validate(data)
+            document = try JSONDecoder().decode(Document.self, from: data)
+        } catch let error as StrictJSONError {
+            throw .malformed(error.description)
+        } catch let error as DecodingError {
+            throw .malformed(Self.describe(error))
+        } catch {
+            throw .malformed(String(describing: error))
+        }
+        var products: [Product] = []
+        for entry in document.products {
+            guard let kind = ProductKind(rawValue: entry.kind) else {
+                throw .unknownKind(productId: entry.id, kind: entry.kind)
+            }
+            products.append(
+                Product(
+                    id: entry.id,
+                    kind: kind,
+                    credits: entry.credits ?? 0,
+                    entitlements: entry.entitlements ?? [],
+                    group: entry.group,
+                    durationDays: entry.durationDays
+                ))
+        }
+        let rules = (document.loyalty ?? []).map {
+            LoyaltyRule(group: $0.group, periods: $0.periods ?? LoyaltyRule.defaultPeriods, entitlements: $0.entitlements)
+        }
+        try self.init(products: products, loyalty: rules)
+    }
+
+    /// The product with this identifier, or `nil` when the catalog does not sell it.
+    public func product(id: String) -> Product? { byId[id] }
+
+    /// The credits a purchase delivers: `credits × quantity`, and nothing for a family-shared purchase.
+    ///
+    /// - Parameters:
+    ///   - productId: The product bought.
+    ///   - quantity: How many units were bought (at least 1).
+    ///   - familyShared: Whether the buyer received it through Family Sharing.
+    /// - Throws: ``LedgerError/unknownProduct(_:)`` when the catalog does not sell the product,
+    ///   ``LedgerError/invalidAmount(_:)`` when the quantity is below 1.
+    public func credits(productId: String, quantity: Int, familyShared: Bool) throws(LedgerError) -> Int64 {
+        guard let product = byId[productId] else { throw .unknownProduct(productId) }
+        guard quantity >= 1 else { throw .invalidAmount(Int64(quantity)) }
+        if familyShared { return 0 }
+        let (total, overflow) = product.credits.multipliedReportingOverflow(by: Int64(quantity))
+        guard !overflow else { throw .invalidAmount(Int64(quantity)) }
+        return total
+    }
+
+    private struct Document: Decodable {
+        struct Entry: Decodable {
+            var id: String
+            var kind: String
+            var credits: Int64?
+            var entitlements: [String]?
+            var group: String?
+            var durationDays: Int?
+        }
+        struct Rule: Decodable {
+            var group: String
+            var periods: Int?
+            var entitlements: [String]
+        }
+        var products: [Entry]
+        var loyalty: [Rule]?
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let components = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }
+            return components.isEmpty ? "document" : components.joined().trimmingCharacters(in: ["."])
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let at = path(context)
+            return "missing field \"\(key.stringValue)\"" + (context.codingPath.isEmpty ? "" : " in \(at)")
+        case .typeMismatch(let type, let context): return "\(path(context)): expected \(type)"
+        case .valueNotFound(let type, let context): return "\(path(context)): expected \(type), found null"
+        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return String(describing: error)
+        }
+    }
+}

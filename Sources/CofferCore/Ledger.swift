@@ -1,0 +1,504 @@
+import Foundation
+
+/// What happens to a deficit (credits a refund could not take back because they were already spent).
+public enum DeficitPolicy: String, Codable, Sendable, CaseIterable {
+    /// Credits delivered later (purchases, grants) settle the deficit before they reach the balance.
+    case collect
+    /// The deficit stays as a record for support; later credits go straight to the balance.
+    case forgive
+}
+
+/// A user's credit position: the spendable balance, never negative, and the deficit, what refunds could
+/// not take back.
+public struct Wallet: Sendable, Hashable, Codable {
+    /// Spendable credits; never below zero.
+    public var balance: Int64
+    /// Credits owed: the part of refunded purchases that had already been spent.
+    public var deficit: Int64
+
+    /// Creates a wallet.
+    public init(balance: Int64 = 0, deficit: Int64 = 0) {
+        self.balance = balance
+        self.deficit = deficit
+    }
+
+    /// A new user's wallet.
+    public static let empty = Wallet()
+}
+
+/// The kinds of ledger entry, each with its own idempotency key space.
+public enum LedgerEntryKind: String, Codable, Sendable, CaseIterable {
+    /// Delivery of a purchase, keyed by Apple's transaction id.
+    case purchase
+    /// A refund or revocation taking back what its purchase delivered, keyed by transaction id.
+    case revocation
+    /// Apple reversing a refund (`REFUND_REVERSED`), keyed by transaction id.
+    case reversal
+    /// Credits granted by support, keyed by the grant id.
+    case grant
+    /// An admin change to the balance, keyed by the adjustment id.
+    case adjustment
+    /// Credits spent by the app (server wallet), keyed by the client's idempotency key.
+    case spend
+}
+
+/// A natural idempotency key such as `purchase:2000000123456789`: an entry with a given key is applied
+/// at most once per user.
+public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The entry kind, the key's prefix.
+    public var kind: LedgerEntryKind
+    /// The natural identifier: a transaction id, grant id, adjustment id or client key.
+    public var id: String
+
+    /// Creates a key.
+    public init(_ kind: LedgerEntryKind, _ id: String) {
+        self.kind = kind
+        self.id = id
+    }
+
+    /// Parses `kind:id`.
+    ///
+    /// - Parameter rawValue: A key as printed by ``description``.
+    public init?(rawValue: String) {
+        guard let colon = rawValue.firstIndex(of: ":"),
+            let kind = LedgerEntryKind(rawValue: String(rawValue[..<colon]))
+        else { return nil }
+        let id = String(rawValue[rawValue.index(after: colon)...])
+        guard !id.isEmpty else { return nil }
+        self.init(kind, id)
+    }
+
+    /// The key as stored: `kind:id`.
+    public var rawValue: String { "\(kind.rawValue):\(id)" }
+    public var description: String { rawValue }
+}
+
+/// A change to a user's wallet. Each event names its idempotency key.
+public enum LedgerEvent: Sendable, Hashable {
+    /// Deliver a purchase: `credits` is what the catalog says it is worth (see ``Catalog/credits(productId:quantity:familyShared:)``).
+    case purchase(TransactionFact, credits: Int64)
+    /// Apple refunded or revoked the transaction: take back what its purchase delivered.
+    case revocation(TransactionFact)
+    /// Apple reversed the refund: restore what the revocation took.
+    case reversal(TransactionFact)
+    /// Support granted credits.
+    case grant(id: String, credits: Int64, reason: String)
+    /// An admin changed the balance by `delta`.
+    case adjustment(id: String, delta: Int64, reason: String)
+    /// The app spent credits (server wallet).
+    case spend(key: String, amount: Int64)
+
+    /// The event's idempotency key.
+    public var key: IdempotencyKey {
+        switch self {
+        case .purchase(let fact, _): IdempotencyKey(.purchase, fact.transactionId)
+        case .revocation(let fact): IdempotencyKey(.revocation, fact.transactionId)
+        case .reversal(let fact): IdempotencyKey(.reversal, fact.transactionId)
+        case .grant(let id, _, _): IdempotencyKey(.grant, id)
+        case .adjustment(let id, _, _): IdempotencyKey(.adjustment, id)
+        case .spend(let key, _): IdempotencyKey(.spend, key)
+        }
+    }
+
+    /// The App Store transaction the event is about, for purchases, revocations and reversals.
+    public var transaction: TransactionFact? {
+        switch self {
+        case .purchase(let fact, _), .revocation(let fact), .reversal(let fact): fact
+        case .grant, .adjustment, .spend: nil
+        }
+    }
+}
+
+/// One applied change, as the ledger records it.
+public struct LedgerEntry: Sendable, Hashable, Codable {
+    /// The user whose wallet changed.
+    public var owner: UUID
+    /// The idempotency key.
+    public var key: IdempotencyKey
+    /// The nominal amount: `+credits` for purchases, grants and reversals, `-credits` for revocations and
+    /// spends, the delta for adjustments. Summed over a user's entries it equals `balance - deficit`.
+    public var amount: Int64
+    /// How the balance changed.
+    public var balanceDelta: Int64
+    /// How the deficit changed.
+    public var deficitDelta: Int64
+    /// The wallet after the entry.
+    public var walletAfter: Wallet
+    /// The transaction, for purchases, revocations and reversals.
+    public var transactionId: String?
+    /// The product, for purchases, revocations and reversals.
+    public var productId: String?
+    /// Why: the grant or adjustment reason.
+    public var reason: String?
+    /// When the entry was applied.
+    public var createdAt: Date
+
+    /// Creates an entry.
+    public init(
+        owner: UUID,
+        key: IdempotencyKey,
+        amount: Int64,
+        balanceDelta: Int64,
+        deficitDelta: Int64,
+        walletAfter: Wallet,
+        transactionId: String? = nil,
+        productId: String? = nil,
+        reason: String? = nil,
+        createdAt: Date
+    ) {
+        self.owner = owner
+        self.key = key
+        self.amount = amount
+        self.balanceDelta = balanceDelta
+        self.deficitDelta = deficitDelta
+        self.walletAfter = walletAfter
+        self.transactionId = transactionId
+        self.productId = productId
+        self.reason = reason
+        self.createdAt = createdAt
+    }
+}
+
+/// The ledger's record of one App Store transaction: who owns it, what it delivered and whether it
+/// was taken back. Transaction ids are unique per environment, so a receipt belongs to one user.
+public struct Receipt: Sendable, Hashable, Codable {
+    /// The user the transaction was delivered to (or first presented by).
+    public var owner: UUID
+    /// The latest facts known about the transaction.
+    public var transaction: TransactionFact
+    /// Credits the purchase delivered, or `nil` while it has not been delivered.
+    public var deliveredCredits: Int64?
+    /// When it was delivered.
+    public var deliveredAt: Date?
+    /// When Apple revoked it, once the revocation is applied.
+    public var revokedAt: Date?
+    /// What the revocation took from the balance.
+    public var takenFromBalance: Int64
+    /// What the revocation could not take and recorded as deficit.
+    public var addedToDeficit: Int64
+    /// When Apple reversed the refund.
+    public var reversedAt: Date?
+
+    /// Creates a receipt for a transaction nothing has been applied to yet.
+    public init(owner: UUID, transaction: TransactionFact) {
+        self.owner = owner
+        self.transaction = transaction
+        self.deliveredCredits = nil
+        self.deliveredAt = nil
+        self.revokedAt = nil
+        self.takenFromBalance = 0
+        self.addedToDeficit = 0
+        self.reversedAt = nil
+    }
+
+    /// Whether the transaction currently counts as refunded: revoked and not reversed.
+    public var isRevoked: Bool { revokedAt != nil && reversedAt == nil }
+
+    /// Where the transaction stands, for support screens.
+    public var status: ReceiptStatus {
+        if isRevoked { return .revoked }
+        if deliveredCredits == nil { return .pending }
+        return reversedAt == nil ? .delivered : .restored
+    }
+}
+
+/// Where a receipt stands.
+public enum ReceiptStatus: String, Codable, Sendable {
+    /// Known but not delivered (a refund reversal arrived before the purchase, say).
+    case pending
+    /// Delivered and paid.
+    case delivered
+    /// Refunded or revoked by Apple.
+    case revoked
+    /// Refunded, then the refund was reversed: delivered again.
+    case restored
+}
+
+/// What applying an event did.
+public enum LedgerOutcome: String, Codable, Sendable {
+    /// The event changed the ledger.
+    case applied
+    /// The key was applied before; nothing changed.
+    case duplicate
+    /// A purchase of a transaction Apple has revoked: nothing is credited.
+    case revoked
+    /// A revocation that arrived after its own reversal: state only moves forward, nothing changed.
+    case superseded
+}
+
+/// Why the ledger refused an event. Nothing changes when an event is refused.
+public enum LedgerError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The catalog does not sell this product.
+    case unknownProduct(String)
+    /// An amount or quantity is zero, negative or too large.
+    case invalidAmount(Int64)
+    /// A spend or a negative adjustment asks for more than the balance holds.
+    case insufficientBalance(balance: Int64, requested: Int64)
+    /// The transaction belongs to another user.
+    case wrongUser(transactionId: String)
+    /// The same key was used before for a different change (another amount, say).
+    case keyReused(IdempotencyKey)
+    /// The event names a different product than the transaction already on record.
+    case transactionMismatch(transactionId: String)
+    /// No user with this id exists in the event's environment.
+    case unknownUser(UUID)
+
+    public var description: String {
+        switch self {
+        case .unknownProduct(let id): "unknown product \(id)"
+        case .invalidAmount(let amount): "invalid amount \(amount)"
+        case .insufficientBalance(let balance, let requested):
+            "insufficient balance: \(requested) requested, \(balance) available"
+        case .wrongUser(let id): "transaction \(id) belongs to another user"
+        case .keyReused(let key): "idempotency key \(key) was already used for a different change"
+        case .transactionMismatch(let id): "transaction \(id) does not match the one on record"
+        case .unknownUser(let id): "no user \(id) in this environment"
+        }
+    }
+}
+
+/// The result of deciding an event: what to store. Apply all of it in one database transaction.
+public struct LedgerDecision: Sendable, Hashable {
+    /// What the event did.
+    public var outcome: LedgerOutcome
+    /// The wallet after the event.
+    public var wallet: Wallet
+    /// The receipt to save (for transaction events), or `nil` when no receipt changed.
+    public var receipt: Receipt?
+    /// The entry to append, or, for a duplicate, the entry already on record under the key.
+    public var entry: LedgerEntry?
+    /// Whether `entry` is new and must be appended.
+    public var appendsEntry: Bool { outcome != .duplicate && entry != nil }
+}
+
+/// The ledger's rules, as pure functions: stores load the current state, call ``decide(_:owner:wallet:receipt:existing:policy:at:)``
+/// and save the decision in one transaction.
+public enum Ledger {
+    /// The largest amount a single event may carry, so sums never overflow.
+    public static let maximumAmount: Int64 = 1 << 52
+
+    /// Decides what an event does to a user's wallet.
+    ///
+    /// - Parameters:
+    ///   - event: The change.
+    ///   - owner: The user it is for.
+    ///   - wallet: The user's current wallet.
+    ///   - receipt: The receipt on record for the event's transaction, if any (any owner).
+    ///   - existing: The entry on record for this user under the event's key, if any.
+    ///   - policy: The app's deficit policy.
+    ///   - now: The current time.
+    /// - Returns: What to store.
+    /// - Throws: ``LedgerError``; nothing must be stored then.
+    public static func decide(
+        _ event: LedgerEvent,
+        owner: UUID,
+        wallet: Wallet,
+        receipt: Receipt?,
+        existing: LedgerEntry?,
+        policy: DeficitPolicy,
+        at now: Date
+    ) throws(LedgerError) -> LedgerDecision {
+        if let fact = event.transaction, let receipt {
+            guard receipt.owner == owner else { throw .wrongUser(transactionId: fact.transactionId) }
+            guard receipt.transaction.productId == fact.productId else {
+                throw .transactionMismatch(transactionId: fact.transactionId)
+            }
+        }
+        let key = event.key
+        switch event {
+        case .purchase(let fact, let credits):
+            return try purchase(
+                fact, credits: credits, key: key, owner: owner, wallet: wallet, receipt: receipt, existing: existing,
+                policy: policy, now: now)
+        case .revocation(let fact):
+            return revocation(fact, owner: owner, wallet: wallet, receipt: receipt, now: now)
+        case .reversal(let fact):
+            return reversal(fact, owner: owner, wallet: wallet, receipt: receipt, policy: policy, now: now)
+        case .grant(_, let credits, let reason):
+            try checkAmount(credits)
+            if let existing { return try duplicate(existing, amount: credits, key: key, wallet: wallet) }
+            let after = credit(credits, to: wallet, policy: policy)
+            return applied(key: key, owner: owner, amount: credits, before: wallet, after: after, reason: reason, now: now)
+        case .adjustment(_, let delta, let reason):
+            guard delta != 0, delta.magnitude <= maximumAmount.magnitude else { throw .invalidAmount(delta) }
+            if let existing { return try duplicate(existing, amount: delta, key: key, wallet: wallet) }
+            guard wallet.balance + delta >= 0 else {
+                throw .insufficientBalance(balance: wallet.balance, requested: -delta)
+            }
+            var after = wallet
+            after.balance += delta
+            return applied(key: key, owner: owner, amount: delta, before: wallet, after: after, reason: reason, now: now)
+        case .spend(_, let amount):
+            try checkAmount(amount)
+            if let existing { return try duplicate(existing, amount: -amount, key: key, wallet: wallet) }
+            guard amount <= wallet.balance else { throw .insufficientBalance(balance: wallet.balance, requested: amount) }
+            var after = wallet
+            after.balance -= amount
+            return applied(key: key, owner: owner, amount: -amount, before: wallet, after: after, reason: nil, now: now)
+        }
+    }
+
+    /// Adds credits to a wallet. Under ``DeficitPolicy/collect`` they settle the deficit first.
+    ///
+    /// - Parameters:
+    ///   - amount: Credits to add (not negative).
+    ///   - wallet: The wallet before.
+    ///   - policy: The deficit policy.
+    /// - Returns: The wallet after.
+    public static func credit(_ amount: Int64, to wallet: Wallet, policy: DeficitPolicy) -> Wallet {
+        var after = wallet
+        let settled = policy == .collect ? min(wallet.deficit, amount) : 0
+        after.deficit -= settled
+        after.balance += amount - settled
+        return after
+    }
+
+    /// Takes credits back from a wallet: from the balance down to zero, the rest recorded as deficit.
+    ///
+    /// - Parameters:
+    ///   - amount: Credits to take back (not negative).
+    ///   - wallet: The wallet before.
+    /// - Returns: The wallet after.
+    public static func takeBack(_ amount: Int64, from wallet: Wallet) -> Wallet {
+        var after = wallet
+        let fromBalance = min(wallet.balance, amount)
+        after.balance -= fromBalance
+        after.deficit += amount - fromBalance
+        return after
+    }
+
+    private static func checkAmount(_ amount: Int64) throws(LedgerError) {
+        guard amount > 0, amount <= maximumAmount else { throw .invalidAmount(amount) }
+    }
+
+    private static func duplicate(
+        _ existing: LedgerEntry,
+        amount: Int64,
+        key: IdempotencyKey,
+        wallet: Wallet
+    ) throws(LedgerError) -> LedgerDecision {
+        guard existing.amount == amount else { throw .keyReused(key) }
+        return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existing)
+    }
+
+    private static func applied(
+        key: IdempotencyKey,
+        owner: UUID,
+        amount: Int64,
+        before: Wallet,
+        after: Wallet,
+        fact: TransactionFact? = nil,
+        receipt: Receipt? = nil,
+        reason: String?,
+        now: Date
+    ) -> LedgerDecision {
+        let entry = LedgerEntry(
+            owner: owner,
+            key: key,
+            amount: amount,
+            balanceDelta: after.balance - before.balance,
+            deficitDelta: after.deficit - before.deficit,
+            walletAfter: after,
+            transactionId: fact?.transactionId,
+            productId: fact?.productId,
+            reason: reason,
+            createdAt: now
+        )
+        return LedgerDecision(outcome: .applied, wallet: after, receipt: receipt, entry: entry)
+    }
+
+    private static func purchase(
+        _ fact: TransactionFact,
+        credits: Int64,
+        key: IdempotencyKey,
+        owner: UUID,
+        wallet: Wallet,
+        receipt existing: Receipt?,
+        existing existingEntry: LedgerEntry?,
+        policy: DeficitPolicy,
+        now: Date
+    ) throws(LedgerError) -> LedgerDecision {
+        guard credits >= 0, credits <= maximumAmount else { throw .invalidAmount(credits) }
+        guard fact.quantity >= 1 else { throw .invalidAmount(Int64(fact.quantity)) }
+        if let existing, existing.deliveredCredits != nil {
+            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existingEntry)
+        }
+        if let existing, existing.isRevoked {
+            return LedgerDecision(outcome: .revoked, wallet: wallet, receipt: nil, entry: nil)
+        }
+        if fact.revocationDate != nil, existing?.reversedAt == nil {
+            // Signed data that already says "refunded": record the revocation, credit nothing.
+            var decision = revocation(fact, owner: owner, wallet: wallet, receipt: existing, now: now)
+            decision.outcome = .revoked
+            return decision
+        }
+        var receipt = existing ?? Receipt(owner: owner, transaction: fact)
+        receipt.transaction = fact
+        receipt.transaction.revocationDate = nil
+        receipt.deliveredCredits = credits
+        receipt.deliveredAt = now
+        let after = credit(credits, to: wallet, policy: policy)
+        return applied(
+            key: key, owner: owner, amount: credits, before: wallet, after: after, fact: fact, receipt: receipt,
+            reason: nil, now: now)
+    }
+
+    private static func revocation(
+        _ fact: TransactionFact,
+        owner: UUID,
+        wallet: Wallet,
+        receipt existing: Receipt?,
+        now: Date
+    ) -> LedgerDecision {
+        if let existing, existing.revokedAt != nil {
+            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
+        }
+        if let existing, existing.reversedAt != nil {
+            return LedgerDecision(outcome: .superseded, wallet: wallet, receipt: nil, entry: nil)
+        }
+        var receipt = existing ?? Receipt(owner: owner, transaction: fact)
+        let revokedAt = fact.revocationDate ?? now
+        receipt.revokedAt = revokedAt
+        receipt.transaction.revocationDate = revokedAt
+        let taken = receipt.deliveredCredits ?? 0
+        let after = takeBack(taken, from: wallet)
+        receipt.takenFromBalance = wallet.balance - after.balance
+        receipt.addedToDeficit = after.deficit - wallet.deficit
+        return applied(
+            key: IdempotencyKey(.revocation, fact.transactionId), owner: owner, amount: -taken, before: wallet,
+            after: after, fact: fact, receipt: receipt, reason: nil, now: now)
+    }
+
+    private static func reversal(
+        _ fact: TransactionFact,
+        owner: UUID,
+        wallet: Wallet,
+        receipt existing: Receipt?,
+        policy: DeficitPolicy,
+        now: Date
+    ) -> LedgerDecision {
+        if let existing, existing.reversedAt != nil {
+            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
+        }
+        var receipt = existing ?? Receipt(owner: owner, transaction: fact)
+        receipt.reversedAt = now
+        receipt.transaction.revocationDate = nil
+        var after = wallet
+        var restored: Int64 = 0
+        if receipt.revokedAt != nil, let delivered = receipt.deliveredCredits {
+            restored = delivered
+            switch policy {
+            case .collect:
+                after = credit(delivered, to: wallet, policy: .collect)
+            case .forgive:
+                // Cancel only the deficit this revocation recorded; other deficits stay forgiven.
+                let cancelled = min(wallet.deficit, receipt.addedToDeficit)
+                after.deficit -= cancelled
+                after.balance += delivered - cancelled
+            }
+        }
+        return applied(
+            key: IdempotencyKey(.reversal, fact.transactionId), owner: owner, amount: restored, before: wallet,
+            after: after, fact: fact, receipt: receipt, reason: nil, now: now)
+    }
+}

@@ -1,0 +1,143 @@
+import CofferCore
+import Foundation
+
+/// Everything Coffer keeps: users, the ledger (entries, wallets, receipts), backups, grants and the audit
+/// log. Every record is tagged with its environment, and queries never cross environments.
+///
+/// Each engine (in-memory, SQLite, PostgreSQL) passes the same contract suite. An operation either
+/// completes durably or changes nothing.
+public protocol CofferStore: Sendable {
+    // MARK: Users
+
+    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
+    /// `appAccountToken` is taken.
+    func createUser(_ user: User) async throws
+    /// The user with this id.
+    func user(id: UUID) async throws -> User?
+    /// The user with this Support ID in an environment.
+    func user(supportId: SupportID, environment: Environment) async throws -> User?
+    /// The user whose token hashes to `tokenHash`.
+    func user(tokenHash: String) async throws -> User?
+    /// The user who owns this `appAccountToken` in an environment.
+    func user(appAccountToken: UUID, environment: Environment) async throws -> User?
+    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
+    /// (case-insensitive).
+    func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User]
+    /// How many users an environment has.
+    func userCount(environment: Environment) async throws -> Int
+
+    // MARK: Ledger
+
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
+    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply.
+    ///
+    /// - Returns: One result per request, in order.
+    /// - Throws: A storage failure, in which case nothing was applied.
+    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>]
+    /// A user's wallet (empty for a user with no entries).
+    func wallet(owner: UUID, environment: Environment) async throws -> Wallet
+    /// A user's ledger entries, oldest first.
+    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry]
+    /// The receipt of a transaction.
+    func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
+    /// A user's receipts, oldest purchase first.
+    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt]
+
+    // MARK: Backups
+
+    /// A user's backup.
+    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord?
+    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
+    func saveBackup(
+        owner: UUID,
+        environment: Environment,
+        value: Int64,
+        precondition: BackupPrecondition,
+        writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult
+
+    // MARK: Grants
+
+    /// Adds a grant.
+    func createGrant(_ grant: Grant) async throws
+    /// Grants of an environment, newest first, optionally for one recipient and one status.
+    func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant]
+    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
+    /// grant's credits are applied to the ledger (`grant:<id>`) in the same commit (server wallet).
+    ///
+    /// - Throws: ``StoreError/notFound(_:)`` or ``StoreError/wrongUser(_:)``.
+    func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
+        async throws -> Grant
+
+    // MARK: Audit
+
+    /// Appends an audit event.
+    func recordAudit(_ event: AuditEvent) async throws
+    /// Audit events of an environment, newest first.
+    func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent]
+}
+
+extension CofferStore {
+    /// Applies one ledger request in its own commit.
+    ///
+    /// - Returns: The result once durable.
+    /// - Throws: ``LedgerError`` when the ledger refuses it, or a storage failure.
+    public func apply(_ request: LedgerRequest) async throws -> LedgerResult {
+        let results = try await apply([request])
+        guard let result = results.first else { throw StoreError.storage("no result for the request") }
+        return try result.get()
+    }
+}
+
+/// The read and write steps a store engine offers inside one of its write transactions, so the ledger's
+/// load-decide-save sequence is written once for every engine.
+public protocol LedgerWriteContext {
+    /// The environment of the user with this id, `nil` when there is no such user.
+    mutating func environment(ofUser id: UUID) throws -> Environment?
+    /// The user's current wallet.
+    mutating func wallet(owner: UUID, environment: Environment) throws -> Wallet
+    /// The receipt of a transaction, any owner.
+    mutating func receipt(transactionId: String, environment: Environment) throws -> Receipt?
+    /// The user's entry under a key.
+    mutating func entry(owner: UUID, environment: Environment, key: IdempotencyKey) throws -> LedgerEntry?
+    /// Saves a decision: the wallet, the receipt if any, and the new entry.
+    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws
+}
+
+/// Applies ledger requests through an engine's ``LedgerWriteContext``.
+public enum LedgerWriter {
+    /// Loads the state a request needs, decides with ``Ledger/decide(_:owner:wallet:receipt:existing:policy:at:)``
+    /// and saves the decision. Call inside the engine's write transaction.
+    ///
+    /// - Returns: The result, or the ledger's refusal (nothing saved then).
+    /// - Throws: Storage failures from the context.
+    public static func apply(
+        _ request: LedgerRequest,
+        in context: inout some LedgerWriteContext
+    ) throws -> Result<LedgerResult, LedgerError> {
+        let owner = request.owner
+        let environment = request.environment
+        guard try context.environment(ofUser: owner) == environment else { return .failure(.unknownUser(owner)) }
+        let wallet = try context.wallet(owner: owner, environment: environment)
+        let receipt = try request.event.transaction.flatMap {
+            try context.receipt(transactionId: $0.transactionId, environment: environment)
+        }
+        let existing = try context.entry(owner: owner, environment: environment, key: request.event.key)
+        let decision: LedgerDecision
+        do {
+            decision = try Ledger.decide(
+                request.event, owner: owner, wallet: wallet, receipt: receipt, existing: existing,
+                policy: request.policy, at: request.at)
+        } catch {
+            return .failure(error)
+        }
+        if decision.appendsEntry || decision.receipt != nil {
+            try context.save(decision, owner: owner, environment: environment)
+        }
+        return .success(
+            LedgerResult(
+                outcome: decision.outcome, wallet: decision.wallet, entry: decision.entry ?? existing,
+                receipt: decision.receipt ?? receipt))
+    }
+}

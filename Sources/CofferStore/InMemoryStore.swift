@@ -1,0 +1,196 @@
+import CofferCore
+import Foundation
+
+/// A ``CofferStore`` held in memory: for tests, the simulator and trying Coffer out. Nothing survives
+/// the process.
+public actor InMemoryStore: CofferStore {
+    private struct EntryKey: Hashable {
+        var environment: Environment
+        var owner: UUID
+        var key: IdempotencyKey
+    }
+
+    private struct TransactionKey: Hashable {
+        var environment: Environment
+        var transactionId: String
+    }
+
+    private struct State: LedgerWriteContext {
+        var users: [UUID: User] = [:]
+        var wallets: [UUID: Wallet] = [:]
+        var entries: [LedgerEntry] = []
+        var entryIndex: [EntryKey: Int] = [:]
+        var receipts: [TransactionKey: Receipt] = [:]
+        var receiptOrder: [TransactionKey] = []
+
+        func environment(ofUser id: UUID) -> Environment? { users[id]?.environment }
+        func wallet(owner: UUID, environment: Environment) -> Wallet { wallets[owner] ?? .empty }
+        func receipt(transactionId: String, environment: Environment) -> Receipt? {
+            receipts[TransactionKey(environment: environment, transactionId: transactionId)]
+        }
+        func entry(owner: UUID, environment: Environment, key: IdempotencyKey) -> LedgerEntry? {
+            entryIndex[EntryKey(environment: environment, owner: owner, key: key)].map { entries[$0] }
+        }
+        mutating func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) {
+            wallets[owner] = decision.wallet
+            if let receipt = decision.receipt {
+                let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
+                if receipts.updateValue(receipt, forKey: key) == nil { receiptOrder.append(key) }
+            }
+            if decision.appendsEntry, let entry = decision.entry {
+                entryIndex[EntryKey(environment: environment, owner: owner, key: entry.key)] = entries.count
+                entries.append(entry)
+            }
+        }
+    }
+
+    private var state = State()
+    private var backups: [UUID: (Environment, BackupRecord)] = [:]
+    private var grantList: [Grant] = []
+    private var audit: [AuditEvent] = []
+
+    /// Creates an empty store.
+    public init() {}
+
+    public func createUser(_ user: User) throws {
+        for other in state.users.values {
+            if other.id == user.id { throw StoreError.alreadyExists("user \(user.id)") }
+            if other.tokenHash == user.tokenHash { throw StoreError.alreadyExists("token") }
+            if other.environment == user.environment {
+                if other.supportId == user.supportId { throw StoreError.alreadyExists("support id \(user.supportId)") }
+                if other.appAccountToken == user.appAccountToken {
+                    throw StoreError.alreadyExists("appAccountToken \(user.appAccountToken)")
+                }
+            }
+        }
+        state.users[user.id] = user
+    }
+
+    public func user(id: UUID) -> User? { state.users[id] }
+
+    public func user(supportId: SupportID, environment: Environment) -> User? {
+        state.users.values.first { $0.supportId == supportId && $0.environment == environment }
+    }
+
+    public func user(tokenHash: String) -> User? { state.users.values.first { $0.tokenHash == tokenHash } }
+
+    public func user(appAccountToken: UUID, environment: Environment) -> User? {
+        state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
+    }
+
+    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) -> [User] {
+        let prefix = supportIdPrefix?.lowercased() ?? ""
+        let matching = state.users.values
+            .filter { $0.environment == environment && $0.supportId.rawValue.hasPrefix(prefix) }
+            .sorted { ($0.createdAt, $0.supportId) > ($1.createdAt, $1.supportId) }
+        return Array(matching.dropFirst(max(0, offset)).prefix(max(0, limit)))
+    }
+
+    public func userCount(environment: Environment) -> Int {
+        state.users.values.filter { $0.environment == environment }.count
+    }
+
+    public func apply(_ requests: [LedgerRequest]) -> [Result<LedgerResult, LedgerError>] {
+        requests.map { request in
+            // The in-memory context never throws; a refusal comes back as the request's failure.
+            (try? LedgerWriter.apply(request, in: &state)) ?? .failure(.unknownUser(request.owner))
+        }
+    }
+
+    public func wallet(owner: UUID, environment: Environment) -> Wallet {
+        guard state.users[owner]?.environment == environment else { return .empty }
+        return state.wallet(owner: owner, environment: environment)
+    }
+
+    public func entries(owner: UUID, environment: Environment) -> [LedgerEntry] {
+        guard state.users[owner]?.environment == environment else { return [] }
+        return state.entries.filter { $0.owner == owner }
+    }
+
+    public func receipt(transactionId: String, environment: Environment) -> Receipt? {
+        state.receipt(transactionId: transactionId, environment: environment)
+    }
+
+    public func receipts(owner: UUID, environment: Environment) -> [Receipt] {
+        state.receiptOrder.filter { $0.environment == environment }
+            .compactMap { state.receipts[$0] }
+            .filter { $0.owner == owner }
+            .sorted { ($0.transaction.purchaseDate, $0.transaction.transactionId) < ($1.transaction.purchaseDate, $1.transaction.transactionId) }
+    }
+
+    public func backup(owner: UUID, environment: Environment) -> BackupRecord? {
+        guard let (env, record) = backups[owner], env == environment else { return nil }
+        return record
+    }
+
+    public func saveBackup(
+        owner: UUID,
+        environment: Environment,
+        value: Int64,
+        precondition: BackupPrecondition,
+        writer: BackupWriter,
+        at: Date
+    ) throws -> BackupSaveResult {
+        guard state.users[owner]?.environment == environment else { throw StoreError.notFound("user \(owner)") }
+        let current = backup(owner: owner, environment: environment)
+        switch (precondition, current) {
+        case (.absent, nil), (.overwrite, _): break
+        case (.version(let expected), let record?) where record.version == expected: break
+        default: return .conflict(current: current)
+        }
+        let record = BackupRecord(value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
+        backups[owner] = (environment, record)
+        return .saved(record)
+    }
+
+    public func createGrant(_ grant: Grant) throws {
+        guard state.users[grant.recipient]?.environment == grant.environment else {
+            throw StoreError.notFound("user \(grant.recipient)")
+        }
+        guard !grantList.contains(where: { $0.id == grant.id }) else {
+            throw StoreError.alreadyExists("grant \(grant.id)")
+        }
+        grantList.append(grant)
+    }
+
+    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) -> [Grant] {
+        let matching = grantList.filter { grant in
+            grant.environment == environment && (recipient == nil || grant.recipient == recipient)
+                && (status == nil || grant.status == status)
+        }
+        return Array(matching.sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }.prefix(max(0, limit)))
+    }
+
+    public func claimGrant(
+        id: UUID,
+        recipient: UUID,
+        environment: Environment,
+        crediting policy: DeficitPolicy?,
+        at: Date
+    ) throws -> Grant {
+        guard let index = grantList.firstIndex(where: { $0.id == id && $0.environment == environment }) else {
+            throw StoreError.notFound("grant \(id)")
+        }
+        var grant = grantList[index]
+        guard grant.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
+        guard grant.claimedAt == nil else { return grant }
+        if let policy {
+            let request = LedgerRequest(
+                owner: recipient, environment: environment,
+                event: .grant(id: id.uuidString.lowercased(), credits: grant.credits, reason: grant.reason),
+                policy: policy, at: at)
+            var draft = state
+            _ = try LedgerWriter.apply(request, in: &draft).get()
+            state = draft
+        }
+        grant.claimedAt = at
+        grantList[index] = grant
+        return grant
+    }
+
+    public func recordAudit(_ event: AuditEvent) { audit.append(event) }
+
+    public func auditEvents(environment: Environment, limit: Int) -> [AuditEvent] {
+        Array(audit.filter { $0.environment == environment }.reversed().prefix(max(0, limit)))
+    }
+}

@@ -1,0 +1,210 @@
+import CofferCore
+import Foundation
+
+/// A user of the app: created by the app on first launch, found by support through the Support ID.
+public struct User: Sendable, Hashable, Codable {
+    /// The internal id.
+    public var id: UUID
+    /// The environment the user lives in; a user's records never leave it.
+    public var environment: Environment
+    /// The Support ID shown in the app.
+    public var supportId: SupportID
+    /// A hash of the user's secret token (the token itself is never stored).
+    public var tokenHash: String
+    /// The `appAccountToken` the app passes to StoreKit, tying transactions to this user.
+    public var appAccountToken: UUID
+    /// When the user was created.
+    public var createdAt: Date
+
+    /// Creates a user record.
+    public init(
+        id: UUID = UUID(),
+        environment: Environment,
+        supportId: SupportID,
+        tokenHash: String,
+        appAccountToken: UUID = UUID(),
+        createdAt: Date
+    ) {
+        self.id = id
+        self.environment = environment
+        self.supportId = supportId
+        self.tokenHash = tokenHash
+        self.appAccountToken = appAccountToken
+        self.createdAt = createdAt
+    }
+}
+
+/// One change to apply to a user's wallet.
+public struct LedgerRequest: Sendable, Hashable {
+    /// The user.
+    public var owner: UUID
+    /// The environment the change belongs to; it must be the user's.
+    public var environment: Environment
+    /// The change.
+    public var event: LedgerEvent
+    /// The app's deficit policy.
+    public var policy: DeficitPolicy
+    /// When it happens.
+    public var at: Date
+
+    /// Creates a request.
+    public init(owner: UUID, environment: Environment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date) {
+        self.owner = owner
+        self.environment = environment
+        self.event = event
+        self.policy = policy
+        self.at = at
+    }
+}
+
+/// What applying a ``LedgerRequest`` did, once it is durable.
+public struct LedgerResult: Sendable, Hashable {
+    /// What the event did.
+    public var outcome: LedgerOutcome
+    /// The user's wallet after the event.
+    public var wallet: Wallet
+    /// The entry applied, or for a duplicate the one already on record (when the key has one).
+    public var entry: LedgerEntry?
+    /// The transaction's receipt after the event, for transaction events.
+    public var receipt: Receipt?
+
+    /// Creates a result.
+    public init(outcome: LedgerOutcome, wallet: Wallet, entry: LedgerEntry?, receipt: Receipt?) {
+        self.outcome = outcome
+        self.wallet = wallet
+        self.entry = entry
+        self.receipt = receipt
+    }
+}
+
+/// What a backup write needs to find on the server before it may replace the record.
+public enum BackupPrecondition: Sendable, Hashable {
+    /// No backup exists yet (a first write).
+    case absent
+    /// The current backup has this version (`If-Match`).
+    case version(Int64)
+    /// Anything: an admin override.
+    case overwrite
+}
+
+/// The result of a backup write.
+public enum BackupSaveResult: Sendable, Hashable {
+    /// Written; the new record.
+    case saved(BackupRecord)
+    /// The precondition failed; the record on the server now (`nil` if none).
+    case conflict(current: BackupRecord?)
+}
+
+/// Whether a grant has been picked up by the app.
+public enum GrantStatus: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Waiting for the app.
+    case pending
+    /// Delivered to the app.
+    case claimed
+}
+
+/// Credits support gives a user, with a reason; the app picks them up and claims them once.
+public struct Grant: Sendable, Hashable, Codable {
+    /// The grant's id, also its ledger key (`grant:<id>`).
+    public var id: UUID
+    /// The environment.
+    public var environment: Environment
+    /// The user who receives it.
+    public var recipient: UUID
+    /// The credits granted.
+    public var credits: Int64
+    /// Why, e.g. "Ticket #42".
+    public var reason: String
+    /// Who created it.
+    public var createdBy: String
+    /// When it was created.
+    public var createdAt: Date
+    /// When the app claimed it, `nil` while pending.
+    public var claimedAt: Date?
+
+    /// Creates a grant.
+    public init(
+        id: UUID = UUID(),
+        environment: Environment,
+        recipient: UUID,
+        credits: Int64,
+        reason: String,
+        createdBy: String,
+        createdAt: Date,
+        claimedAt: Date? = nil
+    ) {
+        self.id = id
+        self.environment = environment
+        self.recipient = recipient
+        self.credits = credits
+        self.reason = reason
+        self.createdBy = createdBy
+        self.createdAt = createdAt
+        self.claimedAt = claimedAt
+    }
+
+    /// Pending or claimed.
+    public var status: GrantStatus { claimedAt == nil ? .pending : .claimed }
+}
+
+/// One admin action, recorded with who, when, what, and the state before and after.
+public struct AuditEvent: Sendable, Hashable, Codable {
+    /// The event's id.
+    public var id: UUID
+    /// The environment acted in.
+    public var environment: Environment
+    /// Who acted (an admin name or a key id).
+    public var actor: String
+    /// What they did, e.g. `grant.create`.
+    public var action: String
+    /// What it was done to, e.g. a Support ID.
+    public var subject: String
+    /// The state before, as text (often JSON).
+    public var before: String?
+    /// The state after.
+    public var after: String?
+    /// When.
+    public var at: Date
+
+    /// Creates an audit event.
+    public init(
+        id: UUID = UUID(),
+        environment: Environment,
+        actor: String,
+        action: String,
+        subject: String,
+        before: String? = nil,
+        after: String? = nil,
+        at: Date
+    ) {
+        self.id = id
+        self.environment = environment
+        self.actor = actor
+        self.action = action
+        self.subject = subject
+        self.before = before
+        self.after = after
+        self.at = at
+    }
+}
+
+/// Failures of the store itself, apart from ledger rules.
+public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A record with this identity exists already (a Support ID collision, say).
+    case alreadyExists(String)
+    /// No such record in this environment.
+    case notFound(String)
+    /// The record belongs to another user.
+    case wrongUser(String)
+    /// The database refused or failed; the operation changed nothing.
+    case storage(String)
+
+    public var description: String {
+        switch self {
+        case .alreadyExists(let what): "already exists: \(what)"
+        case .notFound(let what): "not found: \(what)"
+        case .wrongUser(let what): "belongs to another user: \(what)"
+        case .storage(let detail): "storage failure: \(detail)"
+        }
+    }
+}

@@ -1,0 +1,142 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+/// Dates are stored as integer milliseconds since 1970, as Apple writes them.
+enum Millis {
+    static func from(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(millis) / 1000) }
+}
+
+/// Typed reads of columns that must hold a valid value; a bad one is reported, never invented.
+enum Column {
+    static func uuid(_ row: Row, _ column: String) throws -> UUID {
+        guard let text = row[column] as String?, let uuid = UUID(uuidString: text) else {
+            throw StoreError.storage("corrupt \(column): not a UUID")
+        }
+        return uuid
+    }
+
+    static func environment(_ row: Row) throws -> Environment {
+        guard let text = row["environment"] as String?, let environment = Environment(rawValue: text) else {
+            throw StoreError.storage("corrupt environment column")
+        }
+        return environment
+    }
+}
+
+/// The SQLite side of the ledger's load-decide-save sequence, used inside one write transaction.
+struct SQLiteLedgerContext: LedgerWriteContext {
+    let db: Database
+
+    func environment(ofUser id: UUID) throws -> Environment? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT environment FROM users WHERE id = ?"), arguments: [id.uuidString])
+            .map(Column.environment)
+    }
+
+    func walletIfInEnvironment(owner: UUID, environment: Environment) throws -> Wallet? {
+        try Row.fetchOne(
+            db.cachedStatement(
+                sql: """
+                    SELECT w.balance, w.deficit FROM wallets w JOIN users u ON u.id = w.user_id
+                    WHERE w.user_id = ? AND u.environment = ?
+                    """),
+            arguments: [owner.uuidString, environment.rawValue]
+        ).map { Wallet(balance: $0["balance"], deficit: $0["deficit"]) }
+    }
+
+    func wallet(owner: UUID, environment: Environment) throws -> Wallet {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT balance, deficit FROM wallets WHERE user_id = ?"), arguments: [owner.uuidString]
+        ).map { Wallet(balance: $0["balance"], deficit: $0["deficit"]) } ?? .empty
+    }
+
+    func receipt(transactionId: String, environment: Environment) throws -> Receipt? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM receipts WHERE environment = ? AND transaction_id = ?"),
+            arguments: [environment.rawValue, transactionId]
+        ).map(Self.receipt)
+    }
+
+    func entry(owner: UUID, environment: Environment, key: IdempotencyKey) throws -> LedgerEntry? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? AND key = ?"),
+            arguments: [environment.rawValue, owner.uuidString, key.rawValue]
+        ).map(Self.entry)
+    }
+
+    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws {
+        try db.cachedStatement(sql: "UPDATE wallets SET balance = ?, deficit = ? WHERE user_id = ?")
+            .execute(arguments: [decision.wallet.balance, decision.wallet.deficit, owner.uuidString])
+        if let receipt = decision.receipt {
+            let fact = receipt.transaction
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
+                        purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
+                        delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (environment, transaction_id) DO UPDATE SET
+                        original_transaction_id = excluded.original_transaction_id, quantity = excluded.quantity,
+                        purchase_date = excluded.purchase_date, expires_date = excluded.expires_date,
+                        revocation_date = excluded.revocation_date, family_shared = excluded.family_shared,
+                        trial = excluded.trial, upgraded = excluded.upgraded,
+                        delivered_credits = excluded.delivered_credits, delivered_at = excluded.delivered_at,
+                        revoked_at = excluded.revoked_at, taken_from_balance = excluded.taken_from_balance,
+                        added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at
+                    """
+            ).execute(arguments: [
+                environment.rawValue, fact.transactionId, receipt.owner.uuidString, fact.originalTransactionId,
+                fact.productId, fact.quantity, Millis.from(fact.purchaseDate), fact.expiresDate.map(Millis.from),
+                fact.revocationDate.map(Millis.from), fact.isFamilyShared, fact.isTrial, fact.isUpgraded,
+                receipt.deliveredCredits, receipt.deliveredAt.map(Millis.from), receipt.revokedAt.map(Millis.from),
+                receipt.takenFromBalance, receipt.addedToDeficit, receipt.reversedAt.map(Millis.from),
+            ])
+        }
+        if decision.appendsEntry, let entry = decision.entry {
+            try db.cachedStatement(
+                sql: """
+                    INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
+                        balance_after, deficit_after, transaction_id, product_id, reason, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
+            ).execute(arguments: [
+                environment.rawValue, owner.uuidString, entry.key.rawValue, entry.key.kind.rawValue, entry.amount,
+                entry.balanceDelta, entry.deficitDelta, entry.walletAfter.balance, entry.walletAfter.deficit,
+                entry.transactionId, entry.productId, entry.reason, Millis.from(entry.createdAt),
+            ])
+        }
+    }
+
+    static func receipt(_ row: Row) throws -> Receipt {
+        let fact = TransactionFact(
+            transactionId: row["transaction_id"],
+            originalTransactionId: row["original_transaction_id"],
+            productId: row["product_id"],
+            quantity: row["quantity"],
+            purchaseDate: Millis.date(row["purchase_date"]),
+            expiresDate: (row["expires_date"] as Int64?).map(Millis.date),
+            revocationDate: (row["revocation_date"] as Int64?).map(Millis.date),
+            isFamilyShared: row["family_shared"],
+            isTrial: row["trial"],
+            isUpgraded: row["upgraded"])
+        var receipt = Receipt(owner: try Column.uuid(row, "owner"), transaction: fact)
+        receipt.deliveredCredits = row["delivered_credits"]
+        receipt.deliveredAt = (row["delivered_at"] as Int64?).map(Millis.date)
+        receipt.revokedAt = (row["revoked_at"] as Int64?).map(Millis.date)
+        receipt.takenFromBalance = row["taken_from_balance"]
+        receipt.addedToDeficit = row["added_to_deficit"]
+        receipt.reversedAt = (row["reversed_at"] as Int64?).map(Millis.date)
+        return receipt
+    }
+
+    static func entry(_ row: Row) throws -> LedgerEntry {
+        guard let key = IdempotencyKey(rawValue: row["key"]) else { throw StoreError.storage("corrupt ledger key") }
+        return LedgerEntry(
+            owner: try Column.uuid(row, "owner"), key: key, amount: row["amount"], balanceDelta: row["balance_delta"],
+            deficitDelta: row["deficit_delta"], walletAfter: Wallet(balance: row["balance_after"], deficit: row["deficit_after"]),
+            transactionId: row["transaction_id"], productId: row["product_id"], reason: row["reason"],
+            createdAt: Millis.date(row["created_at"]))
+    }
+}

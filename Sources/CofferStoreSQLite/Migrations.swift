@@ -1,0 +1,102 @@
+import GRDB
+
+extension SQLiteStore {
+    /// The schema, as frozen, named migrations: never edit one that has shipped; add a new one.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1 users, ledger, receipts, backups, grants, audit") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE users (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
+                        support_id TEXT NOT NULL,
+                        token_hash TEXT NOT NULL UNIQUE,
+                        app_account_token TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        UNIQUE (environment, support_id),
+                        UNIQUE (environment, app_account_token)
+                    );
+                    CREATE INDEX users_by_created ON users (environment, created_at);
+                    CREATE TABLE wallets (
+                        user_id TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
+                        balance INTEGER NOT NULL CHECK (balance >= 0),
+                        deficit INTEGER NOT NULL CHECK (deficit >= 0)
+                    );
+                    CREATE TABLE receipts (
+                        environment TEXT NOT NULL,
+                        transaction_id TEXT NOT NULL,
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        original_transaction_id TEXT NOT NULL,
+                        product_id TEXT NOT NULL,
+                        quantity INTEGER NOT NULL,
+                        purchase_date INTEGER NOT NULL,
+                        expires_date INTEGER,
+                        revocation_date INTEGER,
+                        family_shared INTEGER NOT NULL,
+                        trial INTEGER NOT NULL,
+                        upgraded INTEGER NOT NULL,
+                        delivered_credits INTEGER,
+                        delivered_at INTEGER,
+                        revoked_at INTEGER,
+                        taken_from_balance INTEGER NOT NULL,
+                        added_to_deficit INTEGER NOT NULL,
+                        reversed_at INTEGER,
+                        PRIMARY KEY (environment, transaction_id)
+                    );
+                    CREATE INDEX receipts_by_owner ON receipts (owner);
+                    CREATE INDEX receipts_by_original ON receipts (environment, original_transaction_id);
+                    CREATE TABLE ledger_entries (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        environment TEXT NOT NULL,
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        key TEXT NOT NULL,
+                        kind TEXT NOT NULL,
+                        amount INTEGER NOT NULL,
+                        balance_delta INTEGER NOT NULL,
+                        deficit_delta INTEGER NOT NULL,
+                        balance_after INTEGER NOT NULL,
+                        deficit_after INTEGER NOT NULL,
+                        transaction_id TEXT,
+                        product_id TEXT,
+                        reason TEXT,
+                        created_at INTEGER NOT NULL,
+                        UNIQUE (environment, owner, key)
+                    );
+                    CREATE TABLE backups (
+                        owner TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
+                        environment TEXT NOT NULL,
+                        value INTEGER NOT NULL,
+                        last_updated INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        writer_kind TEXT NOT NULL,
+                        writer_name TEXT NOT NULL
+                    );
+                    CREATE TABLE grants (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        environment TEXT NOT NULL,
+                        recipient TEXT NOT NULL REFERENCES users (id),
+                        credits INTEGER NOT NULL CHECK (credits > 0),
+                        reason TEXT NOT NULL,
+                        created_by TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        claimed_at INTEGER
+                    );
+                    CREATE INDEX grants_by_environment ON grants (environment, created_at);
+                    CREATE INDEX grants_by_recipient ON grants (recipient);
+                    CREATE TABLE audit_events (
+                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        id TEXT NOT NULL UNIQUE,
+                        environment TEXT NOT NULL,
+                        actor TEXT NOT NULL,
+                        action TEXT NOT NULL,
+                        subject TEXT NOT NULL,
+                        before TEXT,
+                        after TEXT,
+                        at INTEGER NOT NULL
+                    );
+                    """)
+        }
+        return migrator
+    }
+}

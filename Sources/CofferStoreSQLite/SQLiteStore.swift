@@ -1,0 +1,371 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+/// How hard SQLite works to keep a commit through a crash.
+public enum SQLiteDurability: String, Sendable, CaseIterable, Codable {
+    /// `synchronous=FULL` (the default): every acknowledged commit survives a process crash and power loss.
+    /// Costs one fsync per commit; group commit (several ledger requests per ``SQLiteStore/apply(_:)``) shares it.
+    case full
+    /// `synchronous=NORMAL` in WAL mode: commits survive a process crash; the last ones may be lost on
+    /// power loss. Several times faster. Do not acknowledge Apple notifications on this setting unless you
+    /// accept that.
+    case normal
+}
+
+/// The embedded ``CofferStore``: one SQLite file in WAL mode, through GRDB. Migrates when opened.
+///
+/// ```swift
+/// let store = try SQLiteStore(path: "coffer.sqlite")
+/// ```
+public final class SQLiteStore: CofferStore {
+    private let pool: DatabasePool
+
+    /// Opens (creating if needed) and migrates the database at `path`.
+    ///
+    /// - Parameters:
+    ///   - path: The database file.
+    ///   - durability: The commit durability; see ``SQLiteDurability``.
+    public init(path: String, durability: SQLiteDurability = .full) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.label = "coffer"
+        let pragma = durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
+        configuration.prepareDatabase { db in try db.execute(sql: pragma) }
+        pool = try DatabasePool(path: path, configuration: configuration)
+        try Self.migrator.migrate(pool)
+    }
+
+    /// The names of the migrations applied to the database, oldest first.
+    public func appliedMigrations() throws -> [String] {
+        try pool.read { db in try Self.migrator.appliedMigrations(db) }
+    }
+
+    /// The journal mode and `synchronous` setting in force, for diagnostics (`("wal", 2)` for FULL).
+    public func pragmas() throws -> (journalMode: String, synchronous: Int) {
+        try pool.read { db in
+            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? ""
+            let sync = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+            return (mode, sync)
+        }
+    }
+
+    // MARK: Users
+
+    public func createUser(_ user: User) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        user.id.uuidString, user.environment.rawValue, user.supportId.rawValue, user.tokenHash,
+                        user.appAccountToken.uuidString, Millis.from(user.createdAt),
+                    ])
+                try db.execute(sql: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)", arguments: [user.id.uuidString])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("user (\(error.message ?? "unique constraint"))")
+            }
+        }
+    }
+
+    public func user(id: UUID) async throws -> User? {
+        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.uuidString]).map(Self.user) }
+    }
+
+    public func user(supportId: SupportID, environment: Environment) async throws -> User? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM users WHERE environment = ? AND support_id = ?",
+                arguments: [environment.rawValue, supportId.rawValue]
+            ).map(Self.user)
+        }
+    }
+
+    public func user(tokenHash: String) async throws -> User? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE token_hash = ?", arguments: [tokenHash]).map(Self.user)
+        }
+    }
+
+    public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM users WHERE environment = ? AND app_account_token = ?",
+                arguments: [environment.rawValue, appAccountToken.uuidString]
+            ).map(Self.user)
+        }
+    }
+
+    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
+        let prefix = supportIdPrefix?.lowercased() ?? ""
+        return try await read { db in
+            // Support IDs hold only `_`, 0-9 and a-f, so every ID with the prefix sorts below prefix + DEL.
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM users WHERE environment = ? AND support_id >= ? AND support_id < ?
+                    ORDER BY created_at DESC, support_id DESC LIMIT ? OFFSET ?
+                    """,
+                arguments: [environment.rawValue, prefix, prefix + "\u{7F}", max(0, limit), max(0, offset)]
+            ).map(Self.user)
+        }
+    }
+
+    public func userCount(environment: Environment) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users WHERE environment = ?", arguments: [environment.rawValue]) ?? 0
+        }
+    }
+
+    // MARK: Ledger
+
+    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        try await write { db in
+            var context = SQLiteLedgerContext(db: db)
+            return try requests.map { try LedgerWriter.apply($0, in: &context) }
+        }
+    }
+
+    public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+        try await read { db in
+            try SQLiteLedgerContext(db: db).walletIfInEnvironment(owner: owner, environment: environment) ?? .empty
+        }
+    }
+
+    public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? ORDER BY seq",
+                arguments: [environment.rawValue, owner.uuidString]
+            ).map(SQLiteLedgerContext.entry)
+        }
+    }
+
+    public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+        try await read { db in
+            try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
+        }
+    }
+
+    public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
+                arguments: [environment.rawValue, owner.uuidString]
+            ).map(SQLiteLedgerContext.receipt)
+        }
+    }
+
+    // MARK: Backups
+
+    public func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+        try await read { db in try Self.backup(db, owner: owner, environment: environment) }
+    }
+
+    public func saveBackup(
+        owner: UUID,
+        environment: Environment,
+        value: Int64,
+        precondition: BackupPrecondition,
+        writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult {
+        try await write { db in
+            guard try Self.userExists(db, id: owner, environment: environment) else {
+                throw StoreError.notFound("user \(owner)")
+            }
+            let current = try Self.backup(db, owner: owner, environment: environment)
+            switch (precondition, current) {
+            case (.absent, nil), (.overwrite, _): break
+            case (.version(let expected), let record?) where record.version == expected: break
+            default: return .conflict(current: current)
+            }
+            let record = BackupRecord(value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
+            let (kind, name) = Self.columns(record.writer)
+            try db.execute(
+                sql: """
+                    INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
+                        version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
+                    """,
+                arguments: [
+                    owner.uuidString, environment.rawValue, value, Millis.from(at), record.version, kind, name,
+                ])
+            return .saved(record)
+        }
+    }
+
+    // MARK: Grants
+
+    public func createGrant(_ grant: Grant) async throws {
+        try await write { db in
+            guard try Self.userExists(db, id: grant.recipient, environment: grant.environment) else {
+                throw StoreError.notFound("user \(grant.recipient)")
+            }
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        grant.id.uuidString, grant.environment.rawValue, grant.recipient.uuidString, grant.credits,
+                        grant.reason, grant.createdBy, Millis.from(grant.createdAt), grant.claimedAt.map(Millis.from),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("grant \(grant.id)")
+            }
+        }
+    }
+
+    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
+        try await read { db in
+            var sql = "SELECT * FROM grants WHERE environment = ?"
+            var arguments: StatementArguments = [environment.rawValue]
+            if let recipient {
+                sql += " AND recipient = ?"
+                arguments += [recipient.uuidString]
+            }
+            switch status {
+            case .pending: sql += " AND claimed_at IS NULL"
+            case .claimed: sql += " AND claimed_at IS NOT NULL"
+            case nil: break
+            }
+            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            arguments += [max(0, limit)]
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.grant)
+        }
+    }
+
+    public func claimGrant(
+        id: UUID,
+        recipient: UUID,
+        environment: Environment,
+        crediting policy: DeficitPolicy?,
+        at: Date
+    ) async throws -> Grant {
+        try await write { db in
+            guard
+                var grant = try Row.fetchOne(
+                    db, sql: "SELECT * FROM grants WHERE id = ? AND environment = ?",
+                    arguments: [id.uuidString, environment.rawValue]
+                ).map(Self.grant)
+            else { throw StoreError.notFound("grant \(id)") }
+            guard grant.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
+            guard grant.claimedAt == nil else { return grant }
+            if let policy {
+                var context = SQLiteLedgerContext(db: db)
+                let request = LedgerRequest(
+                    owner: recipient, environment: environment,
+                    event: .grant(id: id.uuidString.lowercased(), credits: grant.credits, reason: grant.reason),
+                    policy: policy, at: at)
+                _ = try LedgerWriter.apply(request, in: &context).get()
+            }
+            grant.claimedAt = at
+            try db.execute(sql: "UPDATE grants SET claimed_at = ? WHERE id = ?", arguments: [Millis.from(at), id.uuidString])
+            return grant
+        }
+    }
+
+    // MARK: Audit
+
+    public func recordAudit(_ event: AuditEvent) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    event.id.uuidString, event.environment.rawValue, event.actor, event.action, event.subject,
+                    event.before, event.after, Millis.from(event.at),
+                ])
+        }
+    }
+
+    public func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM audit_events WHERE environment = ? ORDER BY seq DESC LIMIT ?",
+                arguments: [environment.rawValue, max(0, limit)]
+            ).map { row in
+                AuditEvent(
+                    id: try Column.uuid(row, "id"), environment: try Column.environment(row),
+                    actor: row["actor"], action: row["action"], subject: row["subject"], before: row["before"],
+                    after: row["after"], at: Millis.date(row["at"]))
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Runs a write transaction, turning database failures into ``StoreError/storage(_:)``.
+    private func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch let error as DatabaseError {
+            throw StoreError.storage(error.description)
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch let error as DatabaseError {
+            throw StoreError.storage(error.description)
+        }
+    }
+
+    private static func userExists(_ db: Database, id: UUID, environment: Environment) throws -> Bool {
+        try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND environment = ?)",
+            arguments: [id.uuidString, environment.rawValue]) ?? false
+    }
+
+    private static func user(_ row: Row) throws -> User {
+        guard let supportId = SupportID(row["support_id"] as String) else {
+            throw StoreError.storage("corrupt support_id in users")
+        }
+        return User(
+            id: try Column.uuid(row, "id"),
+            environment: try Column.environment(row),
+            supportId: supportId,
+            tokenHash: row["token_hash"],
+            appAccountToken: try Column.uuid(row, "app_account_token"),
+            createdAt: Millis.date(row["created_at"]))
+    }
+
+    private static func backup(_ db: Database, owner: UUID, environment: Environment) throws -> BackupRecord? {
+        try Row.fetchOne(
+            db, sql: "SELECT * FROM backups WHERE owner = ? AND environment = ?",
+            arguments: [owner.uuidString, environment.rawValue]
+        ).map { row in
+            let name: String = row["writer_name"]
+            let writer: BackupWriter = (row["writer_kind"] as String) == "admin" ? .admin(name) : .device(name)
+            return BackupRecord(value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"], writer: writer)
+        }
+    }
+
+    private static func columns(_ writer: BackupWriter) -> (String, String) {
+        switch writer {
+        case .device(let name): ("device", name)
+        case .admin(let name): ("admin", name)
+        }
+    }
+
+    private static func grant(_ row: Row) throws -> Grant {
+        Grant(
+            id: try Column.uuid(row, "id"),
+            environment: try Column.environment(row),
+            recipient: try Column.uuid(row, "recipient"),
+            credits: row["credits"], reason: row["reason"], createdBy: row["created_by"],
+            createdAt: Millis.date(row["created_at"]),
+            claimedAt: (row["claimed_at"] as Int64?).map(Millis.date))
+    }
+}
