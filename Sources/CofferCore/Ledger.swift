@@ -420,11 +420,11 @@ public enum Ledger {
     ) throws(LedgerError) -> LedgerDecision {
         guard credits >= 0, credits <= maximumAmount else { throw .invalidAmount(credits) }
         guard fact.quantity >= 1 else { throw .invalidAmount(Int64(fact.quantity)) }
-        if let existing, existing.deliveredCredits != nil {
-            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existingEntry)
-        }
         if let existing, existing.isRevoked {
             return LedgerDecision(outcome: .revoked, wallet: wallet, receipt: nil, entry: nil)
+        }
+        if let existing, existing.deliveredCredits != nil {
+            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existingEntry)
         }
         if fact.revocationDate != nil, existing?.reversedAt == nil {
             // Signed data that already says "refunded": record the revocation, credit nothing.

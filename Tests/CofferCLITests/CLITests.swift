@@ -1,0 +1,134 @@
+import CofferCore
+import CofferStore
+import CofferStoreSQLite
+import Foundation
+import Testing
+
+/// Runs the built `coffer` executable as a user would, capturing its output.
+struct CofferProcess {
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The `coffer` binary next to the test bundle (`COFFER_BIN` overrides).
+    static var executable: URL {
+        if let path = ProcessInfo.processInfo.environment["COFFER_BIN"] { return URL(fileURLWithPath: path) }
+        let bundle = Bundle.main.bundleURL
+        let folder = bundle.pathExtension == "xctest" ? bundle.deletingLastPathComponent() : bundle
+        return folder.appendingPathComponent("coffer")
+    }
+
+    static func run(_ arguments: [String]) throws -> Output {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+}
+
+@Suite("coffer command line")
+struct CLITests {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func temporaryFile(_ name: String) throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.appendingPathComponent(name).path
+    }
+
+    @Test("--help lists the commands")
+    func help() throws {
+        let output = try CofferProcess.run(["--help"])
+        #expect(output.status == 0)
+        for command in ["catalog", "ledger", "migrate"] { #expect(output.stdout.contains(command)) }
+    }
+
+    @Test("catalog check accepts the example catalog and lists its products")
+    func catalogCheck() throws {
+        let output = try CofferProcess.run(["catalog", "check", root.appendingPathComponent("Examples/catalog.json").path])
+        #expect(output.status == 0)
+        #expect(output.stdout.contains("OK, 4 products, 1 loyalty rules"))
+        #expect(output.stdout.contains("com.example.credits.400k  consumable     400000"))
+        #expect(output.stdout.contains("loyalty: 12 paid periods of pro unlock premium, lifetime"))
+    }
+
+    @Test("catalog check --json prints the parsed catalog")
+    func catalogJSON() throws {
+        let output = try CofferProcess.run(["catalog", "check", "--json", root.appendingPathComponent("Examples/catalog.json").path])
+        #expect(output.status == 0)
+        let object = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]
+        #expect((object?["products"] as? [Any])?.count == 4)
+    }
+
+    @Test("catalog check refuses a bad catalog with exit 1 and a message naming the fault")
+    func catalogRefused() throws {
+        let path = try temporaryFile("bad.json")
+        try Data(#"{"products": [{"id": "a", "kind": "consumable", "credits": -1}]}"#.utf8).write(to: URL(fileURLWithPath: path))
+        let output = try CofferProcess.run(["catalog", "check", path])
+        #expect(output.status == 1)
+        #expect(output.stderr.contains("product a: credits must not be negative (got -1)"))
+        let missing = try CofferProcess.run(["catalog", "check", "/nonexistent/catalog.json"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.contains("cannot read"))
+    }
+
+    @Test("ledger show prints a user's wallet and entries; ledger check finds the books sound")
+    func ledgerShow() async throws {
+        let path = try temporaryFile("coffer.sqlite")
+        let store = try SQLiteStore(path: path)
+        let user = User(
+            environment: .sandbox, supportId: try #require(SupportID("_abc123def456")), tokenHash: "h",
+            createdAt: Date(timeIntervalSince1970: 1_767_225_600))
+        try await store.createUser(user)
+        let fact = TransactionFact(transactionId: "2000000123", productId: "com.example.credits.400k", purchaseDate: user.createdAt)
+        for event in [
+            LedgerEvent.purchase(fact, credits: 400_000), .spend(key: "round-1", amount: 350_000), .revocation(fact),
+            .grant(id: "g1", credits: 400_000, reason: "Ticket #42"),
+        ] {
+            _ = try await store.apply(LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: user.createdAt))
+        }
+
+        let output = try CofferProcess.run(["ledger", "show", "_ABC123DEF456", "--database", path])
+        #expect(output.status == 0, "\(output.stderr)")
+        // 400k bought, 350k spent, refunded (50k taken, 350k deficit), 400k granted settles the deficit first.
+        #expect(output.stdout.contains("_abc123def456  Sandbox  balance 50000  deficit 0"))
+        for key in ["purchase:2000000123", "spend:round-1", "revocation:2000000123", "grant:g1", "Ticket #42"] {
+            #expect(output.stdout.contains(key))
+        }
+
+        let json = try CofferProcess.run(["ledger", "show", "_abc123def456", "--database", path, "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect((object["entries"] as? [Any])?.count == 4)
+        #expect((object["wallet"] as? [String: Any])?["balance"] as? Int == 50_000)
+
+        let check = try CofferProcess.run(["ledger", "check", "--database", path])
+        #expect(check.status == 0)
+        #expect(check.stdout.contains("checked 1 users in Sandbox: 0 problems"))
+    }
+
+    @Test("ledger show refuses unknown users, bad Support IDs, missing databases and environments")
+    func ledgerErrors() throws {
+        let path = try temporaryFile("empty.sqlite")
+        #expect(try CofferProcess.run(["migrate", "--database", path]).status == 0)
+        let unknown = try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("no user _000000000000 in Sandbox"))
+        #expect(try CofferProcess.run(["ledger", "show", "nope", "--database", path]).stderr.contains("not a Support ID"))
+        #expect(try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path + ".missing"]).status == 1)
+        let environment = try CofferProcess.run(["ledger", "check", "--database", path, "--environment", "Staging"])
+        #expect(environment.status == 1)
+        #expect(environment.stderr.contains("unknown environment Staging"))
+    }
+}

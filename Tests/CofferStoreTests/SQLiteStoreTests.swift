@@ -1,0 +1,49 @@
+import CofferCore
+import CofferStore
+import CofferStoreSQLite
+import Foundation
+import Testing
+
+@Suite("SQLite store")
+struct SQLiteStoreTests {
+    @Test("opens in WAL mode with the documented durability setting", arguments: SQLiteDurability.allCases)
+    func pragmas(durability: SQLiteDurability) throws {
+        let store = try SQLiteStore(path: TemporaryDirectory.file("p.sqlite"), durability: durability)
+        let pragmas = try store.pragmas()
+        #expect(pragmas.journalMode == "wal")
+        #expect(pragmas.synchronous == (durability == .full ? 2 : 1))
+    }
+
+    @Test("what was committed is there after reopening, and migrations run once")
+    func survivesReopen() async throws {
+        let path = try TemporaryDirectory.file("reopen.sqlite")
+        let alice = Make.user("_aaaaaaaaaaa1")
+        do {
+            let store = try SQLiteStore(path: path)
+            try await store.createUser(alice)
+            _ = try await store.apply(Make.purchase("t1", for: alice))
+        }
+        let reopened = try SQLiteStore(path: path)
+        #expect(try reopened.appliedMigrations().count == 1)
+        #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
+        #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)
+    }
+
+    @Test("two store instances on one file (two processes' worth) still credit once")
+    func twoConnections() async throws {
+        let path = try TemporaryDirectory.file("shared.sqlite")
+        let first = try SQLiteStore(path: path)
+        let second = try SQLiteStore(path: path)
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await first.createUser(alice)
+        let outcomes = try await withThrowingTaskGroup(of: LedgerOutcome.self) { group in
+            for index in 0..<40 {
+                let store = index.isMultiple(of: 2) ? first : second
+                group.addTask { try await store.apply(Make.purchase("t1", for: alice)).outcome }
+            }
+            return try await group.reduce(into: [LedgerOutcome]()) { $0.append($1) }
+        }
+        #expect(outcomes.filter { $0 == .applied }.count == 1)
+        #expect(try await second.entries(owner: alice.id, environment: .sandbox).count == 1)
+    }
+}

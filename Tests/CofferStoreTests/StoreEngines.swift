@@ -1,0 +1,52 @@
+import CofferCore
+import CofferStore
+import CofferStoreSQLite
+import Foundation
+import Testing
+
+/// The store engines the contract suite runs against. Each test gets a fresh, empty store.
+enum StoreEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case memory
+    case sqlite
+
+    var testDescription: String { rawValue }
+
+    func makeStore() throws -> any CofferStore {
+        switch self {
+        case .memory: return InMemoryStore()
+        case .sqlite: return try SQLiteStore(path: TemporaryDirectory.file("store.sqlite"))
+        }
+    }
+}
+
+/// A fresh temporary folder per call, under the system's temporary directory.
+enum TemporaryDirectory {
+    static func file(_ name: String) throws -> String {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder.appendingPathComponent(name).path
+    }
+}
+
+/// Builders for the records the contract suite stores.
+enum Make {
+    /// 2026-01-01T00:00:00Z; every date in the suite is a whole second so all engines keep it exactly.
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)
+
+    static func user(_ supportId: String, in environment: Environment = .sandbox, createdAt offset: TimeInterval = 0) -> User {
+        User(
+            environment: environment, supportId: SupportID(supportId)!, tokenHash: "hash-\(UUID().uuidString)",
+            createdAt: start.addingTimeInterval(offset))
+    }
+
+    static func fact(_ id: String, quantity: Int = 1, revoked: Bool = false) -> TransactionFact {
+        TransactionFact(
+            transactionId: id, originalTransactionId: "orig-\(id)", productId: "com.example.credits.400k", quantity: quantity,
+            purchaseDate: start, expiresDate: start.addingTimeInterval(3_600),
+            revocationDate: revoked ? start.addingTimeInterval(60) : nil, isFamilyShared: false, isTrial: true, isUpgraded: true)
+    }
+
+    static func purchase(_ id: String, for user: User, credits: Int64 = 400) -> LedgerRequest {
+        LedgerRequest(owner: user.id, environment: user.environment, event: .purchase(fact(id), credits: credits), at: start)
+    }
+}
