@@ -2,6 +2,7 @@ import ArgumentParser
 
 /// The `coffer` command: the root of every subcommand.
 public struct Coffer: AsyncParsableCommand {
+    /// The command's name, help and subcommands.
     public static let configuration = CommandConfiguration(
         commandName: "coffer",
         abstract: "Coffer: self-hosted in-app purchase safety for App Store apps.",

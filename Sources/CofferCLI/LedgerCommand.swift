@@ -33,7 +33,9 @@ struct LedgerCommand: AsyncParsableCommand {
             let wallet = try await store.wallet(owner: user.id, environment: environment)
             let entries = try await store.entries(owner: user.id, environment: environment)
             if json {
-                print(try JSONText.encode(LedgerReport(supportId: id, environment: environment, wallet: wallet, entries: entries)))
+                print(
+                    try JSONText.encode(
+                        LedgerReport(supportId: id, environment: environment, wallet: wallet, entries: entries)))
                 return
             }
             print("\(id)  \(environment.rawValue)  balance \(wallet.balance)  deficit \(wallet.deficit)")
@@ -62,7 +64,8 @@ struct LedgerCommand: AsyncParsableCommand {
             var checked = 0
             var problems = 0
             while true {
-                let users = try await store.users(environment: environment, supportIdPrefix: nil, limit: pageSize, offset: offset)
+                let users = try await store.users(
+                    environment: environment, supportIdPrefix: nil, limit: pageSize, offset: offset)
                 for user in users {
                     let wallet = try await store.wallet(owner: user.id, environment: environment)
                     let entries = try await store.entries(owner: user.id, environment: environment)

@@ -91,6 +91,7 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Two loyalty rules name the same group.
     case duplicateLoyaltyGroup(String)
 
+    /// A one-line, human-readable explanation.
     public var description: String {
         switch self {
         case .malformed(let detail): "catalog is not valid: \(detail)"
@@ -192,7 +193,8 @@ public struct Catalog: Sendable, Hashable {
                 ))
         }
         let rules = (document.loyalty ?? []).map {
-            LoyaltyRule(group: $0.group, periods: $0.periods ?? LoyaltyRule.defaultPeriods, entitlements: $0.entitlements)
+            LoyaltyRule(
+                group: $0.group, periods: $0.periods ?? LoyaltyRule.defaultPeriods, entitlements: $0.entitlements)
         }
         try self.init(products: products, loyalty: rules)
     }

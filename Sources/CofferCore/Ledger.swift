@@ -70,6 +70,7 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// The key as stored: `kind:id`.
     public var rawValue: String { "\(kind.rawValue):\(id)" }
+    /// A one-line, human-readable explanation.
     public var description: String { rawValue }
 }
 
@@ -243,6 +244,7 @@ public enum LedgerError: Error, Equatable, Sendable, CustomStringConvertible {
     /// No user with this id exists in the event's environment.
     case unknownUser(UUID)
 
+    /// A one-line, human-readable explanation.
     public var description: String {
         switch self {
         case .unknownProduct(let id): "unknown product \(id)"
@@ -318,7 +320,8 @@ public enum Ledger {
             try checkAmount(credits)
             if let existing { return try duplicate(existing, amount: credits, key: key, wallet: wallet) }
             let after = credit(credits, to: wallet, policy: policy)
-            return applied(key: key, owner: owner, amount: credits, before: wallet, after: after, reason: reason, now: now)
+            return applied(
+                key: key, owner: owner, amount: credits, before: wallet, after: after, reason: reason, now: now)
         case .adjustment(_, let delta, let reason):
             guard delta != 0, delta.magnitude <= maximumAmount.magnitude else { throw .invalidAmount(delta) }
             if let existing { return try duplicate(existing, amount: delta, key: key, wallet: wallet) }
@@ -327,11 +330,14 @@ public enum Ledger {
             }
             var after = wallet
             after.balance += delta
-            return applied(key: key, owner: owner, amount: delta, before: wallet, after: after, reason: reason, now: now)
+            return applied(
+                key: key, owner: owner, amount: delta, before: wallet, after: after, reason: reason, now: now)
         case .spend(_, let amount):
             try checkAmount(amount)
             if let existing { return try duplicate(existing, amount: -amount, key: key, wallet: wallet) }
-            guard amount <= wallet.balance else { throw .insufficientBalance(balance: wallet.balance, requested: amount) }
+            guard amount <= wallet.balance else {
+                throw .insufficientBalance(balance: wallet.balance, requested: amount)
+            }
             var after = wallet
             after.balance -= amount
             return applied(key: key, owner: owner, amount: -amount, before: wallet, after: after, reason: nil, now: now)

@@ -35,7 +35,8 @@ public enum LedgerAudit {
         }
         if running != wallet {
             problems.append(
-                "wallet is \(wallet.balance)/\(wallet.deficit) but the entries give \(running.balance)/\(running.deficit)")
+                "wallet is \(wallet.balance)/\(wallet.deficit) but the entries give \(running.balance)/\(running.deficit)"
+            )
         }
         if wallet.balance - wallet.deficit != sum {
             problems.append("balance - deficit = \(wallet.balance - wallet.deficit) but the entries sum to \(sum)")

@@ -11,6 +11,7 @@ public enum StrictJSONError: Error, Equatable, Sendable, CustomStringConvertible
     /// The document is larger than the configured limit.
     case tooLarge(limit: Int)
 
+    /// A one-line, human-readable explanation.
     public var description: String {
         switch self {
         case .malformed(let offset, let reason): "malformed JSON at byte \(offset): \(reason)"

@@ -24,8 +24,10 @@ public struct SupportID: Sendable, Hashable, Codable, CustomStringConvertible, C
 
     private init(rawValue: String) { self.rawValue = rawValue }
 
+    /// A one-line, human-readable explanation.
     public var description: String { rawValue }
 
+    /// Orders by the textual form.
     public static func < (lhs: SupportID, rhs: SupportID) -> Bool { lhs.rawValue < rhs.rawValue }
 
     /// Decodes a Support ID from its string form, refusing anything that is not one.

@@ -52,6 +52,7 @@ public actor InMemoryStore: CofferStore {
     /// Creates an empty store.
     public init() {}
 
+    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
     public func createUser(_ user: User) throws {
         for other in state.users.values {
             if other.id == user.id { throw StoreError.alreadyExists("user \(user.id)") }
@@ -66,18 +67,23 @@ public actor InMemoryStore: CofferStore {
         state.users[user.id] = user
     }
 
+    /// The user with this id.
     public func user(id: UUID) -> User? { state.users[id] }
 
+    /// The user with this id.
     public func user(supportId: SupportID, environment: Environment) -> User? {
         state.users.values.first { $0.supportId == supportId && $0.environment == environment }
     }
 
+    /// The user with this id.
     public func user(tokenHash: String) -> User? { state.users.values.first { $0.tokenHash == tokenHash } }
 
+    /// The user with this id.
     public func user(appAccountToken: UUID, environment: Environment) -> User? {
         state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
     }
 
+    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) -> [User] {
         let prefix = supportIdPrefix?.lowercased() ?? ""
         let matching = state.users.values
@@ -86,10 +92,12 @@ public actor InMemoryStore: CofferStore {
         return Array(matching.dropFirst(max(0, offset)).prefix(max(0, limit)))
     }
 
+    /// How many users an environment has.
     public func userCount(environment: Environment) -> Int {
         state.users.values.filter { $0.environment == environment }.count
     }
 
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
     public func apply(_ requests: [LedgerRequest]) -> [Result<LedgerResult, LedgerError>] {
         requests.map { request in
             // The in-memory context never throws; a refusal comes back as the request's failure.
@@ -97,32 +105,42 @@ public actor InMemoryStore: CofferStore {
         }
     }
 
+    /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: Environment) -> Wallet {
         guard state.users[owner]?.environment == environment else { return .empty }
         return state.wallet(owner: owner, environment: environment)
     }
 
+    /// A user's ledger entries, oldest first.
     public func entries(owner: UUID, environment: Environment) -> [LedgerEntry] {
         guard state.users[owner]?.environment == environment else { return [] }
         return state.entries.filter { $0.owner == owner }
     }
 
+    /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: Environment) -> Receipt? {
         state.receipt(transactionId: transactionId, environment: environment)
     }
 
+    /// A user's receipts, oldest purchase first.
     public func receipts(owner: UUID, environment: Environment) -> [Receipt] {
         state.receiptOrder.filter { $0.environment == environment }
             .compactMap { state.receipts[$0] }
             .filter { $0.owner == owner }
-            .sorted { ($0.transaction.purchaseDate, $0.transaction.transactionId) < ($1.transaction.purchaseDate, $1.transaction.transactionId) }
+            .sorted {
+                ($0.transaction.purchaseDate, $0.transaction.transactionId) < (
+                    $1.transaction.purchaseDate, $1.transaction.transactionId
+                )
+            }
     }
 
+    /// A user's backup.
     public func backup(owner: UUID, environment: Environment) -> BackupRecord? {
         guard let (env, record) = backups[owner], env == environment else { return nil }
         return record
     }
 
+    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
     public func saveBackup(
         owner: UUID,
         environment: Environment,
@@ -143,6 +161,7 @@ public actor InMemoryStore: CofferStore {
         return .saved(record)
     }
 
+    /// Adds a grant.
     public func createGrant(_ grant: Grant) throws {
         guard state.users[grant.recipient]?.environment == grant.environment else {
             throw StoreError.notFound("user \(grant.recipient)")
@@ -153,14 +172,18 @@ public actor InMemoryStore: CofferStore {
         grantList.append(grant)
     }
 
+    /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) -> [Grant] {
         let matching = grantList.filter { grant in
             grant.environment == environment && (recipient == nil || grant.recipient == recipient)
                 && (status == nil || grant.status == status)
         }
-        return Array(matching.sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }.prefix(max(0, limit)))
+        return Array(
+            matching.sorted { ($0.createdAt, $0.id.uuidString) > ($1.createdAt, $1.id.uuidString) }.prefix(
+                max(0, limit)))
     }
 
+    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
     public func claimGrant(
         id: UUID,
         recipient: UUID,
@@ -188,8 +211,10 @@ public actor InMemoryStore: CofferStore {
         return grant
     }
 
+    /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) { audit.append(event) }
 
+    /// Audit events of an environment, newest first.
     public func auditEvents(environment: Environment, limit: Int) -> [AuditEvent] {
         Array(audit.filter { $0.environment == environment }.reversed().prefix(max(0, limit)))
     }

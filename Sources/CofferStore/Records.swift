@@ -199,6 +199,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The database refused or failed; the operation changed nothing.
     case storage(String)
 
+    /// A one-line, human-readable explanation.
     public var description: String {
         switch self {
         case .alreadyExists(let what): "already exists: \(what)"

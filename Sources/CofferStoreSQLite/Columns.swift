@@ -31,8 +31,10 @@ struct SQLiteLedgerContext: LedgerWriteContext {
     let db: Database
 
     func environment(ofUser id: UUID) throws -> Environment? {
-        try Row.fetchOne(db.cachedStatement(sql: "SELECT environment FROM users WHERE id = ?"), arguments: [id.uuidString])
-            .map(Column.environment)
+        try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT environment FROM users WHERE id = ?"), arguments: [id.uuidString]
+        )
+        .map(Column.environment)
     }
 
     func walletIfInEnvironment(owner: UUID, environment: Environment) throws -> Wallet? {
@@ -48,7 +50,8 @@ struct SQLiteLedgerContext: LedgerWriteContext {
 
     func wallet(owner: UUID, environment: Environment) throws -> Wallet {
         try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT balance, deficit FROM wallets WHERE user_id = ?"), arguments: [owner.uuidString]
+            db.cachedStatement(sql: "SELECT balance, deficit FROM wallets WHERE user_id = ?"),
+            arguments: [owner.uuidString]
         ).map { Wallet(balance: $0["balance"], deficit: $0["deficit"]) } ?? .empty
     }
 
@@ -135,7 +138,8 @@ struct SQLiteLedgerContext: LedgerWriteContext {
         guard let key = IdempotencyKey(rawValue: row["key"]) else { throw StoreError.storage("corrupt ledger key") }
         return LedgerEntry(
             owner: try Column.uuid(row, "owner"), key: key, amount: row["amount"], balanceDelta: row["balance_delta"],
-            deficitDelta: row["deficit_delta"], walletAfter: Wallet(balance: row["balance_after"], deficit: row["deficit_after"]),
+            deficitDelta: row["deficit_delta"],
+            walletAfter: Wallet(balance: row["balance_after"], deficit: row["deficit_after"]),
             transactionId: row["transaction_id"], productId: row["product_id"], reason: row["reason"],
             createdAt: Millis.date(row["created_at"]))
     }

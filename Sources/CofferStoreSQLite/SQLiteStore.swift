@@ -53,6 +53,7 @@ public final class SQLiteStore: CofferStore {
 
     // MARK: Users
 
+    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
     public func createUser(_ user: User) async throws {
         try await write { db in
             do {
@@ -65,17 +66,23 @@ public final class SQLiteStore: CofferStore {
                         user.id.uuidString, user.environment.rawValue, user.supportId.rawValue, user.tokenHash,
                         user.appAccountToken.uuidString, Millis.from(user.createdAt),
                     ])
-                try db.execute(sql: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)", arguments: [user.id.uuidString])
+                try db.execute(
+                    sql: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)",
+                    arguments: [user.id.uuidString])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("user (\(error.message ?? "unique constraint"))")
             }
         }
     }
 
+    /// The user with this id.
     public func user(id: UUID) async throws -> User? {
-        try await read { db in try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.uuidString]).map(Self.user) }
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.uuidString]).map(Self.user)
+        }
     }
 
+    /// The user with this id.
     public func user(supportId: SupportID, environment: Environment) async throws -> User? {
         try await read { db in
             try Row.fetchOne(
@@ -85,12 +92,14 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// The user with this id.
     public func user(tokenHash: String) async throws -> User? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM users WHERE token_hash = ?", arguments: [tokenHash]).map(Self.user)
         }
     }
 
+    /// The user with this id.
     public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
         try await read { db in
             try Row.fetchOne(
@@ -100,7 +109,10 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
-    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
+    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
+    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+        -> [User]
+    {
         let prefix = supportIdPrefix?.lowercased() ?? ""
         return try await read { db in
             // Support IDs hold only `_`, 0-9 and a-f, so every ID with the prefix sorts below prefix + DEL.
@@ -115,14 +127,17 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// How many users an environment has.
     public func userCount(environment: Environment) async throws -> Int {
         try await read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users WHERE environment = ?", arguments: [environment.rawValue]) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM users WHERE environment = ?", arguments: [environment.rawValue]) ?? 0
         }
     }
 
     // MARK: Ledger
 
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
     public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         try await write { db in
             var context = SQLiteLedgerContext(db: db)
@@ -130,12 +145,14 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
         try await read { db in
             try SQLiteLedgerContext(db: db).walletIfInEnvironment(owner: owner, environment: environment) ?? .empty
         }
     }
 
+    /// A user's ledger entries, oldest first.
     public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
         try await read { db in
             try Row.fetchAll(
@@ -145,17 +162,20 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
         try await read { db in
             try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
         }
     }
 
+    /// A user's receipts, oldest purchase first.
     public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
         try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
+                sql:
+                    "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
                 arguments: [environment.rawValue, owner.uuidString]
             ).map(SQLiteLedgerContext.receipt)
         }
@@ -163,10 +183,12 @@ public final class SQLiteStore: CofferStore {
 
     // MARK: Backups
 
+    /// A user's backup.
     public func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
         try await read { db in try Self.backup(db, owner: owner, environment: environment) }
     }
 
+    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
     public func saveBackup(
         owner: UUID,
         environment: Environment,
@@ -185,7 +207,8 @@ public final class SQLiteStore: CofferStore {
             case (.version(let expected), let record?) where record.version == expected: break
             default: return .conflict(current: current)
             }
-            let record = BackupRecord(value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
+            let record = BackupRecord(
+                value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
             let (kind, name) = Self.columns(record.writer)
             try db.execute(
                 sql: """
@@ -203,6 +226,7 @@ public final class SQLiteStore: CofferStore {
 
     // MARK: Grants
 
+    /// Adds a grant.
     public func createGrant(_ grant: Grant) async throws {
         try await write { db in
             guard try Self.userExists(db, id: grant.recipient, environment: grant.environment) else {
@@ -224,7 +248,10 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
-    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
+    /// Grants of an environment, newest first, optionally for one recipient and one status.
+    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
         try await read { db in
             var sql = "SELECT * FROM grants WHERE environment = ?"
             var arguments: StatementArguments = [environment.rawValue]
@@ -243,6 +270,7 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
     public func claimGrant(
         id: UUID,
         recipient: UUID,
@@ -268,13 +296,15 @@ public final class SQLiteStore: CofferStore {
                 _ = try LedgerWriter.apply(request, in: &context).get()
             }
             grant.claimedAt = at
-            try db.execute(sql: "UPDATE grants SET claimed_at = ? WHERE id = ?", arguments: [Millis.from(at), id.uuidString])
+            try db.execute(
+                sql: "UPDATE grants SET claimed_at = ? WHERE id = ?", arguments: [Millis.from(at), id.uuidString])
             return grant
         }
     }
 
     // MARK: Audit
 
+    /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) async throws {
         try await write { db in
             try db.execute(
@@ -289,6 +319,7 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// Audit events of an environment, newest first.
     public func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
         try await read { db in
             try Row.fetchAll(
@@ -348,7 +379,9 @@ public final class SQLiteStore: CofferStore {
         ).map { row in
             let name: String = row["writer_name"]
             let writer: BackupWriter = (row["writer_kind"] as String) == "admin" ? .admin(name) : .device(name)
-            return BackupRecord(value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"], writer: writer)
+            return BackupRecord(
+                value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"],
+                writer: writer)
         }
     }
 

@@ -40,7 +40,8 @@ struct CofferProcess {
 
 @Suite("coffer command line")
 struct CLITests {
-    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     func temporaryFile(_ name: String) throws -> String {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cli-\(UUID().uuidString)")
@@ -57,7 +58,9 @@ struct CLITests {
 
     @Test("catalog check accepts the example catalog and lists its products")
     func catalogCheck() throws {
-        let output = try CofferProcess.run(["catalog", "check", root.appendingPathComponent("Examples/catalog.json").path])
+        let output = try CofferProcess.run([
+            "catalog", "check", root.appendingPathComponent("Examples/catalog.json").path,
+        ])
         #expect(output.status == 0)
         #expect(output.stdout.contains("OK, 4 products, 1 loyalty rules"))
         #expect(output.stdout.contains("com.example.credits.400k  consumable     400000"))
@@ -66,7 +69,9 @@ struct CLITests {
 
     @Test("catalog check --json prints the parsed catalog")
     func catalogJSON() throws {
-        let output = try CofferProcess.run(["catalog", "check", "--json", root.appendingPathComponent("Examples/catalog.json").path])
+        let output = try CofferProcess.run([
+            "catalog", "check", "--json", root.appendingPathComponent("Examples/catalog.json").path,
+        ])
         #expect(output.status == 0)
         let object = try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any]
         #expect((object?["products"] as? [Any])?.count == 4)
@@ -75,7 +80,8 @@ struct CLITests {
     @Test("catalog check refuses a bad catalog with exit 1 and a message naming the fault")
     func catalogRefused() throws {
         let path = try temporaryFile("bad.json")
-        try Data(#"{"products": [{"id": "a", "kind": "consumable", "credits": -1}]}"#.utf8).write(to: URL(fileURLWithPath: path))
+        try Data(#"{"products": [{"id": "a", "kind": "consumable", "credits": -1}]}"#.utf8).write(
+            to: URL(fileURLWithPath: path))
         let output = try CofferProcess.run(["catalog", "check", path])
         #expect(output.status == 1)
         #expect(output.stderr.contains("product a: credits must not be negative (got -1)"))
@@ -92,12 +98,14 @@ struct CLITests {
             environment: .sandbox, supportId: try #require(SupportID("_abc123def456")), tokenHash: "h",
             createdAt: Date(timeIntervalSince1970: 1_767_225_600))
         try await store.createUser(user)
-        let fact = TransactionFact(transactionId: "2000000123", productId: "com.example.credits.400k", purchaseDate: user.createdAt)
+        let fact = TransactionFact(
+            transactionId: "2000000123", productId: "com.example.credits.400k", purchaseDate: user.createdAt)
         for event in [
             LedgerEvent.purchase(fact, credits: 400_000), .spend(key: "round-1", amount: 350_000), .revocation(fact),
             .grant(id: "g1", credits: 400_000, reason: "Ticket #42"),
         ] {
-            _ = try await store.apply(LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: user.createdAt))
+            _ = try await store.apply(
+                LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: user.createdAt))
         }
 
         let output = try CofferProcess.run(["ledger", "show", "_ABC123DEF456", "--database", path])
@@ -125,8 +133,10 @@ struct CLITests {
         let unknown = try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no user _000000000000 in Sandbox"))
-        #expect(try CofferProcess.run(["ledger", "show", "nope", "--database", path]).stderr.contains("not a Support ID"))
-        #expect(try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path + ".missing"]).status == 1)
+        #expect(
+            try CofferProcess.run(["ledger", "show", "nope", "--database", path]).stderr.contains("not a Support ID"))
+        #expect(
+            try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path + ".missing"]).status == 1)
         let environment = try CofferProcess.run(["ledger", "check", "--database", path, "--environment", "Staging"])
         #expect(environment.status == 1)
         #expect(environment.stderr.contains("unknown environment Staging"))

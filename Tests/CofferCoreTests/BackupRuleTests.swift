@@ -14,11 +14,14 @@ struct BackupRuleTests {
     @Test("default bankroll restore: a fresh install with the default balance restores a higher backup")
     func restoresOnReinstall() {
         #expect(
-            BackupRule.decide(localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: nil, server: server(52_000, updated: -60))
+            BackupRule.decide(
+                localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: nil,
+                server: server(52_000, updated: -60))
                 == .restore(52_000))
         #expect(
             BackupRule.decide(
-                localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, server: server(52_000, updated: -60))
+                localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup,
+                server: server(52_000, updated: -60))
                 == .restore(52_000))
     }
 
@@ -40,34 +43,48 @@ struct BackupRuleTests {
     @Test("otherwise the app's value is pushed")
     func pushes() {
         #expect(
-            BackupRule.decide(localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, server: server(6_000, updated: 0))
+            BackupRule.decide(
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup,
+                server: server(6_000, updated: 0))
                 == .push(7_000))
         #expect(
             BackupRule.decide(
-                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, server: server(6_000, updated: -30))
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup,
+                server: server(6_000, updated: -30))
                 == .push(7_000))
-        #expect(BackupRule.decide(localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: nil, server: nil) == .push(7_000))
-        #expect(BackupRule.decide(localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: nil, server: nil) == .push(1_000))
+        #expect(
+            BackupRule.decide(localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: nil, server: nil)
+                == .push(7_000))
+        #expect(
+            BackupRule.decide(localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: nil, server: nil)
+                == .push(1_000))
     }
 
     @Test("the default balance with a lower server value: restore does not apply, the newer server value does")
     func defaultWithLowerServer() {
         #expect(
-            BackupRule.decide(localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: nil, server: server(200, updated: -60))
+            BackupRule.decide(
+                localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: nil,
+                server: server(200, updated: -60))
                 == .acceptServer(200))
         #expect(
             BackupRule.decide(
-                localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, server: server(200, updated: -60))
+                localBalance: 1_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup,
+                server: server(200, updated: -60))
                 == .push(1_000))
     }
 
     @Test("nothing to do when the server already holds the app's value")
     func upToDate() {
         #expect(
-            BackupRule.decide(localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, server: server(7_000, updated: 0))
+            BackupRule.decide(
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup,
+                server: server(7_000, updated: 0))
                 == .upToDate)
         #expect(
-            BackupRule.decide(localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, server: server(7_000, updated: 60))
+            BackupRule.decide(
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup,
+                server: server(7_000, updated: 60))
                 == .upToDate)
     }
 }
@@ -87,7 +104,10 @@ struct ReconciliationTests {
             ],
             recorded: ["3", "4"])
         #expect(items.map(\.transaction.transactionId) == ["1", "2", "3", "4", "5"])
-        #expect(items.map(\.verdict) == [.deliverNow, .couldNotBeVerified, .alreadyRecorded, .finishOnly, .couldNotBeVerified])
+        #expect(
+            items.map(\.verdict) == [
+                .deliverNow, .couldNotBeVerified, .alreadyRecorded, .finishOnly, .couldNotBeVerified,
+            ])
     }
 }
 
@@ -110,6 +130,8 @@ struct SupportIDTests {
         let data = try JSONEncoder().encode([id])
         #expect(String(decoding: data, as: UTF8.self) == "[\"\(id.rawValue)\"]")
         #expect(try JSONDecoder().decode([SupportID].self, from: data) == [id])
-        #expect(throws: DecodingError.self) { try JSONDecoder().decode([SupportID].self, from: Data(#"["nope"]"#.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONDecoder().decode([SupportID].self, from: Data(#"["nope"]"#.utf8))
+        }
     }
 }

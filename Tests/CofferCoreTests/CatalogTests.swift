@@ -7,9 +7,10 @@ struct CatalogTests {
     @Test("the documented shape loads with every field")
     func loadsDocumentedShape() throws {
         let catalog = try Fixture.catalog()
-        #expect(catalog.products.map(\.id) == [
-            "com.example.credits.400k", "com.example.noads", "com.example.pro.monthly", "com.example.pro.lifetime",
-        ])
+        #expect(
+            catalog.products.map(\.id) == [
+                "com.example.credits.400k", "com.example.noads", "com.example.pro.monthly", "com.example.pro.lifetime",
+            ])
         let credits = try #require(catalog.product(id: "com.example.credits.400k"))
         #expect(credits.kind == .consumable)
         #expect(credits.credits == 400_000)
@@ -38,14 +39,20 @@ struct CatalogTests {
                 #"{"products": [{"id": "a", "kind": "consumable"}, {"id": "a", "kind": "consumable"}]}"#,
                 .duplicateProductId("a")
             ),
-            (#"{"products": [{"id": "a", "kind": "consumable", "credits": -5}]}"#, .negativeCredits(productId: "a", credits: -5)),
+            (
+                #"{"products": [{"id": "a", "kind": "consumable", "credits": -5}]}"#,
+                .negativeCredits(productId: "a", credits: -5)
+            ),
             (#"{"products": [{"id": "", "kind": "consumable"}]}"#, .emptyProductId),
             (
                 #"{"products": [{"id": "a", "kind": "consumable", "entitlements": ["x"]}]}"#,
                 .consumableWithEntitlements(productId: "a")
             ),
             (#"{"products": [{"id": "a", "kind": "autoRenewable"}]}"#, .subscriptionWithoutGroup(productId: "a")),
-            (#"{"products": [{"id": "a", "kind": "nonRenewing", "durationDays": 0}]}"#, .invalidDuration(productId: "a", days: 0)),
+            (
+                #"{"products": [{"id": "a", "kind": "nonRenewing", "durationDays": 0}]}"#,
+                .invalidDuration(productId: "a", days: 0)
+            ),
             (
                 #"{"products": [{"id": "a", "kind": "consumable"}], "loyalty": [{"group": "pro", "entitlements": []}]}"#,
                 .loyaltyUnknownGroup("pro")
@@ -67,7 +74,10 @@ struct CatalogTests {
     func refusesMalformed() {
         let cases: [(String, String)] = [
             (#"{"products": [}"#, "malformed JSON"),
-            (#"{"products": [{"id": "a", "kind": "consumable", "credits": 1, "credits": 2}]}"#, "duplicate key \"credits\""),
+            (
+                #"{"products": [{"id": "a", "kind": "consumable", "credits": 1, "credits": 2}]}"#,
+                "duplicate key \"credits\""
+            ),
             (#"{"products": [{"id": "a", "kind": "consumable", "credits": "many"}]}"#, "products[0].credits: expected"),
             (#"{"products": [{"kind": "consumable"}]}"#, "missing field \"id\""),
             (#"{"items": []}"#, "missing field \"products\""),
@@ -85,7 +95,8 @@ struct CatalogTests {
     @Test("a purchase delivers credits × quantity, nothing when family-shared, and unknown products are refused")
     func creditsPerPurchase() throws {
         let catalog = try Fixture.catalog()
-        #expect(try catalog.credits(productId: "com.example.credits.400k", quantity: 3, familyShared: false) == 1_200_000)
+        #expect(
+            try catalog.credits(productId: "com.example.credits.400k", quantity: 3, familyShared: false) == 1_200_000)
         #expect(try catalog.credits(productId: "com.example.credits.400k", quantity: 3, familyShared: true) == 0)
         #expect(try catalog.credits(productId: "com.example.noads", quantity: 1, familyShared: false) == 0)
         #expect(throws: LedgerError.unknownProduct("com.example.nope")) {

@@ -13,7 +13,8 @@ struct EntitlementTests {
 
     func noAds(_ id: String, day: Double, revoked: Bool = false) -> TransactionFact {
         TransactionFact(
-            transactionId: id, productId: "com.example.noads", purchaseDate: Fixture.start.addingTimeInterval(day * Fixture.day),
+            transactionId: id, productId: "com.example.noads",
+            purchaseDate: Fixture.start.addingTimeInterval(day * Fixture.day),
             revocationDate: revoked ? Fixture.start.addingTimeInterval((day + 1) * Fixture.day) : nil)
     }
 
@@ -84,7 +85,8 @@ struct EntitlementTests {
     @Test("a purchased lifetime is tracked apart and never taken by loyalty refunds")
     func purchasedLifetimeKept() {
         let lifetime = TransactionFact(
-            transactionId: "life", productId: "com.example.pro.lifetime", purchaseDate: Fixture.start.addingTimeInterval(Fixture.day))
+            transactionId: "life", productId: "com.example.pro.lifetime",
+            purchaseDate: Fixture.start.addingTimeInterval(Fixture.day))
         let earned = (0..<12).map { Fixture.month($0) }
         let later = Fixture.start.addingTimeInterval(800 * Fixture.day)
         let both = evaluate(earned + [lifetime], at: later)
@@ -112,9 +114,11 @@ struct EntitlementTests {
         ])
         let fact = TransactionFact(transactionId: "s", productId: "season", purchaseDate: Fixture.start)
         #expect(
-            Entitlements.evaluate([fact], catalog: catalog, at: Fixture.start.addingTimeInterval(89 * Fixture.day)).isUnlocked("season"))
+            Entitlements.evaluate([fact], catalog: catalog, at: Fixture.start.addingTimeInterval(89 * Fixture.day))
+                .isUnlocked("season"))
         #expect(
-            !Entitlements.evaluate([fact], catalog: catalog, at: Fixture.start.addingTimeInterval(90 * Fixture.day)).isUnlocked("season"))
+            !Entitlements.evaluate([fact], catalog: catalog, at: Fixture.start.addingTimeInterval(90 * Fixture.day))
+                .isUnlocked("season"))
     }
 
     @Test("family-shared subscriptions unlock access but do not count toward loyalty")

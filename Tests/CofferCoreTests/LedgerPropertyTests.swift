@@ -35,7 +35,8 @@ struct RandomEvent {
 struct LedgerPropertyTests {
     @Test("random event sequences: no key twice, the books balance, nothing negative, each purchase nets once")
     func randomSequences() async {
-        await propertyCheck(count: 400, input: Gen.int(in: 0...Int(Int32.max)).array(of: 1...80), Gen.bool) { codes, forgive in
+        await propertyCheck(count: 400, input: Gen.int(in: 0...Int(Int32.max)).array(of: 1...80), Gen.bool) {
+            codes, forgive in
             var book = Book(policy: forgive ? .forgive : .collect)
             for code in codes {
                 let event = RandomEvent(code).event
@@ -60,7 +61,8 @@ struct LedgerPropertyTests {
             let adjusted = total(.adjustment)
             let spent = -total(.spend)
             #expect(
-                book.wallet.balance == delivered - takenBack + reversed + granted + adjusted - spent + book.wallet.deficit)
+                book.wallet.balance == delivered - takenBack + reversed + granted + adjusted - spent
+                    + book.wallet.deficit)
 
             for receipt in book.receipts.values {
                 let id = receipt.transaction.transactionId
@@ -76,7 +78,8 @@ struct LedgerPropertyTests {
     func entitlementsMatchHistory() async throws {
         let catalog = try Fixture.catalog()
         let history = Gen.int(in: 0...5).array(of: 0...16)
-        await propertyCheck(count: 300, input: history, Gen.int(in: 0...1_000_000).array(of: 64), Gen.int(in: 0...500)) {
+        await propertyCheck(count: 300, input: history, Gen.int(in: 0...1_000_000).array(of: 64), Gen.int(in: 0...500))
+        {
             fates, shuffle, day in
             // Apple's truth: month i is paid (0-2), refunded (3), refunded then reversed (4), or a trial (5).
             var truth: [TransactionFact] = []
@@ -90,7 +93,8 @@ struct LedgerPropertyTests {
                 truth.append(fate == 3 ? refunded : paid)
             }
             // Deliver in a random order, with some events twice.
-            let doubled = events + events.enumerated().filter { shuffle[$0.offset % shuffle.count] % 3 == 0 }.map(\.element)
+            let doubled =
+                events + events.enumerated().filter { shuffle[$0.offset % shuffle.count] % 3 == 0 }.map(\.element)
             let order = doubled.indices.sorted { (shuffle[$0 % shuffle.count], $0) < (shuffle[$1 % shuffle.count], $1) }
             var book = Book()
             for index in order {

@@ -109,7 +109,9 @@ struct LedgerTests {
         #expect(book.audit.isEmpty)
     }
 
-    @Test("a refund reversal restores what the revocation took, settling the deficit first", arguments: DeficitPolicy.allCases)
+    @Test(
+        "a refund reversal restores what the revocation took, settling the deficit first",
+        arguments: DeficitPolicy.allCases)
     func reversalRestores(policy: DeficitPolicy) throws {
         var book = Book(policy: policy)
         try book.buy(t1, credits: 400)
@@ -186,7 +188,8 @@ struct LedgerTests {
     func familySharedNoCredits() throws {
         let catalog = try Fixture.catalog()
         let fact = Fixture.consumable("t1", quantity: 2, family: true)
-        let credits = try catalog.credits(productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+        let credits = try catalog.credits(
+            productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
         var book = Book()
         let decision = try book.apply(.purchase(fact, credits: credits))
         #expect(decision.outcome == .applied)
@@ -205,7 +208,9 @@ struct LedgerTests {
         #expect(again.outcome == .duplicate)
         #expect(again.entry?.walletAfter.balance == 40)
         #expect(book.wallet.balance == 40)
-        #expect(throws: LedgerError.keyReused(IdempotencyKey(.spend, "k1"))) { try book.apply(.spend(key: "k1", amount: 10)) }
+        #expect(throws: LedgerError.keyReused(IdempotencyKey(.spend, "k1"))) {
+            try book.apply(.spend(key: "k1", amount: 10))
+        }
         #expect(throws: LedgerError.invalidAmount(0)) { try book.spend(0) }
         #expect(throws: LedgerError.invalidAmount(-5)) { try book.spend(-5) }
     }
@@ -233,7 +238,9 @@ struct LedgerTests {
         #expect(throws: LedgerError.wrongUser(transactionId: "t1")) {
             try book.apply(.purchase(t1, credits: 100), as: Fixture.otherOwner)
         }
-        #expect(throws: LedgerError.wrongUser(transactionId: "t1")) { try book.apply(.revocation(t1), as: Fixture.otherOwner) }
+        #expect(throws: LedgerError.wrongUser(transactionId: "t1")) {
+            try book.apply(.revocation(t1), as: Fixture.otherOwner)
+        }
     }
 
     @Test("an event naming another product than the one on record is refused")

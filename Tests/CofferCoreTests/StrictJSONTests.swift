@@ -26,7 +26,9 @@ struct StrictJSONTests {
 
     @Test("a repeated key is refused, even when spelled with an escape")
     func duplicateKeys() {
-        #expect(throws: StrictJSONError.duplicateKey("a", offset: 9)) { try StrictJSON.validate(Data(#"{"a": 1, "a": 2}"#.utf8)) }
+        #expect(throws: StrictJSONError.duplicateKey("a", offset: 9)) {
+            try StrictJSON.validate(Data(#"{"a": 1, "a": 2}"#.utf8))
+        }
         #expect(throws: StrictJSONError.self) { try StrictJSON.validate(Data(#"{"a": 1, "\u0061": 2}"#.utf8)) }
         #expect(throws: StrictJSONError.self) { try StrictJSON.validate(Data(#"[{"x": {"b": 1, "b": 1}}]"#.utf8)) }
     }
@@ -37,13 +39,17 @@ struct StrictJSONTests {
         #expect(throws: StrictJSONError.tooDeep(limit: 64)) { try StrictJSON.validate(Data(deep.utf8)) }
         let fine = String(repeating: "[", count: 64) + String(repeating: "]", count: 64)
         #expect(throws: Never.self) { try StrictJSON.validate(Data(fine.utf8)) }
-        #expect(throws: StrictJSONError.tooLarge(limit: 4)) { try StrictJSON.validate(Data("12345".utf8), maximumSize: 4) }
+        #expect(throws: StrictJSONError.tooLarge(limit: 4)) {
+            try StrictJSON.validate(Data("12345".utf8), maximumSize: 4)
+        }
     }
 
     @Test("decode validates first, then decodes")
     func decode() throws {
         struct Body: Decodable, Equatable { var amount: Int }
         #expect(try StrictJSON.decode(Body.self, from: Data(#"{"amount": 5}"#.utf8)) == Body(amount: 5))
-        #expect(throws: StrictJSONError.self) { try StrictJSON.decode(Body.self, from: Data(#"{"amount": 5, "amount": 9}"#.utf8)) }
+        #expect(throws: StrictJSONError.self) {
+            try StrictJSON.decode(Body.self, from: Data(#"{"amount": 5, "amount": 9}"#.utf8))
+        }
     }
 }

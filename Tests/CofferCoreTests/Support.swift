@@ -11,11 +11,15 @@ enum Fixture {
 
     /// The catalog of the foundation issue, loaded from the bundled fixture.
     static func catalog() throws -> Catalog {
-        let url = try require(Bundle.module.url(forResource: "catalog", withExtension: "json", subdirectory: "Fixtures"), "catalog fixture")
+        let url = try require(
+            Bundle.module.url(forResource: "catalog", withExtension: "json", subdirectory: "Fixtures"),
+            "catalog fixture")
         return try Catalog(json: Data(contentsOf: url))
     }
 
-    static func consumable(_ id: String, quantity: Int = 1, at date: Date = start, revoked: Date? = nil, family: Bool = false)
+    static func consumable(
+        _ id: String, quantity: Int = 1, at date: Date = start, revoked: Date? = nil, family: Bool = false
+    )
         -> TransactionFact
     {
         TransactionFact(

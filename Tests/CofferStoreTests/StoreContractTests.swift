@@ -6,7 +6,9 @@ import Testing
 /// The contract every ``CofferStore`` engine keeps. Run against each engine in ``StoreEngine``.
 @Suite("Store contract")
 struct StoreContractTests {
-    @Test("users are found by id, Support ID, token hash and appAccountToken, within their environment", arguments: StoreEngine.allCases)
+    @Test(
+        "users are found by id, Support ID, token hash and appAccountToken, within their environment",
+        arguments: StoreEngine.allCases)
     func users(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
@@ -39,11 +41,15 @@ struct StoreContractTests {
         #expect(try await store.userCount(environment: .production) == 1)
     }
 
-    @Test("users list newest first, by Support ID prefix (case-insensitive), with paging", arguments: StoreEngine.allCases)
+    @Test(
+        "users list newest first, by Support ID prefix (case-insensitive), with paging", arguments: StoreEngine.allCases
+    )
     func listing(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let ids = ["_abc000000001", "_abc000000002", "_abd000000003", "_ffff00000004"]
-        for (index, id) in ids.enumerated() { try await store.createUser(Make.user(id, createdAt: TimeInterval(index))) }
+        for (index, id) in ids.enumerated() {
+            try await store.createUser(Make.user(id, createdAt: TimeInterval(index)))
+        }
         try await store.createUser(Make.user("_abc000000009", in: .production))
         let all = try await store.users(environment: .sandbox, supportIdPrefix: nil, limit: 10, offset: 0)
         #expect(all.map(\.supportId.rawValue) == ids.reversed())
@@ -51,12 +57,17 @@ struct StoreContractTests {
         #expect(abc.map(\.supportId.rawValue) == ["_abc000000002", "_abc000000001"])
         let page = try await store.users(environment: .sandbox, supportIdPrefix: "_ab", limit: 2, offset: 1)
         #expect(page.map(\.supportId.rawValue) == ["_abc000000002", "_abc000000001"])
-        #expect(try await store.users(environment: .sandbox, supportIdPrefix: "'; DROP TABLE users; --", limit: 10, offset: 0).isEmpty)
+        #expect(
+            try await store.users(
+                environment: .sandbox, supportIdPrefix: "'; DROP TABLE users; --", limit: 10, offset: 0
+            ).isEmpty)
         #expect(try await store.users(environment: .sandbox, supportIdPrefix: "%", limit: 10, offset: 0).isEmpty)
         #expect(try await store.userCount(environment: .sandbox) == 4)
     }
 
-    @Test("a delivery and its receipt are stored together; the same transaction again is a duplicate", arguments: StoreEngine.allCases)
+    @Test(
+        "a delivery and its receipt are stored together; the same transaction again is a duplicate",
+        arguments: StoreEngine.allCases)
     func delivery(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
@@ -87,9 +98,12 @@ struct StoreContractTests {
         try await store.createUser(alice)
         _ = try await store.apply(Make.purchase("t1", for: alice))
         _ = try await store.apply(
-            LedgerRequest(owner: alice.id, environment: .sandbox, event: .spend(key: "k1", amount: 300), at: Make.start))
+            LedgerRequest(owner: alice.id, environment: .sandbox, event: .spend(key: "k1", amount: 300), at: Make.start)
+        )
         let revoked = try await store.apply(
-            LedgerRequest(owner: alice.id, environment: .sandbox, event: .revocation(Make.fact("t1", revoked: true)), at: Make.start))
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .revocation(Make.fact("t1", revoked: true)),
+                at: Make.start))
         #expect(revoked.wallet == Wallet(balance: 0, deficit: 300))
         let receipt = try #require(try await store.receipt(transactionId: "t1", environment: .sandbox))
         #expect(receipt.status == .revoked)
@@ -103,10 +117,15 @@ struct StoreContractTests {
         #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.status == .restored)
         let entries = try await store.entries(owner: alice.id, environment: .sandbox)
         #expect(entries.map(\.key.rawValue) == ["purchase:t1", "spend:k1", "revocation:t1", "reversal:t1"])
-        #expect(LedgerAudit.discrepancies(entries: entries, wallet: try await store.wallet(owner: alice.id, environment: .sandbox)).isEmpty)
+        #expect(
+            LedgerAudit.discrepancies(
+                entries: entries, wallet: try await store.wallet(owner: alice.id, environment: .sandbox)
+            ).isEmpty)
     }
 
-    @Test("a batch commits together; a refused request changes nothing while the rest apply", arguments: StoreEngine.allCases)
+    @Test(
+        "a batch commits together; a refused request changes nothing while the rest apply",
+        arguments: StoreEngine.allCases)
     func batches(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
@@ -115,11 +134,14 @@ struct StoreContractTests {
         try await store.createUser(bob)
         let results = try await store.apply([
             Make.purchase("t1", for: alice),
-            LedgerRequest(owner: alice.id, environment: .sandbox, event: .spend(key: "big", amount: 10_000), at: Make.start),
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .spend(key: "big", amount: 10_000), at: Make.start),
             Make.purchase("t1", for: bob),
             Make.purchase("t2", for: bob),
             Make.purchase("t1", for: alice),
-            LedgerRequest(owner: alice.id, environment: .production, event: .grant(id: "g", credits: 5, reason: ""), at: Make.start),
+            LedgerRequest(
+                owner: alice.id, environment: .production, event: .grant(id: "g", credits: 5, reason: ""),
+                at: Make.start),
         ])
         #expect(try results[0].get().outcome == .applied)
         #expect(throws: LedgerError.insufficientBalance(balance: 400, requested: 10_000)) { try results[1].get() }
@@ -149,39 +171,48 @@ struct StoreContractTests {
         #expect(try await store.entries(owner: alice.id, environment: .sandbox).count == 1)
     }
 
-    @Test("backups: first write, If-Match versions, conflicts with the current record, admin overwrite", arguments: StoreEngine.allCases)
+    @Test(
+        "backups: first write, If-Match versions, conflicts with the current record, admin overwrite",
+        arguments: StoreEngine.allCases)
     func backups(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         #expect(try await store.backup(owner: alice.id, environment: .sandbox) == nil)
         let first = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 5_000, precondition: .absent, writer: .device("phone"), at: Make.start)
+            owner: alice.id, environment: .sandbox, value: 5_000, precondition: .absent, writer: .device("phone"),
+            at: Make.start)
         let v1 = BackupRecord(value: 5_000, lastUpdated: Make.start, version: 1, writer: .device("phone"))
         #expect(first == .saved(v1))
         let again = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 1, precondition: .absent, writer: .device("phone"), at: Make.start)
+            owner: alice.id, environment: .sandbox, value: 1, precondition: .absent, writer: .device("phone"),
+            at: Make.start)
         #expect(again == .conflict(current: v1))
         let later = Make.start.addingTimeInterval(300)
         let second = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 6_000, precondition: .version(1), writer: .device("tablet"), at: later)
+            owner: alice.id, environment: .sandbox, value: 6_000, precondition: .version(1), writer: .device("tablet"),
+            at: later)
         let v2 = BackupRecord(value: 6_000, lastUpdated: later, version: 2, writer: .device("tablet"))
         #expect(second == .saved(v2))
         let stale = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 7_000, precondition: .version(1), writer: .device("phone"), at: later)
+            owner: alice.id, environment: .sandbox, value: 7_000, precondition: .version(1), writer: .device("phone"),
+            at: later)
         #expect(stale == .conflict(current: v2))
         let admin = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 9_000, precondition: .overwrite, writer: .admin("support"), at: later)
+            owner: alice.id, environment: .sandbox, value: 9_000, precondition: .overwrite, writer: .admin("support"),
+            at: later)
         #expect(admin == .saved(BackupRecord(value: 9_000, lastUpdated: later, version: 3, writer: .admin("support"))))
         #expect(try await store.backup(owner: alice.id, environment: .sandbox)?.value == 9_000)
         #expect(try await store.backup(owner: alice.id, environment: .production) == nil)
         await #expect(throws: StoreError.self) {
             try await store.saveBackup(
-                owner: alice.id, environment: .production, value: 1, precondition: .overwrite, writer: .admin("x"), at: later)
+                owner: alice.id, environment: .production, value: 1, precondition: .overwrite, writer: .admin("x"),
+                at: later)
         }
     }
 
-    @Test("grants: listed by status and recipient, claimed once by their recipient only", arguments: StoreEngine.allCases)
+    @Test(
+        "grants: listed by status and recipient, claimed once by their recipient only", arguments: StoreEngine.allCases)
     func grants(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
@@ -202,22 +233,27 @@ struct StoreContractTests {
         orphan.environment = .production
         await #expect(throws: StoreError.self) { try await store.createGrant(orphan) }
 
-        #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10) == [other, grant])
-        #expect(try await store.grants(environment: .sandbox, recipient: alice.id, status: .pending, limit: 10) == [grant])
+        #expect(
+            try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10) == [other, grant])
+        #expect(
+            try await store.grants(environment: .sandbox, recipient: alice.id, status: .pending, limit: 10) == [grant])
         #expect(try await store.grants(environment: .production, recipient: nil, status: nil, limit: 10).isEmpty)
 
         await #expect(throws: StoreError.wrongUser("grant \(grant.id)")) {
-            try await store.claimGrant(id: grant.id, recipient: bob.id, environment: .sandbox, crediting: .collect, at: Make.start)
+            try await store.claimGrant(
+                id: grant.id, recipient: bob.id, environment: .sandbox, crediting: .collect, at: Make.start)
         }
         await #expect(throws: StoreError.notFound("grant \(grant.id)")) {
-            try await store.claimGrant(id: grant.id, recipient: alice.id, environment: .production, crediting: nil, at: Make.start)
+            try await store.claimGrant(
+                id: grant.id, recipient: alice.id, environment: .production, crediting: nil, at: Make.start)
         }
         let claimedAt = Make.start.addingTimeInterval(60)
         let claimed = try await store.claimGrant(
             id: grant.id, recipient: alice.id, environment: .sandbox, crediting: .collect, at: claimedAt)
         #expect(claimed.claimedAt == claimedAt)
         let again = try await store.claimGrant(
-            id: grant.id, recipient: alice.id, environment: .sandbox, crediting: .collect, at: Make.start.addingTimeInterval(120))
+            id: grant.id, recipient: alice.id, environment: .sandbox, crediting: .collect,
+            at: Make.start.addingTimeInterval(120))
         #expect(again == claimed)
         #expect(try await store.wallet(owner: alice.id, environment: .sandbox).balance == 400_000)
         let entries = try await store.entries(owner: alice.id, environment: .sandbox)
@@ -225,18 +261,22 @@ struct StoreContractTests {
         #expect(entries.first?.reason == "Ticket #42")
         #expect(try await store.grants(environment: .sandbox, recipient: nil, status: .claimed, limit: 10) == [claimed])
         // Device wallet: claiming records the claim and leaves the server ledger alone.
-        _ = try await store.claimGrant(id: other.id, recipient: bob.id, environment: .sandbox, crediting: nil, at: claimedAt)
+        _ = try await store.claimGrant(
+            id: other.id, recipient: bob.id, environment: .sandbox, crediting: nil, at: claimedAt)
         #expect(try await store.entries(owner: bob.id, environment: .sandbox).isEmpty)
     }
 
-    @Test("the audit log keeps who, what, before and after, newest first, per environment", arguments: StoreEngine.allCases)
+    @Test(
+        "the audit log keeps who, what, before and after, newest first, per environment",
+        arguments: StoreEngine.allCases)
     func audit(engine: StoreEngine) async throws {
         let store = try engine.makeStore()
         let first = AuditEvent(
             environment: .sandbox, actor: "support", action: "grant.create", subject: "_aaaaaaaaaaa1", before: nil,
             after: #"{"credits":5}"#, at: Make.start)
         let second = AuditEvent(
-            environment: .sandbox, actor: "admin", action: "balance.set", subject: "_aaaaaaaaaaa1", before: "10", after: "20",
+            environment: .sandbox, actor: "admin", action: "balance.set", subject: "_aaaaaaaaaaa1", before: "10",
+            after: "20",
             at: Make.start.addingTimeInterval(1))
         let elsewhere = AuditEvent(environment: .production, actor: "admin", action: "x", subject: "y", at: Make.start)
         for event in [first, second, elsewhere] { try await store.recordAudit(event) }

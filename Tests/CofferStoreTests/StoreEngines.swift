@@ -33,7 +33,9 @@ enum Make {
     /// 2026-01-01T00:00:00Z; every date in the suite is a whole second so all engines keep it exactly.
     static let start = Date(timeIntervalSince1970: 1_767_225_600)
 
-    static func user(_ supportId: String, in environment: Environment = .sandbox, createdAt offset: TimeInterval = 0) -> User {
+    static func user(_ supportId: String, in environment: Environment = .sandbox, createdAt offset: TimeInterval = 0)
+        -> User
+    {
         User(
             environment: environment, supportId: SupportID(supportId)!, tokenHash: "hash-\(UUID().uuidString)",
             createdAt: start.addingTimeInterval(offset))
@@ -41,12 +43,15 @@ enum Make {
 
     static func fact(_ id: String, quantity: Int = 1, revoked: Bool = false) -> TransactionFact {
         TransactionFact(
-            transactionId: id, originalTransactionId: "orig-\(id)", productId: "com.example.credits.400k", quantity: quantity,
+            transactionId: id, originalTransactionId: "orig-\(id)", productId: "com.example.credits.400k",
+            quantity: quantity,
             purchaseDate: start, expiresDate: start.addingTimeInterval(3_600),
-            revocationDate: revoked ? start.addingTimeInterval(60) : nil, isFamilyShared: false, isTrial: true, isUpgraded: true)
+            revocationDate: revoked ? start.addingTimeInterval(60) : nil, isFamilyShared: false, isTrial: true,
+            isUpgraded: true)
     }
 
     static func purchase(_ id: String, for user: User, credits: Int64 = 400) -> LedgerRequest {
-        LedgerRequest(owner: user.id, environment: user.environment, event: .purchase(fact(id), credits: credits), at: start)
+        LedgerRequest(
+            owner: user.id, environment: user.environment, event: .purchase(fact(id), credits: credits), at: start)
     }
 }
