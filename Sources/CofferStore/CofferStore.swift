@@ -93,10 +93,8 @@ extension CofferStore {
 /// The read and write steps a store engine offers inside one of its write transactions, so the ledger's
 /// load-decide-save sequence is written once for every engine.
 public protocol LedgerWriteContext {
-    /// The environment of the user with this id, `nil` when there is no such user.
-    mutating func environment(ofUser id: UUID) throws -> Environment?
-    /// The user's current wallet.
-    mutating func wallet(owner: UUID, environment: Environment) throws -> Wallet
+    /// The user's current wallet, or `nil` when no such user lives in `environment`.
+    mutating func wallet(owner: UUID, environment: Environment) throws -> Wallet?
     /// The receipt of a transaction, any owner.
     mutating func receipt(transactionId: String, environment: Environment) throws -> Receipt?
     /// The user's entry under a key.
@@ -118,8 +116,9 @@ public enum LedgerWriter {
     ) throws -> Result<LedgerResult, LedgerError> {
         let owner = request.owner
         let environment = request.environment
-        guard try context.environment(ofUser: owner) == environment else { return .failure(.unknownUser(owner)) }
-        let wallet = try context.wallet(owner: owner, environment: environment)
+        guard let wallet = try context.wallet(owner: owner, environment: environment) else {
+            return .failure(.unknownUser(owner))
+        }
         let receipt = try request.event.transaction.flatMap {
             try context.receipt(transactionId: $0.transactionId, environment: environment)
         }

@@ -23,8 +23,9 @@ public actor InMemoryStore: CofferStore {
         var receipts: [TransactionKey: Receipt] = [:]
         var receiptOrder: [TransactionKey] = []
 
-        func environment(ofUser id: UUID) -> Environment? { users[id]?.environment }
-        func wallet(owner: UUID, environment: Environment) -> Wallet { wallets[owner] ?? .empty }
+        func wallet(owner: UUID, environment: Environment) -> Wallet? {
+            users[owner]?.environment == environment ? wallets[owner] ?? .empty : nil
+        }
         func receipt(transactionId: String, environment: Environment) -> Receipt? {
             receipts[TransactionKey(environment: environment, transactionId: transactionId)]
         }
@@ -107,8 +108,7 @@ public actor InMemoryStore: CofferStore {
 
     /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: Environment) -> Wallet {
-        guard state.users[owner]?.environment == environment else { return .empty }
-        return state.wallet(owner: owner, environment: environment)
+        state.wallet(owner: owner, environment: environment) ?? .empty
     }
 
     /// A user's ledger entries, oldest first.

@@ -30,29 +30,15 @@ enum Column {
 struct SQLiteLedgerContext: LedgerWriteContext {
     let db: Database
 
-    func environment(ofUser id: UUID) throws -> Environment? {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT environment FROM users WHERE id = ?"), arguments: [id.uuidString]
-        )
-        .map(Column.environment)
-    }
-
-    func walletIfInEnvironment(owner: UUID, environment: Environment) throws -> Wallet? {
+    func wallet(owner: UUID, environment: Environment) throws -> Wallet? {
         try Row.fetchOne(
             db.cachedStatement(
                 sql: """
-                    SELECT w.balance, w.deficit FROM wallets w JOIN users u ON u.id = w.user_id
-                    WHERE w.user_id = ? AND u.environment = ?
+                    SELECT w.balance, w.deficit FROM users u JOIN wallets w ON w.user_id = u.id
+                    WHERE u.id = ? AND u.environment = ?
                     """),
             arguments: [owner.uuidString, environment.rawValue]
-        ).map { Wallet(balance: $0["balance"], deficit: $0["deficit"]) }
-    }
-
-    func wallet(owner: UUID, environment: Environment) throws -> Wallet {
-        try Row.fetchOne(
-            db.cachedStatement(sql: "SELECT balance, deficit FROM wallets WHERE user_id = ?"),
-            arguments: [owner.uuidString]
-        ).map { Wallet(balance: $0["balance"], deficit: $0["deficit"]) } ?? .empty
+        ).map { Wallet(balance: $0[0], deficit: $0[1]) }
     }
 
     func receipt(transactionId: String, environment: Environment) throws -> Receipt? {

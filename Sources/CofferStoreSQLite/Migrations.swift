@@ -43,11 +43,11 @@ extension SQLiteStore {
                         added_to_deficit INTEGER NOT NULL,
                         reversed_at INTEGER,
                         PRIMARY KEY (environment, transaction_id)
-                    );
+                    ) WITHOUT ROWID;
                     CREATE INDEX receipts_by_owner ON receipts (owner);
                     CREATE INDEX receipts_by_original ON receipts (environment, original_transaction_id);
                     CREATE TABLE ledger_entries (
-                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        seq INTEGER PRIMARY KEY,
                         environment TEXT NOT NULL,
                         owner TEXT NOT NULL REFERENCES users (id),
                         key TEXT NOT NULL,
@@ -85,7 +85,7 @@ extension SQLiteStore {
                     CREATE INDEX grants_by_environment ON grants (environment, created_at);
                     CREATE INDEX grants_by_recipient ON grants (recipient);
                     CREATE TABLE audit_events (
-                        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                        seq INTEGER PRIMARY KEY,
                         id TEXT NOT NULL UNIQUE,
                         environment TEXT NOT NULL,
                         actor TEXT NOT NULL,

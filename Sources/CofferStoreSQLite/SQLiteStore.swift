@@ -148,7 +148,7 @@ public final class SQLiteStore: CofferStore {
     /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
         try await read { db in
-            try SQLiteLedgerContext(db: db).walletIfInEnvironment(owner: owner, environment: environment) ?? .empty
+            try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
         }
     }
 

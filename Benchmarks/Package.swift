@@ -1,0 +1,30 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Coffer's benchmarks, kept in their own package so the product build and the test command never compile
+// the benchmark harness. Run from the repository root:
+//   swift package --package-path Benchmarks benchmark
+let package = Package(
+    name: "CofferBenchmarks",
+    platforms: [.macOS(.v14)],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "LedgerBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "CofferCore", package: "main"),
+                .product(name: "CofferStore", package: "main"),
+                .product(name: "CofferStoreSQLite", package: "main"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Benchmarks/LedgerBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)
