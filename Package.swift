@@ -41,16 +41,24 @@ let package = Package(
             dependencies: ["CofferCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "CofferTestSupport",
+            dependencies: ["CofferCore"],
+            path: "Tests/CofferTestSupport",
+            resources: [.copy("Fixtures")],
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "CofferCoreTests",
-            dependencies: ["CofferCore", .product(name: "PropertyBased", package: "swift-property-based")],
-            resources: [.copy("Fixtures")],
+            dependencies: [
+                "CofferCore", "CofferTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "CofferStoreTests",
             dependencies: [
-                "CofferStore", "CofferStoreSQLite",
+                "CofferStore", "CofferStoreSQLite", "CofferTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strictSettings

@@ -1,35 +1,8 @@
 import CofferCore
+import CofferTestSupport
 import Foundation
 import PropertyBased
 import Testing
-
-/// Decodes one random integer into a ledger event over a small world (six transactions, four ids per
-/// key space), so duplicates, reorderings, refunds and reversals happen often.
-struct RandomEvent {
-    let event: LedgerEvent
-
-    init(_ code: Int) {
-        let op = code % 8
-        let tx = (code >> 3) % 6
-        let amount = Int64((code >> 6) % 7 + 1) * 50
-        let id = (code >> 9) % 4
-        let negative = (code >> 11) % 2 == 1
-        let quantity = tx % 3 + 1
-        let fact = Fixture.consumable("t\(tx)", quantity: quantity, family: tx == 5)
-        let credits: Int64 = tx == 5 ? 0 : 100 * Int64(quantity)
-        var refunded = fact
-        refunded.revocationDate = Fixture.start.addingTimeInterval(Fixture.day)
-        switch op {
-        case 0, 1: event = .purchase(fact, credits: credits)
-        case 2: event = .revocation(refunded)
-        case 3: event = .reversal(fact)
-        case 4: event = .grant(id: "g\(id)", credits: amount, reason: "support")
-        case 5: event = .spend(key: "s\(id)", amount: amount)
-        case 6: event = .adjustment(id: "a\(id)", delta: negative ? -amount : amount, reason: "admin")
-        default: event = .purchase(refunded, credits: credits)
-        }
-    }
-}
 
 @Suite("Ledger properties")
 struct LedgerPropertyTests {

@@ -1,0 +1,49 @@
+import CofferCore
+import CofferStore
+import CofferTestSupport
+import Foundation
+import PropertyBased
+import Testing
+
+@Suite("Store properties")
+struct StorePropertyTests {
+    @Test("every engine answers a random event sequence identically and keeps sound books")
+    func enginesAgree() async throws {
+        await propertyCheck(count: 40, input: Gen.int(in: 0...Int(Int32.max)).array(of: 1...40), Gen.bool) {
+            codes, forgive in
+            do {
+                let engines = try StoreEngine.allCases.map { try $0.makeStore() }
+                let user = Make.user("_abcdef012345")
+                for store in engines { try await store.createUser(user) }
+                let policy: DeficitPolicy = forgive ? .forgive : .collect
+                for code in codes {
+                    let request = LedgerRequest(
+                        owner: user.id, environment: .sandbox, event: RandomEvent(code).event, policy: policy,
+                        at: Make.start)
+                    var answers: [String] = []
+                    for store in engines {
+                        let result = try await store.apply([request])
+                        answers.append(String(describing: result))
+                    }
+                    #expect(Set(answers).count == 1, "engines disagree on \(request.event): \(answers)")
+                }
+                var books: [String] = []
+                for store in engines {
+                    let wallet = try await store.wallet(owner: user.id, environment: .sandbox)
+                    let entries = try await store.entries(owner: user.id, environment: .sandbox)
+                    let receipts = try await store.receipts(owner: user.id, environment: .sandbox)
+                    #expect(LedgerAudit.discrepancies(entries: entries, wallet: wallet).isEmpty)
+                    books.append(
+                        String(
+                            describing: (
+                                wallet, entries,
+                                receipts.sorted { $0.transaction.transactionId < $1.transaction.transactionId }
+                            )))
+                }
+                #expect(Set(books).count == 1, "engines hold different books")
+            } catch {
+                Issue.record("storage failed: \(error)")
+            }
+        }
+    }
+}
