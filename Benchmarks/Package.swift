@@ -1,5 +1,9 @@
 // swift-tools-version: 6.1
+import Foundation
 import PackageDescription
+
+/// SwiftPM names a path dependency after its folder, so the Coffer checkout's folder name is the package name.
+let coffer = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComponent().lastPathComponent
 
 // Coffer's benchmarks, kept in their own package so the product build and the test command never compile
 // the benchmark harness. Run from the repository root:
@@ -17,9 +21,9 @@ let package = Package(
             name: "LedgerBenchmarks",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "CofferCore", package: "main"),
-                .product(name: "CofferStore", package: "main"),
-                .product(name: "CofferStoreSQLite", package: "main"),
+                .product(name: "CofferCore", package: coffer),
+                .product(name: "CofferStore", package: coffer),
+                .product(name: "CofferStoreSQLite", package: coffer),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             path: "Benchmarks/LedgerBenchmarks",
