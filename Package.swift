@@ -13,12 +13,16 @@ let package = Package(
         .library(name: "CofferCore", targets: ["CofferCore"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
+        .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         .target(name: "CofferCore", swiftSettings: strictSettings),
@@ -29,9 +33,21 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "CofferAppStore",
+            dependencies: [
+                "CofferCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            resources: [.copy("Roots")],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "CofferCLI",
             dependencies: [
-                "CofferCore", "CofferStore", "CofferStoreSQLite",
+                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -61,6 +77,17 @@ let package = Package(
                 "CofferStore", "CofferStoreSQLite", "CofferTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferAppStoreTests",
+            dependencies: [
+                "CofferAppStore", "CofferCore", "CofferTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
+            resources: [.copy("Apple")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,98 @@
+import CofferCore
+import Foundation
+
+/// Any JSON value, kept exactly as Apple sent it: for nested blocks Coffer does not interpret
+/// (Advanced Commerce and commitment details).
+public enum JSONValue: Codable, Sendable, Hashable {
+    /// A string.
+    case string(String)
+    /// A number.
+    case number(Double)
+    /// `true` or `false`.
+    case bool(Bool)
+    /// An object.
+    case object([String: JSONValue])
+    /// An array.
+    case array([JSONValue])
+    /// `null`.
+    case null
+
+    /// Decodes whichever JSON value is there.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// Encodes the value as it was.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .string(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .bool(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .null: try container.encodeNil()
+        }
+    }
+}
+
+/// A payload Apple signs: it names the date an offline check takes as "now".
+public protocol SignedPayload: Decodable, Sendable {
+    /// The effective date of an offline check: `signedDate`, or `receiptCreationDate` for app transactions.
+    var effectiveDate: Date? { get }
+}
+
+extension JWSTransactionDecodedPayload: SignedPayload {
+    /// `signedDate`.
+    public var effectiveDate: Date? { signedDate }
+}
+
+extension JWSRenewalInfoDecodedPayload: SignedPayload {
+    /// `signedDate`.
+    public var effectiveDate: Date? { signedDate }
+}
+
+extension ResponseBodyV2DecodedPayload: SignedPayload {
+    /// `signedDate`.
+    public var effectiveDate: Date? { signedDate }
+}
+
+extension AppTransaction: SignedPayload {
+    /// `receiptCreationDate`.
+    public var effectiveDate: Date? { receiptCreationDate }
+}
+
+/// Decoding of Apple's JSON: dates are milliseconds since 1970 and repeated keys are refused.
+public enum AppleJSON {
+    /// Decodes Apple's JSON strictly.
+    ///
+    /// - Parameters:
+    ///   - type: The model.
+    ///   - data: The JSON bytes.
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return try StrictJSON.decode(type, from: data, decoder: decoder)
+    }
+
+    /// Encodes a model the way Apple writes it (dates as milliseconds since 1970).
+    public static func encode(_ value: some Encodable, pretty: Bool = false) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys]
+        return try encoder.encode(value)
+    }
+}

@@ -1,0 +1,194 @@
+import Crypto
+import Foundation
+
+/// Verifies and decodes the signed data Apple sends: transactions, renewal info, Notifications V2 and app
+/// transactions. Follows Apple's own verifier step by step:
+///
+/// 1. The JWS is split strictly (three base64url parts, a JSON header without repeated keys).
+/// 2. The algorithm is ES256; anything else (`none`, `HS256`, `ES384`, ...) is refused.
+/// 3. The x5c chain is verified against the pinned roots (see ``ChainVerifier``) at the effective date:
+///    the payload's `signedDate` offline, the current time with ``ValidationTime/current``.
+/// 4. The ES256 signature is checked with the leaf's key.
+/// 5. The bundle id, environment and (in Production) appAppleId are checked; a notification's nested
+///    signed transaction and renewal info are verified the same way.
+///
+/// In the Xcode and LocalTesting environments data is decoded and checked but its signature is never
+/// trusted, since Xcode signs with its own key; in Sandbox and Production such data fails verification.
+///
+/// ```swift
+/// let verifier = try SignedDataVerifier(
+///     rootCertificates: [AppleRoots.rootCAG3()], bundleId: "com.example", appAppleId: nil, environment: .sandbox)
+/// let transaction = try await verifier.verifyTransaction(signedTransaction)
+/// ```
+public struct SignedDataVerifier: Sendable {
+    /// Which date certificates must be valid at.
+    public enum ValidationTime: Sendable {
+        /// The payload's own `signedDate` (Apple's offline rule). A genuine old JWS keeps verifying; only the
+        /// ledger stops replay.
+        case signedDate
+        /// The current time: data signed by a certificate that has since expired is refused.
+        case current
+    }
+
+    /// The app's bundle id.
+    public let bundleId: String
+    /// The app's Apple id; required in Production.
+    public let appAppleId: Int64?
+    /// The environment data must come from.
+    public let environment: AppStoreEnvironment
+    /// Which date certificates must be valid at.
+    public let validationTime: ValidationTime
+    private let chainVerifier: ChainVerifier
+    private let now: @Sendable () -> Date
+
+    /// Creates a verifier.
+    ///
+    /// - Parameters:
+    ///   - rootCertificates: DER roots to trust: ``AppleRoots/rootCAG3()`` in production, test roots in tests.
+    ///   - bundleId: The app's bundle id.
+    ///   - appAppleId: The app's Apple id; required in Production.
+    ///   - environment: Where data must come from.
+    ///   - validationTime: The effective date of certificate checks.
+    ///   - cache: The verified-chain cache, `nil` to verify every chain in full.
+    ///   - now: The clock.
+    /// - Throws: ``VerificationError/invalidAppIdentifier(_:)`` for Production without an appAppleId, or
+    ///   ``VerificationError/invalidCertificate(_:)`` for an unparseable root.
+    public init(
+        rootCertificates: [Data],
+        bundleId: String,
+        appAppleId: Int64?,
+        environment: AppStoreEnvironment,
+        validationTime: ValidationTime = .signedDate,
+        cache: ChainCache? = ChainCache(),
+        now: @escaping @Sendable () -> Date = Date.init
+    ) throws(VerificationError) {
+        if environment == .production, appAppleId == nil {
+            throw .invalidAppIdentifier("an appAppleId is required in Production")
+        }
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.validationTime = validationTime
+        self.chainVerifier = try ChainVerifier(rootCertificates: rootCertificates, cache: cache)
+        self.now = now
+    }
+
+    /// Verifies a StoreKit 2 signed transaction (`signedTransactionInfo`, `jwsRepresentation`).
+    public func verifyTransaction(_ signed: String) async throws(VerificationError) -> JWSTransactionDecodedPayload {
+        let transaction = try await verify(signed, as: JWSTransactionDecodedPayload.self)
+        guard transaction.bundleId == bundleId else {
+            throw .invalidAppIdentifier("bundle id \(transaction.bundleId ?? "none") is not \(bundleId)")
+        }
+        try checkEnvironment(transaction.rawEnvironment)
+        return transaction
+    }
+
+    /// Verifies signed renewal info (`signedRenewalInfo`).
+    public func verifyRenewalInfo(_ signed: String) async throws(VerificationError) -> JWSRenewalInfoDecodedPayload {
+        let renewalInfo = try await verify(signed, as: JWSRenewalInfoDecodedPayload.self)
+        try checkEnvironment(renewalInfo.rawEnvironment)
+        return renewalInfo
+    }
+
+    /// Verifies an app transaction (`AppTransaction.jwsRepresentation`).
+    public func verifyAppTransaction(_ signed: String) async throws(VerificationError) -> AppTransaction {
+        let appTransaction = try await verify(signed, as: AppTransaction.self)
+        guard appTransaction.bundleId == bundleId,
+            environment != .production || appTransaction.appAppleId == appAppleId
+        else { throw .invalidAppIdentifier("the app transaction is for another app") }
+        try checkEnvironment(appTransaction.rawReceiptType)
+        return appTransaction
+    }
+
+    /// Verifies an App Store Server Notification V2 (`signedPayload`) and the signed transaction and renewal
+    /// info inside it.
+    public func verifyNotification(_ signed: String) async throws(VerificationError) -> VerifiedNotification {
+        let payload = try await verify(signed, as: ResponseBodyV2DecodedPayload.self)
+        let (appBundleId, appleId, rawEnvironment): (String?, Int64?, String?)
+        if let data = payload.data {
+            (appBundleId, appleId, rawEnvironment) = (data.bundleId, data.appAppleId, data.rawEnvironment)
+        } else if let summary = payload.summary {
+            (appBundleId, appleId, rawEnvironment) = (summary.bundleId, summary.appAppleId, summary.rawEnvironment)
+        } else if let appData = payload.appData {
+            (appBundleId, appleId, rawEnvironment) = (appData.bundleId, appData.appAppleId, appData.rawEnvironment)
+        } else if let token = payload.externalPurchaseToken {
+            let sandbox = token.externalPurchaseId?.hasPrefix("SANDBOX") ?? false
+            (appBundleId, appleId, rawEnvironment) = (
+                token.bundleId, token.appAppleId,
+                (sandbox ? AppStoreEnvironment.sandbox : .production).rawValue
+            )
+        } else {
+            throw .verificationFailure("the notification has no data, summary, appData or externalPurchaseToken")
+        }
+        guard appBundleId == bundleId, environment != .production || appleId == appAppleId else {
+            throw .invalidAppIdentifier(
+                "notification for bundle \(appBundleId ?? "none"), appAppleId \(appleId.map(String.init) ?? "none")")
+        }
+        try checkEnvironment(rawEnvironment)
+        let transaction = try await payload.data?.signedTransactionInfo.asyncMap { signed async throws(VerificationError) in
+            try await verifyTransaction(signed)
+        }
+        let renewalInfo = try await payload.data?.signedRenewalInfo.asyncMap { signed async throws(VerificationError) in
+            try await verifyRenewalInfo(signed)
+        }
+        let appTransaction = try await payload.appData?.signedAppTransactionInfo.asyncMap {
+            signed async throws(VerificationError) in try await verifyAppTransaction(signed)
+        }
+        return VerifiedNotification(
+            payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+    }
+
+    /// The shared steps: split, decode, check the algorithm, the chain and the signature.
+    func verify<T: SignedPayload>(_ signed: String, as type: T.Type) async throws(VerificationError) -> T {
+        let jws = try JWS(compact: signed)
+        let payload: T
+        do {
+            payload = try AppleJSON.decode(T.self, from: jws.payload)
+        } catch {
+            throw .verificationFailure("the payload does not decode: \(error)")
+        }
+        if environment.isLocal { return payload }
+        guard jws.header.alg == "ES256" else {
+            throw .verificationFailure("algorithm \(jws.header.alg ?? "none") is not ES256")
+        }
+        guard let x5c = jws.header.x5c, !x5c.isEmpty else { throw .verificationFailure("the x5c header is missing") }
+        let date: Date
+        switch validationTime {
+        case .signedDate: date = payload.effectiveDate ?? now()
+        case .current: date = now()
+        }
+        let key = try await chainVerifier.verify(x5c: x5c, at: date)
+        guard jws.signature.count == 64,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
+            key.isValidSignature(signature, for: jws.signingInput)
+        else { throw .verificationFailure("the ES256 signature does not verify") }
+        return payload
+    }
+
+    private func checkEnvironment(_ raw: String?) throws(VerificationError) {
+        guard raw == environment.rawValue else {
+            throw .invalidEnvironment("data from \(raw ?? "no environment"), expected \(environment.rawValue)")
+        }
+    }
+}
+
+/// A verified notification with its verified nested data.
+public struct VerifiedNotification: Sendable {
+    /// The notification.
+    public var payload: ResponseBodyV2DecodedPayload
+    /// `data.signedTransactionInfo`, verified and decoded.
+    public var transaction: JWSTransactionDecodedPayload?
+    /// `data.signedRenewalInfo`, verified and decoded.
+    public var renewalInfo: JWSRenewalInfoDecodedPayload?
+    /// `appData.signedAppTransactionInfo`, verified and decoded.
+    public var appTransaction: AppTransaction?
+}
+
+extension Optional {
+    fileprivate func asyncMap<U>(_ transform: (Wrapped) async throws(VerificationError) -> U) async throws(VerificationError)
+        -> U?
+    {
+        guard let value = self else { return nil }
+        return try await transform(value)
+    }
+}

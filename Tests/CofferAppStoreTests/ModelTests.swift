@@ -1,0 +1,123 @@
+import CofferAppStore
+import CofferCore
+import Foundation
+import Testing
+
+/// Apple's sample payloads decode into Apple-named models and encode back to the same JSON: every field maps.
+@Suite("Apple's models")
+struct ModelTests {
+    /// Decodes a sample, encodes it again, and compares the two JSON trees.
+    func roundTrip<T: Codable>(_ file: String, as type: T.Type) throws -> T {
+        let original = try AppleFiles.data("models/\(file).json")
+        let model = try AppleJSON.decode(T.self, from: original)
+        let again = try AppleJSON.encode(model)
+        let before = try JSONSerialization.jsonObject(with: original)
+        let after = try JSONSerialization.jsonObject(with: again)
+        #expect(Self.same(before, after), "\(file) does not round-trip:\n\(String(decoding: again, as: UTF8.self))")
+        return model
+    }
+
+    static func same(_ lhs: Any, _ rhs: Any) -> Bool {
+        switch (lhs, rhs) {
+        case (let lhs as [String: Any], let rhs as [String: Any]):
+            return Set(lhs.keys) == Set(rhs.keys) && lhs.allSatisfy { key, value in rhs[key].map { same(value, $0) } ?? false }
+        case (let lhs as [Any], let rhs as [Any]):
+            return lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { same($0, $1) }
+        case (let lhs as String, let rhs as String):
+            // UUIDs are decoded as UUID and written back in upper case: compare them as UUIDs.
+            if let left = UUID(uuidString: lhs), let right = UUID(uuidString: rhs) { return left == right }
+            return lhs == rhs
+        case (let lhs as NSNumber, let rhs as NSNumber):
+            return abs(lhs.doubleValue - rhs.doubleValue) <= max(1e-9, abs(lhs.doubleValue) * 1e-12)
+        case (is NSNull, is NSNull):
+            return true
+        default:
+            return false
+        }
+    }
+
+    @Test("signed transactions, with and without revocation")
+    func transactions() throws {
+        let transaction = try roundTrip("signedTransaction", as: JWSTransactionDecodedPayload.self)
+        #expect(transaction.transactionId == "23456")
+        #expect(transaction.type == .autoRenewableSubscription)
+        #expect(transaction.inAppOwnershipType == .purchased)
+        #expect(transaction.offerType == .introductoryOffer)
+        #expect(transaction.revocationReason == .appIssue)
+        #expect(transaction.environment == .localTesting)
+        #expect(transaction.transactionReason == .purchase)
+        #expect(transaction.offerDiscountType == .payAsYouGo)
+        #expect(transaction.appAccountToken == UUID(uuidString: "7e3fb20b-4cdb-47cc-936d-99d65f608138"))
+        #expect(transaction.purchaseDate == Date(timeIntervalSince1970: 1_698_148_900))
+        #expect(transaction.price == 10_990)
+        let revoked = try roundTrip("signedTransactionWithRevocation", as: JWSTransactionDecodedPayload.self)
+        #expect(revoked.revocationType == .refundProrated)
+        #expect(revoked.revocationPercentage == 50_000)
+    }
+
+    @Test("signed renewal info")
+    func renewalInfo() throws {
+        let info = try roundTrip("signedRenewalInfo", as: JWSRenewalInfoDecodedPayload.self)
+        #expect(info.expirationIntent == .customerCancelled)
+        #expect(info.autoRenewStatus == .on)
+        #expect(info.priceIncreaseStatus == .customerHasNotResponded)
+        #expect(info.offerType == .promotionalOffer)
+        #expect(info.gracePeriodExpiresDate == Date(timeIntervalSince1970: 1_698_148_900))
+        #expect(info.eligibleWinBackOfferIds == ["eligible1", "eligible2"])
+    }
+
+    @Test("notifications: data, summary, external purchase token, consumption request, app data")
+    func notifications() throws {
+        let subscribed = try roundTrip("signedNotification", as: ResponseBodyV2DecodedPayload.self)
+        #expect(subscribed.notificationType == .subscribed)
+        #expect(subscribed.subtype == .initialBuy)
+        #expect(subscribed.data?.status == .active)
+        #expect(subscribed.data?.appAppleId == 41_234)
+        let summary = try roundTrip("signedSummaryNotification", as: ResponseBodyV2DecodedPayload.self)
+        #expect(summary.notificationType == .renewalExtension)
+        #expect(summary.subtype == .summary)
+        #expect(summary.summary?.storefrontCountryCodes == ["CAN", "USA", "MEX"])
+        #expect(summary.summary?.failedCount == 2)
+        let token = try roundTrip("signedExternalPurchaseTokenNotification", as: ResponseBodyV2DecodedPayload.self)
+        #expect(token.notificationType == .externalPurchaseToken)
+        #expect(token.subtype == .unreported)
+        #expect(token.externalPurchaseToken?.tokenCreationDate == Date(timeIntervalSince1970: 1_698_148_950))
+        let sandboxToken = try roundTrip("signedExternalPurchaseTokenSandboxNotification", as: ResponseBodyV2DecodedPayload.self)
+        #expect(sandboxToken.externalPurchaseToken?.externalPurchaseId?.hasPrefix("SANDBOX") == true)
+        let consumption = try roundTrip("signedConsumptionRequestNotification", as: ResponseBodyV2DecodedPayload.self)
+        #expect(consumption.notificationType == .consumptionRequest)
+        #expect(consumption.data?.consumptionRequestReason == .unintendedPurchase)
+        let rescind = try roundTrip("signedRescindConsentNotification", as: ResponseBodyV2DecodedPayload.self)
+        #expect(rescind.notificationType == .rescindConsent)
+        #expect(rescind.appData?.signedAppTransactionInfo == "signed_app_transaction_info_value")
+    }
+
+    @Test("app transaction")
+    func appTransaction() throws {
+        let app = try roundTrip("appTransaction", as: AppTransaction.self)
+        #expect(app.receiptType == .localTesting)
+        #expect(app.originalPlatform == .iOS)
+        #expect(app.versionExternalIdentifier == 512)
+        #expect(app.deviceVerificationNonce == UUID(uuidString: "48ccfa42-7431-4f22-9908-7e88983e105a"))
+    }
+
+    @Test("unknown enumerated values and unknown fields still decode; the raw value is kept")
+    func unknownValues() throws {
+        let json = #"""
+            {"transactionId": "1", "type": "Hologram", "offerType": 9, "environment": "Moon", "futureField": {"x": 1}}
+            """#
+        let transaction = try AppleJSON.decode(JWSTransactionDecodedPayload.self, from: Data(json.utf8))
+        #expect(transaction.type == nil)
+        #expect(transaction.rawType == "Hologram")
+        #expect(transaction.offerType == nil)
+        #expect(transaction.rawOfferType == 9)
+        #expect(transaction.rawEnvironment == "Moon")
+        #expect(transaction.transactionId == "1")
+    }
+
+    @Test("repeated keys in a payload are refused")
+    func repeatedKeys() {
+        let json = #"{"transactionId": "1", "transactionId": "2"}"#
+        #expect(throws: StrictJSONError.self) { try AppleJSON.decode(JWSTransactionDecodedPayload.self, from: Data(json.utf8)) }
+    }
+}
