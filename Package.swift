@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
         .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
+        .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [
@@ -42,6 +43,16 @@ let package = Package(
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             resources: [.copy("Roots")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CofferSimulator",
+            dependencies: [
+                "CofferCore", "CofferAppStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -82,7 +93,7 @@ let package = Package(
         .testTarget(
             name: "CofferAppStoreTests",
             dependencies: [
-                "CofferAppStore", "CofferCore", "CofferTestSupport",
+                "CofferAppStore", "CofferCore", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -92,7 +103,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["CofferCLI", "CofferStoreSQLite"],
+            dependencies: ["CofferCLI", "CofferStoreSQLite", "CofferSimulator"],
+            resources: [.copy("Apple")],
             swiftSettings: strictSettings
         ),
     ],

@@ -15,7 +15,9 @@ public enum AppStoreEnvironment: String, Codable, Sendable, CaseIterable, Hashab
     ///
     /// - Parameter name: `sandbox`, `Production`, `xcode`, `localtesting`, ...
     public init?(name: String) {
-        guard let match = Self.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else { return nil }
+        guard let match = Self.allCases.first(where: { $0.rawValue.lowercased() == name.lowercased() }) else {
+            return nil
+        }
         self = match
     }
 

@@ -24,7 +24,8 @@ public enum AppleRoots {
         SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
     }
 
-    private static func load(_ name: String, extension ext: String, fingerprint expected: String) throws(VerificationError)
+    private static func load(_ name: String, extension ext: String, fingerprint expected: String)
+        throws(VerificationError)
         -> Data
     {
         guard let url = Bundle.module.url(forResource: name, withExtension: ext, subdirectory: "Roots"),

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
-import Synchronization
 import SwiftASN1
+import Synchronization
 import X509
 
 /// Verifies the x5c certificate chain of Apple's signed data against pinned roots, the way Apple's own
@@ -22,6 +22,9 @@ public struct ChainVerifier: Sendable {
 
     private let roots: CertificateStore
     private let cache: ChainCache?
+    /// Identifies the set of trusted roots, so a cache shared between verifiers never lends one verifier's
+    /// trust to another.
+    private let trustIdentity: String
 
     /// Creates a verifier trusting `rootCertificates`.
     ///
@@ -39,6 +42,8 @@ public struct ChainVerifier: Sendable {
             }
         }
         roots = CertificateStore(parsed)
+        trustIdentity = AppleRoots.fingerprint(
+            Data(rootCertificates.map(AppleRoots.fingerprint).sorted().joined().utf8))
         self.cache = cache
     }
 
@@ -50,7 +55,7 @@ public struct ChainVerifier: Sendable {
     /// - Returns: The leaf's P-256 public key, to check the signature with.
     public func verify(x5c: [String], at date: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
         guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
-        let key = ChainCache.Key(leaf: x5c[0], intermediate: x5c[1])
+        let key = ChainCache.Key(trust: trustIdentity, leaf: x5c[0], intermediate: x5c[1])
         if let cached = cache?.publicKey(for: key, at: date) { return cached }
         var certificates: [Certificate] = []
         for (index, text) in x5c.prefix(2).enumerated() {
@@ -78,10 +83,21 @@ public struct ChainVerifier: Sendable {
         }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result else {
-            if case .couldNotValidate(let failures) = result, let first = failures.first {
-                throw .invalidChain("the chain does not verify to a trusted root: \(first.policyFailureReason)")
+            let reasons =
+                if case .couldNotValidate(let failures) = result {
+                    failures.map { String(describing: $0.policyFailureReason) }
+                } else {
+                    [String]()
+                }
+            let when = date.formatted(.iso8601)
+            if reasons.contains(where: { $0.contains("expired") || $0.contains("not yet valid") }) {
+                throw .invalidChain("a certificate in the chain is not valid at \(when)")
             }
-            throw .invalidChain("no chain from the leaf through the presented intermediate to a trusted root")
+            if let reason = reasons.first(where: { $0.contains("Apple's chain") || $0.contains("lacks OID") }) {
+                throw .invalidChain(reason)
+            }
+            throw .invalidChain(
+                "no chain from the leaf through the presented intermediate to a trusted root at \(when)")
         }
         guard let publicKey = P256.Signing.PublicKey(leaf.publicKey) else {
             throw .invalidCertificate("the leaf key is not P-256")
@@ -125,6 +141,7 @@ struct AppleSigningPolicy: VerifierPolicy {
 /// verification is one ES256 check. A cached chain is used only for effective dates inside its validity.
 public final class ChainCache: Sendable {
     struct Key: Hashable {
+        var trust: String
         var leaf: String
         var intermediate: String
     }
@@ -140,6 +157,7 @@ public final class ChainCache: Sendable {
     public let capacity: Int
     private let now: @Sendable () -> Date
     private let entries = Mutex<[Key: Entry]>([:])
+    private let counters = Mutex((hits: 0, misses: 0))
 
     /// Creates a cache.
     ///
@@ -147,7 +165,8 @@ public final class ChainCache: Sendable {
     ///   - timeToLive: Seconds a verified chain is remembered (default 15 minutes).
     ///   - capacity: The most chains kept.
     ///   - now: The clock.
-    public init(timeToLive: TimeInterval = 15 * 60, capacity: Int = 32, now: @escaping @Sendable () -> Date = Date.init) {
+    public init(timeToLive: TimeInterval = 15 * 60, capacity: Int = 32, now: @escaping @Sendable () -> Date = Date.init)
+    {
         self.timeToLive = timeToLive
         self.capacity = capacity
         self.now = now
@@ -156,7 +175,18 @@ public final class ChainCache: Sendable {
     /// How many chains are cached now.
     public var count: Int { entries.withLock { $0.count } }
 
+    /// Lookups answered from the cache and lookups that needed a full verification.
+    public var statistics: (hits: Int, misses: Int) { counters.withLock { $0 } }
+
     func publicKey(for key: Key, at date: Date) -> P256.Signing.PublicKey? {
+        let found = lookUp(key, at: date)
+        counters.withLock { counts in
+            if found == nil { counts.misses += 1 } else { counts.hits += 1 }
+        }
+        return found
+    }
+
+    private func lookUp(_ key: Key, at date: Date) -> P256.Signing.PublicKey? {
         let current = now()
         return entries.withLock { entries in
             guard let entry = entries[key] else { return nil }

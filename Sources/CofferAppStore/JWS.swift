@@ -25,7 +25,9 @@ struct JWS: Sendable {
             throw .verificationFailure("signed data is longer than \(Self.maximumLength) bytes")
         }
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .verificationFailure("a JWS has 3 parts separated by '.', found \(parts.count)") }
+        guard parts.count == 3 else {
+            throw .verificationFailure("a JWS has 3 parts separated by '.', found \(parts.count)")
+        }
         let headerBytes = try Base64.decode(url: parts[0], what: "JWS header")
         payload = try Base64.decode(url: parts[1], what: "JWS payload")
         signature = try Base64.decode(url: parts[2], what: "JWS signature")
@@ -62,7 +64,8 @@ enum Base64 {
     static func decode(standard text: String, what: String) throws(VerificationError) -> Data {
         guard text.utf8.count % 4 == 0,
             text.unicodeScalars.allSatisfy({
-                ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "+" || $0 == "/"
+                ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "+"
+                    || $0 == "/"
                     || $0 == "="
             }),
             let data = Data(base64Encoded: text)

@@ -125,7 +125,8 @@ public struct SignedDataVerifier: Sendable {
                 "notification for bundle \(appBundleId ?? "none"), appAppleId \(appleId.map(String.init) ?? "none")")
         }
         try checkEnvironment(rawEnvironment)
-        let transaction = try await payload.data?.signedTransactionInfo.asyncMap { signed async throws(VerificationError) in
+        let transaction = try await payload.data?.signedTransactionInfo.asyncMap {
+            signed async throws(VerificationError) in
             try await verifyTransaction(signed)
         }
         let renewalInfo = try await payload.data?.signedRenewalInfo.asyncMap { signed async throws(VerificationError) in
@@ -185,7 +186,8 @@ public struct VerifiedNotification: Sendable {
 }
 
 extension Optional {
-    fileprivate func asyncMap<U>(_ transform: (Wrapped) async throws(VerificationError) -> U) async throws(VerificationError)
+    fileprivate func asyncMap<U>(_ transform: (Wrapped) async throws(VerificationError) -> U)
+        async throws(VerificationError)
         -> U?
     {
         guard let value = self else { return nil }

@@ -35,6 +35,13 @@ enum JSONText {
         return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
+    /// Prints a JSON object built from Foundation values, keys sorted.
+    static func encode(object: [String: Any]) throws -> String {
+        let data = try JSONSerialization.data(
+            withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
     static func timestamp(_ date: Date) -> String {
         date.formatted(
             .iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false).timeSeparator(

@@ -20,7 +20,8 @@ struct ModelTests {
     static func same(_ lhs: Any, _ rhs: Any) -> Bool {
         switch (lhs, rhs) {
         case (let lhs as [String: Any], let rhs as [String: Any]):
-            return Set(lhs.keys) == Set(rhs.keys) && lhs.allSatisfy { key, value in rhs[key].map { same(value, $0) } ?? false }
+            return Set(lhs.keys) == Set(rhs.keys)
+                && lhs.allSatisfy { key, value in rhs[key].map { same(value, $0) } ?? false }
         case (let lhs as [Any], let rhs as [Any]):
             return lhs.count == rhs.count && zip(lhs, rhs).allSatisfy { same($0, $1) }
         case (let lhs as String, let rhs as String):
@@ -82,7 +83,8 @@ struct ModelTests {
         #expect(token.notificationType == .externalPurchaseToken)
         #expect(token.subtype == .unreported)
         #expect(token.externalPurchaseToken?.tokenCreationDate == Date(timeIntervalSince1970: 1_698_148_950))
-        let sandboxToken = try roundTrip("signedExternalPurchaseTokenSandboxNotification", as: ResponseBodyV2DecodedPayload.self)
+        let sandboxToken = try roundTrip(
+            "signedExternalPurchaseTokenSandboxNotification", as: ResponseBodyV2DecodedPayload.self)
         #expect(sandboxToken.externalPurchaseToken?.externalPurchaseId?.hasPrefix("SANDBOX") == true)
         let consumption = try roundTrip("signedConsumptionRequestNotification", as: ResponseBodyV2DecodedPayload.self)
         #expect(consumption.notificationType == .consumptionRequest)
@@ -118,6 +120,8 @@ struct ModelTests {
     @Test("repeated keys in a payload are refused")
     func repeatedKeys() {
         let json = #"{"transactionId": "1", "transactionId": "2"}"#
-        #expect(throws: StrictJSONError.self) { try AppleJSON.decode(JWSTransactionDecodedPayload.self, from: Data(json.utf8)) }
+        #expect(throws: StrictJSONError.self) {
+            try AppleJSON.decode(JWSTransactionDecodedPayload.self, from: Data(json.utf8))
+        }
     }
 }

@@ -25,13 +25,16 @@ struct SharedMaterialTests {
             leaf: leaf, intermediate: intermediate, at: Date(timeIntervalSince1970: 1_761_962_975))
         #expect(chain.validUntil == leaf.notValidAfter)
         for outside in [Date(timeIntervalSince1970: 1_750_000_000), Date(timeIntervalSince1970: 1_830_000_000)] {
-            let error = await verificationError { _ = try await verifier.verify(leaf: leaf, intermediate: intermediate, at: outside) }
+            let error = await verificationError {
+                _ = try await verifier.verify(leaf: leaf, intermediate: intermediate, at: outside)
+            }
             #expect(error?.status == "INVALID_CHAIN")
         }
         // The chain does not reach the legacy RSA root.
         let rsaOnly = try ChainVerifier(rootCertificates: [AppleRoots.rootCA()], cache: nil)
         let error = await verificationError {
-            _ = try await rsaOnly.verify(leaf: leaf, intermediate: intermediate, at: Date(timeIntervalSince1970: 1_761_962_975))
+            _ = try await rsaOnly.verify(
+                leaf: leaf, intermediate: intermediate, at: Date(timeIntervalSince1970: 1_761_962_975))
         }
         #expect(error?.status == "INVALID_CHAIN")
     }
@@ -56,10 +59,13 @@ struct SharedMaterialTests {
         #expect(expired?.status == "INVALID_CHAIN")
 
         let untrusted = try AppleFiles.mockVerifier()
-        #expect(await verificationError { _ = try await untrusted.verifyNotification(signed) }?.status == "INVALID_CHAIN")
+        #expect(
+            await verificationError { _ = try await untrusted.verifyNotification(signed) }?.status == "INVALID_CHAIN")
         let otherApp = try SignedDataVerifier(
             rootCertificates: [AppleRoots.rootCAG3()], bundleId: "com.example", appAppleId: nil, environment: .sandbox)
-        #expect(await verificationError { _ = try await otherApp.verifyNotification(signed) }?.status == "INVALID_APP_IDENTIFIER")
+        #expect(
+            await verificationError { _ = try await otherApp.verifyNotification(signed) }?.status
+                == "INVALID_APP_IDENTIFIER")
     }
 
     @Test("Apple's mock transaction and renewal info verify against the test CA")
@@ -73,16 +79,22 @@ struct SharedMaterialTests {
         #expect(renewal.environment == .sandbox)
     }
 
-    @Test("Apple's mock notification: OK with appAppleId 1234, INVALID_ENVIRONMENT in Production, INVALID_APP_IDENTIFIER with 1235")
+    @Test(
+        "Apple's mock notification: OK with appAppleId 1234, INVALID_ENVIRONMENT in Production, INVALID_APP_IDENTIFIER with 1235"
+    )
     func mockNotification() async throws {
         let signed = try AppleFiles.text("mock-signed/testNotification")
         let notification = try await AppleFiles.mockVerifier().verifyNotification(signed)
         #expect(notification.payload.notificationType == .test)
         #expect(notification.payload.data?.appAppleId == 1234)
         let production = try AppleFiles.mockVerifier(environment: .production, appAppleId: 1234)
-        #expect(await verificationError { _ = try await production.verifyNotification(signed) }?.status == "INVALID_ENVIRONMENT")
+        #expect(
+            await verificationError { _ = try await production.verifyNotification(signed) }?.status
+                == "INVALID_ENVIRONMENT")
         let otherApp = try AppleFiles.mockVerifier(environment: .production, appAppleId: 1235)
-        #expect(await verificationError { _ = try await otherApp.verifyNotification(signed) }?.status == "INVALID_APP_IDENTIFIER")
+        #expect(
+            await verificationError { _ = try await otherApp.verifyNotification(signed) }?.status
+                == "INVALID_APP_IDENTIFIER")
     }
 
     @Test("Apple's mock wrong bundle id and missing x5c are refused with Apple's statuses")
@@ -99,7 +111,8 @@ struct SharedMaterialTests {
     @Test("a Production verifier needs an appAppleId")
     func productionNeedsAppAppleId() {
         #expect(throws: VerificationError.self) {
-            try SignedDataVerifier(rootCertificates: [], bundleId: "com.example", appAppleId: nil, environment: .production)
+            try SignedDataVerifier(
+                rootCertificates: [], bundleId: "com.example", appAppleId: nil, environment: .production)
         }
     }
 
@@ -107,7 +120,8 @@ struct SharedMaterialTests {
     func xcode() async throws {
         let signed = try AppleFiles.text("xcode/xcode-signed-transaction")
         let xcode = try SignedDataVerifier(
-            rootCertificates: [], bundleId: "com.example.naturelab.backyardbirds.example", appAppleId: nil, environment: .xcode)
+            rootCertificates: [], bundleId: "com.example.naturelab.backyardbirds.example", appAppleId: nil,
+            environment: .xcode)
         let transaction = try await xcode.verifyTransaction(signed)
         #expect(transaction.productId == "pass.premium")
         #expect(transaction.type == .autoRenewableSubscription)
@@ -115,7 +129,9 @@ struct SharedMaterialTests {
         let sandbox = try SignedDataVerifier(
             rootCertificates: [AppleRoots.rootCAG3()], bundleId: "com.example.naturelab.backyardbirds.example",
             appAppleId: nil, environment: .sandbox)
-        #expect(await verificationError { _ = try await sandbox.verifyTransaction(signed) }?.status == "INVALID_CHAIN_LENGTH")
+        #expect(
+            await verificationError { _ = try await sandbox.verifyTransaction(signed) }?.status
+                == "INVALID_CHAIN_LENGTH")
         let renewal = try await xcode.verifyRenewalInfo(try AppleFiles.text("xcode/xcode-signed-renewal-info"))
         #expect(renewal.environment == .xcode)
         let app = try await xcode.verifyAppTransaction(try AppleFiles.text("xcode/xcode-signed-app-transaction"))

@@ -60,7 +60,9 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Sendable, Hashable {
     public var autoRenewStatus: AutoRenewStatus? { rawAutoRenewStatus.flatMap { AutoRenewStatus(rawValue: $0) } }
 
     /// Consent to a price increase. `nil` when absent or a value this version does not know.
-    public var priceIncreaseStatus: PriceIncreaseStatus? { rawPriceIncreaseStatus.flatMap { PriceIncreaseStatus(rawValue: $0) } }
+    public var priceIncreaseStatus: PriceIncreaseStatus? {
+        rawPriceIncreaseStatus.flatMap { PriceIncreaseStatus(rawValue: $0) }
+    }
 
     /// The offer kind. `nil` when absent or a value this version does not know.
     public var offerType: OfferType? { rawOfferType.flatMap { OfferType(rawValue: $0) } }
@@ -69,7 +71,9 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Sendable, Hashable {
     public var environment: AppStoreEnvironment? { rawEnvironment.flatMap { AppStoreEnvironment(rawValue: $0) } }
 
     /// How the offer is paid. `nil` when absent or a value this version does not know.
-    public var offerDiscountType: OfferDiscountType? { rawOfferDiscountType.flatMap { OfferDiscountType(rawValue: $0) } }
+    public var offerDiscountType: OfferDiscountType? {
+        rawOfferDiscountType.flatMap { OfferDiscountType(rawValue: $0) }
+    }
 
     enum CodingKeys: String, CodingKey {
         case rawExpirationIntent = "expirationIntent"

@@ -75,7 +75,9 @@ public struct JWSTransactionDecodedPayload: Codable, Sendable, Hashable {
     public var type: ProductType? { rawType.flatMap { ProductType(rawValue: $0) } }
 
     /// Purchased or family-shared. `nil` when absent or a value this version does not know.
-    public var inAppOwnershipType: InAppOwnershipType? { rawInAppOwnershipType.flatMap { InAppOwnershipType(rawValue: $0) } }
+    public var inAppOwnershipType: InAppOwnershipType? {
+        rawInAppOwnershipType.flatMap { InAppOwnershipType(rawValue: $0) }
+    }
 
     /// Why Apple refunded it. `nil` when absent or a value this version does not know.
     public var revocationReason: RevocationReason? { rawRevocationReason.flatMap { RevocationReason(rawValue: $0) } }
@@ -87,10 +89,14 @@ public struct JWSTransactionDecodedPayload: Codable, Sendable, Hashable {
     public var environment: AppStoreEnvironment? { rawEnvironment.flatMap { AppStoreEnvironment(rawValue: $0) } }
 
     /// Purchase or renewal. `nil` when absent or a value this version does not know.
-    public var transactionReason: TransactionReason? { rawTransactionReason.flatMap { TransactionReason(rawValue: $0) } }
+    public var transactionReason: TransactionReason? {
+        rawTransactionReason.flatMap { TransactionReason(rawValue: $0) }
+    }
 
     /// How the offer is paid. `nil` when absent or a value this version does not know.
-    public var offerDiscountType: OfferDiscountType? { rawOfferDiscountType.flatMap { OfferDiscountType(rawValue: $0) } }
+    public var offerDiscountType: OfferDiscountType? {
+        rawOfferDiscountType.flatMap { OfferDiscountType(rawValue: $0) }
+    }
 
     /// How it was revoked. `nil` when absent or a value this version does not know.
     public var revocationType: RevocationType? { rawRevocationType.flatMap { RevocationType(rawValue: $0) } }

@@ -28,7 +28,9 @@ public struct NotificationData: Codable, Sendable, Hashable {
     public var status: Status? { rawStatus.flatMap { Status(rawValue: $0) } }
 
     /// For `CONSUMPTION_REQUEST`. `nil` when absent or a value this version does not know.
-    public var consumptionRequestReason: ConsumptionRequestReason? { rawConsumptionRequestReason.flatMap { ConsumptionRequestReason(rawValue: $0) } }
+    public var consumptionRequestReason: ConsumptionRequestReason? {
+        rawConsumptionRequestReason.flatMap { ConsumptionRequestReason(rawValue: $0) }
+    }
 
     enum CodingKeys: String, CodingKey {
         case rawEnvironment = "environment"

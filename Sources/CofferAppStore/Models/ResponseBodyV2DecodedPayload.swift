@@ -24,7 +24,9 @@ public struct ResponseBodyV2DecodedPayload: Codable, Sendable, Hashable {
     public var appData: AppData?
 
     /// The notification type. `nil` when absent or a value this version does not know.
-    public var notificationType: NotificationTypeV2? { rawNotificationType.flatMap { NotificationTypeV2(rawValue: $0) } }
+    public var notificationType: NotificationTypeV2? {
+        rawNotificationType.flatMap { NotificationTypeV2(rawValue: $0) }
+    }
 
     /// The subtype. `nil` when absent or a value this version does not know.
     public var subtype: Subtype? { rawSubtype.flatMap { Subtype(rawValue: $0) } }

@@ -1,0 +1,127 @@
+import CofferAppStore
+import Crypto
+import Foundation
+import SwiftASN1
+import X509
+
+/// A certificate authority shaped like Apple's App Store signing chain: a root, an intermediate carrying
+/// OID 1.2.840.113635.100.6.2.1 and a P-256 leaf carrying 1.2.840.113635.100.6.11.1. The simulator signs
+/// with it; a Coffer server trusts its root in Sandbox only.
+public struct SimulatorPKI: Sendable {
+    /// The root certificate (self-signed, P-256).
+    public let root: Certificate
+    /// The intermediate certificate.
+    public let intermediate: Certificate
+    /// The leaf certificate that signs data.
+    public let leaf: Certificate
+    /// The leaf's private key.
+    public let leafKey: P256.Signing.PrivateKey
+
+    /// What to leave out or change, to make broken chains for tests of the verifier.
+    public struct Options: Sendable {
+        /// Put Apple's OID on the intermediate.
+        public var intermediateOID = true
+        /// Put Apple's OID on the leaf.
+        public var leafOID = true
+        /// The subject common name prefix.
+        public var name = "Coffer App Store Simulator"
+
+        /// The defaults: a chain Apple's rules accept.
+        public init() {}
+    }
+
+    /// Creates a new authority with fresh keys.
+    ///
+    /// - Parameters:
+    ///   - validFrom: When every certificate starts being valid.
+    ///   - leafValidUntil: When the leaf expires (the root and intermediate last 10 years more).
+    ///   - options: Changes for broken chains in tests.
+    public init(validFrom: Date, leafValidUntil: Date, options: Options = Options()) throws {
+        let rootKey = P256.Signing.PrivateKey()
+        let intermediateKey = P256.Signing.PrivateKey()
+        let leafKey = P256.Signing.PrivateKey()
+        let caUntil = leafValidUntil.addingTimeInterval(10 * 365 * 86_400)
+        let rootName = try DistinguishedName {
+            CountryName("US")
+            OrganizationName("Coffer")
+            CommonName("\(options.name) Root CA")
+        }
+        let intermediateName = try DistinguishedName {
+            CountryName("US")
+            OrganizationName("Coffer")
+            CommonName("\(options.name) Intermediate CA")
+        }
+        let leafName = try DistinguishedName {
+            CountryName("US")
+            OrganizationName("Coffer")
+            CommonName("\(options.name) Signing")
+        }
+        root = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(rootKey.publicKey),
+            notValidBefore: validFrom, notValidAfter: caUntil, issuer: rootName, subject: rootName,
+            extensions: try Self.authorityExtensions(for: rootKey.publicKey, oid: nil),
+            issuerPrivateKey: .init(rootKey))
+        intermediate = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(intermediateKey.publicKey),
+            notValidBefore: validFrom, notValidAfter: caUntil, issuer: rootName, subject: intermediateName,
+            extensions: try Self.authorityExtensions(
+                for: intermediateKey.publicKey, oid: options.intermediateOID ? ChainVerifier.intermediateOID : nil),
+            issuerPrivateKey: .init(rootKey))
+        var leafExtensions = try Certificate.Extensions {
+            Critical(BasicConstraints.notCertificateAuthority)
+            Critical(KeyUsage(digitalSignature: true))
+            SubjectKeyIdentifier(hash: Certificate.PublicKey(leafKey.publicKey))
+        }
+        if options.leafOID { try leafExtensions.append(Self.appleMarker(ChainVerifier.leafOID)) }
+        leaf = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(leafKey.publicKey),
+            notValidBefore: validFrom, notValidAfter: leafValidUntil, issuer: intermediateName, subject: leafName,
+            extensions: leafExtensions, issuerPrivateKey: .init(intermediateKey))
+        self.leafKey = leafKey
+    }
+
+    /// The root as DER, to pass to a verifier or write to a file.
+    public func rootDER() throws -> Data { try root.derBytes() }
+
+    /// A signer that signs with the leaf and presents `[leaf, intermediate, root]` in x5c.
+    public func signer() throws -> JWSSigner {
+        try JWSSigner(key: leafKey, chain: [leaf, intermediate, root])
+    }
+
+    private static func authorityExtensions(for key: P256.Signing.PublicKey, oid: ASN1ObjectIdentifier?) throws
+        -> Certificate.Extensions
+    {
+        var extensions = try Certificate.Extensions {
+            Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+            Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+            SubjectKeyIdentifier(hash: Certificate.PublicKey(key))
+        }
+        if let oid { try extensions.append(appleMarker(oid)) }
+        return extensions
+    }
+
+    /// Apple's marker extensions carry an ASN.1 NULL.
+    private static func appleMarker(_ oid: ASN1ObjectIdentifier) -> Certificate.Extension {
+        Certificate.Extension(oid: oid, critical: false, value: [0x05, 0x00])
+    }
+}
+
+extension Certificate.SerialNumber {
+    fileprivate init() {
+        var generator = SystemRandomNumberGenerator()
+        self.init(
+            bytes: (0..<16).map { index in
+                index == 0
+                    ? UInt8.random(in: 1...0x7F, using: &generator) : UInt8.random(in: 0...255, using: &generator)
+            })
+    }
+}
+
+extension Certificate {
+    /// The certificate's DER encoding.
+    public func derBytes() throws -> Data {
+        var serializer = DER.Serializer()
+        try serializer.serialize(self)
+        return Data(serializer.serializedBytes)
+    }
+}

@@ -1,0 +1,109 @@
+import CofferSimulator
+import Foundation
+import Testing
+
+/// `coffer verify` is a contract other tools rely on: exit 0 verified, 1 rejected, 2 unreadable input, 64 usage;
+/// `--json` prints one object with `status`, `message` and `payload`.
+@Suite("coffer verify")
+struct VerifyCommandTests {
+    func apple(_ name: String) throws -> String {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Apple") else {
+            throw CocoaError(.fileNoSuchFile)
+        }
+        return url.path
+    }
+
+    func json(_ output: CofferProcess.Output) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
+    }
+
+    @Test("the real Apple-signed notification verifies offline (exit 0) and is refused at the current date (exit 1)")
+    func realNotification() throws {
+        let base = [
+            "verify", try apple("sandbox-test-notification.jws"), "--kind", "notification",
+            "--bundle-id", "com.loki-project.loki-messenger", "--environment", "Sandbox", "--json",
+        ]
+        let offline = try CofferProcess.run(base)
+        #expect(offline.status == 0)
+        let verified = try json(offline)
+        #expect(verified["status"] as? String == "OK")
+        let payload = try #require(verified["payload"] as? [String: Any])
+        #expect(payload["notificationType"] as? String == "TEST")
+        #expect(payload["notificationUUID"] as? String == "592751ef-c1b8-47fc-929e-d62dee66df4c")
+
+        let online = try CofferProcess.run(base + ["--online"])
+        #expect(online.status == 1)
+        let refused = try json(online)
+        #expect(refused["status"] as? String == "INVALID_CHAIN")
+        #expect(refused["payload"] is NSNull)
+    }
+
+    @Test("Apple's mock vectors through --root; wrong environment and app identifier are named")
+    func mockVectors() throws {
+        let root = try apple("testCA.der")
+        let transaction = try CofferProcess.run([
+            "verify", try apple("transactionInfo"), "--kind", "transaction", "--root", root, "--bundle-id",
+            "com.example",
+            "--environment", "sandbox",
+        ])
+        #expect(transaction.status == 0)
+        #expect(transaction.stdout.hasPrefix("OK: verified transaction"))
+        let notification = try apple("testNotification")
+        let production = try CofferProcess.run([
+            "verify", notification, "--kind", "notification", "--root", root, "--bundle-id", "com.example",
+            "--environment", "Production", "--app-apple-id", "1234", "--json",
+        ])
+        #expect(production.status == 1)
+        #expect(try json(production)["status"] as? String == "INVALID_ENVIRONMENT")
+        let otherApp = try CofferProcess.run([
+            "verify", notification, "--kind", "notification", "--root", root, "--bundle-id", "com.example",
+            "--environment", "Production", "--app-apple-id", "1235",
+        ])
+        #expect(otherApp.status == 1)
+        #expect(otherApp.stdout.hasPrefix("INVALID_APP_IDENTIFIER"))
+    }
+
+    @Test("data signed by the simulator's chain round-trips through coffer verify")
+    func simulatorRoundTrip() throws {
+        let pki = try SimulatorPKI(
+            validFrom: Date(timeIntervalSince1970: 1_735_689_600),
+            leafValidUntil: Date(timeIntervalSince1970: 1_798_761_600))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-verify-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let rootPath = folder.appendingPathComponent("root.der")
+        try pki.rootDER().write(to: rootPath)
+        let payload =
+            #"{"transactionId": "2000000042", "productId": "com.example.credits", "bundleId": "com.example.coffer", "environment": "Sandbox", "signedDate": 1767225600000, "quantity": 3}"#
+        let jwsPath = folder.appendingPathComponent("transaction.jws")
+        try Data(try pki.signer().sign(payloadJSON: Data(payload.utf8)).utf8).write(to: jwsPath)
+        let output = try CofferProcess.run([
+            "verify", jwsPath.path, "--kind", "transaction", "--root", rootPath.path, "--bundle-id",
+            "com.example.coffer",
+            "--environment", "Sandbox", "--json",
+        ])
+        #expect(output.status == 0, "\(output.stdout)")
+        let decoded = try #require(try json(output)["payload"] as? [String: Any])
+        #expect(decoded["transactionId"] as? String == "2000000042")
+        #expect(decoded["quantity"] as? Int == 3)
+        // Without the simulator's root, Apple Root CA - G3 alone does not trust it.
+        let untrusted = try CofferProcess.run([
+            "verify", jwsPath.path, "--kind", "transaction", "--bundle-id", "com.example.coffer", "--environment",
+            "Sandbox",
+        ])
+        #expect(untrusted.status == 1)
+        #expect(untrusted.stdout.hasPrefix("INVALID_CHAIN"))
+    }
+
+    @Test("unreadable input exits 2 and usage errors 64, never 0 or 1")
+    func usageErrors() throws {
+        let missing = try CofferProcess.run([
+            "verify", "/nonexistent/file.jws", "--kind", "transaction", "--bundle-id", "b", "--environment", "Sandbox",
+        ])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("cannot read input"))
+        let badKind = try CofferProcess.run([
+            "verify", "x", "--kind", "receipt", "--bundle-id", "b", "--environment", "Sandbox",
+        ])
+        #expect(badKind.status == 64)
+    }
+}
