@@ -15,8 +15,28 @@ let package = Package(
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [.product(name: "CofferSimulator", package: coffer)]
+        ),
+        .executableTarget(
+            name: "VerificationPayloads",
+            dependencies: ["BenchmarkSupport"]
+        ),
+        .executableTarget(
+            name: "VerificationBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "CofferAppStore", package: coffer),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Benchmarks/VerificationBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         .executableTarget(
             name: "LedgerBenchmarks",
             dependencies: [
@@ -28,7 +48,7 @@ let package = Package(
             ],
             path: "Benchmarks/LedgerBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
