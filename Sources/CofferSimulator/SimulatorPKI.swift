@@ -59,18 +59,20 @@ public struct SimulatorPKI: Sendable {
         root = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(rootKey.publicKey),
             notValidBefore: validFrom, notValidAfter: caUntil, issuer: rootName, subject: rootName,
-            extensions: try Self.authorityExtensions(for: rootKey.publicKey, oid: nil),
+            extensions: try Self.authorityExtensions(for: rootKey.publicKey, issuer: nil, oid: nil),
             issuerPrivateKey: .init(rootKey))
         intermediate = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(intermediateKey.publicKey),
             notValidBefore: validFrom, notValidAfter: caUntil, issuer: rootName, subject: intermediateName,
             extensions: try Self.authorityExtensions(
-                for: intermediateKey.publicKey, oid: options.intermediateOID ? ChainVerifier.intermediateOID : nil),
+                for: intermediateKey.publicKey, issuer: rootKey.publicKey,
+                oid: options.intermediateOID ? ChainVerifier.intermediateOID : nil),
             issuerPrivateKey: .init(rootKey))
         var leafExtensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
             Critical(KeyUsage(digitalSignature: true))
             SubjectKeyIdentifier(hash: Certificate.PublicKey(leafKey.publicKey))
+            Self.authorityKeyIdentifier(intermediateKey.publicKey)
         }
         if options.leafOID { try leafExtensions.append(Self.appleMarker(ChainVerifier.leafOID)) }
         leaf = try Certificate(
@@ -88,13 +90,24 @@ public struct SimulatorPKI: Sendable {
         try JWSSigner(key: leafKey, chain: [leaf, intermediate, root])
     }
 
-    private static func authorityExtensions(for key: P256.Signing.PublicKey, oid: ASN1ObjectIdentifier?) throws
-        -> Certificate.Extensions
-    {
+    /// Every certificate but the root names its issuer's key, as OpenSSL's strict checks (and so Apple's
+    /// Python library) require.
+    private static func authorityKeyIdentifier(_ issuer: P256.Signing.PublicKey) -> AuthorityKeyIdentifier {
+        AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: Certificate.PublicKey(issuer)).keyIdentifier)
+    }
+
+    private static func authorityExtensions(
+        for key: P256.Signing.PublicKey,
+        issuer: P256.Signing.PublicKey?,
+        oid: ASN1ObjectIdentifier?
+    ) throws -> Certificate.Extensions {
         var extensions = try Certificate.Extensions {
             Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
             Critical(KeyUsage(keyCertSign: true, cRLSign: true))
             SubjectKeyIdentifier(hash: Certificate.PublicKey(key))
+        }
+        if let issuer {
+            try extensions.append(Certificate.Extension(Self.authorityKeyIdentifier(issuer), critical: false))
         }
         if let oid { try extensions.append(appleMarker(oid)) }
         return extensions
