@@ -55,8 +55,29 @@ public struct ChainVerifier: Sendable {
     /// - Returns: The leaf's P-256 public key, to check the signature with.
     public func verify(x5c: [String], at date: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
         guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
-        let key = ChainCache.Key(trust: trustIdentity, leaf: x5c[0], intermediate: x5c[1])
+        let key = ChainCache.Key(trust: trustIdentity, certificates: x5c[0] + "." + x5c[1])
         if let cached = cache?.publicKey(for: key, at: date) { return cached }
+        return try await verifyUncached(x5c: x5c, at: date, rememberingAs: key)
+    }
+
+    /// Verifies the chain in a JWS header. A header byte-identical to one verified before (same algorithm,
+    /// same leaf and intermediate) is answered from the cache without decoding it again.
+    func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
+        let key = ChainCache.Key(trust: trustIdentity, certificates: jws.headerSegment)
+        if let cached = cache?.publicKey(for: key, at: date) { return cached }
+        let header = try jws.header()
+        guard header.alg == "ES256" else {
+            throw .verificationFailure("algorithm \(header.alg ?? "none") is not ES256")
+        }
+        guard let x5c = header.x5c, !x5c.isEmpty else { throw .verificationFailure("the x5c header is missing") }
+        guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
+        return try await verifyUncached(x5c: x5c, at: date, rememberingAs: key)
+    }
+
+    private func verifyUncached(x5c: [String], at date: Date, rememberingAs key: ChainCache.Key)
+        async throws(VerificationError)
+        -> P256.Signing.PublicKey
+    {
         var certificates: [Certificate] = []
         for (index, text) in x5c.prefix(2).enumerated() {
             let der = try Base64.decode(standard: text, what: "x5c certificate \(index)")
@@ -137,13 +158,14 @@ struct AppleSigningPolicy: VerifierPolicy {
     }
 }
 
-/// Remembers verified chains by leaf and intermediate for a time to live, so the steady-state cost of a
+/// Remembers verified chains by trusted roots, leaf and intermediate for a time to live, so the steady-state cost of a
 /// verification is one ES256 check. A cached chain is used only for effective dates inside its validity.
 public final class ChainCache: Sendable {
+    /// What a cached chain is found by: the trusted roots, and the leaf and intermediate (as x5c strings, or
+    /// inside the JWS header that carries them).
     struct Key: Hashable {
         var trust: String
-        var leaf: String
-        var intermediate: String
+        var certificates: String
     }
 
     private struct Entry {

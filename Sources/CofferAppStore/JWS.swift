@@ -1,6 +1,7 @@
 import Foundation
 
-/// A compact JWS split into its parts, with the header decoded. Nothing is trusted yet.
+/// A compact JWS split into its parts. The header is decoded on demand: a header already verified (the
+/// same leaf and intermediate) is recognised by its bytes. Nothing is trusted yet.
 struct JWS: Sendable {
     struct Header: Decodable, Sendable {
         var alg: String?
@@ -12,7 +13,8 @@ struct JWS: Sendable {
     /// The largest JWS accepted: Apple's notifications with both nested JWS are about 10 KB.
     static let maximumLength = 64 * 1024
 
-    let header: Header
+    /// The header segment as sent (base64url).
+    let headerSegment: String
     let payload: Data
     let signature: Data
     /// `BASE64URL(header) . BASE64URL(payload)`: the bytes the signature covers.
@@ -21,55 +23,96 @@ struct JWS: Sendable {
     /// Splits and decodes a compact JWS strictly: three base64url segments, a JSON header without repeated
     /// keys, and nothing else.
     init(compact text: String) throws(VerificationError) {
-        guard text.utf8.count <= Self.maximumLength else {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= Self.maximumLength else {
             throw .verificationFailure("signed data is longer than \(Self.maximumLength) bytes")
         }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw .verificationFailure("a JWS has 3 parts separated by '.', found \(parts.count)")
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+        guard dots.count == 2 else {
+            throw .verificationFailure("a JWS has 3 parts separated by '.', found \(dots.count + 1)")
         }
-        let headerBytes = try Base64.decode(url: parts[0], what: "JWS header")
-        payload = try Base64.decode(url: parts[1], what: "JWS payload")
-        signature = try Base64.decode(url: parts[2], what: "JWS signature")
+        headerSegment = String(decoding: bytes[..<dots[0]], as: UTF8.self)
+        payload = try Base64.decode(url: bytes[(dots[0] + 1)..<dots[1]], what: "JWS payload")
+        signature = try Base64.decode(url: bytes[(dots[1] + 1)...], what: "JWS signature")
+        signingInput = Data(bytes[..<dots[1]])
+    }
+
+    /// Decodes the header strictly.
+    func header() throws(VerificationError) -> Header {
+        let headerBytes = try Base64.decode(url: Array(headerSegment.utf8)[...], what: "JWS header")
         do {
-            header = try AppleJSON.decode(Header.self, from: headerBytes)
+            return try AppleJSON.decode(Header.self, from: headerBytes)
         } catch {
             throw .verificationFailure("JWS header is not valid JSON: \(error)")
         }
-        signingInput = Data(text.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
     }
 }
 
 /// Strict base64: standard alphabet with padding for certificates, base64url without padding for JWS
-/// segments. Whitespace, the other alphabet and bad padding are refused with a clear error.
+/// segments. Whitespace, the other alphabet, bad padding and non-zero trailing bits are refused with a
+/// clear error.
 enum Base64 {
-    static func decode(url segment: Substring, what: String) throws(VerificationError) -> Data {
+    /// Decodes base64url without padding.
+    static func decode(url segment: ArraySlice<UInt8>, what: String) throws(VerificationError) -> Data {
         guard !segment.isEmpty else { throw .verificationFailure("\(what) is empty") }
-        var standard = ""
-        standard.reserveCapacity(segment.utf8.count + 3)
-        for scalar in segment.unicodeScalars {
-            switch scalar {
-            case "A"..."Z", "a"..."z", "0"..."9": standard.unicodeScalars.append(scalar)
-            case "-": standard.append("+")
-            case "_": standard.append("/")
-            default: throw .verificationFailure("\(what) is not base64url (found '\(scalar.escaped(asASCII: true))')")
-            }
+        guard let data = decode(segment, alphabet: urlAlphabet) else {
+            throw .verificationFailure("\(what) is not base64url without padding")
         }
-        if standard.utf8.count % 4 == 1 { throw .verificationFailure("\(what) has an impossible base64url length") }
-        standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: standard) else { throw .verificationFailure("\(what) is not base64url") }
         return data
     }
 
+    /// Decodes standard base64 with padding.
     static func decode(standard text: String, what: String) throws(VerificationError) -> Data {
-        guard text.utf8.count % 4 == 0,
-            text.unicodeScalars.allSatisfy({
-                ("A"..."Z").contains($0) || ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "+"
-                    || $0 == "/"
-                    || $0 == "="
-            }),
-            let data = Data(base64Encoded: text)
-        else { throw .verificationFailure("\(what) is not standard base64") }
+        var bytes = Array(text.utf8)[...]
+        guard !bytes.isEmpty, bytes.count % 4 == 0 else { throw .verificationFailure("\(what) is not standard base64") }
+        var padding = 0
+        while bytes.last == UInt8(ascii: "="), padding < 2 {
+            bytes.removeLast()
+            padding += 1
+        }
+        guard let data = decode(bytes, alphabet: standardAlphabet) else {
+            throw .verificationFailure("\(what) is not standard base64")
+        }
         return data
+    }
+
+    private static let standardAlphabet = table(extra: (UInt8(ascii: "+"), UInt8(ascii: "/")))
+    private static let urlAlphabet = table(extra: (UInt8(ascii: "-"), UInt8(ascii: "_")))
+
+    private static func table(extra: (UInt8, UInt8)) -> [UInt8] {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (value, byte) in (UInt8(ascii: "A")...UInt8(ascii: "Z")).enumerated() { table[Int(byte)] = UInt8(value) }
+        for (value, byte) in (UInt8(ascii: "a")...UInt8(ascii: "z")).enumerated() {
+            table[Int(byte)] = UInt8(26 + value)
+        }
+        for (value, byte) in (UInt8(ascii: "0")...UInt8(ascii: "9")).enumerated() {
+            table[Int(byte)] = UInt8(52 + value)
+        }
+        table[Int(extra.0)] = 62
+        table[Int(extra.1)] = 63
+        return table
+    }
+
+    /// Decodes unpadded base64 in the given alphabet; `nil` for any character outside it, an impossible
+    /// length, or non-zero bits after the last byte.
+    private static func decode(_ input: ArraySlice<UInt8>, alphabet: [UInt8]) -> Data? {
+        guard input.count % 4 != 1 else { return nil }
+        var output = [UInt8]()
+        output.reserveCapacity(input.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits = 0
+        for byte in input {
+            let value = alphabet[Int(byte)]
+            guard value != 0xFF else { return nil }
+            accumulator = accumulator << 6 | UInt32(value)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                accumulator &= (1 << UInt32(bits)) - 1
+            }
+        }
+        guard accumulator == 0 else { return nil }
+        return Data(output)
     }
 }

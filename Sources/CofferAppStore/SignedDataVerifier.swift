@@ -148,17 +148,16 @@ public struct SignedDataVerifier: Sendable {
         } catch {
             throw .verificationFailure("the payload does not decode: \(error)")
         }
-        if environment.isLocal { return payload }
-        guard jws.header.alg == "ES256" else {
-            throw .verificationFailure("algorithm \(jws.header.alg ?? "none") is not ES256")
+        if environment.isLocal {
+            _ = try jws.header()
+            return payload
         }
-        guard let x5c = jws.header.x5c, !x5c.isEmpty else { throw .verificationFailure("the x5c header is missing") }
         let date: Date
         switch validationTime {
         case .signedDate: date = payload.effectiveDate ?? now()
         case .current: date = now()
         }
-        let key = try await chainVerifier.verify(x5c: x5c, at: date)
+        let key = try await chainVerifier.verify(jws, at: date)
         guard jws.signature.count == 64,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
             key.isValidSignature(signature, for: jws.signingInput)

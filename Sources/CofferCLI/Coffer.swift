@@ -10,7 +10,9 @@ public struct Coffer: AsyncParsableCommand {
             Coffer keeps an exactly-once credit ledger for App Store purchases, takes refunds back with a \
             recorded deficit, and gives support a purchase story for every customer.
             """,
-        subcommands: [CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self]
+        subcommands: [
+            CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
+        ]
     )
 
     /// Creates the command (argument parsing fills it in).

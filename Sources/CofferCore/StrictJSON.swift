@@ -101,7 +101,7 @@ public enum StrictJSON {
             switch bytes[index] {
             case UInt8(ascii: "{"): try object(depth: depth + 1)
             case UInt8(ascii: "["): try array(depth: depth + 1)
-            case UInt8(ascii: "\""): _ = try string()
+            case UInt8(ascii: "\""): _ = try string(returningValue: false)
             case UInt8(ascii: "t"): try literal("true")
             case UInt8(ascii: "f"): try literal("false")
             case UInt8(ascii: "n"): try literal("null")
@@ -166,50 +166,59 @@ public enum StrictJSON {
             }
         }
 
-        /// Reads a string and returns its unescaped value (keys are compared after unescaping, so
-        /// `"a"` and `"\u0061"` are the same key).
-        mutating func string() throws(StrictJSONError) -> String {
+        /// Reads a string. Keys are returned unescaped (so `"a"` and `"\u0061"` are the same key); values are
+        /// only checked, never built, which keeps validation cheap for large values such as certificates.
+        mutating func string(returningValue: Bool = true) throws(StrictJSONError) -> String {
             try expect(UInt8(ascii: "\""))
             var scalars = String.UnicodeScalarView()
-            var raw: [UInt8] = []
-            func flush() throws(StrictJSONError) {
-                guard !raw.isEmpty else { return }
-                guard let text = String(validating: raw, as: UTF8.self) else {
-                    throw .malformed(offset: index, reason: "invalid UTF-8 in string")
+            var runStart = index
+            var runHasNonASCII = false
+            func flush(upTo end: Int) throws(StrictJSONError) {
+                guard end > runStart else { return }
+                let run = bytes[runStart..<end]
+                if returningValue {
+                    guard let text = String(validating: run, as: UTF8.self) else {
+                        throw .malformed(offset: runStart, reason: "invalid UTF-8 in string")
+                    }
+                    scalars.append(contentsOf: text.unicodeScalars)
+                } else if runHasNonASCII, String(validating: run, as: UTF8.self) == nil {
+                    throw .malformed(offset: runStart, reason: "invalid UTF-8 in string")
                 }
-                scalars.append(contentsOf: text.unicodeScalars)
-                raw.removeAll(keepingCapacity: true)
             }
             while true {
                 guard index < bytes.count else { throw fail("unterminated string") }
                 let byte = bytes[index]
                 switch byte {
                 case UInt8(ascii: "\""):
+                    try flush(upTo: index)
                     index += 1
-                    try flush()
-                    return String(scalars)
+                    return returningValue ? String(scalars) : ""
                 case UInt8(ascii: "\\"):
-                    try flush()
+                    try flush(upTo: index)
                     index += 1
                     guard index < bytes.count else { throw fail("unterminated escape") }
                     let escape = bytes[index]
                     index += 1
+                    let scalar: Unicode.Scalar
                     switch escape {
-                    case UInt8(ascii: "\""): scalars.append("\"")
-                    case UInt8(ascii: "\\"): scalars.append("\\")
-                    case UInt8(ascii: "/"): scalars.append("/")
-                    case UInt8(ascii: "b"): scalars.append("\u{08}")
-                    case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                    case UInt8(ascii: "n"): scalars.append("\n")
-                    case UInt8(ascii: "r"): scalars.append("\r")
-                    case UInt8(ascii: "t"): scalars.append("\t")
-                    case UInt8(ascii: "u"): scalars.append(try unicodeEscape())
+                    case UInt8(ascii: "\""): scalar = "\""
+                    case UInt8(ascii: "\\"): scalar = "\\"
+                    case UInt8(ascii: "/"): scalar = "/"
+                    case UInt8(ascii: "b"): scalar = "\u{08}"
+                    case UInt8(ascii: "f"): scalar = "\u{0C}"
+                    case UInt8(ascii: "n"): scalar = "\n"
+                    case UInt8(ascii: "r"): scalar = "\r"
+                    case UInt8(ascii: "t"): scalar = "\t"
+                    case UInt8(ascii: "u"): scalar = try unicodeEscape()
                     default: throw fail("invalid escape")
                     }
+                    if returningValue { scalars.append(scalar) }
+                    runStart = index
+                    runHasNonASCII = false
                 case 0x00..<0x20:
                     throw fail("control character in string")
                 default:
-                    raw.append(byte)
+                    if byte >= 0x80 { runHasNonASCII = true }
                     index += 1
                 }
             }

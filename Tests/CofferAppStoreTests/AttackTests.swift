@@ -274,3 +274,36 @@ struct ChainCacheTests {
         #expect(error?.status == "INVALID_CHAIN")
     }
 }
+
+@Suite("Strict base64")
+struct Base64Tests {
+    @Test("JWS segments: base64url without padding only; certificates: standard base64 with padding only")
+    func alphabets() async throws {
+        let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox)
+        let signer = try pki.signer()
+        let payload = try AttackTests.json(AttackTests.transaction())
+        let good = try signer.sign(payloadJSON: payload)
+        _ = try await verifier.verifyTransaction(good)
+        // Non-zero bits after the last byte: a second spelling of the same bytes is refused.
+        let parts = good.split(separator: ".").map(String.init)
+        var signature = Array(parts[2].utf8)
+        let last = signature.count - 1
+        let table = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        if let position = table.firstIndex(of: signature[last]), position % 4 == 0 {
+            signature[last] = table[position + 1]
+            let variant = parts[0] + "." + parts[1] + "." + String(decoding: signature, as: UTF8.self)
+            #expect(
+                await verificationError { _ = try await verifier.verifyTransaction(variant) }?.status
+                    == "VERIFICATION_FAILURE")
+        }
+        let unpadded = try signer.sign(
+            payloadJSON: payload,
+            header: ["alg": "ES256", "x5c": signer.certificateChain.map { $0.replacingOccurrences(of: "=", with: "") }])
+        let status = await verificationError { _ = try await verifier.verifyTransaction(unpadded) }?.status
+        // Certificates whose DER length is a multiple of 3 need no padding; any other must keep it.
+        let needsPadding = signer.certificateChain.contains { $0.hasSuffix("=") }
+        #expect(status == (needsPadding ? "VERIFICATION_FAILURE" : nil))
+    }
+}

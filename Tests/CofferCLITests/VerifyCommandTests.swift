@@ -107,3 +107,40 @@ struct VerifyCommandTests {
         #expect(badKind.status == 64)
     }
 }
+
+@Suite("coffer receipt")
+struct ReceiptCommandTests {
+    func apple(_ name: String) throws -> String {
+        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Apple") else {
+            throw CocoaError(.fileNoSuchFile)
+        }
+        return url.path
+    }
+
+    @Test("a real production receipt verifies and lists its purchases")
+    func production() throws {
+        let output = try CofferProcess.run(["receipt", try apple("receipt-production")])
+        #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
+        #expect(output.stdout.contains("type Production  bundle org.getpure.pure-iphone"))
+        #expect(output.stdout.contains("in-app purchases 4"))
+        #expect(output.stdout.contains("340001196262039"))
+        let json = try CofferProcess.run(["receipt", try apple("receipt-production"), "--json"])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["status"] as? String == "OK")
+        let receipt = try #require(object["receipt"] as? [String: Any])
+        #expect((receipt["inAppPurchases"] as? [Any])?.count == 4)
+    }
+
+    @Test("an Xcode receipt needs --xcode; unreadable files exit 2")
+    func xcode() throws {
+        let refused = try CofferProcess.run(["receipt", try apple("receipt-xcode")])
+        #expect(refused.status == 1)
+        #expect(refused.stdout.hasPrefix("INVALID_CHAIN"))
+        let accepted = try CofferProcess.run([
+            "receipt", try apple("receipt-xcode"), "--xcode", try apple("StoreKitTestCertificate.cer"),
+        ])
+        #expect(accepted.status == 0)
+        #expect(accepted.stdout.contains("Xcode's StoreKit test certificate"))
+        #expect(try CofferProcess.run(["receipt", "/nonexistent"]).status == 2)
+    }
+}

@@ -33,6 +33,19 @@ struct StrictJSONTests {
         #expect(throws: StrictJSONError.self) { try StrictJSON.validate(Data(#"[{"x": {"b": 1, "b": 1}}]"#.utf8)) }
     }
 
+    @Test("invalid UTF-8 is refused in keys and in values, escaped or not")
+    func invalidUTF8() {
+        let documents: [[UInt8]] = [
+            Array(#"{"a": ""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8),
+            Array(#"{""#.utf8) + [0xFF] + Array(#"": 1}"#.utf8),
+            Array(#"["x\n"#.utf8) + [0xE2, 0x82] + Array(#""]"#.utf8),
+        ]
+        for bytes in documents {
+            #expect(throws: StrictJSONError.self) { try StrictJSON.validate(Data(bytes)) }
+        }
+        #expect(throws: Never.self) { try StrictJSON.validate(Data(#"{"é": "€ €"}"#.utf8)) }
+    }
+
     @Test("nesting and size are bounded")
     func limits() {
         let deep = String(repeating: "[", count: 65) + String(repeating: "]", count: 65)
