@@ -86,7 +86,12 @@ public enum StrictJSON {
         func fail(_ reason: String) -> StrictJSONError { .malformed(offset: index, reason: reason) }
 
         mutating func skipWhitespace() throws(StrictJSONError) {
-            while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x20, 0x09, 0x0A, 0x0D: index += 1
+                default: return
+                }
+            }
         }
 
         mutating func expect(_ byte: UInt8) throws(StrictJSONError) {
@@ -170,58 +175,74 @@ public enum StrictJSON {
         /// only checked, never built, which keeps validation cheap for large values such as certificates.
         mutating func string(returningValue: Bool = true) throws(StrictJSONError) -> String {
             try expect(UInt8(ascii: "\""))
-            var scalars = String.UnicodeScalarView()
-            var runStart = index
-            var runHasNonASCII = false
-            func flush(upTo end: Int) throws(StrictJSONError) {
-                guard end > runStart else { return }
-                let run = bytes[runStart..<end]
-                if returningValue {
-                    guard let text = String(validating: run, as: UTF8.self) else {
-                        throw .malformed(offset: runStart, reason: "invalid UTF-8 in string")
-                    }
-                    scalars.append(contentsOf: text.unicodeScalars)
-                } else if runHasNonASCII, String(validating: run, as: UTF8.self) == nil {
-                    throw .malformed(offset: runStart, reason: "invalid UTF-8 in string")
-                }
-            }
+            let start = index
+            var hasEscape = false
+            var hasNonASCII = false
             while true {
                 guard index < bytes.count else { throw fail("unterminated string") }
                 let byte = bytes[index]
-                switch byte {
-                case UInt8(ascii: "\""):
-                    try flush(upTo: index)
-                    index += 1
-                    return returningValue ? String(scalars) : ""
-                case UInt8(ascii: "\\"):
-                    try flush(upTo: index)
+                if byte == UInt8(ascii: "\"") { break }
+                if byte == UInt8(ascii: "\\") {
+                    hasEscape = true
                     index += 1
                     guard index < bytes.count else { throw fail("unterminated escape") }
-                    let escape = bytes[index]
-                    index += 1
-                    let scalar: Unicode.Scalar
-                    switch escape {
-                    case UInt8(ascii: "\""): scalar = "\""
-                    case UInt8(ascii: "\\"): scalar = "\\"
-                    case UInt8(ascii: "/"): scalar = "/"
-                    case UInt8(ascii: "b"): scalar = "\u{08}"
-                    case UInt8(ascii: "f"): scalar = "\u{0C}"
-                    case UInt8(ascii: "n"): scalar = "\n"
-                    case UInt8(ascii: "r"): scalar = "\r"
-                    case UInt8(ascii: "t"): scalar = "\t"
-                    case UInt8(ascii: "u"): scalar = try unicodeEscape()
-                    default: throw fail("invalid escape")
+                    switch bytes[index] {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                        UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        index += 1
+                    case UInt8(ascii: "u"):
+                        index += 1
+                        _ = try unicodeEscape()
+                    default:
+                        throw fail("invalid escape")
                     }
-                    if returningValue { scalars.append(scalar) }
-                    runStart = index
-                    runHasNonASCII = false
-                case 0x00..<0x20:
-                    throw fail("control character in string")
-                default:
-                    if byte >= 0x80 { runHasNonASCII = true }
-                    index += 1
+                    continue
+                }
+                if byte < 0x20 { throw fail("control character in string") }
+                if byte >= 0x80 { hasNonASCII = true }
+                index += 1
+            }
+            let raw = bytes[start..<index]
+            index += 1
+            if hasNonASCII, String(validating: raw, as: UTF8.self) == nil {
+                throw .malformed(offset: start, reason: "invalid UTF-8 in string")
+            }
+            guard returningValue else { return "" }
+            guard hasEscape else { return String(decoding: raw, as: UTF8.self) }
+            return try Self.unescape(raw, offset: start)
+        }
+
+        /// Unescapes a string body already checked by ``string(returningValue:)``.
+        static func unescape(_ raw: ArraySlice<UInt8>, offset: Int) throws(StrictJSONError) -> String {
+            var scanner = Scanner(bytes: Array(raw), maximumDepth: 0)
+            var scalars = String.UnicodeScalarView()
+            var run: [UInt8] = []
+            func flush() {
+                scalars.append(contentsOf: String(decoding: run, as: UTF8.self).unicodeScalars)
+                run.removeAll(keepingCapacity: true)
+            }
+            while !scanner.atEnd {
+                let byte = scanner.bytes[scanner.index]
+                scanner.index += 1
+                guard byte == UInt8(ascii: "\\") else {
+                    run.append(byte)
+                    continue
+                }
+                flush()
+                let escape = scanner.bytes[scanner.index]
+                scanner.index += 1
+                switch escape {
+                case UInt8(ascii: "b"): scalars.append("\u{08}")
+                case UInt8(ascii: "f"): scalars.append("\u{0C}")
+                case UInt8(ascii: "n"): scalars.append("\n")
+                case UInt8(ascii: "r"): scalars.append("\r")
+                case UInt8(ascii: "t"): scalars.append("\t")
+                case UInt8(ascii: "u"): scalars.append(try scanner.unicodeEscape())
+                default: scalars.append(Unicode.Scalar(escape))
                 }
             }
+            flush()
+            return String(scalars)
         }
 
         mutating func hexQuad() throws(StrictJSONError) -> UInt32 {
