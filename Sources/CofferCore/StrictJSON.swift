@@ -187,7 +187,8 @@ public enum StrictJSON {
                     index += 1
                     guard index < bytes.count else { throw fail("unterminated escape") }
                     switch bytes[index] {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"),
+                        UInt8(ascii: "f"),
                         UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                         index += 1
                     case UInt8(ascii: "u"):
