@@ -73,7 +73,9 @@ final class FakeVerifyReceipt: Sendable {
 @Suite("verifyReceipt client")
 struct VerifyReceiptClientTests {
     func withClient(
-        _ configure: @Sendable (inout VerifyReceiptClient.Configuration) -> Void = { _ in },
+        callTimeout: Duration = .seconds(10),
+        deadline: Duration = .seconds(30),
+        excludeOldTransactions: Bool = false,
         _ body: @Sendable (VerifyReceiptClient, FakeVerifyReceipt) async throws -> Void
     ) async throws {
         let fake = FakeVerifyReceipt()
@@ -83,7 +85,9 @@ struct VerifyReceiptClientTests {
             configuration.productionURL = "http://127.0.0.1:\(port)/production/verifyReceipt"
             configuration.sandboxURL = "http://127.0.0.1:\(port)/sandbox/verifyReceipt"
             configuration.initialBackoff = .milliseconds(10)
-            configure(&configuration)
+            configuration.callTimeout = callTimeout
+            configuration.deadline = deadline
+            configuration.excludeOldTransactions = excludeOldTransactions
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             do {
                 try await body(VerifyReceiptClient(httpClient: http, configuration: configuration), fake)
@@ -97,7 +101,7 @@ struct VerifyReceiptClientTests {
 
     @Test("production first; the shared secret and exclude-old-transactions are sent; string numbers decode")
     func production() async throws {
-        try await withClient({ $0.excludeOldTransactions = true }) { client, fake in
+        try await withClient(excludeOldTransactions: true) { client, fake in
             let response = try await client.verify(receiptData: "good")
             #expect(response.status == 0)
             #expect(response.environment == "Production")
@@ -171,10 +175,7 @@ struct VerifyReceiptClientTests {
 
     @Test("a hanging host times out per call and within the overall deadline")
     func hang() async throws {
-        try await withClient({
-            $0.callTimeout = .milliseconds(300)
-            $0.deadline = .seconds(2)
-        }) { client, _ in
+        try await withClient(callTimeout: .milliseconds(300), deadline: .seconds(2)) { client, _ in
             let started = ContinuousClock.now
             do {
                 _ = try await client.verify(receiptData: "hang")
