@@ -47,6 +47,7 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             resources: [.copy("Roots")],
             swiftSettings: strictSettings
@@ -66,6 +67,7 @@ let package = Package(
             dependencies: [
                 "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],
             swiftSettings: strictSettings
         ),
@@ -112,7 +114,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferCLITests",
-            dependencies: ["CofferCLI", "CofferStoreSQLite", "CofferSimulator"],
+            dependencies: [
+                "CofferCLI", "CofferStoreSQLite", "CofferSimulator", .product(name: "Crypto", package: "swift-crypto"),
+            ],
             resources: [.copy("Apple")],
             swiftSettings: strictSettings
         ),

@@ -17,6 +17,7 @@ string_enums = {
  'NotificationTypeV2': ('The type of an App Store Server Notification V2.', [(camel(n), n) for n in ['SUBSCRIBED','DID_CHANGE_RENEWAL_PREF','DID_CHANGE_RENEWAL_STATUS','OFFER_REDEEMED','DID_RENEW','EXPIRED','DID_FAIL_TO_RENEW','GRACE_PERIOD_EXPIRED','PRICE_INCREASE','REFUND','REFUND_DECLINED','CONSUMPTION_REQUEST','RENEWAL_EXTENDED','REVOKE','TEST','RENEWAL_EXTENSION','REFUND_REVERSED','EXTERNAL_PURCHASE_TOKEN','ONE_TIME_CHARGE','RESCIND_CONSENT','METADATA_UPDATE','MIGRATION','PRICE_CHANGE']]),
  'Subtype': ('The subtype that refines a notification type.', [(camel(n), n) for n in ['INITIAL_BUY','RESUBSCRIBE','DOWNGRADE','UPGRADE','AUTO_RENEW_ENABLED','AUTO_RENEW_DISABLED','VOLUNTARY','BILLING_RETRY','PRICE_INCREASE','GRACE_PERIOD','PENDING','ACCEPTED','BILLING_RECOVERY','PRODUCT_NOT_FOR_SALE','SUMMARY','FAILURE','UNREPORTED']]),
  'ConsumptionRequestReason': ('Why the customer asked for a refund of a consumable.', [('unintendedPurchase','UNINTENDED_PURCHASE'),('fulfillmentIssue','FULFILLMENT_ISSUE'),('unsatisfiedWithPurchase','UNSATISFIED_WITH_PURCHASE'),('legal','LEGAL'),('other','OTHER')]),
+ 'SendAttemptResult': ('The outcome of one attempt to send a notification.', [(camel(n), n) for n in ['SUCCESS','TIMED_OUT','TLS_ISSUE','CIRCULAR_REDIRECT','NO_RESPONSE','SOCKET_ISSUE','UNSUPPORTED_CHARSET','INVALID_RESPONSE','PREMATURE_CLOSE','UNSUCCESSFUL_HTTP_RESPONSE_CODE','OTHER']]),
  'PurchasePlatform': ('The platform the app was first bought on.', [('iOS','iOS'),('macOS','macOS'),('tvOS','tvOS'),('visionOS','visionOS')]),
 }
 int_enums = {
@@ -25,6 +26,7 @@ int_enums = {
  'AutoRenewStatus': ('Whether a subscription renews.', [('off',0),('on',1)]),
  'ExpirationIntent': ('Why a subscription expired.', [('customerCancelled',1),('billingError',2),('customerDidNotConsentToPriceIncrease',3),('productNotAvailable',4),('other',5)]),
  'PriceIncreaseStatus': ('Whether the customer consented to a price increase.', [('customerHasNotResponded',0),('customerConsentedOrWasNotifiedWithoutNeedingConsent',1)]),
+ 'OrderLookupStatus': ('Whether an order id is valid.', [('valid',0),('invalid',1)]),
  'Status': ('Where an auto-renewable subscription stands.', [('active',1),('expired',2),('billingRetry',3),('billingGracePeriod',4),('revoked',5)]),
 }
 
@@ -161,7 +163,97 @@ models = {
    ('appTransactionId','String','The app download\'s transaction id.'),
    ('originalPlatform','String','The platform first bought on.','PurchasePlatform'),
  ]),
+ 'TransactionInfoResponse': ('Get Transaction Info: one signed transaction.', False, [
+   ('signedTransactionInfo','String','The transaction, as a JWS.'),
+ ]),
+ 'HistoryResponse': ('Get Transaction History (v2): a page of signed transactions.', False, [
+   ('revision','String','The token for the next page.'),
+   ('bundleId','String','The app\'s bundle id.'),
+   ('appAppleId','Int64','The app\'s Apple id.'),
+   ('environment','String','The environment.','AppStoreEnvironment'),
+   ('hasMore','Bool','Whether more pages follow.'),
+   ('signedTransactions','[String]','The transactions, as JWS.'),
+ ]),
+ 'StatusResponse': ('Get All Subscription Statuses.', False, [
+   ('environment','String','The environment.','AppStoreEnvironment'),
+   ('bundleId','String','The app\'s bundle id.'),
+   ('appAppleId','Int64','The app\'s Apple id.'),
+   ('data','[SubscriptionGroupIdentifierItem]','One item per subscription group.'),
+ ]),
+ 'SubscriptionGroupIdentifierItem': ('The subscriptions of one group in a status response.', False, [
+   ('subscriptionGroupIdentifier','String','The group.'),
+   ('lastTransactions','[LastTransactionsItem]','The latest transaction of each subscription in the group.'),
+ ]),
+ 'LastTransactionsItem': ('The latest transaction and renewal info of one subscription.', False, [
+   ('status','Int32','The subscription status.','Status'),
+   ('originalTransactionId','String','The subscription\'s original transaction.'),
+   ('signedTransactionInfo','String','The latest transaction, as a JWS.'),
+   ('signedRenewalInfo','String','The renewal info, as a JWS.'),
+ ]),
+ 'OrderLookupResponse': ('Look Up Order ID.', False, [
+   ('status','Int32','Whether the order id is valid.','OrderLookupStatus'),
+   ('signedTransactions','[String]','The order\'s transactions, as JWS.'),
+ ]),
+ 'RefundHistoryResponse': ('Get Refund History: a page of refunded transactions.', False, [
+   ('signedTransactions','[String]','The refunded transactions, as JWS.'),
+   ('revision','String','The token for the next page.'),
+   ('hasMore','Bool','Whether more pages follow.'),
+ ]),
+ 'NotificationHistoryResponse': ('Get Notification History: a page of notifications Apple sent.', False, [
+   ('paginationToken','String','The token for the next page.'),
+   ('hasMore','Bool','Whether more pages follow.'),
+   ('notificationHistory','[NotificationHistoryResponseItem]','The notifications.'),
+ ]),
+ 'NotificationHistoryResponseItem': ('One notification in the history, with its send attempts.', False, [
+   ('signedPayload','String','The notification, as Apple sent it.'),
+   ('sendAttempts','[SendAttemptItem]','Each attempt to deliver it.'),
+ ]),
+ 'SendAttemptItem': ('One attempt to deliver a notification.', False, [
+   ('attemptDate','Date','When Apple tried.'),
+   ('sendAttemptResult','String','How it went.','SendAttemptResult'),
+ ]),
+ 'NotificationHistoryRequest': ('The body of a Get Notification History request.', False, [
+   ('startDate','Date','The start of the window (at most 180 days ago).'),
+   ('endDate','Date','The end of the window.'),
+   ('notificationType','String','Only this type.','NotificationTypeV2'),
+   ('notificationSubtype','String','Only this subtype.','Subtype'),
+   ('onlyFailures','Bool','Only notifications Apple failed to deliver.'),
+   ('transactionId','String','Only notifications about this transaction.'),
+ ]),
+ 'SendTestNotificationResponse': ('Request a Test Notification.', False, [
+   ('testNotificationToken','String','The token to look the test notification up with.'),
+ ]),
+ 'ConsumptionRequest': ('The body of Send Consumption Information, answering a CONSUMPTION_REQUEST.', False, [
+   ('customerConsented','Bool','Whether the customer consented to share the data.'),
+   ('consumptionStatus','Int32','How much of the purchase was consumed (0 undeclared, 1 not, 2 partly, 3 fully).'),
+   ('platform','Int32','The platform (0 undeclared, 1 Apple, 2 other).'),
+   ('sampleContentProvided','Bool','Whether a free sample was offered.'),
+   ('deliveryStatus','Int32','Whether the purchase was delivered (0 delivered and working, 1-5 problems).'),
+   ('appAccountToken','UUID','The customer\'s account token.'),
+   ('accountTenure','Int32','How long the customer has had an account (coded).'),
+   ('playTime','Int32','How much the customer used the app (coded).'),
+   ('lifetimeDollarsRefunded','Int32','Refunds so far (coded).'),
+   ('lifetimeDollarsPurchased','Int32','Purchases so far (coded).'),
+   ('userStatus','Int32','The account status (coded).'),
+   ('refundPreference','Int32','Whether the developer prefers a refund be granted (0 undeclared, 1 yes, 2 no, 3 no preference).'),
+ ]),
+ 'ExtendRenewalDateRequest': ('The body of Extend a Subscription Renewal Date.', False, [
+   ('extendByDays','Int32','Days to extend by (at most 90).'),
+   ('extendReasonCode','Int32','Why (0 undeclared, 1 customer satisfaction, 2 other, 3 service issue).'),
+   ('requestIdentifier','String','A UUID that makes the request idempotent.'),
+ ]),
+ 'ExtendRenewalDateResponse': ('Extend a Subscription Renewal Date.', False, [
+   ('originalTransactionId','String','The subscription.'),
+   ('webOrderLineItemId','String','The renewal extended.'),
+   ('success','Bool','Whether it was extended.'),
+   ('effectiveDate','Date','The new expiry.'),
+ ]),
+ 'ErrorPayload': ('The body of an App Store Server API error.', False, [
+   ('errorCode','Int64','Apple\'s error code, e.g. 4040010.'),
+   ('errorMessage','String','Apple\'s message.'),
+ ]),
 }
+
 
 def camel_raw(name): return 'raw'+name[0].upper()+name[1:]
 
@@ -186,6 +278,9 @@ for mname,(doc,signed,fields) in models.items():
             L.append('')
             L.append(f'    /// {d} `nil` when absent or a value this version does not know.')
             L.append(f'    public var {j}: {e}? {{ {raw}.flatMap {{ {e}(rawValue: $0) }} }}')
+    L.append('')
+    L.append('    /// Creates an empty value, every field absent.')
+    L.append('    public init() {}')
     L.append('')
     L.append('    enum CodingKeys: String, CodingKey {')
     for k,j in keys:

@@ -12,6 +12,7 @@ public struct Coffer: AsyncParsableCommand {
             """,
         subcommands: [
             CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
+            AppStoreCommand.self,
         ]
     )
 

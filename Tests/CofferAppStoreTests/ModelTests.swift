@@ -103,6 +103,36 @@ struct ModelTests {
         #expect(app.deviceVerificationNonce == UUID(uuidString: "48ccfa42-7431-4f22-9908-7e88983e105a"))
     }
 
+    @Test("App Store Server API responses and Apple's error bodies")
+    func apiResponses() throws {
+        #expect(try roundTrip("transactionInfoResponse", as: TransactionInfoResponse.self).signedTransactionInfo != nil)
+        let history = try roundTrip("transactionHistoryResponse", as: HistoryResponse.self)
+        #expect(history.hasMore == true)
+        #expect(history.environment == .localTesting)
+        let statuses = try roundTrip("getAllSubscriptionStatusesResponse", as: StatusResponse.self)
+        #expect(statuses.data?.count == 2)
+        #expect(statuses.data?.first?.lastTransactions?.first?.status == .active)
+        #expect(try roundTrip("lookupOrderIdResponse", as: OrderLookupResponse.self).status == .invalid)
+        #expect(
+            try roundTrip("getRefundHistoryResponse", as: RefundHistoryResponse.self).signedTransactions?.count == 2)
+        let notifications = try roundTrip("getNotificationHistoryResponse", as: NotificationHistoryResponse.self)
+        #expect(notifications.notificationHistory?.last?.sendAttempts?.first?.sendAttemptResult == .circularRedirect)
+        #expect(
+            try roundTrip("requestTestNotificationResponse", as: SendTestNotificationResponse.self)
+                .testNotificationToken != nil)
+        let extended = try roundTrip("extendSubscriptionRenewalDateResponse", as: ExtendRenewalDateResponse.self)
+        #expect(extended.success == true)
+        for error in [
+            "apiException", "apiTooManyRequestsException", "transactionIdNotFoundError", "invalidTransactionIdError",
+        ] {
+            let payload = try roundTrip(error, as: ErrorPayload.self)
+            #expect(payload.errorCode != nil)
+        }
+        #expect(
+            APIErrorCode(rawValue: try roundTrip("transactionIdNotFoundError", as: ErrorPayload.self).errorCode ?? 0)
+                == .transactionIdNotFound)
+    }
+
     @Test("unknown enumerated values and unknown fields still decode; the raw value is kept")
     func unknownValues() throws {
         let json = #"""

@@ -1,4 +1,5 @@
 import CofferSimulator
+import Crypto
 import Foundation
 import Testing
 
@@ -142,5 +143,29 @@ struct ReceiptCommandTests {
         #expect(accepted.status == 0)
         #expect(accepted.stdout.contains("Xcode's StoreKit test certificate"))
         #expect(try CofferProcess.run(["receipt", "/nonexistent"]).status == 2)
+    }
+}
+
+@Suite("coffer appstore")
+struct AppStoreCommandTests {
+    @Test("lists the App Store Server API calls; a missing key file exits 2, an unreachable host 1")
+    func usage() throws {
+        let help = try CofferProcess.run(["appstore", "--help"])
+        #expect(help.status == 0)
+        for command in [
+            "transaction", "history", "statuses", "lookup", "refunds", "notifications", "test-notification",
+        ] {
+            #expect(help.stdout.contains(command))
+        }
+        let base = [
+            "appstore", "transaction", "2000000001", "--key-id", "K", "--issuer-id", "I", "--bundle-id", "com.example",
+        ]
+        #expect(try CofferProcess.run(base + ["--private-key", "/nonexistent.p8"]).status == 2)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-key-\(UUID().uuidString).p8")
+        try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: folder)
+        let unreachable = try CofferProcess.run(
+            base + ["--private-key", folder.path, "--base-url", "http://127.0.0.1:9", "--timeout", "1"])
+        #expect(unreachable.status == 1)
+        #expect(unreachable.stderr.contains("unreachable"))
     }
 }

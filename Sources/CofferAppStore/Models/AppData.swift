@@ -16,6 +16,9 @@ public struct AppData: Codable, Sendable, Hashable {
     /// The environment. `nil` when absent or a value this version does not know.
     public var environment: AppStoreEnvironment? { rawEnvironment.flatMap { AppStoreEnvironment(rawValue: $0) } }
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case appAppleId
         case bundleId

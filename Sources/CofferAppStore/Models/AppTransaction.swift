@@ -37,6 +37,9 @@ public struct AppTransaction: Codable, Sendable, Hashable {
     /// The platform first bought on. `nil` when absent or a value this version does not know.
     public var originalPlatform: PurchasePlatform? { rawOriginalPlatform.flatMap { PurchasePlatform(rawValue: $0) } }
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case rawReceiptType = "receiptType"
         case appAppleId

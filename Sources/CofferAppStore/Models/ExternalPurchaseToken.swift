@@ -13,6 +13,9 @@ public struct ExternalPurchaseToken: Codable, Sendable, Hashable {
     /// The app's bundle id.
     public var bundleId: String?
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case externalPurchaseId
         case tokenCreationDate

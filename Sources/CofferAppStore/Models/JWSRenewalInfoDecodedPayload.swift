@@ -75,6 +75,9 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Sendable, Hashable {
         rawOfferDiscountType.flatMap { OfferDiscountType(rawValue: $0) }
     }
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case rawExpirationIntent = "expirationIntent"
         case originalTransactionId

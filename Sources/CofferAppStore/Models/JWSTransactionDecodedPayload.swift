@@ -101,6 +101,9 @@ public struct JWSTransactionDecodedPayload: Codable, Sendable, Hashable {
     /// How it was revoked. `nil` when absent or a value this version does not know.
     public var revocationType: RevocationType? { rawRevocationType.flatMap { RevocationType(rawValue: $0) } }
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case originalTransactionId
         case transactionId

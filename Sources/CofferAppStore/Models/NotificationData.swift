@@ -32,6 +32,9 @@ public struct NotificationData: Codable, Sendable, Hashable {
         rawConsumptionRequestReason.flatMap { ConsumptionRequestReason(rawValue: $0) }
     }
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case rawEnvironment = "environment"
         case appAppleId

@@ -31,6 +31,9 @@ public struct ResponseBodyV2DecodedPayload: Codable, Sendable, Hashable {
     /// The subtype. `nil` when absent or a value this version does not know.
     public var subtype: Subtype? { rawSubtype.flatMap { Subtype(rawValue: $0) } }
 
+    /// Creates an empty value, every field absent.
+    public init() {}
+
     enum CodingKeys: String, CodingKey {
         case rawNotificationType = "notificationType"
         case rawSubtype = "subtype"
