@@ -1,0 +1,43 @@
+import CFuzzDriver
+import CofferCore
+import Foundation
+
+@testable import CofferAppStore
+
+/// SwiftPM names a Swift executable's entry `CofferFuzz_main` and makes it `main`; it hands over to libFuzzer.
+@_cdecl("CofferFuzz_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    return LLVMFuzzerRunDriver(&count, &arguments) { data, size in fuzz(data, size) }
+}
+
+/// libFuzzer's entry point. The first byte picks the parser, the rest is its input:
+/// 0 JWS splitting and header decoding, 1 Apple payload decoding (transaction, renewal info, notification),
+/// 2 PKCS#7 receipt container (BER), 3 receipt payload (DER attributes), 4 strict JSON, 5 legacy
+/// transaction receipts. Every parser must refuse bad input with an error, never crash or hang.
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
+    guard let start else { return 0 }
+    let bytes = [UInt8](UnsafeBufferPointer(start: start, count: count))
+    guard let selector = bytes.first else { return 0 }
+    let input = Array(bytes.dropFirst())
+    let data = Data(input)
+    switch selector % 6 {
+    case 0:
+        if let jws = try? JWS(compact: String(decoding: input, as: UTF8.self)) { _ = try? jws.header() }
+    case 1:
+        _ = try? AppleJSON.decode(JWSTransactionDecodedPayload.self, from: data)
+        _ = try? AppleJSON.decode(JWSRenewalInfoDecodedPayload.self, from: data)
+        _ = try? AppleJSON.decode(ResponseBodyV2DecodedPayload.self, from: data)
+    case 2:
+        _ = try? PKCS7SignedData(ber: input)
+    case 3:
+        _ = try? ReceiptPayload.decode(input)
+    case 4:
+        try? StrictJSON.validate(data)
+    default:
+        _ = LegacyReceipts.transactionId(fromTransactionReceipt: String(decoding: input, as: UTF8.self))
+    }
+    return 0
+}
