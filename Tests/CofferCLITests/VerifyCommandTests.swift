@@ -3,17 +3,18 @@ import Crypto
 import Foundation
 import Testing
 
+/// The path of a file copied from `shared/apple/` into this target's resources.
+func apple(_ name: String) throws -> String {
+    guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Apple") else {
+        throw CocoaError(.fileNoSuchFile)
+    }
+    return url.path
+}
+
 /// `coffer verify` is a contract other tools rely on: exit 0 verified, 1 rejected, 2 unreadable input, 64 usage;
 /// `--json` prints one object with `status`, `message` and `payload`.
 @Suite("coffer verify")
 struct VerifyCommandTests {
-    func apple(_ name: String) throws -> String {
-        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Apple") else {
-            throw CocoaError(.fileNoSuchFile)
-        }
-        return url.path
-    }
-
     func json(_ output: CofferProcess.Output) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(output.stdout.utf8)) as? [String: Any])
     }
@@ -111,13 +112,6 @@ struct VerifyCommandTests {
 
 @Suite("coffer receipt")
 struct ReceiptCommandTests {
-    func apple(_ name: String) throws -> String {
-        guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Apple") else {
-            throw CocoaError(.fileNoSuchFile)
-        }
-        return url.path
-    }
-
     @Test("a real production receipt verifies and lists its purchases")
     func production() throws {
         let output = try CofferProcess.run(["receipt", try apple("receipt-production")])
