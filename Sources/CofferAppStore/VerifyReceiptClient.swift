@@ -94,16 +94,15 @@ public struct VerifyReceiptClient: Sendable {
         var url = configuration.productionURL
         var attempt = 1
         var backoff = configuration.initialBackoff
+        var switchedHost = false
         while true {
             let response = try await post(receiptData: receiptData, to: url, deadline: deadline, clock: clock)
             let status = VerifyReceiptStatus(code: response.status)
             if status.isValidReceipt { return response }
-            if status.code == 21007, url == configuration.productionURL {
-                url = configuration.sandboxURL
-                continue
-            }
-            if status.code == 21008, url == configuration.sandboxURL {
-                url = configuration.productionURL
+            // One switch of host at most: two hosts that each send the receipt to the other must not loop.
+            if !switchedHost, status.code == 21007 || status.code == 21008 {
+                switchedHost = true
+                url = url == configuration.productionURL ? configuration.sandboxURL : configuration.productionURL
                 continue
             }
             let retryable = response.isRetryable ?? status.isRetryable

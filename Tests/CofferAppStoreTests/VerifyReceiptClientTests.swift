@@ -55,6 +55,7 @@ final class FakeVerifyReceipt: Sendable {
         case "flaky":
             let next = flaky.withLock { $0.isEmpty ? 0 : $0.removeFirst() }
             return json(next == 0 ? #"{"status": 0}"# : #"{"status": \#(next), "is-retryable": true}"#)
+        case "ping-pong": return json(host == "production" ? #"{"status": 21007}"# : #"{"status": 21008}"#)
         case "not-json": return json("<html>")
         default:
             if receipt.hasPrefix("status-"), let code = Int(receipt.dropFirst(7)) {
@@ -121,6 +122,23 @@ struct VerifyReceiptClientTests {
         try await withClient { client, fake in
             let response = try await client.verify(receiptData: "sandbox-receipt")
             #expect(response.environment == "Sandbox")
+            #expect(fake.requests.withLock { $0.map(\.path) } == ["production", "sandbox"])
+        }
+    }
+
+    @Test("hosts that send the receipt to each other are asked once each, then the receipt is refused")
+    func pingPong() async throws {
+        try await withClient { client, fake in
+            do {
+                _ = try await client.verify(receiptData: "ping-pong")
+                Issue.record("a ping-pong receipt was accepted")
+            } catch let error as VerifyReceiptError {
+                guard case .rejected(let status) = error else {
+                    Issue.record("\(error)")
+                    return
+                }
+                #expect(status.code == 21008)
+            }
             #expect(fake.requests.withLock { $0.map(\.path) } == ["production", "sandbox"])
         }
     }
