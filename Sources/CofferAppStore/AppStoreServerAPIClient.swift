@@ -258,10 +258,10 @@ public struct AppStoreServerAPIClient: Sendable {
         ]
         do {
             let input =
-                Self.base64URL(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])) + "."
-                + Self.base64URL(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
+                Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])) + "."
+                + Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
             let signature = try credentials.privateKey.signature(for: Data(input.utf8))
-            return input + "." + Self.base64URL(signature.rawRepresentation)
+            return input + "." + Base64URL.encode(signature.rawRepresentation)
         } catch {
             throw .invalidRequest("cannot sign the token: \(error)")
         }
@@ -360,10 +360,5 @@ public struct AppStoreServerAPIClient: Sendable {
         } catch {
             throw .malformed("\(error)")
         }
-    }
-
-    private static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
     }
 }

@@ -48,6 +48,15 @@ struct JWS: Sendable {
     }
 }
 
+/// base64url without padding, as JWS segments are written.
+public enum Base64URL {
+    /// Encodes bytes as base64url without padding.
+    public static func encode(_ data: Data) -> String {
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
+
 /// Strict base64: standard alphabet with padding for certificates, base64url without padding for JWS
 /// segments. Whitespace, the other alphabet, bad padding and non-zero trailing bits are refused with a
 /// clear error.

@@ -42,8 +42,5 @@ public struct JWSSigner: Sendable {
     public var certificateChain: [String] { x5c }
 
     /// base64url without padding.
-    public static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public static func base64URL(_ data: Data) -> String { Base64URL.encode(data) }
 }
