@@ -10,7 +10,7 @@ enum Millis {
 }
 
 /// Typed reads of columns that must hold a valid value; a bad one is reported, never invented.
-enum Column {
+enum RowValue {
     static func uuid(_ row: Row, _ column: String) throws -> UUID {
         guard let text = row[column] as String?, let uuid = UUID(uuidString: text) else {
             throw StoreError.storage("corrupt \(column): not a UUID")
@@ -110,7 +110,7 @@ struct SQLiteLedgerContext: LedgerWriteContext {
             isFamilyShared: row["family_shared"],
             isTrial: row["trial"],
             isUpgraded: row["upgraded"])
-        var receipt = Receipt(owner: try Column.uuid(row, "owner"), transaction: fact)
+        var receipt = Receipt(owner: try RowValue.uuid(row, "owner"), transaction: fact)
         receipt.deliveredCredits = row["delivered_credits"]
         receipt.deliveredAt = (row["delivered_at"] as Int64?).map(Millis.date)
         receipt.revokedAt = (row["revoked_at"] as Int64?).map(Millis.date)
@@ -123,7 +123,7 @@ struct SQLiteLedgerContext: LedgerWriteContext {
     static func entry(_ row: Row) throws -> LedgerEntry {
         guard let key = IdempotencyKey(rawValue: row["key"]) else { throw StoreError.storage("corrupt ledger key") }
         return LedgerEntry(
-            owner: try Column.uuid(row, "owner"), key: key, amount: row["amount"], balanceDelta: row["balance_delta"],
+            owner: try RowValue.uuid(row, "owner"), key: key, amount: row["amount"], balanceDelta: row["balance_delta"],
             deficitDelta: row["deficit_delta"],
             walletAfter: Wallet(balance: row["balance_after"], deficit: row["deficit_after"]),
             transactionId: row["transaction_id"], productId: row["product_id"], reason: row["reason"],

@@ -327,7 +327,7 @@ public final class SQLiteStore: CofferStore {
                 arguments: [environment.rawValue, max(0, limit)]
             ).map { row in
                 AuditEvent(
-                    id: try Column.uuid(row, "id"), environment: try Column.environment(row),
+                    id: try RowValue.uuid(row, "id"), environment: try RowValue.environment(row),
                     actor: row["actor"], action: row["action"], subject: row["subject"], before: row["before"],
                     after: row["after"], at: Millis.date(row["at"]))
             }
@@ -364,11 +364,11 @@ public final class SQLiteStore: CofferStore {
             throw StoreError.storage("corrupt support_id in users")
         }
         return User(
-            id: try Column.uuid(row, "id"),
-            environment: try Column.environment(row),
+            id: try RowValue.uuid(row, "id"),
+            environment: try RowValue.environment(row),
             supportId: supportId,
             tokenHash: row["token_hash"],
-            appAccountToken: try Column.uuid(row, "app_account_token"),
+            appAccountToken: try RowValue.uuid(row, "app_account_token"),
             createdAt: Millis.date(row["created_at"]))
     }
 
@@ -394,9 +394,9 @@ public final class SQLiteStore: CofferStore {
 
     private static func grant(_ row: Row) throws -> Grant {
         Grant(
-            id: try Column.uuid(row, "id"),
-            environment: try Column.environment(row),
-            recipient: try Column.uuid(row, "recipient"),
+            id: try RowValue.uuid(row, "id"),
+            environment: try RowValue.environment(row),
+            recipient: try RowValue.uuid(row, "recipient"),
             credits: row["credits"], reason: row["reason"], createdBy: row["created_by"],
             createdAt: Millis.date(row["created_at"]),
             claimedAt: (row["claimed_at"] as Int64?).map(Millis.date))
