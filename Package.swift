@@ -78,7 +78,10 @@ let package = Package(
         ),
         .target(
             name: "CofferTestSupport",
-            dependencies: ["CofferCore"],
+            dependencies: [
+                "CofferCore", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+            ],
             path: "Tests/CofferTestSupport",
             resources: [.copy("Fixtures")],
             swiftSettings: strictSettings
@@ -115,7 +118,8 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "CofferCLI", "CofferStoreSQLite", "CofferSimulator", .product(name: "Crypto", package: "swift-crypto"),
+                "CofferCLI", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Apple")],
             swiftSettings: strictSettings

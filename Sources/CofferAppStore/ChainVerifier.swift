@@ -22,6 +22,7 @@ public struct ChainVerifier: Sendable {
 
     private let roots: CertificateStore
     private let cache: ChainCache?
+    private let revocation: RevocationChecker?
     /// Identifies the set of trusted roots, so a cache shared between verifiers never lends one verifier's
     /// trust to another.
     private let trustIdentity: String
@@ -31,8 +32,13 @@ public struct ChainVerifier: Sendable {
     /// - Parameters:
     ///   - rootCertificates: DER-encoded roots (Apple Root CA - G3 from ``AppleRoots``, plus test roots).
     ///   - cache: Where verified chains are remembered, `nil` to verify every chain in full.
+    ///   - revocation: Online OCSP checks of the leaf and intermediate, `nil` for none.
     /// - Throws: ``VerificationError/invalidCertificate(_:)`` when a root cannot be parsed.
-    public init(rootCertificates: [Data], cache: ChainCache? = ChainCache()) throws(VerificationError) {
+    public init(
+        rootCertificates: [Data],
+        cache: ChainCache? = ChainCache(),
+        revocation: RevocationChecker? = nil
+    ) throws(VerificationError) {
         var parsed: [Certificate] = []
         for der in rootCertificates {
             do {
@@ -42,9 +48,11 @@ public struct ChainVerifier: Sendable {
             }
         }
         roots = CertificateStore(parsed)
-        trustIdentity = AppleRoots.fingerprint(
-            Data(rootCertificates.map(AppleRoots.fingerprint).sorted().joined().utf8))
+        // A chain checked online is a stronger verdict than one checked offline: the two never share entries.
+        let identity = rootCertificates.map(AppleRoots.fingerprint).sorted() + [revocation == nil ? "offline" : "ocsp"]
+        trustIdentity = AppleRoots.fingerprint(Data(identity.joined(separator: ",").utf8))
         self.cache = cache
+        self.revocation = revocation
     }
 
     /// Verifies an x5c header (standard base64 DER, leaf first) at `date` and returns the leaf's key.
@@ -98,9 +106,14 @@ public struct ChainVerifier: Sendable {
     public func verify(leaf: Certificate, intermediate: Certificate, at date: Date) async throws(VerificationError)
         -> VerifiedChain
     {
+        let online = revocation?.policies()
         var verifier = Verifier(rootCertificates: roots) {
             RFC5280Policy(validationTime: date)
             AppleSigningPolicy()
+            if let online {
+                online.responders
+                online.ocsp
+            }
         }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result else {
@@ -116,6 +129,15 @@ public struct ChainVerifier: Sendable {
             }
             if let reason = reasons.first(where: { $0.contains("Apple's chain") || $0.contains("lacks OID") }) {
                 throw .invalidChain(reason)
+            }
+            if let unreachable = online?.requester.unreachable {
+                throw .retryableVerificationFailure(unreachable)
+            }
+            if let reason = reasons.first(where: { $0.contains("revoked") }) {
+                throw .invalidCertificate(reason)
+            }
+            if let reason = reasons.first(where: { $0.contains("OCSP") }) {
+                throw .invalidChain("the online check failed: \(reason)")
             }
             throw .invalidChain(
                 "no chain from the leaf through the presented intermediate to a trusted root at \(when)")

@@ -7,7 +7,8 @@ import Foundation
 /// 1. The JWS is split strictly (three base64url parts, a JSON header without repeated keys).
 /// 2. The algorithm is ES256; anything else (`none`, `HS256`, `ES384`, ...) is refused.
 /// 3. The x5c chain is verified against the pinned roots (see ``ChainVerifier``) at the effective date:
-///    the payload's `signedDate` offline, the current time with ``ValidationTime/current``.
+///    the payload's `signedDate` offline, the current time with ``ValidationTime/current``, and the current
+///    time plus OCSP checks of the leaf and intermediate with ``ValidationTime/online(_:)``.
 /// 4. The ES256 signature is checked with the leaf's key.
 /// 5. The bundle id, environment and (in Production) appAppleId are checked; a notification's nested
 ///    signed transaction and renewal info are verified the same way.
@@ -28,6 +29,9 @@ public struct SignedDataVerifier: Sendable {
         case signedDate
         /// The current time: data signed by a certificate that has since expired is refused.
         case current
+        /// The current time, and OCSP checks of the leaf and intermediate (hard-fail; an unreachable
+        /// responder gives `RETRYABLE_VERIFICATION_FAILURE`).
+        case online(RevocationChecker)
     }
 
     /// The app's bundle id.
@@ -69,7 +73,10 @@ public struct SignedDataVerifier: Sendable {
         self.appAppleId = appAppleId
         self.environment = environment
         self.validationTime = validationTime
-        self.chainVerifier = try ChainVerifier(rootCertificates: rootCertificates, cache: cache)
+        let revocation: RevocationChecker? =
+            if case .online(let checker) = validationTime { checker } else { nil }
+        self.chainVerifier = try ChainVerifier(
+            rootCertificates: rootCertificates, cache: cache, revocation: revocation)
         self.now = now
     }
 
@@ -155,7 +162,7 @@ public struct SignedDataVerifier: Sendable {
         let date: Date
         switch validationTime {
         case .signedDate: date = payload.effectiveDate ?? now()
-        case .current: date = now()
+        case .current, .online: date = now()
         }
         let key = try await chainVerifier.verify(jws, at: date)
         guard jws.signature.count == 64,

@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import CofferAppStore
 import Foundation
 
@@ -11,8 +12,8 @@ struct VerifyCommand: AsyncParsableCommand {
         abstract: "Verify Apple signed data (a JWS) and print its decoded payload.",
         discussion: """
             Follows Apple's verifier: ES256 only, a three-certificate x5c chain to a trusted root with Apple's \
-            OIDs, certificates valid at the payload's signedDate (or now with --online), bundle id, environment \
-            and appAppleId checked, a notification's nested data verified too. Apple Root CA - G3 is always \
+            OIDs, certificates valid at the payload's signedDate (with --online: now, and the leaf and \
+            intermediate checked with their OCSP responders), bundle id, environment and appAppleId checked, a notification's nested data verified too. Apple Root CA - G3 is always \
             trusted; --root adds more. Exits 0 when verified, 1 when rejected, 2 when the input cannot be read, \
             64 on usage errors.
             """
@@ -42,7 +43,11 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(help: "Where the data must come from: Sandbox, Production or Xcode.")
     var environment: String
 
-    @Flag(help: "Check certificates at the current time instead of the payload's signedDate.")
+    @Flag(
+        help: """
+            Check certificates at the current time and ask their OCSP responders (an unreachable responder \
+            gives RETRYABLE_VERIFICATION_FAILURE).
+            """)
     var online = false
 
     @Flag(help: "Print one JSON object: {\"status\", \"message\", \"payload\"}.")
@@ -65,16 +70,18 @@ struct VerifyCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: cannot read input: \(error.localizedDescription)\n".utf8))
             throw ExitCode(2)
         }
+        let http = online ? HTTPClient(eventLoopGroupProvider: .singleton) : nil
         let outcome: Result<VerifiedPayload, VerificationError>
         do {
             let verifier = try SignedDataVerifier(
                 rootCertificates: rootCertificates, bundleId: bundleId, appAppleId: appAppleId,
                 environment: environment,
-                validationTime: online ? .current : .signedDate)
+                validationTime: http.map { .online(RevocationChecker(httpClient: $0)) } ?? .signedDate)
             outcome = .success(try await verify(signed, with: verifier))
         } catch {
             outcome = .failure(error)
         }
+        try await http?.shutdown()
         try report(outcome)
         if case .failure = outcome { throw ExitCode(1) }
     }

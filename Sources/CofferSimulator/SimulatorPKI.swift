@@ -16,6 +16,10 @@ public struct SimulatorPKI: Sendable {
     public let leaf: Certificate
     /// The leaf's private key.
     public let leafKey: P256.Signing.PrivateKey
+    /// The root's private key (to sign OCSP answers about the intermediate in tests).
+    public let rootKey: P256.Signing.PrivateKey
+    /// The intermediate's private key (to sign OCSP answers about the leaf in tests).
+    public let intermediateKey: P256.Signing.PrivateKey
 
     /// What to leave out or change, to make broken chains for tests of the verifier.
     public struct Options: Sendable {
@@ -25,6 +29,10 @@ public struct SimulatorPKI: Sendable {
         public var leafOID = true
         /// The subject common name prefix.
         public var name = "Coffer App Store Simulator"
+        /// The OCSP responder the leaf names in its Authority Information Access, as Apple's leaves do.
+        public var leafOCSPResponder: String?
+        /// The OCSP responder the intermediate names.
+        public var intermediateOCSPResponder: String?
 
         /// The defaults: a chain Apple's rules accept.
         public init() {}
@@ -66,7 +74,8 @@ public struct SimulatorPKI: Sendable {
             notValidBefore: validFrom, notValidAfter: caUntil, issuer: rootName, subject: intermediateName,
             extensions: try Self.authorityExtensions(
                 for: intermediateKey.publicKey, issuer: rootKey.publicKey,
-                oid: options.intermediateOID ? ChainVerifier.intermediateOID : nil),
+                oid: options.intermediateOID ? ChainVerifier.intermediateOID : nil,
+                ocspResponder: options.intermediateOCSPResponder),
             issuerPrivateKey: .init(rootKey))
         var leafExtensions = try Certificate.Extensions {
             Critical(BasicConstraints.notCertificateAuthority)
@@ -75,11 +84,14 @@ public struct SimulatorPKI: Sendable {
             Self.authorityKeyIdentifier(intermediateKey.publicKey)
         }
         if options.leafOID { try leafExtensions.append(Self.appleMarker(ChainVerifier.leafOID)) }
+        if let responder = options.leafOCSPResponder { try leafExtensions.append(Self.responder(responder)) }
         leaf = try Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(leafKey.publicKey),
             notValidBefore: validFrom, notValidAfter: leafValidUntil, issuer: intermediateName, subject: leafName,
             extensions: leafExtensions, issuerPrivateKey: .init(intermediateKey))
         self.leafKey = leafKey
+        self.rootKey = rootKey
+        self.intermediateKey = intermediateKey
     }
 
     /// The root as DER, to pass to a verifier or write to a file.
@@ -99,7 +111,8 @@ public struct SimulatorPKI: Sendable {
     private static func authorityExtensions(
         for key: P256.Signing.PublicKey,
         issuer: P256.Signing.PublicKey?,
-        oid: ASN1ObjectIdentifier?
+        oid: ASN1ObjectIdentifier?,
+        ocspResponder: String? = nil
     ) throws -> Certificate.Extensions {
         var extensions = try Certificate.Extensions {
             Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
@@ -110,7 +123,15 @@ public struct SimulatorPKI: Sendable {
             try extensions.append(Certificate.Extension(Self.authorityKeyIdentifier(issuer), critical: false))
         }
         if let oid { try extensions.append(appleMarker(oid)) }
+        if let ocspResponder { try extensions.append(Self.responder(ocspResponder)) }
         return extensions
+    }
+
+    /// An Authority Information Access extension naming an OCSP responder.
+    private static func responder(_ url: String) throws -> Certificate.Extension {
+        try Certificate.Extension(
+            AuthorityInformationAccess([.init(method: .ocspServer, location: .uniformResourceIdentifier(url))]),
+            critical: false)
     }
 
     /// Apple's marker extensions carry an ASN.1 NULL.

@@ -228,7 +228,7 @@ struct VerifyReceiptClientTests {
         do {
             _ = try await VerifyReceiptClient(httpClient: http, configuration: configuration).verify(receiptData: "x")
             Issue.record("an unreachable host answered")
-        } catch let error as VerifyReceiptError {
+        } catch {
             #expect(error.isRetryable)
         }
         try await http.shutdown()

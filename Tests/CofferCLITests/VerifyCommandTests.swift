@@ -1,4 +1,5 @@
 import CofferSimulator
+import CofferTestSupport
 import Crypto
 import Foundation
 import Testing
@@ -94,6 +95,47 @@ struct VerifyCommandTests {
         ])
         #expect(untrusted.status == 1)
         #expect(untrusted.stdout.hasPrefix("INVALID_CHAIN"))
+    }
+
+    @Test("--online asks the chain's OCSP responders: good, revoked, unreachable")
+    func online() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-online-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let (leafPort, intermediatePort) = (try LocalPort.free(), try LocalPort.free())
+        var options = SimulatorPKI.Options()
+        options.leafOCSPResponder = "http://127.0.0.1:\(leafPort)/"
+        options.intermediateOCSPResponder = "http://127.0.0.1:\(intermediatePort)/"
+        let pki = try SimulatorPKI(
+            validFrom: Date().addingTimeInterval(-86_400), leafValidUntil: Date().addingTimeInterval(86_400 * 30),
+            options: options)
+        let rootPath = folder.appendingPathComponent("root.der")
+        try pki.rootDER().write(to: rootPath)
+        let payload =
+            #"{"transactionId": "2000000043", "productId": "com.example.credits", "bundleId": "com.example.coffer", "environment": "Sandbox", "signedDate": 1767225600000}"#
+        let jwsPath = folder.appendingPathComponent("transaction.jws")
+        try Data(try pki.signer().sign(payloadJSON: Data(payload.utf8)).utf8).write(to: jwsPath)
+        let command = [
+            "verify", jwsPath.path, "--kind", "transaction", "--root", rootPath.path, "--bundle-id",
+            "com.example.coffer", "--environment", "Sandbox", "--online", "--json",
+        ]
+
+        let intermediate = try OpenSSLResponder(
+            folder: folder, name: "intermediate", port: intermediatePort, issuer: pki.root, issuerKey: pki.rootKey,
+            subject: pki.intermediate, status: .good)
+        defer { intermediate.stop() }
+        let unreachable = try CofferProcess.run(command)
+        #expect(unreachable.status == 1)
+        #expect(try json(unreachable)["status"] as? String == "RETRYABLE_VERIFICATION_FAILURE")
+
+        for (answer, status, exit) in [(OCSPAnswer.good, "OK", Int32(0)), (.revoked, "INVALID_CERTIFICATE", 1)] {
+            let leaf = try OpenSSLResponder(
+                folder: folder, name: "leaf", port: leafPort, issuer: pki.intermediate, issuerKey: pki.intermediateKey,
+                subject: pki.leaf, status: answer)
+            defer { leaf.stop() }
+            let output = try CofferProcess.run(command)
+            #expect(output.status == exit, "\(output.stdout)")
+            #expect(try json(output)["status"] as? String == status)
+        }
     }
 
     @Test("unreadable input exits 2 and usage errors 64, never 0 or 1")
