@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
         .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
+        .library(name: "CofferStoreKit", targets: ["CofferStoreKit"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
@@ -52,10 +53,13 @@ let package = Package(
             resources: [.copy("Roots")],
             swiftSettings: strictSettings
         ),
+        .target(name: "CofferStoreKit", swiftSettings: strictSettings),
         .target(
             name: "CofferSimulator",
             dependencies: [
-                "CofferCore", "CofferAppStore",
+                "CofferCore", "CofferAppStore", "CofferStoreKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -113,6 +117,17 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             resources: [.copy("Apple")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferSimulatorTests",
+            dependencies: [
+                "CofferSimulator", "CofferAppStore", "CofferCore", "CofferStoreKit", "CofferTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

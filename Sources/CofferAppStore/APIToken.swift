@@ -1,0 +1,70 @@
+import Crypto
+import Foundation
+
+/// Checks a bearer token of the App Store Server API the way Apple's servers do: an ES256 JWT with a known
+/// key id, the issuer id, audience `appstoreconnect-v1`, the app's bundle id, and a lifetime of at most an
+/// hour that includes now. The App Store simulator answers only requests that carry one.
+public struct APITokenVerifier: Sendable {
+    /// Why a token was refused.
+    public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        /// What is wrong.
+        public var description: String
+    }
+
+    /// The In-App Purchase keys the server knows, by key id.
+    public let keys: [String: P256.Signing.PublicKey]
+    /// The issuer id tokens must name.
+    public let issuerId: String
+    /// The bundle id tokens must name.
+    public let bundleId: String
+
+    /// Creates a verifier.
+    public init(keys: [String: P256.Signing.PublicKey], issuerId: String, bundleId: String) {
+        self.keys = keys
+        self.issuerId = issuerId
+        self.bundleId = bundleId
+    }
+
+    /// Checks `token` at `now`.
+    public func verify(_ token: String, now: Date = Date()) throws(Refusal) {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw Refusal(description: "the token is not a compact JWS") }
+        let header: [String: Any]
+        let claims: [String: Any]
+        let signature: Data
+        do {
+            header = try Self.object(Base64.decode(url: Array(parts[0].utf8)[...], what: "token header"))
+            claims = try Self.object(Base64.decode(url: Array(parts[1].utf8)[...], what: "token claims"))
+            signature = try Base64.decode(url: Array(parts[2].utf8)[...], what: "token signature")
+        } catch {
+            throw Refusal(description: "the token does not decode: \(error)")
+        }
+        guard header["alg"] as? String == "ES256" else { throw Refusal(description: "the token is not ES256") }
+        guard let keyId = header["kid"] as? String, let key = keys[keyId] else {
+            throw Refusal(description: "unknown key id \(header["kid"] as? String ?? "none")")
+        }
+        guard signature.count == 64, let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
+            key.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8))
+        else { throw Refusal(description: "the token's signature does not verify") }
+        guard claims["iss"] as? String == issuerId else { throw Refusal(description: "the token's issuer is wrong") }
+        guard claims["aud"] as? String == "appstoreconnect-v1" else {
+            throw Refusal(description: "the token's audience is not appstoreconnect-v1")
+        }
+        guard claims["bid"] as? String == bundleId else { throw Refusal(description: "the token is for another app") }
+        guard let issuedAt = (claims["iat"] as? NSNumber)?.doubleValue,
+            let expires = (claims["exp"] as? NSNumber)?.doubleValue
+        else { throw Refusal(description: "the token lacks iat or exp") }
+        let current = now.timeIntervalSince1970
+        guard expires - issuedAt <= 3_600 else { throw Refusal(description: "the token lives longer than an hour") }
+        guard issuedAt <= current + 60, current < expires else {
+            throw Refusal(description: "the token is expired or not yet valid")
+        }
+    }
+
+    private static func object(_ data: Data) throws -> [String: Any] {
+        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw Refusal(description: "not a JSON object")
+        }
+        return object
+    }
+}

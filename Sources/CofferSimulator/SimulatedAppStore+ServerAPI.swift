@@ -1,0 +1,198 @@
+import CofferAppStore
+import Foundation
+
+/// An App Store Server API error, as Apple sends it: an HTTP status and `{"errorCode", "errorMessage"}`.
+public struct SimulatedAPIError: Error, Sendable, Equatable {
+    /// The HTTP status.
+    public var status: Int
+    /// Apple's error code, e.g. 4040010.
+    public var errorCode: Int64
+    /// Apple's message.
+    public var errorMessage: String
+
+    static let transactionNotFound = Self(status: 404, errorCode: 4_040_010, errorMessage: "Transaction id not found.")
+    static let invalidTransactionId = Self(status: 400, errorCode: 4_000_006, errorMessage: "Invalid transaction id.")
+    static let invalidRevision = Self(status: 400, errorCode: 4_000_005, errorMessage: "Invalid revision.")
+    static let invalidPaginationToken = Self(
+        status: 400, errorCode: 4_000_006, errorMessage: "Invalid pagination token.")
+    static let invalidDates = Self(
+        status: 400, errorCode: 4_000_016, errorMessage: "Invalid start date or end date.")
+    static let subscriptionNotActive = Self(
+        status: 400, errorCode: 4_030_004, errorMessage: "The subscription is not active.")
+    static let invalidExtendByDays = Self(
+        status: 400, errorCode: 4_000_009, errorMessage: "Invalid extend by days value.")
+}
+
+extension SimulatedAppStore {
+    /// Page size of Apple's paged answers.
+    static let pageSize = 20
+
+    /// Get Transaction Info.
+    public func transactionInfo(_ transactionId: String) throws(SimulatedAPIError) -> TransactionInfoResponse {
+        guard let record = record(transactionId) else { throw .transactionNotFound }
+        var response = TransactionInfoResponse()
+        response.signedTransactionInfo = try apiSigned(record)
+        return response
+    }
+
+    /// Get Transaction History v2: every transaction of the customer who owns `transactionId`, in the order
+    /// they last changed, 20 per page; `revision` is the previous page's token.
+    public func transactionHistory(_ transactionId: String, revision: String?) throws(SimulatedAPIError)
+        -> HistoryResponse
+    {
+        guard let owner = record(transactionId) else { throw .transactionNotFound }
+        let all = transactions.filter { $0.account == owner.account }.sorted {
+            ($0.modified, $0.id) < ($1.modified, $1.id)
+        }
+        let (page, next, more) = try Self.page(all, token: revision, error: .invalidRevision)
+        var response = HistoryResponse()
+        response.revision = next
+        response.hasMore = more
+        response.bundleId = configuration.bundleId
+        response.appAppleId = configuration.appAppleId
+        response.rawEnvironment = configuration.environment.rawValue
+        response.signedTransactions = try page.map(apiSigned)
+        return response
+    }
+
+    /// Get All Subscription Statuses for the customer who owns `transactionId`.
+    public func subscriptionStatuses(_ transactionId: String) throws(SimulatedAPIError) -> StatusResponse {
+        guard let owner = record(transactionId) else { throw .transactionNotFound }
+        var groups: [String: [LastTransactionsItem]] = [:]
+        for subscription in subscriptions.values.sorted(by: { $0.originalId < $1.originalId })
+        where subscription.account == owner.account {
+            guard let latest = record(subscription.latestTransactionId) else { continue }
+            var item = LastTransactionsItem()
+            item.rawStatus = subscription.state.rawValue
+            item.originalTransactionId = subscription.originalId
+            item.signedTransactionInfo = try apiSigned(latest)
+            do {
+                item.signedRenewalInfo = try signedRenewalInfo(subscription)
+            } catch {
+                throw SimulatedAPIError(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
+            }
+            groups[subscription.group, default: []].append(item)
+        }
+        var response = StatusResponse()
+        response.rawEnvironment = configuration.environment.rawValue
+        response.bundleId = configuration.bundleId
+        response.appAppleId = configuration.appAppleId
+        response.data = groups.keys.sorted().map { group in
+            var item = SubscriptionGroupIdentifierItem()
+            item.subscriptionGroupIdentifier = group
+            item.lastTransactions = groups[group]
+            return item
+        }
+        return response
+    }
+
+    /// Look Up Order ID: status 0 with the order's transactions, or 1 when the order is unknown.
+    public func lookUpOrder(_ orderId: String) throws(SimulatedAPIError) -> OrderLookupResponse {
+        let found = transactions.filter { $0.orderId == orderId && !$0.familyShared }
+        var response = OrderLookupResponse()
+        response.rawStatus = found.isEmpty ? 1 : 0
+        response.signedTransactions = try found.map(apiSigned)
+        return response
+    }
+
+    /// The order id of a transaction (what the customer's emailed receipt shows), for tests and the CLI.
+    public func orderId(of transactionId: String) -> String? { record(transactionId)?.orderId }
+
+    /// Get Refund History v2: the customer's refunded transactions, 20 per page.
+    public func refundHistory(_ transactionId: String, revision: String?) throws(SimulatedAPIError)
+        -> RefundHistoryResponse
+    {
+        guard let owner = record(transactionId) else { throw .transactionNotFound }
+        let refunded = transactions.filter { $0.account == owner.account && $0.isRevoked && !$0.familyShared }
+            .sorted { ($0.modified, $0.id) < ($1.modified, $1.id) }
+        let (page, next, more) = try Self.page(refunded, token: revision, error: .invalidRevision)
+        var response = RefundHistoryResponse()
+        response.signedTransactions = try page.map(apiSigned)
+        response.revision = next
+        response.hasMore = more
+        return response
+    }
+
+    /// Get Notification History: notifications created between the request's dates (at most 180 days
+    /// apart), filtered by type, subtype, transaction or failure, 20 per page, each with its attempts.
+    public func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String?)
+        throws(SimulatedAPIError) -> NotificationHistoryResponse
+    {
+        guard let start = request.startDate, let end = request.endDate, start < end,
+            end.timeIntervalSince(start) <= 180 * 86_400
+        else { throw .invalidDates }
+        let matching = notifications.filter { notification in
+            notification.created >= start && notification.created < end
+                && (request.rawNotificationType == nil || request.rawNotificationType == notification.type)
+                && (request.rawNotificationSubtype == nil || request.rawNotificationSubtype == notification.subtype)
+                && (request.transactionId == nil || request.transactionId == notification.transactionId)
+                && (request.onlyFailures != true
+                    || notification.attempts.contains { $0.rawSendAttemptResult != SendAttemptResult.success.rawValue })
+        }
+        let (page, next, more) = try Self.page(matching, token: paginationToken, error: .invalidPaginationToken)
+        var response = NotificationHistoryResponse()
+        response.paginationToken = next
+        response.hasMore = more
+        response.notificationHistory = page.map { notification in
+            var item = NotificationHistoryResponseItem()
+            item.signedPayload = notification.signedPayload
+            item.sendAttempts = notification.attempts
+            return item
+        }
+        return response
+    }
+
+    /// Send Consumption Information: recorded for a consumption request.
+    public func recordConsumption(_ transactionId: String, _ request: ConsumptionRequest) throws(SimulatedAPIError) {
+        guard record(transactionId) != nil else { throw .transactionNotFound }
+        consumptionRequests[transactionId] = request
+    }
+
+    /// The consumption information sent for a transaction, if any.
+    public func consumption(for transactionId: String) -> ConsumptionRequest? { consumptionRequests[transactionId] }
+
+    /// Extend a Subscription Renewal Date by up to 90 days.
+    public func extendRenewalDate(_ originalTransactionId: String, _ request: ExtendRenewalDateRequest)
+        throws(SimulatedAPIError) -> ExtendRenewalDateResponse
+    {
+        guard let days = request.extendByDays, (1...90).contains(days) else { throw .invalidExtendByDays }
+        guard let key = subscriptions.first(where: { $0.value.originalId == originalTransactionId })?.key,
+            var subscription = subscriptions[key]
+        else { throw .transactionNotFound }
+        guard subscription.state == .active else { throw .subscriptionNotActive }
+        let extended = subscription.expiresDate.addingTimeInterval(Double(days) * 86_400)
+        subscription.expiresDate = extended
+        subscriptions[key] = subscription
+        extend(subscription.latestTransactionId, to: extended)
+        var response = ExtendRenewalDateResponse()
+        response.originalTransactionId = originalTransactionId
+        response.webOrderLineItemId = record(subscription.latestTransactionId)?.webOrderLineItemId
+        response.success = true
+        response.effectiveDate = extended
+        return response
+    }
+
+    private func apiSigned(_ record: SimulatedTransaction) throws(SimulatedAPIError) -> String {
+        do {
+            return try signedTransaction(record)
+        } catch {
+            throw SimulatedAPIError(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
+        }
+    }
+
+    /// One page of `items` after the position in `token` (an opaque offset).
+    private static func page<T>(_ items: [T], token: String?, error: SimulatedAPIError) throws(SimulatedAPIError)
+        -> (page: [T], next: String, hasMore: Bool)
+    {
+        var offset = 0
+        if let token {
+            guard let data = Data(base64Encoded: token), let text = String(data: data, encoding: .utf8),
+                text.hasPrefix("offset:"), let value = Int(text.dropFirst(7)), (0...items.count).contains(value)
+            else { throw error }
+            offset = value
+        }
+        let end = min(items.count, offset + pageSize)
+        let next = Data("offset:\(end)".utf8).base64EncodedString()
+        return (Array(items[offset..<end]), next, end < items.count)
+    }
+}

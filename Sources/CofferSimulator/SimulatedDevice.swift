@@ -1,0 +1,78 @@
+import CofferStoreKit
+import Foundation
+import Synchronization
+
+/// One simulated device signed in to an App Store account: StoreKit, as the SDK sees it, backed by a
+/// ``SimulatedAppStore``. Purchases made here go through the payment sheet with the outcome set in
+/// ``nextOutcome``.
+public final class SimulatedDevice: StoreKitProvider {
+    /// The store behind the device.
+    public let store: SimulatedAppStore
+    /// The signed-in account.
+    public let account: String
+    private let outcome = OutcomeBox()
+
+    init(store: SimulatedAppStore, account: String) {
+        self.store = store
+        self.account = account
+    }
+
+    /// What the customer does on the next payment sheet (success unless told otherwise); it resets to
+    /// success after each purchase.
+    public var nextOutcome: PurchaseOutcome {
+        get { outcome.take(keep: true) }
+        set { outcome.set(newValue) }
+    }
+
+    /// Buys through the simulated payment sheet.
+    public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws -> StorePurchaseResult {
+        let chosen = outcome.take(keep: false)
+        let report = try await store.purchase(
+            account: account, productId: productId, quantity: quantity, appAccountToken: appAccountToken,
+            outcome: chosen)
+        switch chosen {
+        case .userCancelled: return .userCancelled
+        case .askToBuy: return .pending
+        case .success:
+            let all = await store.deviceTransactions(account: account)
+            guard let transaction = all.last(where: { report.transactionIds.contains($0.id) && !$0.isFamilyShared })
+            else { return .pending }
+            return .success(transaction)
+        }
+    }
+
+    /// The account's updates; a new stream starts with every unfinished transaction.
+    public func updates() async -> AsyncStream<StoreTransaction> { await store.updates(account: account) }
+
+    /// Unfinished transactions.
+    public func unfinished() async -> [StoreTransaction] { await store.unfinishedTransactions(account: account) }
+
+    /// Every transaction of the account.
+    public func all() async -> [StoreTransaction] { await store.deviceTransactions(account: account) }
+
+    /// The latest transaction of each product the account is entitled to now.
+    public func currentEntitlements() async -> [StoreTransaction] {
+        await store.currentEntitlements(account: account)
+    }
+
+    /// Finishes a transaction.
+    public func finish(transactionId: String) async { await store.finish(transactionId: transactionId) }
+
+    /// Nothing to sync: the simulated device always sees the store's state.
+    public func sync() async throws {}
+}
+
+/// The next payment-sheet outcome, shared across tasks.
+private final class OutcomeBox: Sendable {
+    private let value = Mutex(PurchaseOutcome.success)
+
+    func set(_ outcome: PurchaseOutcome) { value.withLock { $0 = outcome } }
+
+    func take(keep: Bool) -> PurchaseOutcome {
+        value.withLock { current in
+            let chosen = current
+            if !keep { current = .success }
+            return chosen
+        }
+    }
+}

@@ -1,0 +1,150 @@
+import CofferAppStore
+import CofferCore
+import Foundation
+
+/// How the simulated customer answers the payment sheet.
+public enum PurchaseOutcome: String, Sendable, Codable, CaseIterable {
+    /// The customer pays.
+    case success
+    /// The customer cancels the sheet.
+    case userCancelled = "cancelled"
+    /// The purchase waits for a parent's approval (Ask to Buy).
+    case askToBuy = "ask-to-buy"
+}
+
+/// What one simulator action did, in words and identifiers, for the CLI and for tests.
+public struct SimulatorReport: Sendable, Codable, Equatable {
+    /// One line per thing that happened, e.g. `purchased com.example.credits ×3: transaction 2000000001`.
+    public var happened: [String] = []
+    /// The transactions created or changed.
+    public var transactionIds: [String] = []
+    /// The notifications sent, as `TYPE` or `TYPE/SUBTYPE`.
+    public var notifications: [String] = []
+    /// The id of an Ask to Buy request waiting for approval.
+    public var pendingId: String?
+
+    /// An empty report.
+    public init() {}
+
+    mutating func append(_ other: SimulatorReport) {
+        happened += other.happened
+        transactionIds += other.transactionIds
+        notifications += other.notifications
+        pendingId = other.pendingId ?? pendingId
+    }
+}
+
+/// Why the simulator refused an action.
+public struct SimulatorError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable code: `unknown-product`, `unknown-transaction`, `unknown-pending`, `invalid-state`,
+    /// `invalid-request`.
+    public var code: String
+    /// What is wrong.
+    public var message: String
+
+    /// Creates an error.
+    public init(_ code: String, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// `code: message`.
+    public var description: String { "\(code): \(message)" }
+}
+
+/// The simulator's settings: the app it plays the App Store for.
+public struct SimulatorConfiguration: Sendable {
+    /// The app's bundle id.
+    public var bundleId: String
+    /// The app's Apple id.
+    public var appAppleId: Int64
+    /// The environment its data says it comes from (Sandbox by default).
+    public var environment: AppStoreEnvironment
+    /// The app's version, for app transactions and notifications.
+    public var bundleVersion = "1.0"
+    /// Prices in milliunits of `currency` by product id; products not listed cost 990 (0.99).
+    public var prices: [String: Int64] = [:]
+    /// The currency prices are in.
+    public var currency = "USD"
+    /// The storefront, ISO 3166-1 alpha-3.
+    public var storefront = "USA"
+    /// Days of billing grace period after a failed renewal; 0 turns grace periods off.
+    public var gracePeriodDays = 16
+    /// Days Apple keeps retrying a failed renewal before the subscription expires.
+    public var billingRetryDays = 60
+    /// The verifyReceipt shared secret; when set, receipts with subscriptions need it.
+    public var sharedSecret: String?
+    /// The first transaction id handed out.
+    public var firstTransactionId: Int64 = 2_000_000_000
+
+    /// Creates a configuration.
+    public init(bundleId: String, appAppleId: Int64, environment: AppStoreEnvironment = .sandbox) {
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+    }
+}
+
+/// One transaction the simulated App Store holds.
+struct SimulatedTransaction: Sendable {
+    var id: String
+    var originalId: String
+    var webOrderLineItemId: String?
+    var orderId: String
+    var account: String
+    var product: Product
+    var purchaseDate: Date
+    var originalPurchaseDate: Date
+    var expiresDate: Date?
+    var quantity: Int
+    var appAccountToken: UUID?
+    var familyShared: Bool
+    var renewal: Bool
+    var price: Int64
+    var revocationDate: Date?
+    var revocationReason: Int32?
+    var revocationPercentage: Int32?
+    var isUpgraded = false
+    var finished = false
+    /// When this record last changed (purchase, refund, reversal), for history order.
+    var modified: Date
+
+    var isRevoked: Bool { revocationDate != nil }
+}
+
+/// The state of one auto-renewable subscription (one per account and group).
+struct SimulatedSubscription: Sendable {
+    enum State: Int32, Sendable {
+        case active = 1
+        case expired = 2
+        case billingRetry = 3
+        case gracePeriod = 4
+        case revoked = 5
+    }
+
+    var originalId: String
+    var account: String
+    var group: String
+    var productId: String
+    var autoRenewProductId: String
+    var autoRenew = true
+    var expiresDate: Date
+    var latestTransactionId: String
+    var state: State = .active
+    var gracePeriodExpiresDate: Date?
+    var billingRetryEnds: Date?
+    var expirationIntent: Int32?
+    var recentStartDate: Date
+}
+
+/// One notification the simulator sent or is sending, with every delivery attempt.
+struct SimulatedNotification: Sendable {
+    var uuid: String
+    var type: String
+    var subtype: String?
+    var transactionId: String?
+    var signedPayload: String
+    var created: Date
+    var attempts: [SendAttemptItem] = []
+    var delivered = false
+}

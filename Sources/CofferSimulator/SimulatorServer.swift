@@ -1,0 +1,339 @@
+import CofferAppStore
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+
+/// Apple's servers, locally, in one Hummingbird router:
+///
+/// - `POST /verifyReceipt/production` and `POST /verifyReceipt/sandbox`: verifyReceipt on Apple's two
+///   hosts (21007 and 21008 included);
+/// - `/inApps/...`: the App Store Server API endpoints, behind the same JWT check Apple makes;
+/// - `/simulator/...`: the controls `coffer appstore-sim` drives (purchase, refund, renew, advance the
+///   clock, history), each answering with a ``SimulatorReport``.
+public enum SimulatorServer {
+    /// The largest request body accepted.
+    public static let maximumBodySize = 1 << 20
+
+    /// Builds the router.
+    ///
+    /// - Parameters:
+    ///   - store: The simulated App Store.
+    ///   - tokens: Checks App Store Server API bearer tokens.
+    public static func router(store: SimulatedAppStore, tokens: APITokenVerifier) -> Router<BasicRequestContext> {
+        let router = Router()
+        addVerifyReceipt(to: router, store: store)
+        addServerAPI(to: router.group("inApps").add(middleware: TokenMiddleware(tokens: tokens)), store: store)
+        addControls(to: router.group("simulator"), store: store)
+        return router
+    }
+
+    // MARK: verifyReceipt
+
+    private static func addVerifyReceipt(to router: Router<BasicRequestContext>, store: SimulatedAppStore) {
+        for host in [AppStoreEnvironment.production, .sandbox] {
+            let path = RouterPath("verifyReceipt/\(host == .production ? "production" : "sandbox")")
+            router.post(path) { request, _ -> Response in
+                let body = try await request.body.collect(upTo: maximumBodySize)
+                return json(await store.verifyReceipt(body: Data(buffer: body), host: host))
+            }
+            router.get(path) { _, _ -> Response in json(Data(#"{"status":21000}"#.utf8)) }
+        }
+    }
+
+    // MARK: App Store Server API
+
+    private static func addServerAPI(to api: RouterGroup<BasicRequestContext>, store: SimulatedAppStore) {
+        api.get("v1/transactions/:id") { _, context in
+            let id = try context.parameters.require("id")
+            return try await answer {
+                try await store.transactionInfo(id)
+            }
+        }
+        api.get("v2/history/:id") { request, context in
+            let revision = request.uri.queryParameters.get("revision")
+            let id = try context.parameters.require("id")
+            return try await answer {
+                try await store.transactionHistory(id, revision: revision)
+            }
+        }
+        api.get("v1/subscriptions/:id") { _, context in
+            let id = try context.parameters.require("id")
+            return try await answer {
+                try await store.subscriptionStatuses(id)
+            }
+        }
+        api.get("v1/lookup/:id") { _, context in
+            let id = try context.parameters.require("id")
+            return try await answer {
+                try await store.lookUpOrder(id)
+            }
+        }
+        api.get("v2/refund/lookup/:id") { request, context in
+            let revision = request.uri.queryParameters.get("revision")
+            let id = try context.parameters.require("id")
+            return try await answer {
+                try await store.refundHistory(id, revision: revision)
+            }
+        }
+        api.post("v1/notifications/history") { request, _ in
+            let token = request.uri.queryParameters.get("paginationToken")
+            let body: NotificationHistoryRequest = try await decode(request)
+            return try await answer {
+                try await store.notificationHistory(body, paginationToken: token)
+            }
+        }
+        api.post("v1/notifications/test") { _, _ in
+            try await answer {
+                var response = SendTestNotificationResponse()
+                do {
+                    response.testNotificationToken = try await store.sendTestNotification()
+                } catch {
+                    throw SimulatedAPIError(status: 500, errorCode: 5_000_000, errorMessage: "\(error)")
+                }
+                return response
+            }
+        }
+        api.put("v1/transactions/consumption/:id") { request, context in
+            let body: ConsumptionRequest = try await decode(request)
+            let id = try context.parameters.require("id")
+            do {
+                try await store.recordConsumption(id, body)
+            } catch let error as SimulatedAPIError {
+                return try apiError(error)
+            }
+            return Response(status: .accepted)
+        }
+        api.put("v1/subscriptions/extend/:id") { request, context in
+            let body: ExtendRenewalDateRequest = try await decode(request)
+            let id = try context.parameters.require("id")
+            return try await answer {
+                try await store.extendRenewalDate(id, body)
+            }
+        }
+    }
+
+    // MARK: Controls
+
+    /// The body of a control request; each control reads the fields it needs.
+    struct Control: Decodable {
+        var account: String?
+        var productId: String?
+        var quantity: Int?
+        var appAccountToken: UUID?
+        var outcome: PurchaseOutcome?
+        var transactionId: String?
+        var originalTransactionId: String?
+        var percentage: Int32?
+        var approve: Bool?
+        var on: Bool?
+        var seconds: Double?
+        var accounts: [String]?
+
+        func require<T>(_ value: T?, _ name: String) throws(SimulatorError) -> T {
+            guard let value else { throw SimulatorError("invalid-request", "\(name) is required") }
+            return value
+        }
+    }
+
+    private static func addControls(to controls: RouterGroup<BasicRequestContext>, store: SimulatedAppStore) {
+        typealias Action = @Sendable (Control) async throws(SimulatorError) -> SimulatorReport
+        typealias IdAction = @Sendable (String) async throws(SimulatorError) -> SimulatorReport
+        /// An action on the transaction named by `transactionId`.
+        func onTransaction(_ action: @escaping IdAction) -> Action {
+            { control throws(SimulatorError) in
+                try await action(control.require(control.transactionId, "transactionId"))
+            }
+        }
+        /// An action on the subscription named by `originalTransactionId`.
+        func onSubscription(_ action: @escaping IdAction) -> Action {
+            { control throws(SimulatorError) in
+                try await action(control.require(control.originalTransactionId, "originalTransactionId"))
+            }
+        }
+        let actions: [(String, Action)] = [
+            (
+                "purchase",
+                { control throws(SimulatorError) in
+                    try await store.purchase(
+                        account: control.require(control.account, "account"),
+                        productId: control.require(control.productId, "productId"), quantity: control.quantity ?? 1,
+                        appAccountToken: control.appAccountToken, outcome: control.outcome ?? .success)
+                }
+            ),
+            (
+                "ask-to-buy",
+                { control throws(SimulatorError) in
+                    try await store.answerAskToBuy(
+                        control.require(control.transactionId, "transactionId"),
+                        approve: control.require(control.approve, "approve"))
+                }
+            ),
+            (
+                "refund",
+                { control throws(SimulatorError) in
+                    try await store.refund(
+                        transactionId: control.require(control.transactionId, "transactionId"),
+                        percentage: control.percentage)
+                }
+            ),
+            (
+                "request-refund",
+                onTransaction { id throws(SimulatorError) in try await store.requestRefund(transactionId: id) }
+            ),
+            (
+                "decline-refund",
+                onTransaction { id throws(SimulatorError) in try await store.declineRefund(transactionId: id) }
+            ),
+            (
+                "reverse-refund",
+                onTransaction { id throws(SimulatorError) in try await store.reverseRefund(transactionId: id) }
+            ),
+            (
+                "renew",
+                onSubscription { id throws(SimulatorError) in try await store.renewNow(originalTransactionId: id) }
+            ),
+            (
+                "expire",
+                onSubscription { id throws(SimulatorError) in try await store.expireNow(originalTransactionId: id) }
+            ),
+            (
+                "auto-renew",
+                { control throws(SimulatorError) in
+                    try await store.setAutoRenew(
+                        originalTransactionId: control.require(control.originalTransactionId, "originalTransactionId"),
+                        control.require(control.on, "on"))
+                }
+            ),
+            (
+                "billing",
+                { control throws(SimulatorError) in
+                    try await store.setBillingFails(
+                        account: control.require(control.account, "account"), !(control.require(control.on, "on")))
+                }
+            ),
+            (
+                "advance-clock",
+                { control throws(SimulatorError) in
+                    try await store.advanceClock(by: control.require(control.seconds, "seconds"))
+                }
+            ),
+            (
+                "family",
+                { control throws(SimulatorError) in
+                    let accounts = try control.require(control.accounts, "accounts")
+                    await store.formFamily(accounts)
+                    var report = SimulatorReport()
+                    report.happened.append("family formed: \(accounts.joined(separator: ", "))")
+                    return report
+                }
+            ),
+            (
+                "leave-family",
+                { control throws(SimulatorError) in
+                    try await store.leaveFamily(control.require(control.account, "account"))
+                }
+            ),
+        ]
+        for (name, action) in actions {
+            controls.post(RouterPath(name)) { request, _ -> Response in
+                let control: Control
+                do {
+                    control = try JSONDecoder().decode(
+                        Control.self, from: Data(buffer: try await request.body.collect(upTo: maximumBodySize)))
+                } catch {
+                    return try encoded(
+                        SimulatorError("invalid-request", "the body is not valid: \(error)"), .badRequest)
+                }
+                let report: SimulatorReport
+                do {
+                    report = try await action(control)
+                } catch let error as SimulatorError {
+                    return try encoded(error, error.code.hasPrefix("unknown") ? .notFound : .badRequest)
+                }
+                return try encoded(report, .ok)
+            }
+        }
+        controls.get("history") { request, _ -> Response in
+            guard let account = request.uri.queryParameters.get("account") else {
+                return try encoded(SimulatorError("invalid-request", "account is required"), .badRequest)
+            }
+            return try encoded(await store.history(account: account), .ok)
+        }
+        controls.get("receipt") { request, _ -> Response in
+            let account = request.uri.queryParameters.get("account") ?? ""
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain"],
+                body: .init(byteBuffer: ByteBuffer(string: await store.appReceipt(account: account))))
+        }
+    }
+
+    // MARK: Encoding
+
+    private struct ErrorBody: Encodable {
+        var errorCode: Int64
+        var errorMessage: String
+    }
+
+    private static func answer<T: Encodable>(_ body: () async throws -> T) async throws -> Response {
+        let value: T
+        do {
+            value = try await body()
+        } catch let error as SimulatedAPIError {
+            return try apiError(error)
+        }
+        return json(try AppleJSON.encode(value))
+    }
+
+    private static func apiError(_ error: SimulatedAPIError) throws -> Response {
+        var response = json(
+            try AppleJSON.encode(ErrorBody(errorCode: error.errorCode, errorMessage: error.errorMessage)))
+        response.status = .init(code: error.status)
+        return response
+    }
+
+    private static func decode<T: Decodable>(_ request: Request) async throws -> T {
+        let body = try await request.body.collect(upTo: maximumBodySize)
+        do {
+            return try AppleJSON.decode(T.self, from: Data(buffer: body))
+        } catch {
+            throw HTTPError(.badRequest, message: "the body does not decode: \(error)")
+        }
+    }
+
+    private static func encoded(_ value: some Encodable, _ status: HTTPResponse.Status) throws -> Response {
+        var response = json(try AppleJSON.encode(value, pretty: true))
+        response.status = status
+        return response
+    }
+
+    private static func json(_ data: Data) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: data)))
+    }
+}
+
+extension SimulatorError: Encodable {
+    /// Encodes as `{"code", "message"}`.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(code, forKey: .code)
+        try container.encode(message, forKey: .message)
+    }
+
+    private enum CodingKeys: String, CodingKey { case code, message }
+}
+
+/// Answers 401, as Apple does, to an App Store Server API request without a valid bearer token.
+struct TokenMiddleware<Context: RequestContext>: RouterMiddleware {
+    let tokens: APITokenVerifier
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        guard let authorization = request.headers[.authorization], authorization.hasPrefix("Bearer "),
+            (try? tokens.verify(String(authorization.dropFirst(7)))) != nil
+        else { return Response(status: .unauthorized) }
+        return try await next(request, context)
+    }
+}

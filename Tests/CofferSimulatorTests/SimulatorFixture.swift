@@ -1,0 +1,68 @@
+import CofferAppStore
+import CofferCore
+import CofferSimulator
+import Foundation
+
+/// A simulated App Store for one test: a fresh PKI, a catalog with every kind of product, a verifier that
+/// trusts the simulator's root in Sandbox.
+struct SimulatorFixture {
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01
+    static let bundleId = "com.example.coffer"
+
+    let pki: SimulatorPKI
+    let clock = SimulatorClock(start: start)
+    let store: SimulatedAppStore
+    let verifier: SignedDataVerifier
+
+    init(configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        pki = try SimulatorPKI(
+            validFrom: Self.start.addingTimeInterval(-86_400),
+            leafValidUntil: Self.start.addingTimeInterval(5 * 365 * 86_400))
+        let catalog = try Catalog(products: [
+            Product(id: "com.example.credits", kind: .consumable, credits: 100),
+            Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+            Product(
+                id: "com.example.pro.yearly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                durationDays: 365),
+            Product(id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+            Product(id: "com.example.pass", kind: .nonRenewing, entitlements: ["premium"], durationDays: 7),
+        ])
+        var configuration = SimulatorConfiguration(bundleId: Self.bundleId, appAppleId: 1_234)
+        configure(&configuration)
+        store = SimulatedAppStore(
+            catalog: catalog, configuration: configuration, signer: try pki.signer(), clock: clock)
+        verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: Self.bundleId, appAppleId: 1_234,
+            environment: configuration.environment)
+    }
+
+    /// Every notification sent so far, read back through Get Notification History (in 180-day windows,
+    /// page by page), verified and decoded, oldest first.
+    func notifications() async throws -> [VerifiedNotification] {
+        var verified: [VerifiedNotification] = []
+        var windowStart = Self.start
+        while windowStart <= clock.now() {
+            var request = NotificationHistoryRequest()
+            request.startDate = windowStart
+            request.endDate = windowStart.addingTimeInterval(180 * 86_400)
+            var token: String?
+            repeat {
+                let page = try await store.notificationHistory(request, paginationToken: token)
+                for item in page.notificationHistory ?? [] {
+                    verified.append(try await verifier.verifyNotification(item.signedPayload ?? ""))
+                }
+                token = page.hasMore == true ? page.paginationToken : nil
+            } while token != nil
+            windowStart = windowStart.addingTimeInterval(180 * 86_400)
+        }
+        return verified
+    }
+
+    /// The notification types so far, as `TYPE` or `TYPE/SUBTYPE`.
+    func notificationTypes() async throws -> [String] {
+        try await notifications().map { notification in
+            let type = notification.payload.rawNotificationType ?? "?"
+            return notification.payload.rawSubtype.map { "\(type)/\($0)" } ?? type
+        }
+    }
+}
