@@ -59,6 +59,8 @@ let package = Package(
             dependencies: [
                 "CofferCore", "CofferAppStore", "CofferStoreKit",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -69,7 +71,12 @@ let package = Package(
         .target(
             name: "CofferCLI",
             dependencies: [
-                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore",
+                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore", "CofferSimulator",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],

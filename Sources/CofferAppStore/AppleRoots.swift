@@ -19,6 +19,10 @@ public enum AppleRoots {
         try load("AppleIncRootCertificate", extension: "cer", fingerprint: rootCAFingerprint)
     }
 
+    /// The organizational unit the App Store simulator writes into its certificates' subjects. Roots that
+    /// carry it are refused in Production.
+    public static let simulatorMarker = "Coffer App Store Simulator - not for Production"
+
     /// The lowercase hex SHA-256 of some bytes.
     public static func fingerprint(_ data: Data) -> String {
         SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()

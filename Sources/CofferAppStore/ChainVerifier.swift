@@ -23,6 +23,8 @@ public struct ChainVerifier: Sendable {
     private let roots: CertificateStore
     private let cache: ChainCache?
     private let revocation: RevocationChecker?
+    /// How many of the trusted roots are the App Store simulator's.
+    let simulatorRoots: Int
     /// Identifies the set of trusted roots, so a cache shared between verifiers never lends one verifier's
     /// trust to another.
     private let trustIdentity: String
@@ -48,6 +50,10 @@ public struct ChainVerifier: Sendable {
             }
         }
         roots = CertificateStore(parsed)
+        simulatorRoots =
+            parsed.filter { root in
+                root.subject.contains { $0.contains { String(describing: $0.value) == AppleRoots.simulatorMarker } }
+            }.count
         // A chain checked online is a stronger verdict than one checked offline: the two never share entries.
         let identity = rootCertificates.map(AppleRoots.fingerprint).sorted() + [revocation == nil ? "offline" : "ocsp"]
         trustIdentity = AppleRoots.fingerprint(Data(identity.joined(separator: ",").utf8))

@@ -88,10 +88,13 @@ public enum AppleJSON {
         return try StrictJSON.decode(type, from: data, decoder: decoder)
     }
 
-    /// Encodes a model the way Apple writes it (dates as milliseconds since 1970).
+    /// Encodes a model the way Apple writes it (dates as whole milliseconds since 1970).
     public static func encode(_ value: some Encodable, pretty: Bool = false) throws -> Data {
         let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(Int64((date.timeIntervalSince1970 * 1_000).rounded()))
+        }
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys]
         return try encoder.encode(value)
     }

@@ -56,7 +56,8 @@ public struct SignedDataVerifier: Sendable {
     ///   - cache: The verified-chain cache, `nil` to verify every chain in full.
     ///   - now: The clock.
     /// - Throws: ``VerificationError/invalidAppIdentifier(_:)`` for Production without an appAppleId, or
-    ///   ``VerificationError/invalidCertificate(_:)`` for an unparseable root.
+    ///   ``VerificationError/invalidCertificate(_:)`` for an unparseable root or, in Production, a root of the
+    ///   App Store simulator.
     public init(
         rootCertificates: [Data],
         bundleId: String,
@@ -77,6 +78,10 @@ public struct SignedDataVerifier: Sendable {
             if case .online(let checker) = validationTime { checker } else { nil }
         self.chainVerifier = try ChainVerifier(
             rootCertificates: rootCertificates, cache: cache, revocation: revocation)
+        if environment == .production, chainVerifier.simulatorRoots > 0 {
+            throw .invalidCertificate(
+                "the App Store simulator's root cannot be trusted in Production; trust it in Sandbox only")
+        }
         self.now = now
     }
 

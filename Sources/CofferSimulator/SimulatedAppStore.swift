@@ -169,7 +169,8 @@ public actor SimulatedAppStore {
             recentStartDate: now)
         var report = SimulatorReport()
         report.happened.append(
-            "\(account) subscribed to \(product.id): transaction \(id), renews \(record.expiresDate ?? now)")
+            "\(account) subscribed to \(product.id): transaction \(id), renews \((record.expiresDate ?? now).formatted(.iso8601))"
+        )
         report.transactionIds.append(id)
         report.append(try notify("SUBSCRIBED", previous == nil ? "INITIAL_BUY" : "RESUBSCRIBE", transactionId: id))
         report.append(try shareWithFamily(id))
@@ -205,7 +206,8 @@ public actor SimulatedAppStore {
             subscription.autoRenewProductId = product.id
             subscriptions[key] = subscription
             report.happened.append(
-                "\(subscription.account) downgrades to \(product.id) at the next renewal (\(subscription.expiresDate))")
+                "\(subscription.account) downgrades to \(product.id) at the next renewal (\(subscription.expiresDate.formatted(.iso8601)))"
+            )
             report.append(
                 try notify("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", transactionId: subscription.latestTransactionId))
         }
@@ -719,6 +721,11 @@ public actor SimulatedAppStore {
     }
 
     // MARK: - Signing
+
+    /// A transaction signed as the device holds it (`jwsRepresentation`), signed now.
+    public func signedTransaction(id: String) throws(SimulatorError) -> String {
+        try signedTransaction(existing(id))
+    }
 
     func signedTransaction(_ record: SimulatedTransaction) throws(SimulatorError) -> String {
         try sign(decoded(record))

@@ -6,8 +6,10 @@ import Synchronization
 public final class SimulatorClock: Sendable {
     private let current: Mutex<Date>
 
-    /// Creates a clock showing `start`.
-    public init(start: Date) { current = Mutex(start) }
+    /// Creates a clock showing `start`, to the whole millisecond (Apple's dates have no finer grain).
+    public init(start: Date) {
+        current = Mutex(Date(timeIntervalSince1970: (start.timeIntervalSince1970 * 1_000).rounded(.down) / 1_000))
+    }
 
     /// The simulated time now.
     public func now() -> Date { current.withLock { $0 } }

@@ -29,6 +29,9 @@ public struct SimulatorPKI: Sendable {
         public var leafOID = true
         /// The subject common name prefix.
         public var name = "Coffer App Store Simulator"
+        /// Mark the root as the simulator's (Coffer then refuses it in Production). Only verifier tests that
+        /// need a stand-in for Apple's Production chain turn this off.
+        public var simulatorMarker = true
         /// The OCSP responder the leaf names in its Authority Information Access, as Apple's leaves do.
         public var leafOCSPResponder: String?
         /// The OCSP responder the intermediate names.
@@ -52,6 +55,7 @@ public struct SimulatorPKI: Sendable {
         let rootName = try DistinguishedName {
             CountryName("US")
             OrganizationName("Coffer")
+            if options.simulatorMarker { OrganizationalUnitName(AppleRoots.simulatorMarker) }
             CommonName("\(options.name) Root CA")
         }
         let intermediateName = try DistinguishedName {
@@ -92,6 +96,50 @@ public struct SimulatorPKI: Sendable {
         self.leafKey = leafKey
         self.rootKey = rootKey
         self.intermediateKey = intermediateKey
+    }
+
+    /// The files of an authority in its folder.
+    enum File {
+        static let rootDER = "root.der"
+        static let root = "root.pem"
+        static let intermediate = "intermediate.pem"
+        static let leaf = "leaf.pem"
+        static let rootKey = "root-key.pem"
+        static let intermediateKey = "intermediate-key.pem"
+        static let leafKey = "leaf-key.pem"
+    }
+
+    /// Writes the authority into `folder` (created if missing): `root.der` and `root.pem` (the root a Coffer
+    /// server trusts, in Sandbox only), `intermediate.pem`, `leaf.pem`, and the three keys, readable by the
+    /// owner only.
+    public func write(to folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try rootDER().write(to: folder.appendingPathComponent(File.rootDER))
+        for (name, certificate) in [(File.root, root), (File.intermediate, intermediate), (File.leaf, leaf)] {
+            try certificate.serializeAsPEM().pemString.write(
+                to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        }
+        for (name, key) in [(File.rootKey, rootKey), (File.intermediateKey, intermediateKey), (File.leafKey, leafKey)] {
+            let url = folder.appendingPathComponent(name)
+            try key.pemRepresentation.write(to: url, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
+        }
+    }
+
+    /// Loads an authority written by ``write(to:)``.
+    public init(folder: URL) throws {
+        func text(_ name: String) throws -> String {
+            try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+        }
+        root = try Certificate(pemEncoded: text(File.root))
+        intermediate = try Certificate(pemEncoded: text(File.intermediate))
+        leaf = try Certificate(pemEncoded: text(File.leaf))
+        rootKey = try P256.Signing.PrivateKey(pemRepresentation: text(File.rootKey))
+        intermediateKey = try P256.Signing.PrivateKey(pemRepresentation: text(File.intermediateKey))
+        leafKey = try P256.Signing.PrivateKey(pemRepresentation: text(File.leafKey))
+        guard Certificate.PublicKey(leafKey.publicKey) == leaf.publicKey else {
+            throw SimulatorError("invalid-request", "\(File.leafKey) is not the key of \(File.leaf)")
+        }
     }
 
     /// The root as DER, to pass to a verifier or write to a file.

@@ -260,6 +260,17 @@ public enum SimulatorServer {
             }
             return try encoded(await store.history(account: account), .ok)
         }
+        controls.get("signed") { request, _ -> Response in
+            let id = request.uri.queryParameters.get("transactionId") ?? ""
+            do {
+                let signed = try await store.signedTransaction(id: id)
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain"],
+                    body: .init(byteBuffer: ByteBuffer(string: signed)))
+            } catch let error as SimulatorError {
+                return try encoded(error, .notFound)
+            }
+        }
         controls.get("receipt") { request, _ -> Response in
             let account = request.uri.queryParameters.get("account") ?? ""
             return Response(

@@ -143,15 +143,19 @@ struct AttackTests {
         #expect(
             await status(try signer.sign(payloadJSON: Self.json(Self.transaction(environment: "Production"))))
                 == "INVALID_ENVIRONMENT")
+        // Production refuses the simulator's roots, so a chain without the simulator's mark stands in for Apple's.
+        var unmarked = SimulatorPKI.Options()
+        unmarked.simulatorMarker = false
+        let stand = try SimulatorPKI(validFrom: Self.issued, leafValidUntil: Self.leafExpiry, options: unmarked)
         let production = try SignedDataVerifier(
-            rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: 1_234,
+            rootCertificates: [stand.rootDER()], bundleId: "com.example.coffer", appAppleId: 1_234,
             environment: .production)
         let notification: [String: any Sendable] = [
             "notificationType": "TEST", "notificationUUID": UUID().uuidString, "signedDate": Self.signedAt,
             "data": ["bundleId": "com.example.coffer", "environment": "Production", "appAppleId": 999]
                 as [String: any Sendable],
         ]
-        let signed = try signer.sign(payloadJSON: Self.json(notification))
+        let signed = try stand.signer().sign(payloadJSON: Self.json(notification))
         let error = await verificationError { _ = try await production.verifyNotification(signed) }
         #expect(error?.status == "INVALID_APP_IDENTIFIER")
     }

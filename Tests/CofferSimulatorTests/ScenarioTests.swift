@@ -253,3 +253,38 @@ struct ScenarioTests {
         #expect(try await fixture.notifications().count == 1)
     }
 }
+
+@Suite("Simulator PKI folder")
+struct SimulatorPKIFolderTests {
+    @Test("a chain written to a folder loads back and signs what the same root verifies; Production refuses it")
+    func roundTrip() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-pki-\(UUID().uuidString)")
+        let now = Date()
+        let written = try SimulatorPKI(
+            validFrom: now.addingTimeInterval(-60), leafValidUntil: now.addingTimeInterval(86_400))
+        try written.write(to: folder)
+        let permissions =
+            try FileManager.default.attributesOfItem(
+                atPath: folder.appendingPathComponent("leaf-key.pem").path)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        let loaded = try SimulatorPKI(folder: folder)
+        let payload =
+            #"{"transactionId":"1","bundleId":"com.example.coffer","environment":"Sandbox","signedDate":"#
+            + "\(Int64(now.timeIntervalSince1970 * 1000))}"
+        let signed = try loaded.signer().sign(payloadJSON: Data(payload.utf8))
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [Data(contentsOf: folder.appendingPathComponent("root.der"))],
+            bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox)
+        #expect(try await verifier.verifyTransaction(signed).transactionId == "1")
+        #expect(throws: VerificationError.self) {
+            try SignedDataVerifier(
+                rootCertificates: [written.rootDER()], bundleId: "com.example.coffer", appAppleId: 1,
+                environment: .production)
+        }
+        // A leaf key that is not the leaf's is refused on load.
+        let other = try SimulatorPKI(validFrom: now, leafValidUntil: now.addingTimeInterval(60))
+        try other.leafKey.pemRepresentation.write(
+            to: folder.appendingPathComponent("leaf-key.pem"), atomically: true, encoding: .utf8)
+        #expect(throws: SimulatorError.self) { try SimulatorPKI(folder: folder) }
+    }
+}

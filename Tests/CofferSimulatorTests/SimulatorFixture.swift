@@ -15,9 +15,15 @@ struct SimulatorFixture {
     let verifier: SignedDataVerifier
 
     init(configure: (inout SimulatorConfiguration) -> Void = { _ in }) throws {
+        var configuration = SimulatorConfiguration(bundleId: Self.bundleId, appAppleId: 1_234)
+        configure(&configuration)
+        // Coffer refuses the simulator's root in Production; a Production simulator under test signs with an
+        // unmarked stand-in for Apple's chain so its data can still be checked.
+        var options = SimulatorPKI.Options()
+        options.simulatorMarker = configuration.environment != .production
         pki = try SimulatorPKI(
             validFrom: Self.start.addingTimeInterval(-86_400),
-            leafValidUntil: Self.start.addingTimeInterval(5 * 365 * 86_400))
+            leafValidUntil: Self.start.addingTimeInterval(5 * 365 * 86_400), options: options)
         let catalog = try Catalog(products: [
             Product(id: "com.example.credits", kind: .consumable, credits: 100),
             Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
@@ -27,8 +33,6 @@ struct SimulatorFixture {
             Product(id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
             Product(id: "com.example.pass", kind: .nonRenewing, entitlements: ["premium"], durationDays: 7),
         ])
-        var configuration = SimulatorConfiguration(bundleId: Self.bundleId, appAppleId: 1_234)
-        configure(&configuration)
         store = SimulatedAppStore(
             catalog: catalog, configuration: configuration, signer: try pki.signer(), clock: clock)
         verifier = try SignedDataVerifier(

@@ -1,0 +1,119 @@
+import CofferTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `coffer appstore-sim`, as a developer uses it: init a folder, serve, drive it from the shell, and check
+/// what it signs with `coffer verify`.
+@Suite("coffer appstore-sim", .timeLimit(.minutes(2)))
+struct AppStoreSimCommandTests {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    @Test("init, serve, purchase, advance-clock, refund, history; signed data verifies in Sandbox only")
+    func session() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sim-\(UUID().uuidString)")
+        let initialized = try CofferProcess.run(["appstore-sim", "init", folder.path])
+        #expect(initialized.status == 0, "\(initialized.stderr)")
+        #expect(initialized.stdout.contains("root.der"))
+        #expect(try CofferProcess.run(["appstore-sim", "init", folder.path]).status != 0)  // never overwrites
+
+        let port = try LocalPort.free()
+        let server = Process()
+        server.executableURL = CofferProcess.executable
+        server.arguments = [
+            "appstore-sim", "serve", "--folder", folder.path, "--catalog",
+            root.appendingPathComponent("Tests/CofferTestSupport/Fixtures/catalog.json").path, "--bundle-id",
+            "com.example.app", "--port", String(port),
+        ]
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let remote = ["--server", "http://127.0.0.1:\(port)"]
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready = try CofferProcess.run(["appstore-sim", "history", "nobody"] + remote).status == 0
+            if !ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(ready, "the simulator did not start")
+
+        let bought = try CofferProcess.run(
+            [
+                "appstore-sim", "purchase", "--account", "alice", "--product", "com.example.credits.400k", "--quantity",
+                "3",
+            ]
+                + remote)
+        #expect(bought.status == 0, "\(bought.stderr)")
+        #expect(bought.stdout.contains("alice bought com.example.credits.400k ×3: transaction 2000000000"))
+        #expect(bought.stdout.contains("notifications: ONE_TIME_CHARGE"))
+        let subscribed = try CofferProcess.run(
+            ["appstore-sim", "purchase", "--account", "alice", "--product", "com.example.pro.monthly"] + remote)
+        #expect(subscribed.stdout.contains("SUBSCRIBED/INITIAL_BUY"))
+        let advanced = try CofferProcess.run(["appstore-sim", "advance-clock", "31d"] + remote)
+        #expect(advanced.stdout.contains("renewed"))
+        #expect(advanced.stdout.contains("DID_RENEW"))
+        let refunded = try CofferProcess.run(["appstore-sim", "refund", "2000000000"] + remote)
+        #expect(refunded.stdout.contains("refunded 2000000000"))
+        let reversed = try CofferProcess.run(["appstore-sim", "reverse-refund", "2000000000"] + remote)
+        #expect(reversed.stdout.contains("REFUND_REVERSED"))
+        let expired = try CofferProcess.run(["appstore-sim", "expire", "2000000002"] + remote)
+        #expect(expired.stdout.contains("EXPIRED/VOLUNTARY"))
+
+        let history = try CofferProcess.run(["appstore-sim", "history", "alice", "--json"] + remote)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
+        let notifications = try #require(object["notifications"] as? [[String: Any]])
+        #expect(
+            notifications.compactMap { $0["type"] as? String } == [
+                "ONE_TIME_CHARGE", "SUBSCRIBED/INITIAL_BUY", "DID_RENEW", "REFUND", "REFUND_REVERSED",
+                "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/VOLUNTARY",
+            ])
+        #expect((object["transactions"] as? [Any])?.count == 3)
+
+        // Bad input: a clear error, exit 1, nothing changes.
+        let unknown = try CofferProcess.run(["appstore-sim", "refund", "999"] + remote)
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("no transaction 999"))
+        let badProduct = try CofferProcess.run(
+            ["appstore-sim", "purchase", "--account", "alice", "--product", "com.example.nope"] + remote)
+        #expect(badProduct.status == 1)
+        #expect(badProduct.stderr.contains("not in the catalog"))
+        #expect(try CofferProcess.run(["appstore-sim", "advance-clock", "soon"] + remote).status == 64)
+
+        // What the device would post verifies with the simulator's root in Sandbox, and never in Production.
+        let signed = try CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote)
+        let jws = folder.appendingPathComponent("transaction.jws")
+        try Data(signed.stdout.utf8).write(to: jws)
+        let rootDER = folder.appendingPathComponent("root.der").path
+        let sandbox = try CofferProcess.run([
+            "verify", jws.path, "--kind", "transaction", "--root", rootDER, "--bundle-id", "com.example.app",
+            "--environment", "Sandbox",
+        ])
+        #expect(sandbox.status == 0, "\(sandbox.stdout)")
+        #expect(sandbox.stdout.contains("\"quantity\" : 3"))
+        let production = try CofferProcess.run([
+            "verify", jws.path, "--kind", "transaction", "--root", rootDER, "--bundle-id", "com.example.app",
+            "--environment", "Production", "--app-apple-id", "1234567890",
+        ])
+        #expect(production.status == 1)
+        #expect(production.stdout.contains("cannot be trusted in Production"))
+
+        // The App Store Server API, with the key init wrote, through `coffer appstore`.
+        let key = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: folder.appendingPathComponent("api-key.json"))) as? [String: String])
+        let info = try CofferProcess.run([
+            "appstore", "transaction", "2000000000", "--key-id", key["keyId"] ?? "", "--issuer-id",
+            key["issuerId"] ?? "", "--bundle-id", "com.example.app", "--private-key",
+            folder.appendingPathComponent(key["privateKeyFile"] ?? "").path, "--base-url", "http://127.0.0.1:\(port)",
+        ])
+        #expect(info.status == 0, "\(info.stderr)")
+        #expect(info.stdout.contains("signedTransactionInfo"))
+    }
+}
