@@ -15,6 +15,8 @@ let package = Package(
         .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
         .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
         .library(name: "CofferStoreKit", targets: ["CofferStoreKit"]),
+        .library(name: "CofferAPI", targets: ["CofferAPI"]),
+        .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
@@ -54,6 +56,18 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(name: "CofferStoreKit", swiftSettings: strictSettings),
+        .target(name: "CofferAPI", swiftSettings: strictSettings),
+        .target(
+            name: "CofferServer",
+            dependencies: [
+                "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CofferSimulator",
             dependencies: [
@@ -71,7 +85,7 @@ let package = Package(
         .target(
             name: "CofferCLI",
             dependencies: [
-                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore", "CofferSimulator",
+                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore", "CofferSimulator", "CofferServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -132,6 +146,16 @@ let package = Package(
                 "CofferSimulator", "CofferAppStore", "CofferCore", "CofferStoreKit", "CofferTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferServerTests",
+            dependencies: [
+                "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore", "CofferStoreSQLite",
+                "CofferSimulator", "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

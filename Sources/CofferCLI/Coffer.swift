@@ -12,7 +12,7 @@ public struct Coffer: AsyncParsableCommand {
             """,
         subcommands: [
             CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
-            AppStoreCommand.self, AppStoreSimCommand.self,
+            AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self,
         ]
     )
 

@@ -1,0 +1,121 @@
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferStore
+import Crypto
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+
+/// How a Coffer server runs: where it listens, which app and environment it serves.
+public struct ServerConfiguration: Sendable {
+    /// The address to listen on.
+    public var host = "127.0.0.1"
+    /// The port to listen on.
+    public var port = 8080
+    /// The environment this server serves; data from the other is refused.
+    public var environment: CofferCore.Environment = .sandbox
+    /// The app's bundle id.
+    public var bundleId: String
+    /// The app's Apple id (required in Production).
+    public var appAppleId: Int64?
+    /// Whether credits delivered after a refund settle the deficit first.
+    public var deficitPolicy: DeficitPolicy = .collect
+    /// The largest request body accepted, in bytes (a signed transaction is about 4 KB; a notification
+    /// with its nested data about 12 KB).
+    public var maximumBodySize = 64 * 1024
+
+    /// Creates a configuration for an app.
+    public init(bundleId: String) { self.bundleId = bundleId }
+}
+
+/// What the server is made of; `buildApplication` wires it.
+public struct ServerDependencies: Sendable {
+    /// Where users and the ledger live.
+    public var store: any CofferStore
+    /// Verifies Apple's signed data.
+    public var verifier: SignedDataVerifier
+    /// The products the app sells.
+    public var catalog: Catalog
+    /// The clock.
+    public var now: @Sendable () -> Date
+
+    /// Creates the dependencies.
+    public init(
+        store: any CofferStore, verifier: SignedDataVerifier, catalog: Catalog,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.store = store
+        self.verifier = verifier
+        self.catalog = catalog
+        self.now = now
+    }
+}
+
+/// The one composition root of a Coffer server: the routes of the client API over the given store,
+/// verifier and catalog.
+public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies)
+    -> some ApplicationProtocol
+{
+    let router = Router(context: CofferRequestContext.self)
+    router.add(middleware: ErrorMiddleware())
+    let api = ClientAPI(configuration: configuration, dependencies: dependencies)
+    api.addRoutes(to: router)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coffer"))
+}
+
+/// The request context: Hummingbird's basics plus the authenticated user.
+public struct CofferRequestContext: RequestContext {
+    /// Hummingbird's core context.
+    public var coreContext: CoreRequestContextStorage
+
+    /// Creates a context for a request.
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+    }
+}
+
+/// An error answered as `{"error": {"code", "message"}}` with an HTTP status.
+struct APIError: Error {
+    var status: HTTPResponse.Status
+    var code: String
+    var message: String
+
+    static let unauthorized = APIError(
+        status: .unauthorized, code: "unauthorized", message: "a valid bearer token is required")
+}
+
+/// Turns every error into the API's one error shape.
+struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return Self.response(error.status, code: error.code, message: error.message)
+        } catch let error as HTTPError {
+            let code =
+                switch error.status {
+                case .notFound: "not-found"
+                case .contentTooLarge: "body-too-large"
+                case .methodNotAllowed: "method-not-allowed"
+                default: "bad-request"
+                }
+            return Self.response(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
+        } catch {
+            context.logger.error("request failed: \(error)")
+            return Self.response(.internalServerError, code: "internal", message: "the server could not do that now")
+        }
+    }
+
+    static func response(_ status: HTTPResponse.Status, code: String, message: String) -> Response {
+        let body = (try? JSONEncoder().encode(ErrorResponse(code: code, message: message))) ?? Data()
+        return Response(
+            status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: body))
+        )
+    }
+}

@@ -1,0 +1,168 @@
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferStore
+import Crypto
+import Foundation
+import Hummingbird
+import NIOCore
+import NIOFoundationCompat
+
+/// The client API the app talks to: users, their wallet and entitlements, and purchases.
+struct ClientAPI: Sendable {
+    let configuration: ServerConfiguration
+    let dependencies: ServerDependencies
+
+    var store: any CofferStore { dependencies.store }
+
+    func addRoutes(to router: Router<CofferRequestContext>) {
+        router.post("v1/users") { _, _ in try await createUser() }
+        router.get("v1/me") { request, _ in try await me(user: authenticate(request)) }
+        router.post("v1/transactions") { request, _ in
+            let user = try await authenticate(request)
+            let body: TransactionRequest = try await decode(request)
+            return try await postTransaction(body.signedTransaction, user: user)
+        }
+    }
+
+    // MARK: Users
+
+    func createUser() async throws -> Response {
+        var generator = SystemRandomNumberGenerator()
+        let token = Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        for _ in 0..<5 {
+            let user = User(
+                environment: configuration.environment, supportId: SupportID.random(using: &generator),
+                tokenHash: Self.hash(token), createdAt: dependencies.now())
+            // A support id already taken (one in 2^48) is drawn again.
+            if try await store.user(supportId: user.supportId, environment: user.environment) != nil { continue }
+            try await store.createUser(user)
+            return try json(
+                CreateUserResponse(
+                    supportId: user.supportId.rawValue, token: token, appAccountToken: user.appAccountToken),
+                status: .created)
+        }
+        throw APIError(status: .serviceUnavailable, code: "try-again", message: "no free support id; try again")
+    }
+
+    func me(user: User) async throws -> Response {
+        let wallet = try await store.wallet(owner: user.id, environment: user.environment)
+        let backup = try await store.backup(owner: user.id, environment: user.environment)
+        return try json(
+            MeResponse(
+                supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
+                entitlements: try await entitlements(of: user),
+                backup: backup.map { record in
+                    let writer: String = if case .admin = record.writer { "admin" } else { "device" }
+                    return BackupBody(
+                        value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer)
+                }))
+    }
+
+    // MARK: Transactions
+
+    func postTransaction(_ signed: String, user: User) async throws -> Response {
+        let transaction: JWSTransactionDecodedPayload
+        do {
+            transaction = try await dependencies.verifier.verifyTransaction(signed)
+        } catch {
+            throw APIError(status: .unprocessableContent, code: error.status, message: error.message)
+        }
+        guard let transactionId = transaction.transactionId, let productId = transaction.productId,
+            let purchaseDate = transaction.purchaseDate
+        else {
+            throw APIError(
+                status: .unprocessableContent, code: "VERIFICATION_FAILURE",
+                message: "the transaction lacks transactionId, productId or purchaseDate")
+        }
+        if let token = transaction.appAccountToken, token != user.appAccountToken {
+            throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
+        }
+        if let known = try await store.receipt(transactionId: transactionId, environment: user.environment),
+            known.owner != user.id
+        {
+            throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
+        }
+        let fact = TransactionFact(
+            transactionId: transactionId, originalTransactionId: transaction.originalTransactionId,
+            productId: productId, quantity: Int(transaction.quantity ?? 1), purchaseDate: purchaseDate,
+            expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
+            isFamilyShared: transaction.inAppOwnershipType == .familyShared,
+            isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false)
+        let credits: Int64
+        do {
+            credits = try dependencies.catalog.credits(
+                productId: productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+        } catch {
+            throw APIError(status: .unprocessableContent, code: "unknown-product", message: error.description)
+        }
+        let event: LedgerEvent = fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)
+        let request = LedgerRequest(
+            owner: user.id, environment: user.environment, event: event, policy: configuration.deficitPolicy,
+            at: dependencies.now())
+        let result: LedgerResult
+        switch try await store.apply([request]).first {
+        case .success(let applied): result = applied
+        case .failure(let error):
+            throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
+        case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
+        }
+        let outcome: TransactionOutcome =
+            switch (fact.revocationDate, result.outcome) {
+            case (.some, _), (nil, .revoked): .revoked
+            case (nil, .duplicate), (nil, .superseded): .duplicate
+            case (nil, .applied): .delivered
+            }
+        return try json(
+            TransactionResponse(
+                outcome: outcome, transactionId: transactionId, credits: outcome == .revoked ? 0 : credits,
+                balance: result.wallet.balance, entitlements: try await entitlements(of: user)))
+    }
+
+    // MARK: Helpers
+
+    func entitlements(of user: User) async throws -> [String] {
+        let receipts = try await store.receipts(owner: user.id, environment: user.environment)
+        return Entitlements.evaluate(receipts.map(\.transaction), catalog: dependencies.catalog, at: dependencies.now())
+            .names
+    }
+
+    /// The user a bearer token names, in this server's environment.
+    func authenticate(_ request: Request) async throws -> User {
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "), header.count > 7,
+            let user = try await store.user(tokenHash: Self.hash(String(header.dropFirst(7)))),
+            user.environment == configuration.environment
+        else { throw APIError.unauthorized }
+        return user
+    }
+
+    /// Tokens are stored as their SHA-256: 256 random bits need no slow hash.
+    static func hash(_ token: String) -> String {
+        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    func decode<T: Decodable>(_ request: Request) async throws -> T {
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: configuration.maximumBodySize)
+        } catch {
+            throw APIError(
+                status: .contentTooLarge, code: "body-too-large",
+                message: "the body is larger than \(configuration.maximumBodySize) bytes")
+        }
+        do {
+            return try StrictJSON.decode(T.self, from: Data(buffer: body))
+        } catch {
+            throw APIError(status: .badRequest, code: "bad-request", message: "the body is not valid: \(error)")
+        }
+    }
+
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(data: try encoder.encode(value))))
+    }
+}

@@ -1,0 +1,213 @@
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferServer
+import CofferSimulator
+import CofferStore
+import CofferStoreSQLite
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The client API over HTTP, with transactions signed by the App Store simulator.
+@Suite("Client API", .timeLimit(.minutes(1)))
+struct ClientAPITests {
+    static let bundleId = "com.example.coffer"
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01
+
+    /// A server on the given store, trusting a fresh simulator in Sandbox, and the simulator.
+    struct Setup {
+        let store: SimulatedAppStore
+        let app: any ApplicationProtocol
+        let cofferStore: any CofferStore
+
+        init(store cofferStore: any CofferStore = InMemoryStore()) throws {
+            let pki = try SimulatorPKI(
+                validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
+            let catalog = try Catalog(products: [
+                Product(id: "com.example.credits", kind: .consumable, credits: 100),
+                Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+            ])
+            store = SimulatedAppStore(
+                catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234),
+                signer: try pki.signer(), clock: SimulatorClock(start: start))
+            let verifier = try SignedDataVerifier(
+                rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
+            self.cofferStore = cofferStore
+            app = buildApplication(
+                configuration: ServerConfiguration(bundleId: bundleId),
+                dependencies: ServerDependencies(
+                    store: cofferStore, verifier: verifier, catalog: catalog, now: { start.addingTimeInterval(3_600) }))
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(T.self, from: Data(buffer: response.body))
+    }
+
+    static func body(_ value: some Encodable) throws -> ByteBuffer { ByteBuffer(data: try JSONEncoder().encode(value)) }
+
+    static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
+
+    @Test("a user is created, buys credits once, and sees the balance; duplicates and refunds are answered")
+    func purchaseFlow() async throws {
+        let setup = try Setup()
+        try await setup.app.test(.router) { client in
+            let created = try await client.execute(uri: "/v1/users", method: .post)
+            #expect(created.status == .created)
+            let user = try Self.decode(CreateUserResponse.self, created)
+            #expect(SupportID(user.supportId) != nil)
+
+            let bought = try await setup.store.purchase(
+                account: "alice", productId: "com.example.credits", quantity: 3, appAccountToken: user.appAccountToken)
+            let id = try #require(bought.transactionIds.first)
+            let signed = try await setup.store.signedTransaction(id: id)
+            let post = { () async throws -> TestResponse in
+                try await client.execute(
+                    uri: "/v1/transactions", method: .post, headers: Self.bearer(user.token),
+                    body: try Self.body(TransactionRequest(signedTransaction: signed)))
+            }
+            let first = try Self.decode(TransactionResponse.self, try await post())
+            #expect(
+                first
+                    == TransactionResponse(
+                        outcome: .delivered, transactionId: id, credits: 300, balance: 300, entitlements: []))
+            let second = try Self.decode(TransactionResponse.self, try await post())
+            #expect(second.outcome == .duplicate)
+            #expect(second.balance == 300)
+
+            let me = try Self.decode(
+                MeResponse.self, try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer(user.token))
+            )
+            #expect(
+                me == MeResponse(supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil))
+
+            // Apple refunds it; the device posts the refunded transaction: taken back once.
+            try await setup.store.refund(transactionId: id)
+            let refunded = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(user.token),
+                body: try Self.body(
+                    TransactionRequest(signedTransaction: try await setup.store.signedTransaction(id: id))))
+            let revoked = try Self.decode(TransactionResponse.self, refunded)
+            #expect(revoked.outcome == .revoked)
+            #expect(revoked.balance == 0)
+            // The old, pre-refund JWS replayed: still revoked, nothing credited.
+            let replay = try Self.decode(TransactionResponse.self, try await post())
+            #expect(replay.outcome == .revoked)
+            #expect(replay.balance == 0)
+        }
+    }
+
+    @Test("entitlements follow a non-consumable")
+    func entitlements() async throws {
+        let setup = try Setup()
+        try await setup.app.test(.router) { client in
+            let user = try Self.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let bought = try await setup.store.purchase(
+                account: "bob", productId: "com.example.noads", appAccountToken: user.appAccountToken)
+            let signed = try await setup.store.signedTransaction(id: try #require(bought.transactionIds.first))
+            let answer = try Self.decode(
+                TransactionResponse.self,
+                try await client.execute(
+                    uri: "/v1/transactions", method: .post, headers: Self.bearer(user.token),
+                    body: try Self.body(TransactionRequest(signedTransaction: signed))))
+            #expect(answer.entitlements == ["adFree"])
+            #expect(answer.credits == 0)
+        }
+    }
+
+    @Test("refusals: no token, another user's transaction, forged data, bad bodies; nothing changes")
+    func refusals() async throws {
+        let setup = try Setup()
+        try await setup.app.test(.router) { client in
+            #expect(try await client.execute(uri: "/v1/me", method: .get).status == .unauthorized)
+            #expect(
+                try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer("nope")).status
+                    == .unauthorized)
+            let alice = try Self.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let mallory = try Self.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let bought = try await setup.store.purchase(
+                account: "alice", productId: "com.example.credits", appAccountToken: alice.appAccountToken)
+            let signed = try await setup.store.signedTransaction(id: try #require(bought.transactionIds.first))
+
+            let stolen = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(mallory.token),
+                body: try Self.body(TransactionRequest(signedTransaction: signed)))
+            #expect(stolen.status == .forbidden)
+            #expect(try Self.decode(ErrorResponse.self, stolen).error.code == "wrong-user")
+
+            var parts = signed.split(separator: ".").map(String.init)
+            parts[1] = String(parts[1].reversed())
+            let forged = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(alice.token),
+                body: try Self.body(TransactionRequest(signedTransaction: parts.joined(separator: "."))))
+            #expect(forged.status == .unprocessableContent)
+            #expect(try Self.decode(ErrorResponse.self, forged).error.code == "VERIFICATION_FAILURE")
+
+            let untrusted = try SimulatorPKI(
+                validFrom: Self.start.addingTimeInterval(-86_400), leafValidUntil: Self.start.addingTimeInterval(86_400)
+            )
+            let payload =
+                #"{"transactionId":"9","productId":"com.example.credits","bundleId":"com.example.coffer","environment":"Sandbox","purchaseDate":1767225600000,"signedDate":1767225600000}"#
+            let strange = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(alice.token),
+                body: try Self.body(
+                    TransactionRequest(signedTransaction: try untrusted.signer().sign(payloadJSON: Data(payload.utf8))))
+            )
+            #expect(try Self.decode(ErrorResponse.self, strange).error.code == "INVALID_CHAIN")
+
+            let malformed = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(alice.token),
+                body: ByteBuffer(string: #"{"signedTransaction": "a", "signedTransaction": "b"}"#))
+            #expect(malformed.status == .badRequest)
+            let huge = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(alice.token),
+                body: ByteBuffer(string: String(repeating: "x", count: 200_000)))
+            #expect(huge.status == .contentTooLarge)
+
+            for token in [alice.token, mallory.token] {
+                let me = try Self.decode(
+                    MeResponse.self, try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer(token)))
+                #expect(me.balance == 0)
+            }
+        }
+    }
+
+    @Test("50 concurrent posts of one transaction credit it once (SQLite)")
+    func concurrentDeliveries() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-\(UUID().uuidString).sqlite")
+        let setup = try Setup(store: try SQLiteStore(path: path.path))
+        try await setup.app.test(.router) { client in
+            let user = try Self.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let bought = try await setup.store.purchase(
+                account: "carol", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            let signed = try await setup.store.signedTransaction(id: try #require(bought.transactionIds.first))
+            let outcomes = try await withThrowingTaskGroup(of: TransactionOutcome.self) { group in
+                for _ in 0..<50 {
+                    group.addTask {
+                        try Self.decode(
+                            TransactionResponse.self,
+                            try await client.execute(
+                                uri: "/v1/transactions", method: .post, headers: Self.bearer(user.token),
+                                body: try Self.body(TransactionRequest(signedTransaction: signed)))
+                        ).outcome
+                    }
+                }
+                return try await group.reduce(into: [TransactionOutcome]()) { $0.append($1) }
+            }
+            #expect(outcomes.filter { $0 == .delivered }.count == 1)
+            #expect(outcomes.filter { $0 == .duplicate }.count == 49)
+            let me = try Self.decode(
+                MeResponse.self, try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer(user.token))
+            )
+            #expect(me.balance == 100)
+        }
+    }
+}
