@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .target(name: "CofferCore", swiftSettings: strictSettings),
@@ -156,6 +157,7 @@ let package = Package(
             dependencies: [
                 "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore", "CofferStoreSQLite",
                 "CofferSimulator", "CofferTestSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

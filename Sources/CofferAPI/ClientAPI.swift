@@ -122,6 +122,12 @@ public struct ErrorResponse: Codable, Sendable, Equatable, Error {
         public var code: String
         /// What went wrong, for people.
         public var message: String
+
+        /// Creates the error body.
+        public init(code: String, message: String) {
+            self.code = code
+            self.message = message
+        }
     }
 
     /// The error.
@@ -129,4 +135,82 @@ public struct ErrorResponse: Codable, Sendable, Equatable, Error {
 
     /// Creates an error.
     public init(code: String, message: String) { error = Body(code: code, message: message) }
+}
+
+/// The body of `PUT /v1/me/backup`. Send the version you read in `If-Match` (none for a first write).
+public struct BackupRequest: Codable, Sendable, Equatable {
+    /// The balance to back up.
+    public var value: Int64
+    /// A name for the device writing it.
+    public var device: String?
+
+    /// Creates the body.
+    public init(value: Int64, device: String? = nil) {
+        self.value = value
+        self.device = device
+    }
+}
+
+/// A support grant as the app sees it.
+public struct GrantBody: Codable, Sendable, Equatable {
+    /// The grant's id; claim it with `POST /v1/me/grants/{id}/claim`.
+    public var id: UUID
+    /// The credits granted.
+    public var credits: Int64
+    /// Why.
+    public var reason: String
+    /// When support created it.
+    public var createdAt: Date
+    /// When the app claimed it, `nil` while pending.
+    public var claimedAt: Date?
+
+    /// Creates the body.
+    public init(id: UUID, credits: Int64, reason: String, createdAt: Date, claimedAt: Date?) {
+        self.id = id
+        self.credits = credits
+        self.reason = reason
+        self.createdAt = createdAt
+        self.claimedAt = claimedAt
+    }
+}
+
+/// `GET /v1/me/grants` answers with this.
+public struct GrantsResponse: Codable, Sendable, Equatable {
+    /// The grants, newest first.
+    public var grants: [GrantBody]
+
+    /// Creates the answer.
+    public init(grants: [GrantBody]) { self.grants = grants }
+}
+
+/// `POST /v1/me/grants/{id}/claim` answers with this.
+public struct ClaimResponse: Codable, Sendable, Equatable {
+    /// The claimed grant.
+    public var grant: GrantBody
+    /// The balance after it (server wallet); in the device wallet the app adds the credits itself.
+    public var balance: Int64
+
+    /// Creates the answer.
+    public init(grant: GrantBody, balance: Int64) {
+        self.grant = grant
+        self.balance = balance
+    }
+}
+
+/// The body of `POST /v1/me/spend` (with an `Idempotency-Key` header).
+public struct SpendRequest: Codable, Sendable, Equatable {
+    /// Credits to spend.
+    public var amount: Int64
+
+    /// Creates the body.
+    public init(amount: Int64) { self.amount = amount }
+}
+
+/// `POST /v1/me/spend` answers with this.
+public struct BalanceResponse: Codable, Sendable, Equatable {
+    /// The balance now.
+    public var balance: Int64
+
+    /// Creates the answer.
+    public init(balance: Int64) { self.balance = balance }
 }

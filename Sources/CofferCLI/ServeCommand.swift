@@ -39,6 +39,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "The catalog of products (JSON).")
     var catalog = "catalog.json"
 
+    @Option(help: "Who owns the balance: device (the app) or server.")
+    var wallet = "device"
+
     @Option(name: .customLong("apple-root"), help: "A DER root to trust as well, Sandbox only (repeatable).")
     var appleRoots: [String] = []
 
@@ -56,6 +59,9 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        guard let walletMode = WalletMode(rawValue: wallet) else {
+            throw ValidationError("unknown wallet \(wallet): use device or server")
+        }
         if environment == .production, !appleRoots.isEmpty {
             throw ValidationError("--apple-root is accepted in Sandbox only")
         }
@@ -67,6 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.environment = environment
         configuration.appAppleId = appAppleId
+        configuration.wallet = walletMode
         let app = buildApplication(
             configuration: configuration,
             dependencies: ServerDependencies(store: store, verifier: verifier, catalog: products))

@@ -20,6 +20,8 @@ public struct ServerConfiguration: Sendable {
     public var bundleId: String
     /// The app's Apple id (required in Production).
     public var appAppleId: Int64?
+    /// Who owns the running balance: the app (`device`, the default) or the server.
+    public var wallet: WalletMode = .device
     /// Whether credits delivered after a refund settle the deficit first.
     public var deficitPolicy: DeficitPolicy = .collect
     /// The largest request body accepted, in bytes (a signed transaction is about 4 KB; a notification

@@ -23,6 +23,7 @@ struct ClientAPI: Sendable {
             let body: TransactionRequest = try await decode(request)
             return try await postTransaction(body.signedTransaction, user: user)
         }
+        WalletAPI(api: self).addRoutes(to: router)
     }
 
     // MARK: Users
@@ -52,11 +53,7 @@ struct ClientAPI: Sendable {
             MeResponse(
                 supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
                 entitlements: try await entitlements(of: user),
-                backup: backup.map { record in
-                    let writer: String = if case .admin = record.writer { "admin" } else { "device" }
-                    return BackupBody(
-                        value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer)
-                }))
+                backup: backup.map(WalletAPI.body)))
     }
 
     // MARK: Transactions
@@ -76,11 +73,6 @@ struct ClientAPI: Sendable {
                 message: "the transaction lacks transactionId, productId or purchaseDate")
         }
         if let token = transaction.appAccountToken, token != user.appAccountToken {
-            throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
-        }
-        if let known = try await store.receipt(transactionId: transactionId, environment: user.environment),
-            known.owner != user.id
-        {
             throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
         }
         let fact = TransactionFact(
@@ -103,6 +95,9 @@ struct ClientAPI: Sendable {
         let result: LedgerResult
         switch try await store.apply([request]).first {
         case .success(let applied): result = applied
+        case .failure(.wrongUser):
+            // Checked inside the ledger's write: whoever delivered it first owns it.
+            throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
         case .failure(let error):
             throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
         case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
@@ -157,12 +152,15 @@ struct ClientAPI: Sendable {
         }
     }
 
-    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws
+        -> Response
+    {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601
+        var fields = headers
+        fields[.contentType] = "application/json"
         return Response(
-            status: status, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(data: try encoder.encode(value))))
+            status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(data: try encoder.encode(value))))
     }
 }

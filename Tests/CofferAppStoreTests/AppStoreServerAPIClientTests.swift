@@ -86,21 +86,11 @@ final class FakeServerAPI: Sendable {
         return Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
     }
 
-    /// Checks the JWT as Apple does: ES256 by the key, audience, bundle id, and a short lifetime.
+    /// Checks the JWT as Apple does (the same check the App Store simulator makes).
     private func authorize(_ request: Request) throws {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else { throw refuse() }
-        let parts = header.dropFirst(7).split(separator: ".").map(String.init)
-        guard parts.count == 3, let headerJSON = Self.decode(parts[0]), let claimsJSON = Self.decode(parts[1]),
-            let signature = Self.decode(parts[2]),
-            let signed = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
-            publicKey.isValidSignature(signed, for: Data((parts[0] + "." + parts[1]).utf8)),
-            let head = try? JSONSerialization.jsonObject(with: headerJSON) as? [String: Any],
-            let claims = try? JSONSerialization.jsonObject(with: claimsJSON) as? [String: Any],
-            head["alg"] as? String == "ES256", head["kid"] as? String == "KEY123",
-            claims["aud"] as? String == "appstoreconnect-v1", claims["bid"] as? String == bundleId,
-            claims["iss"] as? String == "issuer-uuid",
-            let issued = claims["iat"] as? Int, let expires = claims["exp"] as? Int, expires > issued,
-            expires - issued <= 3_600
+        let tokens = APITokenVerifier(keys: ["KEY123": publicKey], issuerId: "issuer-uuid", bundleId: bundleId)
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+            (try? tokens.verify(String(header.dropFirst(7)))) != nil
         else { throw refuse() }
     }
 
@@ -118,12 +108,6 @@ final class FakeServerAPI: Sendable {
     private func json(_ text: String) -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    private static func decode(_ segment: String) -> Data? {
-        var text = segment.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
-        return Data(base64Encoded: text)
     }
 }
 

@@ -22,7 +22,7 @@ struct ClientAPITests {
         let app: any ApplicationProtocol
         let cofferStore: any CofferStore
 
-        init(store cofferStore: any CofferStore = InMemoryStore()) throws {
+        init(store cofferStore: any CofferStore = InMemoryStore(), wallet: WalletMode = .device) throws {
             let pki = try SimulatorPKI(
                 validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
             let catalog = try Catalog(products: [
@@ -35,8 +35,10 @@ struct ClientAPITests {
             let verifier = try SignedDataVerifier(
                 rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
             self.cofferStore = cofferStore
+            var configuration = ServerConfiguration(bundleId: bundleId)
+            configuration.wallet = wallet
             app = buildApplication(
-                configuration: ServerConfiguration(bundleId: bundleId),
+                configuration: configuration,
                 dependencies: ServerDependencies(
                     store: cofferStore, verifier: verifier, catalog: catalog, now: { start.addingTimeInterval(3_600) }))
         }
@@ -142,6 +144,19 @@ struct ClientAPITests {
             #expect(stolen.status == .forbidden)
             #expect(try Self.decode(ErrorResponse.self, stolen).error.code == "wrong-user")
 
+            // Without an appAccountToken, a transaction belongs to the first user who delivers it.
+            let anonymous = try await setup.store.purchase(account: "alice", productId: "com.example.credits")
+            let unnamed = try await setup.store.signedTransaction(id: try #require(anonymous.transactionIds.first))
+            let first = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(mallory.token),
+                body: try Self.body(TransactionRequest(signedTransaction: unnamed)))
+            #expect(try Self.decode(TransactionResponse.self, first).outcome == .delivered)
+            let second = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Self.bearer(alice.token),
+                body: try Self.body(TransactionRequest(signedTransaction: unnamed)))
+            #expect(second.status == .forbidden)
+            #expect(try Self.decode(ErrorResponse.self, second).error.code == "wrong-user")
+
             var parts = signed.split(separator: ".").map(String.init)
             parts[1] = String(parts[1].reversed())
             let forged = try await client.execute(
@@ -171,10 +186,10 @@ struct ClientAPITests {
                 body: ByteBuffer(string: String(repeating: "x", count: 200_000)))
             #expect(huge.status == .contentTooLarge)
 
-            for token in [alice.token, mallory.token] {
+            for (token, balance) in [(alice.token, 0), (mallory.token, 100)] {
                 let me = try Self.decode(
                     MeResponse.self, try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer(token)))
-                #expect(me.balance == 0)
+                #expect(me.balance == Int64(balance))
             }
         }
     }
