@@ -1,3 +1,4 @@
+import CofferCore
 import Crypto
 import Foundation
 
@@ -29,31 +30,34 @@ public struct APITokenVerifier: Sendable {
     public func verify(_ token: String, now: Date = Date()) throws(Refusal) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw Refusal(description: "the token is not a compact JWS") }
-        let header: [String: Any]
-        let claims: [String: Any]
+        let header: Header
+        let claims: Claims
         let signature: Data
         do {
-            header = try Self.object(Base64.decode(url: Array(parts[0].utf8)[...], what: "token header"))
-            claims = try Self.object(Base64.decode(url: Array(parts[1].utf8)[...], what: "token claims"))
+            // StrictJSON: a repeated key (two `bid`s, say) is refused, never resolved one way or the other.
+            header = try StrictJSON.decode(
+                Header.self, from: Base64.decode(url: Array(parts[0].utf8)[...], what: "token header"))
+            claims = try StrictJSON.decode(
+                Claims.self, from: Base64.decode(url: Array(parts[1].utf8)[...], what: "token claims"))
             signature = try Base64.decode(url: Array(parts[2].utf8)[...], what: "token signature")
         } catch {
             throw Refusal(description: "the token does not decode: \(error)")
         }
-        guard header["alg"] as? String == "ES256" else { throw Refusal(description: "the token is not ES256") }
-        guard let keyId = header["kid"] as? String, let key = keys[keyId] else {
-            throw Refusal(description: "unknown key id \(header["kid"] as? String ?? "none")")
+        guard header.alg == "ES256" else { throw Refusal(description: "the token is not ES256") }
+        guard let keyId = header.kid, let key = keys[keyId] else {
+            throw Refusal(description: "unknown key id \(header.kid ?? "none")")
         }
         guard signature.count == 64, let ecdsa = try? P256.Signing.ECDSASignature(rawRepresentation: signature),
             key.isValidSignature(ecdsa, for: Data((parts[0] + "." + parts[1]).utf8))
         else { throw Refusal(description: "the token's signature does not verify") }
-        guard claims["iss"] as? String == issuerId else { throw Refusal(description: "the token's issuer is wrong") }
-        guard claims["aud"] as? String == "appstoreconnect-v1" else {
+        guard claims.iss == issuerId else { throw Refusal(description: "the token's issuer is wrong") }
+        guard claims.aud == "appstoreconnect-v1" else {
             throw Refusal(description: "the token's audience is not appstoreconnect-v1")
         }
-        guard claims["bid"] as? String == bundleId else { throw Refusal(description: "the token is for another app") }
-        guard let issuedAt = (claims["iat"] as? NSNumber)?.doubleValue,
-            let expires = (claims["exp"] as? NSNumber)?.doubleValue
-        else { throw Refusal(description: "the token lacks iat or exp") }
+        guard claims.bid == bundleId else { throw Refusal(description: "the token is for another app") }
+        guard let issuedAt = claims.iat, let expires = claims.exp else {
+            throw Refusal(description: "the token lacks iat or exp")
+        }
         let current = now.timeIntervalSince1970
         guard expires - issuedAt <= 3_600 else { throw Refusal(description: "the token lives longer than an hour") }
         guard issuedAt <= current + 60, current < expires else {
@@ -61,10 +65,16 @@ public struct APITokenVerifier: Sendable {
         }
     }
 
-    private static func object(_ data: Data) throws -> [String: Any] {
-        guard let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw Refusal(description: "not a JSON object")
-        }
-        return object
+    private struct Header: Decodable {
+        var alg: String?
+        var kid: String?
+    }
+
+    private struct Claims: Decodable {
+        var iss: String?
+        var aud: String?
+        var bid: String?
+        var iat: Double?
+        var exp: Double?
     }
 }
