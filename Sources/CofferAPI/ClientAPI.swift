@@ -214,3 +214,91 @@ public struct BalanceResponse: Codable, Sendable, Equatable {
     /// Creates the answer.
     public init(balance: Int64) { self.balance = balance }
 }
+
+/// The body Apple posts to `POST /v1/apple/notifications` (App Store Server Notifications V2).
+public struct NotificationRequest: Codable, Sendable, Equatable {
+    /// The signed notification.
+    public var signedPayload: String
+
+    /// Creates the body.
+    public init(signedPayload: String) { self.signedPayload = signedPayload }
+}
+
+/// `POST /v1/apple/notifications` answers with this (Apple reads only the status code).
+public struct NotificationResponse: Codable, Sendable, Equatable {
+    /// `applied`, `duplicate` (this `notificationUUID` was processed before), `unattributed` (kept until a
+    /// user presents the transaction) or `logged` (nothing to apply).
+    public var outcome: String
+
+    /// Creates the answer.
+    public init(outcome: String) { self.outcome = outcome }
+}
+
+/// A change to the balance the server detected and the app must apply itself (device wallet): a
+/// refund or revocation Apple told the server about, its reversal, or an admin edit. Apply each `key`
+/// once.
+public struct AdjustmentBody: Codable, Sendable, Equatable {
+    /// The idempotency key, e.g. `revocation:2000000123`; the app keeps the keys it applied.
+    public var key: String
+    /// `revocation`, `reversal` or `adjustment`.
+    public var kind: String
+    /// Credits to add (negative to take back).
+    public var amount: Int64
+    /// The transaction, for revocations and reversals.
+    public var transactionId: String?
+    /// The product, for revocations and reversals.
+    public var productId: String?
+    /// Why, for admin edits.
+    public var reason: String?
+    /// When the server recorded it.
+    public var createdAt: Date
+
+    /// Creates the body.
+    public init(
+        key: String, kind: String, amount: Int64, transactionId: String?, productId: String?, reason: String?,
+        createdAt: Date
+    ) {
+        self.key = key
+        self.kind = kind
+        self.amount = amount
+        self.transactionId = transactionId
+        self.productId = productId
+        self.reason = reason
+        self.createdAt = createdAt
+    }
+}
+
+/// `GET /v1/me/adjustments` answers with this: the device wallet's mailbox.
+public struct AdjustmentsResponse: Codable, Sendable, Equatable {
+    /// The adjustments, oldest first.
+    public var adjustments: [AdjustmentBody]
+
+    /// Creates the answer.
+    public init(adjustments: [AdjustmentBody]) { self.adjustments = adjustments }
+}
+
+/// What an event on `GET /v1/me/events` says changed.
+public enum ServerEventKind: String, Codable, Sendable, CaseIterable {
+    /// Support granted credits: fetch the pending grants.
+    case grant
+    /// The server detected a refund, a reversal or an admin edit: fetch the adjustments.
+    case adjustment
+    /// The backup changed (an admin edit, another device): fetch the backup.
+    case backup
+    /// A purchase, renewal or expiry changed the entitlements: fetch `/v1/me`.
+    case entitlements
+}
+
+/// One Server-Sent Event of `GET /v1/me/events` (`event:` is the kind, `data:` this JSON).
+public struct ServerEventBody: Codable, Sendable, Equatable {
+    /// What changed.
+    public var type: ServerEventKind
+    /// The ledger key or grant id it is about, when there is one.
+    public var key: String?
+
+    /// Creates the event.
+    public init(type: ServerEventKind, key: String? = nil) {
+        self.type = type
+        self.key = key
+    }
+}

@@ -1,10 +1,15 @@
 import ArgumentParser
+import AsyncHTTPClient
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferStore
 import CofferStoreSQLite
+import Configuration
 import Foundation
 import Hummingbird
+import Logging
+import SystemPackage
 
 /// `coffer serve`: the Coffer server.
 struct ServeCommand: AsyncParsableCommand {
@@ -12,72 +17,134 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Run the Coffer server: users, verified purchases delivered once, balances and entitlements.",
         discussion: """
-            Defaults: a SQLite database coffer.sqlite in the working folder, 127.0.0.1:8080, Sandbox. \
-            Apple Root CA - G3 is always trusted; --apple-root adds a root (the App Store simulator's), accepted \
-            in Sandbox only. Stops gracefully on SIGINT and SIGTERM.
+            Every setting comes from (highest first) a flag, a COFFER_* environment variable, or the JSON \
+            file named by --config; the README lists them all. Defaults: a SQLite database coffer.sqlite in the \
+            working folder, 127.0.0.1:8080, Sandbox. Apple Root CA - G3 is always trusted; --apple-root adds a \
+            root (the App Store simulator's), accepted in Sandbox only. Stops gracefully on SIGINT and SIGTERM.
             """
     )
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
+    @Option(help: "A JSON config file (keys as in the README, e.g. {\"database\": {\"url\": \"...\"}}).")
+    var config: String?
 
-    @Option(help: "The port to listen on.")
-    var port = 8080
+    @Option(help: "The address to listen on (default 127.0.0.1).")
+    var host: String?
 
-    @Option(help: "The SQLite database file.")
-    var database = "coffer.sqlite"
+    @Option(help: "The port to listen on (default 8080).")
+    var port: Int?
 
-    @Option(help: "The environment served: Sandbox or Production.")
-    var environment = "Sandbox"
+    @Option(help: "sqlite:PATH (default sqlite:coffer.sqlite) or postgres://user:password@host:port/db.")
+    var databaseURL: String?
+
+    @Option(help: "The environment served: Sandbox (default) or Production.")
+    var environment: String?
 
     @Option(help: "The app's bundle id.")
-    var bundleId: String
+    var bundleId: String?
 
     @Option(help: "The app's Apple id (required in Production).")
     var appAppleId: Int64?
 
-    @Option(help: "The catalog of products (JSON).")
-    var catalog = "catalog.json"
+    @Option(help: "The catalog of products (JSON, default catalog.json).")
+    var catalog: String?
 
-    @Option(help: "Who owns the balance: device (the app) or server.")
-    var wallet = "device"
+    @Option(help: "Who owns the balance: device (default, the app) or server.")
+    var wallet: String?
 
     @Option(name: .customLong("apple-root"), help: "A DER root to trust as well, Sandbox only (repeatable).")
     var appleRoots: [String] = []
 
+    /// The flags given, as configuration values above every other source.
+    var flagValues: [AbsoluteConfigKey: ConfigValue] {
+        var values: [AbsoluteConfigKey: ConfigValue] = [:]
+        func set(_ key: String, _ value: String?) {
+            if let value { values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(.string(value), isSecret: false) }
+        }
+        set("host", host)
+        set("port", port.map(String.init))
+        set("database.url", databaseURL)
+        set("environment", environment)
+        set("bundle.id", bundleId)
+        set("app.apple.id", appAppleId.map(String.init))
+        set("catalog", catalog)
+        set("wallet", wallet)
+        set("apple.roots", appleRoots.isEmpty ? nil : appleRoots.joined(separator: ","))
+        return values
+    }
+
     func run() async throws {
-        guard let environment = CofferCore.Environment(rawValue: environment),
-            let appStoreEnvironment = AppStoreEnvironment(name: self.environment), !appStoreEnvironment.isLocal
-        else { throw ValidationError("unknown environment \(self.environment): use Sandbox or Production") }
+        let settings: ServeSettings
+        do {
+            var providers: [any ConfigProvider] = [
+                InMemoryProvider(name: "flags", values: flagValues),
+                EnvironmentVariablesProvider().prefixKeys(with: "coffer"),
+            ]
+            if let config {
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
+            }
+            settings = try ServeSettings(reader: ConfigReader(providers: providers))
+        } catch let error as SettingsError {
+            throw ValidationError(error.description)
+        } catch {
+            throw ValidationError("cannot read the config file \(config ?? ""): \(error)")
+        }
+        let server = settings.server
+        guard let appStoreEnvironment = AppStoreEnvironment(name: server.environment.rawValue) else {
+            throw ValidationError("unknown environment \(server.environment.rawValue)")
+        }
         let products: Catalog
         var roots: [Data]
+        let pem: String?
         do {
-            products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: catalog)))
-            roots = try appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+            products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
+            roots = try settings.appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
             roots.insert(try AppleRoots.rootCAG3(), at: 0)
+            pem = try settings.appStoreKey.map {
+                try String(contentsOf: URL(fileURLWithPath: $0.privateKeyFile), encoding: .utf8)
+            }
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        guard let walletMode = WalletMode(rawValue: wallet) else {
-            throw ValidationError("unknown wallet \(wallet): use device or server")
-        }
-        if environment == .production, !appleRoots.isEmpty {
-            throw ValidationError("--apple-root is accepted in Sandbox only")
-        }
         let verifier = try SignedDataVerifier(
-            rootCertificates: roots, bundleId: bundleId, appAppleId: appAppleId, environment: appStoreEnvironment)
-        let store = try SQLiteStore(path: database)
-        var configuration = ServerConfiguration(bundleId: bundleId)
-        configuration.host = host
-        configuration.port = port
-        configuration.environment = environment
-        configuration.appAppleId = appAppleId
-        configuration.wallet = walletMode
+            rootCertificates: roots, bundleId: server.bundleId, appAppleId: server.appAppleId,
+            environment: appStoreEnvironment)
+        let store: any CofferStore
+        let location: String
+        switch settings.database {
+        case .sqlite(let path):
+            store = try SQLiteStore(path: path)
+            location = "SQLite \(path)"
+        case .postgres:
+            throw ValidationError("database.url: PostgreSQL is not available in this build yet; use sqlite:PATH")
+        }
+        var logger = Logger(label: "coffer")
+        logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        var appStoreAPI: AppStoreServerAPIClient?
+        if let key = settings.appStoreKey, let pem {
+            appStoreAPI = AppStoreServerAPIClient(
+                httpClient: http,
+                credentials: try .init(
+                    keyId: key.keyId, issuerId: key.issuerId, bundleId: server.bundleId, privateKeyPEM: pem),
+                environment: appStoreEnvironment, baseURL: key.baseURL)
+        }
         let app = buildApplication(
-            configuration: configuration,
-            dependencies: ServerDependencies(store: store, verifier: verifier, catalog: products))
-        print("Coffer serving \(bundleId) (\(environment.rawValue)) on http://\(host):\(port), database \(database)")
-        try await app.runService()
+            configuration: server,
+            dependencies: ServerDependencies(
+                store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI, logger: logger))
+        let banner =
+            "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
+            + "on http://\(server.host):\(server.port), \(location)"
+            + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
+        // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it.
+        FileHandle.standardOutput.write(Data((banner + "\n").utf8))
+        do {
+            try await app.runService()
+        } catch {
+            try await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
     }
 }

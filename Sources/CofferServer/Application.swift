@@ -5,8 +5,10 @@ import CofferStore
 import Crypto
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
 import NIOFoundationCompat
+import ServiceLifecycle
 
 /// How a Coffer server runs: where it listens, which app and environment it serves.
 public struct ServerConfiguration: Sendable {
@@ -27,6 +29,17 @@ public struct ServerConfiguration: Sendable {
     /// The largest request body accepted, in bytes (a signed transaction is about 4 KB; a notification
     /// with its nested data about 12 KB).
     public var maximumBodySize = 64 * 1024
+    /// Seconds an idle keep-alive connection stays open.
+    public var idleTimeout = 60
+    /// Seconds between keep-alive comments on an open event stream.
+    public var eventKeepAlive = 15
+    /// How CONSUMPTION_REQUEST notifications are answered.
+    public var consumption = ConsumptionConfiguration()
+    /// Seconds between notification recovery runs (0 turns recovery off); runs only with an App Store
+    /// Server API key.
+    public var recoveryInterval = 600
+    /// How many days of Notification History the first recovery run reads (Apple keeps 180).
+    public var recoveryLookbackDays = 7
 
     /// Creates a configuration for an app.
     public init(bundleId: String) { self.bundleId = bundleId }
@@ -40,33 +53,60 @@ public struct ServerDependencies: Sendable {
     public var verifier: SignedDataVerifier
     /// The products the app sells.
     public var catalog: Catalog
+    /// The App Store Server API, for consumption answers and notification recovery; `nil` when no API
+    /// key is configured.
+    public var appStoreAPI: AppStoreServerAPIClient?
+    /// The metrics `/metrics` serves.
+    public var metrics: ServerMetrics
+    /// Where the server logs.
+    public var logger: Logger
     /// The clock.
     public var now: @Sendable () -> Date
 
     /// Creates the dependencies.
     public init(
         store: any CofferStore, verifier: SignedDataVerifier, catalog: Catalog,
-        now: @escaping @Sendable () -> Date = Date.init
+        appStoreAPI: AppStoreServerAPIClient? = nil, metrics: ServerMetrics = ServerMetrics(),
+        logger: Logger = Logger(label: "coffer"), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.store = store
         self.verifier = verifier
         self.catalog = catalog
+        self.appStoreAPI = appStoreAPI
+        self.metrics = metrics
+        self.logger = logger
         self.now = now
     }
 }
 
-/// The one composition root of a Coffer server: the routes of the client API over the given store,
-/// verifier and catalog.
+/// The one composition root of a Coffer server: the client API, Apple's notifications and the
+/// operations routes over the given store, verifier and catalog.
 public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies)
     -> some ApplicationProtocol
 {
     let router = Router(context: CofferRequestContext.self)
+    router.add(middleware: RequestLogMiddleware(metrics: dependencies.metrics))
     router.add(middleware: ErrorMiddleware())
-    let api = ClientAPI(configuration: configuration, dependencies: dependencies)
+    let events = EventHub()
+    let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events)
     api.addRoutes(to: router)
+    let intake = NotificationIntake(configuration: configuration, dependencies: dependencies, events: events)
+    router.post("v1/apple/notifications") { request, context in
+        let body: NotificationRequest = try await api.decode(request)
+        let outcome = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
+        return try api.json(NotificationResponse(outcome: outcome.rawValue))
+    }
+    OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
+    var services: [any Service] = []
+    if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
+        services.append(recovery)
+    }
     return Application(
         router: router,
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coffer"))
+        server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeout)))),
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coffer"),
+        services: services,
+        logger: dependencies.logger)
 }
 
 /// The request context: Hummingbird's basics plus the authenticated user.

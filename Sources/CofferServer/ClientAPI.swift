@@ -12,6 +12,7 @@ import NIOFoundationCompat
 struct ClientAPI: Sendable {
     let configuration: ServerConfiguration
     let dependencies: ServerDependencies
+    let events: EventHub
 
     var store: any CofferStore { dependencies.store }
 
@@ -24,6 +25,7 @@ struct ClientAPI: Sendable {
             return try await postTransaction(body.signedTransaction, user: user)
         }
         WalletAPI(api: self).addRoutes(to: router)
+        EventsAPI(api: self).addRoutes(to: router)
     }
 
     // MARK: Users
@@ -65,36 +67,39 @@ struct ClientAPI: Sendable {
         } catch {
             throw APIError(status: .unprocessableContent, code: error.status, message: error.message)
         }
-        guard let transactionId = transaction.transactionId, let productId = transaction.productId,
-            let purchaseDate = transaction.purchaseDate
-        else {
+        guard let fact = TransactionFact(transaction) else {
             throw APIError(
                 status: .unprocessableContent, code: "VERIFICATION_FAILURE",
                 message: "the transaction lacks transactionId, productId or purchaseDate")
         }
+        let transactionId = fact.transactionId
         if let token = transaction.appAccountToken, token != user.appAccountToken {
             throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
         }
-        let fact = TransactionFact(
-            transactionId: transactionId, originalTransactionId: transaction.originalTransactionId,
-            productId: productId, quantity: Int(transaction.quantity ?? 1), purchaseDate: purchaseDate,
-            expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
-            isFamilyShared: transaction.inAppOwnershipType == .familyShared,
-            isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false)
         let credits: Int64
         do {
             credits = try dependencies.catalog.credits(
-                productId: productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+                productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
         } catch {
             throw APIError(status: .unprocessableContent, code: "unknown-product", message: error.description)
         }
         let event: LedgerEvent = fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)
-        let request = LedgerRequest(
-            owner: user.id, environment: user.environment, event: event, policy: configuration.deficitPolicy,
-            at: dependencies.now())
+        var events = [event]
+        if let revoked = try await unattributedRevocation(of: fact) { events.append(.revocation(revoked)) }
+        let requests = events.map {
+            LedgerRequest(
+                owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
+                at: dependencies.now())
+        }
         let result: LedgerResult
-        switch try await store.apply([request]).first {
-        case .success(let applied): result = applied
+        let results = try await store.apply(requests)
+        switch results.first {
+        case .success(let applied):
+            result = (try? results.last?.get()) ?? applied
+            if applied.outcome == .applied, fact.revocationDate == nil {
+                dependencies.metrics.delivered(source: "app")
+            }
+            if events.count > 1 { dependencies.metrics.revoked() }
         case .failure(.wrongUser):
             // Checked inside the ledger's write: whoever delivered it first owns it.
             throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
@@ -102,11 +107,12 @@ struct ClientAPI: Sendable {
             throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
         case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
         }
+        let revoked = fact.revocationDate != nil || events.count > 1
         let outcome: TransactionOutcome =
-            switch (fact.revocationDate, result.outcome) {
-            case (.some, _), (nil, .revoked): .revoked
-            case (nil, .duplicate), (nil, .superseded): .duplicate
-            case (nil, .applied): .delivered
+            switch (revoked, result.outcome) {
+            case (true, _), (false, .revoked): .revoked
+            case (false, .duplicate), (false, .superseded): .duplicate
+            case (false, .applied): .delivered
             }
         return try json(
             TransactionResponse(
@@ -114,12 +120,32 @@ struct ClientAPI: Sendable {
                 balance: result.wallet.balance, entitlements: try await entitlements(of: user)))
     }
 
+    /// A refund or revocation Apple notified before any user presented the transaction: the transaction
+    /// with its revocation date, unless a later reversal cancelled it.
+    func unattributedRevocation(of fact: TransactionFact) async throws -> TransactionFact? {
+        let kept = try await store.notifications(
+            environment: configuration.environment, transactionId: fact.transactionId, outcome: .unattributed,
+            limit: 50
+        ).filter { $0.transactionId == fact.transactionId }
+        // Newest first: the latest of REFUND/REVOKE and REFUND_REVERSED decides.
+        guard let latest = kept.first(where: { ["REFUND", "REVOKE", "REFUND_REVERSED"].contains($0.type) }),
+            latest.type != "REFUND_REVERSED"
+        else { return nil }
+        var revoked = fact
+        revoked.revocationDate = fact.revocationDate ?? latest.signedDate
+        return revoked
+    }
+
     // MARK: Helpers
 
     func entitlements(of user: User) async throws -> [String] {
         let receipts = try await store.receipts(owner: user.id, environment: user.environment)
-        return Entitlements.evaluate(receipts.map(\.transaction), catalog: dependencies.catalog, at: dependencies.now())
-            .names
+        let renewals = try await store.renewalStates(owner: user.id, environment: user.environment)
+        var grace: [String: Date] = [:]
+        for state in renewals { grace[state.originalTransactionId] = state.gracePeriodExpiresDate }
+        return Entitlements.evaluate(
+            receipts.map(\.transaction), catalog: dependencies.catalog, gracePeriods: grace, at: dependencies.now()
+        ).names
     }
 
     /// The user a bearer token names, in this server's environment.

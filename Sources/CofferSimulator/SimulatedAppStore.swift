@@ -668,6 +668,11 @@ public actor SimulatedAppStore {
         return stream
     }
 
+    /// Every notification created so far, oldest first, as Apple posts them.
+    public func sentNotifications() -> [OutgoingNotification] {
+        notifications.map { OutgoingNotification(uuid: $0.uuid, signedPayload: $0.signedPayload) }
+    }
+
     /// Sends a TEST notification and returns its UUID (Request a Test Notification).
     public func sendTestNotification() throws(SimulatorError) -> String {
         try notify("TEST", nil, transactionId: nil)

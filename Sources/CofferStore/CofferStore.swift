@@ -42,6 +42,8 @@ public protocol CofferStore: Sendable {
     func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
     /// A user's receipts, oldest purchase first.
     func receipts(owner: UUID, environment: Environment) async throws -> [Receipt]
+    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
+    func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt]
 
     // MARK: Backups
 
@@ -69,6 +71,30 @@ public protocol CofferStore: Sendable {
     /// - Throws: ``StoreError/notFound(_:)`` or ``StoreError/wrongUser(_:)``.
     func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
         async throws -> Grant
+
+    // MARK: Notifications
+
+    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
+    ///
+    /// - Returns: `true` when recorded, `false` when it was already there (nothing changed).
+    func recordNotification(_ record: NotificationRecord) async throws -> Bool
+    /// The notification with this `notificationUUID`.
+    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord?
+    /// Notifications of an environment, latest received first, optionally about one transaction
+    /// (matching `transactionId` or `originalTransactionId`) or with one outcome.
+    func notifications(
+        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    ) async throws -> [NotificationRecord]
+    /// Saves a subscription chain's renewal state unless the stored one was signed later.
+    ///
+    /// - Returns: `true` when saved.
+    func saveRenewalState(_ state: RenewalState) async throws -> Bool
+    /// The renewal states of a user's subscription chains.
+    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState]
+    /// A named position of a background service (the notification recovery cursor, say).
+    func cursor(_ name: String, environment: Environment) async throws -> String?
+    /// Saves a named position.
+    func saveCursor(_ name: String, value: String, environment: Environment) async throws
 
     // MARK: Audit
 

@@ -49,6 +49,9 @@ public actor InMemoryStore: CofferStore {
     private var backups: [UUID: (Environment, BackupRecord)] = [:]
     private var grantList: [Grant] = []
     private var audit: [AuditEvent] = []
+    private var notificationLog: [NotificationRecord] = []
+    private var renewals: [TransactionKey: RenewalState] = [:]
+    private var cursors: [String: String] = [:]
 
     /// Creates an empty store.
     public init() {}
@@ -134,6 +137,18 @@ public actor InMemoryStore: CofferStore {
             }
     }
 
+    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
+    public func receipts(originalTransactionId: String, environment: Environment) -> [Receipt] {
+        state.receipts.values
+            .filter { $0.transaction.originalTransactionId == originalTransactionId }
+            .filter { state.users[$0.owner]?.environment == environment }
+            .sorted {
+                ($0.transaction.purchaseDate, $0.transaction.transactionId) < (
+                    $1.transaction.purchaseDate, $1.transaction.transactionId
+                )
+            }
+    }
+
     /// A user's backup.
     public func backup(owner: UUID, environment: Environment) -> BackupRecord? {
         guard let (env, record) = backups[owner], env == environment else { return nil }
@@ -209,6 +224,61 @@ public actor InMemoryStore: CofferStore {
         grant.claimedAt = at
         grantList[index] = grant
         return grant
+    }
+
+    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
+    public func recordNotification(_ record: NotificationRecord) -> Bool {
+        guard notification(uuid: record.uuid, environment: record.environment) == nil else { return false }
+        notificationLog.append(record)
+        return true
+    }
+
+    /// The notification with this `notificationUUID`.
+    public func notification(uuid: String, environment: Environment) -> NotificationRecord? {
+        notificationLog.first { $0.uuid == uuid && $0.environment == environment }
+    }
+
+    /// Notifications of an environment, latest received first, optionally about one transaction or with
+    /// one outcome.
+    public func notifications(
+        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    ) -> [NotificationRecord] {
+        let matching = notificationLog.enumerated().filter { _, record in
+            record.environment == environment
+                && (transactionId == nil || record.transactionId == transactionId
+                    || record.originalTransactionId == transactionId)
+                && (outcome == nil || record.outcome == outcome)
+        }
+        return Array(
+            matching.sorted { ($0.element.receivedAt, $0.offset) > ($1.element.receivedAt, $1.offset) }
+                .map(\.element).prefix(max(0, limit)))
+    }
+
+    /// Saves a subscription chain's renewal state unless the stored one was signed later.
+    public func saveRenewalState(_ renewal: RenewalState) throws -> Bool {
+        guard state.users[renewal.owner]?.environment == renewal.environment else {
+            throw StoreError.notFound("user \(renewal.owner)")
+        }
+        let key = TransactionKey(environment: renewal.environment, transactionId: renewal.originalTransactionId)
+        if let current = renewals[key], current.signedDate > renewal.signedDate { return false }
+        renewals[key] = renewal
+        return true
+    }
+
+    /// The renewal states of a user's subscription chains.
+    public func renewalStates(owner: UUID, environment: Environment) -> [RenewalState] {
+        renewals.values.filter { $0.owner == owner && $0.environment == environment }
+            .sorted { $0.originalTransactionId < $1.originalTransactionId }
+    }
+
+    /// A named position of a background service.
+    public func cursor(_ name: String, environment: Environment) -> String? {
+        cursors["\(environment.rawValue)/\(name)"]
+    }
+
+    /// Saves a named position.
+    public func saveCursor(_ name: String, value: String, environment: Environment) {
+        cursors["\(environment.rawValue)/\(name)"] = value
     }
 
     /// Appends an audit event.

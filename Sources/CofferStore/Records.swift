@@ -209,3 +209,110 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// What Coffer did with an App Store Server Notification.
+public enum NotificationOutcome: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Its effect (a delivery, a revocation, a reversal, a renewal state) is in the store.
+    case applied
+    /// It names a transaction no user has presented and no `appAccountToken` names a user: kept, and
+    /// applied when a user presents the transaction.
+    case unattributed
+    /// Nothing to apply (TEST, a type Coffer does not act on); kept for the record.
+    case logged
+}
+
+/// One App Store Server Notification V2, as received: the de-duplication record (`notificationUUID` is
+/// unique per environment) and the support history of notifications.
+public struct NotificationRecord: Sendable, Hashable, Codable {
+    /// Apple's `notificationUUID`.
+    public var uuid: String
+    /// The environment it came from.
+    public var environment: Environment
+    /// Apple's `notificationType`, e.g. `REFUND`.
+    public var type: String
+    /// Apple's `subtype`, if any.
+    public var subtype: String?
+    /// The transaction it is about, if any.
+    public var transactionId: String?
+    /// The first transaction of the subscription chain, if any.
+    public var originalTransactionId: String?
+    /// The user it was applied to, if known.
+    public var owner: UUID?
+    /// Apple's `signedDate`.
+    public var signedDate: Date
+    /// When Coffer received it.
+    public var receivedAt: Date
+    /// What Coffer did with it.
+    public var outcome: NotificationOutcome
+    /// How it arrived: `apple` (posted by Apple) or `recovery` (fetched from Notification History).
+    public var source: String
+
+    /// Creates a record.
+    public init(
+        uuid: String,
+        environment: Environment,
+        type: String,
+        subtype: String? = nil,
+        transactionId: String? = nil,
+        originalTransactionId: String? = nil,
+        owner: UUID? = nil,
+        signedDate: Date,
+        receivedAt: Date,
+        outcome: NotificationOutcome,
+        source: String = "apple"
+    ) {
+        self.uuid = uuid
+        self.environment = environment
+        self.type = type
+        self.subtype = subtype
+        self.transactionId = transactionId
+        self.originalTransactionId = originalTransactionId
+        self.owner = owner
+        self.signedDate = signedDate
+        self.receivedAt = receivedAt
+        self.outcome = outcome
+        self.source = source
+    }
+}
+
+/// The renewal state of one subscription chain, from Apple's signed renewal info: what entitlements need
+/// besides the transactions (the grace period) and what support wants to see.
+public struct RenewalState: Sendable, Hashable, Codable {
+    /// The chain's `originalTransactionId`.
+    public var originalTransactionId: String
+    /// The environment.
+    public var environment: Environment
+    /// The subscriber.
+    public var owner: UUID
+    /// The product that renews next.
+    public var autoRenewProductId: String?
+    /// Whether the subscription renews (`autoRenewStatus` = 1).
+    public var autoRenews: Bool
+    /// Whether Apple is retrying a failed renewal.
+    public var inBillingRetry: Bool
+    /// When the billing grace period ends, while in one.
+    public var gracePeriodExpiresDate: Date?
+    /// When Apple signed this state: a state never replaces a newer one.
+    public var signedDate: Date
+
+    /// Creates a renewal state.
+    public init(
+        originalTransactionId: String,
+        environment: Environment,
+        owner: UUID,
+        autoRenewProductId: String? = nil,
+        autoRenews: Bool,
+        inBillingRetry: Bool = false,
+        gracePeriodExpiresDate: Date? = nil,
+        signedDate: Date
+    ) {
+        self.originalTransactionId = originalTransactionId
+        self.environment = environment
+        self.owner = owner
+        self.autoRenewProductId = autoRenewProductId
+        self.autoRenews = autoRenews
+        self.inBillingRetry = inBillingRetry
+        self.gracePeriodExpiresDate = gracePeriodExpiresDate
+        self.signedDate = signedDate
+    }
+}

@@ -97,6 +97,47 @@ extension SQLiteStore {
                     );
                     """)
         }
+        migrator.registerMigration("v2 notifications, renewal states, cursors") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE notifications (
+                        seq INTEGER PRIMARY KEY,
+                        environment TEXT NOT NULL,
+                        uuid TEXT NOT NULL,
+                        type TEXT NOT NULL,
+                        subtype TEXT,
+                        transaction_id TEXT,
+                        original_transaction_id TEXT,
+                        owner TEXT,
+                        signed_date INTEGER NOT NULL,
+                        received_at INTEGER NOT NULL,
+                        outcome TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        UNIQUE (environment, uuid)
+                    );
+                    CREATE INDEX notifications_by_received ON notifications (environment, received_at);
+                    CREATE INDEX notifications_by_transaction ON notifications (environment, transaction_id);
+                    CREATE INDEX notifications_by_original ON notifications (environment, original_transaction_id);
+                    CREATE TABLE renewal_states (
+                        environment TEXT NOT NULL,
+                        original_transaction_id TEXT NOT NULL,
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        auto_renew_product_id TEXT,
+                        auto_renews INTEGER NOT NULL,
+                        in_billing_retry INTEGER NOT NULL,
+                        grace_period_expires_date INTEGER,
+                        signed_date INTEGER NOT NULL,
+                        PRIMARY KEY (environment, original_transaction_id)
+                    ) WITHOUT ROWID;
+                    CREATE INDEX renewal_states_by_owner ON renewal_states (owner);
+                    CREATE TABLE cursors (
+                        environment TEXT NOT NULL,
+                        name TEXT NOT NULL,
+                        value TEXT NOT NULL,
+                        PRIMARY KEY (environment, name)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

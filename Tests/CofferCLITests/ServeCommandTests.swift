@@ -2,6 +2,8 @@ import CofferTestSupport
 import Foundation
 import Testing
 
+@testable import CofferCLI
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -16,15 +18,26 @@ struct ServeCommandTests {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    func start(_ arguments: [String], in folder: URL) throws -> Process {
+    func start(_ arguments: [String], in folder: URL, environment: [String: String] = [:], output: Pipe? = nil)
+        throws -> Process
+    {
         let process = Process()
         process.executableURL = CofferProcess.executable
         process.arguments = arguments
         process.currentDirectoryURL = folder
-        process.standardOutput = FileHandle.nullDevice
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = output ?? FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
         return process
+    }
+
+    func temporaryFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-serve-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: root.appendingPathComponent("Examples/catalog.json"), to: folder.appendingPathComponent("catalog.json"))
+        return folder
     }
 
     func request(_ method: String, _ url: String, token: String? = nil, body: [String: String]? = nil) async throws
@@ -41,17 +54,14 @@ struct ServeCommandTests {
 
     @Test("serve, create a user, post a simulator-signed transaction, see the balance")
     func readme() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-serve-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            at: root.appendingPathComponent("Examples/catalog.json"), to: folder.appendingPathComponent("catalog.json"))
+        let folder = try temporaryFolder()
         #expect(try CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0)
         let (simPort, port) = (try LocalPort.free(), try LocalPort.free())
         let simulator = try start(
             [
                 "appstore-sim", "serve", "--folder", "sim", "--catalog", "catalog.json", "--bundle-id",
-                "com.example.app",
-                "--port", String(simPort),
+                "com.example.app", "--port", String(simPort), "--notify",
+                "http://127.0.0.1:\(port)/v1/apple/notifications", "--time-scale", "3600000",
             ], in: folder)
         let server = try start(
             ["serve", "--bundle-id", "com.example.app", "--apple-root", "sim/root.der", "--port", String(port)],
@@ -83,13 +93,80 @@ struct ServeCommandTests {
         let delivered = try await request(
             "POST", base + "/v1/transactions", token: token, body: ["signedTransaction": signed])
         #expect(delivered.status == 200)
-        #expect(delivered.json["outcome"] as? String == "delivered")
+        // Apple's ONE_TIME_CHARGE notification names the user too: whichever arrives first delivers it.
+        #expect(["delivered", "duplicate"].contains(delivered.json["outcome"] as? String))
         #expect(delivered.json["balance"] as? Int == 800_000)
         let me = try await request("GET", base + "/v1/me", token: token)
         #expect(me.json["balance"] as? Int == 800_000)
         #expect(me.json["supportId"] as? String == created.json["supportId"] as? String)
         #expect(try await request("GET", base + "/v1/me").status == 401)
+
+        // Apple refunds it: the notification reaches the server, which takes the credits back.
+        let refunded = try CofferProcess.run(["appstore-sim", "refund", "2000000000"] + remote)
+        #expect(refunded.status == 0, "\(refunded.stderr)")
+        var balance: Int?
+        for _ in 0..<100 {
+            balance = try await request("GET", base + "/v1/me", token: token).json["balance"] as? Int
+            if balance == 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(balance == 0)
+        let history = try CofferProcess.run(["appstore-sim", "history", "alice", "--json"] + remote)
+        #expect(history.stdout.contains("REFUND"))
+        // Every post reached the server and was answered 200.
+        #expect(history.stdout.contains("SUCCESS"))
+        #expect(!history.stdout.contains("UNSUCCESSFUL_HTTP_RESPONSE_CODE"))
         // The database is a file in the working folder.
         #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent("coffer.sqlite").path))
+    }
+
+    @Test("settings come from flags, then COFFER_* variables, then the config file; bad values name their key")
+    func settings() async throws {
+        let folder = try temporaryFolder()
+        let (filePort, flagPort) = (try LocalPort.free(), try LocalPort.free())
+        let config = """
+            {"bundle": {"id": "com.example.app"}, "port": \(filePort), "wallet": "device",
+             "database": {"url": "sqlite:from-file.sqlite"}, "recovery": {"interval": 0}}
+            """
+        try config.write(to: folder.appendingPathComponent("coffer.json"), atomically: true, encoding: .utf8)
+        let output = Pipe()
+        let server = try start(
+            ["serve", "--config", "coffer.json", "--port", String(flagPort)], in: folder,
+            environment: ["COFFER_WALLET": "server"], output: output)
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        var line = ""
+        while !line.contains("\n") {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            line += String(decoding: data, as: UTF8.self)
+        }
+        #expect(line.contains("server wallet"))
+        #expect(line.contains("http://127.0.0.1:\(flagPort)"))
+        #expect(line.contains("SQLite from-file.sqlite"))
+
+        let bad = try CofferProcess.run(["serve", "--bundle-id", "com.example.app", "--port", "99999"])
+        #expect(bad.status != 0)
+        #expect(bad.stderr.contains("port is \"99999\""))
+        try #"{"bundle": {"id": "x"}, "wallet": "cloud"}"#.write(
+            to: folder.appendingPathComponent("bad.json"), atomically: true, encoding: .utf8)
+        let wrongWallet = try CofferProcess.run(["serve", "--config", folder.appendingPathComponent("bad.json").path])
+        #expect(wrongWallet.stderr.contains("wallet is \"cloud\"; expected device or server"))
+        let missing = try CofferProcess.run(["serve"])
+        #expect(missing.stderr.contains("bundle.id is missing"))
+        #expect(missing.stderr.contains("COFFER_BUNDLE_ID"))
+    }
+
+    @Test("the README documents every setting with its variable")
+    func documented() throws {
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let help = try CofferProcess.run(["serve", "--help"]).stdout
+        #expect(help.contains("--config"))
+        for setting in ServeSettings.keys {
+            #expect(readme.contains("`\(setting.key)`"), "README lacks \(setting.key)")
+            #expect(readme.contains("`\(setting.environmentVariable)`"), "README lacks \(setting.environmentVariable)")
+        }
     }
 }

@@ -1,0 +1,208 @@
+import CofferAppStore
+import CofferCore
+import CofferServer
+import Configuration
+import Foundation
+
+/// One setting of `coffer serve`: its key in the config file, its environment variable and its flag.
+struct SettingKey: Sendable {
+    /// The dotted key, e.g. `database.url` (`{"database": {"url": ...}}` in the config file).
+    var key: String
+    /// What it does, with its default.
+    var help: String
+
+    /// The environment variable: `COFFER_` and the key in capitals, dots as underscores.
+    var environmentVariable: String {
+        "COFFER_" + key.uppercased().replacingOccurrences(of: ".", with: "_")
+    }
+
+    /// The command-line flag, when there is one: the key with dashes.
+    var flag: String { "--" + key.replacingOccurrences(of: ".", with: "-") }
+}
+
+/// Everything `coffer serve` reads, from (highest first) its flags, `COFFER_*` environment variables,
+/// and a JSON config file (`--config`). Each value is checked here, with an error naming the key.
+struct ServeSettings: Sendable {
+    /// Every key, in the order the README documents them.
+    static let keys: [SettingKey] = [
+        .init(key: "host", help: "Address to listen on. Default 127.0.0.1."),
+        .init(key: "port", help: "Port to listen on. Default 8080."),
+        .init(
+            key: "database.url",
+            help:
+                "`sqlite:PATH` (or a plain path) or `postgres://user:password@host:port/db`. Default sqlite:coffer.sqlite."
+        ),
+        .init(key: "environment", help: "Sandbox or Production. Default Sandbox."),
+        .init(key: "bundle.id", help: "The app's bundle id. Required."),
+        .init(key: "app.apple.id", help: "The app's Apple id. Required in Production."),
+        .init(key: "catalog", help: "The product catalog (JSON). Default catalog.json."),
+        .init(key: "wallet", help: "device (the app owns the balance) or server. Default device."),
+        .init(
+            key: "apple.roots",
+            help:
+                "Extra DER roots to trust, comma-separated (the simulator's); Sandbox only. Apple Root CA - G3 is always trusted."
+        ),
+        .init(
+            key: "deficit.policy", help: "collect (later credits settle a deficit first) or forgive. Default collect."),
+        .init(key: "body.limit", help: "Largest request body in bytes. Default 65536."),
+        .init(key: "idle.timeout", help: "Seconds an idle connection stays open. Default 60."),
+        .init(
+            key: "appstore.key.id",
+            help: "In-App Purchase key id, for the App Store Server API (recovery, consumption)."),
+        .init(key: "appstore.issuer.id", help: "Issuer id of that key."),
+        .init(key: "appstore.private.key", help: "The key's .p8 file."),
+        .init(key: "appstore.url", help: "Another App Store Server API host (the simulator's). Default Apple's."),
+        .init(
+            key: "recovery.interval", help: "Seconds between notification recovery runs; 0 turns it off. Default 600."),
+        .init(key: "recovery.lookback.days", help: "Days of Notification History the first run reads. Default 7."),
+        .init(
+            key: "consumption.answer",
+            help:
+                "true to answer CONSUMPTION_REQUEST with ledger data (only with the customer's consent). Default false."
+        ),
+        .init(
+            key: "consumption.refund.preference",
+            help: "undeclared, grant, decline or none, sent with each answer. Default undeclared."),
+        .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
+    ]
+
+    /// Where the data lives.
+    enum Database: Equatable, Sendable {
+        case sqlite(path: String)
+        case postgres(url: String)
+    }
+
+    /// The App Store Server API key, when configured.
+    struct AppStoreKey: Sendable {
+        var keyId: String
+        var issuerId: String
+        var privateKeyFile: String
+        var baseURL: String?
+    }
+
+    var server: ServerConfiguration
+    var database: Database
+    var catalogFile: String
+    var appleRoots: [String]
+    var appStoreKey: AppStoreKey?
+    var logLevel: String
+
+    /// Reads and checks every setting.
+    ///
+    /// - Throws: ``SettingsError`` naming the key and the value.
+    init(reader: ConfigReader) throws(SettingsError) {
+        func text(_ key: String) -> String? {
+            // A JSON file holds numbers, booleans and lists as such; flags and variables hold text.
+            let configKey = ConfigKey(key)
+            var value: String? = reader.string(forKey: configKey)
+            if value == nil, let number = reader.int(forKey: configKey) { value = String(number) }
+            if value == nil, let flag = reader.bool(forKey: configKey) { value = String(flag) }
+            if value == nil, let list = reader.stringArray(forKey: configKey) { value = list.joined(separator: ",") }
+            return value?.trimmingCharacters(in: CharacterSet.whitespaces)
+        }
+        func number(_ key: String, default value: Int, in range: ClosedRange<Int>) throws(SettingsError) -> Int {
+            guard let raw = text(key) else { return value }
+            guard let parsed = Int(raw), range.contains(parsed) else {
+                throw SettingsError(
+                    key: key, value: raw, expected: "a whole number from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return parsed
+        }
+        func choice<T: RawRepresentable>(_ key: String, default value: T, _ type: T.Type, names: String)
+            throws(SettingsError) -> T where T.RawValue == String
+        {
+            guard let raw = text(key) else { return value }
+            guard let parsed = T(rawValue: raw) else { throw SettingsError(key: key, value: raw, expected: names) }
+            return parsed
+        }
+
+        guard let bundleId = text("bundle.id"), !bundleId.isEmpty else {
+            throw SettingsError(key: "bundle.id", value: nil, expected: "the app's bundle id")
+        }
+        var server = ServerConfiguration(bundleId: bundleId)
+        server.host = text("host") ?? server.host
+        server.port = try number("port", default: server.port, in: 0...65_535)
+        server.environment = try choice(
+            "environment", default: .sandbox, CofferCore.Environment.self, names: "Sandbox or Production")
+        if let raw = text("app.apple.id") {
+            guard let id = Int64(raw), id > 0 else {
+                throw SettingsError(key: "app.apple.id", value: raw, expected: "a positive number")
+            }
+            server.appAppleId = id
+        }
+        if server.environment == .production, server.appAppleId == nil {
+            throw SettingsError(
+                key: "app.apple.id", value: nil, expected: "the app's Apple id (required in Production)")
+        }
+        server.wallet = try choice("wallet", default: .device, WalletMode.self, names: "device or server")
+        server.deficitPolicy = try choice(
+            "deficit.policy", default: .collect, DeficitPolicy.self, names: "collect or forgive")
+        server.maximumBodySize = try number("body.limit", default: server.maximumBodySize, in: 1_024...16_777_216)
+        server.idleTimeout = try number("idle.timeout", default: server.idleTimeout, in: 1...3_600)
+        server.recoveryInterval = try number("recovery.interval", default: server.recoveryInterval, in: 0...86_400)
+        server.recoveryLookbackDays = try number(
+            "recovery.lookback.days", default: server.recoveryLookbackDays, in: 1...180)
+        if let raw = text("consumption.answer") {
+            guard let answer = Bool(raw.lowercased()) else {
+                throw SettingsError(key: "consumption.answer", value: raw, expected: "true or false")
+            }
+            server.consumption.answer = answer
+        }
+        server.consumption.refundPreference = try choice(
+            "consumption.refund.preference", default: .undeclared, ConsumptionConfiguration.RefundPreference.self,
+            names: "undeclared, grant, decline or none")
+        self.server = server
+
+        let url = text("database.url") ?? "sqlite:coffer.sqlite"
+        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            database = .postgres(url: url)
+        } else {
+            let path = url.hasPrefix("sqlite:") ? String(url.dropFirst("sqlite:".count)) : url
+            guard !path.isEmpty, !path.contains("://") else {
+                throw SettingsError(
+                    key: "database.url", value: url, expected: "sqlite:PATH, a file path, or postgres://...")
+            }
+            database = .sqlite(path: path)
+        }
+        catalogFile = text("catalog") ?? "catalog.json"
+        appleRoots = (text("apple.roots") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        if server.environment == .production, !appleRoots.isEmpty {
+            throw SettingsError(
+                key: "apple.roots", value: appleRoots.joined(separator: ","),
+                expected: "no extra roots in Production (Apple Root CA - G3 only)")
+        }
+        let keyParts = [text("appstore.key.id"), text("appstore.issuer.id"), text("appstore.private.key")]
+        switch keyParts {
+        case [nil, nil, nil]:
+            appStoreKey = nil
+        case let parts where parts.allSatisfy({ $0 != nil }):
+            appStoreKey = AppStoreKey(
+                keyId: parts[0]!, issuerId: parts[1]!, privateKeyFile: parts[2]!, baseURL: text("appstore.url"))
+        default:
+            throw SettingsError(
+                key: "appstore.key.id", value: nil,
+                expected: "appstore.key.id, appstore.issuer.id and appstore.private.key together")
+        }
+        logLevel = text("log.level") ?? "info"
+        guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) else {
+            throw SettingsError(
+                key: "log.level", value: logLevel, expected: "trace, debug, info, notice, warning, error or critical")
+        }
+    }
+}
+
+/// A setting that is missing or does not parse.
+struct SettingsError: Error, CustomStringConvertible {
+    var key: String
+    var value: String?
+    var expected: String
+
+    var description: String {
+        let setting = SettingKey(key: key, help: "")
+        let source = "\(setting.flag), \(setting.environmentVariable) or \"\(key)\" in the config file"
+        if let value { return "\(key) is \"\(value)\"; expected \(expected) (set by \(source))" }
+        return "\(key) is missing: expected \(expected) (set it with \(source))"
+    }
+}

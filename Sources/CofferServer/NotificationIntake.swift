@@ -1,0 +1,226 @@
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+
+/// Applies App Store Server Notifications V2, whether Apple posted them or the recovery service fetched
+/// them from Notification History: verify, de-duplicate by `notificationUUID`, apply to the ledger, record.
+///
+/// The effect is written before the notification is recorded as processed, and every effect is keyed in
+/// the ledger, so a crash between the two only means the next delivery finds the effect already there.
+struct NotificationIntake: Sendable {
+    let configuration: ServerConfiguration
+    let dependencies: ServerDependencies
+    let events: EventHub
+
+    var store: any CofferStore { dependencies.store }
+
+    /// What receiving one notification did.
+    enum Outcome: String, Sendable {
+        case applied, duplicate, unattributed, logged
+    }
+
+    /// Types whose transaction Coffer records (or delivers, if it never saw it): the purchase, renewal
+    /// and subscription-status types. REFUND/REVOKE and REFUND_REVERSED are handled on their own.
+    static let recordingTypes: Set<NotificationTypeV2> = [
+        .subscribed, .didRenew, .offerRedeemed, .oneTimeCharge, .didChangeRenewalPref, .didChangeRenewalStatus,
+        .expired, .didFailToRenew, .gracePeriodExpired, .renewalExtended, .priceIncrease, .refundDeclined,
+    ]
+
+    /// Verifies and applies one signed notification.
+    ///
+    /// - Parameters:
+    ///   - signedPayload: Apple's `signedPayload`.
+    ///   - source: `apple` or `recovery`, recorded with it.
+    /// - Returns: What it did, once durable.
+    /// - Throws: ``APIError`` for data that does not verify (422, or 503 when verification could not be
+    ///   completed now) and storage failures.
+    func receive(_ signedPayload: String, source: String, logger: Logger) async throws -> Outcome {
+        let notification: VerifiedNotification
+        do {
+            notification = try await dependencies.verifier.verifyNotification(signedPayload)
+        } catch {
+            dependencies.metrics.verificationFailed(status: error.status)
+            logger.warning("notification refused", metadata: ["status": "\(error.status)"])
+            if case .retryableVerificationFailure = error {
+                throw APIError(status: .serviceUnavailable, code: error.status, message: error.message)
+            }
+            throw APIError(status: .unprocessableContent, code: error.status, message: error.message)
+        }
+        let payload = notification.payload
+        guard let uuid = payload.notificationUUID, !uuid.isEmpty, let signedDate = payload.signedDate else {
+            throw APIError(
+                status: .unprocessableContent, code: "VERIFICATION_FAILURE",
+                message: "the notification lacks notificationUUID or signedDate")
+        }
+        let environment = configuration.environment
+        if try await store.notification(uuid: uuid, environment: environment) != nil { return .duplicate }
+
+        let type = payload.rawNotificationType ?? "UNKNOWN"
+        let now = dependencies.now()
+        dependencies.metrics.notificationReceived(type: type, lag: now.timeIntervalSince(signedDate))
+        var record = NotificationRecord(
+            uuid: uuid, environment: environment, type: type, subtype: payload.rawSubtype,
+            transactionId: notification.transaction?.transactionId,
+            originalTransactionId: notification.transaction?.originalTransactionId
+                ?? notification.renewalInfo?.originalTransactionId,
+            signedDate: signedDate, receivedAt: now, outcome: .logged, source: source)
+        var metadata: Logger.Metadata = [
+            "notificationUUID": "\(uuid)", "type": "\(type)", "source": "\(source)",
+        ]
+        if let id = record.transactionId { metadata["transactionId"] = "\(id)" }
+
+        if let transaction = notification.transaction, let fact = TransactionFact(transaction) {
+            let owner = try await owner(of: fact, appAccountToken: transaction.appAccountToken)
+            record.owner = owner?.id
+            if let owner {
+                record.outcome = try await apply(notification, fact: fact, to: owner, logger: logger)
+            } else if [.refund, .revoke, .refundReversed].contains(payload.notificationType)
+                || Self.recordingTypes.contains(payload.notificationType ?? .test)
+            {
+                // Nobody presented it yet: kept, and applied when a user presents the transaction.
+                record.outcome = .unattributed
+            }
+        }
+        _ = try await store.recordNotification(record)
+        metadata["outcome"] = "\(record.outcome.rawValue)"
+        logger.info("notification", metadata: metadata)
+        return Outcome(rawValue: record.outcome.rawValue) ?? .logged
+    }
+
+    /// The user a transaction belongs to: whoever it was delivered to, whoever owns its subscription
+    /// chain, or whoever its `appAccountToken` names.
+    func owner(of fact: TransactionFact, appAccountToken: UUID?) async throws -> User? {
+        let environment = configuration.environment
+        var ownerId = try await store.receipt(transactionId: fact.transactionId, environment: environment)?.owner
+        if ownerId == nil {
+            ownerId = try await store.receipts(
+                originalTransactionId: fact.originalTransactionId, environment: environment
+            ).first?.owner
+        }
+        if let ownerId { return try await store.user(id: ownerId) }
+        if let appAccountToken {
+            return try await store.user(appAccountToken: appAccountToken, environment: environment)
+        }
+        return nil
+    }
+
+    private func apply(_ notification: VerifiedNotification, fact: TransactionFact, to user: User, logger: Logger)
+        async throws -> NotificationOutcome
+    {
+        let type = notification.payload.notificationType
+        if let info = notification.renewalInfo {
+            let state = RenewalState(
+                originalTransactionId: info.originalTransactionId ?? fact.originalTransactionId,
+                environment: user.environment, owner: user.id, autoRenewProductId: info.autoRenewProductId,
+                autoRenews: info.autoRenewStatus == .on, inBillingRetry: info.isInBillingRetryPeriod ?? false,
+                gracePeriodExpiresDate: info.gracePeriodExpiresDate,
+                signedDate: info.signedDate ?? notification.payload.signedDate ?? dependencies.now())
+            _ = try await store.saveRenewalState(state)
+        }
+        if type == .consumptionRequest {
+            await answerConsumptionRequest(fact: fact, user: user, logger: logger)
+            return .applied
+        }
+        switch type {
+        case .refund, .revoke:
+            return try await applyEvent(.revocation(fact), to: user, source: "notification", logger: logger)
+        case .refundReversed:
+            var restored = fact
+            restored.revocationDate = nil
+            return try await applyEvent(.reversal(restored), to: user, source: "notification", logger: logger)
+        case let type? where Self.recordingTypes.contains(type):
+            return try await deliver(fact, to: user, source: "notification", logger: logger) ? .applied : .logged
+        default:
+            return .logged
+        }
+    }
+
+    /// Records a transaction for a user: delivered (or, already refunded, revoked) unless the ledger has it.
+    ///
+    /// - Returns: Whether the ledger took it (`false` for a product the catalog does not sell or a refusal).
+    func deliver(_ fact: TransactionFact, to user: User, source: String, logger: Logger) async throws -> Bool {
+        if fact.revocationDate != nil {
+            return try await applyEvent(.revocation(fact), to: user, source: source, logger: logger) == .applied
+        }
+        guard
+            let credits = try? dependencies.catalog.credits(
+                productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+        else {
+            logger.warning("a transaction of a product the catalog does not sell: \(fact.productId)")
+            return false
+        }
+        return try await applyEvent(.purchase(fact, credits: credits), to: user, source: source, logger: logger)
+            == .applied
+    }
+
+    /// Applies one ledger event, counts it and tells the user's event streams.
+    private func applyEvent(_ event: LedgerEvent, to user: User, source: String, logger: Logger) async throws
+        -> NotificationOutcome
+    {
+        let request = LedgerRequest(
+            owner: user.id, environment: user.environment, event: event, policy: configuration.deficitPolicy,
+            at: dependencies.now())
+        switch try await store.apply([request]).first {
+        case .success(let result):
+            if result.outcome == .applied {
+                switch event {
+                case .revocation: dependencies.metrics.revoked()
+                case .purchase: dependencies.metrics.delivered(source: source)
+                default: break
+                }
+                let kind: ServerEventKind =
+                    switch event {
+                    case .revocation, .reversal: .adjustment
+                    default: .entitlements
+                    }
+                await events.publish(ServerEventBody(type: kind, key: result.entry?.key.rawValue), to: user.id)
+            }
+            return .applied
+        case .failure(let error):
+            // A refusal is final (another user's transaction, a mismatch): recorded, not retried.
+            logger.warning("refused by the ledger: \(error)")
+            return .logged
+        case nil:
+            throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
+        }
+    }
+
+    /// Answers a CONSUMPTION_REQUEST through Send Consumption Information, when configured to.
+    private func answerConsumptionRequest(fact: TransactionFact, user: User, logger: Logger) async {
+        guard configuration.consumption.answer, let client = dependencies.appStoreAPI else {
+            logger.info("consumption request not answered (consumption answers are off)")
+            return
+        }
+        do {
+            let receipt = try await store.receipt(transactionId: fact.transactionId, environment: user.environment)
+            let wallet = try await store.wallet(owner: user.id, environment: user.environment)
+            let backup = try await store.backup(owner: user.id, environment: user.environment)
+            let product = dependencies.catalog.product(id: fact.productId)
+            let request = ConsumptionAnswer.request(
+                receipt: receipt, product: product, wallet: wallet, backup: backup, wallet: configuration.wallet,
+                user: user, refundPreference: configuration.consumption.refundPreference, now: dependencies.now())
+            try await client.sendConsumptionInformation(fact.transactionId, request)
+        } catch {
+            // Apple asks once; a failure to answer is logged and does not fail the notification.
+            logger.error("could not send consumption information: \(error)")
+        }
+    }
+}
+
+extension TransactionFact {
+    /// The facts of a verified transaction, or `nil` when it lacks its id, product or purchase date.
+    init?(_ transaction: JWSTransactionDecodedPayload) {
+        guard let transactionId = transaction.transactionId, let productId = transaction.productId,
+            let purchaseDate = transaction.purchaseDate
+        else { return nil }
+        self.init(
+            transactionId: transactionId, originalTransactionId: transaction.originalTransactionId,
+            productId: productId, quantity: Int(transaction.quantity ?? 1), purchaseDate: purchaseDate,
+            expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
+            isFamilyShared: transaction.inAppOwnershipType == .familyShared,
+            isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false)
+    }
+}

@@ -1,0 +1,89 @@
+import CofferCore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// Liveness, readiness and metrics, for load balancers and Prometheus.
+struct OperationsAPI: Sendable {
+    let dependencies: ServerDependencies
+    let environment: CofferCore.Environment
+
+    func addRoutes(to router: Router<CofferRequestContext>) {
+        // Alive: the process answers.
+        router.get("healthz") { _, _ in Self.text("ok\n") }
+        // Ready: the store answers a query.
+        router.get("readyz") { _, context in
+            do {
+                _ = try await dependencies.store.userCount(environment: environment)
+                return Self.text("ready\n")
+            } catch {
+                context.logger.error("not ready: the store does not answer: \(error)")
+                return Self.text("the store does not answer\n", status: .serviceUnavailable)
+            }
+        }
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(string: dependencies.metrics.exposition())))
+        }
+    }
+
+    static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
+        Response(
+            status: status, headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// Gives every request an id (the client's `X-Request-Id` when it sends a sensible one), logs one
+/// structured line per request with it, echoes it in the answer, and counts the request in the metrics.
+struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
+    let metrics: ServerMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        var context = context
+        let sent = request.headers.first { $0.name.canonicalName == "x-request-id" }?.value
+        let id =
+            if let sent, (1...128).contains(sent.count),
+                sent.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) })
+            {
+                sent
+            } else {
+                context.id
+            }
+        context.logger[metadataKey: "request_id"] = "\(id)"
+        let started = ContinuousClock.now
+        let route = context.endpointPath ?? "unmatched"
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            record(request, route: route, status: status, started: started, context: context)
+            throw error
+        }
+        response.headers[values: HTTPField.Name("X-Request-Id")!] = [id]
+        record(
+            request, route: context.endpointPath ?? route, status: response.status.code, started: started,
+            context: context)
+        return response
+    }
+
+    private func record(
+        _ request: Request, route: String, status: Int, started: ContinuousClock.Instant,
+        context: Context
+    ) {
+        let duration = ContinuousClock.now - started
+        metrics.request(route: route, method: request.method.rawValue, status: status, duration: duration)
+        context.logger.info(
+            "request",
+            metadata: [
+                "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
+                "ms": "\(Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000)",
+            ])
+    }
+}

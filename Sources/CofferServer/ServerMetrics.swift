@@ -1,0 +1,75 @@
+import Prometheus
+
+/// The server's Prometheus metrics, in a registry the composition root owns (no global metrics system),
+/// served at `GET /metrics`.
+public final class ServerMetrics: Sendable {
+    /// The registry; its text exposition is what `/metrics` answers.
+    public let registry: PrometheusCollectorRegistry
+
+    /// Creates the metrics in a new registry.
+    public init() {
+        registry = PrometheusCollectorRegistry()
+    }
+
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "coffer", metricName: metric, unitName: unit, helpText: help)
+    }
+
+    /// Counts an HTTP request by route, method and status, and records its duration.
+    func request(route: String, method: String, status: Int, duration: Duration) {
+        registry.makeCounter(
+            descriptor: Self.name("http_requests", "total", "HTTP requests by route, method and status."),
+            labels: [("route", route), ("method", method), ("status", String(status))]
+        ).increment()
+        registry.makeDurationHistogram(
+            descriptor: Self.name("http_request_duration", "seconds", "HTTP request durations by route."),
+            labels: [("route", route)],
+            buckets: [
+                .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+                .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5),
+            ]
+        ).record(duration)
+    }
+
+    /// Counts a purchase delivered into the ledger, by where it came from (`app`, `notification`,
+    /// `recovery`).
+    func delivered(source: String) {
+        registry.makeCounter(
+            descriptor: Self.name("deliveries", "total", "Purchases delivered into the ledger, by source."),
+            labels: [("source", source)]
+        ).increment()
+    }
+
+    /// Counts a revocation (refund or revoke) applied to the ledger.
+    func revoked() {
+        registry.makeCounter(
+            descriptor: Self.name("revocations", "total", "Refunds and revocations applied to the ledger."),
+            labels: []
+        ).increment()
+    }
+
+    /// Counts signed data that failed verification, by Apple's status name.
+    func verificationFailed(status: String) {
+        registry.makeCounter(
+            descriptor: Self.name("verification_failures", "total", "Signed data refused, by verification status."),
+            labels: [("status", status)]
+        ).increment()
+    }
+
+    /// Counts a notification received and records how long after Apple signed it it arrived.
+    func notificationReceived(type: String, lag: Double) {
+        registry.makeCounter(
+            descriptor: Self.name("notifications", "total", "App Store Server Notifications received, by type."),
+            labels: [("type", type)]
+        ).increment()
+        registry.makeValueHistogram(
+            descriptor: Self.name(
+                "notification_lag", "seconds", "Seconds between Apple signing a notification and Coffer receiving it."),
+            labels: [],
+            buckets: [1, 5, 30, 60, 300, 3_600, 86_400, 604_800]
+        ).record(max(0, lag))
+    }
+
+    /// The text exposition format.
+    public func exposition() -> String { registry.emitToString() }
+}

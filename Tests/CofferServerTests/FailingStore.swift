@@ -1,0 +1,49 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+/// A store whose every operation fails, as a database that went away does.
+struct FailingStore: CofferStore {
+    static let failure = StoreError.storage("the database does not answer")
+
+    func createUser(_ user: User) async throws { throw Self.failure }
+    func user(id: UUID) async throws -> User? { throw Self.failure }
+    func user(supportId: SupportID, environment: Environment) async throws -> User? { throw Self.failure }
+    func user(tokenHash: String) async throws -> User? { throw Self.failure }
+    func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw Self.failure }
+    func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
+        throw Self.failure
+    }
+    func userCount(environment: Environment) async throws -> Int { throw Self.failure }
+    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw Self.failure }
+    func wallet(owner: UUID, environment: Environment) async throws -> Wallet { throw Self.failure }
+    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] { throw Self.failure }
+    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? { throw Self.failure }
+    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] { throw Self.failure }
+    func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+        throw Self.failure
+    }
+    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? { throw Self.failure }
+    func saveBackup(
+        owner: UUID, environment: Environment, value: Int64, precondition: BackupPrecondition, writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult { throw Self.failure }
+    func createGrant(_ grant: Grant) async throws { throw Self.failure }
+    func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
+        throw Self.failure
+    }
+    func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
+        async throws -> Grant
+    { throw Self.failure }
+    func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw Self.failure }
+    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? { throw Self.failure }
+    func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
+        async throws -> [NotificationRecord]
+    { throw Self.failure }
+    func saveRenewalState(_ state: RenewalState) async throws -> Bool { throw Self.failure }
+    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] { throw Self.failure }
+    func cursor(_ name: String, environment: Environment) async throws -> String? { throw Self.failure }
+    func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw Self.failure }
+    func recordAudit(_ event: AuditEvent) async throws { throw Self.failure }
+    func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] { throw Self.failure }
+}

@@ -1,0 +1,309 @@
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferServer
+import CofferSimulator
+import CofferStore
+import CofferStoreSQLite
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Synchronization
+import Testing
+
+/// App Store Server Notifications V2 posted by the simulator to `POST /v1/apple/notifications`.
+@Suite("Apple notifications", .timeLimit(.minutes(2)))
+struct NotificationTests {
+    static let bundleId = ClientAPITests.bundleId
+    static let start = ClientAPITests.start
+
+    /// A server whose clock is the simulator's, with credits, a monthly subscription and a loyalty rule.
+    struct Setup {
+        let apple: SimulatedAppStore
+        let clock: SimulatorClock
+        let store: any CofferStore
+        let pki: SimulatorPKI
+        let catalog: Catalog
+        let verifier: SignedDataVerifier
+        let configuration: ServerConfiguration
+        let app: any ApplicationProtocol
+
+        static func defaultConfiguration(wallet: WalletMode = .device) -> ServerConfiguration {
+            var configuration = ServerConfiguration(bundleId: bundleId)
+            configuration.wallet = wallet
+            return configuration
+        }
+
+        init(store: any CofferStore = InMemoryStore(), wallet: WalletMode = .device) throws {
+            try self.init(store: store, configuration: Self.defaultConfiguration(wallet: wallet))
+        }
+
+        init(store: any CofferStore = InMemoryStore(), configuration: ServerConfiguration) throws {
+            pki = try SimulatorPKI(
+                validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400))
+            catalog = try Catalog(
+                products: [
+                    Product(id: "com.example.credits", kind: .consumable, credits: 100),
+                    Product(
+                        id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                        durationDays: 30),
+                ],
+                loyalty: [LoyaltyRule(group: "pro", periods: 12, entitlements: ["lifetime"])])
+            let clock = SimulatorClock(start: start)
+            self.clock = clock
+            var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
+            simulatorConfiguration.gracePeriodDays = 6
+            apple = SimulatedAppStore(
+                catalog: catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
+            verifier = try SignedDataVerifier(
+                rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
+            self.store = store
+            self.configuration = configuration
+            app = buildApplication(
+                configuration: configuration,
+                dependencies: ServerDependencies(
+                    store: store, verifier: verifier, catalog: catalog, now: { clock.now() }))
+        }
+
+        /// The server's dependencies, with an App Store Server API client.
+        func dependencies(api: AppStoreServerAPIClient?) -> ServerDependencies {
+            let clock = clock
+            return ServerDependencies(
+                store: store, verifier: verifier, catalog: catalog, appStoreAPI: api, now: { clock.now() })
+        }
+
+        /// The server with an App Store Server API client (recovery off: tests run it by hand).
+        func application(api: AppStoreServerAPIClient) -> some ApplicationProtocol {
+            var configuration = configuration
+            configuration.recoveryInterval = 0
+            return buildApplication(configuration: configuration, dependencies: dependencies(api: api))
+        }
+
+        /// Creates a user through the API.
+        func createUser() async throws -> CreateUserResponse {
+            let created = Mutex<CreateUserResponse?>(nil)
+            try await app.test(.router) { client in
+                let user = try await NotificationTests.createUser(client)
+                created.withLock { $0 = user }
+            }
+            return try #require(created.withLock { $0 })
+        }
+
+        /// Posts every notification the simulator sent after the first `skip`, as Apple would.
+        func deliver(after skip: Int, with client: some TestClientProtocol) async throws -> [String] {
+            var outcomes: [String] = []
+            for notification in await apple.sentNotifications().dropFirst(skip) {
+                let response = try await NotificationTests.post(notification.signedPayload, with: client)
+                #expect(response.status == .ok)
+                outcomes.append(try ClientAPITests.decode(NotificationResponse.self, response).outcome)
+            }
+            return outcomes
+        }
+    }
+
+    static func post(_ signedPayload: String, with client: some TestClientProtocol) async throws -> TestResponse {
+        try await client.execute(
+            uri: "/v1/apple/notifications", method: .post,
+            body: try ClientAPITests.body(NotificationRequest(signedPayload: signedPayload)))
+    }
+
+    static func me(_ user: CreateUserResponse, _ client: some TestClientProtocol) async throws -> MeResponse {
+        try ClientAPITests.decode(
+            MeResponse.self,
+            try await client.execute(uri: "/v1/me", method: .get, headers: ClientAPITests.bearer(user.token)))
+    }
+
+    static func adjustments(_ user: CreateUserResponse, _ client: some TestClientProtocol) async throws
+        -> [AdjustmentBody]
+    {
+        try ClientAPITests.decode(
+            AdjustmentsResponse.self,
+            try await client.execute(
+                uri: "/v1/me/adjustments", method: .get, headers: ClientAPITests.bearer(user.token))
+        ).adjustments
+    }
+
+    static func createUser(_ client: some TestClientProtocol) async throws -> CreateUserResponse {
+        try ClientAPITests.decode(CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+    }
+
+    @Test(
+        "purchase, refund and reversal arrive as notifications: applied once, duplicates answered 200, the mailbox keyed",
+        arguments: [WalletMode.device, .server])
+    func refundAndReversal(wallet: WalletMode) async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-\(UUID().uuidString).sqlite")
+        let setup = try Setup(store: try SQLiteStore(path: path.path), wallet: wallet)
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            let bought = try await setup.apple.purchase(
+                account: "alice", productId: "com.example.credits", quantity: 2, appAccountToken: user.appAccountToken)
+            let id = try #require(bought.transactionIds.first)
+            // ONE_TIME_CHARGE names the user by appAccountToken: delivered before the app posts anything.
+            #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
+            #expect(try await Self.me(user, client).balance == 200)
+            let posted = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
+                body: try ClientAPITests.body(
+                    TransactionRequest(signedTransaction: try await setup.apple.signedTransaction(id: id))))
+            #expect(try ClientAPITests.decode(TransactionResponse.self, posted).outcome == .duplicate)
+
+            try await setup.apple.refund(transactionId: id)
+            #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
+            // Apple retries a notification it thinks failed: answered 200, applied once.
+            #expect(try await setup.deliver(after: 1, with: client) == ["duplicate"])
+            let refunded = try await Self.me(user, client)
+            #expect(refunded.balance == 0)
+            #expect(
+                try await Self.adjustments(user, client).map { "\($0.key) \($0.amount)" } == ["revocation:\(id) -200"])
+
+            try await setup.apple.reverseRefund(transactionId: id)
+            #expect(try await setup.deliver(after: 2, with: client) == ["applied"])
+            #expect(try await Self.me(user, client).balance == 200)
+            let mailbox = try await Self.adjustments(user, client)
+            #expect(mailbox.map(\.key) == ["revocation:\(id)", "reversal:\(id)"])
+            #expect(mailbox.map(\.amount) == [-200, 200])
+            #expect(mailbox.allSatisfy { $0.transactionId == id && $0.productId == "com.example.credits" })
+            let entries = try await setup.store.entries(
+                owner: try #require(
+                    try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox)
+                ).id,
+                environment: .sandbox)
+            #expect(entries.map(\.key.kind) == [.purchase, .revocation, .reversal])
+        }
+    }
+
+    @Test("a refund of a transaction nobody presented is kept, and taken back when a user presents it")
+    func unattributedRefund() async throws {
+        let setup = try Setup()
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            // No appAccountToken: the server cannot tell whose it is until the app posts it.
+            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
+            let id = try #require(bought.transactionIds.first)
+            let preRefund = try await setup.apple.signedTransaction(id: id)
+            try await setup.apple.refund(transactionId: id)
+            #expect(try await setup.deliver(after: 0, with: client) == ["unattributed", "unattributed"])
+            let kept = try await setup.store.notifications(
+                environment: .sandbox, transactionId: id, outcome: .unattributed, limit: 10)
+            #expect(kept.map(\.type) == ["REFUND", "ONE_TIME_CHARGE"])
+
+            // The app posts the JWS it held from before the refund: nothing is credited.
+            let posted = try ClientAPITests.decode(
+                TransactionResponse.self,
+                try await client.execute(
+                    uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
+                    body: try ClientAPITests.body(TransactionRequest(signedTransaction: preRefund))))
+            #expect(posted.outcome == .revoked)
+            #expect(posted.balance == 0)
+            #expect(try await Self.me(user, client).deficit == 0)
+        }
+    }
+
+    @Test("forged, foreign and malformed notifications are refused with 4xx and change nothing")
+    func refusals() async throws {
+        let setup = try Setup()
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            _ = try await setup.apple.purchase(
+                account: "carol", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            let genuine = try #require(await setup.apple.sentNotifications().first).signedPayload
+
+            var parts = genuine.split(separator: ".").map(String.init)
+            parts[1] = String(parts[1].dropLast(4)) + "AAAA"
+            let tampered = try await Self.post(parts.joined(separator: "."), with: client)
+            #expect(tampered.status == .unprocessableContent)
+            #expect(try ClientAPITests.decode(ErrorResponse.self, tampered).error.code == "VERIFICATION_FAILURE")
+
+            // The same notification signed by a Production simulator: refused by a Sandbox server.
+            let production = try SimulatedAppStore(
+                catalog: Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+                configuration: SimulatorConfiguration(
+                    bundleId: Self.bundleId, appAppleId: 1_234, environment: .production),
+                signer: try setup.pki.signer(), clock: setup.clock)
+            _ = try await production.purchase(
+                account: "carol", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            let foreign = try await Self.post(
+                try #require(await production.sentNotifications().first).signedPayload, with: client)
+            #expect(foreign.status == .unprocessableContent)
+            #expect(try ClientAPITests.decode(ErrorResponse.self, foreign).error.code == "INVALID_ENVIRONMENT")
+
+            let untrusted = try SimulatorPKI(
+                validFrom: Self.start.addingTimeInterval(-86_400), leafValidUntil: Self.start.addingTimeInterval(86_400)
+            )
+            let stranger = SimulatedAppStore(
+                catalog: try Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+                configuration: SimulatorConfiguration(bundleId: Self.bundleId, appAppleId: 1_234),
+                signer: try untrusted.signer(), clock: setup.clock)
+            _ = try await stranger.purchase(
+                account: "carol", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            let unsigned = try await Self.post(
+                try #require(await stranger.sentNotifications().first).signedPayload, with: client)
+            #expect(try ClientAPITests.decode(ErrorResponse.self, unsigned).error.code == "INVALID_CHAIN")
+
+            let malformed = try await client.execute(
+                uri: "/v1/apple/notifications", method: .post, body: ByteBuffer(string: #"{"payload": 1}"#))
+            #expect(malformed.status == .badRequest)
+            let huge = try await client.execute(
+                uri: "/v1/apple/notifications", method: .post,
+                body: ByteBuffer(string: String(repeating: "x", count: 100_000)))
+            #expect(huge.status == .contentTooLarge)
+
+            #expect(try await Self.me(user, client).balance == 0)
+            #expect(
+                try await setup.store.notifications(environment: .sandbox, transactionId: nil, outcome: nil, limit: 10)
+                    .isEmpty)
+        }
+    }
+
+    @Test("a renewal chain through billing retry with grace to loyalty lifetime, from notifications alone")
+    func renewalsToLoyalty() async throws {
+        let setup = try Setup()
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            let subscribed = try await setup.apple.purchase(
+                account: "dana", productId: "com.example.pro.monthly", appAccountToken: user.appAccountToken)
+            let original = try #require(subscribed.transactionIds.first)
+            var sent = 0
+            func catchUp() async throws -> [String] {
+                let outcomes = try await setup.deliver(after: sent, with: client)
+                sent += outcomes.count
+                return outcomes
+            }
+            #expect(try await catchUp() == ["applied"])
+            #expect(try await Self.me(user, client).entitlements == ["premium"])
+
+            // Ten renewals: eleven paid periods, no lifetime yet.
+            for _ in 0..<10 { try await setup.apple.renewNow(originalTransactionId: original) }
+            #expect(try await catchUp() == Array(repeating: "applied", count: 10))
+            #expect(try await Self.me(user, client).entitlements == ["premium"])
+
+            // The card fails at the next renewal: billing retry with a grace period keeps premium.
+            try await setup.apple.setBillingFails(account: "dana", true)
+            try await setup.apple.advanceClock(by: 31 * 86_400)
+            _ = try await catchUp()
+            let renewals = try await setup.store.renewalStates(
+                owner: try #require(
+                    try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox)
+                ).id,
+                environment: .sandbox)
+            #expect(renewals.first?.inBillingRetry == true)
+            #expect(renewals.first?.gracePeriodExpiresDate != nil)
+            #expect(try await Self.me(user, client).entitlements == ["premium"])
+
+            // The grace period ends: premium goes.
+            try await setup.apple.advanceClock(by: 7 * 86_400)
+            _ = try await catchUp()
+            #expect(try await Self.me(user, client).entitlements == [])
+
+            // The card works again: the twelfth paid period unlocks loyalty lifetime, which outlives expiry.
+            try await setup.apple.setBillingFails(account: "dana", false)
+            _ = try await catchUp()
+            #expect(try await Self.me(user, client).entitlements == ["lifetime", "premium"])
+            try await setup.apple.expireNow(originalTransactionId: original)
+            _ = try await catchUp()
+            try await setup.apple.advanceClock(by: 40 * 86_400)
+            _ = try await catchUp()
+            #expect(try await Self.me(user, client).entitlements == ["lifetime"])
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import AsyncHTTPClient
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferServer
+import CofferSimulator
+import CofferStore
+import CofferStoreSQLite
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The server talking to Apple's servers (the simulator over loopback HTTP): recovering missed
+/// notifications and answering consumption requests.
+@Suite("Notification recovery and consumption answers", .timeLimit(.minutes(2)))
+struct RecoveryTests {
+    static let issuerId = "57246542-96fe-1a63-e053-0824d011072a"
+    static let keyId = "SIMKEY0001"
+
+    /// Serves the simulator's App Store Server API on a loopback port and gives `body` a client for it.
+    static func withAppleAPI(
+        _ setup: NotificationTests.Setup,
+        _ body: @Sendable (AppStoreServerAPIClient) async throws -> Void
+    ) async throws {
+        let key = P256.Signing.PrivateKey()
+        let tokens = APITokenVerifier(
+            keys: [keyId: key.publicKey], issuerId: issuerId, bundleId: NotificationTests.bundleId)
+        let apple = Application(
+            router: SimulatorServer.router(store: setup.apple, tokens: tokens),
+            configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+        try await apple.test(.live) { client in
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            var retry = AppStoreServerAPIClient.RetryPolicy()
+            retry.initialBackoff = .milliseconds(10)
+            let api = AppStoreServerAPIClient(
+                httpClient: http,
+                credentials: .init(
+                    keyId: keyId, issuerId: issuerId, bundleId: NotificationTests.bundleId, privateKey: key),
+                environment: .sandbox, baseURL: "http://127.0.0.1:\(try #require(client.port))", retry: retry)
+            do {
+                try await body(api)
+            } catch {
+                try await http.shutdown()
+                throw error
+            }
+            try await http.shutdown()
+        }
+    }
+
+    @Test("notifications that never arrived are recovered from history once; the cursor survives a restart")
+    func recovery() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-\(UUID().uuidString).sqlite")
+        let store = try SQLiteStore(path: path.path)
+        let setup = try NotificationTests.Setup(store: store)
+        let user = try await setup.createUser()
+        // Apple's posts never reach the server: a purchase, and a refund of another purchase.
+        let kept = try #require(
+            try await setup.apple.purchase(
+                account: "erin", productId: "com.example.credits", quantity: 3, appAccountToken: user.appAccountToken
+            ).transactionIds.first)
+        let refunded = try #require(
+            try await setup.apple.purchase(
+                account: "erin", productId: "com.example.credits", appAccountToken: user.appAccountToken
+            ).transactionIds.first)
+        try await setup.apple.refund(transactionId: refunded)
+        try await setup.apple.advanceClock(by: 60)
+        try await Self.withAppleAPI(setup) { api in
+            let recovery = try #require(
+                NotificationRecovery(configuration: setup.configuration, dependencies: setup.dependencies(api: api)))
+            let first = try await recovery.runOnce()
+            #expect(first.read == 3)
+            #expect(first.new == 3)
+            let owner = try #require(try await store.user(appAccountToken: user.appAccountToken, environment: .sandbox))
+            #expect(try await store.wallet(owner: owner.id, environment: .sandbox) == Wallet(balance: 300, deficit: 0))
+            #expect(try await store.receipt(transactionId: refunded, environment: .sandbox)?.status == .revoked)
+            #expect(try await store.receipt(transactionId: kept, environment: .sandbox)?.status == .delivered)
+            let sources = try await store.notifications(
+                environment: .sandbox, transactionId: nil, outcome: nil, limit: 10
+            ).map(\.source)
+            #expect(sources == ["recovery", "recovery", "recovery"])
+
+            // A restart: a new service on the same store resumes from the saved cursor; nothing twice.
+            let restarted = try #require(
+                NotificationRecovery(configuration: setup.configuration, dependencies: setup.dependencies(api: api)))
+            let again = try await restarted.runOnce()
+            #expect(again.new == 0)
+            #expect(try await store.cursor("notification-history", environment: .sandbox) != nil)
+            #expect(try await store.entries(owner: owner.id, environment: .sandbox).count == 3)
+        }
+    }
+
+    @Test("a transaction no notification brought is filled in from Transaction History")
+    func gapFill() async throws {
+        let setup = try NotificationTests.Setup()
+        let user = try await setup.createUser()
+        let first = try #require(
+            try await setup.apple.purchase(
+                account: "finn", productId: "com.example.credits", appAccountToken: user.appAccountToken
+            ).transactionIds.first)
+        // Bought without an appAccountToken (an older app version): its notification stays unattributed.
+        let older = try #require(
+            try await setup.apple.purchase(account: "finn", productId: "com.example.credits").transactionIds.first)
+        try await setup.apple.advanceClock(by: 60)
+        try await Self.withAppleAPI(setup) { api in
+            let recovery = try #require(
+                NotificationRecovery(configuration: setup.configuration, dependencies: setup.dependencies(api: api)))
+            let report = try await recovery.runOnce()
+            #expect(report.filled == 1)
+            let owner = try #require(
+                try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox))
+            #expect(try await setup.store.receipt(transactionId: first, environment: .sandbox)?.owner == owner.id)
+            #expect(try await setup.store.receipt(transactionId: older, environment: .sandbox)?.owner == owner.id)
+            #expect(try await setup.store.wallet(owner: owner.id, environment: .sandbox).balance == 200)
+        }
+    }
+
+    @Test("a consumption request is answered with what the ledger knows, when configured to", arguments: [true, false])
+    func consumption(answer: Bool) async throws {
+        var configuration = NotificationTests.Setup.defaultConfiguration(wallet: .server)
+        configuration.consumption = ConsumptionConfiguration(answer: answer, refundPreference: .decline)
+        let setup = try NotificationTests.Setup(configuration: configuration)
+        let user = try await setup.createUser()
+        let id = try #require(
+            try await setup.apple.purchase(
+                account: "gus", productId: "com.example.credits", quantity: 4, appAccountToken: user.appAccountToken
+            ).transactionIds.first)
+        try await Self.withAppleAPI(setup) { api in
+            let app = setup.application(api: api)
+            try await app.test(.router) { client in
+                #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
+                // The customer spends 150 of the 400 credits, then asks Apple for a refund.
+                let spent = try await client.execute(
+                    uri: "/v1/me/spend", method: .post,
+                    headers: [.authorization: "Bearer \(user.token)", .init("Idempotency-Key")!: "s1"],
+                    body: try ClientAPITests.body(SpendRequest(amount: 150)))
+                #expect(spent.status == .ok)
+                try await setup.apple.requestRefund(transactionId: id)
+                #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
+            }
+            let sent = await setup.apple.consumption(for: id)
+            if answer {
+                let request = try #require(sent)
+                #expect(request.customerConsented == true)
+                #expect(request.consumptionStatus == 2)
+                #expect(request.deliveryStatus == 0)
+                #expect(request.refundPreference == 2)
+                #expect(request.appAccountToken == user.appAccountToken)
+                #expect(request.accountTenure == 1)
+            } else {
+                #expect(sent == nil)
+            }
+        }
+    }
+}
