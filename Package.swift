@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "CofferCore", targets: ["CofferCore"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
         .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
+        .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
         .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
         .library(name: "CofferStoreKit", targets: ["CofferStoreKit"]),
         .library(name: "CofferAPI", targets: ["CofferAPI"]),
@@ -36,6 +37,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(name: "CofferCore", swiftSettings: strictSettings),
@@ -43,6 +45,15 @@ let package = Package(
         .target(
             name: "CofferStoreSQLite",
             dependencies: ["CofferStore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "CofferStorePostgres",
+            dependencies: [
+                "CofferStore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
@@ -95,7 +106,8 @@ let package = Package(
         .target(
             name: "CofferCLI",
             dependencies: [
-                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferAppStore", "CofferSimulator", "CofferServer",
+                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
+                "CofferSimulator", "CofferServer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -119,6 +131,9 @@ let package = Package(
             dependencies: [
                 "CofferCore", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/CofferTestSupport",
             resources: [.copy("Fixtures")],
@@ -134,7 +149,7 @@ let package = Package(
         .testTarget(
             name: "CofferStoreTests",
             dependencies: [
-                "CofferStore", "CofferStoreSQLite", "CofferTestSupport",
+                "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ],
             swiftSettings: strictSettings
@@ -168,7 +183,7 @@ let package = Package(
             name: "CofferServerTests",
             dependencies: [
                 "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore", "CofferStoreSQLite",
-                "CofferSimulator", "CofferTestSupport",
+                "CofferStorePostgres", "CofferSimulator", "CofferTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -180,7 +195,7 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "CofferCLI", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
+                "CofferCLI", "CofferStoreSQLite", "CofferStorePostgres", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Apple")],

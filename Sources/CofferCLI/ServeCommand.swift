@@ -4,6 +4,7 @@ import CofferAppStore
 import CofferCore
 import CofferServer
 import CofferStore
+import CofferStorePostgres
 import CofferStoreSQLite
 import Configuration
 import Foundation
@@ -115,8 +116,15 @@ struct ServeCommand: AsyncParsableCommand {
         case .sqlite(let path):
             store = try SQLiteStore(path: path)
             location = "SQLite \(path)"
-        case .postgres:
-            throw ValidationError("database.url: PostgreSQL is not available in this build yet; use sqlite:PATH")
+        case .postgres(let url):
+            do {
+                store = try await PostgresStore(url: url)
+            } catch {
+                FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+            let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"
+            location = "PostgreSQL \(host)"
         }
         var logger = Logger(label: "coffer")
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info

@@ -46,6 +46,8 @@ struct WalletAPI: Sendable {
                 writer: .device(body.device ?? "app"), at: api.dependencies.now())
             switch result {
             case .saved(let record):
+                // The user's other devices learn that the backup moved on.
+                await api.events.publish(ServerEventBody(type: .backup, key: String(record.version)), to: user.id)
                 return try api.json(Self.body(record), headers: [.eTag: String(record.version)])
             case .conflict(let current):
                 // The current record comes back so the app can decide and retry with its version.

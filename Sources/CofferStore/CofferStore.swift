@@ -129,10 +129,25 @@ public protocol LedgerWriteContext {
     mutating func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws
 }
 
-/// Applies ledger requests through an engine's ``LedgerWriteContext``.
+/// The read and write steps of an engine whose database calls are asynchronous (PostgreSQL), inside
+/// one of its write transactions. The same steps as ``LedgerWriteContext``.
+public protocol AsyncLedgerWriteContext {
+    /// The user's current wallet, locked for the rest of the transaction, or `nil` when no such user
+    /// lives in `environment`.
+    func wallet(owner: UUID, environment: Environment) async throws -> Wallet?
+    /// The receipt of a transaction, any owner.
+    func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
+    /// The user's entry under a key.
+    func entry(owner: UUID, environment: Environment, key: IdempotencyKey) async throws -> LedgerEntry?
+    /// Saves a decision: the wallet, the receipt if any, and the new entry.
+    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws
+}
+
+/// Applies ledger requests through an engine's write context: load what the request needs, decide with
+/// ``Ledger/decide(_:owner:wallet:receipt:existing:policy:at:)``, save the decision. Call inside the
+/// engine's write transaction.
 public enum LedgerWriter {
-    /// Loads the state a request needs, decides with ``Ledger/decide(_:owner:wallet:receipt:existing:policy:at:)``
-    /// and saves the decision. Call inside the engine's write transaction.
+    /// Applies a request through a synchronous context (SQLite, in memory).
     ///
     /// - Returns: The result, or the ledger's refusal (nothing saved then).
     /// - Throws: Storage failures from the context.
@@ -140,8 +155,7 @@ public enum LedgerWriter {
         _ request: LedgerRequest,
         in context: inout some LedgerWriteContext
     ) throws -> Result<LedgerResult, LedgerError> {
-        let owner = request.owner
-        let environment = request.environment
+        let (owner, environment) = (request.owner, request.environment)
         guard let wallet = try context.wallet(owner: owner, environment: environment) else {
             return .failure(.unknownUser(owner))
         }
@@ -149,20 +163,48 @@ public enum LedgerWriter {
             try context.receipt(transactionId: $0.transactionId, environment: environment)
         }
         let existing = try context.entry(owner: owner, environment: environment, key: request.event.key)
+        let (result, save) = decide(request, wallet: wallet, receipt: receipt, existing: existing)
+        if let save { try context.save(save, owner: owner, environment: environment) }
+        return result
+    }
+
+    /// Applies a request through an asynchronous context (PostgreSQL).
+    ///
+    /// - Returns: The result, or the ledger's refusal (nothing saved then).
+    /// - Throws: Storage failures from the context.
+    public static func apply(
+        _ request: LedgerRequest,
+        in context: some AsyncLedgerWriteContext
+    ) async throws -> Result<LedgerResult, LedgerError> {
+        let (owner, environment) = (request.owner, request.environment)
+        guard let wallet = try await context.wallet(owner: owner, environment: environment) else {
+            return .failure(.unknownUser(owner))
+        }
+        var receipt: Receipt?
+        if let fact = request.event.transaction {
+            receipt = try await context.receipt(transactionId: fact.transactionId, environment: environment)
+        }
+        let existing = try await context.entry(owner: owner, environment: environment, key: request.event.key)
+        let (result, save) = decide(request, wallet: wallet, receipt: receipt, existing: existing)
+        if let save { try await context.save(save, owner: owner, environment: environment) }
+        return result
+    }
+
+    /// The decision for a request given the state it needs, and what (if anything) to save.
+    private static func decide(
+        _ request: LedgerRequest, wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?
+    ) -> (Result<LedgerResult, LedgerError>, save: LedgerDecision?) {
         let decision: LedgerDecision
         do {
             decision = try Ledger.decide(
-                request.event, owner: owner, wallet: wallet, receipt: receipt, existing: existing,
+                request.event, owner: request.owner, wallet: wallet, receipt: receipt, existing: existing,
                 policy: request.policy, at: request.at)
         } catch {
-            return .failure(error)
+            return (.failure(error), nil)
         }
-        if decision.appendsEntry || decision.receipt != nil {
-            try context.save(decision, owner: owner, environment: environment)
-        }
-        return .success(
-            LedgerResult(
-                outcome: decision.outcome, wallet: decision.wallet, entry: decision.entry ?? existing,
-                receipt: decision.receipt ?? receipt))
+        let result = LedgerResult(
+            outcome: decision.outcome, wallet: decision.wallet, entry: decision.entry ?? existing,
+            receipt: decision.receipt ?? receipt)
+        return (.success(result), decision.appendsEntry || decision.receipt != nil ? decision : nil)
     }
 }

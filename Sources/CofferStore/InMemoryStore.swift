@@ -166,12 +166,9 @@ public actor InMemoryStore: CofferStore {
     ) throws -> BackupSaveResult {
         guard state.users[owner]?.environment == environment else { throw StoreError.notFound("user \(owner)") }
         let current = backup(owner: owner, environment: environment)
-        switch (precondition, current) {
-        case (.absent, nil), (.overwrite, _): break
-        case (.version(let expected), let record?) where record.version == expected: break
-        default: return .conflict(current: current)
+        guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
+            return .conflict(current: current)
         }
-        let record = BackupRecord(value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
         backups[owner] = (environment, record)
         return .saved(record)
     }

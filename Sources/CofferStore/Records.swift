@@ -85,6 +85,23 @@ public enum BackupPrecondition: Sendable, Hashable {
     case version(Int64)
     /// Anything: an admin override.
     case overwrite
+
+    /// The record a write leaves, or `nil` when the precondition does not hold for `current` (a conflict).
+    /// Every engine decides with this, inside its write.
+    ///
+    /// - Parameters:
+    ///   - current: The backup on record now.
+    ///   - value: The balance to back up.
+    ///   - writer: Who writes.
+    ///   - at: When.
+    public func write(over current: BackupRecord?, value: Int64, writer: BackupWriter, at: Date) -> BackupRecord? {
+        switch (self, current) {
+        case (.absent, nil), (.overwrite, _): break
+        case (.version(let expected), let record?) where record.version == expected: break
+        default: return nil
+        }
+        return BackupRecord(value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
+    }
 }
 
 /// The result of a backup write.

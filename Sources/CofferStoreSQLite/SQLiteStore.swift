@@ -216,13 +216,9 @@ public final class SQLiteStore: CofferStore {
                 throw StoreError.notFound("user \(owner)")
             }
             let current = try Self.backup(db, owner: owner, environment: environment)
-            switch (precondition, current) {
-            case (.absent, nil), (.overwrite, _): break
-            case (.version(let expected), let record?) where record.version == expected: break
-            default: return .conflict(current: current)
+            guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
+                return .conflict(current: current)
             }
-            let record = BackupRecord(
-                value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
             let (kind, name) = Self.columns(record.writer)
             try db.execute(
                 sql: """

@@ -1,3 +1,6 @@
+import CofferCore
+import CofferSimulator
+import CofferStorePostgres
 import CofferTestSupport
 import Foundation
 import Testing
@@ -168,5 +171,83 @@ struct ServeCommandTests {
             #expect(readme.contains("`\(setting.key)`"), "README lacks \(setting.key)")
             #expect(readme.contains("`\(setting.environmentVariable)`"), "README lacks \(setting.environmentVariable)")
         }
+    }
+
+    @Test(
+        "two servers on one PostgreSQL: 50 concurrent posts of one transaction and its notification credit once",
+        .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
+    func twoServersOnePostgres() async throws {
+        let folder = try temporaryFolder()
+        let url = try await TestPostgres.freshDatabase()
+        #expect(try CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0)
+        let ports = [try LocalPort.free(), try LocalPort.free()]
+        let servers = try ports.map { port in
+            try start(
+                [
+                    "serve", "--bundle-id", "com.example.app", "--apple-root", "sim/root.der", "--port", String(port),
+                    "--database-url", url,
+                ], in: folder)
+        }
+        defer {
+            for process in servers {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+        }
+        let bases = ports.map { "http://127.0.0.1:\($0)" }
+        var created: (status: Int, json: [String: Any]) = (0, [:])
+        for _ in 0..<150 where created.status != 201 {
+            created = (try? await request("POST", bases[0] + "/v1/users")) ?? (0, [:])
+            if created.status != 201 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(created.status == 201)
+        for _ in 0..<150 {
+            if (try? await request("GET", bases[1] + "/readyz"))?.status == 200 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let token = try #require(created.json["token"] as? String)
+        let accountText = try #require(created.json["appAccountToken"] as? String)
+        let accountToken = try #require(UUID(uuidString: accountText))
+
+        // Apple's side, in this process, signing with the simulator chain the servers trust.
+        let pki = try SimulatorPKI(folder: folder.appendingPathComponent("sim"))
+        let catalog = try Catalog(json: Data(contentsOf: folder.appendingPathComponent("catalog.json")))
+        let apple = SimulatedAppStore(
+            catalog: catalog, configuration: SimulatorConfiguration(bundleId: "com.example.app", appAppleId: 1_234),
+            signer: try pki.signer(), clock: SimulatorClock(start: Date()))
+        let bought = try await apple.purchase(
+            account: "alice", productId: "com.example.credits.400k", appAccountToken: accountToken)
+        let id = try #require(bought.transactionIds.first)
+        let signed = try await apple.signedTransaction(id: id)
+        let notification = try #require(await apple.sentNotifications().first).signedPayload
+
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<50 {
+                let base = bases[index % 2]
+                group.addTask {
+                    if index % 4 < 2 {
+                        return try await request(
+                            "POST", base + "/v1/transactions", token: token, body: ["signedTransaction": signed]
+                        ).status
+                    }
+                    return try await request(
+                        "POST", base + "/v1/apple/notifications", body: ["signedPayload": notification]
+                    ).status
+                }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses.allSatisfy { $0 == 200 }, "\(statuses)")
+        for base in bases {
+            #expect(try await request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 400_000)
+        }
+        let store = try await PostgresStore(url: url, maximumConnections: 2)
+        defer { store.close() }
+        let user = try #require(try await store.user(appAccountToken: accountToken, environment: .sandbox))
+        let entries = try await store.entries(owner: user.id, environment: .sandbox)
+        #expect(entries.map(\.key.rawValue) == ["purchase:\(id)"])
+        let recorded = try await store.notifications(
+            environment: .sandbox, transactionId: id, outcome: nil, limit: 10)
+        #expect(recorded.count == 1)
     }
 }

@@ -54,9 +54,11 @@ struct ClientAPITests {
 
     static func bearer(_ token: String) -> HTTPFields { [.authorization: "Bearer \(token)"] }
 
-    @Test("a user is created, buys credits once, and sees the balance; duplicates and refunds are answered")
-    func purchaseFlow() async throws {
-        let setup = try Setup()
+    @Test(
+        "a user is created, buys credits once, and sees the balance; duplicates and refunds are answered",
+        arguments: ServerEngine.allCases)
+    func purchaseFlow(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let created = try await client.execute(uri: "/v1/users", method: .post)
             #expect(created.status == .created)
@@ -122,9 +124,11 @@ struct ClientAPITests {
         }
     }
 
-    @Test("refusals: no token, another user's transaction, forged data, bad bodies; nothing changes")
-    func refusals() async throws {
-        let setup = try Setup()
+    @Test(
+        "refusals: no token, another user's transaction, forged data, bad bodies; nothing changes",
+        arguments: ServerEngine.allCases)
+    func refusals(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             #expect(try await client.execute(uri: "/v1/me", method: .get).status == .unauthorized)
             #expect(
@@ -194,10 +198,9 @@ struct ClientAPITests {
         }
     }
 
-    @Test("50 concurrent posts of one transaction credit it once (SQLite)")
-    func concurrentDeliveries() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-\(UUID().uuidString).sqlite")
-        let setup = try Setup(store: try SQLiteStore(path: path.path))
+    @Test("50 concurrent posts of one transaction credit it once", arguments: ServerEngine.allCases)
+    func concurrentDeliveries(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let user = try Self.decode(
                 CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))

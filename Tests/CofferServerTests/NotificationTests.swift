@@ -129,10 +129,9 @@ struct NotificationTests {
 
     @Test(
         "purchase, refund and reversal arrive as notifications: applied once, duplicates answered 200, the mailbox keyed",
-        arguments: [WalletMode.device, .server])
-    func refundAndReversal(wallet: WalletMode) async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-\(UUID().uuidString).sqlite")
-        let setup = try Setup(store: try SQLiteStore(path: path.path), wallet: wallet)
+        arguments: ServerEngine.allCases, [WalletMode.device, .server])
+    func refundAndReversal(engine: ServerEngine, wallet: WalletMode) async throws {
+        let setup = try Setup(store: try await engine.makeStore(), wallet: wallet)
         try await setup.app.test(.router) { client in
             let user = try await Self.createUser(client)
             let bought = try await setup.apple.purchase(
@@ -172,9 +171,11 @@ struct NotificationTests {
         }
     }
 
-    @Test("a refund of a transaction nobody presented is kept, and taken back when a user presents it")
-    func unattributedRefund() async throws {
-        let setup = try Setup()
+    @Test(
+        "a refund of a transaction nobody presented is kept, and taken back when a user presents it",
+        arguments: ServerEngine.allCases)
+    func unattributedRefund(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let user = try await Self.createUser(client)
             // No appAccountToken: the server cannot tell whose it is until the app posts it.
@@ -255,9 +256,11 @@ struct NotificationTests {
         }
     }
 
-    @Test("a renewal chain through billing retry with grace to loyalty lifetime, from notifications alone")
-    func renewalsToLoyalty() async throws {
-        let setup = try Setup()
+    @Test(
+        "a renewal chain through billing retry with grace to loyalty lifetime, from notifications alone",
+        arguments: ServerEngine.allCases)
+    func renewalsToLoyalty(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let user = try await Self.createUser(client)
             let subscribed = try await setup.apple.purchase(

@@ -49,10 +49,11 @@ struct RecoveryTests {
         }
     }
 
-    @Test("notifications that never arrived are recovered from history once; the cursor survives a restart")
-    func recovery() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-\(UUID().uuidString).sqlite")
-        let store = try SQLiteStore(path: path.path)
+    @Test(
+        "notifications that never arrived are recovered from history once; the cursor survives a restart",
+        arguments: ServerEngine.allCases)
+    func recovery(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
         let setup = try NotificationTests.Setup(store: store)
         let user = try await setup.createUser()
         // Apple's posts never reach the server: a purchase, and a refund of another purchase.

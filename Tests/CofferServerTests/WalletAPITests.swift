@@ -17,9 +17,11 @@ struct WalletAPITests {
         try Fixture.decode(CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
     }
 
-    @Test("backup: first write, If-Match versions, 412 with the current record on conflict")
-    func backup() async throws {
-        let setup = try Fixture.Setup()
+    @Test(
+        "backup: first write, If-Match versions, 412 with the current record on conflict",
+        arguments: ServerEngine.allCases)
+    func backup(engine: ServerEngine) async throws {
+        let setup = try Fixture.Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let user = try await newUser(client)
             let auth = Fixture.bearer(user.token)
@@ -49,9 +51,11 @@ struct WalletAPITests {
         }
     }
 
-    @Test("grants: listed by status, claimed once (server wallet credits), invisible to other users")
-    func grants() async throws {
-        let store = InMemoryStore()
+    @Test(
+        "grants: listed by status, claimed once (server wallet credits), invisible to other users",
+        arguments: ServerEngine.allCases)
+    func grants(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
         let setup = try Fixture.Setup(store: store, wallet: .server)
         try await setup.app.test(.router) { client in
             let user = try await newUser(client)
@@ -91,9 +95,11 @@ struct WalletAPITests {
         }
     }
 
-    @Test("spend (server wallet): an Idempotency-Key gives the same answer twice; overdraw is refused")
-    func spend() async throws {
-        let store = InMemoryStore()
+    @Test(
+        "spend (server wallet): an Idempotency-Key gives the same answer twice; overdraw is refused",
+        arguments: ServerEngine.allCases)
+    func spend(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
         let setup = try Fixture.Setup(store: store, wallet: .server)
         try await setup.app.test(.router) { client in
             let user = try await newUser(client)

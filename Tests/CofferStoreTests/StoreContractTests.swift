@@ -10,7 +10,7 @@ struct StoreContractTests {
         "users are found by id, Support ID, token hash and appAccountToken, within their environment",
         arguments: StoreEngine.allCases)
     func users(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         #expect(try await store.user(id: alice.id) == alice)
@@ -24,7 +24,7 @@ struct StoreContractTests {
 
     @Test("a taken Support ID, token or appAccountToken is refused", arguments: StoreEngine.allCases)
     func uniqueUsers(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         var sameSupport = Make.user("_aaaaaaaaaaa1")
@@ -45,7 +45,7 @@ struct StoreContractTests {
         "users list newest first, by Support ID prefix (case-insensitive), with paging", arguments: StoreEngine.allCases
     )
     func listing(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let ids = ["_abc000000001", "_abc000000002", "_abd000000003", "_ffff00000004"]
         for (index, id) in ids.enumerated() {
             try await store.createUser(Make.user(id, createdAt: TimeInterval(index)))
@@ -69,7 +69,7 @@ struct StoreContractTests {
         "a delivery and its receipt are stored together; the same transaction again is a duplicate",
         arguments: StoreEngine.allCases)
     func delivery(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         let first = try await store.apply(Make.purchase("t1", for: alice))
@@ -93,7 +93,7 @@ struct StoreContractTests {
 
     @Test("refunds, deficits and reversals survive storage", arguments: StoreEngine.allCases)
     func refunds(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         _ = try await store.apply(Make.purchase("t1", for: alice))
@@ -127,7 +127,7 @@ struct StoreContractTests {
         "a batch commits together; a refused request changes nothing while the rest apply",
         arguments: StoreEngine.allCases)
     func batches(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         let bob = Make.user("_bbbbbbbbbbb2")
         try await store.createUser(alice)
@@ -158,7 +158,7 @@ struct StoreContractTests {
 
     @Test("50 concurrent deliveries of one transaction credit once", arguments: StoreEngine.allCases)
     func concurrentDeliveries(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         let outcomes = try await withThrowingTaskGroup(of: LedgerOutcome.self) { group in
@@ -175,7 +175,7 @@ struct StoreContractTests {
         "backups: first write, If-Match versions, conflicts with the current record, admin overwrite",
         arguments: StoreEngine.allCases)
     func backups(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         #expect(try await store.backup(owner: alice.id, environment: .sandbox) == nil)
@@ -214,7 +214,7 @@ struct StoreContractTests {
     @Test(
         "grants: listed by status and recipient, claimed once by their recipient only", arguments: StoreEngine.allCases)
     func grants(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         let bob = Make.user("_bbbbbbbbbbb2")
         try await store.createUser(alice)
@@ -270,7 +270,7 @@ struct StoreContractTests {
         "the audit log keeps who, what, before and after, newest first, per environment",
         arguments: StoreEngine.allCases)
     func audit(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let first = AuditEvent(
             environment: .sandbox, actor: "support", action: "grant.create", subject: "_aaaaaaaaaaa1", before: nil,
             after: #"{"credits":5}"#, at: Make.start)
@@ -289,7 +289,7 @@ struct StoreContractTests {
         "a notification is recorded once per notificationUUID and environment, and found by transaction and outcome",
         arguments: StoreEngine.allCases)
     func notifications(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         let refund = NotificationRecord(
@@ -330,7 +330,7 @@ struct StoreContractTests {
         "a renewal state never replaces one signed later; receipts are found by their chain; cursors persist",
         arguments: StoreEngine.allCases)
     func renewalsAndCursors(engine: StoreEngine) async throws {
-        let store = try engine.makeStore()
+        let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")
         try await store.createUser(alice)
         let grace = RenewalState(

@@ -1,6 +1,8 @@
 import CofferCore
 import CofferStore
+import CofferStorePostgres
 import CofferStoreSQLite
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -8,13 +10,24 @@ import Testing
 enum StoreEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case memory
     case sqlite
+    case postgres
 
     var testDescription: String { rawValue }
 
-    func makeStore() throws -> any CofferStore {
+    /// The engines to run: PostgreSQL when `scripts/test` started a server or CI requires one (then a
+    /// missing server fails each PostgreSQL case); otherwise left out, loudly.
+    static var allCases: [StoreEngine] {
+        if TestPostgres.url != nil || TestPostgres.required { return [.memory, .sqlite, .postgres] }
+        FileHandle.standardError.write(Data("warning: \(TestPostgres.missing)\n".utf8))
+        return [.memory, .sqlite]
+    }
+
+    func makeStore() async throws -> any CofferStore {
         switch self {
         case .memory: return InMemoryStore()
         case .sqlite: return try SQLiteStore(path: TemporaryDirectory.file("store.sqlite"))
+        case .postgres:
+            return try await PostgresStore(url: try await TestPostgres.freshDatabase(), maximumConnections: 8)
         }
     }
 }

@@ -12,7 +12,8 @@ struct StorePropertyTests {
         await propertyCheck(count: 40, input: Gen.int(in: 0...Int(Int32.max)).array(of: 1...40), Gen.bool) {
             codes, forgive in
             do {
-                let engines = try StoreEngine.allCases.map { try $0.makeStore() }
+                var engines: [any CofferStore] = []
+                for engine in StoreEngine.allCases { engines.append(try await engine.makeStore()) }
                 let user = Make.user("_abcdef012345")
                 for store in engines { try await store.createUser(user) }
                 let policy: DeficitPolicy = forgive ? .forgive : .collect

@@ -1,0 +1,197 @@
+import CofferStore
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema as frozen, named migrations (never edit one that has shipped; add a new one),
+/// and the runner that applies them once, in order, recorded in `coffer_migrations`.
+enum PostgresMigrations {
+    /// Every migration, oldest first. The names match the SQLite store's.
+    static let all: [(name: String, sql: String)] = [
+        (
+            "v1 users, ledger, receipts, backups, grants, audit",
+            """
+            CREATE TABLE users (
+                id TEXT PRIMARY KEY,
+                environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
+                support_id TEXT NOT NULL,
+                token_hash TEXT NOT NULL UNIQUE,
+                app_account_token TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                UNIQUE (environment, support_id),
+                UNIQUE (environment, app_account_token)
+            );
+            CREATE INDEX users_by_created ON users (environment, created_at);
+            CREATE TABLE wallets (
+                user_id TEXT PRIMARY KEY REFERENCES users (id),
+                balance BIGINT NOT NULL CHECK (balance >= 0),
+                deficit BIGINT NOT NULL CHECK (deficit >= 0)
+            );
+            CREATE TABLE receipts (
+                environment TEXT NOT NULL,
+                transaction_id TEXT NOT NULL,
+                owner TEXT NOT NULL REFERENCES users (id),
+                original_transaction_id TEXT NOT NULL,
+                product_id TEXT NOT NULL,
+                quantity BIGINT NOT NULL,
+                purchase_date BIGINT NOT NULL,
+                expires_date BIGINT,
+                revocation_date BIGINT,
+                family_shared BOOLEAN NOT NULL,
+                trial BOOLEAN NOT NULL,
+                upgraded BOOLEAN NOT NULL,
+                delivered_credits BIGINT,
+                delivered_at BIGINT,
+                revoked_at BIGINT,
+                taken_from_balance BIGINT NOT NULL,
+                added_to_deficit BIGINT NOT NULL,
+                reversed_at BIGINT,
+                PRIMARY KEY (environment, transaction_id)
+            );
+            CREATE INDEX receipts_by_owner ON receipts (owner);
+            CREATE INDEX receipts_by_original ON receipts (environment, original_transaction_id);
+            CREATE TABLE ledger_entries (
+                seq BIGSERIAL PRIMARY KEY,
+                environment TEXT NOT NULL,
+                owner TEXT NOT NULL REFERENCES users (id),
+                key TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                amount BIGINT NOT NULL,
+                balance_delta BIGINT NOT NULL,
+                deficit_delta BIGINT NOT NULL,
+                balance_after BIGINT NOT NULL,
+                deficit_after BIGINT NOT NULL,
+                transaction_id TEXT,
+                product_id TEXT,
+                reason TEXT,
+                created_at BIGINT NOT NULL,
+                UNIQUE (environment, owner, key)
+            );
+            CREATE TABLE backups (
+                owner TEXT PRIMARY KEY REFERENCES users (id),
+                environment TEXT NOT NULL,
+                value BIGINT NOT NULL,
+                last_updated BIGINT NOT NULL,
+                version BIGINT NOT NULL,
+                writer_kind TEXT NOT NULL,
+                writer_name TEXT NOT NULL
+            );
+            CREATE TABLE grants (
+                id TEXT PRIMARY KEY,
+                environment TEXT NOT NULL,
+                recipient TEXT NOT NULL REFERENCES users (id),
+                credits BIGINT NOT NULL CHECK (credits > 0),
+                reason TEXT NOT NULL,
+                created_by TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                claimed_at BIGINT
+            );
+            CREATE INDEX grants_by_environment ON grants (environment, created_at);
+            CREATE INDEX grants_by_recipient ON grants (recipient);
+            CREATE TABLE audit_events (
+                seq BIGSERIAL PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                environment TEXT NOT NULL,
+                actor TEXT NOT NULL,
+                action TEXT NOT NULL,
+                subject TEXT NOT NULL,
+                before TEXT,
+                after TEXT,
+                at BIGINT NOT NULL
+            );
+            """
+        ),
+        (
+            "v2 notifications, renewal states, cursors",
+            """
+            CREATE TABLE notifications (
+                seq BIGSERIAL PRIMARY KEY,
+                environment TEXT NOT NULL,
+                uuid TEXT NOT NULL,
+                type TEXT NOT NULL,
+                subtype TEXT,
+                transaction_id TEXT,
+                original_transaction_id TEXT,
+                owner TEXT,
+                signed_date BIGINT NOT NULL,
+                received_at BIGINT NOT NULL,
+                outcome TEXT NOT NULL,
+                source TEXT NOT NULL,
+                UNIQUE (environment, uuid)
+            );
+            CREATE INDEX notifications_by_received ON notifications (environment, received_at);
+            CREATE INDEX notifications_by_transaction ON notifications (environment, transaction_id);
+            CREATE INDEX notifications_by_original ON notifications (environment, original_transaction_id);
+            CREATE TABLE renewal_states (
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                owner TEXT NOT NULL REFERENCES users (id),
+                auto_renew_product_id TEXT,
+                auto_renews BOOLEAN NOT NULL,
+                in_billing_retry BOOLEAN NOT NULL,
+                grace_period_expires_date BIGINT,
+                signed_date BIGINT NOT NULL,
+                PRIMARY KEY (environment, original_transaction_id)
+            );
+            CREATE INDEX renewal_states_by_owner ON renewal_states (owner);
+            CREATE TABLE cursors (
+                environment TEXT NOT NULL,
+                name TEXT NOT NULL,
+                value TEXT NOT NULL,
+                PRIMARY KEY (environment, name)
+            );
+            """
+        ),
+    ]
+
+    /// An arbitrary, fixed key for the advisory lock that serializes migration runs.
+    static let lockKey: Int64 = 0x636F_6666_6572
+
+    /// Applies the migrations not yet applied, each in its own transaction, under an advisory lock.
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        do {
+            try await client.withConnection { connection in
+                try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
+                do {
+                    try await connection.query(
+                        """
+                        CREATE TABLE IF NOT EXISTS coffer_migrations (
+                            name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())
+                        """, logger: logger)
+                    let done = Set(try await applied(connection, logger: logger))
+                    for migration in all where !done.contains(migration.name) {
+                        try await connection.query("BEGIN", logger: logger)
+                        do {
+                            // A migration is several statements, run one by one (none holds a ";" in a string).
+                            for statement in migration.sql.split(separator: ";")
+                            where !statement.allSatisfy(\.isWhitespace) {
+                                try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+                            }
+                            try await connection.query(
+                                "INSERT INTO coffer_migrations (name) VALUES (\(migration.name))", logger: logger)
+                            try await connection.query("COMMIT", logger: logger)
+                        } catch {
+                            _ = try? await connection.query("ROLLBACK", logger: logger)
+                            throw error
+                        }
+                        logger.info("applied migration \(migration.name)")
+                    }
+                } catch {
+                    _ = try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+                    throw error
+                }
+                try await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+            }
+        } catch let error as PSQLError {
+            throw StoreError.storage("migration failed: \(PostgresStore.describe(error))")
+        }
+    }
+
+    /// The applied migrations' names, oldest first.
+    static func applied(_ connection: PostgresConnection, logger: Logger) async throws -> [String] {
+        var names: [String] = []
+        let rows = try await connection.query(
+            "SELECT name FROM coffer_migrations ORDER BY applied_at, name", logger: logger)
+        for try await name in rows.decode(String.self) { names.append(name) }
+        return names
+    }
+}

@@ -1,0 +1,554 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The ``CofferStore`` for several server instances: PostgreSQL through postgres-nio. Migrates when
+/// opened (under an advisory lock, so instances starting together migrate once).
+///
+/// Concurrency: every ledger write locks the user's wallet row first (`SELECT ... FOR UPDATE`), so one
+/// user's requests apply one at a time across all instances; unique keys (a receipt per environment and
+/// transaction id, an entry per user and key) catch the rest, and a transaction that loses such a race is
+/// rolled back and run again from the start, where it sees the winner's commit.
+///
+/// ```swift
+/// let store = try await PostgresStore(url: "postgres://coffer:secret@127.0.0.1:5432/coffer")
+/// ```
+public final class PostgresStore: CofferStore {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+
+    /// Connects (the pool opens connections as needed) and migrates.
+    ///
+    /// - Parameters:
+    ///   - url: `postgres://user:password@host:port/database` (TLS is not used; keep it on loopback or a
+    ///     private network).
+    ///   - maximumConnections: The pool's size.
+    ///   - startupTimeout: How long opening may take (connecting and migrating) before it fails.
+    ///   - logger: Where the pool logs.
+    /// - Throws: ``StoreError/storage(_:)`` when the URL does not parse, the server does not answer in
+    ///   time, or the database cannot be migrated.
+    public init(
+        url: String, maximumConnections: Int = 20, startupTimeout: Duration = .seconds(30),
+        logger: Logger = Logger(label: "coffer.postgres")
+    ) async throws {
+        var configuration = try Self.configuration(url: url)
+        configuration.options.maximumConnections = maximumConnections
+        configuration.options.connectTimeout = min(startupTimeout, .seconds(10))
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        runner = Task { await client.run() }
+        let target = "\(configuration.host ?? "?"):\(configuration.port ?? 5432)"
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await PostgresMigrations.migrate(client, logger: logger) }
+                group.addTask {
+                    try await Task.sleep(for: startupTimeout)
+                    throw StoreError.storage("PostgreSQL at \(target) did not answer within \(startupTimeout)")
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        } catch {
+            runner.cancel()
+            throw error
+        }
+    }
+
+    /// Closes the pool; the store cannot be used afterwards.
+    public func close() {
+        runner.cancel()
+    }
+
+    deinit { runner.cancel() }
+
+    /// Parses a `postgres://` URL.
+    static func configuration(url: String) throws -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url),
+            ["postgres", "postgresql"].contains(components.scheme ?? ""),
+            let host = components.host, !host.isEmpty, let user = components.user
+        else {
+            throw StoreError.storage("not a postgres://user:password@host:port/database URL")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        return PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
+            password: components.password?.removingPercentEncoding, database: database.isEmpty ? nil : database,
+            tls: .disable)
+    }
+
+    /// The names of the migrations applied to the database, oldest first.
+    public func appliedMigrations() async throws -> [String] {
+        try await read { connection in
+            try await PostgresMigrations.applied(connection, logger: self.logger)
+        }
+    }
+
+    // MARK: Users
+
+    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
+    /// `appAccountToken` is taken.
+    public func createUser(_ user: User) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at)
+                    VALUES (\(user.id.uuidString), \(user.environment.rawValue), \(user.supportId.rawValue),
+                        \(user.tokenHash), \(user.appAccountToken.uuidString), \(Millis.from(user.createdAt)))
+                    """, logger: self.logger)
+                try await connection.query(
+                    "INSERT INTO wallets (user_id, balance, deficit) VALUES (\(user.id.uuidString), 0, 0)",
+                    logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("user (\(error.serverInfo?[.message] ?? "unique constraint"))")
+            }
+        }
+    }
+
+    /// The user with this id.
+    public func user(id: UUID) async throws -> User? {
+        try await first("SELECT * FROM users WHERE id = \(id.uuidString)", Rows.user)
+    }
+
+    /// The user with this Support ID in an environment.
+    public func user(supportId: SupportID, environment: Environment) async throws -> User? {
+        try await first(
+            "SELECT * FROM users WHERE environment = \(environment.rawValue) AND support_id = \(supportId.rawValue)",
+            Rows.user)
+    }
+
+    /// The user whose token hashes to `tokenHash`.
+    public func user(tokenHash: String) async throws -> User? {
+        try await first("SELECT * FROM users WHERE token_hash = \(tokenHash)", Rows.user)
+    }
+
+    /// The user who owns this `appAccountToken` in an environment.
+    public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
+        try await first(
+            """
+            SELECT * FROM users WHERE environment = \(environment.rawValue)
+            AND app_account_token = \(appAccountToken.uuidString)
+            """, Rows.user)
+    }
+
+    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
+    /// (case-insensitive).
+    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+        -> [User]
+    {
+        let prefix = supportIdPrefix?.lowercased() ?? ""
+        return try await all(
+            """
+            SELECT * FROM users WHERE environment = \(environment.rawValue) AND starts_with(support_id, \(prefix))
+            ORDER BY created_at DESC, support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
+            """, Rows.user)
+    }
+
+    /// How many users an environment has.
+    public func userCount(environment: Environment) async throws -> Int {
+        try await first("SELECT count(*) FROM users WHERE environment = \(environment.rawValue)") {
+            Int(try $0.decode(Int64.self))
+        } ?? 0
+    }
+
+    // MARK: Ledger
+
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
+    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply.
+    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        try await write { connection in
+            var results: [Result<LedgerResult, LedgerError>] = []
+            for request in requests {
+                // The ledger refuses before it writes, so a refusal leaves the batch's other requests untouched.
+                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+                results.append(try await LedgerWriter.apply(request, in: context))
+            }
+            return results
+        }
+    }
+
+    /// A user's wallet (empty for a user with no entries).
+    public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+        try await first(
+            """
+            SELECT w.balance, w.deficit FROM users u JOIN wallets w ON w.user_id = u.id
+            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
+            """
+        ) { row in
+            let (balance, deficit) = try row.decode((Int64, Int64).self)
+            return Wallet(balance: balance, deficit: deficit)
+        } ?? .empty
+    }
+
+    /// A user's ledger entries, oldest first.
+    public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+        try await all(
+            """
+            SELECT * FROM ledger_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            ORDER BY seq
+            """, Rows.entry)
+    }
+
+    /// The receipt of a transaction.
+    public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+        try await first(
+            """
+            SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND transaction_id = \(transactionId)
+            """, Rows.receipt)
+    }
+
+    /// A user's receipts, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+        try await all(
+            """
+            SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            ORDER BY purchase_date, transaction_id COLLATE "C"
+            """, Rows.receipt)
+    }
+
+    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
+    public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+        try await all(
+            """
+            SELECT * FROM receipts WHERE environment = \(environment.rawValue)
+            AND original_transaction_id = \(originalTransactionId)
+            ORDER BY purchase_date, transaction_id COLLATE "C"
+            """, Rows.receipt)
+    }
+
+    // MARK: Backups
+
+    /// A user's backup.
+    public func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+        try await first(
+            "SELECT * FROM backups WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)",
+            Rows.backup)
+    }
+
+    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
+    public func saveBackup(
+        owner: UUID,
+        environment: Environment,
+        value: Int64,
+        precondition: BackupPrecondition,
+        writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult {
+        try await write { connection in
+            // The wallet row is the user's lock, as for ledger writes.
+            guard
+                try await Self.exists(
+                    connection,
+                    """
+                    SELECT 1 FROM users u JOIN wallets w ON w.user_id = u.id
+                    WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue) FOR UPDATE OF w
+                    """, logger: self.logger)
+            else { throw StoreError.notFound("user \(owner)") }
+            let current = try await Self.first(
+                connection,
+                "SELECT * FROM backups WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)",
+                logger: self.logger, Rows.backup)
+            guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
+                return .conflict(current: current)
+            }
+            let (kind, name) = Rows.columns(record.writer)
+            try await connection.query(
+                """
+                INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name)
+                VALUES (\(owner.uuidString), \(environment.rawValue), \(value), \(Millis.from(at)), \(record.version),
+                    \(kind), \(name))
+                ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
+                    version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
+                """, logger: self.logger)
+            return .saved(record)
+        }
+    }
+
+    // MARK: Grants
+
+    /// Adds a grant.
+    public func createGrant(_ grant: Grant) async throws {
+        try await write { connection in
+            guard
+                try await Self.exists(
+                    connection,
+                    """
+                    SELECT 1 FROM users WHERE id = \(grant.recipient.uuidString)
+                    AND environment = \(grant.environment.rawValue)
+                    """, logger: self.logger)
+            else { throw StoreError.notFound("user \(grant.recipient)") }
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at)
+                    VALUES (\(grant.id.uuidString), \(grant.environment.rawValue), \(grant.recipient.uuidString),
+                        \(grant.credits), \(grant.reason), \(grant.createdBy), \(Millis.from(grant.createdAt)),
+                        \(grant.claimedAt.map(Millis.from)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("grant \(grant.id)")
+            }
+        }
+    }
+
+    /// Grants of an environment, newest first, optionally for one recipient and one status.
+    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
+        let statusName = status?.rawValue
+        return try await all(
+            """
+            SELECT * FROM grants WHERE environment = \(environment.rawValue)
+            AND (\(recipient?.uuidString)::text IS NULL OR recipient = \(recipient?.uuidString))
+            AND (\(statusName)::text IS NULL
+                OR (\(statusName) = 'pending' AND claimed_at IS NULL)
+                OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL))
+            ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(max(0, limit))
+            """, Rows.grant)
+    }
+
+    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
+    /// grant's credits are applied to the ledger (`grant:<id>`) in the same commit (server wallet).
+    public func claimGrant(
+        id: UUID,
+        recipient: UUID,
+        environment: Environment,
+        crediting policy: DeficitPolicy?,
+        at: Date
+    ) async throws -> Grant {
+        try await write { connection in
+            guard
+                var grant = try await Self.first(
+                    connection,
+                    """
+                    SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)
+                    FOR UPDATE
+                    """, logger: self.logger, Rows.grant)
+            else { throw StoreError.notFound("grant \(id)") }
+            guard grant.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
+            guard grant.claimedAt == nil else { return grant }
+            if let policy {
+                let request = LedgerRequest(
+                    owner: recipient, environment: environment,
+                    event: .grant(id: id.uuidString.lowercased(), credits: grant.credits, reason: grant.reason),
+                    policy: policy, at: at)
+                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+                _ = try await LedgerWriter.apply(request, in: context).get()
+            }
+            grant.claimedAt = at
+            try await connection.query(
+                "UPDATE grants SET claimed_at = \(Millis.from(at)) WHERE id = \(id.uuidString)", logger: self.logger)
+            return grant
+        }
+    }
+
+    // MARK: Notifications
+
+    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
+    public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
+        try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                INSERT INTO notifications (environment, uuid, type, subtype, transaction_id, original_transaction_id,
+                    owner, signed_date, received_at, outcome, source)
+                VALUES (\(record.environment.rawValue), \(record.uuid), \(record.type), \(record.subtype),
+                    \(record.transactionId), \(record.originalTransactionId), \(record.owner?.uuidString),
+                    \(Millis.from(record.signedDate)), \(Millis.from(record.receivedAt)), \(record.outcome.rawValue),
+                    \(record.source))
+                ON CONFLICT (environment, uuid) DO NOTHING RETURNING 1
+                """, logger: self.logger)
+        }
+    }
+
+    /// The notification with this `notificationUUID`.
+    public func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+        try await first(
+            "SELECT * FROM notifications WHERE environment = \(environment.rawValue) AND uuid = \(uuid)",
+            Rows.notification)
+    }
+
+    /// Notifications of an environment, latest received first, optionally about one transaction or with
+    /// one outcome.
+    public func notifications(
+        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    ) async throws -> [NotificationRecord] {
+        try await all(
+            """
+            SELECT * FROM notifications WHERE environment = \(environment.rawValue)
+            AND (\(transactionId)::text IS NULL OR transaction_id = \(transactionId)
+                OR original_transaction_id = \(transactionId))
+            AND (\(outcome?.rawValue)::text IS NULL OR outcome = \(outcome?.rawValue))
+            ORDER BY received_at DESC, seq DESC LIMIT \(max(0, limit))
+            """, Rows.notification)
+    }
+
+    /// Saves a subscription chain's renewal state unless the stored one was signed later.
+    public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
+        try await write { connection in
+            guard
+                try await Self.exists(
+                    connection,
+                    """
+                    SELECT 1 FROM users WHERE id = \(state.owner.uuidString)
+                    AND environment = \(state.environment.rawValue)
+                    """, logger: self.logger)
+            else { throw StoreError.notFound("user \(state.owner)") }
+            return try await Self.exists(
+                connection,
+                """
+                INSERT INTO renewal_states (environment, original_transaction_id, owner, auto_renew_product_id,
+                    auto_renews, in_billing_retry, grace_period_expires_date, signed_date)
+                VALUES (\(state.environment.rawValue), \(state.originalTransactionId), \(state.owner.uuidString),
+                    \(state.autoRenewProductId), \(state.autoRenews), \(state.inBillingRetry),
+                    \(state.gracePeriodExpiresDate.map(Millis.from)), \(Millis.from(state.signedDate)))
+                ON CONFLICT (environment, original_transaction_id) DO UPDATE SET
+                    owner = excluded.owner, auto_renew_product_id = excluded.auto_renew_product_id,
+                    auto_renews = excluded.auto_renews, in_billing_retry = excluded.in_billing_retry,
+                    grace_period_expires_date = excluded.grace_period_expires_date, signed_date = excluded.signed_date
+                WHERE excluded.signed_date >= renewal_states.signed_date
+                RETURNING 1
+                """, logger: self.logger)
+        }
+    }
+
+    /// The renewal states of a user's subscription chains.
+    public func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+        try await all(
+            """
+            SELECT * FROM renewal_states WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            ORDER BY original_transaction_id COLLATE "C"
+            """, Rows.renewalState)
+    }
+
+    /// A named position of a background service.
+    public func cursor(_ name: String, environment: Environment) async throws -> String? {
+        try await first(
+            "SELECT value FROM cursors WHERE environment = \(environment.rawValue) AND name = \(name)"
+        ) { try $0.decode(String.self) }
+    }
+
+    /// Saves a named position.
+    public func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+        try await write { connection in
+            try await connection.query(
+                """
+                INSERT INTO cursors (environment, name, value) VALUES (\(environment.rawValue), \(name), \(value))
+                ON CONFLICT (environment, name) DO UPDATE SET value = excluded.value
+                """, logger: self.logger)
+        }
+    }
+
+    // MARK: Audit
+
+    /// Appends an audit event.
+    public func recordAudit(_ event: AuditEvent) async throws {
+        try await write { connection in
+            try await connection.query(
+                """
+                INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
+                VALUES (\(event.id.uuidString), \(event.environment.rawValue), \(event.actor), \(event.action),
+                    \(event.subject), \(event.before), \(event.after), \(Millis.from(event.at)))
+                """, logger: self.logger)
+        }
+    }
+
+    /// Audit events of an environment, newest first.
+    public func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
+        try await all(
+            """
+            SELECT * FROM audit_events WHERE environment = \(environment.rawValue) ORDER BY seq DESC
+            LIMIT \(max(0, limit))
+            """, Rows.audit)
+    }
+
+    // MARK: Helpers
+
+    /// Runs `body` in a transaction; a transaction that lost a race (a unique key taken by a concurrent
+    /// commit, a serialization failure or a deadlock) is rolled back and run again.
+    private func write<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try await client.withConnection { connection in
+                    try await connection.query("BEGIN", logger: logger)
+                    do {
+                        let value = try await body(connection)
+                        try await connection.query("COMMIT", logger: logger)
+                        return value
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            } catch let error as PSQLError where Self.isRace(error) && attempt < 20 {
+                // Jittered back-off, so racing transactions do not collide again at once.
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt))))
+            } catch is LostRace where attempt < 20 {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt))))
+            } catch let error as PSQLError {
+                throw StoreError.storage(Self.describe(error))
+            } catch is LostRace {
+                throw StoreError.storage("gave up after \(attempt) conflicting attempts")
+            }
+        }
+    }
+
+    private func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch let error as PSQLError {
+            throw StoreError.storage(Self.describe(error))
+        }
+    }
+
+    private func first<T: Sendable>(_ query: PostgresQuery, _ decode: (PostgresRow) throws -> T) async throws -> T? {
+        try await read { connection in try await Self.first(connection, query, logger: self.logger, decode) }
+    }
+
+    private func all<T: Sendable>(_ query: PostgresQuery, _ decode: (PostgresRow) throws -> T) async throws -> [T] {
+        try await read { connection in
+            var values: [T] = []
+            for try await row in try await connection.query(query, logger: self.logger) {
+                values.append(try decode(row))
+            }
+            return values
+        }
+    }
+
+    static func first<T>(
+        _ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger, _ decode: (PostgresRow) throws -> T
+    ) async throws -> T? {
+        for try await row in try await connection.query(query, logger: logger) { return try decode(row) }
+        return nil
+    }
+
+    /// Whether the query returns a row.
+    static func exists(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws -> Bool {
+        try await first(connection, query, logger: logger) { _ in true } ?? false
+    }
+
+    static func isRace(_ error: PSQLError) -> Bool {
+        ["23505", "40001", "40P01"].contains(error.sqlState ?? "")
+    }
+
+    static func describe(_ error: PSQLError) -> String {
+        if let message = error.serverInfo?[.message] {
+            return "\(message) (SQLSTATE \(error.sqlState ?? "?"))"
+        }
+        return "\(error.code)"
+    }
+}
+
+/// Thrown inside a write when what it read has changed under it: the write is run again.
+struct LostRace: Error {}
+
+extension PSQLError {
+    /// The server's SQLSTATE, e.g. `23505` for a unique violation.
+    var sqlState: String? { serverInfo?[.sqlState] }
+}

@@ -1,0 +1,140 @@
+import CofferCore
+import CofferStore
+import Foundation
+import PostgresNIO
+
+/// Dates are stored as whole milliseconds since 1970, as in the SQLite store.
+enum Millis {
+    static func from(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(millis) / 1000) }
+}
+
+/// Decoding of each table's rows into Coffer's records.
+enum Rows {
+    /// A cell by column name.
+    static func value<T: PostgresDecodable>(_ row: PostgresRandomAccessRow, _ column: String, as type: T.Type = T.self)
+        throws -> T
+    {
+        try row[column].decode(T.self)
+    }
+
+    static func uuid(_ row: PostgresRandomAccessRow, _ column: String) throws -> UUID {
+        guard let uuid = UUID(uuidString: try value(row, column, as: String.self)) else {
+            throw StoreError.storage("corrupt \(column): not a UUID")
+        }
+        return uuid
+    }
+
+    static func date(_ row: PostgresRandomAccessRow, _ column: String) throws -> Date? {
+        try value(row, column, as: Int64?.self).map(Millis.date)
+    }
+
+    static func environment(_ row: PostgresRandomAccessRow) throws -> Environment {
+        guard let environment = Environment(rawValue: try value(row, "environment", as: String.self)) else {
+            throw StoreError.storage("corrupt environment column")
+        }
+        return environment
+    }
+
+    static func user(_ postgresRow: PostgresRow) throws -> User {
+        let row = postgresRow.makeRandomAccess()
+        guard let supportId = SupportID(try value(row, "support_id", as: String.self)) else {
+            throw StoreError.storage("corrupt support_id in users")
+        }
+        return User(
+            id: try uuid(row, "id"), environment: try environment(row), supportId: supportId,
+            tokenHash: try value(row, "token_hash"), appAccountToken: try uuid(row, "app_account_token"),
+            createdAt: Millis.date(try value(row, "created_at")))
+    }
+
+    static func receipt(_ postgresRow: PostgresRow) throws -> Receipt {
+        let row = postgresRow.makeRandomAccess()
+        let fact = TransactionFact(
+            transactionId: try value(row, "transaction_id"),
+            originalTransactionId: try value(row, "original_transaction_id", as: String.self),
+            productId: try value(row, "product_id"), quantity: Int(try value(row, "quantity", as: Int64.self)),
+            purchaseDate: Millis.date(try value(row, "purchase_date")), expiresDate: try date(row, "expires_date"),
+            revocationDate: try date(row, "revocation_date"), isFamilyShared: try value(row, "family_shared"),
+            isTrial: try value(row, "trial"), isUpgraded: try value(row, "upgraded"))
+        var receipt = Receipt(owner: try uuid(row, "owner"), transaction: fact)
+        receipt.deliveredCredits = try value(row, "delivered_credits")
+        receipt.deliveredAt = try date(row, "delivered_at")
+        receipt.revokedAt = try date(row, "revoked_at")
+        receipt.takenFromBalance = try value(row, "taken_from_balance")
+        receipt.addedToDeficit = try value(row, "added_to_deficit")
+        receipt.reversedAt = try date(row, "reversed_at")
+        return receipt
+    }
+
+    static func entry(_ postgresRow: PostgresRow) throws -> LedgerEntry {
+        let row = postgresRow.makeRandomAccess()
+        guard let key = IdempotencyKey(rawValue: try value(row, "key")) else {
+            throw StoreError.storage("corrupt ledger key")
+        }
+        return LedgerEntry(
+            owner: try uuid(row, "owner"), key: key, amount: try value(row, "amount"),
+            balanceDelta: try value(row, "balance_delta"), deficitDelta: try value(row, "deficit_delta"),
+            walletAfter: Wallet(balance: try value(row, "balance_after"), deficit: try value(row, "deficit_after")),
+            transactionId: try value(row, "transaction_id"), productId: try value(row, "product_id"),
+            reason: try value(row, "reason"), createdAt: Millis.date(try value(row, "created_at")))
+    }
+
+    static func backup(_ postgresRow: PostgresRow) throws -> BackupRecord {
+        let row = postgresRow.makeRandomAccess()
+        let name: String = try value(row, "writer_name")
+        let writer: BackupWriter =
+            try value(row, "writer_kind", as: String.self) == "admin" ? .admin(name) : .device(name)
+        return BackupRecord(
+            value: try value(row, "value"), lastUpdated: Millis.date(try value(row, "last_updated")),
+            version: try value(row, "version"), writer: writer)
+    }
+
+    static func columns(_ writer: BackupWriter) -> (String, String) {
+        switch writer {
+        case .device(let name): ("device", name)
+        case .admin(let name): ("admin", name)
+        }
+    }
+
+    static func grant(_ postgresRow: PostgresRow) throws -> Grant {
+        let row = postgresRow.makeRandomAccess()
+        return Grant(
+            id: try uuid(row, "id"), environment: try environment(row), recipient: try uuid(row, "recipient"),
+            credits: try value(row, "credits"), reason: try value(row, "reason"),
+            createdBy: try value(row, "created_by"),
+            createdAt: Millis.date(try value(row, "created_at")), claimedAt: try date(row, "claimed_at"))
+    }
+
+    static func audit(_ postgresRow: PostgresRow) throws -> AuditEvent {
+        let row = postgresRow.makeRandomAccess()
+        return AuditEvent(
+            id: try uuid(row, "id"), environment: try environment(row), actor: try value(row, "actor"),
+            action: try value(row, "action"), subject: try value(row, "subject"), before: try value(row, "before"),
+            after: try value(row, "after"), at: Millis.date(try value(row, "at")))
+    }
+
+    static func notification(_ postgresRow: PostgresRow) throws -> NotificationRecord {
+        let row = postgresRow.makeRandomAccess()
+        guard let outcome = NotificationOutcome(rawValue: try value(row, "outcome")) else {
+            throw StoreError.storage("corrupt outcome in notifications")
+        }
+        let owner: String? = try value(row, "owner")
+        return NotificationRecord(
+            uuid: try value(row, "uuid"), environment: try environment(row), type: try value(row, "type"),
+            subtype: try value(row, "subtype"), transactionId: try value(row, "transaction_id"),
+            originalTransactionId: try value(row, "original_transaction_id"),
+            owner: try owner.map { _ in try uuid(row, "owner") },
+            signedDate: Millis.date(try value(row, "signed_date")),
+            receivedAt: Millis.date(try value(row, "received_at")), outcome: outcome, source: try value(row, "source"))
+    }
+
+    static func renewalState(_ postgresRow: PostgresRow) throws -> RenewalState {
+        let row = postgresRow.makeRandomAccess()
+        return RenewalState(
+            originalTransactionId: try value(row, "original_transaction_id"), environment: try environment(row),
+            owner: try uuid(row, "owner"), autoRenewProductId: try value(row, "auto_renew_product_id"),
+            autoRenews: try value(row, "auto_renews"), inBillingRetry: try value(row, "in_billing_retry"),
+            gracePeriodExpiresDate: try date(row, "grace_period_expires_date"),
+            signedDate: Millis.date(try value(row, "signed_date")))
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Logging
+import NIOPosix
+import PostgresNIO
+
+/// The PostgreSQL server `scripts/test` starts on loopback (`initdb` into a temporary folder), named by
+/// `COFFER_TEST_POSTGRES_URL`; each test gets a fresh database of its own on it.
+public enum TestPostgres {
+    /// The server's URL (a superuser on its `postgres` database), or `nil` when no server was started.
+    public static var url: String? {
+        ProcessInfo.processInfo.environment["COFFER_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Whether the suites must have PostgreSQL: under CI a missing server is a failure, never a skip.
+    public static var required: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
+
+    /// Why PostgreSQL suites cannot run, for the loud message when they are left out.
+    public static let missing =
+        "PostgreSQL: COFFER_TEST_POSTGRES_URL is not set, so the PostgreSQL cases are NOT RUN. scripts/test starts a server; run it, or set the variable."
+
+    /// Creates an empty database and returns its URL.
+    public static func freshDatabase() async throws -> String {
+        guard let url, var components = URLComponents(string: url), let host = components.host,
+            let user = components.user
+        else { throw TestPostgresError(message: missing) }
+        let name = "coffer_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())"
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: "postgres", tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 1,
+            logger: Logger(label: "coffer.tests.postgres")
+        ).get()
+        do {
+            // Identifiers cannot be bound; the name is made here of hex digits only.
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "t"))
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+        components.path = "/" + name
+        guard let fresh = components.string else { throw TestPostgresError(message: "cannot build the URL") }
+        return fresh
+    }
+}
+
+/// PostgreSQL is not there for a test that needs it.
+public struct TestPostgresError: Error, CustomStringConvertible {
+    /// What is missing.
+    public var message: String
+    /// The message.
+    public var description: String { message }
+}
