@@ -87,6 +87,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            resources: [.copy("openapi.json")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -183,13 +184,14 @@ let package = Package(
             name: "CofferServerTests",
             dependencies: [
                 "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore", "CofferStoreSQLite",
-                "CofferStorePostgres", "CofferSimulator", "CofferTestSupport",
+                "CofferStorePostgres", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
+            resources: [.copy("Apple")],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -302,3 +302,47 @@ public struct ServerEventBody: Codable, Sendable, Equatable {
         self.key = key
     }
 }
+
+/// The body of `POST /v1/receipts/verify`: a legacy app receipt, as older app versions send it.
+public struct ReceiptVerifyRequest: Codable, Sendable, Equatable {
+    /// The receipt, base64 (`Bundle.main.appStoreReceiptURL`'s contents).
+    public var receiptData: String
+
+    /// Creates the body.
+    public init(receiptData: String) { self.receiptData = receiptData }
+}
+
+/// What happened to one in-app purchase of a legacy receipt.
+public struct ReceiptTransactionOutcome: Codable, Sendable, Equatable {
+    /// Apple's transaction id.
+    public var transactionId: String
+    /// The product.
+    public var productId: String
+    /// `delivered`, `duplicate`, `revoked`, `wrong-user` (another user delivered it first) or
+    /// `unknown-product` (the catalog does not sell it).
+    public var outcome: String
+
+    /// Creates the outcome.
+    public init(transactionId: String, productId: String, outcome: String) {
+        self.transactionId = transactionId
+        self.productId = productId
+        self.outcome = outcome
+    }
+}
+
+/// `POST /v1/receipts/verify` answers with this.
+public struct ReceiptVerifyResponse: Codable, Sendable, Equatable {
+    /// One outcome per in-app purchase in the receipt, in its order.
+    public var transactions: [ReceiptTransactionOutcome]
+    /// The balance after them.
+    public var balance: Int64
+    /// The entitlements after them.
+    public var entitlements: [String]
+
+    /// Creates the answer.
+    public init(transactions: [ReceiptTransactionOutcome], balance: Int64, entitlements: [String]) {
+        self.transactions = transactions
+        self.balance = balance
+        self.entitlements = entitlements
+    }
+}

@@ -139,7 +139,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let app = buildApplication(
             configuration: server,
-            dependencies: ServerDependencies(
+            dependencies: try ServerDependencies(
                 store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI, logger: logger))
         let banner =
             "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "

@@ -46,6 +46,7 @@ struct ServeSettings: Sendable {
             key: "deficit.policy", help: "collect (later credits settle a deficit first) or forgive. Default collect."),
         .init(key: "body.limit", help: "Largest request body in bytes. Default 65536."),
         .init(key: "idle.timeout", help: "Seconds an idle connection stays open. Default 60."),
+        .init(key: "request.timeout", help: "Seconds a request may take before it is answered 503. Default 30."),
         .init(
             key: "appstore.key.id",
             help: "In-App Purchase key id, for the App Store Server API (recovery, consumption)."),
@@ -139,6 +140,7 @@ struct ServeSettings: Sendable {
             "deficit.policy", default: .collect, DeficitPolicy.self, names: "collect or forgive")
         server.maximumBodySize = try number("body.limit", default: server.maximumBodySize, in: 1_024...16_777_216)
         server.idleTimeout = try number("idle.timeout", default: server.idleTimeout, in: 1...3_600)
+        server.requestTimeout = try number("request.timeout", default: server.requestTimeout, in: 1...3_600)
         server.recoveryInterval = try number("recovery.interval", default: server.recoveryInterval, in: 0...86_400)
         server.recoveryLookbackDays = try number(
             "recovery.lookback.days", default: server.recoveryLookbackDays, in: 1...180)

@@ -31,6 +31,8 @@ public struct ServerConfiguration: Sendable {
     public var maximumBodySize = 64 * 1024
     /// Seconds an idle keep-alive connection stays open.
     public var idleTimeout = 60
+    /// Seconds a request may take before it is answered 503 `timeout` (the event stream is exempt).
+    public var requestTimeout = 30
     /// Seconds between keep-alive comments on an open event stream.
     public var eventKeepAlive = 15
     /// How CONSUMPTION_REQUEST notifications are answered.
@@ -56,6 +58,8 @@ public struct ServerDependencies: Sendable {
     /// The App Store Server API, for consumption answers and notification recovery; `nil` when no API
     /// key is configured.
     public var appStoreAPI: AppStoreServerAPIClient?
+    /// Reads legacy app receipts (trusting Apple Root CA by default).
+    public var receiptReader: AppReceiptReader
     /// The metrics `/metrics` serves.
     public var metrics: ServerMetrics
     /// Where the server logs.
@@ -66,37 +70,27 @@ public struct ServerDependencies: Sendable {
     /// Creates the dependencies.
     public init(
         store: any CofferStore, verifier: SignedDataVerifier, catalog: Catalog,
-        appStoreAPI: AppStoreServerAPIClient? = nil, metrics: ServerMetrics = ServerMetrics(),
-        logger: Logger = Logger(label: "coffer"), now: @escaping @Sendable () -> Date = Date.init
-    ) {
+        appStoreAPI: AppStoreServerAPIClient? = nil, receiptReader: AppReceiptReader? = nil,
+        metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
+        now: @escaping @Sendable () -> Date = Date.init
+    ) throws {
         self.store = store
         self.verifier = verifier
         self.catalog = catalog
         self.appStoreAPI = appStoreAPI
+        self.receiptReader = try receiptReader ?? AppReceiptReader(trustedRoots: [AppleRoots.rootCA()], now: now)
         self.metrics = metrics
         self.logger = logger
         self.now = now
     }
 }
 
-/// The one composition root of a Coffer server: the client API, Apple's notifications and the
-/// operations routes over the given store, verifier and catalog.
+/// The one composition root of a Coffer server: the client API, Apple's notifications, the operations
+/// routes and the notification recovery service, over the given store, verifier and catalog.
 public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies)
     -> some ApplicationProtocol
 {
-    let router = Router(context: CofferRequestContext.self)
-    router.add(middleware: RequestLogMiddleware(metrics: dependencies.metrics))
-    router.add(middleware: ErrorMiddleware())
-    let events = EventHub()
-    let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events)
-    api.addRoutes(to: router)
-    let intake = NotificationIntake(configuration: configuration, dependencies: dependencies, events: events)
-    router.post("v1/apple/notifications") { request, context in
-        let body: NotificationRequest = try await api.decode(request)
-        let outcome = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
-        return try api.json(NotificationResponse(outcome: outcome.rawValue))
-    }
-    OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
+    let (router, intake) = makeRouter(configuration: configuration, dependencies: dependencies)
     var services: [any Service] = []
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
@@ -107,6 +101,38 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coffer"),
         services: services,
         logger: dependencies.logger)
+}
+
+/// Every route of the server, as `buildApplication` serves them (for tests that check the API document).
+///
+/// - Returns: `METHOD /path` for each route, with parameters as `{name}`.
+public func serverRoutes(configuration: ServerConfiguration, dependencies: ServerDependencies) -> [String] {
+    makeRouter(configuration: configuration, dependencies: dependencies).router.routes.map { route in
+        let path = route.path.description.split(separator: "/").map { component in
+            component.hasPrefix(":") ? "{\(component.dropFirst())}" : String(component)
+        }
+        return "\(route.method.rawValue) /" + path.joined(separator: "/")
+    }
+}
+
+private func makeRouter(configuration: ServerConfiguration, dependencies: ServerDependencies)
+    -> (router: Router<CofferRequestContext>, intake: NotificationIntake)
+{
+    let router = Router(context: CofferRequestContext.self)
+    router.add(middleware: RequestLogMiddleware(metrics: dependencies.metrics))
+    router.add(middleware: ErrorMiddleware())
+    router.add(middleware: TimeoutMiddleware(seconds: configuration.requestTimeout))
+    let events = EventHub()
+    let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events)
+    api.addRoutes(to: router)
+    let intake = NotificationIntake(configuration: configuration, dependencies: dependencies, events: events)
+    router.post("v1/apple/notifications") { request, context in
+        let body: NotificationRequest = try await api.decode(request)
+        let outcome = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
+        return try api.json(NotificationResponse(outcome: outcome.rawValue))
+    }
+    OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
+    return (router, intake)
 }
 
 /// The request context: Hummingbird's basics plus the authenticated user.

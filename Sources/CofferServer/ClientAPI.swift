@@ -26,6 +26,7 @@ struct ClientAPI: Sendable {
         }
         WalletAPI(api: self).addRoutes(to: router)
         EventsAPI(api: self).addRoutes(to: router)
+        ReceiptsAPI(api: self).addRoutes(to: router)
     }
 
     // MARK: Users
@@ -162,14 +163,14 @@ struct ClientAPI: Sendable {
         SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    func decode<T: Decodable>(_ request: Request) async throws -> T {
+    func decode<T: Decodable>(_ request: Request, limit: Int? = nil) async throws -> T {
+        let limit = limit ?? configuration.maximumBodySize
         let body: ByteBuffer
         do {
-            body = try await request.body.collect(upTo: configuration.maximumBodySize)
+            body = try await request.body.collect(upTo: limit)
         } catch {
             throw APIError(
-                status: .contentTooLarge, code: "body-too-large",
-                message: "the body is larger than \(configuration.maximumBodySize) bytes")
+                status: .contentTooLarge, code: "body-too-large", message: "the body is larger than \(limit) bytes")
         }
         do {
             return try StrictJSON.decode(T.self, from: Data(buffer: body))

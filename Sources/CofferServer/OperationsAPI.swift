@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import NIOFoundationCompat
 
 /// Liveness, readiness and metrics, for load balancers and Prometheus.
 struct OperationsAPI: Sendable {
@@ -22,6 +23,14 @@ struct OperationsAPI: Sendable {
                 context.logger.error("not ready: the store does not answer: \(error)")
                 return Self.text("the store does not answer\n", status: .serviceUnavailable)
             }
+        }
+        router.get("openapi.json") { _, _ in
+            guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
+                let document = try? Data(contentsOf: url)
+            else { throw APIError(status: .notFound, code: "not-found", message: "the API document is not installed") }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: .init(byteBuffer: ByteBuffer(data: document)))
         }
         router.get("metrics") { _, _ in
             Response(
@@ -85,5 +94,37 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
                 "method": "\(request.method.rawValue)", "path": "\(request.uri.path)", "status": "\(status)",
                 "ms": "\(Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1000)",
             ])
+    }
+}
+
+/// Answers 503 `timeout` when a request takes longer than the configured time (the event stream, which
+/// stays open by design, is exempt). The work is cancelled; every write is idempotent, so the client's
+/// retry is safe.
+struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
+    let seconds: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        if request.uri.path == "/v1/me/events" { return try await next(request, context) }
+        let limit = seconds
+        return try await withoutActuallyEscaping(next) { next in
+            // Only the child task calls `next`, once, and the group ends before `next` goes out of scope.
+            nonisolated(unsafe) let work = next
+            return try await withThrowingTaskGroup(of: Response?.self) { group in
+                group.addTask { try await work(request, context) }
+                group.addTask {
+                    try await Task.sleep(for: .seconds(limit))
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let response = first else {
+                    throw APIError(
+                        status: .serviceUnavailable, code: "timeout",
+                        message: "the request took longer than \(limit) seconds; try again")
+                }
+                return response
+            }
+        }
     }
 }

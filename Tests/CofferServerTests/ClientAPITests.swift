@@ -39,7 +39,7 @@ struct ClientAPITests {
             configuration.wallet = wallet
             app = buildApplication(
                 configuration: configuration,
-                dependencies: ServerDependencies(
+                dependencies: try ServerDependencies(
                     store: cofferStore, verifier: verifier, catalog: catalog, now: { start.addingTimeInterval(3_600) }))
         }
     }

@@ -2,9 +2,11 @@ import CofferCore
 import CofferStore
 import Foundation
 
-/// A store whose every operation fails, as a database that went away does.
+/// A store whose every operation fails, as a database that went away does (after `delay`, as one that
+/// hangs before its connection times out).
 struct FailingStore: CofferStore {
     static let failure = StoreError.storage("the database does not answer")
+    var delay: Duration = .zero
 
     func createUser(_ user: User) async throws { throw Self.failure }
     func user(id: UUID) async throws -> User? { throw Self.failure }
@@ -14,7 +16,10 @@ struct FailingStore: CofferStore {
     func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
         throw Self.failure
     }
-    func userCount(environment: Environment) async throws -> Int { throw Self.failure }
+    func userCount(environment: Environment) async throws -> Int {
+        try await Task.sleep(for: delay)
+        throw Self.failure
+    }
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw Self.failure }
     func wallet(owner: UUID, environment: Environment) async throws -> Wallet { throw Self.failure }
     func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] { throw Self.failure }

@@ -61,22 +61,22 @@ struct NotificationTests {
             self.configuration = configuration
             app = buildApplication(
                 configuration: configuration,
-                dependencies: ServerDependencies(
+                dependencies: try ServerDependencies(
                     store: store, verifier: verifier, catalog: catalog, now: { clock.now() }))
         }
 
         /// The server's dependencies, with an App Store Server API client.
-        func dependencies(api: AppStoreServerAPIClient?) -> ServerDependencies {
+        func dependencies(api: AppStoreServerAPIClient?) throws -> ServerDependencies {
             let clock = clock
-            return ServerDependencies(
+            return try ServerDependencies(
                 store: store, verifier: verifier, catalog: catalog, appStoreAPI: api, now: { clock.now() })
         }
 
         /// The server with an App Store Server API client (recovery off: tests run it by hand).
-        func application(api: AppStoreServerAPIClient) -> some ApplicationProtocol {
+        func application(api: AppStoreServerAPIClient) throws -> some ApplicationProtocol {
             var configuration = configuration
             configuration.recoveryInterval = 0
-            return buildApplication(configuration: configuration, dependencies: dependencies(api: api))
+            return buildApplication(configuration: configuration, dependencies: try dependencies(api: api))
         }
 
         /// Creates a user through the API.

@@ -55,6 +55,20 @@ struct OperationsTests {
         }
     }
 
+    @Test("a request that takes longer than request.timeout is answered 503 timeout")
+    func timeout() async throws {
+        var configuration = NotificationTests.Setup.defaultConfiguration()
+        configuration.requestTimeout = 1
+        let setup = try NotificationTests.Setup(store: FailingStore(delay: .seconds(20)), configuration: configuration)
+        try await setup.app.test(.router) { client in
+            let started = ContinuousClock.now
+            let answer = try await client.execute(uri: "/readyz", method: .get)
+            #expect(answer.status == .serviceUnavailable)
+            #expect(try ClientAPITests.decode(ErrorResponse.self, answer).error.code == "timeout")
+            #expect(ContinuousClock.now - started < .seconds(10))
+        }
+    }
+
     @Test("the event stream tells an open app about a refund, as Server-Sent Events")
     func events() async throws {
         let setup = try NotificationTests.Setup()
@@ -89,6 +103,41 @@ struct OperationsTests {
             let stranger = try await http.execute(
                 HTTPClientRequest(url: "http://127.0.0.1:\(port)/v1/me/events"), timeout: .seconds(5))
             #expect(stranger.status == .unauthorized)
+        }
+    }
+}
+
+/// The API document kept in the repository (`Sources/CofferServer/openapi.json`, written by
+/// `scripts/openapi.py`) against the routes the server really has.
+@Suite("OpenAPI document")
+struct OpenAPITests {
+    @Test("every route is in /openapi.json and every documented path is a route; the served document is the repo's")
+    func everyRoute() async throws {
+        let setup = try NotificationTests.Setup()
+        let routes = serverRoutes(
+            configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
+        #expect(routes.count >= 16)
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/CofferServer/openapi.json")
+        let kept = try Data(contentsOf: repository)
+        try await setup.app.test(.router) { client in
+            let served = try await client.execute(uri: "/openapi.json", method: .get)
+            #expect(served.status == .ok)
+            #expect(Data(buffer: served.body) == kept)
+        }
+        let document = try #require(try JSONSerialization.jsonObject(with: kept) as? [String: Any])
+        #expect(document["openapi"] as? String == "3.1.0")
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        var documented: Set<String> = []
+        for (path, operations) in paths {
+            for method in operations.keys { documented.insert("\(method.uppercased()) \(path)") }
+        }
+        #expect(Set(routes) == documented, "run scripts/openapi.py after changing the routes")
+        // Every schema a path names is defined.
+        let schemas = try #require((document["components"] as? [String: Any])?["schemas"] as? [String: Any])
+        let text = String(decoding: kept, as: UTF8.self)
+        for match in text.matches(of: /#\/components\/schemas\/(\w+)/) {
+            #expect(schemas[String(match.1)] != nil, "\(match.1) is not defined")
         }
     }
 }

@@ -69,7 +69,8 @@ struct RecoveryTests {
         try await setup.apple.advanceClock(by: 60)
         try await Self.withAppleAPI(setup) { api in
             let recovery = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: setup.dependencies(api: api)))
+                NotificationRecovery(configuration: setup.configuration, dependencies: try setup.dependencies(api: api))
+            )
             let first = try await recovery.runOnce()
             #expect(first.read == 3)
             #expect(first.new == 3)
@@ -84,7 +85,8 @@ struct RecoveryTests {
 
             // A restart: a new service on the same store resumes from the saved cursor; nothing twice.
             let restarted = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: setup.dependencies(api: api)))
+                NotificationRecovery(configuration: setup.configuration, dependencies: try setup.dependencies(api: api))
+            )
             let again = try await restarted.runOnce()
             #expect(again.new == 0)
             #expect(try await store.cursor("notification-history", environment: .sandbox) != nil)
@@ -106,7 +108,8 @@ struct RecoveryTests {
         try await setup.apple.advanceClock(by: 60)
         try await Self.withAppleAPI(setup) { api in
             let recovery = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: setup.dependencies(api: api)))
+                NotificationRecovery(configuration: setup.configuration, dependencies: try setup.dependencies(api: api))
+            )
             let report = try await recovery.runOnce()
             #expect(report.filled == 1)
             let owner = try #require(
@@ -128,7 +131,7 @@ struct RecoveryTests {
                 account: "gus", productId: "com.example.credits", quantity: 4, appAccountToken: user.appAccountToken
             ).transactionIds.first)
         try await Self.withAppleAPI(setup) { api in
-            let app = setup.application(api: api)
+            let app = try setup.application(api: api)
             try await app.test(.router) { client in
                 #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
                 // The customer spends 150 of the 400 credits, then asks Apple for a refund.

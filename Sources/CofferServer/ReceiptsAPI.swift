@@ -1,0 +1,105 @@
+import CofferAPI
+import CofferAppStore
+import CofferCore
+import CofferStore
+import Foundation
+import Hummingbird
+
+/// `POST /v1/receipts/verify`: legacy app receipts from app versions before StoreKit 2, read and verified
+/// locally (PKCS#7 signature, chain to Apple Root CA at the receipt's creation date), then every in-app
+/// purchase in it delivered once, like a signed transaction.
+struct ReceiptsAPI: Sendable {
+    let api: ClientAPI
+
+    /// Receipts carry every purchase the app ever made (Apple's are up to a few hundred KB).
+    static let maximumBodySize = 1 << 20
+
+    func addRoutes(to router: Router<CofferRequestContext>) {
+        router.post("v1/receipts/verify") { request, _ in
+            let user = try await api.authenticate(request)
+            let body: ReceiptVerifyRequest = try await api.decode(request, limit: Self.maximumBodySize)
+            return try await verify(body.receiptData, user: user)
+        }
+    }
+
+    func verify(_ receiptData: String, user: User) async throws -> Response {
+        let receipt: AppReceipt
+        do {
+            receipt = try await api.dependencies.receiptReader.read(base64: receiptData)
+        } catch {
+            api.dependencies.metrics.verificationFailed(status: error.status)
+            throw APIError(status: .unprocessableContent, code: error.status, message: error.description)
+        }
+        guard receipt.bundleId == api.configuration.bundleId else {
+            throw APIError(
+                status: .unprocessableContent, code: "INVALID_APP_IDENTIFIER",
+                message: "the receipt is for \(receipt.bundleId ?? "no bundle"), not \(api.configuration.bundleId)")
+        }
+        let expected = api.configuration.environment == .production ? ["Production"] : ["ProductionSandbox", "Sandbox"]
+        guard let type = receipt.receiptType, expected.contains(type) else {
+            throw APIError(
+                status: .unprocessableContent, code: "INVALID_ENVIRONMENT",
+                message:
+                    "a \(receipt.receiptType ?? "untyped") receipt is not accepted in \(api.configuration.environment.rawValue)"
+            )
+        }
+
+        var outcomes: [ReceiptTransactionOutcome] = []
+        var requests: [LedgerRequest] = []
+        var pending: [Int] = []  // outcomes waiting for their ledger result, by index
+        for purchase in receipt.inAppPurchases {
+            guard let fact = Self.fact(purchase) else { continue }
+            outcomes.append(
+                ReceiptTransactionOutcome(transactionId: fact.transactionId, productId: fact.productId, outcome: ""))
+            let credits: Int64
+            do {
+                credits = try api.dependencies.catalog.credits(
+                    productId: fact.productId, quantity: fact.quantity, familyShared: false)
+            } catch {
+                outcomes[outcomes.count - 1].outcome = "unknown-product"
+                continue
+            }
+            let event: LedgerEvent = fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)
+            requests.append(
+                LedgerRequest(
+                    owner: user.id, environment: user.environment, event: event,
+                    policy: api.configuration.deficitPolicy, at: api.dependencies.now()))
+            pending.append(outcomes.count - 1)
+        }
+        let results = try await api.store.apply(requests)
+        var balance = try await api.store.wallet(owner: user.id, environment: user.environment).balance
+        for (index, (request, result)) in zip(pending, zip(requests, results)) {
+            switch result {
+            case .success(let applied):
+                balance = applied.wallet.balance
+                let revoked = request.event.key.kind == .revocation
+                outcomes[index].outcome =
+                    switch (revoked, applied.outcome) {
+                    case (true, _), (false, .revoked): "revoked"
+                    case (false, .applied): "delivered"
+                    case (false, .duplicate), (false, .superseded): "duplicate"
+                    }
+                if applied.outcome == .applied, !revoked { api.dependencies.metrics.delivered(source: "receipt") }
+            case .failure(.wrongUser):
+                outcomes[index].outcome = "wrong-user"
+            case .failure(let error):
+                outcomes[index].outcome = "refused: \(error)"
+            }
+        }
+        return try api.json(
+            ReceiptVerifyResponse(
+                transactions: outcomes, balance: balance, entitlements: try await api.entitlements(of: user)))
+    }
+
+    /// The facts of one in-app purchase, or `nil` when it lacks its id, product or date.
+    static func fact(_ purchase: InAppPurchaseReceipt) -> TransactionFact? {
+        guard let transactionId = purchase.transactionId, !transactionId.isEmpty, let productId = purchase.productId,
+            let purchaseDate = purchase.purchaseDate
+        else { return nil }
+        return TransactionFact(
+            transactionId: transactionId, originalTransactionId: purchase.originalTransactionId,
+            productId: productId, quantity: Int(max(1, purchase.quantity ?? 1)), purchaseDate: purchaseDate,
+            expiresDate: purchase.expiresDate, revocationDate: purchase.cancellationDate,
+            isTrial: purchase.isTrialPeriod ?? false)
+    }
+}
