@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CofferAPI", targets: ["CofferAPI"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
+        .library(name: "CofferCLI", targets: ["CofferCLI"]),
         .executable(name: "coffer", targets: ["coffer"]),
     ],
     dependencies: [

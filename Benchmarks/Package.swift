@@ -16,6 +16,9 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
     ],
     targets: [
         .target(
@@ -25,6 +28,17 @@ let package = Package(
         .executableTarget(
             name: "VerificationPayloads",
             dependencies: ["BenchmarkSupport"]
+        ),
+        .executableTarget(
+            name: "DeliveryLoad",
+            dependencies: [
+                .product(name: "CofferCLI", package: coffer),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "CofferSimulator", package: coffer),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ]
         ),
         .executableTarget(
             name: "VerificationBenchmarks",

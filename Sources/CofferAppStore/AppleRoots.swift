@@ -1,3 +1,4 @@
+import CofferCore
 import Crypto
 import Foundation
 
@@ -25,7 +26,7 @@ public enum AppleRoots {
 
     /// The lowercase hex SHA-256 of some bytes.
     public static func fingerprint(_ data: Data) -> String {
-        SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(SHA256.hash(data: data))
     }
 
     private static func load(_ name: String, extension ext: String, fingerprint expected: String)

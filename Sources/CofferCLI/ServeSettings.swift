@@ -141,6 +141,7 @@ struct ServeSettings: Sendable {
         server.maximumBodySize = try number("body.limit", default: server.maximumBodySize, in: 1_024...16_777_216)
         server.idleTimeout = try number("idle.timeout", default: server.idleTimeout, in: 1...3_600)
         server.requestTimeout = try number("request.timeout", default: server.requestTimeout, in: 1...3_600)
+        server.ledgerBatch = try number("ledger.batch", default: server.ledgerBatch, in: 1...10_000)
         server.recoveryInterval = try number("recovery.interval", default: server.recoveryInterval, in: 0...86_400)
         server.recoveryLookbackDays = try number(
             "recovery.lookback.days", default: server.recoveryLookbackDays, in: 1...180)
@@ -153,7 +154,6 @@ struct ServeSettings: Sendable {
         server.consumption.refundPreference = try choice(
             "consumption.refund.preference", default: .undeclared, ConsumptionConfiguration.RefundPreference.self,
             names: "undeclared, grant, decline or none")
-        self.server = server
 
         let url = text("database.url") ?? "sqlite:coffer.sqlite"
         if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
@@ -166,6 +166,9 @@ struct ServeSettings: Sendable {
             }
             database = .sqlite(path: path)
         }
+        let isPostgres = if case .postgres = database { true } else { false }
+        server.ledgerWriters = try number("ledger.writers", default: isPostgres ? 4 : 1, in: 1...64)
+        self.server = server
         catalogFile = text("catalog") ?? "catalog.json"
         appleRoots = (text("apple.roots") ?? "").split(separator: ",").map {
             $0.trimmingCharacters(in: .whitespaces)

@@ -33,6 +33,11 @@ public struct ServerConfiguration: Sendable {
     public var idleTimeout = 60
     /// Seconds a request may take before it is answered 503 `timeout` (the event stream is exempt).
     public var requestTimeout = 30
+    /// The most ledger requests one group commit takes.
+    public var ledgerBatch = 256
+    /// How many group commits may be in flight at once: 1 suits SQLite's single writer; PostgreSQL takes
+    /// several.
+    public var ledgerWriters = 1
     /// Seconds between keep-alive comments on an open event stream.
     public var eventKeepAlive = 15
     /// How CONSUMPTION_REQUEST notifications are answered.
@@ -123,9 +128,12 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: TimeoutMiddleware(seconds: configuration.requestTimeout))
     let events = EventHub()
-    let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events)
+    let ledger = LedgerBatcher(
+        store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
+    let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
     api.addRoutes(to: router)
-    let intake = NotificationIntake(configuration: configuration, dependencies: dependencies, events: events)
+    let intake = NotificationIntake(
+        configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
     router.post("v1/apple/notifications") { request, context in
         let body: NotificationRequest = try await api.decode(request)
         let outcome = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)

@@ -13,6 +13,10 @@ struct ClientAPI: Sendable {
     let configuration: ServerConfiguration
     let dependencies: ServerDependencies
     let events: EventHub
+    /// Group commit: every ledger write of the API goes through it.
+    let ledger: LedgerBatcher
+    /// Users recently found by their token.
+    let tokens = TokenCache()
 
     var store: any CofferStore { dependencies.store }
 
@@ -93,7 +97,7 @@ struct ClientAPI: Sendable {
                 at: dependencies.now())
         }
         let result: LedgerResult
-        let results = try await store.apply(requests)
+        let results = try await ledger.apply(requests)
         switch results.first {
         case .success(let applied):
             result = (try? results.last?.get()) ?? applied
@@ -139,11 +143,21 @@ struct ClientAPI: Sendable {
 
     // MARK: Helpers
 
+    /// The products that can unlock something: what entitlements are computed from.
+    var entitlementProducts: Set<String> {
+        Set(dependencies.catalog.products.filter { $0.kind != .consumable }.map(\.id))
+    }
+
     func entitlements(of user: User) async throws -> [String] {
-        let receipts = try await store.receipts(owner: user.id, environment: user.environment)
-        let renewals = try await store.renewalStates(owner: user.id, environment: user.environment)
+        // Only what can unlock something is read, so the cost does not grow with consumable purchases.
+        let products = entitlementProducts
+        guard !products.isEmpty else { return [] }
+        let receipts = try await store.receipts(owner: user.id, environment: user.environment, productIds: products)
         var grace: [String: Date] = [:]
-        for state in renewals { grace[state.originalTransactionId] = state.gracePeriodExpiresDate }
+        if dependencies.catalog.products.contains(where: { $0.kind == .autoRenewable }) {
+            let renewals = try await store.renewalStates(owner: user.id, environment: user.environment)
+            for state in renewals { grace[state.originalTransactionId] = state.gracePeriodExpiresDate }
+        }
         return Entitlements.evaluate(
             receipts.map(\.transaction), catalog: dependencies.catalog, gracePeriods: grace, at: dependencies.now()
         ).names
@@ -151,16 +165,25 @@ struct ClientAPI: Sendable {
 
     /// The user a bearer token names, in this server's environment.
     func authenticate(_ request: Request) async throws -> User {
-        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "), header.count > 7,
-            let user = try await store.user(tokenHash: Self.hash(String(header.dropFirst(7)))),
-            user.environment == configuration.environment
-        else { throw APIError.unauthorized }
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer "), header.count > 7 else {
+            throw APIError.unauthorized
+        }
+        let hash = Self.hash(String(header.dropFirst(7)))
+        let now = dependencies.now()
+        let found: User?
+        if let known = tokens.user(tokenHash: hash, now: now) {
+            found = known
+        } else {
+            found = try await store.user(tokenHash: hash)
+            if let found { tokens.remember(found, tokenHash: hash, now: now) }
+        }
+        guard let user = found, user.environment == configuration.environment else { throw APIError.unauthorized }
         return user
     }
 
     /// Tokens are stored as their SHA-256: 256 random bits need no slow hash.
     static func hash(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        Hex.encode(SHA256.hash(data: Data(token.utf8)))
     }
 
     func decode<T: Decodable>(_ request: Request, limit: Int? = nil) async throws -> T {

@@ -14,6 +14,7 @@ struct NotificationIntake: Sendable {
     let configuration: ServerConfiguration
     let dependencies: ServerDependencies
     let events: EventHub
+    let ledger: LedgerBatcher
 
     var store: any CofferStore { dependencies.store }
 
@@ -163,7 +164,7 @@ struct NotificationIntake: Sendable {
         let request = LedgerRequest(
             owner: user.id, environment: user.environment, event: event, policy: configuration.deficitPolicy,
             at: dependencies.now())
-        switch try await store.apply([request]).first {
+        switch try await ledger.apply([request]).first {
         case .success(let result):
             if result.outcome == .applied {
                 switch event {

@@ -27,7 +27,9 @@ public struct NotificationRecovery: Service {
     /// - Returns: `nil` when the dependencies have no App Store Server API client.
     public init?(configuration: ServerConfiguration, dependencies: ServerDependencies) {
         self.init(
-            intake: NotificationIntake(configuration: configuration, dependencies: dependencies, events: EventHub()))
+            intake: NotificationIntake(
+                configuration: configuration, dependencies: dependencies, events: EventHub(),
+                ledger: LedgerBatcher(store: dependencies.store, writers: configuration.ledgerWriters)))
     }
 
     init?(intake: NotificationIntake) {

@@ -66,7 +66,7 @@ struct ReceiptsAPI: Sendable {
                     policy: api.configuration.deficitPolicy, at: api.dependencies.now()))
             pending.append(outcomes.count - 1)
         }
-        let results = try await api.store.apply(requests)
+        let results = try await api.ledger.apply(requests)
         var balance = try await api.store.wallet(owner: user.id, environment: user.environment).balance
         for (index, (request, result)) in zip(pending, zip(requests, results)) {
             switch result {

@@ -106,7 +106,7 @@ struct WalletAPI: Sendable {
             let ledger = LedgerRequest(
                 owner: user.id, environment: user.environment, event: .spend(key: key, amount: body.amount),
                 at: api.dependencies.now())
-            switch try await store.apply([ledger]).first {
+            switch try await api.ledger.apply([ledger]).first {
             case .success(let result): return try api.json(BalanceResponse(balance: result.wallet.balance))
             case .failure(.insufficientBalance(let balance, let requested)):
                 throw APIError(

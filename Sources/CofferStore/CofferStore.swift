@@ -42,6 +42,9 @@ public protocol CofferStore: Sendable {
     func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
     /// A user's receipts, oldest purchase first.
     func receipts(owner: UUID, environment: Environment) async throws -> [Receipt]
+    /// A user's receipts of the given products, oldest purchase first: what entitlements are computed
+    /// from, without reading the user's consumable purchases.
+    func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt]
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt]
 

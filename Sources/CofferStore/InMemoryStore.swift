@@ -137,6 +137,11 @@ public actor InMemoryStore: CofferStore {
             }
     }
 
+    /// A user's receipts of the given products, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) -> [Receipt] {
+        receipts(owner: owner, environment: environment).filter { productIds.contains($0.transaction.productId) }
+    }
+
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     public func receipts(originalTransactionId: String, environment: Environment) -> [Receipt] {
         state.receipts.values

@@ -141,6 +141,10 @@ enum PostgresMigrations {
             );
             """
         ),
+        (
+            "v3 receipts by owner and product",
+            "CREATE INDEX receipts_by_owner_product ON receipts (owner, product_id)"
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -210,6 +210,17 @@ public final class PostgresStore: CofferStore {
             """, Rows.receipt)
     }
 
+    /// A user's receipts of the given products, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+        guard !productIds.isEmpty else { return [] }
+        return try await all(
+            """
+            SELECT * FROM receipts WHERE owner = \(owner.uuidString) AND product_id = ANY(\(productIds.sorted()))
+            AND environment = \(environment.rawValue)
+            ORDER BY purchase_date, transaction_id COLLATE "C"
+            """, Rows.receipt)
+    }
+
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
         try await all(

@@ -138,6 +138,9 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v3 receipts by owner and product") { db in
+            try db.execute(sql: "CREATE INDEX receipts_by_owner_product ON receipts (owner, product_id)")
+        }
         return migrator
     }
 }

@@ -95,7 +95,10 @@ public final class SQLiteStore: CofferStore {
     /// The user with this id.
     public func user(tokenHash: String) async throws -> User? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE token_hash = ?", arguments: [tokenHash]).map(Self.user)
+            try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT * FROM users WHERE token_hash = ?"), arguments: [tokenHash]
+            )
+            .map(Self.user)
         }
     }
 
@@ -177,6 +180,23 @@ public final class SQLiteStore: CofferStore {
                 sql:
                     "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
                 arguments: [environment.rawValue, owner.uuidString]
+            ).map(SQLiteLedgerContext.receipt)
+        }
+    }
+
+    /// A user's receipts of the given products, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+        guard !productIds.isEmpty else { return [] }
+        let products = productIds.sorted()
+        return try await read { db in
+            let marks = Array(repeating: "?", count: products.count).joined(separator: ", ")
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM receipts WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
+                    ORDER BY purchase_date, transaction_id
+                    """,
+                arguments: StatementArguments([owner.uuidString] + products + [environment.rawValue])
             ).map(SQLiteLedgerContext.receipt)
         }
     }
@@ -393,7 +413,8 @@ public final class SQLiteStore: CofferStore {
             }
             sql += " ORDER BY received_at DESC, seq DESC LIMIT ?"
             arguments += [max(0, limit)]
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.notification)
+            // A few shapes of this query run on every delivery: compiled once each.
+            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(Self.notification)
         }
     }
 
@@ -480,12 +501,18 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// Runs a read on the calling thread. Reads in WAL mode never wait for the writer, and Coffer's are
+    /// point lookups of microseconds: hopping to a dispatch queue and back costs more than the read.
     private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
-            return try await pool.read(body)
+            return try Self.readNow(pool, body)
         } catch let error as DatabaseError {
             throw StoreError.storage(error.description)
         }
+    }
+
+    private static func readNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
+        try pool.read(body)
     }
 
     private static func userExists(_ db: Database, id: UUID, environment: Environment) throws -> Bool {

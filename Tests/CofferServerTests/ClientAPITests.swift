@@ -229,3 +229,44 @@ struct ClientAPITests {
         }
     }
 }
+
+/// Group commit: concurrent deliveries share commits.
+@Suite("Group commit", .timeLimit(.minutes(1)))
+struct GroupCommitTests {
+    @Test("64 concurrent deliveries of distinct transactions share a few commits, each delivered once")
+    func sharedCommits() async throws {
+        let store = CountingStore(base: InMemoryStore(), commitTime: .milliseconds(20))
+        let setup = try ClientAPITests.Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let user = try ClientAPITests.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            var signed: [String] = []
+            for _ in 0..<64 {
+                let bought = try await setup.store.purchase(
+                    account: "max", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+                signed.append(try await setup.store.signedTransaction(id: try #require(bought.transactionIds.first)))
+            }
+            let transactions = signed
+            let outcomes = try await withThrowingTaskGroup(of: TransactionOutcome.self) { group in
+                for jws in transactions {
+                    group.addTask {
+                        try ClientAPITests.decode(
+                            TransactionResponse.self,
+                            try await client.execute(
+                                uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
+                                body: try ClientAPITests.body(TransactionRequest(signedTransaction: jws)))
+                        ).outcome
+                    }
+                }
+                return try await group.reduce(into: [TransactionOutcome]()) { $0.append($1) }
+            }
+            #expect(outcomes.count == 64)
+            #expect(outcomes.allSatisfy { $0 == .delivered })
+            #expect(store.commits < 32, "\(store.commits) commits for 64 deliveries")
+            let me = try ClientAPITests.decode(
+                MeResponse.self,
+                try await client.execute(uri: "/v1/me", method: .get, headers: ClientAPITests.bearer(user.token)))
+            #expect(me.balance == 6_400)
+        }
+    }
+}

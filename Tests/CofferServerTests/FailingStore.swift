@@ -51,4 +51,7 @@ struct FailingStore: CofferStore {
     func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw Self.failure }
     func recordAudit(_ event: AuditEvent) async throws { throw Self.failure }
     func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] { throw Self.failure }
+    func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+        throw Self.failure
+    }
 }

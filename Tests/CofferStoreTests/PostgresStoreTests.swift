@@ -11,6 +11,7 @@ import Testing
 struct PostgresStoreTests {
     static let migrations = [
         "v1 users, ledger, receipts, backups, grants, audit", "v2 notifications, renewal states, cursors",
+        "v3 receipts by owner and product",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

@@ -27,6 +27,7 @@ struct SQLiteStoreTests {
         #expect(
             try reopened.appliedMigrations() == [
                 "v1 users, ledger, receipts, backups, grants, audit", "v2 notifications, renewal states, cursors",
+                "v3 receipts by owner and product",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)

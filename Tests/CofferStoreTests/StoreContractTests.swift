@@ -357,6 +357,19 @@ struct StoreContractTests {
 
         _ = try await store.apply(Make.purchase("t1", for: alice))
         _ = try await store.apply(Make.purchase("t2", for: alice))
+        var other = Make.purchase("t3", for: alice)
+        if case .purchase(var fact, let credits) = other.event {
+            fact.productId = "com.example.noads"
+            other.event = .purchase(fact, credits: credits)
+        }
+        _ = try await store.apply(other)
+        let noAds = try await store.receipts(
+            owner: alice.id, environment: .sandbox, productIds: ["com.example.noads", "com.example.elsewhere"])
+        #expect(noAds.map(\.transaction.transactionId) == ["t3"])
+        #expect(try await store.receipts(owner: alice.id, environment: .sandbox, productIds: []).isEmpty)
+        #expect(
+            try await store.receipts(owner: alice.id, environment: .production, productIds: ["com.example.noads"])
+                .isEmpty)
         let chain = try await store.receipts(originalTransactionId: "orig-t1", environment: .sandbox)
         #expect(chain.map(\.transaction.transactionId) == ["t1"])
         #expect(try await store.receipts(originalTransactionId: "orig-t1", environment: .production).isEmpty)

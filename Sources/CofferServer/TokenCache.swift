@@ -1,0 +1,43 @@
+import CofferStore
+import Foundation
+import Synchronization
+
+/// Remembers which user a token hash belongs to for a short while, so a busy app's requests do not each
+/// read the users table. Bounded in size; an entry lives `lifetime` seconds, which bounds how long a
+/// token that support revokes could still be honoured.
+final class TokenCache: Sendable {
+    private struct Entry {
+        var user: User
+        var expires: Date
+    }
+
+    private let entries = Mutex<[String: Entry]>([:])
+    private let capacity: Int
+    private let lifetime: TimeInterval
+
+    init(capacity: Int = 50_000, lifetime: TimeInterval = 60) {
+        self.capacity = capacity
+        self.lifetime = lifetime
+    }
+
+    /// The user for a token hash, when remembered and fresh.
+    func user(tokenHash: String, now: Date) -> User? {
+        entries.withLock { entries in
+            guard let entry = entries[tokenHash] else { return nil }
+            guard entry.expires > now else {
+                entries[tokenHash] = nil
+                return nil
+            }
+            return entry.user
+        }
+    }
+
+    /// Remembers a user found by its token hash.
+    func remember(_ user: User, tokenHash: String, now: Date) {
+        entries.withLock { entries in
+            // Full: start over rather than track recency; the store answers the misses.
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[tokenHash] = Entry(user: user, expires: now.addingTimeInterval(lifetime))
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Synchronization
+
+/// A store that forwards to another and counts the commits `apply` makes, each taking at least `commitTime`
+/// (as an fsync does), so group commit can be seen.
+final class CountingStore: CofferStore {
+    let base: any CofferStore
+    let commitTime: Duration
+    private let counter = Mutex(0)
+
+    init(base: any CofferStore, commitTime: Duration) {
+        self.base = base
+        self.commitTime = commitTime
+    }
+
+    /// How many times `apply` ran.
+    var commits: Int { counter.withLock { $0 } }
+
+    func createUser(_ user: User) async throws { try await base.createUser(user) }
+    func user(id: UUID) async throws -> User? { try await base.user(id: id) }
+    func user(supportId: SupportID, environment: Environment) async throws -> User? {
+        try await base.user(supportId: supportId, environment: environment)
+    }
+    func user(tokenHash: String) async throws -> User? { try await base.user(tokenHash: tokenHash) }
+    func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
+        try await base.user(appAccountToken: appAccountToken, environment: environment)
+    }
+    func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
+        try await base.users(environment: environment, supportIdPrefix: supportIdPrefix, limit: limit, offset: offset)
+    }
+    func userCount(environment: Environment) async throws -> Int { try await base.userCount(environment: environment) }
+    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        counter.withLock { $0 += 1 }
+        try await Task.sleep(for: commitTime)
+        return try await base.apply(requests)
+    }
+    func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+        try await base.wallet(owner: owner, environment: environment)
+    }
+    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+        try await base.entries(owner: owner, environment: environment)
+    }
+    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+        try await base.receipt(transactionId: transactionId, environment: environment)
+    }
+    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+        try await base.receipts(owner: owner, environment: environment)
+    }
+    func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+        try await base.receipts(originalTransactionId: originalTransactionId, environment: environment)
+    }
+    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+        try await base.backup(owner: owner, environment: environment)
+    }
+    func saveBackup(
+        owner: UUID, environment: Environment, value: Int64, precondition: BackupPrecondition, writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult {
+        try await base.saveBackup(
+            owner: owner, environment: environment, value: value, precondition: precondition, writer: writer, at: at)
+    }
+    func createGrant(_ grant: Grant) async throws { try await base.createGrant(grant) }
+    func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
+        try await base.grants(environment: environment, recipient: recipient, status: status, limit: limit)
+    }
+    func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
+        async throws -> Grant
+    { try await base.claimGrant(id: id, recipient: recipient, environment: environment, crediting: policy, at: at) }
+    func recordNotification(_ record: NotificationRecord) async throws -> Bool {
+        try await base.recordNotification(record)
+    }
+    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+        try await base.notification(uuid: uuid, environment: environment)
+    }
+    func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
+        async throws -> [NotificationRecord]
+    {
+        try await base.notifications(
+            environment: environment, transactionId: transactionId, outcome: outcome, limit: limit)
+    }
+    func saveRenewalState(_ state: RenewalState) async throws -> Bool { try await base.saveRenewalState(state) }
+    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+        try await base.renewalStates(owner: owner, environment: environment)
+    }
+    func cursor(_ name: String, environment: Environment) async throws -> String? {
+        try await base.cursor(name, environment: environment)
+    }
+    func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+        try await base.saveCursor(name, value: value, environment: environment)
+    }
+    func recordAudit(_ event: AuditEvent) async throws { try await base.recordAudit(event) }
+    func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
+        try await base.auditEvents(environment: environment, limit: limit)
+    }
+    func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+        try await base.receipts(owner: owner, environment: environment, productIds: productIds)
+    }
+}
