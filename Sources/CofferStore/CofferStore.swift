@@ -144,6 +144,24 @@ public protocol AsyncLedgerWriteContext {
     func entry(owner: UUID, environment: Environment, key: IdempotencyKey) async throws -> LedgerEntry?
     /// Saves a decision: the wallet, the receipt if any, and the new entry.
     func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws
+    /// The three reads a request needs (the wallet, locked; the transaction's receipt; the entry under the
+    /// key) at once. The default makes the three calls; an engine may answer in one round trip.
+    func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
+        -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
+}
+
+extension AsyncLedgerWriteContext {
+    /// The three reads, one after another.
+    public func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey)
+        async throws -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
+    {
+        guard let wallet = try await wallet(owner: owner, environment: environment) else { return nil }
+        var receipt: Receipt?
+        if let transactionId {
+            receipt = try await self.receipt(transactionId: transactionId, environment: environment)
+        }
+        return (wallet, receipt, try await entry(owner: owner, environment: environment, key: key))
+    }
 }
 
 /// Applies ledger requests through an engine's write context: load what the request needs, decide with
@@ -180,14 +198,11 @@ public enum LedgerWriter {
         in context: some AsyncLedgerWriteContext
     ) async throws -> Result<LedgerResult, LedgerError> {
         let (owner, environment) = (request.owner, request.environment)
-        guard let wallet = try await context.wallet(owner: owner, environment: environment) else {
-            return .failure(.unknownUser(owner))
-        }
-        var receipt: Receipt?
-        if let fact = request.event.transaction {
-            receipt = try await context.receipt(transactionId: fact.transactionId, environment: environment)
-        }
-        let existing = try await context.entry(owner: owner, environment: environment, key: request.event.key)
+        guard
+            let (wallet, receipt, existing) = try await context.load(
+                owner: owner, environment: environment, transactionId: request.event.transaction?.transactionId,
+                key: request.event.key)
+        else { return .failure(.unknownUser(owner)) }
         let (result, save) = decide(request, wallet: wallet, receipt: receipt, existing: existing)
         if let save { try await context.save(save, owner: owner, environment: environment) }
         return result

@@ -23,6 +23,46 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
         }
     }
 
+    /// The wallet (locked), the receipt and the entry in one round trip: the receipt and the entry are
+    /// joined to the wallet row, their columns prefixed `r_` and `e_`.
+    func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
+        -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
+    {
+        try await PostgresStore.first(
+            connection,
+            """
+            SELECT w.balance AS w_balance, w.deficit AS w_deficit,
+                r.transaction_id AS r_transaction_id, r.owner AS r_owner,
+                r.original_transaction_id AS r_original_transaction_id, r.product_id AS r_product_id,
+                r.quantity AS r_quantity, r.purchase_date AS r_purchase_date, r.expires_date AS r_expires_date,
+                r.revocation_date AS r_revocation_date, r.family_shared AS r_family_shared, r.trial AS r_trial,
+                r.upgraded AS r_upgraded, r.delivered_credits AS r_delivered_credits,
+                r.delivered_at AS r_delivered_at, r.revoked_at AS r_revoked_at,
+                r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
+                r.reversed_at AS r_reversed_at,
+                e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
+                e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
+                e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
+                e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at
+            FROM users u JOIN wallets w ON w.user_id = u.id
+            LEFT JOIN receipts r ON r.environment = \(environment.rawValue) AND r.transaction_id = \(transactionId)
+            LEFT JOIN ledger_entries e ON e.environment = \(environment.rawValue) AND e.owner = u.id
+                AND e.key = \(key.rawValue)
+            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
+            FOR UPDATE OF w
+            """, logger: logger
+        ) { postgresRow in
+            let row = postgresRow.makeRandomAccess()
+            let wallet = Wallet(balance: try Rows.value(row, "w_balance"), deficit: try Rows.value(row, "w_deficit"))
+            let receipt =
+                try Rows.value(row, "r_transaction_id", as: String?.self) == nil
+                ? nil : try Rows.receipt(row, prefix: "r_")
+            let entry =
+                try Rows.value(row, "e_key", as: String?.self) == nil ? nil : try Rows.entry(row, prefix: "e_")
+            return (wallet, receipt, entry)
+        }
+    }
+
     func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
         try await PostgresStore.first(
             connection,
@@ -41,11 +81,28 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
     }
 
     func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws {
-        try await connection.query(
-            """
-            UPDATE wallets SET balance = \(decision.wallet.balance), deficit = \(decision.wallet.deficit)
-            WHERE user_id = \(owner.uuidString)
-            """, logger: logger)
+        // The wallet and the new entry in one statement; the receipt (which may lose a race) in another.
+        if decision.appendsEntry, let entry = decision.entry {
+            try await connection.query(
+                """
+                WITH wallet AS (
+                    UPDATE wallets SET balance = \(decision.wallet.balance), deficit = \(decision.wallet.deficit)
+                    WHERE user_id = \(owner.uuidString)
+                )
+                INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
+                    balance_after, deficit_after, transaction_id, product_id, reason, created_at)
+                VALUES (\(environment.rawValue), \(owner.uuidString), \(entry.key.rawValue), \(entry.key.kind.rawValue),
+                    \(entry.amount), \(entry.balanceDelta), \(entry.deficitDelta), \(entry.walletAfter.balance),
+                    \(entry.walletAfter.deficit), \(entry.transactionId), \(entry.productId), \(entry.reason),
+                    \(Millis.from(entry.createdAt)))
+                """, logger: logger)
+        } else {
+            try await connection.query(
+                """
+                UPDATE wallets SET balance = \(decision.wallet.balance), deficit = \(decision.wallet.deficit)
+                WHERE user_id = \(owner.uuidString)
+                """, logger: logger)
+        }
         if let receipt = decision.receipt {
             let fact = receipt.transaction
             // A receipt another user's transaction committed since it was read is not overwritten: the
@@ -75,17 +132,6 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 RETURNING 1
                 """, logger: logger)
             guard written else { throw LostRace() }
-        }
-        if decision.appendsEntry, let entry = decision.entry {
-            try await connection.query(
-                """
-                INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                    balance_after, deficit_after, transaction_id, product_id, reason, created_at)
-                VALUES (\(environment.rawValue), \(owner.uuidString), \(entry.key.rawValue), \(entry.key.kind.rawValue),
-                    \(entry.amount), \(entry.balanceDelta), \(entry.deficitDelta), \(entry.walletAfter.balance),
-                    \(entry.walletAfter.deficit), \(entry.transactionId), \(entry.productId), \(entry.reason),
-                    \(Millis.from(entry.createdAt)))
-                """, logger: logger)
         }
     }
 }

@@ -48,35 +48,48 @@ enum Rows {
     }
 
     static func receipt(_ postgresRow: PostgresRow) throws -> Receipt {
-        let row = postgresRow.makeRandomAccess()
+        try receipt(postgresRow.makeRandomAccess(), prefix: "")
+    }
+
+    /// A receipt from columns named with `prefix` (`r_transaction_id`, ... in a joined row).
+    static func receipt(_ row: PostgresRandomAccessRow, prefix: String) throws -> Receipt {
         let fact = TransactionFact(
-            transactionId: try value(row, "transaction_id"),
-            originalTransactionId: try value(row, "original_transaction_id", as: String.self),
-            productId: try value(row, "product_id"), quantity: Int(try value(row, "quantity", as: Int64.self)),
-            purchaseDate: Millis.date(try value(row, "purchase_date")), expiresDate: try date(row, "expires_date"),
-            revocationDate: try date(row, "revocation_date"), isFamilyShared: try value(row, "family_shared"),
-            isTrial: try value(row, "trial"), isUpgraded: try value(row, "upgraded"))
-        var receipt = Receipt(owner: try uuid(row, "owner"), transaction: fact)
-        receipt.deliveredCredits = try value(row, "delivered_credits")
-        receipt.deliveredAt = try date(row, "delivered_at")
-        receipt.revokedAt = try date(row, "revoked_at")
-        receipt.takenFromBalance = try value(row, "taken_from_balance")
-        receipt.addedToDeficit = try value(row, "added_to_deficit")
-        receipt.reversedAt = try date(row, "reversed_at")
+            transactionId: try value(row, prefix + "transaction_id"),
+            originalTransactionId: try value(row, prefix + "original_transaction_id", as: String.self),
+            productId: try value(row, prefix + "product_id"),
+            quantity: Int(try value(row, prefix + "quantity", as: Int64.self)),
+            purchaseDate: Millis.date(try value(row, prefix + "purchase_date")),
+            expiresDate: try date(row, prefix + "expires_date"),
+            revocationDate: try date(row, prefix + "revocation_date"),
+            isFamilyShared: try value(row, prefix + "family_shared"), isTrial: try value(row, prefix + "trial"),
+            isUpgraded: try value(row, prefix + "upgraded"))
+        var receipt = Receipt(owner: try uuid(row, prefix + "owner"), transaction: fact)
+        receipt.deliveredCredits = try value(row, prefix + "delivered_credits")
+        receipt.deliveredAt = try date(row, prefix + "delivered_at")
+        receipt.revokedAt = try date(row, prefix + "revoked_at")
+        receipt.takenFromBalance = try value(row, prefix + "taken_from_balance")
+        receipt.addedToDeficit = try value(row, prefix + "added_to_deficit")
+        receipt.reversedAt = try date(row, prefix + "reversed_at")
         return receipt
     }
 
     static func entry(_ postgresRow: PostgresRow) throws -> LedgerEntry {
-        let row = postgresRow.makeRandomAccess()
-        guard let key = IdempotencyKey(rawValue: try value(row, "key")) else {
+        try entry(postgresRow.makeRandomAccess(), prefix: "")
+    }
+
+    /// A ledger entry from columns named with `prefix` (`e_key`, ... in a joined row).
+    static func entry(_ row: PostgresRandomAccessRow, prefix: String) throws -> LedgerEntry {
+        guard let key = IdempotencyKey(rawValue: try value(row, prefix + "key")) else {
             throw StoreError.storage("corrupt ledger key")
         }
         return LedgerEntry(
-            owner: try uuid(row, "owner"), key: key, amount: try value(row, "amount"),
-            balanceDelta: try value(row, "balance_delta"), deficitDelta: try value(row, "deficit_delta"),
-            walletAfter: Wallet(balance: try value(row, "balance_after"), deficit: try value(row, "deficit_after")),
-            transactionId: try value(row, "transaction_id"), productId: try value(row, "product_id"),
-            reason: try value(row, "reason"), createdAt: Millis.date(try value(row, "created_at")))
+            owner: try uuid(row, prefix + "owner"), key: key, amount: try value(row, prefix + "amount"),
+            balanceDelta: try value(row, prefix + "balance_delta"),
+            deficitDelta: try value(row, prefix + "deficit_delta"),
+            walletAfter: Wallet(
+                balance: try value(row, prefix + "balance_after"), deficit: try value(row, prefix + "deficit_after")),
+            transactionId: try value(row, prefix + "transaction_id"), productId: try value(row, prefix + "product_id"),
+            reason: try value(row, prefix + "reason"), createdAt: Millis.date(try value(row, prefix + "created_at")))
     }
 
     static func backup(_ postgresRow: PostgresRow) throws -> BackupRecord {
