@@ -136,8 +136,8 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
     router.post("v1/apple/notifications") { request, context in
         let body: NotificationRequest = try await api.decode(request)
-        let outcome = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
-        return try api.json(NotificationResponse(outcome: outcome.rawValue))
+        let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
+        return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
     }
     OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
     return (router, intake)

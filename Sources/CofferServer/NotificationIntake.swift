@@ -35,10 +35,12 @@ struct NotificationIntake: Sendable {
     /// - Parameters:
     ///   - signedPayload: Apple's `signedPayload`.
     ///   - source: `apple` or `recovery`, recorded with it.
-    /// - Returns: What it did, once durable.
+    /// - Returns: What it did, once durable, and the record kept of it (`nil` for a duplicate).
     /// - Throws: ``APIError`` for data that does not verify (422, or 503 when verification could not be
     ///   completed now) and storage failures.
-    func receive(_ signedPayload: String, source: String, logger: Logger) async throws -> Outcome {
+    func receive(_ signedPayload: String, source: String, logger: Logger) async throws
+        -> (outcome: Outcome, record: NotificationRecord?)
+    {
         let notification: VerifiedNotification
         do {
             notification = try await dependencies.verifier.verifyNotification(signedPayload)
@@ -57,7 +59,7 @@ struct NotificationIntake: Sendable {
                 message: "the notification lacks notificationUUID or signedDate")
         }
         let environment = configuration.environment
-        if try await store.notification(uuid: uuid, environment: environment) != nil { return .duplicate }
+        if try await store.notification(uuid: uuid, environment: environment) != nil { return (.duplicate, nil) }
 
         let type = payload.rawNotificationType ?? "UNKNOWN"
         let now = dependencies.now()
@@ -88,7 +90,7 @@ struct NotificationIntake: Sendable {
         _ = try await store.recordNotification(record)
         metadata["outcome"] = "\(record.outcome.rawValue)"
         logger.info("notification", metadata: metadata)
-        return Outcome(rawValue: record.outcome.rawValue) ?? .logged
+        return (Outcome(rawValue: record.outcome.rawValue) ?? .logged, record)
     }
 
     /// The user a transaction belongs to: whoever it was delivered to, whoever owns its subscription

@@ -91,9 +91,17 @@ public struct NotificationRecovery: Service {
             for item in page.notificationHistory ?? [] {
                 guard let signed = item.signedPayload else { continue }
                 report.read += 1
-                let outcome = try await intake.receive(signed, source: "recovery", logger: logger)
-                if outcome != .duplicate { report.new += 1 }
-                if let (owner, transactionId) = try await ownerAndTransaction(signed) {
+                let received: (outcome: NotificationIntake.Outcome, record: NotificationRecord?)
+                do {
+                    received = try await intake.receive(signed, source: "recovery", logger: logger)
+                } catch let error as APIError where error.status == .unprocessableContent {
+                    // Data that will never verify here must not stop the cursor forever: logged, skipped.
+                    logger.error("a notification from history was refused: \(error.code): \(error.message)")
+                    continue
+                }
+                guard let record = received.record else { continue }  // seen before
+                report.new += 1
+                if let owner = record.owner, let transactionId = record.transactionId {
                     touched[owner] = transactionId
                 }
             }
@@ -112,16 +120,6 @@ public struct NotificationRecovery: Service {
             report.filled += try await fillGaps(owner: owner, anyTransactionId: transactionId)
         }
         return report
-    }
-
-    /// The user and transaction a recovered notification was about, when its owner is known.
-    private func ownerAndTransaction(_ signed: String) async throws -> (UUID, String)? {
-        guard let notification = try? await intake.dependencies.verifier.verifyNotification(signed),
-            let id = notification.payload.notificationUUID,
-            let record = try await store.notification(uuid: id, environment: environment),
-            let owner = record.owner, let transactionId = record.transactionId
-        else { return nil }
-        return (owner, transactionId)
     }
 
     /// Delivers the customer's transactions the ledger lacks, from Transaction History.

@@ -94,6 +94,27 @@ struct RecoveryTests {
         }
     }
 
+    @Test("a notification in history this server refuses is skipped, and the cursor still moves on")
+    func refusedInHistory() async throws {
+        let setup = try NotificationTests.Setup()
+        _ = try await setup.apple.purchase(account: "ned", productId: "com.example.credits")
+        try await setup.apple.advanceClock(by: 60)
+        try await Self.withAppleAPI(setup) { api in
+            // A server for another app: every notification in this history is refused (INVALID_APP_IDENTIFIER).
+            let verifier = try SignedDataVerifier(
+                rootCertificates: [setup.pki.rootDER()], bundleId: "com.example.other", appAppleId: nil,
+                environment: .sandbox)
+            let clock = setup.clock
+            let dependencies = try ServerDependencies(
+                store: setup.store, verifier: verifier, catalog: setup.catalog, appStoreAPI: api, now: { clock.now() })
+            let recovery = try #require(
+                NotificationRecovery(configuration: setup.configuration, dependencies: dependencies))
+            let report = try await recovery.runOnce()
+            #expect(report.new == 0)
+            #expect(try await setup.store.cursor("notification-history", environment: .sandbox) != nil)
+        }
+    }
+
     @Test("a transaction no notification brought is filled in from Transaction History")
     func gapFill() async throws {
         let setup = try NotificationTests.Setup()
