@@ -13,7 +13,8 @@ struct EventsAPI: Sendable {
     func addRoutes(to router: Router<CofferRequestContext>) {
         router.get("v1/me/adjustments") { request, _ in
             let user = try await api.authenticate(request)
-            let entries = try await api.store.entries(owner: user.id, environment: user.environment)
+            let entries = try await api.store.entries(
+                owner: user.id, environment: user.environment, kinds: [.revocation, .reversal, .adjustment])
             return try api.json(AdjustmentsResponse(adjustments: entries.compactMap(Self.adjustment)))
         }
         router.get("v1/me/events") { request, context in

@@ -38,6 +38,9 @@ public protocol CofferStore: Sendable {
     func wallet(owner: UUID, environment: Environment) async throws -> Wallet
     /// A user's ledger entries, oldest first.
     func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry]
+    /// A user's ledger entries of some kinds, oldest first (the device wallet's mailbox reads revocations,
+    /// reversals and adjustments without the user's purchases).
+    func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry]
     /// The receipt of a transaction.
     func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
     /// A user's receipts, oldest purchase first.

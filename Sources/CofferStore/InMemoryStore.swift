@@ -120,6 +120,11 @@ public actor InMemoryStore: CofferStore {
         return state.entries.filter { $0.owner == owner }
     }
 
+    /// A user's ledger entries of some kinds, oldest first.
+    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) -> [LedgerEntry] {
+        entries(owner: owner, environment: environment).filter { kinds.contains($0.key.kind) }
+    }
+
     /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: Environment) -> Receipt? {
         state.receipt(transactionId: transactionId, environment: environment)

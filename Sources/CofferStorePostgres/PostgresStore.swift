@@ -193,6 +193,19 @@ public final class PostgresStore: CofferStore {
             """, Rows.entry)
     }
 
+    /// A user's ledger entries of some kinds, oldest first.
+    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    {
+        guard !kinds.isEmpty else { return [] }
+        return try await all(
+            """
+            SELECT * FROM ledger_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            AND kind = ANY(\(kinds.map(\.rawValue).sorted()))
+            ORDER BY seq
+            """, Rows.entry)
+    }
+
     /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
         try await first(

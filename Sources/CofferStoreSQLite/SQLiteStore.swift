@@ -165,6 +165,25 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// A user's ledger entries of some kinds, oldest first.
+    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    {
+        guard !kinds.isEmpty else { return [] }
+        let names = kinds.map(\.rawValue).sorted()
+        return try await read { db in
+            let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? AND kind IN (\(marks))
+                    ORDER BY seq
+                    """,
+                arguments: StatementArguments([environment.rawValue, owner.uuidString] + names)
+            ).map(SQLiteLedgerContext.entry)
+        }
+    }
+
     /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
         try await read { db in

@@ -97,4 +97,7 @@ final class CountingStore: CofferStore {
     func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
         try await base.receipts(owner: owner, environment: environment, productIds: productIds)
     }
+    func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry] {
+        try await base.entries(owner: owner, environment: environment, kinds: kinds)
+    }
 }

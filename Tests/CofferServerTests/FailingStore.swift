@@ -54,4 +54,7 @@ struct FailingStore: CofferStore {
     func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
         throw Self.failure
     }
+    func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry] {
+        throw Self.failure
+    }
 }

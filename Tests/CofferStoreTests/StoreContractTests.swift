@@ -117,6 +117,11 @@ struct StoreContractTests {
         #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.status == .restored)
         let entries = try await store.entries(owner: alice.id, environment: .sandbox)
         #expect(entries.map(\.key.rawValue) == ["purchase:t1", "spend:k1", "revocation:t1", "reversal:t1"])
+        let mailbox = try await store.entries(
+            owner: alice.id, environment: .sandbox, kinds: [.revocation, .reversal, .adjustment])
+        #expect(mailbox.map(\.key.rawValue) == ["revocation:t1", "reversal:t1"])
+        #expect(try await store.entries(owner: alice.id, environment: .sandbox, kinds: []).isEmpty)
+        #expect(try await store.entries(owner: alice.id, environment: .production, kinds: [.purchase]).isEmpty)
         #expect(
             LedgerAudit.discrepancies(
                 entries: entries, wallet: try await store.wallet(owner: alice.id, environment: .sandbox)
