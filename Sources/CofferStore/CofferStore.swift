@@ -136,35 +136,14 @@ public protocol LedgerWriteContext {
 }
 
 /// The read and write steps of an engine whose database calls are asynchronous (PostgreSQL), inside
-/// one of its write transactions. The same steps as ``LedgerWriteContext``.
+/// one of its write transactions: the state a request needs, read at once, and the decision saved.
 public protocol AsyncLedgerWriteContext {
-    /// The user's current wallet, locked for the rest of the transaction, or `nil` when no such user
-    /// lives in `environment`.
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet?
-    /// The receipt of a transaction, any owner.
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
-    /// The user's entry under a key.
-    func entry(owner: UUID, environment: Environment, key: IdempotencyKey) async throws -> LedgerEntry?
-    /// Saves a decision: the wallet, the receipt if any, and the new entry.
-    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws
-    /// The three reads a request needs (the wallet, locked; the transaction's receipt; the entry under the
-    /// key) at once. The default makes the three calls; an engine may answer in one round trip.
+    /// The user's wallet (locked for the rest of the transaction), the receipt of `transactionId` (any
+    /// owner) and the user's entry under `key`; `nil` when no such user lives in `environment`.
     func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
         -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
-}
-
-extension AsyncLedgerWriteContext {
-    /// The three reads, one after another.
-    public func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey)
-        async throws -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
-    {
-        guard let wallet = try await wallet(owner: owner, environment: environment) else { return nil }
-        var receipt: Receipt?
-        if let transactionId {
-            receipt = try await self.receipt(transactionId: transactionId, environment: environment)
-        }
-        return (wallet, receipt, try await entry(owner: owner, environment: environment, key: key))
-    }
+    /// Saves a decision: the wallet, the receipt if any, and the new entry.
+    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws
 }
 
 /// Applies ledger requests through an engine's write context: load what the request needs, decide with

@@ -9,20 +9,6 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
     let connection: PostgresConnection
     let logger: Logger
 
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet? {
-        // Locks the user's wallet row: this user's ledger writes run one at a time, on every instance.
-        try await PostgresStore.first(
-            connection,
-            """
-            SELECT w.balance, w.deficit FROM users u JOIN wallets w ON w.user_id = u.id
-            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue) FOR UPDATE OF w
-            """, logger: logger
-        ) { row in
-            let (balance, deficit) = try row.decode((Int64, Int64).self)
-            return Wallet(balance: balance, deficit: deficit)
-        }
-    }
-
     /// The wallet (locked), the receipt and the entry in one round trip: the receipt and the entry are
     /// joined to the wallet row, their columns prefixed `r_` and `e_`.
     func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
@@ -61,23 +47,6 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 try Rows.value(row, "e_key", as: String?.self) == nil ? nil : try Rows.entry(row, prefix: "e_")
             return (wallet, receipt, entry)
         }
-    }
-
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
-        try await PostgresStore.first(
-            connection,
-            """
-            SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND transaction_id = \(transactionId)
-            """, logger: logger, Rows.receipt)
-    }
-
-    func entry(owner: UUID, environment: Environment, key: IdempotencyKey) async throws -> LedgerEntry? {
-        try await PostgresStore.first(
-            connection,
-            """
-            SELECT * FROM ledger_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
-            AND key = \(key.rawValue)
-            """, logger: logger, Rows.entry)
     }
 
     func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws {
