@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
         .library(name: "CofferStoreKit", targets: ["CofferStoreKit"]),
         .library(name: "CofferAPI", targets: ["CofferAPI"]),
+        .library(name: "CofferAdmin", targets: ["CofferAdmin"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .library(name: "CofferCLI", targets: ["CofferCLI"]),
@@ -39,6 +40,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
     ],
     targets: [
         .target(name: "CofferCore", swiftSettings: strictSettings),
@@ -76,9 +78,19 @@ let package = Package(
         .target(name: "CofferStoreKit", swiftSettings: strictSettings),
         .target(name: "CofferAPI", swiftSettings: strictSettings),
         .target(
+            name: "CofferAdmin",
+            dependencies: [
+                "CofferCore",
+                "CofferStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "CofferServer",
             dependencies: [
-                "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore",
+                "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -109,7 +121,7 @@ let package = Package(
             name: "CofferCLI",
             dependencies: [
                 "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
-                "CofferSimulator", "CofferServer",
+                "CofferSimulator", "CofferServer", "CofferAdmin",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -184,7 +196,8 @@ let package = Package(
         .testTarget(
             name: "CofferServerTests",
             dependencies: [
-                "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore", "CofferStoreSQLite",
+                "CofferServer", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
+                "CofferStoreSQLite",
                 "CofferStorePostgres", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -198,7 +211,8 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "CofferCLI", "CofferStoreSQLite", "CofferStorePostgres", "CofferSimulator", "CofferTestSupport",
+                "CofferCLI", "CofferAdmin", "CofferStoreSQLite", "CofferStorePostgres", "CofferSimulator",
+                "CofferTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Apple")],

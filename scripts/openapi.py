@@ -64,6 +64,36 @@ schemas = {
                                   "balance": I(), "entitlements": {"type": "array", "items": S()}}),
     "NotificationRequest": obj({"signedPayload": S("App Store Server Notification V2 (JWS)")}),
     "NotificationResponse": obj({"outcome": S(enum=["applied", "duplicate", "unattributed", "logged"])}),
+    # The admin API (signed requests).
+    "BackupView": obj({"value": I(), "lastUpdated": DATE, "version": I(), "writer": S(enum=["device", "admin"]),
+                       "writerName": S()}),
+    "UserSummary": obj({"supportId": S(), "createdAt": DATE, "balance": I(), "deficit": I(),
+                        "backup": ref("BackupView")}, required=["supportId", "createdAt", "balance", "deficit"]),
+    "UserSearchResult": obj({"users": {"type": "array", "items": ref("UserSummary")},
+                             "matchedBy": S(enum=["all", "support-id", "transaction-id", "order-id", "nothing"]),
+                             "page": I(), "hasMore": {"type": "boolean"}}),
+    "GrantView": obj({"id": S(format="uuid"), "supportId": S(), "credits": I(), "reason": S(), "createdBy": S(),
+                      "createdAt": DATE, "claimedAt": DATE, "status": S(enum=["pending", "claimed"])},
+                     required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
+    "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
+                                                     "grant-claimed", "adjustment", "spend", "backup", "admin"]),
+                         "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S()},
+                        required=["at", "kind", "summary"]),
+    "UserDetail": obj({"user": ref("UserSummary"), "environment": S(enum=["Sandbox", "Production"]),
+                       "walletMode": S(enum=["device", "server"]), "entitlements": {"type": "array", "items": S()},
+                       "grants": {"type": "array", "items": ref("GrantView")},
+                       "timeline": {"type": "array", "items": ref("TimelineItem")}}),
+    "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500)}),
+    "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500)}),
+    "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"])}),
+    "DeletedGrants": obj({"deleted": I()}),
+    "AuditEvent": obj({"id": S(format="uuid"), "environment": S(), "actor": S(), "action": S(), "subject": S(),
+                       "before": S("JSON"), "after": S("JSON"), "at": DATE},
+                      required=["id", "environment", "actor", "action", "subject", "at"]),
+    "DayFigures": obj({"day": DATE, "purchases": I(), "refunds": I()}),
+    "DashboardFigures": obj({"users": I(), "pendingGrants": I(), "claimedGrants": I(), "purchases": I(),
+                             "refunds": I(), "usersInDeficit": I(), "outstandingDeficit": I(),
+                             "days": {"type": "array", "items": ref("DayFigures")}}),
 }
 
 def json_body(name):
@@ -79,6 +109,20 @@ def answer(description, name=None, headers=None):
 
 ERR = lambda d: answer(d, "Error")
 AUTH = [{"bearer": []}]
+SIGNED = [{"adminKeyId": [], "adminDate": [], "adminSignature": []}]
+ENV = {"name": "environment", "in": "query", "required": False,
+       "description": "Sandbox or Production; the server's own by default",
+       "schema": {"type": "string", "enum": ["Sandbox", "Production"]}}
+SID = {"name": "supportId", "in": "path", "required": True, "schema": {"type": "string"}}
+REFUSED = ERR("Not signed, unknown or revoked key, bad signature, stale date or replay (the code says which)")
+
+def admin(summary, operation, ok, name, parameters=(), body=None, errors=None):
+    operation_object = {"summary": summary, "operationId": operation, "security": SIGNED,
+                        "parameters": [ENV, *parameters],
+                        "responses": {ok: answer("Done", name), "401": REFUSED, **(errors or {})}}
+    if body:
+        operation_object["requestBody"] = json_body(body)
+    return operation_object
 ETAG = {"ETag": {"description": "The backup's version", "schema": {"type": "string"}}}
 
 paths = {
@@ -150,6 +194,33 @@ paths = {
                       "422": ERR("Forged or foreign data; nothing applied"),
                       "500": ERR("Storage failed; Apple retries"),
                       "503": ERR("Verification could not finish now; Apple retries")}}},
+    "/v1/admin/dashboard": {"get": admin("Users, grants, purchases, refunds, deficits, 30 days per day",
+                                         "adminDashboard", "200", "DashboardFigures")},
+    "/v1/admin/users": {"get": admin(
+        "Find users by Support ID prefix, transaction id or order id; everyone, newest first, without search",
+        "adminUsers", "200", "UserSearchResult",
+        parameters=[{"name": "search", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {"name": "page", "in": "query", "required": False, "schema": {"type": "integer"}}],
+        errors={"400": ERR("Bad environment or search")})},
+    "/v1/admin/users/{supportId}": {"get": admin(
+        "A user's figures, entitlements, grants and timeline", "adminUser", "200", "UserDetail",
+        parameters=[SID], errors={"400": ERR("Not a Support ID"), "404": ERR("No such user here")})},
+    "/v1/admin/users/{supportId}/balance": {"post": admin(
+        "Set the balance: a ledger adjustment (server wallet) or an admin backup (device wallet)",
+        "adminSetBalance", "200", "BalanceChange", parameters=[SID], body="BalanceRequest",
+        errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here")})},
+    "/v1/admin/grants": {
+        "get": admin("Grants, newest first", "adminGrants", "200", "GrantView",
+                     parameters=[{"name": "status", "in": "query", "required": False,
+                                  "schema": {"type": "string", "enum": ["pending", "claimed", "all"]}}]),
+        "post": admin("Grant credits with a reason", "adminGrant", "201", "GrantView", body="GrantRequest",
+                      errors={"400": ERR("Bad credits or reason"), "404": ERR("No such user here")})},
+    "/v1/admin/grants/delete-all": {"post": admin(
+        "Delete every grant (Sandbox only)", "adminDeleteGrants", "200", "DeletedGrants",
+        errors={"403": ERR("Production's grants are never bulk-deleted")})},
+    "/v1/admin/audit": {"get": admin(
+        "The audit log, newest first", "adminAudit", "200", "AuditEvent",
+        parameters=[{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer"}}])},
     "/healthz": {"get": {"summary": "Alive", "operationId": "healthz", "security": [],
                          "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": S()}}}}}},
     "/readyz": {"get": {"summary": "Ready: the database answers", "operationId": "readyz", "security": [],
@@ -167,14 +238,23 @@ document = {
     "openapi": "3.1.0",
     "info": {"title": "Coffer", "version": "1",
              "description": "Self-hosted in-app purchase safety for App Store apps: the client API the app "
-                            "talks to, the endpoint Apple posts notifications to, and the operations routes. "
+                            "talks to, the endpoint Apple posts notifications to, the signed admin API support tools use, "
+                            "and the operations routes. "
                             "Every request may carry X-Request-Id, echoed in the answer."},
     "servers": [{"url": "http://127.0.0.1:8080"}],
     "security": AUTH,
     "paths": paths,
     "components": {"schemas": schemas,
-                   "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer",
-                                                  "description": "The token from POST /v1/users"}}},
+                   "securitySchemes": {
+                       "bearer": {"type": "http", "scheme": "bearer", "description": "The token from POST /v1/users"},
+                       "adminKeyId": {"type": "apiKey", "in": "header", "name": "X-Coffer-Request-KeyID",
+                                      "description": "An admin key from `coffer keys create`"},
+                       "adminDate": {"type": "apiKey", "in": "header", "name": "X-Coffer-Request-ISO8601Date",
+                                     "description": "yyyy-MM-ddTHH:mm:ssZ, within 5 minutes of the server"},
+                       "adminSignature": {"type": "apiKey", "in": "header", "name": "X-Coffer-Request-SignatureV1",
+                                          "description": "base64 DER ECDSA P-256 SHA-256 signature of "
+                                                         "`date:base64(SHA-256(body)):path-with-query`; "
+                                                         "each accepted once"}}},
 }
 
 root = os.path.join(os.path.dirname(__file__), "..")

@@ -112,19 +112,11 @@ struct ServeCommand: AsyncParsableCommand {
             environment: appStoreEnvironment)
         let store: any CofferStore
         let location: String
-        switch settings.database {
-        case .sqlite(let path):
-            store = try SQLiteStore(path: path)
-            location = "SQLite \(path)"
-        case .postgres(let url):
-            do {
-                store = try await PostgresStore(url: url)
-            } catch {
-                FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
-                throw ExitCode(2)
-            }
-            let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"
-            location = "PostgreSQL \(host)"
+        do {
+            (store, location) = try await settings.database.open()
+        } catch {
+            FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
+            throw ExitCode(2)
         }
         var logger = Logger(label: "coffer")
         logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info

@@ -1,6 +1,9 @@
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferStore
+import CofferStorePostgres
+import CofferStoreSQLite
 import Configuration
 import Foundation
 
@@ -71,6 +74,32 @@ struct ServeSettings: Sendable {
     enum Database: Equatable, Sendable {
         case sqlite(path: String)
         case postgres(url: String)
+
+        /// The database a `database.url` names: `sqlite:PATH`, a plain path, or `postgres://...`.
+        init(url: String) throws(SettingsError) {
+            if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+                self = .postgres(url: url)
+                return
+            }
+            let path = url.hasPrefix("sqlite:") ? String(url.dropFirst("sqlite:".count)) : url
+            guard !path.isEmpty, !path.contains("://") else {
+                throw SettingsError(
+                    key: "database.url", value: url, expected: "sqlite:PATH, a file path, or postgres://...")
+            }
+            self = .sqlite(path: path)
+        }
+
+        /// Opens the store (migrating it), with a description of where it is for people.
+        func open() async throws -> (store: any CofferStore, location: String) {
+            switch self {
+            case .sqlite(let path):
+                return (try SQLiteStore(path: path), "SQLite \(path)")
+            case .postgres(let url):
+                let store = try await PostgresStore(url: url)
+                let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"
+                return (store, "PostgreSQL \(host)")
+            }
+        }
     }
 
     /// The App Store Server API key, when configured.
@@ -155,17 +184,7 @@ struct ServeSettings: Sendable {
             "consumption.refund.preference", default: .undeclared, ConsumptionConfiguration.RefundPreference.self,
             names: "undeclared, grant, decline or none")
 
-        let url = text("database.url") ?? "sqlite:coffer.sqlite"
-        if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
-            database = .postgres(url: url)
-        } else {
-            let path = url.hasPrefix("sqlite:") ? String(url.dropFirst("sqlite:".count)) : url
-            guard !path.isEmpty, !path.contains("://") else {
-                throw SettingsError(
-                    key: "database.url", value: url, expected: "sqlite:PATH, a file path, or postgres://...")
-            }
-            database = .sqlite(path: path)
-        }
+        database = try Database(url: text("database.url") ?? "sqlite:coffer.sqlite")
         let isPostgres = if case .postgres = database { true } else { false }
         server.ledgerWriters = try number("ledger.writers", default: isPostgres ? 4 : 1, in: 1...64)
         self.server = server

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferStore
@@ -139,14 +140,42 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
         return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
     }
+    AdminAPI(api: api, service: adminService(configuration: configuration, dependencies: dependencies))
+        .addRoutes(to: router)
     OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
     return (router, intake)
+}
+
+/// Support's operations over the server's store, with order ids looked up through the App Store Server API
+/// when the server has a key (for its own environment).
+func adminService(configuration: ServerConfiguration, dependencies: ServerDependencies) -> AdminService {
+    var orderLookup: AdminService.OrderLookup?
+    if let appStoreAPI = dependencies.appStoreAPI {
+        let verifier = dependencies.verifier
+        let served = configuration.environment
+        orderLookup = { orderId, environment in
+            guard environment == served else {
+                throw AdminError.invalid("order ids are looked up in \(served.rawValue) only, the server's environment")
+            }
+            let response = try await appStoreAPI.lookUpOrderId(orderId)
+            var ids: [String] = []
+            for signed in response.signedTransactions ?? [] {
+                if let id = try await verifier.verifyTransaction(signed).transactionId { ids.append(id) }
+            }
+            return ids
+        }
+    }
+    return AdminService(
+        store: dependencies.store, catalog: dependencies.catalog, walletMode: configuration.wallet,
+        now: dependencies.now, orderLookup: orderLookup)
 }
 
 /// The request context: Hummingbird's basics plus the authenticated user.
 public struct CofferRequestContext: RequestContext {
     /// Hummingbird's core context.
     public var coreContext: CoreRequestContextStorage
+    /// The admin acting, once a signed request or a panel session is checked.
+    public var admin: String?
 
     /// Creates a context for a request.
     public init(source: ApplicationRequestContextSource) {
@@ -173,6 +202,14 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return Self.response(error.status, code: error.code, message: error.message)
+        } catch let error as AdminError {
+            let (status, code): (HTTPResponse.Status, String) =
+                switch error {
+                case .notFound: (.notFound, "not-found")
+                case .invalid: (.badRequest, "bad-request")
+                case .forbidden: (.forbidden, "forbidden")
+                }
+            return Self.response(status, code: code, message: error.description)
         } catch let error as HTTPError {
             let code =
                 switch error.status {

@@ -143,24 +143,8 @@ struct ClientAPI: Sendable {
 
     // MARK: Helpers
 
-    /// The products that can unlock something: what entitlements are computed from.
-    var entitlementProducts: Set<String> {
-        Set(dependencies.catalog.products.filter { $0.kind != .consumable }.map(\.id))
-    }
-
     func entitlements(of user: User) async throws -> [String] {
-        // Only what can unlock something is read, so the cost does not grow with consumable purchases.
-        let products = entitlementProducts
-        guard !products.isEmpty else { return [] }
-        let receipts = try await store.receipts(owner: user.id, environment: user.environment, productIds: products)
-        var grace: [String: Date] = [:]
-        if dependencies.catalog.products.contains(where: { $0.kind == .autoRenewable }) {
-            let renewals = try await store.renewalStates(owner: user.id, environment: user.environment)
-            for state in renewals { grace[state.originalTransactionId] = state.gracePeriodExpiresDate }
-        }
-        return Entitlements.evaluate(
-            receipts.map(\.transaction), catalog: dependencies.catalog, gracePeriods: grace, at: dependencies.now()
-        ).names
+        try await store.entitlements(of: user, catalog: dependencies.catalog, at: dependencies.now())
     }
 
     /// The user a bearer token names, in this server's environment.

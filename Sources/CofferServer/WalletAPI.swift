@@ -4,14 +4,6 @@ import CofferStore
 import Foundation
 import Hummingbird
 
-/// Who owns the running balance.
-public enum WalletMode: String, Sendable, CaseIterable {
-    /// The app owns it (it changes with play); the server keeps backups and hands grants to the app.
-    case device
-    /// The server owns it: grants credit it, the app spends with an idempotency key.
-    case server
-}
-
 /// The wallet routes: the device's backup, support grants, and spending.
 struct WalletAPI: Sendable {
     let api: ClientAPI

@@ -106,8 +106,60 @@ public protocol CofferStore: Sendable {
 
     /// Appends an audit event.
     func recordAudit(_ event: AuditEvent) async throws
-    /// Audit events of an environment, newest first.
-    func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent]
+    /// Audit events of an environment, newest first; with a `subject`, only those about it.
+    func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent]
+
+    // MARK: Support
+
+    /// The backups a user's devices and admins wrote, newest first.
+    func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem]
+    /// The dashboard's figures: totals, and purchases and refunds per UTC day over the `days` days ending
+    /// with the day of `now`.
+    func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures
+    /// Deletes every grant of an environment (ledger entries of claimed grants stay).
+    ///
+    /// - Returns: How many were deleted.
+    func deleteGrants(environment: Environment) async throws -> Int
+
+    // MARK: Admins
+
+    /// Adds an admin; ``StoreError/alreadyExists(_:)`` when the name is taken.
+    func createAdmin(_ admin: Admin) async throws
+    /// The admin with this name.
+    func admin(name: String) async throws -> Admin?
+    /// Every admin, by name.
+    func admins() async throws -> [Admin]
+    /// Sets an admin's password hash and ends the admin's sessions.
+    ///
+    /// - Returns: `false` when there is no such admin.
+    func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool
+    /// Stores a new session.
+    func createSession(_ session: AdminSession) async throws
+    /// The session with this token hash, expired or not.
+    func session(tokenHash: String) async throws -> AdminSession?
+    /// Switches a session's environment.
+    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws
+    /// Ends a session.
+    func deleteSession(tokenHash: String) async throws
+    /// Ends sessions that expired before `date`.
+    ///
+    /// - Returns: How many were removed.
+    func deleteSessions(expiredBefore date: Date) async throws -> Int
+    /// Adds a request-signing key; ``StoreError/alreadyExists(_:)`` when the id is taken.
+    func createAdminKey(_ key: AdminKey) async throws
+    /// The key with this id, revoked or not.
+    func adminKey(id: String) async throws -> AdminKey?
+    /// Every key, oldest first.
+    func adminKeys() async throws -> [AdminKey]
+    /// Revokes a key.
+    ///
+    /// - Returns: `false` when there is no such key or it was revoked already.
+    func revokeAdminKey(id: String, at: Date) async throws -> Bool
+    /// Remembers a signed request's signature so it is accepted once, across every server on the database,
+    /// and forgets signatures seen before `forgetBefore` (older requests are refused by their date).
+    ///
+    /// - Returns: `false` when the signature was seen before.
+    func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool
 }
 
 extension CofferStore {
@@ -206,5 +258,22 @@ public enum LedgerWriter {
             outcome: decision.outcome, wallet: decision.wallet, entry: decision.entry ?? existing,
             receipt: decision.receipt ?? receipt)
         return (.success(result), decision.appendsEntry || decision.receipt != nil ? decision : nil)
+    }
+}
+
+extension CofferStore {
+    /// A user's entitlements now, by the core's rules: computed from the receipts of products that can unlock
+    /// something (so the cost does not grow with consumable purchases) and the grace periods of their chains.
+    public func entitlements(of user: User, catalog: Catalog, at now: Date) async throws -> [String] {
+        let products = Set(catalog.products.filter { $0.kind != .consumable }.map(\.id))
+        guard !products.isEmpty else { return [] }
+        let receipts = try await receipts(owner: user.id, environment: user.environment, productIds: products)
+        var grace: [String: Date] = [:]
+        if catalog.products.contains(where: { $0.kind == .autoRenewable }) {
+            for state in try await renewalStates(owner: user.id, environment: user.environment) {
+                grace[state.originalTransactionId] = state.gracePeriodExpiresDate
+            }
+        }
+        return Entitlements.evaluate(receipts.map(\.transaction), catalog: catalog, gracePeriods: grace, at: now).names
     }
 }

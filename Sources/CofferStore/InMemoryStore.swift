@@ -52,6 +52,11 @@ public actor InMemoryStore: CofferStore {
     private var notificationLog: [NotificationRecord] = []
     private var renewals: [TransactionKey: RenewalState] = [:]
     private var cursors: [String: String] = [:]
+    private var backupLog: [(owner: UUID, environment: Environment, item: BackupHistoryItem)] = []
+    private var adminList: [Admin] = []
+    private var sessions: [String: AdminSession] = [:]
+    private var keys: [AdminKey] = []
+    private var signatures: [String: Date] = [:]
 
     /// Creates an empty store.
     public init() {}
@@ -180,6 +185,7 @@ public actor InMemoryStore: CofferStore {
             return .conflict(current: current)
         }
         backups[owner] = (environment, record)
+        backupLog.append((owner, environment, BackupHistoryItem(record: record, previousValue: current?.value)))
         return .saved(record)
     }
 
@@ -291,8 +297,132 @@ public actor InMemoryStore: CofferStore {
     /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) { audit.append(event) }
 
-    /// Audit events of an environment, newest first.
-    public func auditEvents(environment: Environment, limit: Int) -> [AuditEvent] {
-        Array(audit.filter { $0.environment == environment }.reversed().prefix(max(0, limit)))
+    /// Audit events of an environment, newest first; with a `subject`, only those about it.
+    public func auditEvents(environment: Environment, subject: String?, limit: Int) -> [AuditEvent] {
+        Array(
+            audit.filter { $0.environment == environment && (subject == nil || $0.subject == subject) }.reversed()
+                .prefix(max(0, limit)))
+    }
+
+    // MARK: Support
+
+    /// The backups a user's devices and admins wrote, newest first.
+    public func backupHistory(owner: UUID, environment: Environment, limit: Int) -> [BackupHistoryItem] {
+        Array(
+            backupLog.filter { $0.owner == owner && $0.environment == environment }.map(\.item).reversed()
+                .prefix(max(0, limit)))
+    }
+
+    /// The dashboard's figures for an environment.
+    public func dashboard(environment: Environment, days: Int, now: Date) -> DashboardFigures {
+        let start = DashboardFigures.windowStart(days: days, endingAt: now)
+        let receipts = state.receipts.filter { $0.key.environment == environment }.values
+        func day(_ date: Date) -> Int64? {
+            guard date >= start else { return nil }
+            return Int64(date.timeIntervalSince1970.rounded(.down)) / DashboardFigures.secondsPerDay
+        }
+        var purchasesByDay: [Int64: Int] = [:]
+        var refundsByDay: [Int64: Int] = [:]
+        for receipt in receipts {
+            if let delivered = receipt.deliveredAt, let key = day(delivered) { purchasesByDay[key, default: 0] += 1 }
+            if receipt.isRevoked, let revoked = receipt.revokedAt, let key = day(revoked) {
+                refundsByDay[key, default: 0] += 1
+            }
+        }
+        let deficits = state.wallets.filter { state.users[$0.key]?.environment == environment && $0.value.deficit > 0 }
+        let grants = grantList.filter { $0.environment == environment }
+        return DashboardFigures(
+            users: userCount(environment: environment),
+            pendingGrants: grants.count { $0.status == .pending },
+            claimedGrants: grants.count { $0.status == .claimed },
+            purchases: receipts.count { $0.deliveredAt != nil },
+            refunds: receipts.count { $0.isRevoked },
+            usersInDeficit: deficits.count,
+            outstandingDeficit: deficits.values.reduce(0) { $0 + $1.deficit },
+            days: DashboardFigures.fill(days: days, from: start, purchases: purchasesByDay, refunds: refundsByDay))
+    }
+
+    /// Deletes every grant of an environment.
+    public func deleteGrants(environment: Environment) -> Int {
+        let before = grantList.count
+        grantList.removeAll { $0.environment == environment }
+        return before - grantList.count
+    }
+
+    // MARK: Admins
+
+    /// Adds an admin.
+    public func createAdmin(_ admin: Admin) throws {
+        guard !adminList.contains(where: { $0.name == admin.name || $0.id == admin.id }) else {
+            throw StoreError.alreadyExists("admin \(admin.name)")
+        }
+        adminList.append(admin)
+    }
+
+    /// The admin with this name.
+    public func admin(name: String) -> Admin? { adminList.first { $0.name == name } }
+
+    /// Every admin, by name.
+    public func admins() -> [Admin] { adminList.sorted { $0.name < $1.name } }
+
+    /// Sets an admin's password hash and ends the admin's sessions.
+    public func setAdminPassword(name: String, passwordHash: String, at: Date) -> Bool {
+        guard let index = adminList.firstIndex(where: { $0.name == name }) else { return false }
+        adminList[index].passwordHash = passwordHash
+        adminList[index].passwordChangedAt = at
+        let id = adminList[index].id
+        sessions = sessions.filter { $0.value.adminId != id }
+        return true
+    }
+
+    /// Stores a new session.
+    public func createSession(_ session: AdminSession) throws {
+        guard sessions[session.tokenHash] == nil else { throw StoreError.alreadyExists("session") }
+        sessions[session.tokenHash] = session
+    }
+
+    /// The session with this token hash.
+    public func session(tokenHash: String) -> AdminSession? { sessions[tokenHash] }
+
+    /// Switches a session's environment.
+    public func setSessionEnvironment(tokenHash: String, environment: Environment) {
+        sessions[tokenHash]?.environment = environment
+    }
+
+    /// Ends a session.
+    public func deleteSession(tokenHash: String) { sessions[tokenHash] = nil }
+
+    /// Ends sessions that expired before `date`.
+    public func deleteSessions(expiredBefore date: Date) -> Int {
+        let before = sessions.count
+        sessions = sessions.filter { $0.value.expiresAt >= date }
+        return before - sessions.count
+    }
+
+    /// Adds a request-signing key.
+    public func createAdminKey(_ key: AdminKey) throws {
+        guard !keys.contains(where: { $0.id == key.id }) else { throw StoreError.alreadyExists("key \(key.id)") }
+        keys.append(key)
+    }
+
+    /// The key with this id.
+    public func adminKey(id: String) -> AdminKey? { keys.first { $0.id == id } }
+
+    /// Every key, oldest first.
+    public func adminKeys() -> [AdminKey] { keys.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) } }
+
+    /// Revokes a key.
+    public func revokeAdminKey(id: String, at: Date) -> Bool {
+        guard let index = keys.firstIndex(where: { $0.id == id }), keys[index].revokedAt == nil else { return false }
+        keys[index].revokedAt = at
+        return true
+    }
+
+    /// Remembers a signature; `false` when seen before.
+    public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) -> Bool {
+        signatures = signatures.filter { $0.value >= forgetBefore }
+        guard signatures[digest] == nil else { return false }
+        signatures[digest] = at
+        return true
     }
 }

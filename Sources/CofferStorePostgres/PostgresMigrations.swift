@@ -145,6 +145,54 @@ enum PostgresMigrations {
             "v3 receipts by owner and product",
             "CREATE INDEX receipts_by_owner_product ON receipts (owner, product_id)"
         ),
+        (
+            "v4 admins, sessions, keys, signatures, backup history",
+            """
+            CREATE TABLE backup_history (
+                seq BIGSERIAL PRIMARY KEY,
+                owner TEXT NOT NULL REFERENCES users (id),
+                environment TEXT NOT NULL,
+                value BIGINT NOT NULL,
+                previous_value BIGINT,
+                last_updated BIGINT NOT NULL,
+                version BIGINT NOT NULL,
+                writer_kind TEXT NOT NULL,
+                writer_name TEXT NOT NULL
+            );
+            CREATE INDEX backup_history_by_owner ON backup_history (owner, seq);
+            CREATE INDEX audit_events_by_subject ON audit_events (environment, subject, seq);
+            CREATE INDEX receipts_by_delivered ON receipts (environment, delivered_at);
+            CREATE INDEX receipts_by_revoked ON receipts (environment, revoked_at);
+            CREATE TABLE admins (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL UNIQUE,
+                password_hash TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                password_changed_at BIGINT NOT NULL
+            );
+            CREATE TABLE admin_sessions (
+                token_hash TEXT PRIMARY KEY,
+                admin_id TEXT NOT NULL REFERENCES admins (id),
+                admin_name TEXT NOT NULL,
+                csrf_token TEXT NOT NULL,
+                environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL
+            );
+            CREATE TABLE admin_keys (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                public_key_pem TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                revoked_at BIGINT
+            );
+            CREATE TABLE admin_signatures (
+                digest TEXT PRIMARY KEY,
+                seen_at BIGINT NOT NULL
+            );
+            CREATE INDEX admin_signatures_by_seen ON admin_signatures (seen_at);
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -288,6 +288,13 @@ public final class PostgresStore: CofferStore {
                 ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
                     version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
                 """, logger: self.logger)
+            try await connection.query(
+                """
+                INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
+                    writer_kind, writer_name)
+                VALUES (\(owner.uuidString), \(environment.rawValue), \(value), \(current?.value), \(Millis.from(at)),
+                    \(record.version), \(kind), \(name))
+                """, logger: self.logger)
             return .saved(record)
         }
     }
@@ -481,13 +488,239 @@ public final class PostgresStore: CofferStore {
         }
     }
 
-    /// Audit events of an environment, newest first.
-    public func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
-        try await all(
+    /// Audit events of an environment, newest first; with a `subject`, only those about it.
+    public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+        if let subject {
+            return try await all(
+                """
+                SELECT * FROM audit_events WHERE environment = \(environment.rawValue) AND subject = \(subject)
+                ORDER BY seq DESC LIMIT \(max(0, limit))
+                """, Rows.audit)
+        }
+        return try await all(
             """
             SELECT * FROM audit_events WHERE environment = \(environment.rawValue) ORDER BY seq DESC
             LIMIT \(max(0, limit))
             """, Rows.audit)
+    }
+
+    // MARK: Support
+
+    /// The backups a user's devices and admins wrote, newest first.
+    public func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+        try await all(
+            """
+            SELECT * FROM backup_history WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)
+            ORDER BY seq DESC LIMIT \(max(0, limit))
+            """, Rows.backupHistoryItem)
+    }
+
+    /// The dashboard's figures for an environment.
+    public func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+        let start = DashboardFigures.windowStart(days: days, endingAt: now)
+        let env = environment.rawValue
+        let since = Millis.from(start)
+        return try await read { connection in
+            let totals = try await Self.first(
+                connection,
+                """
+                SELECT
+                    (SELECT count(*) FROM users WHERE environment = \(env)) AS users,
+                    (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NULL) AS pending,
+                    (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
+                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL) AS purchases,
+                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND revoked_at IS NOT NULL
+                        AND reversed_at IS NULL) AS refunds,
+                    (SELECT count(*) FROM wallets w JOIN users u ON u.id = w.user_id
+                        WHERE u.environment = \(env) AND w.deficit > 0) AS in_deficit,
+                    (SELECT COALESCE(SUM(w.deficit), 0)::BIGINT FROM wallets w JOIN users u ON u.id = w.user_id
+                        WHERE u.environment = \(env) AND w.deficit > 0) AS deficit
+                """, logger: self.logger
+            ) { row -> [Int64] in
+                let row = row.makeRandomAccess()
+                return try ["users", "pending", "claimed", "purchases", "refunds", "in_deficit", "deficit"].map {
+                    try Rows.value(row, $0, as: Int64.self)
+                }
+            }
+            guard let totals else { throw StoreError.storage("no dashboard row") }
+            var purchases: [Int64: Int] = [:]
+            var refunds: [Int64: Int] = [:]
+            let rows = try await connection.query(
+                """
+                SELECT 'p' AS kind, delivered_at / 86400000 AS day, count(*) AS n FROM receipts
+                WHERE environment = \(env) AND delivered_at >= \(since) GROUP BY day
+                UNION ALL
+                SELECT 'r' AS kind, revoked_at / 86400000 AS day, count(*) AS n FROM receipts
+                WHERE environment = \(env) AND revoked_at >= \(since) AND reversed_at IS NULL GROUP BY day
+                """, logger: self.logger)
+            for try await (kind, day, n) in rows.decode((String, Int64, Int64).self) {
+                if kind == "p" { purchases[day] = Int(n) } else { refunds[day] = Int(n) }
+            }
+            return DashboardFigures(
+                users: Int(totals[0]), pendingGrants: Int(totals[1]), claimedGrants: Int(totals[2]),
+                purchases: Int(totals[3]), refunds: Int(totals[4]), usersInDeficit: Int(totals[5]),
+                outstandingDeficit: totals[6],
+                days: DashboardFigures.fill(days: days, from: start, purchases: purchases, refunds: refunds))
+        }
+    }
+
+    /// Deletes every grant of an environment.
+    public func deleteGrants(environment: Environment) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH deleted AS (DELETE FROM grants WHERE environment = \(environment.rawValue) RETURNING 1)
+                SELECT count(*) FROM deleted
+                """, logger: self.logger)
+        }
+    }
+
+    // MARK: Admins
+
+    /// Adds an admin.
+    public func createAdmin(_ admin: Admin) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO admins (id, name, password_hash, created_at, password_changed_at)
+                    VALUES (\(admin.id.uuidString), \(admin.name), \(admin.passwordHash), \(Millis.from(admin.createdAt)),
+                        \(Millis.from(admin.passwordChangedAt)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("admin \(admin.name)")
+            }
+        }
+    }
+
+    /// The admin with this name.
+    public func admin(name: String) async throws -> Admin? {
+        try await first("SELECT * FROM admins WHERE name = \(name)", Rows.admin)
+    }
+
+    /// Every admin, by name.
+    public func admins() async throws -> [Admin] {
+        try await all("SELECT * FROM admins ORDER BY name", Rows.admin)
+    }
+
+    /// Sets an admin's password hash and ends the admin's sessions.
+    public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
+        try await write { connection in
+            guard
+                let id = try await Self.first(
+                    connection,
+                    """
+                    UPDATE admins SET password_hash = \(passwordHash), password_changed_at = \(Millis.from(at))
+                    WHERE name = \(name) RETURNING id
+                    """, logger: self.logger, { try $0.decode(String.self) })
+            else { return false }
+            try await connection.query("DELETE FROM admin_sessions WHERE admin_id = \(id)", logger: self.logger)
+            return true
+        }
+    }
+
+    /// Stores a new session.
+    public func createSession(_ session: AdminSession) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment, created_at,
+                        expires_at)
+                    VALUES (\(session.tokenHash), \(session.adminId.uuidString), \(session.adminName), \(session.csrfToken),
+                        \(session.environment.rawValue), \(Millis.from(session.createdAt)), \(Millis.from(session.expiresAt)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("session")
+            }
+        }
+    }
+
+    /// The session with this token hash.
+    public func session(tokenHash: String) async throws -> AdminSession? {
+        try await first("SELECT * FROM admin_sessions WHERE token_hash = \(tokenHash)", Rows.session)
+    }
+
+    /// Switches a session's environment.
+    public func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+        try await write { connection in
+            try await connection.query(
+                "UPDATE admin_sessions SET environment = \(environment.rawValue) WHERE token_hash = \(tokenHash)",
+                logger: self.logger)
+        }
+    }
+
+    /// Ends a session.
+    public func deleteSession(tokenHash: String) async throws {
+        try await write { connection in
+            try await connection.query(
+                "DELETE FROM admin_sessions WHERE token_hash = \(tokenHash)", logger: self.logger)
+        }
+    }
+
+    /// Ends sessions that expired before `date`.
+    public func deleteSessions(expiredBefore date: Date) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH deleted AS (DELETE FROM admin_sessions WHERE expires_at < \(Millis.from(date)) RETURNING 1)
+                SELECT count(*) FROM deleted
+                """, logger: self.logger)
+        }
+    }
+
+    /// Adds a request-signing key.
+    public func createAdminKey(_ key: AdminKey) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at)
+                    VALUES (\(key.id), \(key.name), \(key.publicKeyPEM), \(Millis.from(key.createdAt)),
+                        \(key.revokedAt.map(Millis.from)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("key \(key.id)")
+            }
+        }
+    }
+
+    /// The key with this id.
+    public func adminKey(id: String) async throws -> AdminKey? {
+        try await first("SELECT * FROM admin_keys WHERE id = \(id)", Rows.adminKey)
+    }
+
+    /// Every key, oldest first.
+    public func adminKeys() async throws -> [AdminKey] {
+        try await all("SELECT * FROM admin_keys ORDER BY created_at, id", Rows.adminKey)
+    }
+
+    /// Revokes a key.
+    public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
+        try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                UPDATE admin_keys SET revoked_at = \(Millis.from(at)) WHERE id = \(id) AND revoked_at IS NULL
+                RETURNING id
+                """, logger: self.logger)
+        }
+    }
+
+    /// Remembers a signature; `false` when seen before.
+    public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
+        try await write { connection in
+            try await connection.query(
+                "DELETE FROM admin_signatures WHERE seen_at < \(Millis.from(forgetBefore))", logger: self.logger)
+            return try await Self.exists(
+                connection,
+                """
+                INSERT INTO admin_signatures (digest, seen_at) VALUES (\(digest), \(Millis.from(at)))
+                ON CONFLICT (digest) DO NOTHING RETURNING digest
+                """, logger: self.logger)
+        }
     }
 
     // MARK: Helpers
@@ -550,6 +783,11 @@ public final class PostgresStore: CofferStore {
     ) async throws -> T? {
         for try await row in try await connection.query(query, logger: logger) { return try decode(row) }
         return nil
+    }
+
+    /// The single integer a counting query returns.
+    static func count(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws -> Int {
+        Int(try await first(connection, query, logger: logger) { try $0.decode(Int64.self) } ?? 0)
     }
 
     /// Whether the query returns a row.

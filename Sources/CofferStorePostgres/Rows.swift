@@ -102,6 +102,36 @@ enum Rows {
             version: try value(row, "version"), writer: writer)
     }
 
+    static func backupHistoryItem(_ postgresRow: PostgresRow) throws -> BackupHistoryItem {
+        BackupHistoryItem(
+            record: try backup(postgresRow),
+            previousValue: try value(postgresRow.makeRandomAccess(), "previous_value", as: Int64?.self))
+    }
+
+    static func admin(_ postgresRow: PostgresRow) throws -> Admin {
+        let row = postgresRow.makeRandomAccess()
+        return Admin(
+            id: try uuid(row, "id"), name: try value(row, "name"), passwordHash: try value(row, "password_hash"),
+            createdAt: Millis.date(try value(row, "created_at")),
+            passwordChangedAt: Millis.date(try value(row, "password_changed_at")))
+    }
+
+    static func session(_ postgresRow: PostgresRow) throws -> AdminSession {
+        let row = postgresRow.makeRandomAccess()
+        return AdminSession(
+            tokenHash: try value(row, "token_hash"), adminId: try uuid(row, "admin_id"),
+            adminName: try value(row, "admin_name"), csrfToken: try value(row, "csrf_token"),
+            environment: try environment(row), createdAt: Millis.date(try value(row, "created_at")),
+            expiresAt: Millis.date(try value(row, "expires_at")))
+    }
+
+    static func adminKey(_ postgresRow: PostgresRow) throws -> AdminKey {
+        let row = postgresRow.makeRandomAccess()
+        return AdminKey(
+            id: try value(row, "id"), name: try value(row, "name"), publicKeyPEM: try value(row, "public_key_pem"),
+            createdAt: Millis.date(try value(row, "created_at")), revokedAt: try date(row, "revoked_at"))
+    }
+
     static func columns(_ writer: BackupWriter) -> (String, String) {
         switch writer {
         case .device(let name): ("device", name)

@@ -141,6 +141,54 @@ extension SQLiteStore {
         migrator.registerMigration("v3 receipts by owner and product") { db in
             try db.execute(sql: "CREATE INDEX receipts_by_owner_product ON receipts (owner, product_id)")
         }
+        migrator.registerMigration("v4 admins, sessions, keys, signatures, backup history") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE backup_history (
+                        seq INTEGER PRIMARY KEY,
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        environment TEXT NOT NULL,
+                        value INTEGER NOT NULL,
+                        previous_value INTEGER,
+                        last_updated INTEGER NOT NULL,
+                        version INTEGER NOT NULL,
+                        writer_kind TEXT NOT NULL,
+                        writer_name TEXT NOT NULL
+                    );
+                    CREATE INDEX backup_history_by_owner ON backup_history (owner, seq);
+                    CREATE INDEX audit_events_by_subject ON audit_events (environment, subject, seq);
+                    CREATE INDEX receipts_by_delivered ON receipts (environment, delivered_at);
+                    CREATE INDEX receipts_by_revoked ON receipts (environment, revoked_at);
+                    CREATE TABLE admins (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL UNIQUE,
+                        password_hash TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        password_changed_at INTEGER NOT NULL
+                    );
+                    CREATE TABLE admin_sessions (
+                        token_hash TEXT PRIMARY KEY NOT NULL,
+                        admin_id TEXT NOT NULL REFERENCES admins (id),
+                        admin_name TEXT NOT NULL,
+                        csrf_token TEXT NOT NULL,
+                        environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE TABLE admin_keys (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        name TEXT NOT NULL,
+                        public_key_pem TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    ) WITHOUT ROWID;
+                    CREATE TABLE admin_signatures (
+                        digest TEXT PRIMARY KEY NOT NULL,
+                        seen_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX admin_signatures_by_seen ON admin_signatures (seen_at);
+                    """)
+        }
         return migrator
     }
 }

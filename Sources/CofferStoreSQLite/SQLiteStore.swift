@@ -269,6 +269,16 @@ public final class SQLiteStore: CofferStore {
                 arguments: [
                     owner.uuidString, environment.rawValue, value, Millis.from(at), record.version, kind, name,
                 ])
+            try db.execute(
+                sql: """
+                    INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
+                        writer_kind, writer_name)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    owner.uuidString, environment.rawValue, value, current?.value, Millis.from(at), record.version,
+                    kind, name,
+                ])
             return .saved(record)
         }
     }
@@ -368,18 +378,250 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
-    /// Audit events of an environment, newest first.
-    public func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
+    /// Audit events of an environment, newest first; with a `subject`, only those about it.
+    public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
         try await read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM audit_events WHERE environment = ? ORDER BY seq DESC LIMIT ?",
-                arguments: [environment.rawValue, max(0, limit)]
-            ).map { row in
+            let sql =
+                subject == nil
+                ? "SELECT * FROM audit_events WHERE environment = ? ORDER BY seq DESC LIMIT ?"
+                : "SELECT * FROM audit_events WHERE environment = ? AND subject = ? ORDER BY seq DESC LIMIT ?"
+            var arguments: StatementArguments = [environment.rawValue]
+            if let subject { arguments += [subject] }
+            arguments += [max(0, limit)]
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                 AuditEvent(
                     id: try RowValue.uuid(row, "id"), environment: try RowValue.environment(row),
                     actor: row["actor"], action: row["action"], subject: row["subject"], before: row["before"],
                     after: row["after"], at: Millis.date(row["at"]))
             }
+        }
+    }
+
+    // MARK: Support
+
+    /// The backups a user's devices and admins wrote, newest first.
+    public func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM backup_history WHERE owner = ? AND environment = ? ORDER BY seq DESC LIMIT ?",
+                arguments: [owner.uuidString, environment.rawValue, max(0, limit)]
+            ).map { row in
+                let name: String = row["writer_name"]
+                let writer: BackupWriter = (row["writer_kind"] as String) == "admin" ? .admin(name) : .device(name)
+                return BackupHistoryItem(
+                    record: BackupRecord(
+                        value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"],
+                        writer: writer),
+                    previousValue: row["previous_value"])
+            }
+        }
+    }
+
+    /// The dashboard's figures for an environment.
+    public func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+        let start = DashboardFigures.windowStart(days: days, endingAt: now)
+        return try await read { db in
+            let env = environment.rawValue
+            func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql, arguments: [env]) ?? 0 }
+            func perDay(_ column: String, _ filter: String) throws -> [Int64: Int] {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT \(column) / 86400000 AS day, COUNT(*) AS n FROM receipts
+                        WHERE environment = ? AND \(column) >= ? \(filter) GROUP BY day
+                        """,
+                    arguments: [env, Millis.from(start)])
+                return Dictionary(uniqueKeysWithValues: rows.map { (($0["day"] as Int64), ($0["n"] as Int)) })
+            }
+            let deficit = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) AS n, COALESCE(SUM(w.deficit), 0) AS total FROM wallets w
+                    JOIN users u ON u.id = w.user_id WHERE u.environment = ? AND w.deficit > 0
+                    """,
+                arguments: [env])
+            return DashboardFigures(
+                users: try count("SELECT COUNT(*) FROM users WHERE environment = ?"),
+                pendingGrants: try count(
+                    "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NULL"),
+                claimedGrants: try count(
+                    "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NOT NULL"),
+                purchases: try count(
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"),
+                refunds: try count(
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND revoked_at IS NOT NULL AND reversed_at IS NULL"
+                ),
+                usersInDeficit: deficit?["n"] ?? 0,
+                outstandingDeficit: deficit?["total"] ?? 0,
+                days: DashboardFigures.fill(
+                    days: days, from: start, purchases: try perDay("delivered_at", ""),
+                    refunds: try perDay("revoked_at", "AND reversed_at IS NULL")))
+        }
+    }
+
+    /// Deletes every grant of an environment.
+    public func deleteGrants(environment: Environment) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM grants WHERE environment = ?", arguments: [environment.rawValue])
+            return db.changesCount
+        }
+    }
+
+    // MARK: Admins
+
+    /// Adds an admin.
+    public func createAdmin(_ admin: Admin) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO admins (id, name, password_hash, created_at, password_changed_at)
+                        VALUES (?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
+                        Millis.from(admin.passwordChangedAt),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("admin \(admin.name)")
+            }
+        }
+    }
+
+    /// The admin with this name.
+    public func admin(name: String) async throws -> Admin? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM admins WHERE name = ?", arguments: [name]).map(Self.admin)
+        }
+    }
+
+    /// Every admin, by name.
+    public func admins() async throws -> [Admin] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM admins ORDER BY name").map(Self.admin) }
+    }
+
+    /// Sets an admin's password hash and ends the admin's sessions.
+    public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
+        try await write { db in
+            guard let id = try String.fetchOne(db, sql: "SELECT id FROM admins WHERE name = ?", arguments: [name])
+            else { return false }
+            try db.execute(
+                sql: "UPDATE admins SET password_hash = ?, password_changed_at = ? WHERE id = ?",
+                arguments: [passwordHash, Millis.from(at), id])
+            try db.execute(sql: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [id])
+            return true
+        }
+    }
+
+    /// Stores a new session.
+    public func createSession(_ session: AdminSession) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment,
+                            created_at, expires_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        session.tokenHash, session.adminId.uuidString, session.adminName, session.csrfToken,
+                        session.environment.rawValue, Millis.from(session.createdAt), Millis.from(session.expiresAt),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("session")
+            }
+        }
+    }
+
+    /// The session with this token hash.
+    public func session(tokenHash: String) async throws -> AdminSession? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
+                .map { row in
+                    AdminSession(
+                        tokenHash: row["token_hash"], adminId: try RowValue.uuid(row, "admin_id"),
+                        adminName: row["admin_name"], csrfToken: row["csrf_token"],
+                        environment: try RowValue.environment(row), createdAt: Millis.date(row["created_at"]),
+                        expiresAt: Millis.date(row["expires_at"]))
+                }
+        }
+    }
+
+    /// Switches a session's environment.
+    public func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE admin_sessions SET environment = ? WHERE token_hash = ?",
+                arguments: [environment.rawValue, tokenHash])
+        }
+    }
+
+    /// Ends a session.
+    public func deleteSession(tokenHash: String) async throws {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
+        }
+    }
+
+    /// Ends sessions that expired before `date`.
+    public func deleteSessions(expiredBefore date: Date) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM admin_sessions WHERE expires_at < ?", arguments: [Millis.from(date)])
+            return db.changesCount
+        }
+    }
+
+    /// Adds a request-signing key.
+    public func createAdminKey(_ key: AdminKey) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        key.id, key.name, key.publicKeyPEM, Millis.from(key.createdAt), key.revokedAt.map(Millis.from),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("key \(key.id)")
+            }
+        }
+    }
+
+    /// The key with this id.
+    public func adminKey(id: String) async throws -> AdminKey? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM admin_keys WHERE id = ?", arguments: [id]).map(Self.adminKey)
+        }
+    }
+
+    /// Every key, oldest first.
+    public func adminKeys() async throws -> [AdminKey] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM admin_keys ORDER BY created_at, id").map(Self.adminKey)
+        }
+    }
+
+    /// Revokes a key.
+    public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                arguments: [Millis.from(at), id])
+            return db.changesCount == 1
+        }
+    }
+
+    /// Remembers a signature; `false` when seen before.
+    public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM admin_signatures WHERE seen_at < ?", arguments: [Millis.from(forgetBefore)])
+            try db.execute(
+                sql: "INSERT INTO admin_signatures (digest, seen_at) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+                arguments: [digest, Millis.from(at)])
+            return db.changesCount == 1
         }
     }
 
@@ -583,6 +825,18 @@ public final class SQLiteStore: CofferStore {
             owner: try (row["owner"] as String?).map { _ in try RowValue.uuid(row, "owner") },
             signedDate: Millis.date(row["signed_date"]), receivedAt: Millis.date(row["received_at"]),
             outcome: outcome, source: row["source"])
+    }
+
+    private static func admin(_ row: Row) throws -> Admin {
+        Admin(
+            id: try RowValue.uuid(row, "id"), name: row["name"], passwordHash: row["password_hash"],
+            createdAt: Millis.date(row["created_at"]), passwordChangedAt: Millis.date(row["password_changed_at"]))
+    }
+
+    private static func adminKey(_ row: Row) -> AdminKey {
+        AdminKey(
+            id: row["id"], name: row["name"], publicKeyPEM: row["public_key_pem"],
+            createdAt: Millis.date(row["created_at"]), revokedAt: (row["revoked_at"] as Int64?).map(Millis.date))
     }
 
     private static func grant(_ row: Row) throws -> Grant {

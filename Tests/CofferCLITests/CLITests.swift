@@ -20,10 +20,16 @@ struct CofferProcess {
         return folder.appendingPathComponent("coffer")
     }
 
-    static func run(_ arguments: [String]) throws -> Output {
+    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) throws
+        -> Output
+    {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
+        if let folder { process.currentDirectoryURL = folder }
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -91,8 +91,39 @@ final class CountingStore: CofferStore {
         try await base.saveCursor(name, value: value, environment: environment)
     }
     func recordAudit(_ event: AuditEvent) async throws { try await base.recordAudit(event) }
-    func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] {
-        try await base.auditEvents(environment: environment, limit: limit)
+    func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+        try await base.auditEvents(environment: environment, subject: subject, limit: limit)
+    }
+    func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+        try await base.backupHistory(owner: owner, environment: environment, limit: limit)
+    }
+    func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+        try await base.dashboard(environment: environment, days: days, now: now)
+    }
+    func deleteGrants(environment: Environment) async throws -> Int {
+        try await base.deleteGrants(environment: environment)
+    }
+    func createAdmin(_ admin: Admin) async throws { try await base.createAdmin(admin) }
+    func admin(name: String) async throws -> Admin? { try await base.admin(name: name) }
+    func admins() async throws -> [Admin] { try await base.admins() }
+    func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
+        try await base.setAdminPassword(name: name, passwordHash: passwordHash, at: at)
+    }
+    func createSession(_ session: AdminSession) async throws { try await base.createSession(session) }
+    func session(tokenHash: String) async throws -> AdminSession? { try await base.session(tokenHash: tokenHash) }
+    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+        try await base.setSessionEnvironment(tokenHash: tokenHash, environment: environment)
+    }
+    func deleteSession(tokenHash: String) async throws { try await base.deleteSession(tokenHash: tokenHash) }
+    func deleteSessions(expiredBefore date: Date) async throws -> Int {
+        try await base.deleteSessions(expiredBefore: date)
+    }
+    func createAdminKey(_ key: AdminKey) async throws { try await base.createAdminKey(key) }
+    func adminKey(id: String) async throws -> AdminKey? { try await base.adminKey(id: id) }
+    func adminKeys() async throws -> [AdminKey] { try await base.adminKeys() }
+    func revokeAdminKey(id: String, at: Date) async throws -> Bool { try await base.revokeAdminKey(id: id, at: at) }
+    func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
+        try await base.recordSignature(digest, at: at, forgetBefore: forgetBefore)
     }
     func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
         try await base.receipts(owner: owner, environment: environment, productIds: productIds)

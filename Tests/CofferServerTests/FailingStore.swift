@@ -50,7 +50,30 @@ struct FailingStore: CofferStore {
     func cursor(_ name: String, environment: Environment) async throws -> String? { throw Self.failure }
     func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw Self.failure }
     func recordAudit(_ event: AuditEvent) async throws { throw Self.failure }
-    func auditEvents(environment: Environment, limit: Int) async throws -> [AuditEvent] { throw Self.failure }
+    func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+        throw Self.failure
+    }
+    func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+        throw Self.failure
+    }
+    func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+        throw Self.failure
+    }
+    func deleteGrants(environment: Environment) async throws -> Int { throw Self.failure }
+    func createAdmin(_ admin: Admin) async throws { throw Self.failure }
+    func admin(name: String) async throws -> Admin? { throw Self.failure }
+    func admins() async throws -> [Admin] { throw Self.failure }
+    func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool { throw Self.failure }
+    func createSession(_ session: AdminSession) async throws { throw Self.failure }
+    func session(tokenHash: String) async throws -> AdminSession? { throw Self.failure }
+    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw Self.failure }
+    func deleteSession(tokenHash: String) async throws { throw Self.failure }
+    func deleteSessions(expiredBefore date: Date) async throws -> Int { throw Self.failure }
+    func createAdminKey(_ key: AdminKey) async throws { throw Self.failure }
+    func adminKey(id: String) async throws -> AdminKey? { throw Self.failure }
+    func adminKeys() async throws -> [AdminKey] { throw Self.failure }
+    func revokeAdminKey(id: String, at: Date) async throws -> Bool { throw Self.failure }
+    func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool { throw Self.failure }
     func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
         throw Self.failure
     }

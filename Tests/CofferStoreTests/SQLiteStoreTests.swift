@@ -28,6 +28,7 @@ struct SQLiteStoreTests {
             try reopened.appliedMigrations() == [
                 "v1 users, ledger, receipts, backups, grants, audit", "v2 notifications, renewal states, cursors",
                 "v3 receipts by owner and product",
+                "v4 admins, sessions, keys, signatures, backup history",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)

@@ -285,9 +285,12 @@ struct StoreContractTests {
             at: Make.start.addingTimeInterval(1))
         let elsewhere = AuditEvent(environment: .production, actor: "admin", action: "x", subject: "y", at: Make.start)
         for event in [first, second, elsewhere] { try await store.recordAudit(event) }
-        #expect(try await store.auditEvents(environment: .sandbox, limit: 10) == [second, first])
-        #expect(try await store.auditEvents(environment: .sandbox, limit: 1) == [second])
-        #expect(try await store.auditEvents(environment: .production, limit: 10) == [elsewhere])
+        #expect(try await store.auditEvents(environment: .sandbox, subject: nil, limit: 10) == [second, first])
+        #expect(try await store.auditEvents(environment: .sandbox, subject: nil, limit: 1) == [second])
+        #expect(try await store.auditEvents(environment: .production, subject: nil, limit: 10) == [elsewhere])
+        #expect(
+            try await store.auditEvents(environment: .sandbox, subject: "_aaaaaaaaaaa1", limit: 10) == [second, first])
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "y", limit: 10).isEmpty)
     }
 
     @Test(

@@ -1,0 +1,139 @@
+import CofferCore
+import CofferStore
+import Crypto
+import Foundation
+
+/// Admin API requests signed with an ECDSA P-256 key, in CloudKit's server-to-server style: the key id, an
+/// ISO 8601 date and a signature over `<date>:<base64(SHA-256(body))>:<path>` travel in three headers. The
+/// path is the request's path with its query, so neither can be changed under the signature.
+public enum AdminRequestSignature {
+    /// The header naming the key.
+    public static let keyIdHeader = "X-Coffer-Request-KeyID"
+    /// The header with the request's date, `yyyy-MM-ddTHH:mm:ssZ` in UTC.
+    public static let dateHeader = "X-Coffer-Request-ISO8601Date"
+    /// The header with the base64 DER signature.
+    public static let signatureHeader = "X-Coffer-Request-SignatureV1"
+    /// How far a request's date may be from the server's clock, either way.
+    public static let window: TimeInterval = 300
+
+    /// The bytes signed.
+    public static func message(date: String, body: some DataProtocol, path: String) -> Data {
+        let bodyHash = Data(SHA256.hash(data: body)).base64EncodedString()
+        return Data("\(date):\(bodyHash):\(path)".utf8)
+    }
+
+    /// A date as the date header carries it.
+    public static func format(_ date: Date) -> String {
+        Date.ISO8601FormatStyle().format(date)
+    }
+
+    /// A date header's value, or `nil` when it is not `yyyy-MM-ddTHH:mm:ssZ`.
+    public static func parse(_ text: String) -> Date? {
+        guard text.utf8.count == 20, text.hasSuffix("Z") else { return nil }
+        return try? Date.ISO8601FormatStyle().parse(text)
+    }
+
+    /// Checks a request's signature with a key's public half; the date must be within ``window`` of `now`.
+    ///
+    /// - Returns: The signature's digest, which the caller records so the request is accepted once.
+    public static func verify(
+        publicKeyPEM: String,
+        date: String,
+        signature: String,
+        body: some DataProtocol,
+        path: String,
+        now: Date
+    ) throws(AdminAuthError) -> String {
+        guard let signed = parse(date) else { throw .malformedDate(date) }
+        guard abs(signed.timeIntervalSince(now)) <= window else { throw .stale(date) }
+        guard let der = Data(base64Encoded: signature),
+            let ecdsa = try? P256.Signing.ECDSASignature(derRepresentation: der)
+        else { throw .badSignature }
+        guard let key = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM) else {
+            throw .badKey
+        }
+        guard key.isValidSignature(ecdsa, for: message(date: date, body: body, path: path)) else {
+            throw .badSignature
+        }
+        return Data(SHA256.hash(data: der)).base64EncodedString()
+    }
+}
+
+/// Why an admin request was refused.
+public enum AdminAuthError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// A signature header is missing.
+    case unsigned
+    /// The key id is not known.
+    case unknownKey(String)
+    /// The key was revoked.
+    case revokedKey(String)
+    /// The stored public key cannot be read.
+    case badKey
+    /// The date header is not `yyyy-MM-ddTHH:mm:ssZ`.
+    case malformedDate(String)
+    /// The date is more than five minutes from the server's clock.
+    case stale(String)
+    /// The signature does not match the request.
+    case badSignature
+    /// The request was accepted before.
+    case replayed
+
+    /// The reason, for people.
+    public var description: String {
+        switch self {
+        case .unsigned:
+            "the request is not signed: send \(AdminRequestSignature.keyIdHeader), \(AdminRequestSignature.dateHeader) and \(AdminRequestSignature.signatureHeader)"
+        case .unknownKey(let id): "no admin key \(id)"
+        case .revokedKey(let id): "admin key \(id) is revoked"
+        case .badKey: "the admin key on the server cannot be read"
+        case .malformedDate(let date): "date \(date) is not yyyy-MM-ddTHH:mm:ssZ"
+        case .stale(let date): "date \(date) is more than 5 minutes from the server's clock"
+        case .badSignature: "the signature does not match the request"
+        case .replayed: "this signed request was already used"
+        }
+    }
+}
+
+/// The CLI's half of a signing key: signs requests for the admin API.
+public struct AdminRequestSigner: Sendable {
+    /// The key id the server knows the public half by.
+    public let keyId: String
+    private let privateKey: P256.Signing.PrivateKey
+
+    /// A signer from a PEM private key.
+    public init(keyId: String, privateKeyPEM: String) throws {
+        self.keyId = keyId
+        self.privateKey = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
+    }
+
+    /// The three headers for a request with this body and path (with its query), signed at `date`.
+    public func headers(body: some DataProtocol, path: String, at date: Date) throws -> [(name: String, value: String)]
+    {
+        let dateText = AdminRequestSignature.format(date)
+        let signature = try privateKey.signature(
+            for: AdminRequestSignature.message(date: dateText, body: body, path: path))
+        return [
+            (AdminRequestSignature.keyIdHeader, keyId),
+            (AdminRequestSignature.dateHeader, dateText),
+            (AdminRequestSignature.signatureHeader, signature.derRepresentation.base64EncodedString()),
+        ]
+    }
+}
+
+/// A newly made signing key: its public half goes to the database, its private half to a file the CLI keeps.
+public struct NewAdminKey: Sendable {
+    /// The key record to store.
+    public let record: AdminKey
+    /// The private key, PEM; shown to no browser, written once to a file with owner-only permissions.
+    public let privateKeyPEM: String
+
+    /// Makes a key named `name`.
+    public init(name: String, at date: Date) {
+        let key = P256.Signing.PrivateKey()
+        let publicKey = key.publicKey
+        let digest = SHA256.hash(data: publicKey.x963Representation)
+        let id = Hex.encode(digest.prefix(12))
+        record = AdminKey(id: id, name: name, publicKeyPEM: publicKey.pemRepresentation, createdAt: date)
+        privateKeyPEM = key.pemRepresentation
+    }
+}

@@ -1,0 +1,336 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+/// Everything support does, one implementation for the panel, the admin API and the local CLI: find users,
+/// read their story, grant credits, set balances, clean up Sandbox, and record each change in the audit log.
+public struct AdminService: Sendable {
+    /// Finds the transaction ids of a customer's order id (Apple's Look Up Order ID); `nil` when the server has
+    /// no App Store Server API key.
+    public typealias OrderLookup = @Sendable (_ orderId: String, _ environment: Environment) async throws -> [String]
+
+    /// The store.
+    public let store: any CofferStore
+    /// The app's products, for entitlements.
+    public let catalog: Catalog
+    /// Who owns the running balance.
+    public let walletMode: WalletMode
+    /// The clock.
+    public let now: @Sendable () -> Date
+    /// Order id lookup, when configured.
+    public let orderLookup: OrderLookup?
+
+    /// The most credits one grant or balance may carry.
+    public static let maximumCredits: Int64 = 1_000_000_000_000
+    /// How many items a timeline shows.
+    public static let timelineLimit = 500
+
+    /// Creates the service.
+    public init(
+        store: any CofferStore,
+        catalog: Catalog,
+        walletMode: WalletMode,
+        now: @escaping @Sendable () -> Date = { Date() },
+        orderLookup: OrderLookup? = nil
+    ) {
+        self.store = store
+        self.catalog = catalog
+        self.walletMode = walletMode
+        self.now = now
+        self.orderLookup = orderLookup
+    }
+
+    // MARK: Reading
+
+    /// The dashboard: totals and 30 days of purchases and refunds.
+    public func dashboard(environment: Environment) async throws -> DashboardFigures {
+        try await store.dashboard(environment: environment, days: 30, now: now())
+    }
+
+    /// Users matching a query: a Support ID prefix (case-insensitive, the leading `_` optional), a transaction
+    /// or original transaction id, or an order id; everyone, newest first, without one.
+    public func searchUsers(environment: Environment, query: String?, page: Int = 1, pageSize: Int = 25)
+        async throws -> UserSearchResult
+    {
+        let page = max(1, page)
+        let pageSize = min(max(1, pageSize), 200)
+        let text = (query ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard text.utf8.count <= 200 else { throw AdminError.invalid("the search is longer than 200 characters") }
+        if text.isEmpty || Self.isSupportIdPrefix(text) {
+            let prefix = text.isEmpty ? nil : (text.hasPrefix("_") ? text : "_" + text).lowercased()
+            let users = try await store.users(
+                environment: environment, supportIdPrefix: prefix, limit: pageSize + 1, offset: (page - 1) * pageSize)
+            if !users.isEmpty || text.isEmpty || !text.allSatisfy(\.isNumber) {
+                return UserSearchResult(
+                    users: try await summaries(users.prefix(pageSize)), matchedBy: prefix == nil ? "all" : "support-id",
+                    page: page, hasMore: users.count > pageSize)
+            }
+        }
+        if text.allSatisfy(\.isNumber) {
+            let owners = try await owners(ofTransactions: [text], environment: environment)
+            return UserSearchResult(
+                users: try await summaries(owners), matchedBy: "transaction-id", page: 1, hasMore: false)
+        }
+        if let orderLookup, text.allSatisfy({ $0.isLetter || $0.isNumber }) {
+            let transactionIds = try await orderLookup(text, environment)
+            let owners = try await owners(ofTransactions: transactionIds, environment: environment)
+            return UserSearchResult(users: try await summaries(owners), matchedBy: "order-id", page: 1, hasMore: false)
+        }
+        return UserSearchResult(users: [], matchedBy: "nothing", page: 1, hasMore: false)
+    }
+
+    /// One user's figures, entitlements, grants and timeline.
+    public func user(environment: Environment, supportId: String) async throws -> UserDetail {
+        let user = try await find(supportId, environment: environment)
+        let summary = try await summary(user)
+        let grants = try await store.grants(environment: environment, recipient: user.id, status: nil, limit: 200)
+        let entries = try await store.entries(owner: user.id, environment: environment)
+        let backups = try await store.backupHistory(owner: user.id, environment: environment, limit: 200)
+        let audit = try await store.auditEvents(
+            environment: environment, subject: user.supportId.rawValue, limit: 200)
+        var timeline = entries.map(Self.item)
+        timeline += grants.map { grant in
+            TimelineItem(
+                at: grant.createdAt, kind: .grantCreated,
+                summary: "\(grant.createdBy) granted \(grant.credits) credits: \(grant.reason)",
+                reference: grant.id.uuidString.lowercased())
+        }
+        timeline += backups.map { item in
+            let record = item.record
+            let summary =
+                switch record.writer {
+                case .device(let name): "Backup of \(record.value) from \(name) (version \(record.version))"
+                case .admin(let name):
+                    "\(name) set the backed-up balance to \(record.value) (version \(record.version))"
+                }
+            return TimelineItem(
+                at: record.lastUpdated, kind: .backup, summary: summary,
+                credits: item.previousValue.map { record.value - $0 }, balanceAfter: record.value)
+        }
+        timeline += audit.filter { !Self.shownElsewhere.contains($0.action) }.map { event in
+            TimelineItem(at: event.at, kind: .admin, summary: "\(event.actor): \(event.action)")
+        }
+        timeline.sort { ($0.at, $0.kind.rawValue) > ($1.at, $1.kind.rawValue) }
+        return UserDetail(
+            user: summary, environment: environment, walletMode: walletMode.rawValue,
+            entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
+            grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
+            timeline: Array(timeline.prefix(Self.timelineLimit)))
+    }
+
+    /// Grants of an environment, newest first.
+    public func grants(environment: Environment, status: GrantStatus?, limit: Int = 200) async throws -> [GrantView] {
+        let grants = try await store.grants(
+            environment: environment, recipient: nil, status: status, limit: min(max(1, limit), 1_000))
+        var supportIds: [UUID: String] = [:]
+        var views: [GrantView] = []
+        for grant in grants {
+            if supportIds[grant.recipient] == nil {
+                supportIds[grant.recipient] = try await store.user(id: grant.recipient)?.supportId.rawValue ?? "?"
+            }
+            views.append(GrantView(grant, supportId: supportIds[grant.recipient] ?? "?"))
+        }
+        return views
+    }
+
+    /// The audit log, newest first.
+    public func auditLog(environment: Environment, limit: Int = 200) async throws -> [AuditEvent] {
+        try await store.auditEvents(environment: environment, subject: nil, limit: min(max(1, limit), 1_000))
+    }
+
+    // MARK: Changing
+
+    /// Grants credits to a user; the app picks them up on its next refresh.
+    public func createGrant(environment: Environment, supportId: String, credits: Int64, reason: String, actor: String)
+        async throws -> GrantView
+    {
+        guard credits > 0, credits <= Self.maximumCredits else {
+            throw AdminError.invalid("credits must be between 1 and \(Self.maximumCredits)")
+        }
+        let reason = try Self.reason(reason)
+        let user = try await find(supportId, environment: environment)
+        let grant = Grant(
+            environment: environment, recipient: user.id, credits: credits, reason: reason, createdBy: actor,
+            createdAt: now())
+        try await store.createGrant(grant)
+        let view = GrantView(grant, supportId: user.supportId.rawValue)
+        try await audit(
+            environment, actor: actor, action: "grant.create", subject: user.supportId.rawValue, after: view)
+        return view
+    }
+
+    /// Deletes every grant of Sandbox (test data). Refused in Production.
+    public func deleteAllGrants(environment: Environment, actor: String) async throws -> Int {
+        guard environment == .sandbox else {
+            throw AdminError.forbidden("grants can be deleted in Sandbox only")
+        }
+        let before = try await store.grants(environment: environment, recipient: nil, status: nil, limit: 1_000_000)
+        let deleted = try await store.deleteGrants(environment: environment)
+        try await audit(
+            environment, actor: actor, action: "grants.delete-all", subject: "grants",
+            before: [
+                "pending": before.count { $0.status == .pending }, "claimed": before.count { $0.status == .claimed },
+            ],
+            after: ["deleted": deleted])
+        return deleted
+    }
+
+    /// Sets a user's balance. With the server wallet it is a ledger adjustment of the difference; with the
+    /// device wallet it is an admin backup, which the app accepts as newer than its own (the backup rule).
+    public func setBalance(environment: Environment, supportId: String, balance: Int64, reason: String, actor: String)
+        async throws -> BalanceChange
+    {
+        guard balance >= 0, balance <= Self.maximumCredits else {
+            throw AdminError.invalid("a balance must be between 0 and \(Self.maximumCredits)")
+        }
+        let reason = try Self.reason(reason)
+        let user = try await find(supportId, environment: environment)
+        let change: BalanceChange
+        switch walletMode {
+        case .server:
+            let wallet = try await store.wallet(owner: user.id, environment: environment)
+            guard wallet.balance != balance else {
+                return BalanceChange(
+                    supportId: user.supportId.rawValue, before: balance, after: balance, via: "ledger")
+            }
+            let result = try await store.apply(
+                LedgerRequest(
+                    owner: user.id, environment: environment,
+                    event: .adjustment(
+                        id: UUID().uuidString.lowercased(), delta: balance - wallet.balance, reason: reason),
+                    at: now()))
+            change = BalanceChange(
+                supportId: user.supportId.rawValue, before: wallet.balance, after: result.wallet.balance, via: "ledger")
+        case .device:
+            let current = try await store.backup(owner: user.id, environment: environment)
+            let saved = try await store.saveBackup(
+                owner: user.id, environment: environment, value: balance, precondition: .overwrite,
+                writer: .admin(actor), at: now())
+            guard case .saved(let record) = saved else { throw AdminError.invalid("the backup could not be written") }
+            change = BalanceChange(
+                supportId: user.supportId.rawValue, before: current?.value ?? 0, after: record.value, via: "backup")
+        }
+        try await audit(
+            environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
+            before: BalanceAudit(balance: change.before),
+            after: BalanceAudit(balance: change.after, reason: reason, via: change.via))
+        return change
+    }
+
+    /// Records an admin action that happened outside this service (a key made, a password reset).
+    public func audit(
+        _ environment: Environment,
+        actor: String,
+        action: String,
+        subject: String,
+        before: (some Encodable & Sendable)? = String?.none,
+        after: (some Encodable & Sendable)? = String?.none
+    ) async throws {
+        try await store.recordAudit(
+            AuditEvent(
+                environment: environment, actor: actor, action: action, subject: subject,
+                before: try before.map(Self.json), after: try after.map(Self.json), at: now()))
+    }
+
+    /// Records a key made or revoked from the command line.
+    public static func auditKey(
+        store: any CofferStore, environment: Environment, actor: String, action: String, key: AdminKey
+    ) async throws {
+        try await AdminService(store: store, catalog: try Catalog(products: []), walletMode: .device).audit(
+            environment, actor: actor, action: action, subject: "key \(key.id)",
+            after: ["name": key.name, "revoked": key.revokedAt == nil ? "no" : "yes"])
+    }
+
+    // MARK: Helpers
+
+    private struct BalanceAudit: Encodable, Sendable {
+        var balance: Int64
+        var reason: String?
+        var via: String?
+    }
+
+    /// Audit actions the timeline shows as their own items already.
+    private static let shownElsewhere: Set<String> = ["grant.create", "balance.set"]
+
+    private func find(_ supportId: String, environment: Environment) async throws -> User {
+        let text = supportId.trimmingCharacters(in: .whitespaces).lowercased()
+        guard let id = SupportID(text.hasPrefix("_") ? text : "_" + text) else {
+            throw AdminError.invalid("\(supportId) is not a Support ID (an underscore and 12 hex digits)")
+        }
+        guard let user = try await store.user(supportId: id, environment: environment) else {
+            throw AdminError.notFound("user \(id) in \(environment.rawValue)")
+        }
+        return user
+    }
+
+    private func summaries(_ users: some Sequence<User>) async throws -> [UserSummary] {
+        var result: [UserSummary] = []
+        for user in users { result.append(try await summary(user)) }
+        return result
+    }
+
+    private func summary(_ user: User) async throws -> UserSummary {
+        let wallet = try await store.wallet(owner: user.id, environment: user.environment)
+        let backup = try await store.backup(owner: user.id, environment: user.environment)
+        return UserSummary(
+            supportId: user.supportId.rawValue, createdAt: user.createdAt, balance: wallet.balance,
+            deficit: wallet.deficit, backup: backup.map(BackupView.init))
+    }
+
+    private func owners(ofTransactions ids: [String], environment: Environment) async throws -> [User] {
+        var owners: [UUID] = []
+        for id in ids {
+            var receipts = try await store.receipts(originalTransactionId: id, environment: environment)
+            if let receipt = try await store.receipt(transactionId: id, environment: environment) {
+                receipts.append(receipt)
+            }
+            for receipt in receipts where !owners.contains(receipt.owner) { owners.append(receipt.owner) }
+        }
+        var users: [User] = []
+        for owner in owners {
+            if let user = try await store.user(id: owner), user.environment == environment { users.append(user) }
+        }
+        return users
+    }
+
+    private static func isSupportIdPrefix(_ text: String) -> Bool {
+        let digits = text.hasPrefix("_") ? text.dropFirst() : Substring(text)
+        return digits.count <= 12 && digits.allSatisfy(\.isHexDigit)
+    }
+
+    private static func reason(_ text: String) throws -> String {
+        let reason = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !reason.isEmpty else { throw AdminError.invalid("a reason is required, e.g. \"Ticket #42\"") }
+        guard reason.count <= 500 else { throw AdminError.invalid("a reason has at most 500 characters") }
+        return reason
+    }
+
+    private static func item(_ entry: LedgerEntry) -> TimelineItem {
+        let product = entry.productId ?? "?"
+        let transaction = entry.transactionId ?? "?"
+        let (kind, summary): (TimelineKind, String) =
+            switch entry.key.kind {
+            case .purchase: (.purchase, "Purchase of \(product) delivered (transaction \(transaction))")
+            case .revocation:
+                (
+                    .refund,
+                    "Refund of \(product) (transaction \(transaction)): \(-entry.balanceDelta) taken back"
+                        + (entry.deficitDelta > 0 ? ", \(entry.deficitDelta) owed" : "")
+                )
+            case .reversal: (.reversal, "Refund of \(product) reversed by Apple (transaction \(transaction))")
+            case .grant: (.grantClaimed, "Grant claimed by the app: \(entry.reason ?? "")")
+            case .adjustment: (.adjustment, "Balance adjusted by \(entry.amount): \(entry.reason ?? "")")
+            case .spend: (.spend, "Spent \(-entry.amount) (key \(entry.key.id))")
+            }
+        return TimelineItem(
+            at: entry.createdAt, kind: kind, summary: summary, credits: entry.balanceDelta,
+            balanceAfter: entry.walletAfter.balance, reference: entry.key.rawValue)
+    }
+
+    private static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+
+/// `POST /v1/admin/grants`: credits for a user, with a reason.
+public struct GrantRequest: Sendable, Hashable, Codable {
+    /// The recipient's Support ID.
+    public var supportId: String
+    /// The credits.
+    public var credits: Int64
+    /// Why, e.g. "Ticket #42".
+    public var reason: String
+
+    /// Creates a request.
+    public init(supportId: String, credits: Int64, reason: String) {
+        self.supportId = supportId
+        self.credits = credits
+        self.reason = reason
+    }
+}
+
+/// `POST /v1/admin/users/{supportId}/balance`: the balance to set, with a reason.
+public struct BalanceRequest: Sendable, Hashable, Codable {
+    /// The new balance.
+    public var balance: Int64
+    /// Why.
+    public var reason: String
+
+    /// Creates a request.
+    public init(balance: Int64, reason: String) {
+        self.balance = balance
+        self.reason = reason
+    }
+}
+
+/// `POST /v1/admin/grants/delete-all`: how many grants were deleted.
+public struct DeletedGrants: Sendable, Hashable, Codable {
+    /// The count.
+    public var deleted: Int
+
+    /// Creates a result.
+    public init(deleted: Int) { self.deleted = deleted }
+}
+
+/// The JSON coding the admin API and the CLI share: sorted keys, ISO 8601 dates.
+public enum AdminJSON {
+    /// An encoder.
+    public static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+
+    /// A decoder.
+    public static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}

@@ -1,0 +1,230 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+/// What support sees of a backup.
+public struct BackupView: Sendable, Hashable, Codable {
+    /// The balance backed up.
+    public var value: Int64
+    /// When it was written.
+    public var lastUpdated: Date
+    /// Its version.
+    public var version: Int64
+    /// `device` or `admin`.
+    public var writer: String
+    /// The device or admin that wrote it.
+    public var writerName: String
+
+    /// The view of a backup record.
+    public init(_ record: BackupRecord) {
+        value = record.value
+        lastUpdated = record.lastUpdated
+        version = record.version
+        switch record.writer {
+        case .device(let name): (writer, writerName) = ("device", name)
+        case .admin(let name): (writer, writerName) = ("admin", name)
+        }
+    }
+}
+
+/// One user in a list.
+public struct UserSummary: Sendable, Hashable, Codable {
+    /// The Support ID.
+    public var supportId: String
+    /// When the user was created.
+    public var createdAt: Date
+    /// The server's balance.
+    public var balance: Int64
+    /// Credits owed after refunds.
+    public var deficit: Int64
+    /// The device's backup, if any.
+    public var backup: BackupView?
+
+    /// Creates a summary.
+    public init(supportId: String, createdAt: Date, balance: Int64, deficit: Int64, backup: BackupView?) {
+        self.supportId = supportId
+        self.createdAt = createdAt
+        self.balance = balance
+        self.deficit = deficit
+        self.backup = backup
+    }
+}
+
+/// A page of users found by a search.
+public struct UserSearchResult: Sendable, Hashable, Codable {
+    /// The users, newest first.
+    public var users: [UserSummary]
+    /// How the query matched: `all`, `support-id`, `transaction-id` or `order-id`.
+    public var matchedBy: String
+    /// The page, from 1.
+    public var page: Int
+    /// Whether another page follows.
+    public var hasMore: Bool
+
+    /// Creates a result.
+    public init(users: [UserSummary], matchedBy: String, page: Int, hasMore: Bool) {
+        self.users = users
+        self.matchedBy = matchedBy
+        self.page = page
+        self.hasMore = hasMore
+    }
+}
+
+/// A grant as support sees it, with its recipient's Support ID.
+public struct GrantView: Sendable, Hashable, Codable {
+    /// The grant's id.
+    public var id: UUID
+    /// The recipient's Support ID.
+    public var supportId: String
+    /// The credits.
+    public var credits: Int64
+    /// Why.
+    public var reason: String
+    /// Who created it.
+    public var createdBy: String
+    /// When.
+    public var createdAt: Date
+    /// When the app picked it up.
+    public var claimedAt: Date?
+    /// `pending` or `claimed`.
+    public var status: GrantStatus
+
+    /// The view of a grant.
+    public init(_ grant: Grant, supportId: String) {
+        id = grant.id
+        self.supportId = supportId
+        credits = grant.credits
+        reason = grant.reason
+        createdBy = grant.createdBy
+        createdAt = grant.createdAt
+        claimedAt = grant.claimedAt
+        status = grant.status
+    }
+}
+
+/// What happened in a user's timeline.
+public enum TimelineKind: String, Sendable, Hashable, Codable, CaseIterable {
+    /// A purchase delivered.
+    case purchase
+    /// A refund or revocation taken back.
+    case refund
+    /// A refund Apple reversed.
+    case reversal
+    /// Support created a grant.
+    case grantCreated = "grant-created"
+    /// The app claimed a grant.
+    case grantClaimed = "grant-claimed"
+    /// An admin changed the balance in the ledger.
+    case adjustment
+    /// The app spent credits (server wallet).
+    case spend
+    /// A device or admin wrote the backup.
+    case backup
+    /// Any other admin action about this user.
+    case admin
+}
+
+/// One line of a user's timeline.
+public struct TimelineItem: Sendable, Hashable, Codable {
+    /// When.
+    public var at: Date
+    /// What kind of event.
+    public var kind: TimelineKind
+    /// One readable sentence.
+    public var summary: String
+    /// The change to the balance, when there was one.
+    public var credits: Int64?
+    /// The balance after, for ledger entries and backups.
+    public var balanceAfter: Int64?
+    /// A transaction id, grant id or ledger key.
+    public var reference: String?
+
+    /// Creates an item.
+    public init(
+        at: Date,
+        kind: TimelineKind,
+        summary: String,
+        credits: Int64? = nil,
+        balanceAfter: Int64? = nil,
+        reference: String? = nil
+    ) {
+        self.at = at
+        self.kind = kind
+        self.summary = summary
+        self.credits = credits
+        self.balanceAfter = balanceAfter
+        self.reference = reference
+    }
+}
+
+/// Everything support sees about one user.
+public struct UserDetail: Sendable, Hashable, Codable {
+    /// The user's figures.
+    public var user: UserSummary
+    /// The environment.
+    public var environment: Environment
+    /// Who owns the running balance: `device` or `server`.
+    public var walletMode: String
+    /// The entitlements the user has now.
+    public var entitlements: [String]
+    /// The user's grants, newest first.
+    public var grants: [GrantView]
+    /// Purchases, refunds, grants, backups and admin edits, newest first.
+    public var timeline: [TimelineItem]
+
+    /// Creates a detail view.
+    public init(
+        user: UserSummary,
+        environment: Environment,
+        walletMode: String,
+        entitlements: [String],
+        grants: [GrantView],
+        timeline: [TimelineItem]
+    ) {
+        self.user = user
+        self.environment = environment
+        self.walletMode = walletMode
+        self.entitlements = entitlements
+        self.grants = grants
+        self.timeline = timeline
+    }
+}
+
+/// What setting a balance did.
+public struct BalanceChange: Sendable, Hashable, Codable {
+    /// The user.
+    public var supportId: String
+    /// The balance before (the backup's value in device-wallet mode).
+    public var before: Int64
+    /// The balance after.
+    public var after: Int64
+    /// `ledger` (server wallet: an adjustment entry) or `backup` (device wallet: an admin backup the app accepts).
+    public var via: String
+
+    /// Creates a result.
+    public init(supportId: String, before: Int64, after: Int64, via: String) {
+        self.supportId = supportId
+        self.before = before
+        self.after = after
+        self.via = via
+    }
+}
+
+/// Why an admin action was refused.
+public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// Nothing with this name exists.
+    case notFound(String)
+    /// The input is not acceptable.
+    case invalid(String)
+    /// The action is not allowed here (deleting Production's grants, say).
+    case forbidden(String)
+
+    /// The reason, for people.
+    public var description: String {
+        switch self {
+        case .notFound(let what): "\(what) not found"
+        case .invalid(let why): why
+        case .forbidden(let why): why
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import ArgumentParser
+import CofferAdmin
+import CofferCore
+import CofferStore
+import Foundation
+
+/// `coffer keys ...`: the keys that sign admin API requests. Run on the server's machine, against its database:
+/// the public half is stored there, the private half written to a file for the CLI and never sent anywhere.
+struct KeysCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "keys",
+        abstract: "Create, list and revoke the keys that sign admin API requests.",
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    /// Where the keys live, and the environment their audit entries go to.
+    struct Options: ParsableArguments {
+        @Option(
+            name: .customLong("database-url"),
+            help: "sqlite:PATH or postgres://... (or COFFER_DATABASE_URL). Default sqlite:coffer.sqlite.")
+        var databaseURL: String?
+
+        @Option(help: "The environment whose audit log records the change. Default Sandbox.")
+        var environment: String = "Sandbox"
+
+        func open() async throws -> (any CofferStore, Environment) {
+            guard let environment = Environment(rawValue: environment) else {
+                throw ValidationError("environment must be Sandbox or Production")
+            }
+            return (try await LocalDatabase.open(databaseURL), environment)
+        }
+    }
+
+    /// `coffer keys create --name NAME`.
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make a P-256 key: store its public half, write its private half to a file only you can read.")
+
+        @Option(help: "A name for people, e.g. \"support laptop\".")
+        var name: String
+
+        @Option(help: "Where to write the private key. Default coffer-admin-KEYID.pem in the working folder.")
+        var out: String?
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let name = name.trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, name.count <= 100 else { throw ValidationError("--name needs 1 to 100 characters") }
+            let (store, environment) = try await options.open()
+            do {
+                try await create(name: name, store: store, environment: environment)
+                await LocalDatabase.close(store)
+            } catch {
+                await LocalDatabase.close(store)
+                throw error
+            }
+        }
+
+        private func create(name: String, store: any CofferStore, environment: Environment) async throws {
+            let key = NewAdminKey(name: name, at: Date())
+            let path = out ?? "coffer-admin-\(key.record.id).pem"
+            // The file is created owner-only and must not exist: a key is never written over another.
+            guard
+                FileManager.default.createFile(
+                    atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
+                let handle = FileHandle(forWritingAtPath: path)
+            else { throw CommandFailure("cannot create \(path)") }
+            try handle.write(contentsOf: Data(key.privateKeyPEM.utf8))
+            try handle.close()
+            do {
+                try await store.createAdminKey(key.record)
+            } catch {
+                try? FileManager.default.removeItem(atPath: path)
+                throw error
+            }
+            try await AdminService.auditKey(
+                store: store, environment: environment, actor: LocalSupport.actor, action: "key.create",
+                key: key.record)
+            print("Created admin key \(key.record.id) (\(name)); private key in \(path)")
+            print("Use it with: --key-id \(key.record.id) --key \(path) --server URL")
+        }
+    }
+
+    /// `coffer keys list`.
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List admin keys.")
+
+        @OptionGroup var options: Options
+
+        @Flag(help: "Print JSON instead of a table.")
+        var json = false
+
+        func run() async throws {
+            let (store, _) = try await options.open()
+            let keys = try await store.adminKeys()
+            await LocalDatabase.close(store)
+            if json { return print(try JSONText.encode(keys.map(KeyView.init))) }
+            guard !keys.isEmpty else { return print("no admin keys") }
+            var table = TextTable(["key id", "name", "created (UTC)", "status"])
+            for key in keys {
+                table.add([
+                    key.id, key.name, JSONText.timestamp(key.createdAt),
+                    key.revokedAt.map { "revoked \(JSONText.timestamp($0))" } ?? "active",
+                ])
+            }
+            print(table.render())
+        }
+    }
+
+    /// `coffer keys revoke KEY_ID`.
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke an admin key; its requests are refused.")
+
+        @Argument(help: "The key id.")
+        var keyId: String
+
+        @OptionGroup var options: Options
+
+        func run() async throws {
+            let (store, environment) = try await options.open()
+            let revoked: Bool
+            do {
+                revoked = try await store.revokeAdminKey(id: keyId, at: Date())
+                if revoked, let key = try await store.adminKey(id: keyId) {
+                    try await AdminService.auditKey(
+                        store: store, environment: environment, actor: LocalSupport.actor, action: "key.revoke",
+                        key: key)
+                }
+                await LocalDatabase.close(store)
+            } catch {
+                await LocalDatabase.close(store)
+                throw error
+            }
+            guard revoked else { throw CommandFailure("no active admin key \(keyId)") }
+            print("Revoked admin key \(keyId)")
+        }
+    }
+
+    /// A key as listed: never its key material.
+    struct KeyView: Encodable {
+        var id: String
+        var name: String
+        var createdAt: Date
+        var revokedAt: Date?
+
+        init(_ key: AdminKey) {
+            id = key.id
+            name = key.name
+            createdAt = key.createdAt
+            revokedAt = key.revokedAt
+        }
+    }
+}

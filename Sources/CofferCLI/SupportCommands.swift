@@ -1,0 +1,412 @@
+import ArgumentParser
+import AsyncHTTPClient
+import CofferAdmin
+import CofferCore
+import CofferStore
+import CofferStorePostgres
+import Foundation
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+
+/// Where a support command acts: a remote server through the signed admin API (`--server` with a key), or a
+/// local database directly.
+struct SupportOptions: ParsableArguments {
+    @Option(
+        help: "A Coffer server's URL, e.g. https://coffer.example.com (or COFFER_SERVER); signs requests with --key.")
+    var server: String?
+
+    @Option(name: .customLong("key-id"), help: "The admin key's id, from `coffer keys create` (or COFFER_KEY_ID).")
+    var keyId: String?
+
+    @Option(name: .customLong("key"), help: "The admin key's private key file, PEM (or COFFER_KEY_FILE).")
+    var keyFile: String?
+
+    @Option(
+        name: .customLong("database-url"),
+        help: "Without --server: sqlite:PATH or postgres://... (or COFFER_DATABASE_URL). Default sqlite:coffer.sqlite.")
+    var databaseURL: String?
+
+    @Option(help: "Sandbox or Production. Default Sandbox (or COFFER_ENVIRONMENT).")
+    var environment: String?
+
+    @Option(help: "Without --server: who owns the balance, device or server (or COFFER_WALLET). Default device.")
+    var wallet: String?
+
+    @Option(help: "Without --server: the product catalog, for entitlements (or COFFER_CATALOG). Default catalog.json.")
+    var catalog: String?
+
+    @Flag(help: "Print JSON instead of tables.")
+    var json = false
+
+    private static func variable(_ name: String) -> String? {
+        ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The environment named by the option or COFFER_ENVIRONMENT.
+    func resolvedEnvironment() throws -> Environment {
+        let text = environment ?? Self.variable("COFFER_ENVIRONMENT") ?? "Sandbox"
+        guard let environment = Environment(rawValue: text) else {
+            throw ValidationError("environment must be Sandbox or Production, not \(text)")
+        }
+        return environment
+    }
+
+    /// The backend the options describe; close it when done.
+    func backend() async throws -> any SupportBackend {
+        let environment = try resolvedEnvironment()
+        if let server = server ?? Self.variable("COFFER_SERVER") {
+            guard let keyId = keyId ?? Self.variable("COFFER_KEY_ID"),
+                let keyFile = keyFile ?? Self.variable("COFFER_KEY_FILE")
+            else { throw ValidationError("--server needs --key-id and --key (or COFFER_KEY_ID and COFFER_KEY_FILE)") }
+            let pem: String
+            do {
+                pem = try String(contentsOfFile: keyFile, encoding: .utf8)
+            } catch {
+                throw CommandFailure("cannot read the key file \(keyFile): \(error.localizedDescription)")
+            }
+            let signer: AdminRequestSigner
+            do {
+                signer = try AdminRequestSigner(keyId: keyId, privateKeyPEM: pem)
+            } catch {
+                throw CommandFailure("\(keyFile) is not a P-256 private key in PEM")
+            }
+            return try RemoteSupport(server: server, signer: signer, environment: environment)
+        }
+        let walletText = wallet ?? Self.variable("COFFER_WALLET") ?? "device"
+        guard let walletMode = WalletMode(rawValue: walletText) else {
+            throw ValidationError("wallet must be device or server, not \(walletText)")
+        }
+        let catalogFile = catalog ?? Self.variable("COFFER_CATALOG") ?? "catalog.json"
+        let products: Catalog
+        if FileManager.default.fileExists(atPath: catalogFile) {
+            do {
+                products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: catalogFile)))
+            } catch {
+                throw CommandFailure("cannot read the catalog \(catalogFile): \(error)")
+            }
+        } else if catalog != nil {
+            throw CommandFailure("no catalog at \(catalogFile)")
+        } else {
+            products = try Catalog(products: [])
+        }
+        let store = try await LocalDatabase.open(databaseURL)
+        return LocalSupport(
+            store: store, environment: environment,
+            service: AdminService(store: store, catalog: products, walletMode: walletMode))
+    }
+}
+
+/// Opening the local database a command names.
+enum LocalDatabase {
+    /// The store at `url` (or COFFER_DATABASE_URL, or sqlite:coffer.sqlite).
+    static func open(_ url: String?) async throws -> any CofferStore {
+        let text =
+            url ?? ProcessInfo.processInfo.environment["COFFER_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? "sqlite:coffer.sqlite"
+        do {
+            return try await ServeSettings.Database(url: text).open().store
+        } catch let error as SettingsError {
+            throw ValidationError(error.description)
+        } catch {
+            throw CommandFailure("cannot open the database \(text): \(error)")
+        }
+    }
+
+    /// Releases a store's connections.
+    static func close(_ store: any CofferStore) async {
+        (store as? PostgresStore)?.close()
+    }
+}
+
+/// What support commands do, locally or over the admin API.
+protocol SupportBackend: Sendable {
+    func users(search: String?, page: Int) async throws -> UserSearchResult
+    func user(_ supportId: String) async throws -> UserDetail
+    func grants(status: GrantStatus?) async throws -> [GrantView]
+    func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
+    func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
+    func close() async
+}
+
+/// Support commands on a local database, through the same ``AdminService`` as the server.
+struct LocalSupport: SupportBackend {
+    let store: any CofferStore
+    let environment: Environment
+    let service: AdminService
+
+    /// Who acts, for the audit log: the person at this terminal.
+    static var actor: String { "cli:" + (ProcessInfo.processInfo.environment["USER"] ?? "unknown") }
+    var actor: String { Self.actor }
+
+    func users(search: String?, page: Int) async throws -> UserSearchResult {
+        try await service.searchUsers(environment: environment, query: search, page: page)
+    }
+    func user(_ supportId: String) async throws -> UserDetail {
+        try await service.user(environment: environment, supportId: supportId)
+    }
+    func grants(status: GrantStatus?) async throws -> [GrantView] {
+        try await service.grants(environment: environment, status: status)
+    }
+    func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView {
+        try await service.createGrant(
+            environment: environment, supportId: supportId, credits: credits, reason: reason, actor: actor)
+    }
+    func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
+        try await service.setBalance(
+            environment: environment, supportId: supportId, balance: balance, reason: reason, actor: actor)
+    }
+    func close() async { await LocalDatabase.close(store) }
+}
+
+/// Support commands on a remote server: each request signed with the admin key.
+struct RemoteSupport: SupportBackend {
+    let base: String
+    let signer: AdminRequestSigner
+    let environment: Environment
+    let http = HTTPClient(eventLoopGroupProvider: .singleton)
+
+    init(server: String, signer: AdminRequestSigner, environment: Environment) throws {
+        guard let url = URL(string: server), let scheme = url.scheme, ["http", "https"].contains(scheme),
+            url.host != nil
+        else { throw ValidationError("--server must be an http or https URL, not \(server)") }
+        base = server.hasSuffix("/") ? String(server.dropLast()) : server
+        self.signer = signer
+        self.environment = environment
+    }
+
+    func users(search: String?, page: Int) async throws -> UserSearchResult {
+        var query = [("page", String(page))]
+        if let search { query.append(("search", search)) }
+        return try await send(.GET, "/v1/admin/users", query: query)
+    }
+    func user(_ supportId: String) async throws -> UserDetail {
+        try await send(.GET, "/v1/admin/users/\(Self.escape(supportId))")
+    }
+    func grants(status: GrantStatus?) async throws -> [GrantView] {
+        try await send(.GET, "/v1/admin/grants", query: status.map { [("status", $0.rawValue)] } ?? [])
+    }
+    func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView {
+        try await send(
+            .POST, "/v1/admin/grants", body: GrantRequest(supportId: supportId, credits: credits, reason: reason))
+    }
+    func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
+        try await send(
+            .POST, "/v1/admin/users/\(Self.escape(supportId))/balance",
+            body: BalanceRequest(balance: balance, reason: reason))
+    }
+    func close() async { try? await http.shutdown() }
+
+    private func send<T: Decodable>(
+        _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: (some Encodable)? = String?.none
+    ) async throws -> T {
+        let items = [("environment", environment.rawValue)] + query
+        let target = path + "?" + items.map { "\($0.0)=\(Self.escape($0.1))" }.joined(separator: "&")
+        let bytes = try body.map { try AdminJSON.encoder.encode($0) } ?? Data()
+        var request = HTTPClientRequest(url: base + target)
+        request.method = method
+        for header in try signer.headers(body: bytes, path: target, at: Date()) {
+            request.headers.add(name: header.name, value: header.value)
+        }
+        if body != nil {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(data: bytes))
+        }
+        let response: HTTPClientResponse
+        do {
+            response = try await http.execute(request, timeout: .seconds(30))
+        } catch {
+            throw CommandFailure("cannot reach \(base): \(error)")
+        }
+        let data = Data(buffer: try await response.body.collect(upTo: 16 * 1024 * 1024))
+        guard (200..<300).contains(response.status.code) else {
+            if let failure = try? JSONDecoder().decode(RemoteError.self, from: data) {
+                throw CommandFailure(
+                    "the server refused (\(response.status.code) \(failure.error.code)): \(failure.error.message)")
+            }
+            throw CommandFailure("the server answered \(response.status.code)")
+        }
+        do {
+            return try AdminJSON.decoder.decode(T.self, from: data)
+        } catch {
+            throw CommandFailure("the server's answer is not readable: \(error)")
+        }
+    }
+
+    private struct RemoteError: Decodable {
+        struct Detail: Decodable {
+            var code: String
+            var message: String
+        }
+        var error: Detail
+    }
+
+    /// Percent-encodes a query value or path segment (everything but unreserved characters).
+    static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
+            ?? text
+    }
+}
+
+/// Runs a support command against its backend, closing it afterwards.
+func withSupport<T>(_ options: SupportOptions, _ body: (any SupportBackend) async throws -> T) async throws -> T {
+    let backend = try await options.backend()
+    do {
+        let value = try await body(backend)
+        await backend.close()
+        return value
+    } catch let error as AdminError {
+        await backend.close()
+        throw CommandFailure(error.description)
+    } catch {
+        await backend.close()
+        throw error
+    }
+}
+
+/// `coffer grant`: credits for a customer, picked up by the app on its next refresh.
+struct GrantCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "grant", abstract: "Grant credits to a customer by Support ID, with a reason.")
+
+    @Option(help: "The customer's Support ID, e.g. _abc123def456.")
+    var recipient: String
+
+    @Option(help: "The credits to grant.")
+    var credits: Int64
+
+    @Option(help: "Why, e.g. \"Ticket #42\"; kept in the audit log and shown to support.")
+    var reason: String
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let grant = try await withSupport(options) {
+            try await $0.grant(supportId: recipient, credits: credits, reason: reason)
+        }
+        if options.json { return print(try JSONText.encode(grant)) }
+        print(
+            "Granted \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending"
+        )
+        print("The app picks it up on its next launch, foreground or refresh.")
+    }
+}
+
+/// `coffer users`: find customers.
+struct UsersCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "users",
+        abstract: "List customers, newest first, or find them by Support ID prefix, transaction id or order id.")
+
+    @Option(help: "A Support ID prefix, a transaction or original transaction id, or an order id.")
+    var search: String?
+
+    @Option(help: "The page, from 1 (25 per page).")
+    var page = 1
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let result = try await withSupport(options) { try await $0.users(search: search, page: page) }
+        if options.json { return print(try JSONText.encode(result)) }
+        guard !result.users.isEmpty else { return print("no users" + (search.map { " match \($0)" } ?? "")) }
+        var table = TextTable(["support id", "created (UTC)", "balance", "deficit", "backup", "backed up (UTC)"])
+        for user in result.users {
+            table.add([
+                user.supportId, JSONText.timestamp(user.createdAt), String(user.balance), String(user.deficit),
+                user.backup.map { String($0.value) } ?? "-",
+                user.backup.map { JSONText.timestamp($0.lastUpdated) } ?? "-",
+            ])
+        }
+        print(table.render())
+        if result.hasMore { print("more on page \(result.page + 1)") }
+    }
+}
+
+/// `coffer user SUPPORT_ID`: one customer's story.
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "Show a customer's balance, backup, entitlements and timeline.")
+
+    @Argument(help: "The customer's Support ID.")
+    var supportId: String
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let detail = try await withSupport(options) { try await $0.user(supportId) }
+        if options.json { return print(try JSONText.encode(detail)) }
+        let user = detail.user
+        print("\(user.supportId)  \(detail.environment.rawValue)  \(detail.walletMode) wallet")
+        print("balance \(user.balance)  deficit \(user.deficit)")
+        if let backup = user.backup {
+            print(
+                "backup \(backup.value) (version \(backup.version), by \(backup.writer) \(backup.writerName), "
+                    + "\(JSONText.timestamp(backup.lastUpdated)))")
+        } else {
+            print("backup none")
+        }
+        print("entitlements " + (detail.entitlements.isEmpty ? "none" : detail.entitlements.joined(separator: ", ")))
+        var table = TextTable(["when (UTC)", "what", "credits", "balance", "details"])
+        for item in detail.timeline {
+            table.add([
+                JSONText.timestamp(item.at), item.kind.rawValue, item.credits.map(String.init) ?? "",
+                item.balanceAfter.map(String.init) ?? "", item.summary,
+            ])
+        }
+        print(detail.timeline.isEmpty ? "no history" : table.render())
+    }
+}
+
+/// `coffer grants`: grants, newest first.
+struct GrantsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "grants", abstract: "List grants, newest first: all, pending or claimed.")
+
+    @Option(help: "pending or claimed; all by default.")
+    var status: GrantStatus?
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let grants = try await withSupport(options) { try await $0.grants(status: status) }
+        if options.json { return print(try JSONText.encode(grants)) }
+        guard !grants.isEmpty else { return print("no grants") }
+        var table = TextTable(["created (UTC)", "support id", "credits", "status", "by", "reason"])
+        for grant in grants {
+            table.add([
+                JSONText.timestamp(grant.createdAt), grant.supportId, String(grant.credits), grant.status.rawValue,
+                grant.createdBy, grant.reason,
+            ])
+        }
+        print(table.render())
+    }
+}
+
+/// `coffer set-balance`: an admin override of a customer's balance.
+struct SetBalanceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-balance",
+        abstract: "Set a customer's balance: a ledger adjustment (server wallet) or an admin backup the app accepts.")
+
+    @Option(help: "The customer's Support ID.")
+    var recipient: String
+
+    @Option(help: "The new balance.")
+    var balance: Int64
+
+    @Option(help: "Why, e.g. \"Ticket #42\".")
+    var reason: String
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let change = try await withSupport(options) {
+            try await $0.setBalance(supportId: recipient, balance: balance, reason: reason)
+        }
+        if options.json { return print(try JSONText.encode(change)) }
+        print("\(change.supportId): balance \(change.before) -> \(change.after) (via \(change.via))")
+    }
+}
+
+extension GrantStatus: ExpressibleByArgument {}

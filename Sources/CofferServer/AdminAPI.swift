@@ -1,0 +1,150 @@
+import CofferAdmin
+import CofferCore
+import CofferStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The admin API (`/v1/admin/...`): everything the panel does, as JSON, for the CLI and scripts. Each request
+/// is signed with an admin key (``AdminRequestSignature``); the environment is the `environment` query
+/// parameter (the server's own by default), so one server's support tools reach both environments.
+struct AdminAPI: Sendable {
+    let api: ClientAPI
+    let service: AdminService
+
+    var store: any CofferStore { api.dependencies.store }
+
+    func addRoutes(to router: Router<CofferRequestContext>) {
+        let admin = router.group("v1/admin").add(middleware: SignedRequestMiddleware(api: api))
+        admin.get("dashboard") { request, _ in
+            try api.json(try await service.dashboard(environment: try environment(request)))
+        }
+        admin.get("users") { request, _ in
+            let page = Int(request.uri.queryParameters.get("page") ?? "1") ?? 1
+            return try api.json(
+                try await service.searchUsers(
+                    environment: try environment(request), query: request.uri.queryParameters.get("search"),
+                    page: page))
+        }
+        admin.get("users/:supportId") { request, context in
+            try api.json(
+                try await service.user(
+                    environment: try environment(request),
+                    supportId: try context.parameters.require("supportId")))
+        }
+        admin.post("users/:supportId/balance") { request, context in
+            let body: BalanceRequest = try await api.decode(request)
+            return try api.json(
+                try await service.setBalance(
+                    environment: try environment(request), supportId: try context.parameters.require("supportId"),
+                    balance: body.balance, reason: body.reason, actor: context.adminActor))
+        }
+        admin.get("grants") { request, _ in
+            let status: GrantStatus?
+            switch request.uri.queryParameters.get("status") {
+            case nil, "", "all": status = nil
+            case let text?:
+                guard let parsed = GrantStatus(rawValue: text) else {
+                    throw APIError(
+                        status: .badRequest, code: "bad-request", message: "status must be pending, claimed or all")
+                }
+                status = parsed
+            }
+            return try api.json(try await service.grants(environment: try environment(request), status: status))
+        }
+        admin.post("grants") { request, context in
+            let body: GrantRequest = try await api.decode(request)
+            return try api.json(
+                try await service.createGrant(
+                    environment: try environment(request), supportId: body.supportId, credits: body.credits,
+                    reason: body.reason, actor: context.adminActor),
+                status: .created)
+        }
+        admin.post("grants/delete-all") { request, context in
+            let deleted = try await service.deleteAllGrants(
+                environment: try environment(request), actor: context.adminActor)
+            return try api.json(DeletedGrants(deleted: deleted))
+        }
+        admin.get("audit") { request, _ in
+            let limit = Int(request.uri.queryParameters.get("limit") ?? "200") ?? 200
+            return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
+        }
+    }
+
+    /// The environment a request names, the server's own by default.
+    func environment(_ request: Request) throws -> CofferCore.Environment {
+        guard let text = request.uri.queryParameters.get("environment"), !text.isEmpty else {
+            return api.configuration.environment
+        }
+        guard let environment = CofferCore.Environment(rawValue: text) else {
+            throw APIError(
+                status: .badRequest, code: "bad-request", message: "environment must be Sandbox or Production")
+        }
+        return environment
+    }
+}
+
+extension CofferRequestContext {
+    /// Who is acting, for the audit log: the admin key's name and id, or the panel's admin.
+    var adminActor: String { admin ?? "unknown" }
+}
+
+/// Admits a request only with a valid signature from an unrevoked admin key, dated within five minutes and
+/// never seen before (seen signatures are kept in the store, so every server on the database refuses them).
+struct SignedRequestMiddleware: RouterMiddleware {
+    typealias Context = CofferRequestContext
+    let api: ClientAPI
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        var request = request
+        var context = context
+        let headers = request.headers
+        guard let keyId = headers[HTTPField.Name(AdminRequestSignature.keyIdHeader)!],
+            let date = headers[HTTPField.Name(AdminRequestSignature.dateHeader)!],
+            let signature = headers[HTTPField.Name(AdminRequestSignature.signatureHeader)!]
+        else { throw Self.refusal(.unsigned) }
+        let limit = api.configuration.maximumBodySize
+        let body: ByteBuffer
+        do {
+            body = try await request.collectBody(upTo: limit)
+        } catch {
+            throw APIError(
+                status: .contentTooLarge, code: "body-too-large", message: "the body is larger than \(limit) bytes")
+        }
+        let store = api.dependencies.store
+        guard let key = try await store.adminKey(id: keyId) else { throw Self.refusal(.unknownKey(keyId)) }
+        guard key.revokedAt == nil else { throw Self.refusal(.revokedKey(keyId)) }
+        let now = api.dependencies.now()
+        let digest: String
+        do {
+            digest = try AdminRequestSignature.verify(
+                publicKeyPEM: key.publicKeyPEM, date: date, signature: signature, body: body.readableBytesView,
+                path: request.uri.description, now: now)
+        } catch {
+            throw Self.refusal(error)
+        }
+        let fresh = try await store.recordSignature(
+            digest, at: now, forgetBefore: now.addingTimeInterval(-2 * AdminRequestSignature.window))
+        guard fresh else { throw Self.refusal(.replayed) }
+        context.admin = "\(key.name) (key \(key.id))"
+        return try await next(request, context)
+    }
+
+    static func refusal(_ error: AdminAuthError) -> APIError {
+        let code =
+            switch error {
+            case .unsigned: "unsigned"
+            case .unknownKey: "unknown-key"
+            case .revokedKey: "revoked-key"
+            case .badKey: "bad-key"
+            case .malformedDate: "bad-date"
+            case .stale: "stale"
+            case .badSignature: "bad-signature"
+            case .replayed: "replayed"
+            }
+        return APIError(status: .unauthorized, code: code, message: error.description)
+    }
+}

@@ -1,0 +1,185 @@
+import CofferCore
+import Foundation
+
+/// A person who signs in to the admin panel.
+public struct Admin: Sendable, Hashable, Codable {
+    /// The admin's id.
+    public var id: UUID
+    /// The sign-in name, unique.
+    public var name: String
+    /// The password's bcrypt hash (the password itself is never stored).
+    public var passwordHash: String
+    /// When the admin was created.
+    public var createdAt: Date
+    /// When the password was last set.
+    public var passwordChangedAt: Date
+
+    /// Creates an admin record.
+    public init(id: UUID = UUID(), name: String, passwordHash: String, createdAt: Date, passwordChangedAt: Date? = nil)
+    {
+        self.id = id
+        self.name = name
+        self.passwordHash = passwordHash
+        self.createdAt = createdAt
+        self.passwordChangedAt = passwordChangedAt ?? createdAt
+    }
+}
+
+/// A signed-in panel session. The cookie carries a secret; the store keeps only its hash.
+public struct AdminSession: Sendable, Hashable, Codable {
+    /// A hash of the session secret.
+    public var tokenHash: String
+    /// The admin signed in.
+    public var adminId: UUID
+    /// The admin's name, for the audit log.
+    public var adminName: String
+    /// The token every form of this session must carry.
+    public var csrfToken: String
+    /// The environment the panel shows; changed by the environment switcher.
+    public var environment: Environment
+    /// When the session began.
+    public var createdAt: Date
+    /// When it ends.
+    public var expiresAt: Date
+
+    /// Creates a session record.
+    public init(
+        tokenHash: String,
+        adminId: UUID,
+        adminName: String,
+        csrfToken: String,
+        environment: Environment,
+        createdAt: Date,
+        expiresAt: Date
+    ) {
+        self.tokenHash = tokenHash
+        self.adminId = adminId
+        self.adminName = adminName
+        self.csrfToken = csrfToken
+        self.environment = environment
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}
+
+/// A public key allowed to sign admin API requests; its private half stays with the CLI.
+public struct AdminKey: Sendable, Hashable, Codable {
+    /// The key id sent with each request.
+    public var id: String
+    /// A name for people, e.g. "support laptop".
+    public var name: String
+    /// The P-256 public key, PEM.
+    public var publicKeyPEM: String
+    /// When the key was created.
+    public var createdAt: Date
+    /// When the key was revoked, `nil` while it is valid.
+    public var revokedAt: Date?
+
+    /// Creates a key record.
+    public init(id: String, name: String, publicKeyPEM: String, createdAt: Date, revokedAt: Date? = nil) {
+        self.id = id
+        self.name = name
+        self.publicKeyPEM = publicKeyPEM
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// A backup as it was written, for a user's timeline.
+public struct BackupHistoryItem: Sendable, Hashable, Codable {
+    /// The record written.
+    public var record: BackupRecord
+    /// The value it replaced, `nil` for the first.
+    public var previousValue: Int64?
+
+    /// Creates a history item.
+    public init(record: BackupRecord, previousValue: Int64?) {
+        self.record = record
+        self.previousValue = previousValue
+    }
+}
+
+/// The dashboard's figures for one environment.
+public struct DashboardFigures: Sendable, Hashable, Codable {
+    /// Users.
+    public var users: Int
+    /// Grants waiting for the app.
+    public var pendingGrants: Int
+    /// Grants the app picked up.
+    public var claimedGrants: Int
+    /// Purchases delivered.
+    public var purchases: Int
+    /// Purchases refunded or revoked (and not reversed).
+    public var refunds: Int
+    /// Users who owe credits.
+    public var usersInDeficit: Int
+    /// The credits owed, summed.
+    public var outstandingDeficit: Int64
+    /// Purchases and refunds per UTC day, oldest first, one item per day of the window (zeros included).
+    public var days: [DayFigures]
+
+    /// Creates the figures.
+    public init(
+        users: Int,
+        pendingGrants: Int,
+        claimedGrants: Int,
+        purchases: Int,
+        refunds: Int,
+        usersInDeficit: Int,
+        outstandingDeficit: Int64,
+        days: [DayFigures]
+    ) {
+        self.users = users
+        self.pendingGrants = pendingGrants
+        self.claimedGrants = claimedGrants
+        self.purchases = purchases
+        self.refunds = refunds
+        self.usersInDeficit = usersInDeficit
+        self.outstandingDeficit = outstandingDeficit
+        self.days = days
+    }
+}
+
+/// Purchases and refunds of one UTC day.
+public struct DayFigures: Sendable, Hashable, Codable {
+    /// The day's start (00:00 UTC).
+    public var day: Date
+    /// Purchases delivered that day.
+    public var purchases: Int
+    /// Refunds and revocations recorded that day.
+    public var refunds: Int
+
+    /// Creates a day's figures.
+    public init(day: Date, purchases: Int, refunds: Int) {
+        self.day = day
+        self.purchases = purchases
+        self.refunds = refunds
+    }
+}
+
+extension DashboardFigures {
+    /// Seconds in a day.
+    public static let secondsPerDay: Int64 = 86_400
+
+    /// The first day (00:00 UTC) of a window of `days` days ending with the day of `now`.
+    public static func windowStart(days: Int, endingAt now: Date) -> Date {
+        let today = Int64(now.timeIntervalSince1970.rounded(.down)) / secondsPerDay
+        return Date(timeIntervalSince1970: TimeInterval((today - Int64(days) + 1) * secondsPerDay))
+    }
+
+    /// One item per day from `start` for `days` days, filled from per-day counts keyed by days since 1970.
+    public static func fill(
+        days: Int,
+        from start: Date,
+        purchases: [Int64: Int],
+        refunds: [Int64: Int]
+    ) -> [DayFigures] {
+        let first = Int64(start.timeIntervalSince1970.rounded(.down)) / secondsPerDay
+        return (0..<Int64(max(0, days))).map { offset in
+            let day = first + offset
+            return DayFigures(
+                day: Date(timeIntervalSince1970: TimeInterval(day * secondsPerDay)),
+                purchases: purchases[day] ?? 0, refunds: refunds[day] ?? 0)
+        }
+    }
+}

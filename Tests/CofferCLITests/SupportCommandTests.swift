@@ -1,0 +1,101 @@
+import CofferTestSupport
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The support commands as a support person runs them: a key made on the server's machine, then grants,
+/// users, timelines and balances over the signed admin API, and the same reads on the local database.
+@Suite("support commands", .timeLimit(.minutes(2)))
+struct SupportCommandTests {
+    let serve = ServeCommandTests()
+
+    @Test("keys create, grant, grants, users, user, set-balance over the admin API and locally; revoked keys refused")
+    func ticket() async throws {
+        let folder = try serve.temporaryFolder()
+        let port = try LocalPort.free()
+        let server = try serve.start(
+            ["serve", "--bundle-id", "com.example.app", "--port", String(port), "--wallet", "server"], in: folder)
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let base = "http://127.0.0.1:\(port)"
+        var created: (status: Int, json: [String: Any]) = (0, [:])
+        for _ in 0..<100 where created.status != 201 {
+            created = (try? await serve.request("POST", base + "/v1/users")) ?? (0, [:])
+            if created.status != 201 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        let supportId = try #require(created.json["supportId"] as? String)
+        let token = try #require(created.json["token"] as? String)
+
+        // The key is made next to the database; its private half is a file only its owner reads.
+        let made = try CofferProcess.run(
+            ["keys", "create", "--name", "support laptop", "--out", "key.pem"], in: folder)
+        #expect(made.status == 0, Comment(rawValue: made.stderr))
+        let keyPath = folder.appendingPathComponent("key.pem").path
+        let permissions = try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        let keys = try CofferProcess.run(["keys", "list", "--json"], in: folder)
+        let keyList = try JSONSerialization.jsonObject(with: Data(keys.stdout.utf8)) as? [[String: Any]]
+        let keyId = try #require(keyList?.first?["id"] as? String)
+        #expect(!keys.stdout.contains("PRIVATE") && !keys.stdout.contains("PUBLIC KEY"))
+        let remote = ["COFFER_SERVER": base, "COFFER_KEY_ID": keyId, "COFFER_KEY_FILE": keyPath]
+
+        let granted = try CofferProcess.run(
+            ["grant", "--recipient", supportId, "--credits", "400000", "--reason", "Ticket #42"], in: folder,
+            environment: remote)
+        #expect(granted.status == 0, Comment(rawValue: granted.stderr))
+        #expect(granted.stdout.contains("Granted 400000 credits to \(supportId)"))
+        let pending = try CofferProcess.run(["grants", "--status", "pending"], in: folder, environment: remote)
+        #expect(pending.stdout.contains(supportId) && pending.stdout.contains("Ticket #42"))
+        #expect(pending.stdout.contains("support laptop"))
+
+        // The app picks the grant up on its next refresh.
+        let grants = try await serve.request("GET", base + "/v1/me/grants?status=pending", token: token)
+        let grantId = try #require((grants.json["grants"] as? [[String: Any]])?.first?["id"] as? String)
+        #expect(try await serve.request("POST", base + "/v1/me/grants/\(grantId)/claim", token: token).status == 200)
+        let claimed = try CofferProcess.run(
+            ["grants", "--status", "claimed", "--json"], in: folder, environment: remote)
+        let claimedList = try JSONSerialization.jsonObject(with: Data(claimed.stdout.utf8)) as? [[String: Any]]
+        #expect(claimedList?.map { $0["supportId"] as? String } == [supportId])
+
+        let set = try CofferProcess.run(
+            ["set-balance", "--recipient", supportId, "--balance", "1000", "--reason", "Ticket #43"], in: folder,
+            environment: remote)
+        #expect(set.stdout.contains("balance 400000 -> 1000 (via ledger)"), Comment(rawValue: set.stderr))
+        #expect(try await serve.request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 1_000)
+
+        let found = try CofferProcess.run(
+            ["users", "--search", String(supportId.dropFirst().prefix(5)).uppercased()], in: folder,
+            environment: remote)
+        #expect(found.stdout.contains(supportId))
+        let story = try CofferProcess.run(["user", supportId], in: folder, environment: remote)
+        #expect(story.status == 0)
+        for line in ["balance 1000", "grant-created", "grant-claimed", "adjustment", "Ticket #42"] {
+            #expect(story.stdout.contains(line), Comment(rawValue: line + " missing from\n" + story.stdout))
+        }
+
+        // The same reads straight from the local database, with the same answers.
+        let local = try CofferProcess.run(["user", supportId, "--json"], in: folder)
+        let detail = try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any]
+        #expect((detail?["user"] as? [String: Any])?["balance"] as? Int == 1_000)
+        #expect((detail?["timeline"] as? [Any])?.count == 3)
+
+        // Mistakes are clear and change nothing.
+        let nobody = try CofferProcess.run(
+            ["grant", "--recipient", "_000000000000", "--credits", "5", "--reason", "x"], in: folder,
+            environment: remote)
+        #expect(nobody.status != 0 && nobody.stderr.contains("not found"))
+        let noKey = try CofferProcess.run(["users", "--server", base], in: folder)
+        #expect(noKey.status != 0 && noKey.stderr.contains("--key-id"))
+
+        #expect(try CofferProcess.run(["keys", "revoke", keyId], in: folder).status == 0)
+        let revoked = try CofferProcess.run(["users"], in: folder, environment: remote)
+        #expect(revoked.status != 0 && revoked.stderr.contains("revoked"))
+        let keysAfter = try CofferProcess.run(["keys", "list"], in: folder)
+        #expect(keysAfter.stdout.contains("revoked"))
+    }
+}

@@ -1,0 +1,283 @@
+import CofferAPI
+import CofferAdmin
+import CofferCore
+import CofferServer
+import CofferStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// The admin API: the support workflow over signed requests, and every way a request is refused.
+@Suite("Admin API", .timeLimit(.minutes(1)))
+struct AdminAPITests {
+    typealias Fixture = ClientAPITests
+
+    /// The server's clock in the fixture.
+    static let now = Fixture.start.addingTimeInterval(3_600)
+
+    /// A key stored on the server, and its signer.
+    static func key(in store: any CofferStore, name: String = "support laptop") async throws -> AdminRequestSigner {
+        let key = NewAdminKey(name: name, at: now)
+        try await store.createAdminKey(key.record)
+        return try AdminRequestSigner(keyId: key.record.id, privateKeyPEM: key.privateKeyPEM)
+    }
+
+    /// Sends a request signed by `signer` at `date`.
+    static func send(
+        _ client: some TestClientProtocol, _ signer: AdminRequestSigner, _ method: HTTPRequest.Method, _ uri: String,
+        body: (some Encodable)? = String?.none, at date: Date = now
+    ) async throws -> TestResponse {
+        let bytes = try body.map { try JSONEncoder().encode($0) } ?? Data()
+        var headers = HTTPFields()
+        for header in try signer.headers(body: bytes, path: uri, at: date) {
+            headers[HTTPField.Name(header.name)!] = header.value
+        }
+        return try await client.execute(
+            uri: uri, method: method, headers: headers, body: bytes.isEmpty ? nil : ByteBuffer(data: bytes))
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ response: TestResponse) throws -> T {
+        try AdminJSON.decoder.decode(T.self, from: Data(buffer: response.body))
+    }
+
+    static func errorCode(_ response: TestResponse) throws -> String? {
+        let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+        return (object?["error"] as? [String: Any])?["code"] as? String
+    }
+
+    @Test(
+        "a support ticket: find the customer, grant with a reason, the app claims it, set the balance, all audited",
+        arguments: ServerEngine.allCases)
+    func supportTicket(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let setup = try Fixture.Setup(store: store, wallet: .server)
+        let signer = try await Self.key(in: store)
+        try await setup.app.test(.router) { client in
+            let user = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            _ = try await client.execute(uri: "/v1/users", method: .post)
+            let bought = try await setup.store.purchase(
+                account: "alice", productId: "com.example.credits", quantity: 2, appAccountToken: user.appAccountToken)
+            let transactionId = try #require(bought.transactionIds.first)
+            let delivered = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Fixture.bearer(user.token),
+                body: try Fixture.body(
+                    TransactionRequest(signedTransaction: try await setup.store.signedTransaction(id: transactionId))))
+            #expect(delivered.status == .ok)
+
+            // Found by Support ID prefix (any case, underscore optional) and by transaction id.
+            let prefix = String(user.supportId.dropFirst().prefix(6)).uppercased()
+            let byPrefix = try Self.decode(
+                UserSearchResult.self, try await Self.send(client, signer, .get, "/v1/admin/users?search=\(prefix)"))
+            #expect(byPrefix.users.map(\.supportId) == [user.supportId])
+            #expect(byPrefix.matchedBy == "support-id")
+            let byTransaction = try Self.decode(
+                UserSearchResult.self,
+                try await Self.send(client, signer, .get, "/v1/admin/users?search=\(transactionId)"))
+            #expect(byTransaction.users.map(\.supportId) == [user.supportId])
+            #expect(byTransaction.matchedBy == "transaction-id")
+            let everyone = try Self.decode(
+                UserSearchResult.self, try await Self.send(client, signer, .get, "/v1/admin/users"))
+            #expect(everyone.users.count == 2)
+
+            // Grant with a reason: pending until the app claims it through the client API.
+            let created = try await Self.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: user.supportId, credits: 400_000, reason: "Ticket #42"))
+            #expect(created.status == .created)
+            let grant = try Self.decode(GrantView.self, created)
+            #expect(grant.status == .pending && grant.createdBy.hasPrefix("support laptop (key "))
+            let pending = try Self.decode(
+                [GrantView].self, try await Self.send(client, signer, .get, "/v1/admin/grants?status=pending"))
+            #expect(pending.map(\.id) == [grant.id])
+            let claim = try await client.execute(
+                uri: "/v1/me/grants/\(grant.id)/claim", method: .post, headers: Fixture.bearer(user.token))
+            #expect(try Fixture.decode(ClaimResponse.self, claim).balance == 400_200)
+            let claimed = try Self.decode(
+                [GrantView].self, try await Self.send(client, signer, .get, "/v1/admin/grants?status=claimed"))
+            #expect(claimed.map(\.id) == [grant.id])
+
+            // Set the balance: a ledger adjustment in the server wallet.
+            let set = try Self.decode(
+                BalanceChange.self,
+                try await Self.send(
+                    client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
+                    body: BalanceRequest(balance: 1_000, reason: "Ticket #43")))
+            #expect(set == BalanceChange(supportId: user.supportId, before: 400_200, after: 1_000, via: "ledger"))
+            let me = try Fixture.decode(
+                MeResponse.self,
+                try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(user.token)))
+            #expect(me.balance == 1_000)
+
+            // The user's timeline tells the whole story, newest first.
+            let detail = try Self.decode(
+                UserDetail.self, try await Self.send(client, signer, .get, "/v1/admin/users/\(user.supportId)"))
+            #expect(detail.user.balance == 1_000)
+            #expect(detail.walletMode == "server")
+            #expect(Set(detail.timeline.map(\.kind)) == [.purchase, .grantCreated, .grantClaimed, .adjustment])
+            #expect(detail.timeline.first { $0.kind == .purchase }?.credits == 200)
+            #expect(detail.timeline.first { $0.kind == .adjustment }?.balanceAfter == 1_000)
+
+            // The audit log has who, what, before and after.
+            let audit = try Self.decode(
+                [AuditEvent].self, try await Self.send(client, signer, .get, "/v1/admin/audit"))
+            #expect(audit.map(\.action) == ["balance.set", "grant.create"])
+            #expect(audit.allSatisfy { $0.actor.hasPrefix("support laptop (key ") && $0.subject == user.supportId })
+            #expect(audit[0].before == #"{"balance":400200}"#)
+            #expect(audit[0].after == #"{"balance":1000,"reason":"Ticket #43","via":"ledger"}"#)
+
+            // The dashboard counts it all.
+            let figures = try Self.decode(
+                DashboardFigures.self, try await Self.send(client, signer, .get, "/v1/admin/dashboard"))
+            #expect(figures.users == 2 && figures.purchases == 1 && figures.claimedGrants == 1)
+            #expect(figures.days.count == 30 && figures.days.last?.purchases == 1)
+        }
+    }
+
+    @Test(
+        "unsigned, unknown-key, wrongly signed, tampered, stale, replayed and revoked requests are refused",
+        arguments: ServerEngine.allCases)
+    func refusals(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let setup = try Fixture.Setup(store: store)
+        let signer = try await Self.key(in: store)
+        let stranger = try AdminRequestSigner(
+            keyId: signer.keyId, privateKeyPEM: NewAdminKey(name: "x", at: Self.now).privateKeyPEM)
+        try await setup.app.test(.router) { client in
+            let user = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let grant = GrantRequest(supportId: user.supportId, credits: 5, reason: "Ticket #1")
+            func expectRefused(_ response: TestResponse, _ code: String) throws {
+                #expect(response.status == .unauthorized)
+                #expect(try Self.errorCode(response) == code)
+            }
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants", method: .post, body: ByteBuffer(data: try JSONEncoder().encode(grant))),
+                "unsigned")
+            let unknown = try AdminRequestSigner(
+                keyId: "000000000000000000000000", privateKeyPEM: NewAdminKey(name: "y", at: Self.now).privateKeyPEM)
+            try expectRefused(try await Self.send(client, unknown, .get, "/v1/admin/users"), "unknown-key")
+            try expectRefused(
+                try await Self.send(client, stranger, .post, "/v1/admin/grants", body: grant), "bad-signature")
+
+            // A genuine signature moved to another body or another query no longer matches.
+            let bytes = try JSONEncoder().encode(grant)
+            var headers = HTTPFields()
+            for header in try signer.headers(body: bytes, path: "/v1/admin/grants", at: Self.now) {
+                headers[HTTPField.Name(header.name)!] = header.value
+            }
+            var richer = grant
+            richer.credits = 5_000_000
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants", method: .post, headers: headers,
+                    body: ByteBuffer(data: try JSONEncoder().encode(richer))),
+                "bad-signature")
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants?environment=Production", method: .post, headers: headers,
+                    body: ByteBuffer(data: bytes)),
+                "bad-signature")
+
+            // Dated outside five minutes, either way.
+            try expectRefused(
+                try await Self.send(
+                    client, signer, .get, "/v1/admin/users", at: Self.now.addingTimeInterval(-301)),
+                "stale")
+            try expectRefused(
+                try await Self.send(client, signer, .get, "/v1/admin/users", at: Self.now.addingTimeInterval(301)),
+                "stale")
+            var badDate = headers
+            badDate[HTTPField.Name(AdminRequestSignature.dateHeader)!] = "yesterday"
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants", method: .post, headers: badDate, body: ByteBuffer(data: bytes)),
+                "bad-date")
+
+            // Accepted once; the same signed request again is a replay.
+            let first = try await client.execute(
+                uri: "/v1/admin/grants", method: .post, headers: headers, body: ByteBuffer(data: bytes))
+            #expect(first.status == .created)
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants", method: .post, headers: headers, body: ByteBuffer(data: bytes)),
+                "replayed")
+
+            #expect(try await store.revokeAdminKey(id: signer.keyId, at: Self.now))
+            try expectRefused(try await Self.send(client, signer, .get, "/v1/admin/users"), "revoked-key")
+
+            // Of all those attempts, only the one accepted request changed anything.
+            let grants = try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10)
+            #expect(grants.map(\.credits) == [5])
+            #expect(try await store.auditEvents(environment: .sandbox, subject: nil, limit: 10).count == 1)
+        }
+    }
+
+    @Test(
+        "bad input is refused with a clear error and changes nothing; Sandbox-only cleanup; device-wallet balance",
+        arguments: ServerEngine.allCases)
+    func inputAndEnvironments(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let setup = try Fixture.Setup(store: store)
+        let signer = try await Self.key(in: store)
+        try await setup.app.test(.router) { client in
+            let user = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let zero = try await Self.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: user.supportId, credits: 0, reason: "x"))
+            #expect(zero.status == .badRequest)
+            let noReason = try await Self.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: user.supportId, credits: 5, reason: "  "))
+            #expect(noReason.status == .badRequest)
+            let nobody = try await Self.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: "_000000000000", credits: 5, reason: "x"))
+            #expect(nobody.status == .notFound)
+            let notAnId = try await Self.send(
+                client, signer, .get, "/v1/admin/users/robert%27%29%3B%20DROP%20TABLE%20users%3B--")
+            #expect(notAnId.status == .badRequest || notAnId.status == .notFound)
+            let bogus = try await Self.send(client, signer, .get, "/v1/admin/users?environment=Bogus")
+            #expect(bogus.status == .badRequest)
+            let malformed = try await Self.send(
+                client, signer, .post, "/v1/admin/grants", body: ["supportId": user.supportId])
+            #expect(malformed.status == .badRequest)
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+
+            // Production sees nothing of Sandbox, and its grants cannot be bulk-deleted.
+            let production = try Self.decode(
+                UserSearchResult.self,
+                try await Self.send(client, signer, .get, "/v1/admin/users?environment=Production"))
+            #expect(production.users.isEmpty)
+            let forbidden = try await Self.send(
+                client, signer, .post, "/v1/admin/grants/delete-all?environment=Production")
+            #expect(forbidden.status == .forbidden)
+
+            // Device wallet: setting the balance writes an admin backup the app accepts.
+            let set = try Self.decode(
+                BalanceChange.self,
+                try await Self.send(
+                    client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
+                    body: BalanceRequest(balance: 750, reason: "Ticket #7")))
+            #expect(set == BalanceChange(supportId: user.supportId, before: 0, after: 750, via: "backup"))
+            let backup = try Fixture.decode(
+                BackupBody.self,
+                try await client.execute(uri: "/v1/me/backup", method: .get, headers: Fixture.bearer(user.token)))
+            #expect(backup.value == 750 && backup.writer == "admin")
+
+            _ = try await Self.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: user.supportId, credits: 5, reason: "test"))
+            let deleted = try Self.decode(
+                DeletedGrants.self, try await Self.send(client, signer, .post, "/v1/admin/grants/delete-all"))
+            #expect(deleted.deleted == 1)
+            let audit = try Self.decode([AuditEvent].self, try await Self.send(client, signer, .get, "/v1/admin/audit"))
+            #expect(audit.map(\.action) == ["grants.delete-all", "grant.create", "balance.set"])
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Testing
+
+/// The contract for support's records: admins, sessions, signing keys, seen signatures, backup history and
+/// the dashboard's figures, on every engine.
+@Suite("Store contract: support and admins")
+struct AdminStoreContractTests {
+    @Test("admins: unique names, password change ends the admin's sessions only", arguments: StoreEngine.allCases)
+    func admins(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let ada = Admin(name: "ada", passwordHash: "$2b$12$first", createdAt: Make.start)
+        let bob = Admin(name: "bob", passwordHash: "$2b$12$bob", createdAt: Make.start)
+        try await store.createAdmin(ada)
+        try await store.createAdmin(bob)
+        await #expect(throws: StoreError.alreadyExists("admin ada")) {
+            try await store.createAdmin(Admin(name: "ada", passwordHash: "x", createdAt: Make.start))
+        }
+        #expect(try await store.admin(name: "ada") == ada)
+        #expect(try await store.admin(name: "nobody") == nil)
+        #expect(try await store.admins().map(\.name) == ["ada", "bob"])
+
+        let expires = Make.start.addingTimeInterval(3_600)
+        let adaSession = AdminSession(
+            tokenHash: "t-ada", adminId: ada.id, adminName: "ada", csrfToken: "c1", environment: .sandbox,
+            createdAt: Make.start, expiresAt: expires)
+        let bobSession = AdminSession(
+            tokenHash: "t-bob", adminId: bob.id, adminName: "bob", csrfToken: "c2", environment: .production,
+            createdAt: Make.start, expiresAt: expires)
+        try await store.createSession(adaSession)
+        try await store.createSession(bobSession)
+        #expect(try await store.session(tokenHash: "t-ada") == adaSession)
+
+        let changed = Make.start.addingTimeInterval(60)
+        #expect(try await store.setAdminPassword(name: "ada", passwordHash: "$2b$12$second", at: changed))
+        #expect(try await !store.setAdminPassword(name: "nobody", passwordHash: "x", at: changed))
+        let after = try #require(try await store.admin(name: "ada"))
+        #expect(after.passwordHash == "$2b$12$second" && after.passwordChangedAt == changed)
+        #expect(try await store.session(tokenHash: "t-ada") == nil)
+        #expect(try await store.session(tokenHash: "t-bob") == bobSession)
+    }
+
+    @Test("sessions switch environment, end, and expire", arguments: StoreEngine.allCases)
+    func sessions(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let ada = Admin(name: "ada", passwordHash: "h", createdAt: Make.start)
+        try await store.createAdmin(ada)
+        func session(_ token: String, expiring offset: TimeInterval) -> AdminSession {
+            AdminSession(
+                tokenHash: token, adminId: ada.id, adminName: "ada", csrfToken: "csrf-\(token)",
+                environment: .sandbox, createdAt: Make.start, expiresAt: Make.start.addingTimeInterval(offset))
+        }
+        try await store.createSession(session("old", expiring: 10))
+        try await store.createSession(session("new", expiring: 1_000))
+        await #expect(throws: StoreError.self) { try await store.createSession(session("new", expiring: 5)) }
+        try await store.setSessionEnvironment(tokenHash: "new", environment: .production)
+        #expect(try await store.session(tokenHash: "new")?.environment == .production)
+        #expect(try await store.deleteSessions(expiredBefore: Make.start.addingTimeInterval(100)) == 1)
+        #expect(try await store.session(tokenHash: "old") == nil)
+        try await store.deleteSession(tokenHash: "new")
+        #expect(try await store.session(tokenHash: "new") == nil)
+    }
+
+    @Test("signing keys: unique ids, listed oldest first, revoked once", arguments: StoreEngine.allCases)
+    func keys(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let first = AdminKey(id: "k1", name: "laptop", publicKeyPEM: "PEM1", createdAt: Make.start)
+        let second = AdminKey(
+            id: "k2", name: "script", publicKeyPEM: "PEM2", createdAt: Make.start.addingTimeInterval(1))
+        try await store.createAdminKey(second)
+        try await store.createAdminKey(first)
+        await #expect(throws: StoreError.alreadyExists("key k1")) { try await store.createAdminKey(first) }
+        #expect(try await store.adminKeys() == [first, second])
+        let revoked = Make.start.addingTimeInterval(30)
+        #expect(try await store.revokeAdminKey(id: "k1", at: revoked))
+        #expect(try await !store.revokeAdminKey(id: "k1", at: revoked))
+        #expect(try await !store.revokeAdminKey(id: "nope", at: revoked))
+        #expect(try await store.adminKey(id: "k1")?.revokedAt == revoked)
+        #expect(try await store.adminKey(id: "k2")?.revokedAt == nil)
+        #expect(try await store.adminKey(id: "nope") == nil)
+    }
+
+    @Test("a signature is accepted once until it is forgotten", arguments: StoreEngine.allCases)
+    func signatures(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let early = Make.start
+        #expect(try await store.recordSignature("sig-a", at: early, forgetBefore: early.addingTimeInterval(-600)))
+        #expect(try await !store.recordSignature("sig-a", at: early, forgetBefore: early.addingTimeInterval(-600)))
+        #expect(try await store.recordSignature("sig-b", at: early, forgetBefore: early.addingTimeInterval(-600)))
+        // Ten minutes on, sig-a is forgotten (its date is outside the window, so it is refused by that).
+        let later = early.addingTimeInterval(601)
+        #expect(try await store.recordSignature("sig-a", at: later, forgetBefore: later.addingTimeInterval(-600)))
+    }
+
+    @Test("backup history keeps every write with the value it replaced, newest first", arguments: StoreEngine.allCases)
+    func backupHistory(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        _ = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 100, precondition: .absent, writer: .device("phone"),
+            at: Make.start)
+        _ = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 1, precondition: .version(7), writer: .device("phone"),
+            at: Make.start)
+        let later = Make.start.addingTimeInterval(60)
+        _ = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 500, precondition: .overwrite, writer: .admin("ada"),
+            at: later)
+        let history = try await store.backupHistory(owner: alice.id, environment: .sandbox, limit: 10)
+        #expect(
+            history == [
+                BackupHistoryItem(
+                    record: BackupRecord(value: 500, lastUpdated: later, version: 2, writer: .admin("ada")),
+                    previousValue: 100),
+                BackupHistoryItem(
+                    record: BackupRecord(value: 100, lastUpdated: Make.start, version: 1, writer: .device("phone")),
+                    previousValue: nil),
+            ])
+        #expect(try await store.backupHistory(owner: alice.id, environment: .sandbox, limit: 1).count == 1)
+        #expect(try await store.backupHistory(owner: alice.id, environment: .production, limit: 10).isEmpty)
+    }
+
+    @Test(
+        "dashboard: users, grants, purchases, refunds, deficits and per-day counts of one environment",
+        arguments: StoreEngine.allCases)
+    func dashboard(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let bob = Make.user("_bbbbbbbbbbb2")
+        let carol = Make.user("_ccccccccccc3", in: .production)
+        for user in [alice, bob, carol] { try await store.createUser(user) }
+        let day = TimeInterval(86_400)
+        // Alice buys on day 0 and day 2; the day-2 purchase is refunded on day 3 after she spent it: deficit.
+        _ = try await store.apply(Make.purchase("t1", for: alice))
+        var second = Make.purchase("t2", for: alice)
+        second.at = Make.start.addingTimeInterval(2 * day + 5)
+        _ = try await store.apply(second)
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .spend(key: "s1", amount: 700),
+                at: Make.start.addingTimeInterval(2 * day + 6)))
+        var refunded = Make.fact("t2", revoked: true)
+        refunded.revocationDate = Make.start.addingTimeInterval(3 * day + 1)
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .revocation(refunded),
+                at: Make.start.addingTimeInterval(3 * day + 2)))
+        _ = try await store.apply(Make.purchase("t3", for: bob))
+        _ = try await store.apply(Make.purchase("p1", for: carol))
+        try await store.createGrant(
+            Grant(
+                environment: .sandbox, recipient: bob.id, credits: 10, reason: "r", createdBy: "ada",
+                createdAt: Make.start))
+        let claimed = Grant(
+            environment: .sandbox, recipient: bob.id, credits: 20, reason: "r", createdBy: "ada", createdAt: Make.start)
+        try await store.createGrant(claimed)
+        _ = try await store.claimGrant(
+            id: claimed.id, recipient: bob.id, environment: .sandbox, crediting: .collect, at: Make.start)
+
+        let now = Make.start.addingTimeInterval(3 * day + 100)
+        let figures = try await store.dashboard(environment: .sandbox, days: 30, now: now)
+        #expect(figures.users == 2)
+        #expect(figures.pendingGrants == 1 && figures.claimedGrants == 1)
+        #expect(figures.purchases == 3)
+        #expect(figures.refunds == 1)
+        #expect(figures.usersInDeficit == 1)
+        #expect(figures.outstandingDeficit == 300)
+        #expect(figures.days.count == 30)
+        #expect(figures.days.last?.day == Make.start.addingTimeInterval(3 * day))
+        let counts = figures.days.suffix(4).map { [$0.purchases, $0.refunds] }
+        #expect(counts == [[2, 0], [0, 0], [1, 0], [0, 1]])
+
+        let production = try await store.dashboard(environment: .production, days: 7, now: now)
+        #expect(production.users == 1 && production.purchases == 1 && production.refunds == 0)
+        #expect(production.days.map(\.purchases).reduce(0, +) == 1)
+    }
+
+    @Test("deleting grants removes one environment's grants and keeps the ledger", arguments: StoreEngine.allCases)
+    func deleteGrants(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let carol = Make.user("_ccccccccccc3", in: .production)
+        for user in [alice, carol] { try await store.createUser(user) }
+        let claimed = Grant(
+            environment: .sandbox, recipient: alice.id, credits: 5, reason: "r", createdBy: "a", createdAt: Make.start)
+        try await store.createGrant(claimed)
+        _ = try await store.claimGrant(
+            id: claimed.id, recipient: alice.id, environment: .sandbox, crediting: .collect, at: Make.start)
+        try await store.createGrant(
+            Grant(
+                environment: .sandbox, recipient: alice.id, credits: 6, reason: "r", createdBy: "a",
+                createdAt: Make.start))
+        try await store.createGrant(
+            Grant(
+                environment: .production, recipient: carol.id, credits: 7, reason: "r", createdBy: "a",
+                createdAt: Make.start))
+        #expect(try await store.deleteGrants(environment: .sandbox) == 2)
+        #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+        #expect(try await store.grants(environment: .production, recipient: nil, status: nil, limit: 10).count == 1)
+        #expect(try await store.wallet(owner: alice.id, environment: .sandbox).balance == 5)
+    }
+}
