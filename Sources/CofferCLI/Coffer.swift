@@ -12,7 +12,8 @@ public struct Coffer: AsyncParsableCommand {
             """,
         subcommands: [
             CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
-            AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self, KeysCommand.self, GrantCommand.self,
+            AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self, AdminCommand.self, KeysCommand.self,
+            GrantCommand.self,
             UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self,
         ]
     )

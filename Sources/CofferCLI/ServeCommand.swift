@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
@@ -133,12 +134,29 @@ struct ServeCommand: AsyncParsableCommand {
             configuration: server,
             dependencies: try ServerDependencies(
                 store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI, logger: logger))
+        let firstLogin: String?
+        do {
+            firstLogin = try await AdminAccounts.createFirstAdmin(
+                store: store, hasher: PasswordHasher(), now: Date())
+        } catch {
+            FileHandle.standardError.write(Data("Error: cannot create the first admin: \(error)\n".utf8))
+            throw ExitCode(2)
+        }
         let banner =
             "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
             + "on http://\(server.host):\(server.port), \(location)"
             + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
         // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it.
         FileHandle.standardOutput.write(Data((banner + "\n").utf8))
+        let panelHost = server.host == "0.0.0.0" || server.host == "::" ? "127.0.0.1" : server.host
+        var panel = "Admin panel: http://\(panelHost):\(server.port)/admin"
+        panel += server.panel.allowRemote ? " (open to other machines)" : " (this machine only)"
+        if let firstLogin {
+            panel +=
+                "\nFirst run: sign in as \(AdminAccounts.firstAdminName) with password \(firstLogin)"
+                + "\n(shown once; change it with `coffer admin reset-password --name \(AdminAccounts.firstAdminName)`)"
+        }
+        FileHandle.standardOutput.write(Data((panel + "\n").utf8))
         do {
             try await app.runService()
         } catch {

@@ -67,6 +67,14 @@ struct ServeSettings: Sendable {
         .init(
             key: "consumption.refund.preference",
             help: "undeclared, grant, decline or none, sent with each answer. Default undeclared."),
+        .init(
+            key: "panel.remote",
+            help:
+                "true to answer the admin panel from other machines (put it behind TLS). Default false: loopback only."),
+        .init(
+            key: "panel.secure.cookies",
+            help: "true to mark panel session cookies Secure with the __Host- prefix (behind TLS). Default false."),
+        .init(key: "panel.session.hours", help: "Hours a panel session lasts. Default 8."),
         .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
     ]
 
@@ -174,12 +182,17 @@ struct ServeSettings: Sendable {
         server.recoveryInterval = try number("recovery.interval", default: server.recoveryInterval, in: 0...86_400)
         server.recoveryLookbackDays = try number(
             "recovery.lookback.days", default: server.recoveryLookbackDays, in: 1...180)
-        if let raw = text("consumption.answer") {
-            guard let answer = Bool(raw.lowercased()) else {
-                throw SettingsError(key: "consumption.answer", value: raw, expected: "true or false")
+        func flag(_ key: String, default value: Bool) throws(SettingsError) -> Bool {
+            guard let raw = text(key) else { return value }
+            guard let parsed = Bool(raw.lowercased()) else {
+                throw SettingsError(key: key, value: raw, expected: "true or false")
             }
-            server.consumption.answer = answer
+            return parsed
         }
+        server.consumption.answer = try flag("consumption.answer", default: false)
+        server.panel.allowRemote = try flag("panel.remote", default: false)
+        server.panel.secureCookies = try flag("panel.secure.cookies", default: false)
+        server.panel.sessionHours = try number("panel.session.hours", default: 8, in: 1...720)
         server.consumption.refundPreference = try choice(
             "consumption.refund.preference", default: .undeclared, ConsumptionConfiguration.RefundPreference.self,
             names: "undeclared, grant, decline or none")

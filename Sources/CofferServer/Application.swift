@@ -48,6 +48,8 @@ public struct ServerConfiguration: Sendable {
     public var recoveryInterval = 600
     /// How many days of Notification History the first recovery run reads (Apple keeps 180).
     public var recoveryLookbackDays = 7
+    /// How the admin panel is offered.
+    public var panel = PanelConfiguration()
 
     /// Creates a configuration for an app.
     public init(bundleId: String) { self.bundleId = bundleId }
@@ -72,14 +74,20 @@ public struct ServerDependencies: Sendable {
     public var logger: Logger
     /// The clock.
     public var now: @Sendable () -> Date
+    /// Hashes and checks admin passwords.
+    public var passwordHasher: PasswordHasher
+    /// Renders the admin panel.
+    public var panelRenderer: PanelRenderer
 
     /// Creates the dependencies.
     public init(
         store: any CofferStore, verifier: SignedDataVerifier, catalog: Catalog,
         appStoreAPI: AppStoreServerAPIClient? = nil, receiptReader: AppReceiptReader? = nil,
         metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
-        now: @escaping @Sendable () -> Date = Date.init
+        now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher()
     ) throws {
+        self.passwordHasher = passwordHasher
+        self.panelRenderer = try PanelRenderer()
         self.store = store
         self.verifier = verifier
         self.catalog = catalog
@@ -140,8 +148,12 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
         return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
     }
-    AdminAPI(api: api, service: adminService(configuration: configuration, dependencies: dependencies))
-        .addRoutes(to: router)
+    let service = adminService(configuration: configuration, dependencies: dependencies)
+    AdminAPI(api: api, service: service).addRoutes(to: router)
+    AdminPanel(
+        api: api, service: service, renderer: dependencies.panelRenderer, hasher: dependencies.passwordHasher,
+        throttle: LoginThrottle(), configuration: configuration.panel
+    ).addRoutes(to: router)
     OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
     return (router, intake)
 }
@@ -176,10 +188,15 @@ public struct CofferRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The admin acting, once a signed request or a panel session is checked.
     public var admin: String?
+    /// The panel session, once checked.
+    public var adminSession: AdminSession?
+    /// The client's address.
+    public let remoteAddress: SocketAddress?
 
     /// Creates a context for a request.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
     }
 }
 

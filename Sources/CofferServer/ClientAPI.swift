@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferStore
@@ -166,9 +167,7 @@ struct ClientAPI: Sendable {
     }
 
     /// Tokens are stored as their SHA-256: 256 random bits need no slow hash.
-    static func hash(_ token: String) -> String {
-        Hex.encode(SHA256.hash(data: Data(token.utf8)))
-    }
+    static func hash(_ token: String) -> String { Secrets.hash(token) }
 
     func decode<T: Decodable>(_ request: Request, limit: Int? = nil) async throws -> T {
         let limit = limit ?? configuration.maximumBodySize

@@ -98,4 +98,43 @@ struct SupportCommandTests {
         let keysAfter = try CofferProcess.run(["keys", "list"], in: folder)
         #expect(keysAfter.stdout.contains("revoked"))
     }
+
+    @Test("the first run prints a one-time admin login; coffer admin create, reset-password and list")
+    func admins() async throws {
+        let folder = try serve.temporaryFolder()
+        func firstLines(_ port: UInt16) async throws -> String {
+            let pipe = Pipe()
+            let server = try serve.start(
+                ["serve", "--bundle-id", "com.example.app", "--port", String(port)], in: folder, output: pipe)
+            var text = ""
+            for _ in 0..<100 where !text.contains("Admin panel") {
+                try await Task.sleep(for: .milliseconds(100))
+                text += String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
+            }
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+            return text
+        }
+        let first = try await firstLines(try LocalPort.free())
+        #expect(first.contains("Admin panel: http://127.0.0.1:"), Comment(rawValue: first))
+        #expect(first.contains("(this machine only)"))
+        let password = try #require(first.firstMatch(of: /sign in as admin with password (\S+)/)).1
+        #expect(password.count == 20)
+        let again = try await firstLines(try LocalPort.free())
+        #expect(again.contains("Admin panel") && !again.contains("password"), Comment(rawValue: again))
+
+        let created = try CofferProcess.run(["admin", "create", "--name", "bob"], in: folder)
+        #expect(created.status == 0 && created.stdout.contains("Created admin bob with password "))
+        let twice = try CofferProcess.run(["admin", "create", "--name", "bob"], in: folder)
+        #expect(twice.status != 0 && twice.stderr.contains("exists"))
+        let badName = try CofferProcess.run(["admin", "create", "--name", "bob smith"], in: folder)
+        #expect(badName.status != 0)
+        let reset = try CofferProcess.run(["admin", "reset-password", "--name", "bob"], in: folder)
+        #expect(reset.status == 0 && reset.stdout.contains("New password for bob: "))
+        let nobody = try CofferProcess.run(["admin", "reset-password", "--name", "carol"], in: folder)
+        #expect(nobody.status != 0 && nobody.stderr.contains("no admin named carol"))
+        let list = try CofferProcess.run(["admin", "list"], in: folder)
+        #expect(list.stdout.contains("admin") && list.stdout.contains("bob"))
+        #expect(!list.stdout.contains("$2"))
+    }
 }

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
@@ -22,7 +23,10 @@ struct ClientAPITests {
         let app: any ApplicationProtocol
         let cofferStore: any CofferStore
 
-        init(store cofferStore: any CofferStore = InMemoryStore(), wallet: WalletMode = .device) throws {
+        init(
+            store cofferStore: any CofferStore = InMemoryStore(), wallet: WalletMode = .device,
+            panel: PanelConfiguration = PanelConfiguration()
+        ) throws {
             let pki = try SimulatorPKI(
                 validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
             let catalog = try Catalog(products: [
@@ -37,10 +41,12 @@ struct ClientAPITests {
             self.cofferStore = cofferStore
             var configuration = ServerConfiguration(bundleId: bundleId)
             configuration.wallet = wallet
+            configuration.panel = panel
             app = buildApplication(
                 configuration: configuration,
                 dependencies: try ServerDependencies(
-                    store: cofferStore, verifier: verifier, catalog: catalog, now: { start.addingTimeInterval(3_600) }))
+                    store: cofferStore, verifier: verifier, catalog: catalog, now: { start.addingTimeInterval(3_600) },
+                    passwordHasher: PasswordHasher(cost: 4)))
         }
     }
 

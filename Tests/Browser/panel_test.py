@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""The admin panel in a real browser: headless Chromium driven by Selenium against a running `coffer serve`.
+
+Run by scripts/test after the Swift suites:
+
+    python Tests/Browser/panel_test.py --coffer .build/debug/coffer --screenshots .build/panel-screenshots
+
+It starts the App Store simulator and a Coffer server on free loopback ports in a temporary folder, makes a
+customer with purchases and a refund, then does what support does: sign in, find the customer by Support ID,
+grant credits, see the grant pending, claim it through the client API as the app would, see it claimed, set
+the balance, read the audit log, switch to Production and back. It also checks the refusals: a form without
+its CSRF token, pages without a session, and admin API requests that are unsigned, wrongly signed, stale or
+replayed (signed here with Python's `cryptography`, independently of Coffer's Swift signer). Every page is
+saved as a screenshot, at laptop and phone widths.
+"""
+import argparse
+import base64
+import datetime
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+CHECKS = []
+
+
+def check(condition, what):
+    """Records and asserts one expectation, naming it on failure."""
+    CHECKS.append(what)
+    if not condition:
+        raise AssertionError(what)
+    print(f"  ok: {what}")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, body=None, headers=None, raw=None):
+    """One request; returns (status, parsed JSON or text)."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if body is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            status, text = response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read().decode()
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def signed_headers(key, key_id, path, body=b"", date=None):
+    """CloudKit-style headers: ECDSA P-256 over `date:base64(sha256(body)):path`."""
+    date = date or datetime.datetime.now(datetime.timezone.utc)
+    stamp = date.strftime("%Y-%m-%dT%H:%M:%SZ")
+    digest = base64.b64encode(hashlib.sha256(body).digest()).decode()
+    signature = key.sign(f"{stamp}:{digest}:{path}".encode(), ec.ECDSA(hashes.SHA256()))
+    return {"X-Coffer-Request-KeyID": key_id, "X-Coffer-Request-ISO8601Date": stamp,
+            "X-Coffer-Request-SignatureV1": base64.b64encode(signature).decode()}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--coffer", required=True)
+    parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--catalog", default="Examples/catalog.json")
+    arguments = parser.parse_args()
+    coffer = os.path.abspath(arguments.coffer)
+    shots = os.path.abspath(arguments.screenshots)
+    os.makedirs(shots, exist_ok=True)
+    folder = tempfile.mkdtemp(prefix="coffer-browser-")
+    shutil.copy(arguments.catalog, os.path.join(folder, "catalog.json"))
+    processes = []
+
+    def run(*args):
+        result = subprocess.run([coffer, *args], cwd=folder, capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            raise AssertionError(f"coffer {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    try:
+        sim_port, port = free_port(), free_port()
+        base = f"http://127.0.0.1:{port}"
+        run("appstore-sim", "init", "sim")
+        processes.append(subprocess.Popen(
+            [coffer, "appstore-sim", "serve", "--folder", "sim", "--catalog", "catalog.json", "--bundle-id",
+             "com.example.app", "--port", str(sim_port), "--notify", f"{base}/v1/apple/notifications"],
+            cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        log = open(os.path.join(folder, "serve.log"), "w+")
+        processes.append(subprocess.Popen(
+            [coffer, "serve", "--bundle-id", "com.example.app", "--apple-root", "sim/root.der", "--port", str(port),
+             "--wallet", "server"], cwd=folder, stdout=log, stderr=subprocess.STDOUT))
+        password = None
+        for _ in range(200):
+            log.seek(0)
+            found = re.search(r"sign in as admin with password (\S+)", log.read())
+            if found:
+                password = found.group(1)
+                break
+            time.sleep(0.1)
+        check(password is not None, "the first run of coffer serve prints a one-time admin login")
+        for _ in range(100):
+            try:
+                if http("GET", base + "/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.1)
+
+        # A customer who bought credits three times, one of them refunded.
+        status, customer = http("POST", base + "/v1/users")
+        check(status == 201, "a user is created through the client API")
+        support_id, token = customer["supportId"], customer["token"]
+        bearer = {"Authorization": f"Bearer {token}"}
+        simulator = ["--server", f"http://127.0.0.1:{sim_port}"]
+        transactions = []
+        for _ in range(3):
+            bought = json.loads(run("appstore-sim", "purchase", "--account", "alice", "--product",
+                                    "com.example.credits.400k", "--app-account-token", customer["appAccountToken"],
+                                    "--json", *simulator))
+            transactions += bought["transactionIds"]
+        for transaction in transactions:
+            signed = run("appstore-sim", "signed", transaction, *simulator).strip()
+            status, _ = http("POST", base + "/v1/transactions", {"signedTransaction": signed}, bearer)
+            check(status == 200, f"purchase {transaction} delivered")
+        run("appstore-sim", "refund", transactions[-1], *simulator)
+        for _ in range(100):
+            if http("GET", base + "/v1/me", headers=bearer)[1]["balance"] == 800_000:
+                break
+            time.sleep(0.1)
+        check(http("GET", base + "/v1/me", headers=bearer)[1]["balance"] == 800_000,
+              "the refund notification took one purchase back")
+        http("PUT", base + "/v1/me/backup", {"value": 800_000, "device": "iPhone"}, bearer)
+
+        options = webdriver.ChromeOptions()
+        for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"]:
+            options.add_argument(flag)
+        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"),
+                                  options=options)
+        driver.implicitly_wait(3)
+
+        def shot(name):
+            driver.save_screenshot(os.path.join(shots, f"{name}.png"))
+
+        try:
+            driver.get(base + "/admin")
+            check(driver.current_url.endswith("/admin/login"), "a page without a session redirects to sign-in")
+            check("only on this machine" in driver.find_element(By.ID, "binding").text,
+                  "the sign-in page says the panel answers on this machine only")
+            shot("login")
+            driver.find_element(By.ID, "name").send_keys("admin")
+            driver.find_element(By.ID, "password").send_keys("not the password")
+            driver.find_element(By.ID, "sign-in").click()
+            check("Wrong name or password" in driver.find_element(By.ID, "error").text,
+                  "a wrong password is refused")
+            driver.find_element(By.ID, "password").send_keys(password)
+            driver.find_element(By.ID, "sign-in").click()
+            check(driver.current_url == base + "/admin", "signing in opens the dashboard")
+            check(driver.find_element(By.ID, "environment").text == "Sandbox", "the dashboard says Sandbox")
+            check(driver.find_element(By.ID, "purchases-count").text == "3", "the dashboard counts 3 purchases")
+            check(driver.find_element(By.ID, "refunds-count").text == "1", "the dashboard counts 1 refund")
+            check(len(driver.find_elements(By.CSS_SELECTOR, "#chart rect")) >= 2,
+                  "the chart draws today's purchases and refunds")
+            shot("dashboard")
+
+            # Find the customer by a Support ID prefix, typed in capitals without the underscore.
+            driver.find_element(By.LINK_TEXT, "Users").click()
+            driver.find_element(By.ID, "search").send_keys(support_id[1:6].upper())
+            driver.find_element(By.ID, "search-button").click()
+            rows = driver.find_elements(By.CSS_SELECTOR, "#users tbody tr")
+            check(len(rows) == 1 and support_id in rows[0].text, "the customer is found by Support ID prefix")
+            shot("users")
+            driver.find_element(By.LINK_TEXT, support_id).click()
+            check(driver.find_element(By.ID, "support-id").text == support_id, "the user page opens")
+            check(driver.find_element(By.ID, "balance").text == "800000", "the user page shows the balance")
+            timeline = driver.find_element(By.ID, "timeline").text
+            check("purchase" in timeline and "refund" in timeline and "backup" in timeline,
+                  "the timeline shows purchases, the refund and the backup")
+
+            # Grant credits with a reason; it is pending until the app claims it.
+            driver.find_element(By.ID, "grant-credits").send_keys("400000")
+            driver.find_element(By.ID, "grant-reason").send_keys("Ticket #42")
+            driver.find_element(By.ID, "grant-button").click()
+            check("Grant created" in driver.find_element(By.ID, "notice").text, "the grant is created")
+            check("granted 400000 credits: Ticket #42" in driver.find_element(By.ID, "timeline").text,
+                  "the timeline shows the grant with its reason")
+            driver.set_window_size(1280, 1300)
+            shot("user")
+            driver.set_window_size(1280, 900)
+            driver.find_element(By.LINK_TEXT, "Grants").click()
+            driver.find_element(By.ID, "tab-pending").click()
+            check(support_id in driver.find_element(By.ID, "grants").text and "pending" in
+                  driver.find_element(By.ID, "grants").text, "the grant is listed as pending")
+            shot("grants")
+
+            # The app picks it up on its next refresh, through the client API.
+            status, pending = http("GET", base + "/v1/me/grants?status=pending", headers=bearer)
+            check(status == 200 and len(pending["grants"]) == 1, "the app sees the pending grant")
+            status, claimed = http("POST", base + f"/v1/me/grants/{pending['grants'][0]['id']}/claim",
+                                   headers=bearer)
+            check(status == 200 and claimed["balance"] == 1_200_000, "the app claims it: 400000 credits more")
+            driver.find_element(By.ID, "tab-claimed").click()
+            check(support_id in driver.find_element(By.ID, "grants").text and "claimed" in
+                  driver.find_element(By.ID, "grants").text, "the grant is listed as claimed")
+
+            # Set the balance as an admin override.
+            driver.get(base + f"/admin/users/{support_id}")
+            driver.find_element(By.ID, "balance-value").send_keys("5000")
+            driver.find_element(By.ID, "balance-reason").send_keys("Ticket #43")
+            driver.find_element(By.ID, "balance-button").click()
+            check(driver.find_element(By.ID, "balance").text == "5000", "the balance is set")
+            check(http("GET", base + "/v1/me", headers=bearer)[1]["balance"] == 5000, "the app sees the new balance")
+
+            driver.find_element(By.LINK_TEXT, "Audit log").click()
+            audit = driver.find_element(By.ID, "audit").text
+            check("grant.create" in audit and "balance.set" in audit and "admin" in audit,
+                  "the audit log records both actions and who did them")
+            check('"balance":1200000' in audit and '"balance":5000' in audit,
+                  "the audit log keeps the balance before and after")
+            shot("audit")
+
+            # Production is a confirmed switch; no page mixes the two.
+            driver.find_element(By.ID, "switch-production").click()
+            check("Switch to Production?" in driver.page_source, "switching to Production asks for confirmation")
+            shot("switch-production")
+            driver.find_element(By.ID, "confirm").click()
+            check(driver.find_element(By.ID, "environment").text == "Production", "the panel is in Production")
+            driver.find_element(By.LINK_TEXT, "Users").click()
+            check(support_id not in driver.page_source, "Production's users page shows no Sandbox user")
+            driver.get(base + "/admin/grants")
+            check(len(driver.find_elements(By.ID, "delete-all")) == 0, "Production offers no delete-all")
+            shot("production-grants")
+            driver.find_element(By.ID, "switch-sandbox").click()
+            check(driver.find_element(By.ID, "environment").text == "Sandbox", "back in Sandbox")
+
+            # A form post without its CSRF token is refused and changes nothing.
+            cookie = driver.get_cookie("coffer-session")
+            session = {"Cookie": f"coffer-session={cookie['value']}",
+                       "Content-Type": "application/x-www-form-urlencoded"}
+            form = f"supportId={support_id}&credits=999&reason=forged".encode()
+            status, _ = http("POST", base + "/admin/grants", headers=session, raw=form)
+            check(status == 403, "a form post without its CSRF token is refused (403)")
+            status, _ = http("POST", base + "/admin/grants", headers=session, raw=form + b"&csrf=guess")
+            check(status == 403, "a form post with a wrong CSRF token is refused (403)")
+            driver.get(base + "/admin/grants")
+            check("forged" not in driver.page_source, "the refused posts created nothing")
+
+            # Phone width: the same pages stay readable.
+            driver.set_window_size(390, 844)
+            driver.get(base + "/admin")
+            shot("dashboard-phone")
+            driver.get(base + f"/admin/users/{support_id}")
+            shot("user-phone")
+            driver.set_window_size(1280, 900)
+
+            driver.find_element(By.ID, "sign-out").click()
+            check(driver.current_url.endswith("/admin/login"), "signing out returns to sign-in")
+            driver.get(base + "/admin/grants")
+            check(driver.current_url.endswith("/admin/login"), "after signing out pages redirect to sign-in")
+        finally:
+            driver.quit()
+
+        # The admin API refuses unsigned, wrongly signed, stale and replayed requests.
+        run("keys", "create", "--name", "browser test", "--out", "key.pem")
+        key_id = json.loads(run("keys", "list", "--json"))[0]["id"]
+        with open(os.path.join(folder, "key.pem"), "rb") as file:
+            key = serialization.load_pem_private_key(file.read(), password=None)
+        path = "/v1/admin/users?search=" + support_id
+        status, answer = http("GET", base + path)
+        check(status == 401 and answer["error"]["code"] == "unsigned", "an unsigned admin request is refused")
+        headers = signed_headers(ec.generate_private_key(ec.SECP256R1()), key_id, path)
+        status, answer = http("GET", base + path, headers=headers)
+        check(status == 401 and answer["error"]["code"] == "bad-signature", "a wrongly signed request is refused")
+        stale = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=6)
+        status, answer = http("GET", base + path, headers=signed_headers(key, key_id, path, date=stale))
+        check(status == 401 and answer["error"]["code"] == "stale", "a request dated 6 minutes ago is refused")
+        headers = signed_headers(key, key_id, path)
+        status, answer = http("GET", base + path, headers=headers)
+        check(status == 200 and [u["supportId"] for u in answer["users"]] == [support_id],
+              "a request signed with Python's cryptography is accepted")
+        status, answer = http("GET", base + path, headers=headers)
+        check(status == 401 and answer["error"]["code"] == "replayed", "the same signed request again is refused")
+        body = json.dumps({"supportId": support_id, "credits": 5, "reason": "API"}).encode()
+        headers = signed_headers(key, key_id, "/v1/admin/grants", body)
+        status, answer = http("POST", base + "/v1/admin/grants", headers={**headers, "Content-Type":
+                                                                          "application/json"}, raw=body)
+        check(status == 201 and answer["status"] == "pending", "a signed grant is created")
+    finally:
+        for process in processes:
+            process.send_signal(signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"panel browser test: {len(CHECKS)} checks passed; screenshots in {shots}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except AssertionError as failure:
+        print(f"FAILED: {failure}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,281 @@
+import CofferAPI
+import CofferAdmin
+import CofferCore
+import CofferServer
+import CofferStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+
+/// The admin panel over HTTP: sign-in, sessions, CSRF, throttling, environments. (The browser run in
+/// Tests/Browser drives the same pages in Chromium.)
+@Suite("Admin panel", .timeLimit(.minutes(1)))
+struct PanelTests {
+    typealias Fixture = ClientAPITests
+    static let password = "correct horse battery"
+
+    /// A browser's cookie jar, just enough for the panel.
+    struct Browser {
+        var cookies: [String: String] = [:]
+
+        var header: HTTPFields {
+            cookies.isEmpty ? [:] : [.cookie: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")]
+        }
+
+        mutating func keep(_ response: TestResponse) {
+            for line in response.headers[values: .setCookie] {
+                let pair = line.split(separator: ";")[0].split(separator: "=", maxSplits: 1)
+                let value = pair.count > 1 ? String(pair[1]) : ""
+                cookies[String(pair[0])] = value.isEmpty ? nil : value
+            }
+        }
+
+        mutating func get(_ client: some TestClientProtocol, _ uri: String) async throws -> TestResponse {
+            let response = try await client.execute(uri: uri, method: .get, headers: header)
+            keep(response)
+            return response
+        }
+
+        mutating func post(_ client: some TestClientProtocol, _ uri: String, _ fields: [(String, String)]) async throws
+            -> TestResponse
+        {
+            var headers = header
+            headers[.contentType] = "application/x-www-form-urlencoded"
+            let body = fields.map { "\($0.0)=\(Self.escape($0.1))" }.joined(separator: "&")
+            let response = try await client.execute(
+                uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
+            keep(response)
+            return response
+        }
+
+        static func escape(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? text
+        }
+
+        /// The value of a hidden `csrf` field on a page.
+        static func csrf(_ response: TestResponse) throws -> String {
+            let page = String(buffer: response.body)
+            let match = try #require(page.firstMatch(of: /name="csrf" value="([^"]+)"/))
+            return String(match.1)
+        }
+
+        /// Signs in and returns the session's CSRF token.
+        mutating func signIn(_ client: some TestClientProtocol, password: String = PanelTests.password) async throws
+            -> TestResponse
+        {
+            let form = try await get(client, "/admin/login")
+            return try await post(
+                client, "/admin/login", [("csrf", try Self.csrf(form)), ("name", "ada"), ("password", password)])
+        }
+    }
+
+    static func admin(in store: any CofferStore) async throws {
+        try await store.createAdmin(
+            Admin(
+                name: "ada", passwordHash: await PasswordHasher(cost: 4).hash(password),
+                createdAt: AdminAPITests.now))
+    }
+
+    @Test(
+        "sign-in: no session redirects; the form needs its token; wrong passwords refused; HttpOnly SameSite=Strict; sign-out",
+        arguments: ServerEngine.allCases)
+    func signIn(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.admin(in: store)
+        let setup = try Fixture.Setup(store: store)
+        try await setup.app.test(.router) { client in
+            var browser = Browser()
+            for page in ["/admin", "/admin/users", "/admin/grants", "/admin/audit"] {
+                let response = try await browser.get(client, page)
+                #expect(response.status == .seeOther && response.headers[.location] == "/admin/login")
+            }
+            let login = try await browser.get(client, "/admin/login")
+            #expect(String(buffer: login.body).contains("answers only on this machine"))
+            let noToken = try await client.execute(
+                uri: "/admin/login", method: .post, headers: [.contentType: "application/x-www-form-urlencoded"],
+                body: ByteBuffer(string: "name=ada&password=\(Browser.escape(Self.password))"))
+            #expect(noToken.status == .forbidden)
+            let wrong = try await browser.signIn(client, password: "wrong password!")
+            #expect(wrong.status == .unauthorized)
+            #expect(String(buffer: wrong.body).contains("Wrong name or password"))
+            #expect(browser.cookies["coffer-session"] == nil)
+
+            let right = try await browser.signIn(client)
+            #expect(right.status == .seeOther && right.headers[.location] == "/admin")
+            let cookie = try #require(right.headers[values: .setCookie].first { $0.hasPrefix("coffer-session=") })
+            #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/admin"))
+            #expect(!cookie.contains("Secure"))
+            let dashboard = try await browser.get(client, "/admin")
+            #expect(dashboard.status == .ok)
+            #expect(String(buffer: dashboard.body).contains(#"id="environment">Sandbox<"#))
+            #expect(dashboard.headers[.contentSecurityPolicy]?.contains("default-src 'none'") == true)
+
+            let csrf = try Browser.csrf(dashboard)
+            let out = try await browser.post(client, "/admin/logout", [("csrf", csrf)])
+            #expect(out.headers[.location] == "/admin/login")
+            #expect(try await browser.get(client, "/admin").status == .seeOther)
+        }
+    }
+
+    @Test(
+        "every form needs the session's CSRF token: without it nothing changes; with it the grant and its audit land",
+        arguments: ServerEngine.allCases)
+    func csrf(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let grant = [("supportId", user.supportId), ("credits", "400000"), ("reason", "Ticket #42")]
+            #expect(try await browser.post(client, "/admin/grants", grant).status == .forbidden)
+            #expect(try await browser.post(client, "/admin/grants", grant + [("csrf", "guess")]).status == .forbidden)
+            let forged = try await browser.post(
+                client, "/admin/users/\(user.supportId)/balance",
+                [("balance", "1"), ("reason", "x"), ("csrf", "")])
+            #expect(forged.status == .forbidden)
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+            #expect(
+                try await store.backup(owner: try #require(await storeUser(store, user)).id, environment: .sandbox)
+                    == nil)
+
+            let csrf = try Browser.csrf(try await browser.get(client, "/admin/grants"))
+            let created = try await browser.post(client, "/admin/grants", grant + [("csrf", csrf)])
+            #expect(created.status == .seeOther)
+            let grants = try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10)
+            #expect(grants.map(\.credits) == [400_000] && grants.first?.createdBy == "ada")
+            let audit = try await store.auditEvents(environment: .sandbox, subject: nil, limit: 10)
+            #expect(audit.map(\.action) == ["grant.create"] && audit.first?.actor == "ada")
+
+            // Bad input comes back to the form with a reason and changes nothing.
+            let bad = try await browser.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "lots"), ("reason", "x"),
+                    ("csrf", csrf),
+                ])
+            #expect(bad.status == .badRequest && String(buffer: bad.body).contains("whole number"))
+            let script = try await browser.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", "<script>alert(1)</script>"), ("credits", "5"),
+                    ("reason", "x"), ("csrf", csrf),
+                ])
+            #expect(script.status == .badRequest)
+            #expect(!String(buffer: script.body).contains("<script>"))
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).count == 1)
+        }
+    }
+
+    /// Runs `body` with an admin signed in and one customer, on a server over `store`.
+    static func signedIn(
+        _ store: any CofferStore,
+        _ body: @Sendable (any TestClientProtocol, CreateUserResponse, inout Browser) async throws -> Void
+    ) async throws {
+        try await admin(in: store)
+        let setup = try Fixture.Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let user = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            var browser = Browser()
+            _ = try await browser.signIn(client)
+            try await body(client, user, &browser)
+        }
+    }
+
+    func storeUser(_ store: any CofferStore, _ user: CreateUserResponse) async throws -> User? {
+        try await store.user(supportId: try #require(SupportID(user.supportId)), environment: .sandbox)
+    }
+
+    @Test("sign-ins are throttled per account: after 5 failures even the right password waits")
+    func throttle() async throws {
+        let store = InMemoryStore()
+        try await Self.admin(in: store)
+        let setup = try Fixture.Setup(store: store)
+        try await setup.app.test(.router) { client in
+            var browser = Browser()
+            for _ in 0..<5 {
+                #expect(try await browser.signIn(client, password: "guess guess guess").status == .unauthorized)
+            }
+            let waiting = try await browser.signIn(client)
+            #expect(waiting.status == .tooManyRequests)
+            #expect(String(buffer: waiting.body).contains("Too many failed sign-ins"))
+            #expect(browser.cookies["coffer-session"] == nil)
+        }
+    }
+
+    @Test("an expired session is sent to sign-in and removed")
+    func expiry() async throws {
+        let store = InMemoryStore()
+        try await Self.admin(in: store)
+        let admin = try #require(try await store.admin(name: "ada"))
+        let token = Secrets.random()
+        try await store.createSession(
+            AdminSession(
+                tokenHash: Secrets.hash(token), adminId: admin.id, adminName: "ada", csrfToken: "c",
+                environment: .sandbox, createdAt: Fixture.start, expiresAt: AdminAPITests.now.addingTimeInterval(-1)))
+        let setup = try Fixture.Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let response = try await client.execute(
+                uri: "/admin", method: .get, headers: [.cookie: "coffer-session=\(token)"])
+            #expect(response.status == .seeOther && response.headers[.location] == "/admin/login")
+        }
+        #expect(try await store.session(tokenHash: Secrets.hash(token)) == nil)
+    }
+
+    @Test(
+        "environments: Production needs a confirmation, shows no Sandbox data, and never bulk-deletes grants",
+        arguments: ServerEngine.allCases)
+    func environments(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let csrf = try Browser.csrf(try await browser.get(client, "/admin"))
+            _ = try await browser.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "5"), ("reason", "test"),
+                    ("csrf", csrf),
+                ])
+            // Without the confirmation the switch only leads to the confirmation page.
+            let unconfirmed = try await browser.post(
+                client, "/admin/environment", [("environment", "Production"), ("csrf", csrf)])
+            #expect(unconfirmed.headers[.location] == "/admin/environment?to=Production")
+            let confirm = try await browser.get(client, "/admin/environment?to=Production")
+            #expect(String(buffer: confirm.body).contains("Switch to Production?"))
+            _ = try await browser.post(
+                client, "/admin/environment", [("environment", "Production"), ("confirm", "yes"), ("csrf", csrf)])
+            let users = try await browser.get(client, "/admin/users")
+            #expect(String(buffer: users.body).contains(#"id="environment">Production<"#))
+            #expect(!String(buffer: users.body).contains(user.supportId))
+            #expect(!String(buffer: try await browser.get(client, "/admin/grants").body).contains("delete-all"))
+            let refused = try await browser.post(
+                client, "/admin/grants/delete-all", [("confirm", "yes"), ("csrf", csrf)])
+            #expect(refused.status == .forbidden)
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).count == 1)
+
+            _ = try await browser.post(client, "/admin/environment", [("environment", "Sandbox"), ("csrf", csrf)])
+            let confirmDelete = try await browser.get(client, "/admin/grants/delete-all")
+            #expect(String(buffer: confirmDelete.body).contains("Delete every Sandbox grant?"))
+            let deleted = try await browser.post(
+                client, "/admin/grants/delete-all", [("confirm", "yes"), ("csrf", csrf)])
+            #expect(deleted.headers[.location] == "/admin/grants?notice=deleted")
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+        }
+    }
+
+    @Test("behind TLS the session cookie is Secure with the __Host- prefix")
+    func secureCookies() async throws {
+        let store = InMemoryStore()
+        try await Self.admin(in: store)
+        var panel = PanelConfiguration()
+        panel.secureCookies = true
+        let setup = try Fixture.Setup(store: store, panel: panel)
+        try await setup.app.test(.router) { client in
+            var browser = Browser()
+            let response = try await browser.signIn(client)
+            let cookie = try #require(
+                response.headers[values: .setCookie].first { $0.hasPrefix("__Host-coffer-session=") })
+            #expect(cookie.contains("Secure") && cookie.contains("Path=/;") && cookie.contains("HttpOnly"))
+            #expect(try await browser.get(client, "/admin").status == .ok)
+        }
+    }
+}
