@@ -60,7 +60,8 @@ public struct AdminService: Sendable {
             let prefix = text.isEmpty ? nil : (text.hasPrefix("_") ? text : "_" + text).lowercased()
             let users = try await store.users(
                 environment: environment, supportIdPrefix: prefix, limit: pageSize + 1, offset: (page - 1) * pageSize)
-            if !users.isEmpty || text.isEmpty || !text.allSatisfy(\.isNumber) {
+            // A text that is also a transaction or order id is looked up as one when no Support ID matches.
+            if !users.isEmpty || prefix == nil || page > 1 {
                 return UserSearchResult(
                     users: try await summaries(users.prefix(pageSize)), matchedBy: prefix == nil ? "all" : "support-id",
                     page: page, hasMore: users.count > pageSize)
@@ -68,11 +69,20 @@ public struct AdminService: Sendable {
         }
         if text.allSatisfy(\.isNumber) {
             let owners = try await owners(ofTransactions: [text], environment: environment)
-            return UserSearchResult(
-                users: try await summaries(owners), matchedBy: "transaction-id", page: 1, hasMore: false)
+            if !owners.isEmpty {
+                return UserSearchResult(
+                    users: try await summaries(owners), matchedBy: "transaction-id", page: 1, hasMore: false)
+            }
         }
-        if let orderLookup, text.allSatisfy({ $0.isLetter || $0.isNumber }) {
-            let transactionIds = try await orderLookup(text, environment)
+        if let orderLookup, text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+            let transactionIds: [String]
+            do {
+                transactionIds = try await orderLookup(text, environment)
+            } catch let error as AdminError {
+                throw error
+            } catch {
+                throw AdminError.unavailable("Apple's order lookup did not answer: \(error)")
+            }
             let owners = try await owners(ofTransactions: transactionIds, environment: environment)
             return UserSearchResult(users: try await summaries(owners), matchedBy: "order-id", page: 1, hasMore: false)
         }

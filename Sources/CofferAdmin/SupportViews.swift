@@ -218,6 +218,8 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalid(String)
     /// The action is not allowed here (deleting Production's grants, say).
     case forbidden(String)
+    /// Something the action needs (Apple's API) did not answer; try again later.
+    case unavailable(String)
 
     /// The reason, for people.
     public var description: String {
@@ -225,6 +227,7 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notFound(let what): "\(what) not found"
         case .invalid(let why): why
         case .forbidden(let why): why
+        case .unavailable(let why): why
         }
     }
 }

@@ -507,6 +507,7 @@ extension AdminError {
         case .notFound: .notFound
         case .invalid: .badRequest
         case .forbidden: .forbidden
+        case .unavailable: .serviceUnavailable
         }
     }
 }

@@ -225,6 +225,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 case .notFound: (.notFound, "not-found")
                 case .invalid: (.badRequest, "bad-request")
                 case .forbidden: (.forbidden, "forbidden")
+                case .unavailable: (.serviceUnavailable, "unavailable")
                 }
             return Self.response(status, code: code, message: error.description)
         } catch let error as HTTPError {

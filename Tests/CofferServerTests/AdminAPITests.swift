@@ -280,4 +280,35 @@ struct AdminAPITests {
             #expect(audit.map(\.action) == ["grants.delete-all", "grant.create", "balance.set"])
         }
     }
+
+    @Test("a customer's order id (from Apple's receipt email) finds them through Look Up Order ID")
+    func orderId() async throws {
+        let setup = try NotificationTests.Setup(store: InMemoryStore())
+        let user = try await setup.createUser()
+        let ids = try await setup.apple.purchase(
+            account: "olga", productId: "com.example.credits", quantity: 2, appAccountToken: user.appAccountToken
+        ).transactionIds
+        let first = try #require(ids.first)
+        let orderId = try #require(await setup.apple.orderId(of: first))
+        let signer = try await Self.key(in: setup.store)
+        try await RecoveryTests.withAppleAPI(setup) { api in
+            let app = try setup.application(api: api)
+            try await app.test(.router) { client in
+                #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
+                let now = setup.clock.now()
+                let found = try Self.decode(
+                    UserSearchResult.self,
+                    try await Self.send(client, signer, .get, "/v1/admin/users?search=\(orderId)", at: now))
+                #expect(found.matchedBy == "order-id")
+                #expect(found.users.map(\.supportId) == [user.supportId])
+                let unknown = try Self.decode(
+                    UserSearchResult.self,
+                    try await Self.send(client, signer, .get, "/v1/admin/users?search=MNOSUCHORD", at: now))
+                #expect(unknown.users.isEmpty)
+                let elsewhere = try await Self.send(
+                    client, signer, .get, "/v1/admin/users?search=\(orderId)&environment=Production", at: now)
+                #expect(elsewhere.status == .badRequest)
+            }
+        }
+    }
 }
