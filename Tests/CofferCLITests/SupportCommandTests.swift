@@ -137,4 +137,52 @@ struct SupportCommandTests {
         #expect(list.stdout.contains("admin") && list.stdout.contains("bob"))
         #expect(!list.stdout.contains("$2"))
     }
+
+    /// This machine's first IPv4 address that is not loopback.
+    static func networkAddress() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return nil }
+        defer { freeifaddrs(list) }
+        var cursor: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = cursor {
+            defer { cursor = entry.pointee.ifa_next }
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET) else {
+                continue
+            }
+            var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+            address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { pointer in
+                var raw = pointer.pointee.sin_addr
+                _ = inet_ntop(AF_INET, &raw, &text, socklen_t(INET_ADDRSTRLEN))
+            }
+            let ip = String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if !ip.hasPrefix("127.") { return ip }
+        }
+        return nil
+    }
+
+    @Test("bound to every address, the server answers the API from the network but the panel only on loopback")
+    func panelStaysLocal() async throws {
+        let address = try #require(Self.networkAddress(), "this machine needs a non-loopback IPv4 address")
+        let folder = try serve.temporaryFolder()
+        for remote in [false, true] {
+            let port = try LocalPort.free()
+            let server = try serve.start(
+                ["serve", "--bundle-id", "com.example.app", "--host", "0.0.0.0", "--port", String(port)], in: folder,
+                environment: ["COFFER_PANEL_REMOTE": String(remote)])
+            defer {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+            }
+            var health = 0
+            for _ in 0..<100 where health != 200 {
+                health = (try? await serve.request("GET", "http://\(address):\(port)/healthz"))?.status ?? 0
+                if health != 200 { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(health == 200, "the API answers on \(address)")
+            let fromNetwork = try await serve.request("GET", "http://\(address):\(port)/admin/login").status
+            #expect(fromNetwork == (remote ? 200 : 403), "panel.remote = \(remote)")
+            let fromHere = try await serve.request("GET", "http://127.0.0.1:\(port)/admin/login").status
+            #expect(fromHere == 200)
+        }
+    }
 }
