@@ -35,7 +35,8 @@ public enum AdminRequestSignature {
 
     /// Checks a request's signature with a key's public half; the date must be within ``window`` of `now`.
     ///
-    /// - Returns: The signature's digest, which the caller records so the request is accepted once.
+    /// - Returns: A digest of the signature (the same for both of its malleable forms), which the caller
+    ///   records so the request is accepted once.
     public static func verify(
         publicKeyPEM: String,
         date: String,
@@ -55,7 +56,32 @@ public enum AdminRequestSignature {
         guard key.isValidSignature(ecdsa, for: message(date: date, body: body, path: path)) else {
             throw .badSignature
         }
-        return Data(SHA256.hash(data: der)).base64EncodedString()
+        return Data(SHA256.hash(data: canonical(ecdsa.rawRepresentation))).base64EncodedString()
+    }
+
+    /// The order of P-256's group, big-endian.
+    static let order: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+
+    /// One form of a signature `r || s`: ECDSA signatures are malleable (`s` and `n - s` both verify), so a
+    /// replay is recognised by `r` and the smaller of the two.
+    static func canonical(_ raw: Data) -> Data {
+        let bytes = [UInt8](raw)
+        guard bytes.count == 64 else { return raw }
+        let r = bytes[0..<32]
+        let s = Array(bytes[32..<64])
+        var negated = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for index in stride(from: 31, through: 0, by: -1) {
+            var difference = Int(order[index]) - Int(s[index]) - borrow
+            borrow = difference < 0 ? 1 : 0
+            if difference < 0 { difference += 256 }
+            negated[index] = UInt8(difference)
+        }
+        let smaller = s.lexicographicallyPrecedes(negated) ? s : negated
+        return Data(r) + Data(smaller)
     }
 }
 

@@ -4,6 +4,12 @@ import CofferCore
 import CofferStore
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// `coffer keys ...`: the keys that sign admin API requests. Run on the server's machine, against its database:
 /// the public half is stored there, the private half written to a file for the CLI and never sent anywhere.
 struct KeysCommand: AsyncParsableCommand {
@@ -61,11 +67,12 @@ struct KeysCommand: AsyncParsableCommand {
             let key = NewAdminKey(name: name, at: Date())
             let path = out ?? "coffer-admin-\(key.record.id).pem"
             // The file is created owner-only and must not exist: a key is never written over another.
-            guard
-                FileManager.default.createFile(
-                    atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                let handle = FileHandle(forWritingAtPath: path)
-            else { throw CommandFailure("cannot create \(path)") }
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard descriptor >= 0 else {
+                throw CommandFailure(
+                    errno == EEXIST ? "\(path) exists; choose another --out" : "cannot create \(path)")
+            }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             try handle.write(contentsOf: Data(key.privateKeyPEM.utf8))
             try handle.close()
             do {

@@ -32,6 +32,7 @@ import urllib.request
 
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -306,6 +307,13 @@ def main():
               "a request signed with Python's cryptography is accepted")
         status, answer = http("GET", base + path, headers=headers)
         check(status == 401 and answer["error"]["code"] == "replayed", "the same signed request again is refused")
+        # ECDSA signatures are malleable: (r, n - s) verifies too; it is still the same request.
+        r, s = decode_dss_signature(base64.b64decode(headers["X-Coffer-Request-SignatureV1"]))
+        order = 0xFFFFFFFF00000000FFFFFFFFFFFFFFFFBCE6FAADA7179E84F3B9CAC2FC632551
+        twin = {**headers, "X-Coffer-Request-SignatureV1": base64.b64encode(encode_dss_signature(r, order - s)).decode()}
+        status, answer = http("GET", base + path, headers=twin)
+        check(status == 401 and answer["error"]["code"] == "replayed",
+              "the same request with the signature's other form (s -> n - s) is refused as a replay")
         body = json.dumps({"supportId": support_id, "credits": 5, "reason": "API"}).encode()
         headers = signed_headers(key, key_id, "/v1/admin/grants", body)
         status, answer = http("POST", base + "/v1/admin/grants", headers={**headers, "Content-Type":

@@ -38,6 +38,8 @@ struct SupportCommandTests {
         let keyPath = folder.appendingPathComponent("key.pem").path
         let permissions = try FileManager.default.attributesOfItem(atPath: keyPath)[.posixPermissions] as? Int
         #expect(permissions == 0o600)
+        let over = try CofferProcess.run(["keys", "create", "--name", "again", "--out", "key.pem"], in: folder)
+        #expect(over.status != 0 && over.stderr.contains("exists"), "a key file is never written over")
         let keys = try CofferProcess.run(["keys", "list", "--json"], in: folder)
         let keyList = try JSONSerialization.jsonObject(with: Data(keys.stdout.utf8)) as? [[String: Any]]
         let keyId = try #require(keyList?.first?["id"] as? String)
