@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "CofferStoreKit", targets: ["CofferStoreKit"]),
         .library(name: "CofferAPI", targets: ["CofferAPI"]),
         .library(name: "CofferAdmin", targets: ["CofferAdmin"]),
+        .library(name: "CofferClient", targets: ["CofferClient"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .library(name: "CofferCLI", targets: ["CofferCLI"]),
@@ -78,6 +79,14 @@ let package = Package(
         ),
         .target(name: "CofferStoreKit", swiftSettings: strictSettings),
         .target(name: "CofferAPI", swiftSettings: strictSettings),
+        .target(
+            name: "CofferClient",
+            dependencies: [
+                "CofferAPI", "CofferCore", "CofferStore", "CofferStoreKit", "CofferStoreSQLite",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CofferAdmin",
             dependencies: [
@@ -209,6 +218,16 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],
             resources: [.copy("Apple")],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferClientTests",
+            dependencies: [
+                "CofferClient", "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore",
+                "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,0 +1,198 @@
+import CofferAppStore
+import CofferClient
+import CofferCore
+import CofferServer
+import CofferSimulator
+import CofferStore
+import CofferStoreKit
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Synchronization
+import Testing
+
+/// The SDK's purchase flow against the simulator (as StoreKit and Apple) and a real Coffer server over
+/// loopback, with the app's process dying after every step and launched again.
+@Suite("SDK purchase flow", .timeLimit(.minutes(3)))
+struct PurchaseFlowTests {
+    static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01
+    static let bundleId = "com.example.coffer"
+    static let product = "com.example.credits"
+
+    /// Apple (the simulator), a Coffer server on a loopback port, and one customer's devices.
+    struct World: Sendable {
+        let apple: SimulatedAppStore
+        let serverStore: any CofferStore
+        let catalog: Catalog
+        let wallet: WalletMode
+        let server: ServerClient
+        let folder: URL
+
+        /// A fresh launch of the app: new objects over the same files, as after the process died.
+        func app(crashAfter step: SDKStep? = nil) throws -> CofferSDK {
+            let fired = Mutex(false)
+            return try CofferSDK(
+                configuration: SDKConfiguration(
+                    wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: "iPhone"),
+                storeKit: apple.device(account: "alice"), server: server,
+                folder: folder.appendingPathComponent("app"),
+                credentials: FileCredentialStore(path: folder.appendingPathComponent("credentials.json").path),
+                crashAfter: { current in
+                    if current == step,
+                        fired.withLock({ done in
+                            defer { done = true }
+                            return !done
+                        })
+                    {
+                        throw ProcessDied(step: current)
+                    }
+                })
+        }
+
+        /// The customer's receipts and ledger entries on the server.
+        func serverRecords(_ sdk: CofferSDK) async throws -> (receipts: [Receipt], entries: [LedgerEntry]) {
+            let supportId = try #require(await sdk.credentials.flatMap { SupportID($0.supportId) })
+            let user = try #require(try await serverStore.user(supportId: supportId, environment: .sandbox))
+            return (
+                try await serverStore.receipts(owner: user.id, environment: .sandbox),
+                try await serverStore.entries(owner: user.id, environment: .sandbox)
+            )
+        }
+    }
+
+    struct ProcessDied: Error, Equatable {
+        let step: SDKStep
+    }
+
+    static func withWorld(wallet: WalletMode, _ body: @Sendable (World) async throws -> Void) async throws {
+        let pki = try SimulatorPKI(
+            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
+        let catalog = try Catalog(products: [Product(id: product, kind: .consumable, credits: 100)])
+        let apple = SimulatedAppStore(
+            catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234), signer: try pki.signer(),
+            clock: SimulatorClock(start: start))
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
+        let serverStore = InMemoryStore()
+        var configuration = ServerConfiguration(bundleId: bundleId)
+        configuration.port = 0
+        configuration.wallet = wallet
+        configuration.recoveryInterval = 0
+        let app = buildApplication(
+            configuration: configuration,
+            dependencies: try ServerDependencies(store: serverStore, verifier: verifier, catalog: catalog))
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)")
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let base = try #require(URL(string: "http://127.0.0.1:\(port)"))
+            try await body(
+                World(
+                    apple: apple, serverStore: serverStore, catalog: catalog, wallet: wallet,
+                    server: ServerClient(baseURL: base), folder: folder))
+        }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    @Test(
+        "the app dies after each step of a purchase; the next launch leaves exactly what was paid for, once",
+        arguments: WalletMode.allCases, SDKStep.allCases)
+    func deathAfterEachStep(wallet: WalletMode, step: SDKStep) async throws {
+        try await Self.withWorld(wallet: wallet) { world in
+            let first = try world.app(crashAfter: step)
+            try await first.launch()
+            await #expect(throws: ProcessDied(step: step)) {
+                try await first.purchase(productId: Self.product, quantity: 3)
+            }
+            // The process is gone; the next launch recovers from what is on disk and with Apple.
+            let second = try world.app()
+            let report = try await second.launch()
+            let bought = step != .intentSaved
+            #expect(report.interrupted == 1)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
+            #expect(try await second.pendingPosts().isEmpty)
+            #expect(try await second.balance() == (bought ? 300 : 0))
+            let records = try await world.serverRecords(second)
+            #expect(records.receipts.count == (bought ? 1 : 0))
+            #expect(records.entries.count == (bought ? 1 : 0))
+
+            // Launching again changes nothing; the next purchase is delivered once too.
+            let third = try world.app()
+            try await third.launch()
+            #expect(try await third.balance() == (bought ? 300 : 0))
+            let next = try await third.purchase(productId: Self.product)
+            guard case .delivered(_, let credits) = next else {
+                Issue.record("the next purchase was not delivered: \(next)")
+                return
+            }
+            #expect(credits == 100)
+            #expect(try await third.balance() == (bought ? 400 : 100))
+            #expect(try await world.serverRecords(third).entries.count == (bought ? 2 : 1))
+        }
+    }
+
+    @Test("server wallet: with the server out of reach a purchase stays unfinished and is delivered later")
+    func serverOutOfReach() async throws {
+        try await Self.withWorld(wallet: .server) { world in
+            let nowhere = ServerClient(baseURL: URL(string: "http://127.0.0.1:9")!, timeout: 2)
+            let online = try world.app()
+            try await online.launch()
+            let offline = try CofferSDK(
+                configuration: SDKConfiguration(
+                    wallet: .server, environment: .sandbox, catalog: world.catalog, deviceName: "iPhone"),
+                storeKit: world.apple.device(account: "alice"), server: nowhere,
+                folder: world.folder.appendingPathComponent("app"),
+                credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
+            let result = try await offline.purchase(productId: Self.product, quantity: 2)
+            guard case .deferred(let id) = result else {
+                Issue.record("expected deferred, got \(result)")
+                return
+            }
+            #expect(await world.apple.unfinishedTransactions(account: "alice").map(\.id) == [id])
+            #expect(try await offline.pendingPosts() == [id])
+            let back = try world.app()
+            let report = try await back.launch()
+            #expect(report.recovered == [id])
+            #expect(try await back.balance() == 200)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
+        }
+    }
+
+    @Test("device wallet: a refund from the updates stream takes the credits back once")
+    func refundFromUpdates() async throws {
+        try await Self.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            let bought = try await app.purchase(productId: Self.product, quantity: 5)
+            guard case .delivered(let id, 500) = bought else {
+                Issue.record("not delivered: \(bought)")
+                return
+            }
+            // Apple refunds the purchase; the device hears it (twice, as a stream may repeat itself).
+            try await world.apple.refund(transactionId: id)
+            let refunded = try #require(
+                await world.apple.deviceTransactions(account: "alice").first { $0.id == id && $0.revocationDate != nil }
+            )
+            for _ in 0..<2 { try await app.handle(refunded) }
+            let wallet = try await app.localWallet()
+            #expect(wallet.balance == 0 && wallet.deficit == 0)
+            #expect(try await world.serverRecords(app).receipts.first?.revokedAt != nil)
+        }
+    }
+
+    @Test("a reinstalled app finds its user again through the credential store")
+    func reinstall() async throws {
+        try await Self.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            let supportId = await app.credentials?.supportId
+            let file = world.folder.appendingPathComponent("credentials.json").path
+            let permissions = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+            #expect(permissions == 0o600, "only the app's user reads the credentials")
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let again = try world.app()
+            try await again.launch()
+            #expect(await again.credentials?.supportId == supportId)
+            #expect(try await world.serverStore.userCount(environment: .sandbox) == 1)
+        }
+    }
+}
