@@ -106,8 +106,9 @@ struct PanelTests {
             let right = try await browser.signIn(client)
             #expect(right.status == .seeOther && right.headers[.location] == "/admin")
             let cookie = try #require(right.headers[values: .setCookie].first { $0.hasPrefix("coffer-session=") })
-            #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict") && cookie.contains("Path=/admin"))
-            #expect(!cookie.contains("Secure"))
+            let attributes = Set(cookie.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) })
+            #expect(attributes.isSuperset(of: ["HttpOnly", "SameSite=Strict", "Path=/admin"]))
+            #expect(!attributes.contains("Secure"))
             let dashboard = try await browser.get(client, "/admin")
             #expect(dashboard.status == .ok)
             #expect(String(buffer: dashboard.body).contains(#"id="environment">Sandbox<"#))
@@ -274,7 +275,9 @@ struct PanelTests {
             let response = try await browser.signIn(client)
             let cookie = try #require(
                 response.headers[values: .setCookie].first { $0.hasPrefix("__Host-coffer-session=") })
-            #expect(cookie.contains("Secure") && cookie.contains("Path=/;") && cookie.contains("HttpOnly"))
+            // Attributes come in any order.
+            let attributes = Set(cookie.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) })
+            #expect(attributes.isSuperset(of: ["Secure", "Path=/", "HttpOnly", "SameSite=Strict"]))
             #expect(try await browser.get(client, "/admin").status == .ok)
         }
     }
