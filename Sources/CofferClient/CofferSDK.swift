@@ -31,20 +31,39 @@ public struct SDKConfiguration: Sendable {
     }
 }
 
-/// The steps of the SDK's flows, in order; tests make the process die after any of them.
+/// The steps of the SDK's flows, in order within each flow; tests make the process die after any of them.
 public enum SDKStep: String, Sendable, CaseIterable {
-    /// The purchase's context is on disk, before StoreKit is asked.
+    /// Purchase: the purchase's context is on disk, before StoreKit is asked.
     case intentSaved
-    /// StoreKit answered with a verified transaction.
+    /// Purchase: StoreKit answered with a verified transaction.
     case purchased
-    /// The signed transaction is on disk, in the outbox.
+    /// Purchase: the signed transaction is on disk, in the outbox.
     case remembered
-    /// The credits are in the local ledger (device wallet) or the server answered (server wallet).
+    /// Purchase: the credits are in the local ledger (device wallet) or the server answered (server wallet).
     case delivered
-    /// StoreKit's transaction is finished.
+    /// Purchase: StoreKit's transaction is finished.
     case finished
-    /// The server acknowledged the transaction.
+    /// Purchase: the server acknowledged the transaction.
     case posted
+    /// Grant: the credits are in the local ledger.
+    case grantApplied
+    /// Grant: its key is kept with the identity.
+    case grantRemembered
+    /// Grant: the server marked it claimed.
+    case grantClaimed
+    /// Mailbox: a refund the server learned of is taken back in the local ledger.
+    case adjustmentApplied
+    /// Mailbox: its key is kept with the identity.
+    case adjustmentRemembered
+    /// Backup: the local balance took the server's value (a restore or an admin edit).
+    case backupTaken
+    /// Backup: the server holds the device's balance.
+    case backupPushed
+
+    /// The steps of a purchase.
+    public static let purchase: [SDKStep] = [.intentSaved, .purchased, .remembered, .delivered, .finished, .posted]
+    /// The steps of claiming a grant (device wallet).
+    public static let grant: [SDKStep] = [.grantApplied, .grantRemembered, .grantClaimed]
 }
 
 /// How a purchase through the SDK ended.
@@ -81,9 +100,10 @@ public actor CofferSDK {
     let now: @Sendable () -> Date
     let crashAfter: @Sendable (SDKStep) throws -> Void
     private var user: User?
+    private var identity: DeviceIdentity?
 
     /// The credentials, once ``launch()`` has run.
-    public private(set) var credentials: Credentials?
+    public var credentials: Credentials? { identity?.credentials }
 
     /// An SDK keeping its files in `folder`.
     ///
@@ -115,34 +135,56 @@ public actor CofferSDK {
         public var posted: Int
         /// Purchases that were in flight when the app last died.
         public var interrupted: Int
+        /// Changes from the server's mailbox applied now (device wallet).
+        public var adjusted: Int
+        /// Credits granted by support and picked up now.
+        public var granted: Int64
+        /// Whether the server could not be reached (what needs it is retried on the next launch).
+        public var offline: Bool
     }
 
-    /// Starts the SDK: finds (or creates) the user, recovers what a dead process left, and posts the outbox.
+    /// Starts the SDK: finds (or creates) the user; in the device wallet takes the server's backup when the
+    /// backup rule says so (a fresh install, an admin edit); recovers what a dead process left; posts the
+    /// outbox; applies the mailbox and grants; backs the balance up. Without the server it still recovers
+    /// locally and says it was offline.
     @discardableResult
     public func launch() async throws -> LaunchReport {
-        let user = try await localUser()
-        _ = user
+        _ = try await localUser()
+        // Steps that need the server are left for the next launch when it is out of reach.
+        var offline = false
+        if configuration.wallet == .device {
+            do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
+        }
         let interrupted = try state.interruptStartedIntents()
         var recovered: [String] = []
         for transaction in await storeKit.unfinished() {
             if try await handle(transaction) { recovered.append(transaction.id) }
         }
         let posted = try await postOutbox()
-        return LaunchReport(recovered: recovered, posted: posted, interrupted: interrupted)
+        var adjusted = 0
+        var granted: Int64 = 0
+        do { adjusted = try await applyMailbox() } catch ServerClientError.transport { offline = true }
+        do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
+        if configuration.wallet == .device {
+            do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
+        }
+        return LaunchReport(
+            recovered: recovered, posted: posted, interrupted: interrupted, adjusted: adjusted, granted: granted,
+            offline: offline)
     }
 
     /// The user: from the credential store (which survives reinstalls), else a new one from the server.
     func localUser() async throws -> User {
         if let user { return user }
-        let stored = try credentialStore.load()
-        let credentials: Credentials
-        if let stored {
-            credentials = stored
+        let identity: DeviceIdentity
+        if let stored = try credentialStore.load() {
+            identity = stored
         } else {
-            credentials = try await server.createUser()
-            try credentialStore.save(credentials)
+            identity = DeviceIdentity(credentials: try await server.createUser())
+            try credentialStore.save(identity)
         }
-        self.credentials = credentials
+        self.identity = identity
+        let credentials = identity.credentials
         guard let supportId = SupportID(credentials.supportId) else {
             throw SDKError.corrupt("the stored Support ID \(credentials.supportId) is not valid")
         }
@@ -184,6 +226,10 @@ public actor CofferSDK {
             try crashAfter(.purchased)
             let finished = try await handle(transaction)
             try state.endIntent(id: intent, state: finished ? "done" : "deferred")
+            if configuration.wallet == .device {
+                // Backed up now when the server is reachable, else on the next launch.
+                do { _ = try await syncBackup() } catch ServerClientError.transport {}
+            }
             if transaction.revocationDate != nil { return .revoked(transactionId: transaction.id) }
             guard finished else { return .deferred(transactionId: transaction.id) }
             let credits: Int64?
@@ -280,6 +326,156 @@ public actor CofferSDK {
         return credentials
     }
 
+    // MARK: Grants, the mailbox, the backup
+
+    /// Picks up support's grants: each is applied once (its key is kept with the identity, so not even a
+    /// server that lists it again, or a reinstall, applies it twice), then claimed.
+    ///
+    /// - Returns: The credits added.
+    @discardableResult
+    public func refreshGrants() async throws -> Int64 {
+        let user = try await localUser()
+        let token = try await credentials().token
+        var added: Int64 = 0
+        for grant in try await server.pendingGrants(token: token) {
+            let id = grant.id.uuidString.lowercased()
+            let key = "grant:" + id
+            if configuration.wallet == .device, try !applied(key) {
+                let result = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment,
+                        event: .grant(id: id, credits: grant.credits, reason: grant.reason),
+                        policy: configuration.deficitPolicy, at: now()))
+                if result.outcome == .applied { added += grant.credits }
+                try crashAfter(.grantApplied)
+                try remember(key)
+                try crashAfter(.grantRemembered)
+            }
+            let claimed = try await server.claim(grant: grant.id, token: token)
+            if configuration.wallet == .server, claimed.grant.claimedAt != nil { added += grant.credits }
+            try crashAfter(.grantClaimed)
+        }
+        return added
+    }
+
+    /// Applies the device wallet's mailbox: refunds, revocations and reversals the server learned from Apple,
+    /// and admin edits, each once by its key. A refund of a purchase this install delivered takes back what
+    /// it delivered (a deficit for what was spent); one this install never saw (bought before a reinstall)
+    /// takes back what the balance allows.
+    ///
+    /// - Returns: How many were applied now.
+    @discardableResult
+    public func applyMailbox() async throws -> Int {
+        guard configuration.wallet == .device else { return 0 }
+        let user = try await localUser()
+        var count = 0
+        for item in try await server.adjustments(token: try await credentials().token) where try !applied(item.key) {
+            var receipt: Receipt?
+            if let id = item.transactionId {
+                receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment)
+            }
+            let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
+            var event: LedgerEvent?
+            switch (item.kind, receipt) {
+            case ("revocation", let receipt?):
+                var fact = receipt.transaction
+                fact.revocationDate = fact.revocationDate ?? item.createdAt
+                event = .revocation(fact)
+            case ("reversal", let receipt?) where receipt.isRevoked:
+                event = .reversal(receipt.transaction)
+            default:
+                let delta = item.amount < 0 ? max(item.amount, -wallet.balance) : item.amount
+                if delta != 0 { event = .adjustment(id: item.key, delta: delta, reason: item.reason ?? item.kind) }
+            }
+            if let event {
+                _ = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment, event: event,
+                        policy: configuration.deficitPolicy, at: now()))
+            }
+            try crashAfter(.adjustmentApplied)
+            try remember(item.key)
+            try crashAfter(.adjustmentRemembered)
+            count += 1
+        }
+        return count
+    }
+
+    /// Backs the device wallet's balance up, or takes the server's value, by the backup rule: a fresh install
+    /// with the default balance restores a higher backup; an admin edit newer than this device's last backup
+    /// is accepted; otherwise the device's value is written (with its version, retried on a conflict).
+    @discardableResult
+    public func syncBackup() async throws -> BackupDecision {
+        guard configuration.wallet == .device else { return .upToDate }
+        let user = try await localUser()
+        let token = try await credentials().token
+        for _ in 0..<3 {
+            let local = try await ledger.wallet(owner: user.id, environment: configuration.environment).balance
+            let remote = try await server.backup(token: token)
+            let record = remote.map {
+                BackupRecord(
+                    value: $0.value, lastUpdated: $0.lastUpdated, version: $0.version,
+                    writer: $0.writer == "admin" ? .admin("") : .device(""))
+            }
+            let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
+                Date.init(timeIntervalSince1970:))
+            // The restore rule is for a fresh install: a device that has backed up or has ledger entries can
+            // reach the default balance (0) by spending or a refund, and must not "restore" then. A default
+            // no balance can equal (-1) keeps the rule's other two branches for it.
+            var fresh = lastBackupAt == nil
+            if fresh {
+                fresh = try await ledger.entries(owner: user.id, environment: configuration.environment).isEmpty
+            }
+            let decision = BackupRule.decide(
+                localBalance: local, defaultBalance: fresh ? 0 : -1, lastBackupAt: lastBackupAt, server: record)
+            switch decision {
+            case .restore(let value), .acceptServer(let value):
+                guard let remote else { return decision }
+                if value != local {
+                    _ = try await ledger.apply(
+                        LedgerRequest(
+                            owner: user.id, environment: configuration.environment,
+                            event: .adjustment(
+                                id: "backup:\(remote.version)", delta: value - local,
+                                reason: remote.writer == "admin" ? "admin edit" : "restored from backup"),
+                            at: now()))
+                }
+                try crashAfter(.backupTaken)
+                try state.set("lastBackupAt", String(remote.lastUpdated.timeIntervalSince1970))
+                return decision
+            case .upToDate:
+                if let remote { try state.set("lastBackupAt", String(remote.lastUpdated.timeIntervalSince1970)) }
+                return decision
+            case .push(let value):
+                do {
+                    let written = try await server.saveBackup(
+                        value: value, device: configuration.deviceName, version: remote?.version, token: token)
+                    try crashAfter(.backupPushed)
+                    try state.set("lastBackupAt", String(written.lastUpdated.timeIntervalSince1970))
+                    return decision
+                } catch ServerClientError.refused(412, _, _) {
+                    continue  // Another device wrote first: decide again with its record.
+                }
+            }
+        }
+        throw SDKError.conflict("the backup kept changing under this device")
+    }
+
+    /// Whether the server's backup holds the device's balance, for a Settings screen.
+    public func backupMatches() async throws -> Bool {
+        let token = try await credentials().token
+        return try await server.backup(token: token)?.value == localWallet().balance
+    }
+
+    func applied(_ key: String) throws -> Bool { identity?.appliedKeys.contains(key) ?? false }
+
+    func remember(_ key: String) throws {
+        guard var identity, !identity.appliedKeys.contains(key) else { return }
+        identity.appliedKeys.insert(key)
+        try credentialStore.save(identity)
+        self.identity = identity
+    }
+
     // MARK: Reading
 
     /// The balance: the local ledger's in the device wallet, the server's in the server wallet.
@@ -318,4 +514,6 @@ public enum SDKError: Error, Equatable, Sendable {
     case unknownProduct(String)
     /// Stored data cannot be read.
     case corrupt(String)
+    /// Another writer kept changing the same record.
+    case conflict(String)
 }

@@ -1,0 +1,124 @@
+import CofferAPI
+import CofferClient
+import CofferCore
+import CofferStore
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Grants, the mailbox and the backup in the device wallet, with the app dying after each step.
+@Suite("SDK grants, mailbox and backup", .timeLimit(.minutes(3)))
+struct SupportFlowTests {
+    typealias World = PurchaseFlowTests.World
+
+    static func serverUser(_ world: World, _ app: CofferSDK) async throws -> User {
+        let supportId = try #require(await app.credentials.flatMap { SupportID($0.supportId) })
+        return try #require(try await world.serverStore.user(supportId: supportId, environment: .sandbox))
+    }
+
+    /// Posts Apple's notifications after the first `skip` to the server, as Apple would.
+    static func deliverNotifications(_ world: World, after skip: Int) async throws {
+        for notification in await world.apple.sentNotifications().dropFirst(skip) {
+            var request = URLRequest(url: world.server.baseURL.appendingPathComponent("v1/apple/notifications"))
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONEncoder().encode(NotificationRequest(signedPayload: notification.signedPayload))
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        }
+    }
+
+    @Test("a grant is applied once and claimed, whichever step the app died after", arguments: SDKStep.grant)
+    func grant(step: SDKStep) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let first = try world.app()
+            try await first.launch()
+            let user = try await Self.serverUser(world, first)
+            let grant = Grant(
+                environment: .sandbox, recipient: user.id, credits: 400, reason: "Ticket #42", createdBy: "support",
+                createdAt: Date())
+            try await world.serverStore.createGrant(grant)
+            let dying = try world.app(crashAfter: step)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: step)) { try await dying.launch() }
+            let next = try world.app()
+            try await next.launch()
+            #expect(try await next.balance() == 400)
+            let claimed = try await world.serverStore.grants(
+                environment: .sandbox, recipient: user.id, status: .claimed, limit: 10)
+            #expect(claimed.map(\.id) == [grant.id])
+            // The backup holds the granted balance, and launching again changes nothing.
+            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 400)
+            let again = try world.app()
+            let report = try await again.launch()
+            #expect(report.granted == 0 && !report.offline)
+            #expect(try await again.balance() == 400)
+        }
+    }
+
+    @Test(
+        "a refund the server learned from Apple reaches the device through the mailbox once, even after a crash",
+        arguments: [SDKStep.adjustmentApplied, .adjustmentRemembered])
+    func mailbox(step: SDKStep) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            let bought = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 5)
+            guard case .delivered(let id, 500) = bought else {
+                Issue.record("not delivered: \(bought)")
+                return
+            }
+            let sent = await world.apple.sentNotifications().count
+            try await world.apple.refund(transactionId: id)
+            try await Self.deliverNotifications(world, after: sent)
+            let dying = try world.app(crashAfter: step)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: step)) { try await dying.launch() }
+            let next = try world.app()
+            try await next.launch()
+            let wallet = try await next.localWallet()
+            let records = try await world.serverRecords(next)
+            #expect(wallet == Wallet(balance: 0, deficit: 0), "\(wallet), server: \(records)")
+            // StoreKit's own word of the refund arrives too: the same ledger key, nothing more taken.
+            let refunded = try #require(
+                await world.apple.deviceTransactions(account: "alice").first { $0.id == id && $0.revocationDate != nil }
+            )
+            try await next.handle(refunded)
+            let report = try await world.app().launch()
+            #expect(report.adjusted == 0)
+            #expect(try await next.localWallet() == Wallet(balance: 0, deficit: 0))
+        }
+    }
+
+    @Test("backup: pushed after purchases, restored on a reinstall, an admin edit accepted once")
+    func backup() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            _ = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            let user = try await Self.serverUser(world, app)
+            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 300)
+            #expect(try await app.backupMatches())
+
+            // Reinstall: the app's files are gone, the identity (Keychain) is not: the backup is restored.
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let reinstalled = try world.app()
+            try await reinstalled.launch()
+            #expect(try await reinstalled.balance() == 300)
+
+            // Support sets the balance; the next launch takes it, once, even when it dies right after.
+            _ = try await world.serverStore.saveBackup(
+                owner: user.id, environment: .sandbox, value: 1_000, precondition: .overwrite,
+                writer: .admin("support"), at: Date().addingTimeInterval(5))
+            let dying = try world.app(crashAfter: .backupTaken)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: .backupTaken)) { try await dying.launch() }
+            let next = try world.app()
+            try await next.launch()
+            #expect(try await next.balance() == 1_000)
+            #expect(try await world.app().launch().offline == false)
+            #expect(try await next.balance() == 1_000)
+            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 1_000)
+        }
+    }
+}
