@@ -18,6 +18,7 @@ struct PurchaseFlowTests {
     static let start = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01
     static let bundleId = "com.example.coffer"
     static let product = "com.example.credits"
+    static let noAds = "com.example.noads"
 
     /// Apple (the simulator), a Coffer server on a loopback port, and one customer's devices.
     struct World: Sendable {
@@ -67,7 +68,10 @@ struct PurchaseFlowTests {
     static func withWorld(wallet: WalletMode, _ body: @Sendable (World) async throws -> Void) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
-        let catalog = try Catalog(products: [Product(id: product, kind: .consumable, credits: 100)])
+        let catalog = try Catalog(products: [
+            Product(id: product, kind: .consumable, credits: 100),
+            Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+        ])
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234), signer: try pki.signer(),
             clock: SimulatorClock(start: start))
