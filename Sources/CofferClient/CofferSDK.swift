@@ -141,6 +141,8 @@ public actor CofferSDK {
         public var granted: Int64
         /// Whether the server could not be reached (what needs it is retried on the next launch).
         public var offline: Bool
+        /// Unfinished transactions the ledger refused, with why (left unfinished; support can look).
+        public var refused: [String]
     }
 
     /// Starts the SDK: finds (or creates) the user; in the device wallet takes the server's backup when the
@@ -157,8 +159,15 @@ public actor CofferSDK {
         }
         let interrupted = try state.interruptStartedIntents()
         var recovered: [String] = []
+        var refused: [String] = []
         for transaction in await storeKit.unfinished() {
-            if try await handle(transaction) { recovered.append(transaction.id) }
+            do {
+                if try await handle(transaction) { recovered.append(transaction.id) }
+            } catch let error as LedgerError {
+                // One transaction the ledger refuses (a product this catalog does not sell) must not stop
+                // the launch; it stays unfinished and is reported.
+                refused.append("\(transaction.id): \(error)")
+            }
         }
         let posted = try await postOutbox()
         var adjusted = 0
@@ -172,7 +181,7 @@ public actor CofferSDK {
         }
         return LaunchReport(
             recovered: recovered, posted: posted, interrupted: interrupted, adjusted: adjusted, granted: granted,
-            offline: offline)
+            offline: offline, refused: refused)
     }
 
     /// The user: from the credential store (which survives reinstalls), else a new one from the server.
@@ -312,8 +321,8 @@ public actor CofferSDK {
         } catch .transport {
             return false
         } catch .refused(let status, let code, _) {
-            // Kept in the outbox: a refusal (wrong user, forged data) is support's to look at, and the
-            // transaction stays unfinished with Apple.
+            // Kept in the outbox and retried on each launch: a refusal (wrong user, forged data) is support's
+            // to look at. In the server wallet the transaction also stays unfinished with Apple.
             try state.set("refused:\(id)", "\(status) \(code)")
             return false
         }

@@ -199,4 +199,27 @@ struct PurchaseFlowTests {
             #expect(try await world.serverStore.userCount(environment: .sandbox) == 1)
         }
     }
+
+    @Test("a transaction of a product the app's catalog does not sell is reported and does not stop the launch")
+    func unknownProduct() async throws {
+        try await Self.withWorld(wallet: .device) { world in
+            let older = try CofferSDK(
+                configuration: SDKConfiguration(
+                    wallet: .device, environment: .sandbox,
+                    catalog: try Catalog(products: [Product(id: Self.product, kind: .consumable, credits: 100)]),
+                    deviceName: "iPhone"),
+                storeKit: world.apple.device(account: "alice"), server: world.server,
+                folder: world.folder.appendingPathComponent("app"),
+                credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
+            try await older.launch()
+            let token = try #require(await older.credentials?.appAccountToken)
+            _ = try await world.apple.purchase(account: "alice", productId: Self.noAds, appAccountToken: token)
+            _ = try await world.apple.purchase(account: "alice", productId: Self.product, appAccountToken: token)
+            let report = try await older.launch()
+            #expect(report.refused.count == 1 && report.refused.first?.contains(Self.noAds) == true)
+            #expect(report.recovered.count == 1)
+            #expect(try await older.balance() == 100)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").map(\.productId) == [Self.noAds])
+        }
+    }
 }
