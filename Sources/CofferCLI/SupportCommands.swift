@@ -181,7 +181,7 @@ struct RemoteSupport: SupportBackend {
         return try await send(.GET, "/v1/admin/users", query: query)
     }
     func user(_ supportId: String) async throws -> UserDetail {
-        try await send(.GET, "/v1/admin/users/\(Self.escape(supportId))")
+        try await send(.GET, "/v1/admin/users/\(URLText.escape(supportId))")
     }
     func grants(status: GrantStatus?) async throws -> [GrantView] {
         try await send(.GET, "/v1/admin/grants", query: status.map { [("status", $0.rawValue)] } ?? [])
@@ -192,7 +192,7 @@ struct RemoteSupport: SupportBackend {
     }
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
         try await send(
-            .POST, "/v1/admin/users/\(Self.escape(supportId))/balance",
+            .POST, "/v1/admin/users/\(URLText.escape(supportId))/balance",
             body: BalanceRequest(balance: balance, reason: reason))
     }
     func close() async { try? await http.shutdown() }
@@ -201,7 +201,7 @@ struct RemoteSupport: SupportBackend {
         _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: (some Encodable)? = String?.none
     ) async throws -> T {
         let items = [("environment", environment.rawValue)] + query
-        let target = path + "?" + items.map { "\($0.0)=\(Self.escape($0.1))" }.joined(separator: "&")
+        let target = path + "?" + items.map { "\($0.0)=\(URLText.escape($0.1))" }.joined(separator: "&")
         let bytes = try body.map { try AdminJSON.encoder.encode($0) } ?? Data()
         var request = HTTPClientRequest(url: base + target)
         request.method = method
@@ -241,11 +241,6 @@ struct RemoteSupport: SupportBackend {
         var error: Detail
     }
 
-    /// Percent-encodes a query value or path segment (everything but unreserved characters).
-    static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
-            ?? text
-    }
 }
 
 /// Runs a support command against its backend, closing it afterwards.

@@ -186,7 +186,7 @@ struct AdminPanel: Sendable {
                 session: session, status: .badRequest)
         }
         let link = { (number: Int) in
-            "/admin/users?page=\(number)" + (query.isEmpty ? "" : "&q=" + Self.escape(query))
+            "/admin/users?page=\(number)" + (query.isEmpty ? "" : "&q=" + URLText.escape(query))
         }
         let matched: String? =
             switch result.matchedBy {
@@ -268,7 +268,7 @@ struct AdminPanel: Sendable {
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }
-        return Self.redirect("/admin/users/\(Self.escape(supportId))?notice=balance")
+        return Self.redirect("/admin/users/\(URLText.escape(supportId))?notice=balance")
     }
 
     func grants(_ request: Request, _ context: CofferRequestContext, error: String? = nil) async throws -> Response {
@@ -311,7 +311,7 @@ struct AdminPanel: Sendable {
         }
         return Self.redirect(
             toUser
-                ? "/admin/users/\(Self.escape(grant.supportId))?notice=granted"
+                ? "/admin/users/\(URLText.escape(grant.supportId))?notice=granted"
                 : "/admin/grants?status=pending&notice=granted")
     }
 
@@ -467,11 +467,6 @@ struct AdminPanel: Sendable {
             .iso8601.year().month().day().dateSeparator(.dash).dateTimeSeparator(.space).time(
                 includingFractionalSeconds: false
             ).timeSeparator(.colon))
-    }
-
-    static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~")))
-            ?? ""
     }
 
     /// The fields of a URL-encoded form body (the first of a repeated name).
