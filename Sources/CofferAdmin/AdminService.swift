@@ -242,23 +242,6 @@ public struct AdminService: Sendable {
                 before: try before.map(Self.json), after: try after.map(Self.json), at: now()))
     }
 
-    /// Records a key made or revoked from the command line.
-    public static func auditKey(
-        store: any CofferStore, environment: Environment, actor: String, action: String, key: AdminKey
-    ) async throws {
-        try await AdminService(store: store, catalog: try Catalog(products: []), walletMode: .device).audit(
-            environment, actor: actor, action: action, subject: "key \(key.id)",
-            after: ["name": key.name, "revoked": key.revokedAt == nil ? "no" : "yes"])
-    }
-
-    /// Records an admin account made or changed from the command line (never the password).
-    public static func auditAccount(
-        store: any CofferStore, environment: Environment, actor: String, action: String, name: String
-    ) async throws {
-        try await AdminService(store: store, catalog: try Catalog(products: []), walletMode: .device).audit(
-            environment, actor: actor, action: action, subject: "admin \(name)")
-    }
-
     // MARK: Helpers
 
     private struct BalanceAudit: Encodable, Sendable {

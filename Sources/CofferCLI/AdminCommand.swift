@@ -45,9 +45,7 @@ struct AdminCommand: AsyncParsableCommand {
                 let admin = Admin(
                     name: password.name, passwordHash: await PasswordHasher().hash(secret), createdAt: Date())
                 try await store.createAdmin(admin)
-                try await AdminService.auditAccount(
-                    store: store, environment: environment, actor: LocalSupport.actor, action: "admin.create",
-                    name: admin.name)
+                try await LocalSupport.audit(store, environment, action: "admin.create", subject: "admin \(admin.name)")
                 await LocalDatabase.close(store)
             } catch StoreError.alreadyExists {
                 await LocalDatabase.close(store)
@@ -75,9 +73,8 @@ struct AdminCommand: AsyncParsableCommand {
                 found = try await store.setAdminPassword(
                     name: password.name, passwordHash: await PasswordHasher().hash(secret), at: Date())
                 if found {
-                    try await AdminService.auditAccount(
-                        store: store, environment: environment, actor: LocalSupport.actor,
-                        action: "admin.reset-password", name: password.name)
+                    try await LocalSupport.audit(
+                        store, environment, action: "admin.reset-password", subject: "admin \(password.name)")
                 }
                 await LocalDatabase.close(store)
             } catch {

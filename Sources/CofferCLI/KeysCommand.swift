@@ -81,9 +81,8 @@ struct KeysCommand: AsyncParsableCommand {
                 try? FileManager.default.removeItem(atPath: path)
                 throw error
             }
-            try await AdminService.auditKey(
-                store: store, environment: environment, actor: LocalSupport.actor, action: "key.create",
-                key: key.record)
+            try await LocalSupport.audit(
+                store, environment, action: "key.create", subject: "key \(key.record.id)", after: ["name": name])
             print("Created admin key \(key.record.id) (\(name)); private key in \(path)")
             print("Use it with: --key-id \(key.record.id) --key \(path) --server URL")
         }
@@ -129,10 +128,8 @@ struct KeysCommand: AsyncParsableCommand {
             let revoked: Bool
             do {
                 revoked = try await store.revokeAdminKey(id: keyId, at: Date())
-                if revoked, let key = try await store.adminKey(id: keyId) {
-                    try await AdminService.auditKey(
-                        store: store, environment: environment, actor: LocalSupport.actor, action: "key.revoke",
-                        key: key)
+                if revoked {
+                    try await LocalSupport.audit(store, environment, action: "key.revoke", subject: "key \(keyId)")
                 }
                 await LocalDatabase.close(store)
             } catch {

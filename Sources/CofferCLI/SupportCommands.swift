@@ -139,6 +139,19 @@ struct LocalSupport: SupportBackend {
     static var actor: String { "cli:" + (ProcessInfo.processInfo.environment["USER"] ?? "unknown") }
     var actor: String { Self.actor }
 
+    /// Records an action taken at this terminal on the server's database (a key, an admin account).
+    static func audit(
+        _ store: any CofferStore, _ environment: Environment, action: String, subject: String,
+        after: [String: String]? = nil
+    ) async throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try await store.recordAudit(
+            AuditEvent(
+                environment: environment, actor: actor, action: action, subject: subject,
+                after: try after.map { String(decoding: try encoder.encode($0), as: UTF8.self) }, at: Date()))
+    }
+
     func users(search: String?, page: Int) async throws -> UserSearchResult {
         try await service.searchUsers(environment: environment, query: search, page: page)
     }

@@ -38,7 +38,7 @@ struct ClientAPI: Sendable {
 
     func createUser() async throws -> Response {
         var generator = SystemRandomNumberGenerator()
-        let token = Base64URL.encode(Data((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }))
+        let token = Secrets.random()
         for _ in 0..<5 {
             let user = User(
                 environment: configuration.environment, supportId: SupportID.random(using: &generator),

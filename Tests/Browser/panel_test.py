@@ -36,6 +36,8 @@ from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
+from selenium.webdriver.support.ui import WebDriverWait
 
 CHECKS = []
 
@@ -169,6 +171,13 @@ def main():
         def shot(name):
             driver.save_screenshot(os.path.join(shots, f"{name}.png"))
 
+        def click(by, value):
+            """Clicks a link or button and waits until the next page has replaced this one (a sign-in
+            hashes its password first, so the old page can still be there when click() returns)."""
+            page = driver.find_element(By.TAG_NAME, "html")
+            driver.find_element(by, value).click()
+            WebDriverWait(driver, 10).until(expected_conditions.staleness_of(page))
+
         try:
             driver.get(base + "/admin")
             check(driver.current_url.endswith("/admin/login"), "a page without a session redirects to sign-in")
@@ -177,11 +186,11 @@ def main():
             shot("login")
             driver.find_element(By.ID, "name").send_keys("admin")
             driver.find_element(By.ID, "password").send_keys("not the password")
-            driver.find_element(By.ID, "sign-in").click()
+            click(By.ID, "sign-in")
             check("Wrong name or password" in driver.find_element(By.ID, "error").text,
                   "a wrong password is refused")
             driver.find_element(By.ID, "password").send_keys(password)
-            driver.find_element(By.ID, "sign-in").click()
+            click(By.ID, "sign-in")
             check(driver.current_url == base + "/admin", "signing in opens the dashboard")
             check(driver.find_element(By.ID, "environment").text == "Sandbox", "the dashboard says Sandbox")
             check(driver.find_element(By.ID, "purchases-count").text == "3", "the dashboard counts 3 purchases")
@@ -191,13 +200,13 @@ def main():
             shot("dashboard")
 
             # Find the customer by a Support ID prefix, typed in capitals without the underscore.
-            driver.find_element(By.LINK_TEXT, "Users").click()
+            click(By.LINK_TEXT, "Users")
             driver.find_element(By.ID, "search").send_keys(support_id[1:6].upper())
-            driver.find_element(By.ID, "search-button").click()
+            click(By.ID, "search-button")
             rows = driver.find_elements(By.CSS_SELECTOR, "#users tbody tr")
             check(len(rows) == 1 and support_id in rows[0].text, "the customer is found by Support ID prefix")
             shot("users")
-            driver.find_element(By.LINK_TEXT, support_id).click()
+            click(By.LINK_TEXT, support_id)
             check(driver.find_element(By.ID, "support-id").text == support_id, "the user page opens")
             check(driver.find_element(By.ID, "balance").text == "800000", "the user page shows the balance")
             timeline = driver.find_element(By.ID, "timeline").text
@@ -207,15 +216,15 @@ def main():
             # Grant credits with a reason; it is pending until the app claims it.
             driver.find_element(By.ID, "grant-credits").send_keys("400000")
             driver.find_element(By.ID, "grant-reason").send_keys("Ticket #42")
-            driver.find_element(By.ID, "grant-button").click()
+            click(By.ID, "grant-button")
             check("Grant created" in driver.find_element(By.ID, "notice").text, "the grant is created")
             check("granted 400000 credits: Ticket #42" in driver.find_element(By.ID, "timeline").text,
                   "the timeline shows the grant with its reason")
             driver.set_window_size(1280, 1300)
             shot("user")
             driver.set_window_size(1280, 900)
-            driver.find_element(By.LINK_TEXT, "Grants").click()
-            driver.find_element(By.ID, "tab-pending").click()
+            click(By.LINK_TEXT, "Grants")
+            click(By.ID, "tab-pending")
             check(support_id in driver.find_element(By.ID, "grants").text and "pending" in
                   driver.find_element(By.ID, "grants").text, "the grant is listed as pending")
             shot("grants")
@@ -226,7 +235,7 @@ def main():
             status, claimed = http("POST", base + f"/v1/me/grants/{pending['grants'][0]['id']}/claim",
                                    headers=bearer)
             check(status == 200 and claimed["balance"] == 1_200_000, "the app claims it: 400000 credits more")
-            driver.find_element(By.ID, "tab-claimed").click()
+            click(By.ID, "tab-claimed")
             check(support_id in driver.find_element(By.ID, "grants").text and "claimed" in
                   driver.find_element(By.ID, "grants").text, "the grant is listed as claimed")
 
@@ -234,11 +243,11 @@ def main():
             driver.get(base + f"/admin/users/{support_id}")
             driver.find_element(By.ID, "balance-value").send_keys("5000")
             driver.find_element(By.ID, "balance-reason").send_keys("Ticket #43")
-            driver.find_element(By.ID, "balance-button").click()
+            click(By.ID, "balance-button")
             check(driver.find_element(By.ID, "balance").text == "5000", "the balance is set")
             check(http("GET", base + "/v1/me", headers=bearer)[1]["balance"] == 5000, "the app sees the new balance")
 
-            driver.find_element(By.LINK_TEXT, "Audit log").click()
+            click(By.LINK_TEXT, "Audit log")
             audit = driver.find_element(By.ID, "audit").text
             check("grant.create" in audit and "balance.set" in audit and "admin" in audit,
                   "the audit log records both actions and who did them")
@@ -247,17 +256,17 @@ def main():
             shot("audit")
 
             # Production is a confirmed switch; no page mixes the two.
-            driver.find_element(By.ID, "switch-production").click()
+            click(By.ID, "switch-production")
             check("Switch to Production?" in driver.page_source, "switching to Production asks for confirmation")
             shot("switch-production")
-            driver.find_element(By.ID, "confirm").click()
+            click(By.ID, "confirm")
             check(driver.find_element(By.ID, "environment").text == "Production", "the panel is in Production")
-            driver.find_element(By.LINK_TEXT, "Users").click()
+            click(By.LINK_TEXT, "Users")
             check(support_id not in driver.page_source, "Production's users page shows no Sandbox user")
             driver.get(base + "/admin/grants")
             check(len(driver.find_elements(By.ID, "delete-all")) == 0, "Production offers no delete-all")
             shot("production-grants")
-            driver.find_element(By.ID, "switch-sandbox").click()
+            click(By.ID, "switch-sandbox")
             check(driver.find_element(By.ID, "environment").text == "Sandbox", "back in Sandbox")
 
             # A form post without its CSRF token is refused and changes nothing.
@@ -280,7 +289,7 @@ def main():
             shot("user-phone")
             driver.set_window_size(1280, 900)
 
-            driver.find_element(By.ID, "sign-out").click()
+            click(By.ID, "sign-out")
             check(driver.current_url.endswith("/admin/login"), "signing out returns to sign-in")
             driver.get(base + "/admin/grants")
             check(driver.current_url.endswith("/admin/login"), "after signing out pages redirect to sign-in")

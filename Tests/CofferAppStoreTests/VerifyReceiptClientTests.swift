@@ -204,7 +204,9 @@ struct VerifyReceiptClientTests {
                     return
                 }
             }
-            #expect(ContinuousClock.now - started < .seconds(2))
+            // The 2-second deadline, plus slack for a loaded 2-core machine running every suite at once
+            // (a hang without the deadline would never end).
+            #expect(ContinuousClock.now - started < .seconds(3))
         }
     }
 
