@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "CofferAPI", targets: ["CofferAPI"]),
         .library(name: "CofferAdmin", targets: ["CofferAdmin"]),
         .library(name: "CofferClient", targets: ["CofferClient"]),
+        .library(name: "CofferStoreKit2", targets: ["CofferStoreKit2"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .library(name: "CofferCLI", targets: ["CofferCLI"]),
@@ -79,6 +80,8 @@ let package = Package(
         ),
         .target(name: "CofferStoreKit", swiftSettings: strictSettings),
         .target(name: "CofferAPI", swiftSettings: strictSettings),
+        // StoreKit 2 behind the StoreKitProvider protocol; empty where StoreKit does not exist.
+        .target(name: "CofferStoreKit2", dependencies: ["CofferStoreKit"], swiftSettings: strictSettings),
         .target(
             name: "CofferClient",
             dependencies: [
@@ -133,7 +136,7 @@ let package = Package(
             name: "CofferCLI",
             dependencies: [
                 "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
-                "CofferSimulator", "CofferServer", "CofferAdmin",
+                "CofferSimulator", "CofferServer", "CofferAdmin", "CofferClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -223,8 +226,8 @@ let package = Package(
         .testTarget(
             name: "CofferClientTests",
             dependencies: [
-                "CofferClient", "CofferServer", "CofferAPI", "CofferAppStore", "CofferCore", "CofferStore",
-                "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
+                "CofferClient", "CofferServer", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore",
+                "CofferStore", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

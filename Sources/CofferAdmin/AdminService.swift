@@ -19,6 +19,22 @@ public struct AdminService: Sendable {
     public let now: @Sendable () -> Date
     /// Order id lookup, when configured.
     public let orderLookup: OrderLookup?
+    /// Told after each change an app should hear of at once (the server turns it into an event on the
+    /// user's stream).
+    public let onChange: ChangeObserver?
+
+    /// A change to one user an app should hear of.
+    public enum Change: Sendable, Equatable {
+        /// A grant was created for the user.
+        case grant(id: UUID)
+        /// The server wallet's ledger took an adjustment, under this ledger key.
+        case adjustment(key: String)
+        /// Support wrote the device wallet's backup; this is its version.
+        case backup(version: Int64)
+    }
+
+    /// Receives ``Change``s with the id of the user they are about.
+    public typealias ChangeObserver = @Sendable (_ user: UUID, _ change: Change) async -> Void
 
     /// The most credits one grant or balance may carry.
     public static let maximumCredits: Int64 = 1_000_000_000_000
@@ -31,13 +47,15 @@ public struct AdminService: Sendable {
         catalog: Catalog,
         walletMode: WalletMode,
         now: @escaping @Sendable () -> Date = { Date() },
-        orderLookup: OrderLookup? = nil
+        orderLookup: OrderLookup? = nil,
+        onChange: ChangeObserver? = nil
     ) {
         self.store = store
         self.catalog = catalog
         self.walletMode = walletMode
         self.now = now
         self.orderLookup = orderLookup
+        self.onChange = onChange
     }
 
     // MARK: Reading
@@ -163,6 +181,7 @@ public struct AdminService: Sendable {
             environment: environment, recipient: user.id, credits: credits, reason: reason, createdBy: actor,
             createdAt: now())
         try await store.createGrant(grant)
+        await onChange?(user.id, .grant(id: grant.id))
         let view = GrantView(grant, supportId: user.supportId.rawValue)
         try await audit(
             environment, actor: actor, action: "grant.create", subject: user.supportId.rawValue, after: view)
@@ -209,6 +228,7 @@ public struct AdminService: Sendable {
                     event: .adjustment(
                         id: UUID().uuidString.lowercased(), delta: balance - wallet.balance, reason: reason),
                     at: now()))
+            await onChange?(user.id, .adjustment(key: result.entry?.key.rawValue ?? ""))
             change = BalanceChange(
                 supportId: user.supportId.rawValue, before: wallet.balance, after: result.wallet.balance, via: "ledger")
         case .device:
@@ -217,6 +237,7 @@ public struct AdminService: Sendable {
                 owner: user.id, environment: environment, value: balance, precondition: .overwrite,
                 writer: .admin(actor), at: now())
             guard case .saved(let record) = saved else { throw AdminError.invalid("the backup could not be written") }
+            await onChange?(user.id, .backup(version: record.version))
             change = BalanceChange(
                 supportId: user.supportId.rawValue, before: current?.value ?? 0, after: record.value, via: "backup")
         }

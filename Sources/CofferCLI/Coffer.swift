@@ -14,7 +14,7 @@ public struct Coffer: AsyncParsableCommand {
             CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
             AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self, AdminCommand.self, KeysCommand.self,
             GrantCommand.self,
-            UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self,
+            UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self, SimulateCommand.self,
         ]
     )
 

@@ -169,19 +169,74 @@ public actor CofferSDK {
                 refused.append("\(transaction.id): \(error)")
             }
         }
+        let caughtUp = try await enteredForeground()
+        return LaunchReport(
+            recovered: recovered, posted: caughtUp.posted, interrupted: interrupted, adjusted: caughtUp.adjusted,
+            granted: caughtUp.granted, offline: offline || caughtUp.offline, refused: refused)
+    }
+
+    /// What ``enteredForeground()`` picked up.
+    public struct CatchUp: Sendable, Equatable {
+        /// Transactions posted to the server from the outbox.
+        public var posted: Int
+        /// Changes from the server's mailbox applied now (device wallet).
+        public var adjusted: Int
+        /// Credits granted by support and picked up now.
+        public var granted: Int64
+        /// Refunds StoreKit reports that were taken back now.
+        public var refunded: Int
+        /// Whether the server could not be reached.
+        public var offline: Bool
+    }
+
+    /// The app came to the foreground (and the end of ``launch()``): posts the outbox, applies the mailbox and
+    /// support's grants, runs the refund check, refreshes the entitlements and backs the balance up. Call it
+    /// from the scene's `.active` phase.
+    @discardableResult
+    public func enteredForeground() async throws -> CatchUp {
         let posted = try await postOutbox()
+        var offline = false
         var adjusted = 0
         var granted: Int64 = 0
         do { adjusted = try await applyMailbox() } catch ServerClientError.transport { offline = true }
         do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
-        try await refundCheck()
+        let refunded = try await refundCheck()
         try await refreshEntitlements()
         if configuration.wallet == .device {
             do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
         }
-        return LaunchReport(
-            recovered: recovered, posted: posted, interrupted: interrupted, adjusted: adjusted, granted: granted,
-            offline: offline, refused: refused)
+        return CatchUp(posted: posted, adjusted: adjusted, granted: granted, refunded: refunded, offline: offline)
+    }
+
+    /// The app went to the background: backs the balance up now (device wallet), so what changed since the
+    /// last backup survives the app being deleted. Call it from the scene's `.background` phase. A failure
+    /// is kept in ``lastBackupFailure`` and retried by the next backup.
+    public func enteredBackground() async {
+        await backUpNow()
+    }
+
+    /// Keeps the server in step while the app runs: every `interval` (5 minutes unless told otherwise) posts
+    /// what the outbox still holds and backs the balance up, until the calling task is cancelled. Failures
+    /// are kept in ``lastBackupFailure`` and retried at the next tick.
+    public func runBackups(every interval: Duration = .seconds(300)) async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: interval) } catch { return }
+            _ = try? await postOutbox()
+            await backUpNow()
+        }
+    }
+
+    /// Why the last backup did not happen, if it did not (cleared by the next one that does).
+    public private(set) var lastBackupFailure: String?
+
+    private func backUpNow() async {
+        guard configuration.wallet == .device else { return }
+        do {
+            _ = try await syncBackup()
+            lastBackupFailure = nil
+        } catch {
+            lastBackupFailure = "\(error)"
+        }
     }
 
     /// The user: from the credential store (which survives reinstalls), else a new one from the server.
@@ -298,6 +353,9 @@ public actor CofferSDK {
             LedgerRequest(
                 owner: user.id, environment: configuration.environment, event: event,
                 policy: configuration.deficitPolicy, at: now()))
+        // The server lists the same refund in the mailbox under the same key; kept with the identity, so an
+        // app reinstalled and restored from a backup that already has it taken back never takes it twice.
+        if case .revocation = event { try remember(event.key.rawValue) }
     }
 
     /// Posts the outbox: every remembered transaction the server has not acknowledged.
@@ -415,9 +473,27 @@ public actor CofferSDK {
     /// Backs the device wallet's balance up, or takes the server's value, by the backup rule: a fresh install
     /// with the default balance restores a higher backup; an admin edit newer than this device's last backup
     /// is accepted; otherwise the device's value is written (with its version, retried on a conflict).
+    /// One sync runs at a time (the periodic backup, a purchase and an event may ask at once); a caller that
+    /// finds one running waits for it and then runs its own, so its own change is backed up.
     @discardableResult
     public func syncBackup() async throws -> BackupDecision {
         guard configuration.wallet == .device else { return .upToDate }
+        // Each sync in flight is waited for once: a finished one stays recorded until its caller resumes, and
+        // waiting on it again would spin on the actor.
+        var waited: Task<BackupDecision, any Error>?
+        while let running = backupInFlight, running != waited {
+            waited = running
+            _ = try? await running.value
+        }
+        let task = Task { try await self.syncBackupOnce() }
+        backupInFlight = task
+        defer { if backupInFlight == task { backupInFlight = nil } }
+        return try await task.value
+    }
+
+    private var backupInFlight: Task<BackupDecision, any Error>?
+
+    private func syncBackupOnce() async throws -> BackupDecision {
         let user = try await localUser()
         let token = try await credentials().token
         for _ in 0..<3 {
@@ -438,7 +514,8 @@ public actor CofferSDK {
                 fresh = try await ledger.entries(owner: user.id, environment: configuration.environment).isEmpty
             }
             let decision = BackupRule.decide(
-                localBalance: local, defaultBalance: fresh ? 0 : -1, lastBackupAt: lastBackupAt, server: record)
+                localBalance: local, defaultBalance: fresh ? 0 : -1, lastBackupAt: lastBackupAt,
+                lastVersion: try state.value("lastBackupVersion").flatMap(Int64.init), server: record)
             switch decision {
             case .restore(let value), .acceptServer(let value):
                 guard let remote else { return decision }
@@ -452,17 +529,17 @@ public actor CofferSDK {
                             at: now()))
                 }
                 try crashAfter(.backupTaken)
-                try state.set("lastBackupAt", String(remote.lastUpdated.timeIntervalSince1970))
+                try rememberBackup(remote)
                 return decision
             case .upToDate:
-                if let remote { try state.set("lastBackupAt", String(remote.lastUpdated.timeIntervalSince1970)) }
+                if let remote { try rememberBackup(remote) }
                 return decision
             case .push(let value):
                 do {
                     let written = try await server.saveBackup(
                         value: value, device: configuration.deviceName, version: remote?.version, token: token)
                     try crashAfter(.backupPushed)
-                    try state.set("lastBackupAt", String(written.lastUpdated.timeIntervalSince1970))
+                    try rememberBackup(written)
                     return decision
                 } catch ServerClientError.refused(412, _, _) {
                     continue  // Another device wrote first: decide again with its record.
@@ -472,10 +549,34 @@ public actor CofferSDK {
         throw SDKError.conflict("the backup kept changing under this device")
     }
 
-    /// Whether the server's backup holds the device's balance, for a Settings screen.
-    public func backupMatches() async throws -> Bool {
+    /// Keeps which record of the server's backup this device last wrote or took.
+    private func rememberBackup(_ record: BackupBody) throws {
+        try state.set("lastBackupVersion", String(record.version))
+        try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
+    }
+
+    /// What a Settings screen says about the backup.
+    public enum BackupStatus: Sendable, Equatable {
+        /// The server holds the device's balance, written at this time.
+        case matches(since: Date)
+        /// The server holds another value: a backup not yet made, or a change from another device or support
+        /// not yet taken (the next sync settles it).
+        case differs(device: Int64, server: Int64)
+        /// Nothing is backed up yet.
+        case none
+        /// The server wallet keeps the balance on the server: there is nothing to back up.
+        case notNeeded
+    }
+
+    /// Whether the server's backup holds the device's balance, for a Settings screen; throws
+    /// ``ServerClientError/transport(_:)`` when the server is out of reach.
+    public func backupStatus() async throws -> BackupStatus {
+        guard configuration.wallet == .device else { return .notNeeded }
         let token = try await credentials().token
-        return try await server.backup(token: token)?.value == localWallet().balance
+        guard let remote = try await server.backup(token: token) else { return .none }
+        let local = try await localWallet().balance
+        return remote.value == local
+            ? .matches(since: remote.lastUpdated) : .differs(device: local, server: remote.value)
     }
 
     func applied(_ key: String) throws -> Bool { identity?.appliedKeys.contains(key) ?? false }
@@ -529,21 +630,24 @@ public actor CofferSDK {
         return entitlements
     }
 
-    /// The refund check: every refunded or revoked transaction StoreKit reports is taken back here once
-    /// (device wallet; the ledger knows what it took), whether or not its update was heard.
+    /// The refund check: every refunded or revoked transaction StoreKit reports is taken back once, whether
+    /// or not its update was heard: in the device wallet by the local ledger (which knows what it took), in
+    /// the server wallet by posting it to the server (which takes it back once and says `revoked`).
     ///
     /// - Returns: How many were taken back now.
     @discardableResult
     public func refundCheck() async throws -> Int {
-        guard configuration.wallet == .device else { return 0 }
         var count = 0
         for transaction in await storeKit.all() where transaction.revocationDate != nil {
-            let receipt = try await ledger.receipt(
-                transactionId: transaction.id, environment: configuration.environment)
-            if let receipt, receipt.revokedAt == nil {
-                try await handle(transaction)
-                count += 1
+            switch configuration.wallet {
+            case .device:
+                let receipt = try await ledger.receipt(
+                    transactionId: transaction.id, environment: configuration.environment)
+                guard let receipt, receipt.revokedAt == nil else { continue }
+            case .server:
+                guard try state.outcome(id: transaction.id) != TransactionOutcome.revoked.rawValue else { continue }
             }
+            if try await handle(transaction) { count += 1 }
         }
         return count
     }
@@ -640,6 +744,92 @@ public actor CofferSDK {
             }
         }
         return items
+    }
+
+    // MARK: Spending
+
+    /// Spends credits, once per `key` (give the same key when retrying the same spend): from the local
+    /// ledger in the device wallet, through the server in the server wallet.
+    ///
+    /// - Returns: The balance after the spend.
+    /// - Throws: `LedgerError.insufficientBalance` when the balance holds less; ``ServerClientError`` when
+    ///   the server wallet's server is out of reach (nothing was spent unless it answered).
+    @discardableResult
+    public func spend(_ amount: Int64, key: String = UUID().uuidString.lowercased()) async throws -> Int64 {
+        guard amount > 0 else { throw LedgerError.invalidAmount(amount) }
+        switch configuration.wallet {
+        case .device:
+            let user = try await localUser()
+            let result = try await ledger.apply(
+                LedgerRequest(
+                    owner: user.id, environment: configuration.environment, event: .spend(key: key, amount: amount),
+                    at: now()))
+            return result.wallet.balance
+        case .server:
+            let token = try await credentials().token
+            do {
+                return try await server.spend(amount: amount, key: key, token: token).balance
+            } catch .refused(_, "insufficient-balance", _) {
+                let balance = try await server.me(token: token).balance
+                throw LedgerError.insufficientBalance(balance: balance, requested: amount)
+            } catch .refused(_, "key-reused", _) {
+                throw LedgerError.keyReused(IdempotencyKey(.spend, key))
+            }
+        }
+    }
+
+    // MARK: The server's events
+
+    /// Listens to the server's event stream until the calling task is cancelled: a grant is picked up as
+    /// soon as support makes it, a refund the server learned of is taken back, support's edit of the backup
+    /// is accepted, the entitlements refresh. Each time the stream opens, everything is looked at once
+    /// (events sent while it was closed are not replayed); when it drops it is opened again after `retry`.
+    /// Failures are kept in ``lastEventFailure``.
+    public func listenForServerEvents(retry: Duration = .seconds(5)) async {
+        while !Task.isCancelled {
+            do {
+                let token = try await credentials().token
+                for try await signal in server.events(token: token) {
+                    switch signal {
+                    case .connected:
+                        isConnectedToEvents = true
+                        await react(to: nil)
+                    case .event(let event):
+                        await react(to: event.type)
+                    }
+                }
+            } catch {
+                lastEventFailure = "\(error)"
+            }
+            isConnectedToEvents = false
+            do { try await Task.sleep(for: retry) } catch { return }
+        }
+    }
+
+    /// Whether ``listenForServerEvents(retry:)`` has the stream open.
+    public private(set) var isConnectedToEvents = false
+
+    /// Why the last event could not be acted on, or why the stream last dropped.
+    public private(set) var lastEventFailure: String?
+
+    /// Acts on one event (`nil`: look at everything).
+    private func react(to kind: ServerEventKind?) async {
+        do {
+            switch kind {
+            case nil:
+                _ = try await enteredForeground()
+            case .grant:
+                if try await refreshGrants() != 0 { _ = try await syncBackup() }
+            case .adjustment:
+                if try await applyMailbox() != 0 { _ = try await syncBackup() }
+            case .backup:
+                _ = try await syncBackup()
+            case .entitlements:
+                _ = try await refreshEntitlements()
+            }
+        } catch {
+            lastEventFailure = "\(error)"
+        }
     }
 
     // MARK: Reading

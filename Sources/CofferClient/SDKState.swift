@@ -52,12 +52,18 @@ struct SDKState: Sendable {
         }
     }
 
-    /// Remembers a signed transaction (once) so it reaches the server even if the app dies.
+    /// Remembers a signed transaction (once) so it reaches the server even if the app dies. A new signed form
+    /// of a transaction already posted (Apple signs a refunded transaction again, with its revocation date)
+    /// goes back in the outbox.
     func remember(id: String, jws: String, at date: Date) throws {
         try queue.write { db in
             try db.execute(
-                sql:
-                    "INSERT INTO transactions (id, jws, seen_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET jws = excluded.jws",
+                sql: """
+                    INSERT INTO transactions (id, jws, seen_at) VALUES (?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET
+                        posted_at = CASE WHEN jws = excluded.jws THEN posted_at ELSE NULL END,
+                        jws = excluded.jws
+                    """,
                 arguments: [id, jws, date.timeIntervalSince1970])
         }
     }
@@ -75,6 +81,13 @@ struct SDKState: Sendable {
     func credits(id: String) throws -> Int64? {
         try queue.read { db in
             try Int64.fetchOne(db, sql: "SELECT credits FROM transactions WHERE id = ?", arguments: [id])
+        }
+    }
+
+    /// The server's answer for a transaction (`delivered`, `duplicate`, `revoked`), once it answered.
+    func outcome(id: String) throws -> String? {
+        try queue.read { db in
+            try String.fetchOne(db, sql: "SELECT outcome FROM transactions WHERE id = ?", arguments: [id])
         }
     }
 

@@ -11,9 +11,14 @@ public struct ServerClient: Sendable {
     public let baseURL: URL
     private let session: URLSession
 
-    /// A client of the server at `baseURL`; requests time out after `timeout` seconds.
-    public init(baseURL: URL, timeout: TimeInterval = 20) {
+    /// How long the event stream may stay silent before it counts as dropped.
+    public let eventSilence: TimeInterval
+
+    /// A client of the server at `baseURL`; requests time out after `timeout` seconds, and the event stream
+    /// after `eventSilence` seconds without a byte.
+    public init(baseURL: URL, timeout: TimeInterval = 20, eventSilence: TimeInterval = 45) {
         self.baseURL = baseURL
+        self.eventSilence = eventSilence
         let configuration = URLSessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = timeout
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -72,6 +77,39 @@ public struct ServerClient: Sendable {
         return response.adjustments
     }
 
+    /// `POST /v1/me/spend` (server wallet): spends credits once per `key` (a retry with the same key is
+    /// answered with the same balance, never spent twice).
+    public func spend(amount: Int64, key: String, token: String) async throws(ServerClientError) -> BalanceResponse {
+        try await send(
+            "POST", "/v1/me/spend", token: token, body: SpendRequest(amount: amount), headers: ["Idempotency-Key": key])
+    }
+
+    /// `GET /v1/me/events`: the server's hints of what changed for the user, as Server-Sent Events, until the
+    /// connection drops (it then ends with ``ServerClientError/transport(_:)``) or the reader stops.
+    public func events(token: String) -> AsyncThrowingStream<ServerEventSignal, any Error> {
+        let (stream, continuation) = AsyncThrowingStream<ServerEventSignal, any Error>.makeStream()
+        guard let url = URL(string: "/v1/me/events", relativeTo: baseURL) else {
+            continuation.finish(throwing: ServerClientError.transport("bad path /v1/me/events"))
+            return stream
+        }
+        var request = URLRequest(url: url)
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+        let configuration = URLSessionConfiguration.ephemeral
+        // The server sends a keep-alive comment every 15 seconds by default; silence for longer is a dead line.
+        configuration.timeoutIntervalForRequest = eventSilence
+        configuration.timeoutIntervalForResource = .infinity
+        let reader = EventStreamReader(continuation: continuation)
+        let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: reader.queue)
+        let task = session.dataTask(with: request)
+        continuation.onTermination = { _ in
+            task.cancel()
+            session.invalidateAndCancel()
+        }
+        task.resume()
+        return stream
+    }
+
     private func send<Answer: Decodable>(
         _ method: String, _ path: String, token: String? = nil, body: (some Encodable)? = String?.none,
         headers: [String: String] = [:]
@@ -120,4 +158,79 @@ public enum ServerClientError: Error, Equatable, Sendable {
     case transport(String)
     /// The server refused the request (4xx) with a code; retrying the same request will not help.
     case refused(Int, String, String)
+}
+
+/// What the event stream says: that it is open (events sent while it was not are lost, so look at
+/// everything once), or one event.
+public enum ServerEventSignal: Sendable, Equatable {
+    /// The stream is open.
+    case connected
+    /// Something changed.
+    case event(ServerEventBody)
+}
+
+/// Reads a Server-Sent Events response as it arrives. Every callback runs on ``queue`` (one at a time), which
+/// is all that touches ``buffer``.
+private final class EventStreamReader: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    let continuation: AsyncThrowingStream<ServerEventSignal, any Error>.Continuation
+    let queue: OperationQueue = {
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        return queue
+    }()
+    private var buffer = Data()
+    /// Frames larger than this are not from a Coffer server; the stream is dropped.
+    private static let maximumFrame = 64 * 1_024
+
+    init(continuation: AsyncThrowingStream<ServerEventSignal, any Error>.Continuation) {
+        self.continuation = continuation
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status == 200 else {
+            completionHandler(.cancel)
+            continuation.finish(
+                throwing: status >= 500 || status == 429
+                    ? ServerClientError.transport("the event stream answered \(status)")
+                    : ServerClientError.refused(status, "http-\(status)", "the event stream was refused"))
+            return
+        }
+        continuation.yield(.connected)
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        buffer.append(data)
+        let separator = Data("\n\n".utf8)
+        while let end = buffer.range(of: separator) {
+            let frame = String(decoding: buffer[buffer.startIndex..<end.lowerBound], as: UTF8.self)
+            buffer.removeSubrange(buffer.startIndex..<end.upperBound)
+            if let event = Self.event(frame) { continuation.yield(.event(event)) }
+        }
+        if buffer.count > Self.maximumFrame {
+            dataTask.cancel()
+            continuation.finish(throwing: ServerClientError.transport("an event frame is too large"))
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        continuation.finish(
+            throwing: ServerClientError.transport(
+                error.map { "the event stream dropped: \($0.localizedDescription)" }
+                    ?? "the event stream ended"))
+        session.finishTasksAndInvalidate()
+    }
+
+    /// The event of one frame: its `data:` lines as JSON; comments (`: keep-alive`) and unknown kinds are none.
+    static func event(_ frame: String) -> ServerEventBody? {
+        let data = frame.split(separator: "\n").filter { $0.hasPrefix("data:") }.map {
+            $0.dropFirst(5).trimmingCharacters(in: .whitespaces)
+        }
+        guard !data.isEmpty else { return nil }
+        return try? JSONDecoder().decode(ServerEventBody.self, from: Data(data.joined(separator: "\n").utf8))
+    }
 }

@@ -45,24 +45,35 @@ public enum BackupRule {
     /// Decides between restoring, accepting the server value and pushing, in that order:
     ///
     /// 1. The local balance is the default and the server holds more: restore it.
-    /// 2. The server's `lastUpdated` is newer than the app's last backup (or the app never backed up): accept it.
+    /// 2. The server's copy is newer than the app's last backup (or the app never backed up): accept it.
+    ///    Newer means a later version than the one the app last wrote or took, when the app knows it (versions
+    ///    are exact; two writes in the same second are not, once a date has crossed the wire); else a later
+    ///    `lastUpdated` than the app's last backup.
     /// 3. Otherwise the app's value wins: push it (or nothing, when the server already has it).
     ///
     /// - Parameters:
     ///   - localBalance: The balance on the device now.
     ///   - defaultBalance: The balance a fresh install starts with.
     ///   - lastBackupAt: When this app last wrote a backup, `nil` if never.
+    ///   - lastVersion: The version of the server's record the app last wrote or took, if it knows it.
     ///   - server: The server's backup, `nil` if none.
     /// - Returns: The decision.
     public static func decide(
         localBalance: Int64,
         defaultBalance: Int64,
         lastBackupAt: Date?,
+        lastVersion: Int64? = nil,
         server: BackupRecord?
     ) -> BackupDecision {
         guard let server else { return .push(localBalance) }
         if localBalance == defaultBalance, server.value > localBalance { return .restore(server.value) }
-        if lastBackupAt.map({ server.lastUpdated > $0 }) ?? true {
+        let newer: Bool
+        if let lastVersion, lastBackupAt != nil {
+            newer = server.version > lastVersion
+        } else {
+            newer = lastBackupAt.map { server.lastUpdated > $0 } ?? true
+        }
+        if newer {
             return server.value == localBalance ? .upToDate : .acceptServer(server.value)
         }
         return server.value == localBalance ? .upToDate : .push(localBalance)

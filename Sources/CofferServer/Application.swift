@@ -148,7 +148,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
         return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
     }
-    let service = adminService(configuration: configuration, dependencies: dependencies)
+    let service = adminService(configuration: configuration, dependencies: dependencies, events: events)
     AdminAPI(api: api, service: service).addRoutes(to: router)
     AdminPanel(
         api: api, service: service, renderer: dependencies.panelRenderer, hasher: dependencies.passwordHasher,
@@ -160,7 +160,9 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
 
 /// Support's operations over the server's store, with order ids looked up through the App Store Server API
 /// when the server has a key (for its own environment).
-func adminService(configuration: ServerConfiguration, dependencies: ServerDependencies) -> AdminService {
+func adminService(configuration: ServerConfiguration, dependencies: ServerDependencies, events: EventHub)
+    -> AdminService
+{
     var orderLookup: AdminService.OrderLookup?
     if let appStoreAPI = dependencies.appStoreAPI {
         let verifier = dependencies.verifier
@@ -179,7 +181,17 @@ func adminService(configuration: ServerConfiguration, dependencies: ServerDepend
     }
     return AdminService(
         store: dependencies.store, catalog: dependencies.catalog, walletMode: configuration.wallet,
-        now: dependencies.now, orderLookup: orderLookup)
+        now: dependencies.now, orderLookup: orderLookup,
+        onChange: { user, change in
+            // The app hears of support's change at once on its event stream (when it has one open here).
+            let event: ServerEventBody
+            switch change {
+            case .grant(let id): event = ServerEventBody(type: .grant, key: id.uuidString.lowercased())
+            case .adjustment(let key): event = ServerEventBody(type: .adjustment, key: key)
+            case .backup(let version): event = ServerEventBody(type: .backup, key: String(version))
+            }
+            await events.publish(event, to: user)
+        })
 }
 
 /// The request context: Hummingbird's basics plus the authenticated user.

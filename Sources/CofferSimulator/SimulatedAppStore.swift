@@ -623,6 +623,14 @@ public actor SimulatedAppStore {
         .map(storeTransaction)
     }
 
+    /// The account's device in one answer, for a StoreKit provider in another process.
+    public func deviceState(account: String) -> SimulatedDeviceState {
+        SimulatedDeviceState(
+            transactions: deviceTransactions(account: account),
+            unfinished: unfinishedTransactions(account: account).map(\.id),
+            entitled: currentEntitlements(account: account).map(\.id))
+    }
+
     /// A stream of the account's transaction updates that starts with every unfinished transaction.
     public func updates(account: String) -> AsyncStream<StoreTransaction> {
         let (stream, continuation) = AsyncStream<StoreTransaction>.makeStream()

@@ -1,4 +1,5 @@
 import CofferAppStore
+import CofferStoreKit
 import Foundation
 import Hummingbird
 import NIOCore
@@ -260,6 +261,32 @@ public enum SimulatorServer {
             }
             return try encoded(await store.history(account: account), .ok)
         }
+        controls.get("device") { request, _ -> Response in
+            guard let account = request.uri.queryParameters.get("account"), !account.isEmpty else {
+                return try encoded(SimulatorError("invalid-request", "account is required"), .badRequest)
+            }
+            return json(try SimulatedDeviceState.encode(await store.deviceState(account: String(account))))
+        }
+        controls.post("finish") { request, _ -> Response in
+            let control: Control
+            do {
+                control = try JSONDecoder().decode(
+                    Control.self, from: Data(buffer: try await request.body.collect(upTo: maximumBodySize)))
+            } catch {
+                return try encoded(SimulatorError("invalid-request", "the body is not valid: \(error)"), .badRequest)
+            }
+            guard let id = control.transactionId else {
+                return try encoded(SimulatorError("invalid-request", "transactionId is required"), .badRequest)
+            }
+            await store.finish(transactionId: id)
+            var report = SimulatorReport()
+            report.happened.append("finished transaction \(id)")
+            report.transactionIds = [id]
+            return try encoded(report, .ok)
+        }
+        controls.get("clock") { _, _ -> Response in
+            try encoded(ClockBody(now: await store.clock.now()), .ok)
+        }
         controls.get("signed") { request, _ -> Response in
             let id = request.uri.queryParameters.get("transactionId") ?? ""
             do {
@@ -277,6 +304,11 @@ public enum SimulatorServer {
                 status: .ok, headers: [.contentType: "text/plain"],
                 body: .init(byteBuffer: ByteBuffer(string: await store.appReceipt(account: account))))
         }
+    }
+
+    /// `GET /simulator/clock`: the simulated time now.
+    struct ClockBody: Encodable {
+        var now: Date
     }
 
     // MARK: Encoding

@@ -48,9 +48,9 @@ public enum StorePurchaseResult: Sendable, Equatable {
 
 /// A transaction as the device sees it: the fields the SDK reads, and the signed form it posts to the
 /// server.
-public struct StoreTransaction: Sendable, Equatable, Hashable {
+public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     /// The kinds of product, as StoreKit names them.
-    public enum ProductType: String, Sendable, Hashable {
+    public enum ProductType: String, Sendable, Hashable, Codable {
         /// A consumable.
         case consumable = "Consumable"
         /// A non-consumable.
@@ -113,5 +113,38 @@ public struct StoreTransaction: Sendable, Equatable, Hashable {
         self.isUpgraded = isUpgraded
         self.appAccountToken = appAccountToken
         self.jwsRepresentation = jwsRepresentation
+    }
+}
+
+/// One account's device as the App Store simulator reports it over HTTP (`GET /simulator/device`), for a
+/// ``StoreKitProvider`` that drives a simulator running in another process.
+public struct SimulatedDeviceState: Codable, Sendable, Equatable {
+    /// Every transaction of the account, oldest first (`Transaction.all`).
+    public var transactions: [StoreTransaction]
+    /// The ids of those not finished yet (`Transaction.unfinished`).
+    public var unfinished: [String]
+    /// The ids of those the account is entitled to now (`Transaction.currentEntitlements`).
+    public var entitled: [String]
+
+    /// Creates the state.
+    public init(transactions: [StoreTransaction], unfinished: [String], entitled: [String]) {
+        self.transactions = transactions
+        self.unfinished = unfinished
+        self.entitled = entitled
+    }
+
+    /// Encodes the state as the simulator sends it (dates in milliseconds, as Apple's).
+    public static func encode(_ state: SimulatedDeviceState) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        encoder.outputFormatting = [.sortedKeys]
+        return try encoder.encode(state)
+    }
+
+    /// Decodes what ``encode(_:)`` wrote.
+    public static func decode(_ data: Data) throws -> SimulatedDeviceState {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return try decoder.decode(SimulatedDeviceState.self, from: data)
     }
 }

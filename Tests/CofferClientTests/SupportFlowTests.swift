@@ -98,8 +98,9 @@ struct SupportFlowTests {
             try await app.launch()
             _ = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
             let user = try await Self.serverUser(world, app)
-            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 300)
-            #expect(try await app.backupMatches())
+            let stored = try #require(try await world.serverStore.backup(owner: user.id, environment: .sandbox))
+            #expect(stored.value == 300)
+            #expect(try await LiveSyncTests.matches(app, stored))
 
             // Reinstall: the app's files are gone, the identity (Keychain) is not: the backup is restored.
             try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
@@ -119,6 +120,59 @@ struct SupportFlowTests {
             #expect(try await world.app().launch().offline == false)
             #expect(try await next.balance() == 1_000)
             #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 1_000)
+        }
+    }
+
+    @Test(
+        "a refund is taken back once, on the device and the server, whichever step the app died after",
+        arguments: WalletMode.allCases, [SDKStep.remembered, .delivered, .finished, .posted])
+    func refundDeath(wallet: WalletMode, step: SDKStep) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: wallet) { world in
+            let app = try world.app()
+            try await app.launch()
+            let bought = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            guard case .delivered(let id, 300) = bought else {
+                Issue.record("not delivered: \(bought)")
+                return
+            }
+            // Apple refunds it; its notification never reaches the server, so only the app can tell it.
+            try await world.apple.refund(transactionId: id)
+            let dying = try world.app(crashAfter: step)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: step)) { try await dying.refundCheck() }
+            let next = try world.app()
+            try await next.launch()
+            #expect(try await next.balance() == 0)
+            let records = try await world.serverRecords(next)
+            #expect(records.receipts.first?.revokedAt != nil, "the server learned of the refund")
+            #expect(records.entries.map(\.key.kind) == [.purchase, .revocation])
+            if wallet == .device {
+                #expect(try await next.localWallet() == Wallet(balance: 0, deficit: 0))
+                #expect(try await next.pendingPosts().isEmpty)
+            }
+            let again = try world.app()
+            try await again.launch()
+            #expect(try await again.balance() == 0)
+            #expect(try await world.serverRecords(again).entries.count == 2)
+        }
+    }
+
+    @Test("the app dies right after its backup is written; the next launch finds the backup up to date")
+    func backupPushDeath() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let first = try world.app()
+            try await first.launch()
+            let dying = try world.app(crashAfter: .backupPushed)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: .backupPushed)) {
+                try await dying.purchase(productId: PurchaseFlowTests.product, quantity: 2)
+            }
+            let next = try world.app()
+            let report = try await next.launch()
+            #expect(report.recovered.isEmpty && report.posted == 0)
+            #expect(try await next.balance() == 200)
+            let user = try await Self.serverUser(world, next)
+            let stored = try #require(try await world.serverStore.backup(owner: user.id, environment: .sandbox))
+            #expect(stored.value == 200)
+            #expect(try await LiveSyncTests.matches(next, stored))
         }
     }
 }

@@ -75,6 +75,28 @@ struct BackupRuleTests {
                 == .push(1_000))
     }
 
+    @Test("with the version the app last saw, newer means a later version, whatever the dates say")
+    func newerByVersion() {
+        // Written in the same second as the app's last backup (dates on the wire carry whole seconds).
+        #expect(
+            BackupRule.decide(
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, lastVersion: 2,
+                server: server(9_000, updated: 0, by: .admin("support")))
+                == .acceptServer(9_000))
+        // The app's own write, even with a later date than the app kept: its value is pushed.
+        #expect(
+            BackupRule.decide(
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: lastBackup, lastVersion: 3,
+                server: server(6_000, updated: 60))
+                == .push(7_000))
+        // A version without a date (never backed up) is not enough to say the server is older.
+        #expect(
+            BackupRule.decide(
+                localBalance: 7_000, defaultBalance: defaultBalance, lastBackupAt: nil, lastVersion: 3,
+                server: server(6_000, updated: -60))
+                == .acceptServer(6_000))
+    }
+
     @Test("nothing to do when the server already holds the app's value")
     func upToDate() {
         #expect(
