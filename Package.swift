@@ -227,7 +227,7 @@ let package = Package(
             name: "CofferClientTests",
             dependencies: [
                 "CofferClient", "CofferServer", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore",
-                "CofferStore", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
+                "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ],

@@ -462,6 +462,17 @@ public actor CofferSDK {
                         owner: user.id, environment: configuration.environment, event: event,
                         policy: configuration.deficitPolicy, at: now()))
             }
+            if case .reversal(var fact) = event, receipt?.deliveredCredits == nil {
+                // Refunded before it was ever delivered, and now paid again: deliver it (once, by its key).
+                fact.revocationDate = nil
+                let credits = try configuration.catalog.credits(
+                    productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+                _ = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment,
+                        event: .purchase(fact, credits: credits),
+                        policy: configuration.deficitPolicy, at: now()))
+            }
             try crashAfter(.adjustmentApplied)
             try remember(item.key)
             try crashAfter(.adjustmentRemembered)

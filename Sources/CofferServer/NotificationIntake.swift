@@ -133,7 +133,11 @@ struct NotificationIntake: Sendable {
         case .refundReversed:
             var restored = fact
             restored.revocationDate = nil
-            return try await applyEvent(.reversal(restored), to: user, source: "notification", logger: logger)
+            let outcome = try await applyEvent(.reversal(restored), to: user, source: "notification", logger: logger)
+            // A purchase refunded before it was ever delivered is paid again: deliver it now (the ledger answers
+            // `duplicate` when it was delivered, and the reversal gave it back).
+            _ = try await deliver(restored, to: user, source: "notification", logger: logger)
+            return outcome
         case let type? where Self.recordingTypes.contains(type):
             return try await deliver(fact, to: user, source: "notification", logger: logger) ? .applied : .logged
         default:

@@ -175,4 +175,35 @@ struct SupportFlowTests {
             #expect(try await LiveSyncTests.matches(next, stored))
         }
     }
+
+    @Test(
+        "a purchase refunded before it was delivered, then its refund reversed, is delivered once",
+        arguments: WalletMode.allCases)
+    func reversedBeforeDelivery(wallet: WalletMode) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: wallet) { world in
+            let first = try world.app()
+            try await first.launch()
+            let dying = try world.app(crashAfter: .purchased)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: .purchased)) {
+                try await dying.purchase(productId: PurchaseFlowTests.product, quantity: 4)
+            }
+            let id = try #require(await world.apple.unfinishedTransactions(account: "alice").first?.id)
+            // Apple refunds it before the app ever delivered it; the next launch delivers nothing.
+            try await world.apple.refund(transactionId: id)
+            let second = try world.app()
+            try await second.launch()
+            #expect(try await second.balance() == 0)
+            // The refund is reversed: the customer has paid after all, and the credits arrive once.
+            let sent = await world.apple.sentNotifications().count
+            try await world.apple.reverseRefund(transactionId: id)
+            try await Self.deliverNotifications(world, after: sent)
+            let third = try world.app()
+            try await third.launch()
+            #expect(try await third.balance() == 400)
+            try await world.app().launch()
+            #expect(try await third.balance() == 400)
+            let purchases = try await world.serverRecords(third).entries.filter { $0.key.kind == .purchase }
+            #expect(purchases.map(\.amount) == [400])
+        }
+    }
 }

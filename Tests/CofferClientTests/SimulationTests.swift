@@ -1,0 +1,490 @@
+import CofferAPI
+import CofferAdmin
+import CofferAppStore
+import CofferCore
+import CofferServer
+import CofferSimulator
+import CofferStore
+import CofferStoreKit
+import CofferStoreSQLite
+import CofferTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Synchronization
+import Testing
+
+@testable import CofferClient
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The whole system in one process, driven by a seeded random schedule: Apple (the simulator, its clock),
+/// a Coffer server on the in-memory or SQLite store, several customers' devices running the SDK, and support.
+/// Purchases with quantities, Ask to Buy and cancels, the app dying after any step, Apple's notifications
+/// delayed, duplicated, reordered and failing first, refunds and their reversals, renewals, grants, balance
+/// edits, spending, duplicate posts, reinstalls, and in the server wallet two devices of one customer. After
+/// every step the books must be sound on every ledger; once the system settles, everything Apple charged is
+/// delivered once, nothing is left unfinished or unposted, the server's entitlements equal a recomputation
+/// from Apple's history, and nothing reached Production.
+///
+/// A failing seed prints itself with the steps it took; `COFFER_SIMULATION_SEEDS=SEED` replays it exactly.
+/// More: `COFFER_SIMULATION_SEEDS=1-500 COFFER_SIMULATION_STEPS=200 swift test --filter Simulation`.
+@Suite("Deterministic simulation", .timeLimit(.minutes(10)))
+struct SimulationTests {
+    /// The seeds to run: `COFFER_SIMULATION_SEEDS` as `N`, `A-B` or `A,B,C`; 1-12 by default.
+    static let seeds: [UInt64] = {
+        let text = ProcessInfo.processInfo.environment["COFFER_SIMULATION_SEEDS"] ?? "1-12"
+        var seeds: [UInt64] = []
+        for part in text.split(separator: ",") {
+            let bounds = part.split(separator: "-").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+            if bounds.count == 2, bounds[0] <= bounds[1] {
+                seeds += Array(bounds[0]...bounds[1])
+            } else if let seed = bounds.first {
+                seeds.append(seed)
+            }
+        }
+        return seeds
+    }()
+
+    /// Steps per seed: `COFFER_SIMULATION_STEPS`, 40 by default.
+    static let steps = Int(ProcessInfo.processInfo.environment["COFFER_SIMULATION_STEPS"] ?? "") ?? 40
+
+    @Test(
+        "a seeded schedule of purchases, crashes, lost notifications, refunds and support keeps every promise",
+        arguments: seeds)
+    func schedule(seed: UInt64) async throws {
+        let simulation = try Simulation(seed: seed)
+        do {
+            try await simulation.run(steps: Self.steps)
+        } catch {
+            Issue.record(
+                Comment(
+                    rawValue: "seed \(seed) failed: \(error)\nreplay: COFFER_SIMULATION_SEEDS=\(seed) "
+                        + "COFFER_SIMULATION_STEPS=\(Self.steps) swift test --filter Simulation\n"
+                        + simulation.log.withLock { $0.joined(separator: "\n") }))
+        }
+    }
+}
+
+/// One run of the simulation.
+final class Simulation: @unchecked Sendable {
+    static let credits = "com.example.credits"
+    static let noAds = "com.example.noads"
+    static let pro = "com.example.pro"
+
+    let seed: UInt64
+    var random: SeededGenerator
+    let wallet: WalletMode
+    let engine: String
+    let catalog: Catalog
+    let apple: SimulatedAppStore
+    let clock: SimulatorClock
+    let pki: SimulatorPKI
+    let serverStore: any CofferStore
+    let folder: URL
+    let log = Mutex<[String]>([])
+    /// Notifications Apple sent that have not reached the server yet (delayed, or their first post failed).
+    var inFlight: [OutgoingNotification] = []
+    var sentCount = 0
+    /// Transactions Apple has refunded once: the ledger takes a transaction back once, and a refund Apple
+    /// reversed stays reversed (a second refund of it is `superseded`), so Apple here refunds each once.
+    var refundedOnce: Set<String> = []
+    var devices: [Device] = []
+
+    /// One app install on one device.
+    final class Device {
+        let name: String
+        let account: String
+        let folder: URL
+        let credentials: URL
+        /// StoreKit on this device.
+        let storeKit: SimulatedDevice
+        var app: CofferSDK?
+        /// The step after which this launch of the app will die, if one is set.
+        var dying: SDKStep?
+        /// Apple's transactions of the account when the app was last reinstalled: the new local ledger starts
+        /// from the backup and never sees them.
+        var beforeReinstall: Set<String> = []
+
+        init(name: String, account: String, folder: URL, credentials: URL, apple: SimulatedAppStore) {
+            self.name = name
+            self.account = account
+            self.folder = folder
+            self.credentials = credentials
+            storeKit = apple.device(account: account)
+        }
+    }
+
+    init(seed: UInt64) throws {
+        self.seed = seed
+        random = SeededGenerator(state: seed)
+        wallet = seed % 2 == 0 ? .device : .server
+        engine = seed % 3 == 0 ? "sqlite" : "memory"
+        catalog = try Catalog(
+            products: [
+                Product(id: Self.credits, kind: .consumable, credits: 100),
+                Product(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+                Product(id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+            ],
+            loyalty: [LoyaltyRule(group: "pro", periods: 3, entitlements: ["premium", "lifetime"])])
+        let start = PurchaseFlowTests.start
+        pki = try SimulatorPKI(
+            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(4_000 * 86_400))
+        clock = SimulatorClock(start: start)
+        apple = SimulatedAppStore(
+            catalog: catalog, configuration: .init(bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234),
+            signer: try pki.signer(), clock: clock)
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-simulation-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        if engine == "sqlite" {
+            serverStore = try SQLiteStore(path: folder.appendingPathComponent("server.sqlite").path)
+        } else {
+            serverStore = InMemoryStore()
+        }
+    }
+
+    func note(_ line: String) { log.withLock { $0.append(line) } }
+
+    func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &random) < percent }
+
+    func pick<T>(_ items: [T]) -> T? { items.isEmpty ? nil : items[Int.random(in: 0..<items.count, using: &random)] }
+
+    // MARK: The run
+
+    func run(steps: Int) async throws {
+        note("seed \(seed): \(wallet.rawValue) wallet, \(engine) store")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: PurchaseFlowTests.bundleId, appAppleId: nil,
+            environment: .sandbox)
+        var configuration = ServerConfiguration(bundleId: PurchaseFlowTests.bundleId)
+        configuration.port = 0
+        configuration.wallet = wallet
+        configuration.recoveryInterval = 0
+        let clock = clock
+        let server = buildApplication(
+            configuration: configuration,
+            dependencies: try ServerDependencies(
+                store: serverStore, verifier: verifier, catalog: catalog, now: { clock.now() }))
+        try await server.test(.live) { client in
+            let port = try #require(client.port)
+            let base = try #require(URL(string: "http://127.0.0.1:\(port)"))
+            try await self.play(server: ServerClient(baseURL: base), steps: steps)
+        }
+    }
+
+    func play(server: ServerClient, steps: Int) async throws {
+        // Two customers; in the server wallet the first has a second device (one balance on the server).
+        devices = [
+            Device(
+                name: "alice-phone", account: "alice", folder: folder.appendingPathComponent("alice-phone"),
+                credentials: folder.appendingPathComponent("alice.json"), apple: apple),
+            Device(
+                name: "bob-phone", account: "bob", folder: folder.appendingPathComponent("bob-phone"),
+                credentials: folder.appendingPathComponent("bob.json"), apple: apple),
+        ]
+        if wallet == .server {
+            devices.append(
+                Device(
+                    name: "alice-pad", account: "alice", folder: folder.appendingPathComponent("alice-pad"),
+                    credentials: folder.appendingPathComponent("alice.json"), apple: apple))
+        }
+        for device in devices { try await launch(device, server: server) }
+        for step in 1...steps {
+            try await act(step: step, server: server)
+            try await checkBooks(after: "step \(step)")
+        }
+        try await settle(server: server)
+    }
+
+    /// A launch of the app on a device: a new SDK over its files, launched.
+    func launch(_ device: Device, server: ServerClient) async throws {
+        let dying = device.dying
+        device.dying = nil
+        let fired = Mutex(false)
+        let app = try CofferSDK(
+            configuration: SDKConfiguration(
+                wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: device.name),
+            storeKit: device.storeKit, server: server, folder: device.folder,
+            credentials: FileCredentialStore(path: device.credentials.path), now: { [clock] in clock.now() },
+            crashAfter: { step in
+                if step == dying,
+                    fired.withLock({ done in
+                        defer { done = true }
+                        return !done
+                    })
+                {
+                    throw PurchaseFlowTests.ProcessDied(step: step)
+                }
+            })
+        device.app = app
+        try await run(device) { _ = try await $0.launch() }
+    }
+
+    /// Runs an action in the app; if the app dies, the device is relaunched next time it is used.
+    func run(_ device: Device, _ action: (CofferSDK) async throws -> Void) async throws {
+        guard let app = device.app else { return }
+        do {
+            try await action(app)
+        } catch let died as PurchaseFlowTests.ProcessDied {
+            note("  \(device.name): the app died after \(died.step.rawValue)")
+            device.app = nil
+        }
+    }
+
+    func app(_ device: Device, server: ServerClient) async throws -> CofferSDK? {
+        if device.app == nil { try await launch(device, server: server) }
+        return device.app
+    }
+
+    func act(step: Int, server: ServerClient) async throws {
+        guard let device = pick(devices) else { return }
+        // Sometimes the app is set to die after a step of whatever it does next.
+        if chance(15), device.app != nil {
+            device.dying = pick(SDKStep.allCases)
+            if let dying = device.dying {
+                note("step \(step): \(device.name) relaunched, set to die after \(dying.rawValue)")
+                try await launch(device, server: server)
+            }
+        }
+        switch Int.random(in: 0..<100, using: &random) {
+        case 0..<28:
+            let productId =
+                pick([Self.credits, Self.credits, Self.credits, Self.noAds, Self.pro]) ?? Self.credits
+            let quantity = productId == Self.credits ? Int.random(in: 1...10, using: &random) : 1
+            let outcome = pick([PurchaseOutcome.success, .success, .success, .success, .userCancelled, .askToBuy])
+            note("step \(step): \(device.name) buys \(productId) ×\(quantity) (\(outcome?.rawValue ?? ""))")
+            guard try await app(device, server: server) != nil else { return }
+            device.storeKit.nextOutcome = outcome ?? .success
+            do {
+                try await run(device) { _ = try await $0.purchase(productId: productId, quantity: quantity) }
+            } catch let refusal as SimulatorError {
+                note("  Apple refused: \(refusal)")  // already owned, already subscribed
+            }
+        case 28..<36:
+            note("step \(step): \(device.name) relaunches")
+            device.app = nil
+            try await launch(device, server: server)
+        case 36..<50:
+            await deliverNotifications(step: step)
+            try await postDelivered(server: server)
+        case 50..<57:
+            let paid = await apple.deviceTransactions(account: device.account).filter {
+                $0.revocationDate == nil && !$0.isFamilyShared && !refundedOnce.contains($0.id)
+            }
+            if let transaction = pick(paid) {
+                refundedOnce.insert(transaction.id)
+                note("step \(step): Apple refunds \(transaction.id) (\(transaction.productId))")
+                _ = try? await apple.refund(transactionId: transaction.id)
+            }
+        case 57..<61:
+            let refunded = await apple.deviceTransactions(account: device.account).filter {
+                $0.revocationDate != nil && !$0.isFamilyShared
+            }
+            if let transaction = pick(refunded) {
+                note("step \(step): Apple reverses the refund of \(transaction.id)")
+                _ = try? await apple.reverseRefund(transactionId: transaction.id)
+            }
+        case 61..<67:
+            let days = Double(Int.random(in: 1...40, using: &random))
+            note("step \(step): the clock moves \(Int(days)) days")
+            _ = try await apple.advanceClock(by: days * 86_400)
+        case 67..<73:
+            guard let user = try await user(of: device) else { return }
+            let credits = Int64(Int.random(in: 1...500, using: &random))
+            note("step \(step): support grants \(credits) to \(device.account)")
+            _ = try await support().createGrant(
+                environment: .sandbox, supportId: user.supportId.rawValue, credits: credits, reason: "simulation",
+                actor: "support")
+        case 73..<76:
+            guard let user = try await user(of: device) else { return }
+            let balance = Int64(Int.random(in: 0...2_000, using: &random))
+            note("step \(step): support sets \(device.account)'s balance to \(balance)")
+            _ = try await support().setBalance(
+                environment: .sandbox, supportId: user.supportId.rawValue, balance: balance, reason: "simulation",
+                actor: "support")
+        case 76..<86:
+            guard let app = try await app(device, server: server) else { return }
+            let balance = (try? await app.balance()) ?? 0
+            guard balance > 0 else { return }
+            let amount = Int64.random(in: 1...balance, using: &random)
+            note("step \(step): \(device.name) spends \(amount) of \(balance)")
+            try await run(device) { _ = try await $0.spend(amount) }
+        case 86..<92:
+            note("step \(step): \(device.name) comes to the foreground")
+            guard try await app(device, server: server) != nil else { return }
+            try await run(device) { _ = try await $0.enteredForeground() }
+        case 92..<96:
+            // A duplicate post: a signed transaction the app already sent, sent again.
+            guard let app = try await app(device, server: server), let token = await app.credentials?.token,
+                let transaction = pick(await apple.deviceTransactions(account: device.account))
+            else { return }
+            note("step \(step): \(device.name)'s transaction \(transaction.id) is posted again")
+            let signed = try await apple.signedTransaction(id: transaction.id)
+            _ = try? await server.post(signedTransaction: signed, token: token)
+        default:
+            guard wallet == .device else { return }
+            note("step \(step): \(device.name) reinstalls the app")
+            device.app = nil
+            try? FileManager.default.removeItem(at: device.folder)
+            device.beforeReinstall = Set(await apple.deviceTransactions(account: device.account).map(\.id))
+            try await launch(device, server: server)
+        }
+    }
+
+    /// Moves Apple's new notifications in flight, then posts some: one at a time, out of order, twice, or
+    /// failing the first time (Apple retries it later).
+    func deliverNotifications(step: Int) async {
+        await takeSent()
+        note("step \(step): \(inFlight.count) notifications in flight")
+    }
+
+    /// Apple's notifications sent since the last look, now in flight.
+    func takeSent() async {
+        let sent = await apple.sentNotifications()
+        inFlight += sent.dropFirst(sentCount)
+        sentCount = sent.count
+    }
+
+    func postDelivered(server: ServerClient) async throws {
+        var remaining: [OutgoingNotification] = []
+        for notification in inFlight.shuffled(using: &random) {
+            if chance(30) {
+                remaining.append(notification)  // delayed, or the post failed: Apple retries it
+                continue
+            }
+            try await post(notification, to: server)
+            if chance(15) { try await post(notification, to: server) }  // Apple sends it twice
+        }
+        inFlight = remaining
+    }
+
+    func post(_ notification: OutgoingNotification, to server: ServerClient) async throws {
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("v1/apple/notifications"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONEncoder().encode(NotificationRequest(signedPayload: notification.signedPayload))
+        let (_, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard status == 200 else { throw Broken(description: "a notification was answered \(status)") }
+    }
+
+    func support() -> AdminService {
+        let clock = clock
+        return AdminService(store: serverStore, catalog: catalog, walletMode: wallet, now: { clock.now() })
+    }
+
+    /// The server's user of a device, once its app has made one.
+    func user(of device: Device) async throws -> User? {
+        guard let data = try? Data(contentsOf: device.credentials),
+            let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data),
+            let supportId = SupportID(identity.credentials.supportId)
+        else { return nil }
+        return try await serverStore.user(supportId: supportId, environment: .sandbox)
+    }
+
+    // MARK: The promises
+
+    /// After every step: every ledger's books are sound, and nothing is in Production.
+    func checkBooks(after moment: String) async throws {
+        for user in try await serverStore.users(environment: .sandbox, supportIdPrefix: nil, limit: 100, offset: 0) {
+            let problems = LedgerAudit.discrepancies(
+                entries: try await serverStore.entries(owner: user.id, environment: .sandbox),
+                wallet: try await serverStore.wallet(owner: user.id, environment: .sandbox))
+            guard problems.isEmpty else {
+                throw Broken(description: "\(moment): the server's books of \(user.supportId): \(problems)")
+            }
+        }
+        for device in devices {
+            guard let app = device.app, let user = try? await app.localUser() else { continue }
+            let problems = LedgerAudit.discrepancies(
+                entries: try await app.ledger.entries(owner: user.id, environment: .sandbox),
+                wallet: try await app.ledger.wallet(owner: user.id, environment: .sandbox))
+            guard problems.isEmpty else { throw Broken(description: "\(moment): \(device.name)'s books: \(problems)") }
+        }
+        guard try await serverStore.userCount(environment: .production) == 0 else {
+            throw Broken(description: "\(moment): a user reached Production")
+        }
+    }
+
+    /// Lets everything finish, then checks what must hold once the system is quiet.
+    func settle(server: ServerClient) async throws {
+        note("settle: Apple's retries deliver what is in flight; every app launches twice")
+        await takeSent()
+        for notification in inFlight { try await post(notification, to: server) }
+        inFlight = []
+        for device in devices {
+            device.dying = nil
+            try await launch(device, server: server)
+            try await launch(device, server: server)
+        }
+        try await checkBooks(after: "settled")
+        let now = clock.now()
+        for device in devices {
+            guard let app = device.app else { throw Broken(description: "\(device.name) died while settling") }
+            let unfinished = await apple.unfinishedTransactions(account: device.account)
+            guard unfinished.isEmpty else {
+                throw Broken(description: "\(device.name): unfinished after settling: \(unfinished.map(\.id))")
+            }
+            let pending = try await app.pendingPosts()
+            guard pending.isEmpty else {
+                throw Broken(description: "\(device.name): the outbox still holds \(pending)")
+            }
+            guard let user = try await user(of: device) else {
+                throw Broken(description: "\(device.name) has no user on the server")
+            }
+            try await checkDelivered(device, app: app, serverUser: user)
+            // The server's entitlements equal a recomputation from Apple's history.
+            let facts = await apple.deviceTransactions(account: device.account).map(CofferSDK.fact)
+            let expected = Entitlements.evaluate(facts, catalog: catalog, at: now).names
+            let served = try await server.me(token: try #require(await app.credentials?.token)).entitlements
+            guard served.sorted() == expected else {
+                throw Broken(
+                    description: "\(device.name): the server says \(served), Apple's history gives \(expected)")
+            }
+        }
+        note("settled: every promise holds")
+    }
+
+    /// Everything Apple charged the account is delivered once on the ledger that owns the balance, and what
+    /// Apple refunded is taken back there.
+    func checkDelivered(_ device: Device, app: CofferSDK, serverUser: User) async throws {
+        let owner: (store: any CofferStore, user: UUID)
+        switch wallet {
+        case .device:
+            // A reinstall starts a new local ledger from the backup; only what this install saw is on it.
+            guard let local = try? await app.localUser() else { return }
+            owner = (await app.ledger, local.id)
+        case .server:
+            owner = (serverStore, serverUser.id)
+        }
+        let receipts = try await owner.store.receipts(owner: owner.user, environment: .sandbox)
+        let byId = Dictionary(receipts.map { ($0.transaction.transactionId, $0) }) { first, _ in first }
+        let onServer = Set(
+            try await serverStore.receipts(owner: serverUser.id, environment: .sandbox).map(\.transaction.transactionId)
+        )
+        for transaction in await apple.deviceTransactions(account: device.account) where !transaction.isFamilyShared {
+            // Every transaction reaches the server (the device wallet's outbox, or the server wallet's delivery).
+            guard onServer.contains(transaction.id) else {
+                throw Broken(description: "\(device.name): the server never heard of \(transaction.id)")
+            }
+            // A reinstalled app's new ledger starts from the backup, without what the old install delivered.
+            if wallet == .device, device.beforeReinstall.contains(transaction.id) { continue }
+            guard let receipt = byId[transaction.id] else {
+                throw Broken(
+                    description: "\(device.name): \(transaction.productId) \(transaction.id) was never delivered")
+            }
+            let refunded = transaction.revocationDate != nil
+            guard receipt.isRevoked == refunded else {
+                throw Broken(
+                    description: "\(device.name): \(transaction.id) is \(refunded ? "refunded" : "paid") at Apple but "
+                        + "\(receipt.isRevoked ? "taken back" : "not taken back") here")
+            }
+            if !refunded, receipt.deliveredAt == nil {
+                throw Broken(description: "\(device.name): \(transaction.id) is paid but not delivered")
+            }
+        }
+    }
+}
