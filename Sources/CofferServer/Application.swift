@@ -112,7 +112,9 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     return Application(
         router: router,
         server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeout)))),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "coffer"),
+        // A backlog for a thousand clients connecting at once (the kernel caps it at net.core.somaxconn).
+        configuration: .init(
+            address: .hostname(configuration.host, port: configuration.port), serverName: "coffer", backlog: 1_024),
         services: services,
         logger: dependencies.logger)
 }
@@ -135,6 +137,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
     let router = Router(context: CofferRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: dependencies.metrics))
     router.add(middleware: ErrorMiddleware())
+    router.add(middleware: BodyLimitMiddleware(limit: configuration.maximumBodySize))
     router.add(middleware: TimeoutMiddleware(seconds: configuration.requestTimeout))
     let events = EventHub()
     let ledger = LedgerBatcher(

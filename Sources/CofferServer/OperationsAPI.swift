@@ -128,3 +128,20 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
         }
     }
 }
+
+/// Refuses a body larger than the server takes before any route looks at the request, so every route
+/// answers an oversized upload the same way (413), whatever else it would have checked first. Bodies without
+/// a length (chunked) are bounded where each route reads them.
+struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
+    let limit: Int
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response
+    {
+        if let text = request.headers[.contentLength], let length = Int(text), length > limit {
+            throw APIError(
+                status: .contentTooLarge, code: "body-too-large", message: "the body is larger than \(limit) bytes")
+        }
+        return try await next(request, context)
+    }
+}
