@@ -206,7 +206,7 @@ struct VerifyReceiptClientTests {
             }
             // The 2-second deadline, plus slack for a loaded 2-core machine running every suite at once
             // (a hang without the deadline would never end).
-            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(ContinuousClock.now - started < .seconds(6))
         }
     }
 

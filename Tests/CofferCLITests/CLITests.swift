@@ -42,6 +42,19 @@ struct CofferProcess {
             status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
             stderr: String(decoding: stderr, as: UTF8.self))
     }
+
+    /// ``run(_:in:environment:)`` on a thread of its own: waiting for a command that takes seconds must not
+    /// hold one of the few threads Swift concurrency runs every suite on (on 2 cores, two such waits stall
+    /// every test in the process).
+    static func runDetached(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:])
+        async throws -> Output
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result { try run(arguments, in: folder, environment: environment) })
+            }.start()
+        }
+    }
 }
 
 @Suite("coffer command line")

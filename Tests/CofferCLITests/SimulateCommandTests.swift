@@ -7,7 +7,7 @@ import Testing
 #endif
 
 /// `coffer simulate` against a running `coffer serve` and `coffer appstore-sim serve`, as the README shows.
-@Suite("coffer simulate", .timeLimit(.minutes(3)))
+@Suite("coffer simulate", .serialized, .timeLimit(.minutes(3)))
 struct SimulateCommandTests {
     let serve = ServeCommandTests()
 
@@ -53,7 +53,7 @@ struct SimulateCommandTests {
             "simulate", "--server", base, "--simulator", simulatorBase, "--wallet", wallet, "--key-id", keyId, "--key",
             "key.pem", "--folder", "app-home",
         ]
-        let run = try CofferProcess.run(arguments, in: folder)
+        let run = try await CofferProcess.runDetached(arguments, in: folder)
         #expect(run.status == 0, Comment(rawValue: run.stdout + run.stderr))
         for line in [
             "✓ StoreKit still holds 1 unfinished transaction", "✓ nothing unfinished",
@@ -66,11 +66,11 @@ struct SimulateCommandTests {
         if wallet == "device" { #expect(run.stdout.contains("restored from the backup")) }
 
         // Run again: a new account and a new customer, the same story.
-        let again = try CofferProcess.run(arguments.dropLast(2) + ["--folder", "app-home-2"], in: folder)
+        let again = try await CofferProcess.runDetached(arguments.dropLast(2) + ["--folder", "app-home-2"], in: folder)
         #expect(again.status == 0, Comment(rawValue: again.stdout + again.stderr))
 
         // Without the simulator it says so, and fails.
-        let nowhere = try CofferProcess.run(
+        let nowhere = try await CofferProcess.runDetached(
             ["simulate", "--server", base, "--simulator", "http://127.0.0.1:9", "--wallet", wallet], in: folder)
         #expect(nowhere.status != 0 && nowhere.stderr.contains("out of reach"))
     }
