@@ -41,6 +41,15 @@ let package = Package(
             ]
         ),
         .executableTarget(
+            name: "LedgerGrowth",
+            dependencies: [
+                .product(name: "CofferCore", package: coffer),
+                .product(name: "CofferStore", package: coffer),
+                .product(name: "CofferStoreSQLite", package: coffer),
+                .product(name: "CofferStorePostgres", package: coffer),
+            ]
+        ),
+        .executableTarget(
             name: "VerificationBenchmarks",
             dependencies: [
                 "BenchmarkSupport",

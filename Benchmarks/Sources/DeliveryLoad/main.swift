@@ -1,7 +1,7 @@
 // The delivery load test: verified, durable deliveries per second over HTTP on loopback.
 //
 //   DeliveryLoad run --engine sqlite|postgres [--database-url postgres://...] [--seconds 60]
-//       [--connections 64] [--transactions 400000]
+//       [--connections 64] [--transactions 400000] [--warmup 5] [--check]
 //
 // It starts `coffer serve` (this binary re-run as `DeliveryLoad serve ...`, which is Coffer's own command
 // line) in a child process on a fresh database, creates one user per connection, signs distinct StoreKit 2
@@ -267,4 +267,12 @@ print(
     server RSS MB: before \(String(format: "%.0f", rssBefore)), after warm-up \(String(format: "%.0f", rssAfterWarmup)), \
     end \(String(format: "%.0f", rssEnd)); every 10 s: \(rssTimeline.map { String(format: "%.0f", $0) }.joined(separator: ", "))
     """)
-try await http.shutdown()
+try await http.shutdown() as Void
+// `--check`: a bounded run for the test command, which fails on any error, a connection that ran dry, or a
+// server that stopped answering.
+if arguments.contains("--check") {
+    guard errors == 0, delivered > 0, !exhausted, server.isRunning else {
+        FileHandle.standardError.write(Data("FAILED: \(errors) errors, \(delivered) deliveries\n".utf8))
+        exit(1)
+    }
+}

@@ -1,4 +1,5 @@
 import CFuzzDriver
+import CofferAPI
 import CofferCore
 import Foundation
 
@@ -15,7 +16,9 @@ public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePoi
 /// libFuzzer's entry point. The first byte picks the parser, the rest is its input:
 /// 0 JWS splitting and header decoding, 1 Apple payload decoding (transaction, renewal info, notification),
 /// 2 PKCS#7 receipt container (BER), 3 receipt payload (DER attributes), 4 strict JSON, 5 legacy
-/// transaction receipts. Every parser must refuse bad input with an error, never crash or hang.
+/// transaction receipts, 6 certificates (DER, parsed as a trusted root), 7 the client API's
+/// request bodies. Every parser must refuse bad input with an error, never
+/// crash or hang.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     guard let start else { return 0 }
@@ -23,7 +26,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     guard let selector = bytes.first else { return 0 }
     let input = Array(bytes.dropFirst())
     let data = Data(input)
-    switch selector % 6 {
+    switch selector % 8 {
     case 0:
         if let jws = try? JWS(compact: String(decoding: input, as: UTF8.self)) { _ = try? jws.header() }
     case 1:
@@ -36,8 +39,19 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         _ = try? ReceiptPayload.decode(input)
     case 4:
         try? StrictJSON.validate(data)
-    default:
+    case 5:
         _ = LegacyReceipts.transactionId(fromTransactionReceipt: String(decoding: input, as: UTF8.self))
+    case 6:
+        _ = try? ChainVerifier(rootCertificates: [data], cache: nil)
+    default:
+        // What the server decodes from a request body (strict JSON first, as the server does).
+        guard (try? StrictJSON.validate(data)) != nil else { return 0 }
+        let decoder = JSONDecoder()
+        _ = try? decoder.decode(TransactionRequest.self, from: data)
+        _ = try? decoder.decode(BackupRequest.self, from: data)
+        _ = try? decoder.decode(SpendRequest.self, from: data)
+        _ = try? decoder.decode(NotificationRequest.self, from: data)
+        _ = try? decoder.decode(ReceiptVerifyRequest.self, from: data)
     }
     return 0
 }
