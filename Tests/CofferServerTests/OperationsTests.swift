@@ -65,7 +65,9 @@ struct OperationsTests {
             let answer = try await client.execute(uri: "/readyz", method: .get)
             #expect(answer.status == .serviceUnavailable)
             #expect(try ClientAPITests.decode(ErrorResponse.self, answer).error.code == "timeout")
-            #expect(ContinuousClock.now - started < .seconds(10))
+            // Answered by the timeout, not by the store (which takes 20 s): the bound leaves room for a
+            // loaded 2-core machine running every suite at once.
+            #expect(ContinuousClock.now - started < .seconds(18))
         }
     }
 
