@@ -41,10 +41,10 @@ public enum SDKStep: String, Sendable, CaseIterable {
     case remembered
     /// Purchase: the credits are in the local ledger (device wallet) or the server answered (server wallet).
     case delivered
+    /// Purchase: the server acknowledged the transaction (before it is finished, in both wallets).
+    case posted
     /// Purchase: StoreKit's transaction is finished.
     case finished
-    /// Purchase: the server acknowledged the transaction.
-    case posted
     /// Grant: the credits are in the local ledger.
     case grantApplied
     /// Grant: its key is kept with the identity.
@@ -61,7 +61,7 @@ public enum SDKStep: String, Sendable, CaseIterable {
     case backupPushed
 
     /// The steps of a purchase.
-    public static let purchase: [SDKStep] = [.intentSaved, .purchased, .remembered, .delivered, .finished, .posted]
+    public static let purchase: [SDKStep] = [.intentSaved, .purchased, .remembered, .delivered, .posted, .finished]
     /// The steps of claiming a grant (device wallet).
     public static let grant: [SDKStep] = [.grantApplied, .grantRemembered, .grantClaimed]
 }
@@ -143,6 +143,9 @@ public actor CofferSDK {
         public var offline: Bool
         /// Unfinished transactions the ledger refused, with why (left unfinished; support can look).
         public var refused: [String]
+        /// Unfinished transactions another install of the app bought on this Apple account (their account
+        /// token names another user): left for that install to deliver and finish.
+        public var otherUsers: [String]
     }
 
     /// Starts the SDK: finds (or creates) the user; in the device wallet takes the server's backup when the
@@ -160,7 +163,12 @@ public actor CofferSDK {
         let interrupted = try state.interruptStartedIntents()
         var recovered: [String] = []
         var refused: [String] = []
+        var otherUsers: [String] = []
         for transaction in await storeKit.unfinished() {
+            if try await boughtByAnotherUser(transaction) {
+                otherUsers.append(transaction.id)
+                continue
+            }
             do {
                 if try await handle(transaction) { recovered.append(transaction.id) }
             } catch let error as LedgerError {
@@ -172,7 +180,8 @@ public actor CofferSDK {
         let caughtUp = try await enteredForeground()
         return LaunchReport(
             recovered: recovered, posted: caughtUp.posted, interrupted: interrupted, adjusted: caughtUp.adjusted,
-            granted: caughtUp.granted, offline: offline || caughtUp.offline, refused: refused)
+            granted: caughtUp.granted, offline: offline || caughtUp.offline, refused: refused,
+            otherUsers: otherUsers)
     }
 
     /// What ``enteredForeground()`` picked up.
@@ -313,20 +322,29 @@ public actor CofferSDK {
     /// Handles one transaction from a purchase, the updates stream or launch: remembered for the server,
     /// delivered (or taken back, when refunded) once, then finished.
     ///
+    /// A transaction whose account token names another user (bought by another install of the app on the same
+    /// Apple account: StoreKit shows the account's unfinished transactions on every device) is left alone:
+    /// not delivered, posted or finished here, so the install that bought it delivers it, once.
+    ///
     /// - Returns: Whether the transaction is finished (the server wallet defers it while the server is
     ///   out of reach).
     @discardableResult
     public func handle(_ transaction: StoreTransaction) async throws -> Bool {
         let user = try await localUser()
+        if try await boughtByAnotherUser(transaction) { return false }
         try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
         try crashAfter(.remembered)
         switch configuration.wallet {
         case .device:
             try await deliverLocally(transaction, to: user)
             try crashAfter(.delivered)
+            // Posted before it is finished: the outbox goes with the app if it is deleted, and an app that dies
+            // here and is then deleted leaves the transaction unfinished, so the new install delivers it again
+            // from the backup it restores (which the purchase's own backup has not yet changed). Offline it stays
+            // in the outbox and is finished all the same: the balance is the device's.
+            _ = try await post(id: transaction.id, jws: transaction.jwsRepresentation)
             await storeKit.finish(transactionId: transaction.id)
             try crashAfter(.finished)
-            _ = try await post(id: transaction.id, jws: transaction.jwsRepresentation)
             return true
         case .server:
             guard try await post(id: transaction.id, jws: transaction.jwsRepresentation) else { return false }
@@ -335,6 +353,12 @@ public actor CofferSDK {
             try crashAfter(.finished)
             return true
         }
+    }
+
+    /// Whether the transaction's account token names another user than this install's.
+    func boughtByAnotherUser(_ transaction: StoreTransaction) async throws -> Bool {
+        guard let token = transaction.appAccountToken else { return false }
+        return token != (try await localUser()).appAccountToken
     }
 
     /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.
@@ -378,15 +402,39 @@ public actor CofferSDK {
             answer = try await server.post(signedTransaction: jws, token: credentials.token)
         } catch .transport {
             return false
+        } catch .refused(403, Self.wrongUser, _) {
+            // Another user's install presented it first (a purchase without an account token, made outside the
+            // app): it is theirs. What this install delivered is taken back, and it leaves the outbox; the server
+            // holds it delivered, so it may be finished.
+            try await takeBack(id, reason: "delivered to another user")
+            try state.posted(id: id, outcome: Self.wrongUser, credits: 0, at: now())
+            return true
         } catch .refused(let status, let code, _) {
-            // Kept in the outbox and retried on each launch: a refusal (wrong user, forged data) is support's
-            // to look at. In the server wallet the transaction also stays unfinished with Apple.
+            // Kept in the outbox and retried on each launch: a refusal (forged data, an unknown product) is
+            // support's to look at. In the server wallet the transaction also stays unfinished with Apple.
             try state.set("refused:\(id)", "\(status) \(code)")
             return false
         }
         try crashAfter(.posted)
         try state.posted(id: id, outcome: answer.outcome.rawValue, credits: answer.credits, at: now())
         return true
+    }
+
+    /// The server's code for a transaction that belongs to another user, kept as its outcome.
+    static let wrongUser = "wrong-user"
+
+    /// Takes back what the local ledger delivered for a transaction (device wallet), once.
+    func takeBack(_ id: String, reason: String) async throws {
+        guard configuration.wallet == .device,
+            let receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment),
+            receipt.revokedAt == nil
+        else { return }
+        var fact = receipt.transaction
+        fact.revocationDate = now()
+        _ = try await ledger.apply(
+            LedgerRequest(
+                owner: try await localUser().id, environment: configuration.environment, event: .revocation(fact),
+                policy: configuration.deficitPolicy, at: now()))
     }
 
     func credentials() async throws -> Credentials {
@@ -694,7 +742,9 @@ public actor CofferSDK {
         public var purchaseDate: Date
         /// Credits it delivered (0 for what only unlocks something).
         public var credits: Int64
-        /// `delivered`, `refunded`, `waiting` (not yet delivered) or `not delivered` (finished elsewhere).
+        /// `delivered`, `refunded`, `waiting` (not yet delivered), `not delivered` (finished elsewhere) or
+        /// `another device` (bought by the app on another of the customer's devices, another user: delivered
+        /// there).
         public var status: String
     }
 
@@ -707,9 +757,12 @@ public actor CofferSDK {
             let receipt = try await ledger.receipt(
                 transactionId: transaction.id, environment: configuration.environment)
             let serverCredits = try state.credits(id: transaction.id)
-            let credits = receipt?.deliveredCredits ?? serverCredits ?? 0
+            var credits = receipt?.deliveredCredits ?? serverCredits ?? 0
             let status: String
-            if transaction.revocationDate != nil {
+            if try await boughtByAnotherUser(transaction) || state.outcome(id: transaction.id) == Self.wrongUser {
+                status = "another device"
+                credits = 0
+            } else if transaction.revocationDate != nil {
                 status = "refunded"
             } else if receipt?.deliveredAt != nil || serverCredits != nil {
                 status = "delivered"
@@ -726,11 +779,15 @@ public actor CofferSDK {
 
     /// "Verify Purchases": unfinished transactions are delivered now (Apple says they were never fulfilled);
     /// ones delivered but left unfinished are finished; finished ones this device has no record of are
-    /// reported as could-not-be-verified (contact support with the Support ID).
+    /// reported as could-not-be-verified (contact support with the Support ID). What the app bought on
+    /// another of the customer's devices (another user) is that install's to deliver and is left out.
     public func verifyPurchases() async throws -> [ReconciliationItem] {
         let user = try await localUser()
         let unfinished = Set(await storeKit.unfinished().map(\.id))
-        let all = await storeKit.all()
+        var all: [StoreTransaction] = []
+        for transaction in await storeKit.all() where try await !boughtByAnotherUser(transaction) {
+            all.append(transaction)
+        }
         var recorded = Set<String>()
         for transaction in all {
             switch configuration.wallet {

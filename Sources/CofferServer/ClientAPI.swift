@@ -89,9 +89,7 @@ struct ClientAPI: Sendable {
         } catch {
             throw APIError(status: .unprocessableContent, code: "unknown-product", message: error.description)
         }
-        let event: LedgerEvent = fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)
-        var events = [event]
-        if let revoked = try await unattributedRevocation(of: fact) { events.append(.revocation(revoked)) }
+        let events = try await events(for: fact, signedAt: transaction.signedDate, credits: credits)
         let requests = events.map {
             LedgerRequest(
                 owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
@@ -102,7 +100,7 @@ struct ClientAPI: Sendable {
         switch results.first {
         case .success(let applied):
             result = (try? results.last?.get()) ?? applied
-            if applied.outcome == .applied, fact.revocationDate == nil {
+            if applied.outcome == .applied, case .purchase = events[0] {
                 dependencies.metrics.delivered(source: "app")
             }
             if events.count > 1 { dependencies.metrics.revoked() }
@@ -113,7 +111,9 @@ struct ClientAPI: Sendable {
             throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
         case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
         }
-        let revoked = fact.revocationDate != nil || events.count > 1
+        let revoked = events.contains {
+            if case .revocation = $0 { true } else { false }
+        }
         let outcome: TransactionOutcome =
             switch (revoked, result.outcome) {
             case (true, _), (false, .revoked): .revoked
@@ -126,20 +126,31 @@ struct ClientAPI: Sendable {
                 balance: result.wallet.balance, entitlements: try await entitlements(of: user)))
     }
 
-    /// A refund or revocation Apple notified before any user presented the transaction: the transaction
-    /// with its revocation date, unless a later reversal cancelled it.
-    func unattributedRevocation(of fact: TransactionFact) async throws -> TransactionFact? {
+    /// The notification types that change whether a transaction is paid.
+    static let refundTypes: Set<String> = ["REFUND", "REVOKE", "REFUND_REVERSED"]
+
+    /// What the ledger applies for a presented transaction: its purchase, or its revocation when it is signed
+    /// refunded, unless Apple said otherwise later in notifications kept while nobody had presented it. The
+    /// latest word by Apple's signing time decides (at the same instant a notification is later than the
+    /// presented snapshot, and a reversal later than the refund it reverses): a refund or revocation the
+    /// snapshot does not show takes the purchase back; a reversal of the refund the snapshot shows delivers it.
+    func events(for fact: TransactionFact, signedAt: Date?, credits: Int64) async throws -> [LedgerEvent] {
         let kept = try await store.notifications(
             environment: configuration.environment, transactionId: fact.transactionId, outcome: .unattributed,
             limit: 50
-        ).filter { $0.transactionId == fact.transactionId }
-        // Newest first: the latest of REFUND/REVOKE and REFUND_REVERSED decides.
-        guard let latest = kept.first(where: { ["REFUND", "REVOKE", "REFUND_REVERSED"].contains($0.type) }),
-            latest.type != "REFUND_REVERSED"
-        else { return nil }
+        ).filter { $0.transactionId == fact.transactionId && Self.refundTypes.contains($0.type) }
+        let order = { (record: NotificationRecord) in (record.signedDate, record.type == "REFUND_REVERSED" ? 1 : 0) }
+        let latest = kept.max { order($0) < order($1) }
+        var paid = fact
+        paid.revocationDate = nil
+        guard let latest, signedAt.map({ latest.signedDate >= $0 }) ?? true else {
+            return [fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)]
+        }
+        if latest.type == "REFUND_REVERSED" { return [.purchase(paid, credits: credits)] }
+        guard fact.revocationDate == nil else { return [.revocation(fact)] }
         var revoked = fact
-        revoked.revocationDate = fact.revocationDate ?? latest.signedDate
-        return revoked
+        revoked.revocationDate = latest.signedDate
+        return [.purchase(fact, credits: credits), .revocation(revoked)]
     }
 
     // MARK: Helpers

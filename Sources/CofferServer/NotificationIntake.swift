@@ -93,21 +93,26 @@ struct NotificationIntake: Sendable {
         return (Outcome(rawValue: record.outcome.rawValue) ?? .logged, record)
     }
 
-    /// The user a transaction belongs to: whoever it was delivered to, whoever owns its subscription
-    /// chain, or whoever its `appAccountToken` names.
+    /// The user a transaction belongs to: whoever it was delivered to, else whoever its `appAccountToken`
+    /// names (as `POST /v1/transactions` insists), else whoever owns its subscription chain. The token comes
+    /// before the chain because two installs of the app on one Apple account are two users: a subscription
+    /// one of them started again after the other's lapsed keeps the chain but names its own user.
     func owner(of fact: TransactionFact, appAccountToken: UUID?) async throws -> User? {
         let environment = configuration.environment
-        var ownerId = try await store.receipt(transactionId: fact.transactionId, environment: environment)?.owner
-        if ownerId == nil {
-            ownerId = try await store.receipts(
+        if let ownerId = try await store.receipt(transactionId: fact.transactionId, environment: environment)?.owner {
+            return try await store.user(id: ownerId)
+        }
+        if let appAccountToken,
+            let named = try await store.user(appAccountToken: appAccountToken, environment: environment)
+        {
+            return named
+        }
+        guard
+            let chainOwner = try await store.receipts(
                 originalTransactionId: fact.originalTransactionId, environment: environment
             ).first?.owner
-        }
-        if let ownerId { return try await store.user(id: ownerId) }
-        if let appAccountToken {
-            return try await store.user(appAccountToken: appAccountToken, environment: environment)
-        }
-        return nil
+        else { return nil }
+        return try await store.user(id: chainOwner)
     }
 
     private func apply(_ notification: VerifiedNotification, fact: TransactionFact, to user: User, logger: Logger)

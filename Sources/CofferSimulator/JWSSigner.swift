@@ -9,6 +9,8 @@ import X509
 public struct JWSSigner: Sendable {
     private let key: P256.Signing.PrivateKey
     private let x5c: [String]
+    /// Apple's header for this chain, encoded once: every signature shares it.
+    private let encodedHeader: String
 
     /// Creates a signer.
     ///
@@ -17,7 +19,10 @@ public struct JWSSigner: Sendable {
     ///   - chain: The certificates to present in x5c, leaf first.
     public init(key: P256.Signing.PrivateKey, chain: [Certificate]) throws {
         self.key = key
-        self.x5c = try chain.map { try $0.derBytes().base64EncodedString() }
+        let x5c = try chain.map { try $0.derBytes().base64EncodedString() }
+        self.x5c = x5c
+        encodedHeader = Self.base64URL(
+            try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c], options: [.sortedKeys]))
     }
 
     /// Signs a model, encoded the way Apple writes it (dates in milliseconds).
@@ -31,9 +36,11 @@ public struct JWSSigner: Sendable {
     ///   - payloadJSON: The payload bytes.
     ///   - header: The header object; Apple's `{"alg": "ES256", "x5c": ...}` when `nil`.
     public func sign(payloadJSON: Data, header: [String: any Sendable]? = nil) throws -> String {
-        let headerObject = header ?? ["alg": "ES256", "x5c": x5c]
-        let headerJSON = try JSONSerialization.data(withJSONObject: headerObject, options: [.sortedKeys])
-        let signingInput = Self.base64URL(headerJSON) + "." + Self.base64URL(payloadJSON)
+        let encoded =
+            try header.map {
+                Self.base64URL(try JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys]))
+            } ?? encodedHeader
+        let signingInput = encoded + "." + Self.base64URL(payloadJSON)
         let signature = try key.signature(for: Data(signingInput.utf8))
         return signingInput + "." + Self.base64URL(signature.rawRepresentation)
     }

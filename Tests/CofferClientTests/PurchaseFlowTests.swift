@@ -30,14 +30,18 @@ struct PurchaseFlowTests {
         let folder: URL
 
         /// A fresh launch of the app: new objects over the same files, as after the process died.
-        func app(crashAfter step: SDKStep? = nil) throws -> CofferSDK {
+        ///
+        /// - Parameter install: Another name is another install of the app on another of the customer's devices
+        ///   (the same Apple account), with files and a Keychain of its own: another user.
+        func app(crashAfter step: SDKStep? = nil, install: String = "app") throws -> CofferSDK {
             let fired = Mutex(false)
             return try CofferSDK(
                 configuration: SDKConfiguration(
-                    wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: "iPhone"),
+                    wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install),
                 storeKit: apple.device(account: "alice"), server: server,
-                folder: folder.appendingPathComponent("app"),
-                credentials: FileCredentialStore(path: folder.appendingPathComponent("credentials.json").path),
+                folder: folder.appendingPathComponent(install),
+                credentials: FileCredentialStore(
+                    path: folder.appendingPathComponent(install == "app" ? "credentials.json" : "\(install).json").path),
                 crashAfter: { current in
                     if current == step,
                         fired.withLock({ done in
@@ -180,6 +184,78 @@ struct PurchaseFlowTests {
             let wallet = try await app.localWallet()
             #expect(wallet.balance == 0 && wallet.deficit == 0)
             #expect(try await world.serverRecords(app).receipts.first?.revokedAt != nil)
+        }
+    }
+
+    @Test(
+        "another install on the customer's Apple account leaves a purchase the first install has not finished to it",
+        arguments: WalletMode.allCases)
+    func otherInstallLeavesPurchase(wallet: WalletMode) async throws {
+        try await Self.withWorld(wallet: wallet) { world in
+            let phone = try world.app(crashAfter: .delivered)
+            try await phone.launch()
+            await #expect(throws: ProcessDied(step: .delivered)) {
+                try await phone.purchase(productId: Self.product, quantity: 3)
+            }
+            let id = try #require(await world.apple.unfinishedTransactions(account: "alice").first?.id)
+            // StoreKit shows the account's unfinished purchase on the pad too; its account token names the phone's
+            // user, so the pad neither delivers, posts nor finishes it.
+            let pad = try world.app(install: "pad")
+            let report = try await pad.launch()
+            #expect(report.otherUsers == [id])
+            #expect(report.recovered.isEmpty)
+            #expect(try await pad.balance() == 0)
+            #expect(try await pad.pendingPosts().isEmpty)
+            #expect(try await world.serverRecords(pad).receipts.isEmpty)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").map(\.id) == [id])
+            // Its Settings screen says where it went, and "Verify Purchases" leaves it to the phone.
+            #expect(try await pad.history().map(\.status) == ["another device"])
+            #expect(try await pad.verifyPurchases().isEmpty)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").map(\.id) == [id])
+            // The phone's next launch delivers it (once) and finishes it.
+            let again = try world.app()
+            #expect(try await again.launch().recovered == [id])
+            #expect(try await again.balance() == 300)
+            #expect(try await world.serverRecords(again).receipts.map(\.transaction.transactionId) == [id])
+            #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
+        }
+    }
+
+    @Test(
+        "a purchase made outside the app is the first presenter's; another install that delivered it takes it back",
+        arguments: WalletMode.allCases)
+    func purchaseOutsideTheApp(wallet: WalletMode) async throws {
+        try await Self.withWorld(wallet: wallet) { world in
+            // An offer code redeemed in the App Store: no account token.
+            try await world.apple.purchase(account: "alice", productId: Self.product, quantity: 2)
+            let phone = try world.app(crashAfter: .delivered)
+            await #expect(throws: ProcessDied(step: .delivered)) { try await phone.launch() }
+            let pad = try world.app(install: "pad")
+            let report = try await pad.launch()
+            let id = try #require(report.recovered.first)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
+            let again = try world.app()
+            try await again.launch()
+            #expect(try await again.pendingPosts().isEmpty)
+            #expect(try await pad.pendingPosts().isEmpty)
+            switch wallet {
+            case .device:
+                // The phone delivered it (200 on its ledger) and died before posting; the pad posted first and
+                // owns it. The phone takes back what it delivered, so the customer has it once.
+                #expect(try await pad.balance() == 200)
+                #expect(try await again.localWallet() == Wallet(balance: 0, deficit: 0))
+                #expect(try await again.history().map(\.status) == ["another device"])
+                #expect(try await pad.history().map(\.status) == ["delivered"])
+                #expect(try await world.serverRecords(pad).receipts.map(\.transaction.transactionId) == [id])
+                #expect(try await world.serverRecords(again).receipts.isEmpty)
+            case .server:
+                // The phone's post delivered it on the server before it died; the pad is told it is another
+                // user's and finishes it, since the server holds it delivered.
+                #expect(try await again.balance() == 200)
+                #expect(try await pad.balance() == 0)
+                #expect(try await world.serverRecords(again).receipts.map(\.transaction.transactionId) == [id])
+                #expect(try await world.serverRecords(pad).receipts.isEmpty)
+            }
         }
     }
 

@@ -24,10 +24,13 @@ import Testing
 /// a Coffer server on the in-memory or SQLite store, several customers' devices running the SDK, and support.
 /// Purchases with quantities, Ask to Buy and cancels, the app dying after any step, Apple's notifications
 /// delayed, duplicated, reordered and failing first, refunds and their reversals, renewals, grants, balance
-/// edits, spending, duplicate posts, reinstalls, and in the server wallet two devices of one customer. After
-/// every step the books must be sound on every ledger; once the system settles, everything Apple charged is
-/// delivered once, nothing is left unfinished or unposted, the server's entitlements equal a recomputation
-/// from Apple's history, and nothing reached Production.
+/// edits, spending, duplicate posts, reinstalls, purchases made outside the app, and two devices of one
+/// customer (one Apple account): in the server wallet they share the customer's identity and balance, in the
+/// device wallet each install is its own user with its own balance and backup, and StoreKit shows both the
+/// account's unfinished transactions. After every step the books must be sound on every ledger; once the
+/// system settles, everything Apple charged is delivered once (on the ledger of the user who bought it, and
+/// nowhere else), nothing is left unfinished or unposted, the server's entitlements equal a recomputation from
+/// Apple's history, and nothing reached Production.
 ///
 /// A failing seed prints itself with the steps it took; `COFFER_SIMULATION_SEEDS=SEED` replays it exactly.
 /// More: `COFFER_SIMULATION_SEEDS=1-500 COFFER_SIMULATION_STEPS=200 swift test --filter Simulation`.
@@ -176,7 +179,8 @@ final class Simulation: @unchecked Sendable {
     }
 
     func play(server: ServerClient, steps: Int) async throws {
-        // Two customers; in the server wallet the first has a second device (one balance on the server).
+        // Two customers; the first has a second device. In the server wallet it shares the customer's identity
+        // (one balance on the server); in the device wallet its install is a user of its own.
         devices = [
             Device(
                 name: "alice-phone", account: "alice", folder: folder.appendingPathComponent("alice-phone"),
@@ -185,12 +189,11 @@ final class Simulation: @unchecked Sendable {
                 name: "bob-phone", account: "bob", folder: folder.appendingPathComponent("bob-phone"),
                 credentials: folder.appendingPathComponent("bob.json"), apple: apple),
         ]
-        if wallet == .server {
-            devices.append(
-                Device(
-                    name: "alice-pad", account: "alice", folder: folder.appendingPathComponent("alice-pad"),
-                    credentials: folder.appendingPathComponent("alice.json"), apple: apple))
-        }
+        devices.append(
+            Device(
+                name: "alice-pad", account: "alice", folder: folder.appendingPathComponent("alice-pad"),
+                credentials: folder.appendingPathComponent(wallet == .server ? "alice.json" : "alice-pad.json"),
+                apple: apple))
         for device in devices { try await launch(device, server: server) }
         for step in 1...steps {
             try await act(step: step, server: server)
@@ -250,7 +253,13 @@ final class Simulation: @unchecked Sendable {
             }
         }
         switch Int.random(in: 0..<100, using: &random) {
-        case 0..<28:
+        case 0..<4:
+            // Bought outside the app (an offer code, a promoted purchase): no account token; whichever install
+            // presents it first owns it.
+            let quantity = Int.random(in: 1...10, using: &random)
+            note("step \(step): \(device.account) buys \(Self.credits) ×\(quantity) outside the app")
+            _ = try? await apple.purchase(account: device.account, productId: Self.credits, quantity: quantity)
+        case 4..<28:
             let productId =
                 pick([Self.credits, Self.credits, Self.credits, Self.noAds, Self.pro]) ?? Self.credits
             let quantity = productId == Self.credits ? Int.random(in: 1...10, using: &random) : 1
@@ -317,12 +326,14 @@ final class Simulation: @unchecked Sendable {
             guard try await app(device, server: server) != nil else { return }
             try await run(device) { _ = try await $0.enteredForeground() }
         case 92..<96:
-            // A duplicate post: a signed transaction the app already sent, sent again.
+            // A duplicate post: a signed transaction the server already has from this user, sent again.
             guard let app = try await app(device, server: server), let token = await app.credentials?.token,
-                let transaction = pick(await apple.deviceTransactions(account: device.account))
+                let user = try await user(of: device),
+                let id = pick(try await serverStore.receipts(owner: user.id, environment: .sandbox))?.transaction
+                    .transactionId
             else { return }
-            note("step \(step): \(device.name)'s transaction \(transaction.id) is posted again")
-            let signed = try await apple.signedTransaction(id: transaction.id)
+            note("step \(step): \(device.name)'s transaction \(id) is posted again")
+            let signed = try await apple.signedTransaction(id: id)
             _ = try? await server.post(signedTransaction: signed, token: token)
         default:
             guard wallet == .device else { return }
@@ -362,12 +373,7 @@ final class Simulation: @unchecked Sendable {
     }
 
     func post(_ notification: OutgoingNotification, to server: ServerClient) async throws {
-        var request = URLRequest(url: server.baseURL.appendingPathComponent("v1/apple/notifications"))
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONEncoder().encode(NotificationRequest(signedPayload: notification.signedPayload))
-        let (_, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let status = try await SupportFlowTests.post(notification, to: server)
         guard status == 200 else { throw Broken(description: "a notification was answered \(status)") }
     }
 
@@ -435,9 +441,10 @@ final class Simulation: @unchecked Sendable {
             guard let user = try await user(of: device) else {
                 throw Broken(description: "\(device.name) has no user on the server")
             }
-            try await checkDelivered(device, app: app, serverUser: user)
-            // The server's entitlements equal a recomputation from Apple's history.
-            let facts = await apple.deviceTransactions(account: device.account).map(CofferSDK.fact)
+            let owned = try await transactions(of: user, account: device.account)
+            try await checkDelivered(device, app: app, serverUser: user, owned: owned)
+            // The server's entitlements equal a recomputation from Apple's history of what the user bought.
+            let facts = owned.map(CofferSDK.fact)
             let expected = Entitlements.evaluate(facts, catalog: catalog, at: now).names
             let served = try await server.me(token: try #require(await app.credentials?.token)).entitlements
             guard served.sorted() == expected else {
@@ -448,9 +455,26 @@ final class Simulation: @unchecked Sendable {
         note("settled: every promise holds")
     }
 
-    /// Everything Apple charged the account is delivered once on the ledger that owns the balance, and what
-    /// Apple refunded is taken back there.
-    func checkDelivered(_ device: Device, app: CofferSDK, serverUser: User) async throws {
+    /// Apple's transactions of an account that belong to a user: those bought with the user's account token,
+    /// and those without one (bought outside the app) that the user presented first.
+    func transactions(of user: User, account: String) async throws -> [StoreTransaction] {
+        var owned: [StoreTransaction] = []
+        for transaction in await apple.deviceTransactions(account: account) {
+            if let token = transaction.appAccountToken {
+                if token == user.appAccountToken { owned.append(transaction) }
+            } else if try await serverStore.receipt(transactionId: transaction.id, environment: .sandbox)?.owner
+                == user.id
+            {
+                owned.append(transaction)
+            }
+        }
+        return owned
+    }
+
+    /// Everything Apple charged the account reaches the server; what the user bought is delivered once on the
+    /// ledger that owns the balance, and what Apple refunded is taken back there; a device wallet's ledger keeps
+    /// nothing another user bought.
+    func checkDelivered(_ device: Device, app: CofferSDK, serverUser: User, owned: [StoreTransaction]) async throws {
         let owner: (store: any CofferStore, user: UUID)
         switch wallet {
         case .device:
@@ -462,14 +486,21 @@ final class Simulation: @unchecked Sendable {
         }
         let receipts = try await owner.store.receipts(owner: owner.user, environment: .sandbox)
         let byId = Dictionary(receipts.map { ($0.transaction.transactionId, $0) }) { first, _ in first }
-        let onServer = Set(
-            try await serverStore.receipts(owner: serverUser.id, environment: .sandbox).map(\.transaction.transactionId)
-        )
+        // Every transaction reaches the server (the device wallet's outbox, or the server wallet's delivery).
         for transaction in await apple.deviceTransactions(account: device.account) where !transaction.isFamilyShared {
-            // Every transaction reaches the server (the device wallet's outbox, or the server wallet's delivery).
-            guard onServer.contains(transaction.id) else {
+            guard try await serverStore.receipt(transactionId: transaction.id, environment: .sandbox) != nil else {
                 throw Broken(description: "\(device.name): the server never heard of \(transaction.id)")
             }
+        }
+        let ownedIds = Set(owned.map(\.id))
+        if wallet == .device {
+            for receipt in receipts where !ownedIds.contains(receipt.transaction.transactionId) && !receipt.isRevoked {
+                throw Broken(
+                    description: "\(device.name): \(receipt.transaction.transactionId), another user's, is delivered "
+                        + "here too")
+            }
+        }
+        for transaction in owned where !transaction.isFamilyShared {
             // A reinstalled app's new ledger starts from the backup, without what the old install delivered.
             if wallet == .device, device.beforeReinstall.contains(transaction.id) { continue }
             guard let receipt = byId[transaction.id] else {

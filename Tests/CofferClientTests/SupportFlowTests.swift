@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferClient
 import CofferCore
+import CofferSimulator
 import CofferStore
 import Foundation
 import Testing
@@ -22,13 +23,18 @@ struct SupportFlowTests {
     /// Posts Apple's notifications after the first `skip` to the server, as Apple would.
     static func deliverNotifications(_ world: World, after skip: Int) async throws {
         for notification in await world.apple.sentNotifications().dropFirst(skip) {
-            var request = URLRequest(url: world.server.baseURL.appendingPathComponent("v1/apple/notifications"))
-            request.httpMethod = "POST"
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = try JSONEncoder().encode(NotificationRequest(signedPayload: notification.signedPayload))
-            let (_, response) = try await URLSession.shared.data(for: request)
-            #expect((response as? HTTPURLResponse)?.statusCode == 200)
+            #expect(try await post(notification, to: world.server) == 200)
         }
+    }
+
+    /// Posts one of Apple's notifications to the server as Apple does, and gives the HTTP status it answered.
+    static func post(_ notification: OutgoingNotification, to server: ServerClient) async throws -> Int {
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("v1/apple/notifications"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONEncoder().encode(NotificationRequest(signedPayload: notification.signedPayload))
+        let (_, response) = try await URLSession.shared.data(for: request)
+        return (response as? HTTPURLResponse)?.statusCode ?? 0
     }
 
     @Test("a grant is applied once and claimed, whichever step the app died after", arguments: SDKStep.grant)

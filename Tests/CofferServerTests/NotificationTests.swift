@@ -200,6 +200,43 @@ struct NotificationTests {
         }
     }
 
+    @Test(
+        "a refund and its reversal of a transaction nobody presented, arriving out of order, leave it delivered",
+        arguments: ServerEngine.allCases)
+    func unattributedReversalOutOfOrder(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore())
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
+            let id = try #require(bought.transactionIds.first)
+            let preRefund = try await setup.apple.signedTransaction(id: id)
+            try await setup.apple.refund(transactionId: id)
+            let refunded = try await setup.apple.signedTransaction(id: id)
+            try await setup.apple.reverseRefund(transactionId: id)
+            // Apple's retries bring the reversal first, then the refund (all at one instant of Apple's clock).
+            let sent = await setup.apple.sentNotifications()
+            for notification in sent.reversed() {
+                #expect(try await Self.post(notification.signedPayload, with: client).status == .ok)
+            }
+            let kept = try await setup.store.notifications(
+                environment: .sandbox, transactionId: id, outcome: .unattributed, limit: 10)
+            #expect(Set(kept.map(\.type)).isSuperset(of: ["REFUND", "REFUND_REVERSED"]))
+
+            // Whether the app holds the JWS from before the refund or from while it was refunded, Apple's last
+            // word is the reversal: it is delivered, once.
+            for (signed, outcome) in [(refunded, TransactionOutcome.delivered), (preRefund, .duplicate)] {
+                let posted = try ClientAPITests.decode(
+                    TransactionResponse.self,
+                    try await client.execute(
+                        uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
+                        body: try ClientAPITests.body(TransactionRequest(signedTransaction: signed))))
+                #expect(posted.outcome == outcome)
+                #expect(posted.balance == 100)
+            }
+            #expect(try await Self.me(user, client).deficit == 0)
+        }
+    }
+
     @Test("forged, foreign and malformed notifications are refused with 4xx and change nothing")
     func refusals() async throws {
         let setup = try Setup()

@@ -161,17 +161,17 @@ let queues: [[Data]] = try await withThrowingTaskGroup(of: (Int, [Data]).self) {
             bodies.reserveCapacity(perConnection)
             for item in 0..<perConnection {
                 let id = 3_000_000_000_000 + index * perConnection + item
-                let payload: [String: Any] = [
-                    "transactionId": "\(id)", "originalTransactionId": "\(id)", "webOrderLineItemId": "\(id)",
-                    "bundleId": bundleId, "productId": "com.example.credits", "purchaseDate": signedDate,
-                    "originalPurchaseDate": signedDate, "quantity": 1, "type": "Consumable",
-                    "inAppOwnershipType": "PURCHASED", "signedDate": signedDate, "environment": "Sandbox",
-                    "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 990,
-                    "currency": "USD", "appAccountToken": account.appAccountToken,
-                ]
-                let jws = try signer.sign(
-                    payloadJSON: JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]))
-                bodies.append(try JSONSerialization.data(withJSONObject: ["signedTransaction": jws]))
+                // Written by hand, not by JSONSerialization (slow on Linux): every value is plain ASCII.
+                let payload = """
+                    {"transactionId":"\(id)","originalTransactionId":"\(id)","webOrderLineItemId":"\(id)",\
+                    "bundleId":"\(bundleId)","productId":"com.example.credits","purchaseDate":\(signedDate),\
+                    "originalPurchaseDate":\(signedDate),"quantity":1,"type":"Consumable",\
+                    "inAppOwnershipType":"PURCHASED","signedDate":\(signedDate),"environment":"Sandbox",\
+                    "transactionReason":"PURCHASE","storefront":"USA","storefrontId":"143441","price":990,\
+                    "currency":"USD","appAccountToken":"\(account.appAccountToken)"}
+                    """
+                let jws = try signer.sign(payloadJSON: Data(payload.utf8))
+                bodies.append(Data("{\"signedTransaction\":\"\(jws)\"}".utf8))
             }
             return (index, bodies)
         }
