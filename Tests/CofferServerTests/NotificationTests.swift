@@ -107,6 +107,27 @@ struct NotificationTests {
             body: try ClientAPITests.body(NotificationRequest(signedPayload: signedPayload)))
     }
 
+    /// A purchase without an appAccountToken (the server cannot tell whose it is until an app posts it),
+    /// then refunded: its id and its JWS from before the refund.
+    static func refundedWithoutToken(_ setup: Setup) async throws -> (id: String, preRefund: String) {
+        let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
+        let id = try #require(bought.transactionIds.first)
+        let preRefund = try await setup.apple.signedTransaction(id: id)
+        try await setup.apple.refund(transactionId: id)
+        return (id, preRefund)
+    }
+
+    /// The app presents a signed transaction: `POST /v1/transactions`.
+    static func present(
+        _ signed: String, as user: CreateUserResponse, with client: some TestClientProtocol
+    ) async throws -> TransactionResponse {
+        try ClientAPITests.decode(
+            TransactionResponse.self,
+            try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
+                body: try ClientAPITests.body(TransactionRequest(signedTransaction: signed))))
+    }
+
     static func me(_ user: CreateUserResponse, _ client: some TestClientProtocol) async throws -> MeResponse {
         try ClientAPITests.decode(
             MeResponse.self,
@@ -140,11 +161,8 @@ struct NotificationTests {
             // ONE_TIME_CHARGE names the user by appAccountToken: delivered before the app posts anything.
             #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
             #expect(try await Self.me(user, client).balance == 200)
-            let posted = try await client.execute(
-                uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
-                body: try ClientAPITests.body(
-                    TransactionRequest(signedTransaction: try await setup.apple.signedTransaction(id: id))))
-            #expect(try ClientAPITests.decode(TransactionResponse.self, posted).outcome == .duplicate)
+            let posted = try await Self.present(try await setup.apple.signedTransaction(id: id), as: user, with: client)
+            #expect(posted.outcome == .duplicate)
 
             try await setup.apple.refund(transactionId: id)
             #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
@@ -178,22 +196,14 @@ struct NotificationTests {
         let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let user = try await Self.createUser(client)
-            // No appAccountToken: the server cannot tell whose it is until the app posts it.
-            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
-            let id = try #require(bought.transactionIds.first)
-            let preRefund = try await setup.apple.signedTransaction(id: id)
-            try await setup.apple.refund(transactionId: id)
+            let (id, preRefund) = try await Self.refundedWithoutToken(setup)
             #expect(try await setup.deliver(after: 0, with: client) == ["unattributed", "unattributed"])
             let kept = try await setup.store.notifications(
                 environment: .sandbox, transactionId: id, outcome: .unattributed, limit: 10)
             #expect(kept.map(\.type) == ["REFUND", "ONE_TIME_CHARGE"])
 
             // The app posts the JWS it held from before the refund: nothing is credited.
-            let posted = try ClientAPITests.decode(
-                TransactionResponse.self,
-                try await client.execute(
-                    uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
-                    body: try ClientAPITests.body(TransactionRequest(signedTransaction: preRefund))))
+            let posted = try await Self.present(preRefund, as: user, with: client)
             #expect(posted.outcome == .revoked)
             #expect(posted.balance == 0)
             #expect(try await Self.me(user, client).deficit == 0)
@@ -207,10 +217,7 @@ struct NotificationTests {
         let setup = try Setup(store: try await engine.makeStore())
         try await setup.app.test(.router) { client in
             let user = try await Self.createUser(client)
-            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
-            let id = try #require(bought.transactionIds.first)
-            let preRefund = try await setup.apple.signedTransaction(id: id)
-            try await setup.apple.refund(transactionId: id)
+            let (id, preRefund) = try await Self.refundedWithoutToken(setup)
             let refunded = try await setup.apple.signedTransaction(id: id)
             try await setup.apple.reverseRefund(transactionId: id)
             // Apple's retries bring the reversal first, then the refund (all at one instant of Apple's clock).
@@ -225,11 +232,7 @@ struct NotificationTests {
             // Whether the app holds the JWS from before the refund or from while it was refunded, Apple's last
             // word is the reversal: it is delivered, once.
             for (signed, outcome) in [(refunded, TransactionOutcome.delivered), (preRefund, .duplicate)] {
-                let posted = try ClientAPITests.decode(
-                    TransactionResponse.self,
-                    try await client.execute(
-                        uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
-                        body: try ClientAPITests.body(TransactionRequest(signedTransaction: signed))))
+                let posted = try await Self.present(signed, as: user, with: client)
                 #expect(posted.outcome == outcome)
                 #expect(posted.balance == 100)
             }
