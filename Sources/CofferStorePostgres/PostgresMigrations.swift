@@ -5,7 +5,7 @@ import PostgresNIO
 /// The PostgreSQL schema as frozen, named migrations (never edit one that has shipped; add a new one),
 /// and the runner that applies them once, in order, recorded in `coffer_migrations`.
 enum PostgresMigrations {
-    /// Every migration, oldest first. The names match the SQLite store's.
+    /// Every migration, oldest first. The names match the SQLite store's, up to v4 (v5 is PostgreSQL's own).
     static let all: [(name: String, sql: String)] = [
         (
             "v1 users, ledger, receipts, backups, grants, audit",
@@ -192,6 +192,12 @@ enum PostgresMigrations {
             );
             CREATE INDEX admin_signatures_by_seen ON admin_signatures (seen_at);
             """
+        ),
+        (
+            // PostgreSQL's own: support's Support ID prefix search as an index range. The unique index of v1
+            // uses the database's collation, which a range of bytes cannot use (SQLite's compares bytes).
+            "v5 users by Support ID in byte order",
+            "CREATE INDEX users_by_support_id ON users (environment, support_id COLLATE \"C\")"
         ),
     ]
 

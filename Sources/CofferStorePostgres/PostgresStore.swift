@@ -141,9 +141,13 @@ public final class PostgresStore: CofferStore {
         -> [User]
     {
         let prefix = supportIdPrefix?.lowercased() ?? ""
+        // A range in byte order, which the v5 index serves: Support IDs hold only `_`, 0-9 and a-f, so every ID
+        // with the prefix sorts below prefix + DEL.
+        let end = prefix + "\u{7F}"
         return try await all(
             """
-            SELECT * FROM users WHERE environment = \(environment.rawValue) AND starts_with(support_id, \(prefix))
+            SELECT * FROM users WHERE environment = \(environment.rawValue)
+                AND support_id COLLATE "C" >= \(prefix) AND support_id COLLATE "C" < \(end)
             ORDER BY created_at DESC, support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
             """, Rows.user)
     }
