@@ -406,7 +406,7 @@ public actor CofferSDK {
             // Another user's install presented it first (a purchase without an account token, made outside the
             // app): it is theirs. What this install delivered is taken back, and it leaves the outbox; the server
             // holds it delivered, so it may be finished.
-            try await takeBack(id, reason: "delivered to another user")
+            try await takeBack(id)
             try state.posted(id: id, outcome: Self.wrongUser, credits: 0, at: now())
             return true
         } catch .refused(let status, let code, _) {
@@ -424,7 +424,7 @@ public actor CofferSDK {
     static let wrongUser = "wrong-user"
 
     /// Takes back what the local ledger delivered for a transaction (device wallet), once.
-    func takeBack(_ id: String, reason: String) async throws {
+    func takeBack(_ id: String) async throws {
         guard configuration.wallet == .device,
             let receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment),
             receipt.revokedAt == nil

@@ -141,12 +141,14 @@ struct ClientAPI: Sendable {
         ).filter { $0.transactionId == fact.transactionId && Self.refundTypes.contains($0.type) }
         let order = { (record: NotificationRecord) in (record.signedDate, record.type == "REFUND_REVERSED" ? 1 : 0) }
         let latest = kept.max { order($0) < order($1) }
-        var paid = fact
-        paid.revocationDate = nil
         guard let latest, signedAt.map({ latest.signedDate >= $0 }) ?? true else {
             return [fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)]
         }
-        if latest.type == "REFUND_REVERSED" { return [.purchase(paid, credits: credits)] }
+        if latest.type == "REFUND_REVERSED" {
+            var paid = fact
+            paid.revocationDate = nil
+            return [.purchase(paid, credits: credits)]
+        }
         guard fact.revocationDate == nil else { return [.revocation(fact)] }
         var revoked = fact
         revoked.revocationDate = latest.signedDate

@@ -492,6 +492,12 @@ final class Simulation: @unchecked Sendable {
                 throw Broken(description: "\(device.name): the server never heard of \(transaction.id)")
             }
         }
+        for transaction in owned where !transaction.isFamilyShared {
+            let holder = try await serverStore.receipt(transactionId: transaction.id, environment: .sandbox)?.owner
+            guard holder == serverUser.id else {
+                throw Broken(description: "\(device.name): the server holds \(transaction.id) for another user")
+            }
+        }
         let ownedIds = Set(owned.map(\.id))
         if wallet == .device {
             for receipt in receipts where !ownedIds.contains(receipt.transaction.transactionId) && !receipt.isRevoked {
