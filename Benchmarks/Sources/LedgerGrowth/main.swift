@@ -28,6 +28,11 @@ let totalEntries = Int(option("entries", "1000000")) ?? 1_000_000
 let entriesPerUser = Int(option("entries-per-user", "10")) ?? 10
 let databaseURL = option("database-url", "")
 let bulk = arguments.contains("--bulk")
+guard !bulk || !databaseURL.isEmpty else {
+    // psql without a URL would empty whatever database it connects to by default.
+    FileHandle.standardError.write(Data("--bulk fills PostgreSQL only: give --database-url too\n".utf8))
+    exit(2)
+}
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-growth-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: folder) }
