@@ -127,6 +127,7 @@ let package = Package(
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
@@ -236,7 +237,8 @@ let package = Package(
         .testTarget(
             name: "CofferCLITests",
             dependencies: [
-                "CofferCLI", "CofferAdmin", "CofferStoreSQLite", "CofferStorePostgres", "CofferSimulator",
+                "CofferCLI", "CofferAdmin", "CofferAppStore", "CofferStoreSQLite", "CofferStorePostgres",
+                "CofferSimulator",
                 "CofferTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

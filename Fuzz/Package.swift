@@ -18,6 +18,7 @@ let package = Package(
             name: "CofferFuzz",
             dependencies: [
                 "CFuzzDriver",
+                .product(name: "CofferAdmin", package: coffer),
                 .product(name: "CofferAPI", package: coffer),
                 .product(name: "CofferAppStore", package: coffer),
                 .product(name: "CofferCore", package: coffer),

@@ -65,12 +65,25 @@ public struct AdminService: Sendable {
         try await store.dashboard(environment: environment, days: 30, now: now())
     }
 
+    /// The pages a user search may ask for: far more than any list, small enough that no offset overflows.
+    public static let pages = 1...1_000_000
+
+    private static let pageError = AdminError.invalid("page must be a whole number from 1 to 1000000")
+
+    /// Reads a `page` parameter from a query: absent means 1; anything but a whole number in ``pages`` is
+    /// refused.
+    public static func page(_ text: String?) throws(AdminError) -> Int {
+        guard let text else { return 1 }
+        guard text.utf8.count <= 7, let page = Int(text), pages.contains(page) else { throw pageError }
+        return page
+    }
+
     /// Users matching a query: a Support ID prefix (case-insensitive, the leading `_` optional), a transaction
     /// or original transaction id, or an order id; everyone, newest first, without one.
     public func searchUsers(environment: Environment, query: String?, page: Int = 1, pageSize: Int = 25)
         async throws -> UserSearchResult
     {
-        let page = max(1, page)
+        guard Self.pages.contains(page) else { throw Self.pageError }
         let pageSize = min(max(1, pageSize), 200)
         let text = (query ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count <= 200 else { throw AdminError.invalid("the search is longer than 200 characters") }

@@ -3,8 +3,12 @@ import SwiftASN1
 import X509
 
 /// Reads a legacy app receipt locally: parses the PKCS#7 container, verifies the RSA signature with the
-/// signing certificate, checks that certificate chains to a trusted root (Apple Root CA, or Xcode's
-/// StoreKit test certificate for local receipts) at the receipt's creation date, and decodes the fields.
+/// signing certificate, and checks that certificate by Apple's receipt policy at the receipt's creation
+/// date: the signer is the leaf; the chain is exactly leaf -> intermediate -> trusted root; the intermediate
+/// carries OID 1.2.840.113635.100.6.2.1 (Apple's WWDR) and the leaf 1.2.840.113635.100.6.11.1 (receipt
+/// signing). Any other certificate under Apple Root CA (a developer's push or Pass Type ID certificate, whose
+/// private key its developer holds) is refused. Xcode's StoreKit test certificate is accepted only as the
+/// direct signer, and only by a reader given it as `xcodeCertificates`.
 ///
 /// ```swift
 /// let reader = try AppReceiptReader(trustedRoots: [AppleRoots.rootCA()])
@@ -12,26 +16,33 @@ import X509
 /// ```
 public struct AppReceiptReader: Sendable {
     private let roots: CertificateStore
-    private let anchors: [Certificate]
+    private let xcode: [Certificate]
     private let now: @Sendable () -> Date
 
     /// Creates a reader.
     ///
     /// - Parameters:
-    ///   - trustedRoots: DER roots: ``AppleRoots/rootCA()``, plus the StoreKit test certificate to accept Xcode
-    ///     receipts.
+    ///   - trustedRoots: DER roots: ``AppleRoots/rootCA()``, plus test roots (the simulator's).
+    ///   - xcodeCertificates: Xcode's StoreKit test certificate (DER) to accept Xcode's local receipts; empty
+    ///     (the default) wherever Xcode receipts are not allowed.
     ///   - now: The clock, for receipts without a creation date.
-    public init(trustedRoots: [Data], now: @escaping @Sendable () -> Date = Date.init) throws(ReceiptError) {
+    public init(trustedRoots: [Data], xcodeCertificates: [Data] = [], now: @escaping @Sendable () -> Date = Date.init)
+        throws(ReceiptError)
+    {
+        roots = CertificateStore(try Self.parse(trustedRoots, what: "a trusted root"))
+        xcode = try Self.parse(xcodeCertificates, what: "the Xcode certificate")
+        self.now = now
+    }
+
+    private static func parse(_ ders: [Data], what: String) throws(ReceiptError) -> [Certificate] {
         var certificates: [Certificate] = []
-        for der in trustedRoots {
+        for der in ders {
             guard let certificate = try? Certificate(derEncoded: [UInt8](der)) else {
-                throw .malformed("a trusted root cannot be parsed")
+                throw .malformed("\(what) cannot be parsed")
             }
             certificates.append(certificate)
         }
-        roots = CertificateStore(certificates)
-        anchors = certificates
-        self.now = now
+        return certificates
     }
 
     /// The largest receipt accepted (Apple's receipts with hundreds of purchases are about 100 KB).
@@ -64,8 +75,13 @@ public struct AppReceiptReader: Sendable {
 
     private func verify(_ container: PKCS7SignedData, at date: Date) async throws(ReceiptError) {
         let signer = container.signer
+        // The signer is named by issuer and serial number: both must match, so a certificate of another
+        // issuer with the same serial cannot stand in for it.
         guard
-            let certificate = container.certificates.first(where: { $0.serialNumber.bytes == signer.serialNumber[...] })
+            let certificate = container.certificates.first(where: { candidate in
+                candidate.serialNumber.bytes == signer.serialNumber[...]
+                    && (try? DistinguishedName(derEncoded: signer.issuer)) == candidate.issuer
+            })
         else {
             throw .invalidSignature("the signing certificate is not in the receipt")
         }
@@ -83,17 +99,29 @@ public struct AppReceiptReader: Sendable {
             certificate.publicKey.isValidSignature(
                 signer.signature, for: signedBytes, signatureAlgorithm: algorithm.certificateAlgorithm)
         else { throw .invalidSignature("RSA signature check failed") }
-        // Xcode signs local receipts with its StoreKit certificate itself: a trust anchor needs no chain.
-        if anchors.contains(certificate) {
+        // Xcode signs local receipts with its StoreKit certificate itself: accepted only as the direct signer.
+        if xcode.contains(certificate) {
             guard certificate.notValidBefore <= date, date <= certificate.notValidAfter else {
                 throw .untrusted("\(certificate.subject) is not valid at \(date.formatted(.iso8601))")
             }
             return
         }
-        var verifier = Verifier(rootCertificates: roots) { RFC5280Policy(validationTime: date) }
+        var verifier = Verifier(rootCertificates: roots) {
+            RFC5280Policy(validationTime: date)
+            AppleSigningPolicy()
+        }
         let others = container.certificates.filter { $0 != certificate }
         let result = await verifier.validate(leaf: certificate, intermediates: CertificateStore(others))
         guard case .validCertificate = result else {
+            let reasons =
+                if case .couldNotValidate(let failures) = result {
+                    failures.map { String(describing: $0.policyFailureReason) }
+                } else {
+                    [String]()
+                }
+            if let reason = reasons.first(where: { $0.contains("Apple's chain") || $0.contains("lacks OID") }) {
+                throw .untrusted("\(certificate.subject): \(reason)")
+            }
             throw .untrusted("\(certificate.subject) does not chain to a trusted root at \(date.formatted(.iso8601))")
         }
     }

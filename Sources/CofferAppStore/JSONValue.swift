@@ -84,16 +84,30 @@ public enum AppleJSON {
     ///   - data: The JSON bytes.
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let container = try decoder.singleValueContainer()
+            let milliseconds = try container.decode(Double.self)
+            guard milliseconds.isFinite, dates.contains(milliseconds) else {
+                throw DecodingError.dataCorruptedError(
+                    in: container,
+                    debugDescription: "a date must be milliseconds between the years 0 and 9999, not \(milliseconds)")
+            }
+            return Date(timeIntervalSince1970: milliseconds / 1_000)
+        }
         return try StrictJSON.decode(type, from: data, decoder: decoder)
     }
+
+    /// The dates accepted from Apple, in milliseconds: year 0 (Xcode writes 0000-12-30 for some original
+    /// purchase dates) to the end of 9999. Anything else is refused when decoded, so no later conversion of a
+    /// date to whole milliseconds can overflow.
+    public static let dates: ClosedRange<Double> = -62_167_219_200_000...253_402_300_799_999
 
     /// Encodes a model the way Apple writes it (dates as whole milliseconds since 1970).
     public static func encode(_ value: some Encodable, pretty: Bool = false) throws -> Data {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(Int64((date.timeIntervalSince1970 * 1_000).rounded()))
+            try container.encode(Milliseconds.from(date))
         }
         encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys]
         return try encoder.encode(value)

@@ -14,6 +14,8 @@ struct PKCS7SignedData {
     let signer: Signer
 
     struct Signer {
+        /// The DER of the signer's issuer name (IssuerAndSerialNumber's first half).
+        var issuer: [UInt8]
         var serialNumber: [UInt8]
         var digestAlgorithm: ASN1ObjectIdentifier
         var signatureAlgorithmOID: ASN1ObjectIdentifier
@@ -81,7 +83,7 @@ struct PKCS7SignedData {
             throw ReceiptError.malformed("the signer is not named by issuer and serial number")
         }
         let digestAlgorithm = try ASN1ObjectIdentifier(
-            berEncoded: try ASN1Walk.children(fields[2], "digestAlgorithm")[0])
+            berEncoded: try ASN1Walk.first(fields[2], "digestAlgorithm"))
         var index = 3
         var signedAttributes: [UInt8]?
         var messageDigest: [UInt8]?
@@ -101,10 +103,11 @@ struct PKCS7SignedData {
         }
         guard fields.count > index + 1 else { throw ReceiptError.malformed("SignerInfo is too short") }
         let signatureAlgorithm = try ASN1ObjectIdentifier(
-            berEncoded: try ASN1Walk.children(fields[index], "signatureAlgorithm")[0])
+            berEncoded: try ASN1Walk.first(fields[index], "signatureAlgorithm"))
         let signature = try ASN1Walk.octets(fields[index + 1])
         return Signer(
-            serialNumber: Array(serial), digestAlgorithm: digestAlgorithm, signatureAlgorithmOID: signatureAlgorithm,
+            issuer: Array(issuerAndSerial[0].encodedBytes), serialNumber: Array(serial),
+            digestAlgorithm: digestAlgorithm, signatureAlgorithmOID: signatureAlgorithm,
             signedAttributes: signedAttributes, messageDigest: messageDigest, signature: signature)
     }
 }
@@ -142,6 +145,12 @@ enum ASN1Walk {
         let nodes = try children(node, what)
         guard nodes.count == 1 else { throw ReceiptError.malformed("\(what) holds \(nodes.count) values, expected 1") }
         return nodes[0]
+    }
+
+    /// The first child of a constructed node, refused when there is none (an empty SEQUENCE).
+    static func first(_ node: ASN1Node, _ what: String) throws -> ASN1Node {
+        guard let first = try children(node, what).first else { throw ReceiptError.malformed("\(what) is empty") }
+        return first
     }
 
     /// The bytes of an OCTET STRING, joining the pieces of a BER constructed one.

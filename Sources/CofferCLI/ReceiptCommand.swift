@@ -10,15 +10,20 @@ struct ReceiptCommand: AsyncParsableCommand {
         commandName: "receipt",
         abstract: "Read a legacy app receipt (base64 PKCS#7) and verify Apple's signature locally.",
         discussion: """
-            Verifies the RSA signature and the chain to Apple Root CA at the receipt's creation date, then lists \
-            its fields and in-app purchases. With --xcode, receipts signed by Xcode's StoreKit test certificate \
-            are accepted too (local testing only). Exits 0 when verified, 1 when refused, 2 when the file cannot \
-            be read.
+            Verifies the RSA signature and Apple's receipt policy at the receipt's creation date (the signer is \
+            the leaf, the chain is exactly leaf -> intermediate -> Apple Root CA, the intermediate carries \
+            1.2.840.113635.100.6.2.1 and the leaf 1.2.840.113635.100.6.11.1), then lists its fields and in-app \
+            purchases. --root trusts one more root (tests, the simulator); with --xcode, receipts signed directly \
+            by Xcode's StoreKit test certificate are accepted too (local testing only). Exits 0 when verified, 1 \
+            when refused (with the reason), 2 when the file cannot be read.
             """
     )
 
     @Argument(help: "The receipt file (base64, as the app sends it), or - for standard input.")
     var file: String
+
+    @Option(name: .customLong("root"), help: "A DER root certificate to trust as well (repeatable).")
+    var roots: [String] = []
 
     @Option(help: "Xcode's StoreKit test certificate (DER), to accept receipts made by Xcode.")
     var xcode: String?
@@ -28,21 +33,30 @@ struct ReceiptCommand: AsyncParsableCommand {
 
     func run() async throws {
         let text: String
-        var roots: [Data]
+        var trusted: [Data]
+        var xcodeCertificates: [Data] = []
         do {
             let data =
                 file == "-"
                 ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
             text = String(decoding: data, as: UTF8.self)
-            roots = [try AppleRoots.rootCA()]
-            if let xcode { roots.append(try Data(contentsOf: URL(fileURLWithPath: xcode))) }
+            trusted = try roots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
+            trusted.insert(try AppleRoots.rootCA(), at: 0)
+            if let xcode { xcodeCertificates.append(try Data(contentsOf: URL(fileURLWithPath: xcode))) }
         } catch {
             FileHandle.standardError.write(Data("Error: cannot read input: \(error.localizedDescription)\n".utf8))
             throw ExitCode(2)
         }
+        let reader: AppReceiptReader
+        do {
+            reader = try AppReceiptReader(trustedRoots: trusted, xcodeCertificates: xcodeCertificates)
+        } catch {
+            FileHandle.standardError.write(Data("Error: \(error.description)\n".utf8))
+            throw ExitCode(2)
+        }
         let receipt: AppReceipt
         do {
-            receipt = try await AppReceiptReader(trustedRoots: roots).read(base64: text)
+            receipt = try await reader.read(base64: text)
         } catch {
             if json {
                 print(

@@ -133,7 +133,9 @@ struct ServeCommand: AsyncParsableCommand {
         let app = buildApplication(
             configuration: server,
             dependencies: try ServerDependencies(
-                store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI, logger: logger))
+                store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI,
+                receiptReader: AppReceiptReader(trustedRoots: [AppleRoots.rootCA()] + roots.dropFirst()),
+                logger: logger))
         let firstLogin: String?
         do {
             firstLogin = try await AdminAccounts.createFirstAdmin(

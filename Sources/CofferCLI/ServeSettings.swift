@@ -43,7 +43,7 @@ struct ServeSettings: Sendable {
         .init(
             key: "apple.roots",
             help:
-                "Extra DER roots to trust, comma-separated (the simulator's); Sandbox only. Apple Root CA - G3 is always trusted."
+                "Extra DER roots to trust, comma-separated (the simulator's, for signed data and legacy receipts); Sandbox only. Apple Root CA - G3 and Apple Root CA are always trusted."
         ),
         .init(
             key: "deficit.policy", help: "collect (later credits settle a deficit first) or forgive. Default collect."),

@@ -499,7 +499,7 @@ public actor CofferSDK {
                 fact.revocationDate = fact.revocationDate ?? item.createdAt
                 event = .revocation(fact)
             case ("reversal", let receipt?) where receipt.isRevoked:
-                event = .reversal(receipt.transaction)
+                event = .reversal(receipt.transaction, at: nil)
             default:
                 let delta = item.amount < 0 ? max(item.amount, -wallet.balance) : item.amount
                 if delta != 0 { event = .adjustment(id: item.key, delta: delta, reason: item.reason ?? item.kind) }
@@ -510,7 +510,7 @@ public actor CofferSDK {
                         owner: user.id, environment: configuration.environment, event: event,
                         policy: configuration.deficitPolicy, at: now()))
             }
-            if case .reversal(var fact) = event, receipt?.deliveredCredits == nil {
+            if case .reversal(var fact, _) = event, receipt?.deliveredCredits == nil {
                 // Refunded before it was ever delivered, and now paid again: deliver it (once, by its key).
                 fact.revocationDate = nil
                 let credits = try configuration.catalog.credits(

@@ -80,8 +80,9 @@ public enum LedgerEvent: Sendable, Hashable {
     case purchase(TransactionFact, credits: Int64)
     /// Apple refunded or revoked the transaction: take back what its purchase delivered.
     case revocation(TransactionFact)
-    /// Apple reversed the refund: restore what the revocation took.
-    case reversal(TransactionFact)
+    /// Apple reversed the refund: restore what the revocation took. `at` is when Apple reversed it (the
+    /// notification's `signedDate`); without it, the reversal answers the refund on record.
+    case reversal(TransactionFact, at: Date?)
     /// Support granted credits.
     case grant(id: String, credits: Int64, reason: String)
     /// An admin changed the balance by `delta`.
@@ -94,7 +95,7 @@ public enum LedgerEvent: Sendable, Hashable {
         switch self {
         case .purchase(let fact, _): IdempotencyKey(.purchase, fact.transactionId)
         case .revocation(let fact): IdempotencyKey(.revocation, fact.transactionId)
-        case .reversal(let fact): IdempotencyKey(.reversal, fact.transactionId)
+        case .reversal(let fact, _): IdempotencyKey(.reversal, fact.transactionId)
         case .grant(let id, _, _): IdempotencyKey(.grant, id)
         case .adjustment(let id, _, _): IdempotencyKey(.adjustment, id)
         case .spend(let key, _): IdempotencyKey(.spend, key)
@@ -104,7 +105,9 @@ public enum LedgerEvent: Sendable, Hashable {
     /// The App Store transaction the event is about, for purchases, revocations and reversals.
     public var transaction: TransactionFact? {
         switch self {
-        case .purchase(let fact, _), .revocation(let fact), .reversal(let fact): fact
+        case .purchase(let fact, _): fact
+        case .revocation(let fact): fact
+        case .reversal(let fact, _): fact
         case .grant, .adjustment, .spend: nil
         }
     }
@@ -171,13 +174,13 @@ public struct Receipt: Sendable, Hashable, Codable {
     public var deliveredCredits: Int64?
     /// When it was delivered.
     public var deliveredAt: Date?
-    /// When Apple revoked it, once the revocation is applied.
+    /// When Apple last revoked it (Apple's `revocationDate`), once a revocation is applied.
     public var revokedAt: Date?
     /// What the revocation took from the balance.
     public var takenFromBalance: Int64
     /// What the revocation could not take and recorded as deficit.
     public var addedToDeficit: Int64
-    /// When Apple reversed the refund.
+    /// When Apple last reversed a refund of it (the reversal's `signedDate`).
     public var reversedAt: Date?
 
     /// Creates a receipt for a transaction nothing has been applied to yet.
@@ -192,8 +195,13 @@ public struct Receipt: Sendable, Hashable, Codable {
         self.reversedAt = nil
     }
 
-    /// Whether the transaction currently counts as refunded: revoked and not reversed.
-    public var isRevoked: Bool { revokedAt != nil && reversedAt == nil }
+    /// Whether the transaction currently counts as refunded: Apple's latest word on it, by Apple's dates, is a
+    /// revocation (refund -> reversal -> refund again is refunded, whatever order the three arrive in).
+    public var isRevoked: Bool {
+        guard let revokedAt else { return false }
+        guard let reversedAt else { return true }
+        return revokedAt > reversedAt
+    }
 
     /// Where the transaction stands, for support screens.
     public var status: ReceiptStatus {
@@ -223,7 +231,8 @@ public enum LedgerOutcome: String, Codable, Sendable {
     case duplicate
     /// A purchase of a transaction Apple has revoked: nothing is credited.
     case revoked
-    /// A revocation that arrived after its own reversal: state only moves forward, nothing changed.
+    /// A revocation or reversal older (by Apple's dates) than Apple's latest word on the transaction: nothing
+    /// changed.
     case superseded
 }
 
@@ -314,8 +323,10 @@ public enum Ledger {
                 policy: policy, now: now)
         case .revocation(let fact):
             return revocation(fact, owner: owner, wallet: wallet, receipt: receipt, now: now)
-        case .reversal(let fact):
-            return reversal(fact, owner: owner, wallet: wallet, receipt: receipt, policy: policy, now: now)
+        case .reversal(let fact, let reversedAt):
+            // Without Apple's date, a reversal reverses the refund on record: never older than it.
+            let date = reversedAt ?? max(now, receipt?.revokedAt ?? now)
+            return reversal(fact, at: date, owner: owner, wallet: wallet, receipt: receipt, policy: policy, now: now)
         case .grant(_, let credits, let reason):
             try checkAmount(credits)
             if let existing { return try duplicate(existing, amount: credits, key: key, wallet: wallet) }
@@ -432,7 +443,7 @@ public enum Ledger {
         if let existing, existing.deliveredCredits != nil {
             return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existingEntry)
         }
-        if fact.revocationDate != nil, existing?.reversedAt == nil {
+        if let revoked = fact.revocationDate, existing?.reversedAt.map({ revoked > $0 }) ?? true {
             // Signed data that already says "refunded": record the revocation, credit nothing.
             var decision = revocation(fact, owner: owner, wallet: wallet, receipt: existing, now: now)
             decision.outcome = .revoked
@@ -456,14 +467,26 @@ public enum Ledger {
         receipt existing: Receipt?,
         now: Date
     ) -> LedgerDecision {
-        if let existing, existing.revokedAt != nil {
-            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
+        let revokedAt = fact.revocationDate ?? now
+        if let existing, existing.isRevoked {
+            // Refunded already. A later refund date is remembered, so a reversal older than it stays superseded.
+            guard let known = existing.revokedAt, revokedAt > known else {
+                return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
+            }
+            var receipt = existing
+            receipt.revokedAt = revokedAt
+            receipt.transaction.revocationDate = revokedAt
+            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: receipt, entry: nil)
         }
-        if let existing, existing.reversedAt != nil {
+        if let existing, let reversedAt = existing.reversedAt, revokedAt <= reversedAt {
             return LedgerDecision(outcome: .superseded, wallet: wallet, receipt: nil, entry: nil)
         }
+        // The first revocation is keyed by the transaction id; a refund after a reversal by its date as well.
+        let key =
+            existing?.revokedAt == nil
+            ? IdempotencyKey(.revocation, fact.transactionId)
+            : IdempotencyKey(.revocation, "\(fact.transactionId)@\(Milliseconds.from(revokedAt))")
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
-        let revokedAt = fact.revocationDate ?? now
         receipt.revokedAt = revokedAt
         receipt.transaction.revocationDate = revokedAt
         let taken = receipt.deliveredCredits ?? 0
@@ -471,27 +494,37 @@ public enum Ledger {
         receipt.takenFromBalance = wallet.balance - after.balance
         receipt.addedToDeficit = after.deficit - wallet.deficit
         return applied(
-            key: IdempotencyKey(.revocation, fact.transactionId), owner: owner, amount: -taken, before: wallet,
-            after: after, fact: fact, receipt: receipt, reason: nil, now: now)
+            key: key, owner: owner, amount: -taken, before: wallet, after: after, fact: fact, receipt: receipt,
+            reason: nil, now: now)
     }
 
     private static func reversal(
         _ fact: TransactionFact,
+        at reversedAt: Date,
         owner: UUID,
         wallet: Wallet,
         receipt existing: Receipt?,
         policy: DeficitPolicy,
         now: Date
     ) -> LedgerDecision {
-        if let existing, existing.reversedAt != nil {
+        if let existing, !existing.isRevoked, existing.reversedAt != nil {
             return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
         }
+        if let existing, let revokedAt = existing.revokedAt, existing.isRevoked, reversedAt < revokedAt {
+            // A refund dated after this reversal is Apple's latest word.
+            return LedgerDecision(outcome: .superseded, wallet: wallet, receipt: nil, entry: nil)
+        }
+        let key =
+            existing?.reversedAt == nil
+            ? IdempotencyKey(.reversal, fact.transactionId)
+            : IdempotencyKey(.reversal, "\(fact.transactionId)@\(Milliseconds.from(reversedAt))")
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
-        receipt.reversedAt = now
+        let wasRevoked = receipt.isRevoked
+        receipt.reversedAt = reversedAt
         receipt.transaction.revocationDate = nil
         var after = wallet
         var restored: Int64 = 0
-        if receipt.revokedAt != nil, let delivered = receipt.deliveredCredits {
+        if wasRevoked, let delivered = receipt.deliveredCredits {
             restored = delivered
             switch policy {
             case .collect:
@@ -504,7 +537,7 @@ public enum Ledger {
             }
         }
         return applied(
-            key: IdempotencyKey(.reversal, fact.transactionId), owner: owner, amount: restored, before: wallet,
-            after: after, fact: fact, receipt: receipt, reason: nil, now: now)
+            key: key, owner: owner, amount: restored, before: wallet, after: after, fact: fact, receipt: receipt,
+            reason: nil, now: now)
     }
 }

@@ -21,7 +21,7 @@ struct AdminAPI: Sendable {
             try api.json(try await service.dashboard(environment: try environment(request)))
         }
         admin.get("users") { request, _ in
-            let page = Int(request.uri.queryParameters.get("page") ?? "1") ?? 1
+            let page = try AdminService.page(request.uri.queryParameters.get("page"))
             return try api.json(
                 try await service.searchUsers(
                     environment: try environment(request), query: request.uri.queryParameters.get("search"),

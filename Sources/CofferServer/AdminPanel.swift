@@ -176,9 +176,10 @@ struct AdminPanel: Sendable {
     func users(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
         let query = request.uri.queryParameters.get("q") ?? ""
-        let pageNumber = max(1, Int(request.uri.queryParameters.get("page") ?? "1") ?? 1)
+        let pageNumber: Int
         let result: UserSearchResult
         do {
+            pageNumber = try AdminService.page(request.uri.queryParameters.get("page"))
             result = try await service.searchUsers(environment: session.environment, query: query, page: pageNumber)
         } catch let error as AdminError {
             return page(

@@ -138,7 +138,9 @@ struct NotificationIntake: Sendable {
         case .refundReversed:
             var restored = fact
             restored.revocationDate = nil
-            let outcome = try await applyEvent(.reversal(restored), to: user, source: "notification", logger: logger)
+            let outcome = try await applyEvent(
+                .reversal(restored, at: notification.payload.signedDate), to: user, source: "notification",
+                logger: logger)
             // A purchase refunded before it was ever delivered is paid again: deliver it now (the ledger answers
             // `duplicate` when it was delivered, and the reversal gave it back).
             _ = try await deliver(restored, to: user, source: "notification", logger: logger)

@@ -160,7 +160,7 @@ struct Cursor: Equatable {
     }
 
     var rawValue: String {
-        let millis = { (date: Date) in String(Int64((date.timeIntervalSince1970 * 1_000).rounded())) }
+        let millis = { (date: Date) in String(Milliseconds.from(date)) }
         return "\(millis(start))|\(millis(end))|\(token ?? "")"
     }
 }

@@ -1,4 +1,5 @@
 import CofferAppStore
+import CofferCore
 import Foundation
 
 extension SimulatedAppStore {
@@ -8,6 +9,34 @@ extension SimulatedAppStore {
     /// receipts are tokens only it can read; its verifyReceipt answers for them with the account's purchases.
     public func appReceipt(account: String) -> String {
         Data("\(Self.receiptPrefix)|\(configuration.environment.rawValue)|\(account)".utf8).base64EncodedString()
+    }
+
+    /// The account's app receipt as a real PKCS#7 container in Apple's shape, signed by `authority`: the
+    /// type (`ProductionSandbox` or `Production`), the bundle id and version, the creation date (now on the
+    /// simulator's clock) and one in-app record per purchase of the account, with refunds as cancellation
+    /// dates. A server that trusts the authority's root reads it with Apple's receipt policy.
+    ///
+    /// - Returns: The receipt in base64, as an app sends it.
+    public func signedAppReceipt(account: String, authority: SimulatorReceiptAuthority) throws -> String {
+        var receipt = AppReceipt()
+        receipt.receiptType = configuration.environment == .sandbox ? "ProductionSandbox" : "Production"
+        receipt.bundleId = configuration.bundleId
+        receipt.applicationVersion = configuration.bundleVersion
+        receipt.originalApplicationVersion = configuration.bundleVersion
+        receipt.creationDate = clock.now()
+        receipt.inAppPurchases = transactions.filter { $0.account == account }.map { record in
+            var purchase = InAppPurchaseReceipt()
+            purchase.quantity = Int64(record.quantity)
+            purchase.productId = record.product.id
+            purchase.transactionId = record.id
+            purchase.originalTransactionId = record.originalId
+            purchase.purchaseDate = record.purchaseDate
+            purchase.originalPurchaseDate = record.originalPurchaseDate
+            purchase.expiresDate = record.expiresDate
+            purchase.cancellationDate = record.revocationDate
+            return purchase
+        }
+        return try authority.sign(receipt).base64EncodedString()
     }
 
     /// Answers verifyReceipt as Apple's host for `environment` does: 21002 for data that is not a receipt,
@@ -93,5 +122,5 @@ extension SimulatedAppStore {
         return fields
     }
 
-    private static func milliseconds(_ date: Date) -> String { String(Int64(date.timeIntervalSince1970 * 1000)) }
+    private static func milliseconds(_ date: Date) -> String { String(Milliseconds.from(date)) }
 }

@@ -455,11 +455,19 @@ public actor SimulatedAppStore {
         return report
     }
 
+    /// The most one ``advanceClock(by:)`` moves: ten years, so renewals due in between stay countable and
+    /// every date stays writable in milliseconds.
+    public static let longestAdvance: TimeInterval = 10 * 366 * 86_400
+
     /// Moves the clock forward, and lets everything due in between happen in order: renewals, failed
     /// renewals, grace periods ending, billing retry giving up, expiries.
     @discardableResult
     public func advanceClock(by seconds: TimeInterval) throws(SimulatorError) -> SimulatorReport {
         guard seconds >= 0 else { throw SimulatorError("invalid-request", "the clock only moves forward") }
+        guard seconds <= Self.longestAdvance else {
+            throw SimulatorError(
+                "invalid-request", "the clock moves at most \(Int(Self.longestAdvance)) seconds (10 years) at a time")
+        }
         let target = clock.now().addingTimeInterval(seconds)
         var report = SimulatorReport()
         while let (key, due) = nextDue(before: target) {

@@ -163,7 +163,7 @@ extension DashboardFigures {
 
     /// The first day (00:00 UTC) of a window of `days` days ending with the day of `now`.
     public static func windowStart(days: Int, endingAt now: Date) -> Date {
-        let today = Int64(now.timeIntervalSince1970.rounded(.down)) / secondsPerDay
+        let today = Milliseconds.seconds(now) / secondsPerDay
         return Date(timeIntervalSince1970: TimeInterval((today - Int64(days) + 1) * secondsPerDay))
     }
 
@@ -174,7 +174,7 @@ extension DashboardFigures {
         purchases: [Int64: Int],
         refunds: [Int64: Int]
     ) -> [DayFigures] {
-        let first = Int64(start.timeIntervalSince1970.rounded(.down)) / secondsPerDay
+        let first = Milliseconds.seconds(start) / secondsPerDay
         return (0..<Int64(max(0, days))).map { offset in
             let day = first + offset
             return DayFigures(

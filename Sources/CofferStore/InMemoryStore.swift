@@ -319,7 +319,7 @@ public actor InMemoryStore: CofferStore {
         let receipts = state.receipts.filter { $0.key.environment == environment }.values
         func day(_ date: Date) -> Int64? {
             guard date >= start else { return nil }
-            return Int64(date.timeIntervalSince1970.rounded(.down)) / DashboardFigures.secondsPerDay
+            return Milliseconds.seconds(date) / DashboardFigures.secondsPerDay
         }
         var purchasesByDay: [Int64: Int] = [:]
         var refundsByDay: [Int64: Int] = [:]

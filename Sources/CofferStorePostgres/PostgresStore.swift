@@ -534,7 +534,7 @@ public final class PostgresStore: CofferStore {
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL) AS purchases,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND revoked_at IS NOT NULL
-                        AND reversed_at IS NULL) AS refunds,
+                        AND (reversed_at IS NULL OR revoked_at > reversed_at)) AS refunds,
                     (SELECT count(*) FROM wallets w JOIN users u ON u.id = w.user_id
                         WHERE u.environment = \(env) AND w.deficit > 0) AS in_deficit,
                     (SELECT COALESCE(SUM(w.deficit), 0)::BIGINT FROM wallets w JOIN users u ON u.id = w.user_id
@@ -555,7 +555,8 @@ public final class PostgresStore: CofferStore {
                 WHERE environment = \(env) AND delivered_at >= \(since) GROUP BY day
                 UNION ALL
                 SELECT 'r' AS kind, revoked_at / 86400000 AS day, count(*) AS n FROM receipts
-                WHERE environment = \(env) AND revoked_at >= \(since) AND reversed_at IS NULL GROUP BY day
+                WHERE environment = \(env) AND revoked_at >= \(since)
+                    AND (reversed_at IS NULL OR revoked_at > reversed_at) GROUP BY day
                 """, logger: self.logger)
             for try await (kind, day, n) in rows.decode((String, Int64, Int64).self) {
                 if kind == "p" { purchases[day] = Int(n) } else { refunds[day] = Int(n) }

@@ -5,8 +5,8 @@ import PostgresNIO
 
 /// Dates are stored as whole milliseconds since 1970, as in the SQLite store.
 enum Millis {
-    static func from(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-    static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(millis) / 1000) }
+    static func from(_ date: Date) -> Int64 { Milliseconds.from(date) }
+    static func date(_ millis: Int64) -> Date { Milliseconds.date(millis) }
 }
 
 /// Decoding of each table's rows into Coffer's records.

@@ -5,8 +5,8 @@ import GRDB
 
 /// Dates are stored as integer milliseconds since 1970, as Apple writes them.
 enum Millis {
-    static func from(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-    static func date(_ millis: Int64) -> Date { Date(timeIntervalSince1970: TimeInterval(millis) / 1000) }
+    static func from(_ date: Date) -> Int64 { Milliseconds.from(date) }
+    static func date(_ millis: Int64) -> Date { Milliseconds.date(millis) }
 }
 
 /// Typed reads of columns that must hold a valid value; a bad one is reported, never invented.

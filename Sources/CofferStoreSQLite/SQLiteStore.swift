@@ -450,13 +450,14 @@ public final class SQLiteStore: CofferStore {
                 purchases: try count(
                     "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"),
                 refunds: try count(
-                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND revoked_at IS NOT NULL AND reversed_at IS NULL"
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND revoked_at IS NOT NULL"
+                        + " AND (reversed_at IS NULL OR revoked_at > reversed_at)"
                 ),
                 usersInDeficit: deficit?["n"] ?? 0,
                 outstandingDeficit: deficit?["total"] ?? 0,
                 days: DashboardFigures.fill(
                     days: days, from: start, purchases: try perDay("delivered_at", ""),
-                    refunds: try perDay("revoked_at", "AND reversed_at IS NULL")))
+                    refunds: try perDay("revoked_at", "AND (reversed_at IS NULL OR revoked_at > reversed_at)")))
         }
     }
 

@@ -8,9 +8,8 @@ struct ReceiptTests {
     let reader: AppReceiptReader
 
     init() throws {
-        reader = try AppReceiptReader(trustedRoots: [
-            AppleRoots.rootCA(), AppleFiles.data("StoreKitTestCertificate.cer"),
-        ])
+        reader = try AppReceiptReader(
+            trustedRoots: [AppleRoots.rootCA()], xcodeCertificates: [AppleFiles.data("StoreKitTestCertificate.cer")])
     }
 
     func date(_ text: String) throws -> Date { try Date(text, strategy: .iso8601) }
@@ -53,6 +52,17 @@ struct ReceiptTests {
         await #expect(throws: ReceiptError.self) {
             _ = try await appleOnly.read(base64: try AppleFiles.text("receipts/receipt-xcode"))
         }
+        // Xcode's certificate trusted as a root is not trusted as a signer: it is a chain of one.
+        let xcodeAsRoot = try AppReceiptReader(trustedRoots: [
+            AppleRoots.rootCA(), AppleFiles.data("StoreKitTestCertificate.cer"),
+        ])
+        let xcodeReceipt = try AppleFiles.text("receipts/receipt-xcode")
+        do {
+            _ = try await xcodeAsRoot.read(base64: xcodeReceipt)
+            Issue.record("an Xcode receipt verified with Xcode's certificate as a root")
+        } catch {
+            #expect(error.status == "INVALID_CHAIN")
+        }
     }
 
     @Test("a receipt is refused without its root, and when tampered with or truncated")
@@ -80,6 +90,11 @@ struct ReceiptTests {
             await #expect(throws: ReceiptError.self) { _ = try await reader.read(der: bad) }
         }
         await #expect(throws: ReceiptError.self) { _ = try await reader.read(base64: "***") }
+        // A SignerInfo whose digestAlgorithm is an empty SEQUENCE once trapped on an index out of range.
+        let emptyAlgorithm = Data(
+            hex: "303e06092a864886f70d010702a031302f0201013100301106092a864886f70d010701a00404023100311530130201"
+                + "0130053000020101300030000403736967")
+        await #expect(throws: ReceiptError.self) { _ = try await reader.read(der: emptyAlgorithm) }
     }
 
     @Test("the transaction id of an old-style transaction receipt")
@@ -89,5 +104,18 @@ struct ReceiptTests {
                 == "33993399")
         #expect(LegacyReceipts.transactionId(fromTransactionReceipt: "bm90aGluZw==") == nil)
         #expect(LegacyReceipts.transactionId(fromTransactionReceipt: "%%%") == nil)
+    }
+}
+
+extension Data {
+    /// Bytes from hex text (test vectors).
+    init(hex: String) {
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex, let next = hex.index(index, offsetBy: 2, limitedBy: hex.endIndex) {
+            bytes.append(UInt8(hex[index..<next], radix: 16) ?? 0)
+            index = next
+        }
+        self.init(bytes)
     }
 }

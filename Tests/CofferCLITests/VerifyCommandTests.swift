@@ -1,3 +1,4 @@
+import CofferAppStore
 import CofferSimulator
 import CofferTestSupport
 import Crypto
@@ -179,6 +180,50 @@ struct ReceiptCommandTests {
         #expect(accepted.status == 0)
         #expect(accepted.stdout.contains("Xcode's StoreKit test certificate"))
         #expect(try CofferProcess.run(["receipt", "/nonexistent"]).status == 2)
+    }
+
+    @Test("--root trusts one more root: a receipt in Apple's shape exits 0, a forged chain 1 with the reason")
+    func extraRoot() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coffer-receipt-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        var receipt = AppReceipt()
+        receipt.receiptType = "ProductionSandbox"
+        receipt.bundleId = "com.example.coffer"
+        receipt.creationDate = Date(timeIntervalSince1970: 1_767_225_600)
+        var purchase = InAppPurchaseReceipt()
+        purchase.productId = "coins"
+        purchase.transactionId = "4000000000000007"
+        purchase.quantity = 1
+        receipt.inAppPurchases = [purchase]
+        func write(_ options: SimulatorReceiptAuthority.Options, _ name: String) throws -> (root: String, file: String)
+        {
+            let authority = try SimulatorReceiptAuthority(
+                validFrom: Date(timeIntervalSince1970: 1_700_000_000),
+                validUntil: Date(timeIntervalSince1970: 1_900_000_000), options: options)
+            let root = folder.appendingPathComponent("\(name)-root.der")
+            try authority.rootDER().write(to: root)
+            let file = folder.appendingPathComponent("\(name).receipt")
+            try Data(authority.sign(receipt).base64EncodedString().utf8).write(to: file)
+            return (root.path, file.path)
+        }
+        let genuine = try write(.init(), "genuine")
+        var options = SimulatorReceiptAuthority.Options()
+        options.leafOID = false
+        let forged = try write(options, "forged")
+
+        let accepted = try CofferProcess.run(["receipt", genuine.file, "--root", genuine.root])
+        #expect(accepted.status == 0, "\(accepted.stdout)\(accepted.stderr)")
+        #expect(accepted.stdout.contains("4000000000000007"))
+        let untrusted = try CofferProcess.run(["receipt", genuine.file])
+        #expect(untrusted.status == 1)
+        let refused = try CofferProcess.run(["receipt", forged.file, "--root", forged.root, "--json"])
+        #expect(refused.status == 1)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(refused.stdout.utf8)) as? [String: Any])
+        #expect(object["status"] as? String == "INVALID_CHAIN")
+        #expect((object["message"] as? String)?.contains("leaf lacks OID 1.2.840.113635.100.6.11.1") == true)
+        #expect(try CofferProcess.run(["receipt", genuine.file, "--root", "/nonexistent.der"]).status == 2)
     }
 }
 

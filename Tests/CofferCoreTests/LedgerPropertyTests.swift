@@ -62,7 +62,9 @@ struct LedgerPropertyTests {
                 let refunded = Fixture.month(month, revoked: true)
                 events.append(.purchase(paid, credits: 0))
                 if fate >= 3 && fate <= 4 { events.append(.revocation(refunded)) }
-                if fate == 4 { events.append(.reversal(paid)) }
+                // Apple dates the reversal after the refund; the ledger decides by that date, not arrival.
+                let reversedAt = refunded.revocationDate?.addingTimeInterval(Fixture.day)
+                if fate == 4 { events.append(.reversal(paid, at: reversedAt)) }
                 truth.append(fate == 3 ? refunded : paid)
             }
             // Deliver in a random order, with some events twice.

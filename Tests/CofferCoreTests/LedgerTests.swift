@@ -119,12 +119,12 @@ struct LedgerTests {
         try book.spend(300)
         try book.apply(.revocation(t1))
         #expect(book.wallet == Wallet(balance: 0, deficit: 300))
-        let reversal = try book.apply(.reversal(t1))
+        let reversal = try book.apply(.reversal(t1, at: nil))
         #expect(reversal.outcome == .applied)
         #expect(reversal.entry?.amount == 400)
         #expect(book.wallet == Wallet(balance: 100, deficit: 0))
         #expect(book.receipts["t1"]?.status == .restored)
-        #expect(try book.apply(.reversal(t1)).outcome == .duplicate)
+        #expect(try book.apply(.reversal(t1, at: nil)).outcome == .duplicate)
         #expect(book.wallet == Wallet(balance: 100, deficit: 0))
         #expect(book.audit.isEmpty)
     }
@@ -137,7 +137,7 @@ struct LedgerTests {
         try book.apply(.revocation(t1))
         try book.buy(t2, credits: 50)
         try book.apply(.revocation(t2))
-        try book.apply(.reversal(t2))
+        try book.apply(.reversal(t2, at: nil))
         #expect(book.wallet == Wallet(balance: 50, deficit: 400))
         #expect(book.audit.isEmpty)
     }
@@ -169,7 +169,7 @@ struct LedgerTests {
         #expect(book.wallet == .empty)
         #expect(try book.buy(t1, credits: 400).outcome == .revoked)
         // Apple reverses the refund: the purchase is deliverable again.
-        try book.apply(.reversal(t1))
+        try book.apply(.reversal(t1, at: nil))
         #expect(try book.buy(t1, credits: 400).outcome == .applied)
         #expect(book.wallet.balance == 400)
         #expect(book.audit.isEmpty)
@@ -179,10 +179,59 @@ struct LedgerTests {
     func reorderedReversal() throws {
         var book = Book()
         try book.buy(t1, credits: 400)
-        try book.apply(.reversal(t1))
+        try book.apply(.reversal(t1, at: nil))
         #expect(try book.apply(.revocation(t1)).outcome == .superseded)
         #expect(book.wallet.balance == 400)
         #expect(book.audit.isEmpty)
+    }
+
+    /// Refund (day 1), reversal (day 2), refund again (day 3), by Apple's dates.
+    static let refundAgain: [(String, LedgerEvent)] = {
+        let day = { (n: Double) in Fixture.start.addingTimeInterval(n * 86_400) }
+        return [
+            ("refund", .revocation(Fixture.consumable("t1", revoked: day(1)))),
+            ("reversal", .reversal(Fixture.consumable("t1"), at: day(2))),
+            ("refund again", .revocation(Fixture.consumable("t1", revoked: day(3)))),
+        ]
+    }()
+
+    @Test(
+        "refund, reversal, refund again: Apple's latest word wins by its dates, in every arrival order",
+        arguments: [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]])
+    func refundReversalRefund(order: [Int]) throws {
+        var book = Book()
+        try book.buy(t1, credits: 400)
+        for index in order {
+            // Each arrives twice (Apple retries), and arrives on a later day than Apple dated it.
+            for _ in 0..<2 {
+                try book.apply(Self.refundAgain[index].1, at: Fixture.start.addingTimeInterval(10 * 86_400))
+            }
+        }
+        #expect(book.receipts["t1"]?.isRevoked == true, "\(order.map { Self.refundAgain[$0].0 })")
+        #expect(book.wallet == Wallet(balance: 0, deficit: 0))
+        #expect(book.audit.isEmpty)
+        // The purchase presented again delivers nothing; a reversal of the second refund gives it back once.
+        #expect(try book.buy(t1, credits: 400).outcome == .revoked)
+        let day4 = Fixture.start.addingTimeInterval(4 * 86_400)
+        #expect(try book.apply(.reversal(t1, at: day4)).outcome == .applied)
+        #expect(try book.apply(.reversal(t1, at: day4)).outcome == .duplicate)
+        #expect(book.wallet.balance == 400)
+        #expect(Set(book.entries.map(\.key)).count == book.entries.count)
+        #expect(book.audit.isEmpty)
+    }
+
+    @Test("a refund dated before the reversal that arrives after it is superseded")
+    func staleRefundAfterReversal() throws {
+        var book = Book()
+        try book.buy(t1, credits: 400)
+        try book.apply(Self.refundAgain[0].1)
+        try book.apply(Self.refundAgain[1].1)
+        #expect(try book.apply(Self.refundAgain[0].1).outcome == .superseded)
+        #expect(book.wallet.balance == 400)
+        // The same refund without its date, and a second copy of the reversal, change nothing.
+        #expect(try book.apply(.revocation(Fixture.consumable("t1", revoked: Fixture.start))).outcome == .superseded)
+        #expect(book.wallet.balance == 400)
+        #expect(book.receipts["t1"]?.status == .restored)
     }
 
     @Test("family-shared purchases deliver no credits")

@@ -3,6 +3,7 @@ import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferSimulator
 import CofferStore
 import Foundation
 import HTTPTypes
@@ -229,6 +230,56 @@ struct SecurityTests {
                 MeResponse.self,
                 try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(user.token)))
             #expect(me.balance == 0)
+        }
+    }
+
+    @Test("a legacy receipt signed outside Apple's receipt policy delivers nothing; the simulator's receipt does")
+    func forgedReceipts() async throws {
+        let setup = try NotificationTests.Setup()
+        let created = NotificationTests.start
+        func authority(_ options: SimulatorReceiptAuthority.Options) throws -> SimulatorReceiptAuthority {
+            try SimulatorReceiptAuthority(
+                validFrom: created.addingTimeInterval(-86_400), validUntil: created.addingTimeInterval(800 * 86_400),
+                options: options)
+        }
+        let genuine = try authority(.init())
+        var forgeries: [(String, SimulatorReceiptAuthority)] = []
+        for (name, change) in [
+            ("no leaf OID", { (options: inout SimulatorReceiptAuthority.Options) in options.leafOID = false }),
+            ("no intermediate OID", { $0.intermediateOID = false }),
+            ("chain of 2", { $0.shape = .leafUnderRoot }),
+            ("chain of 4", { $0.shape = .twoIntermediates }),
+            ("self-signed intermediate", { $0.shape = .selfSignedIntermediate }),
+        ] as [(String, (inout SimulatorReceiptAuthority.Options) -> Void)] {
+            var options = SimulatorReceiptAuthority.Options()
+            change(&options)
+            forgeries.append((name, try authority(options)))
+        }
+        let forged = forgeries
+        let clock = setup.clock
+        let reader = try AppReceiptReader(
+            trustedRoots: [AppleRoots.rootCA(), genuine.rootDER()] + forgeries.map { try $0.1.rootDER() },
+            now: { clock.now() })
+        let app = buildApplication(
+            configuration: setup.configuration,
+            dependencies: try ServerDependencies(
+                store: setup.store, verifier: setup.verifier, catalog: setup.catalog, receiptReader: reader,
+                now: { clock.now() }))
+        _ = try await setup.apple.purchase(account: "alice", productId: "com.example.credits")
+        try await app.test(.router) { client in
+            let alice = try await NotificationTests.createUser(client)
+            for (name, forger) in forged {
+                let receipt = try await setup.apple.signedAppReceipt(account: "alice", authority: forger)
+                let response = try await ReceiptsAPITests.post(receipt, token: alice.token, client)
+                #expect(response.status == .unprocessableContent, "\(name)")
+                #expect(String(buffer: response.body).contains("INVALID_CHAIN"), "\(name)")
+                #expect(try await NotificationTests.me(alice, client).balance == 0, "\(name) delivered")
+            }
+            let receipt = try await setup.apple.signedAppReceipt(account: "alice", authority: genuine)
+            let answer = try Fixture.decode(
+                ReceiptVerifyResponse.self, try await ReceiptsAPITests.post(receipt, token: alice.token, client))
+            #expect(answer.transactions.map(\.outcome) == ["delivered"])
+            #expect(try await NotificationTests.me(alice, client).balance == 100)
         }
     }
 }

@@ -112,7 +112,8 @@ struct StoreContractTests {
         let replay = try await store.apply(Make.purchase("t1", for: alice))
         #expect(replay.outcome == .revoked)
         _ = try await store.apply(
-            LedgerRequest(owner: alice.id, environment: .sandbox, event: .reversal(Make.fact("t1")), at: Make.start))
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .reversal(Make.fact("t1"), at: nil), at: Make.start))
         #expect(try await store.wallet(owner: alice.id, environment: .sandbox) == Wallet(balance: 100, deficit: 0))
         #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.status == .restored)
         let entries = try await store.entries(owner: alice.id, environment: .sandbox)
@@ -122,6 +123,40 @@ struct StoreContractTests {
         #expect(mailbox.map(\.key.rawValue) == ["revocation:t1", "reversal:t1"])
         #expect(try await store.entries(owner: alice.id, environment: .sandbox, kinds: []).isEmpty)
         #expect(try await store.entries(owner: alice.id, environment: .production, kinds: [.purchase]).isEmpty)
+        #expect(
+            LedgerAudit.discrepancies(
+                entries: entries, wallet: try await store.wallet(owner: alice.id, environment: .sandbox)
+            ).isEmpty)
+    }
+
+    @Test(
+        "refund, reversal, refund again in every arrival order: refunded once more by Apple's dates, on every engine",
+        arguments: StoreEngine.allCases, [[0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]])
+    func refundReversalRefund(engine: StoreEngine, order: [Int]) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        _ = try await store.apply(Make.purchase("t1", for: alice))
+        let day = { (n: Double) in Make.start.addingTimeInterval(n * 86_400) }
+        var firstRefund = Make.fact("t1")
+        firstRefund.revocationDate = day(1)
+        var secondRefund = Make.fact("t1")
+        secondRefund.revocationDate = day(3)
+        let events: [LedgerEvent] = [
+            .revocation(firstRefund), .reversal(Make.fact("t1"), at: day(2)), .revocation(secondRefund),
+        ]
+        for index in order {
+            for _ in 0..<2 {
+                _ = try await store.apply(
+                    LedgerRequest(owner: alice.id, environment: .sandbox, event: events[index], at: day(10)))
+            }
+        }
+        let receipt = try #require(try await store.receipt(transactionId: "t1", environment: .sandbox))
+        #expect(receipt.status == .revoked, "\(order)")
+        #expect(try await store.wallet(owner: alice.id, environment: .sandbox) == Wallet(balance: 0, deficit: 0))
+        #expect(try await store.dashboard(environment: .sandbox, days: 30, now: day(10)).refunds == 1)
+        let entries = try await store.entries(owner: alice.id, environment: .sandbox)
+        #expect(entries.reduce(0) { $0 + $1.amount } == 0)
         #expect(
             LedgerAudit.discrepancies(
                 entries: entries, wallet: try await store.wallet(owner: alice.id, environment: .sandbox)

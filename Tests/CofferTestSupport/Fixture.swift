@@ -71,7 +71,7 @@ public struct RandomEvent {
         switch op {
         case 0, 1: event = .purchase(fact, credits: credits)
         case 2: event = .revocation(refunded)
-        case 3: event = .reversal(fact)
+        case 3: event = .reversal(fact, at: Fixture.start.addingTimeInterval(2 * Fixture.day))
         case 4: event = .grant(id: "g\(id)", credits: amount, reason: "support")
         case 5: event = .spend(key: "s\(id)", amount: amount)
         case 6: event = .adjustment(id: "a\(id)", delta: negative ? -amount : amount, reason: "admin")

@@ -1,5 +1,6 @@
 import CFuzzDriver
 import CofferAPI
+import CofferAdmin
 import CofferCore
 import Foundation
 
@@ -17,8 +18,8 @@ public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePoi
 /// 0 JWS splitting and header decoding, 1 Apple payload decoding (transaction, renewal info, notification),
 /// 2 PKCS#7 receipt container (BER), 3 receipt payload (DER attributes), 4 strict JSON, 5 legacy
 /// transaction receipts, 6 certificates (DER, parsed as a trusted root), 7 the client API's
-/// request bodies. Every parser must refuse bad input with an error, never
-/// crash or hang.
+/// request bodies, 8 numbers read from query strings (the page of a user search). Every parser
+/// must refuse bad input with an error, never crash or hang.
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     guard let start else { return 0 }
@@ -26,7 +27,7 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     guard let selector = bytes.first else { return 0 }
     let input = Array(bytes.dropFirst())
     let data = Data(input)
-    switch selector % 8 {
+    switch selector % 9 {
     case 0:
         if let jws = try? JWS(compact: String(decoding: input, as: UTF8.self)) { _ = try? jws.header() }
     case 1:
@@ -43,6 +44,9 @@ public func fuzz(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         _ = LegacyReceipts.transactionId(fromTransactionReceipt: String(decoding: input, as: UTF8.self))
     case 6:
         _ = try? ChainVerifier(rootCertificates: [data], cache: nil)
+    case 8:
+        let text = String(decoding: input, as: UTF8.self)
+        if let page = try? AdminService.page(text) { precondition(AdminService.pages.contains(page)) }
     default:
         // What the server decodes from a request body (strict JSON first, as the server does).
         guard (try? StrictJSON.validate(data)) != nil else { return 0 }
