@@ -4,8 +4,19 @@ import Crypto
 import Foundation
 
 /// Admin API requests signed with an ECDSA P-256 key, in CloudKit's server-to-server style: the key id, an
-/// ISO 8601 date and a signature over `<date>:<base64(SHA-256(body))>:<path>` travel in three headers. The
-/// path is the request's path with its query, so neither can be changed under the signature.
+/// ISO 8601 date and a signature travel in three headers. The signature covers, one per line:
+///
+/// ```text
+/// <METHOD>
+/// <host, as the Host header carries it>
+/// <environment, the `environment` query parameter, empty when absent>
+/// <date>
+/// <base64(SHA-256(body))>
+/// <path with its query>
+/// ```
+///
+/// so neither the method, the server it was meant for, the environment, the body, the path nor the query
+/// can be changed under the signature.
 public enum AdminRequestSignature {
     /// The header naming the key.
     public static let keyIdHeader = "X-Coffer-Request-KeyID"
@@ -17,9 +28,22 @@ public enum AdminRequestSignature {
     public static let window: TimeInterval = 300
 
     /// The bytes signed.
-    public static func message(date: String, body: some DataProtocol, path: String) -> Data {
+    public static func message(
+        method: String, host: String, environment: String, date: String, body: some DataProtocol, path: String
+    ) -> Data {
         let bodyHash = Data(SHA256.hash(data: body)).base64EncodedString()
-        return Data("\(date):\(bodyHash):\(path)".utf8)
+        return Data(
+            [method.uppercased(), host.lowercased(), environment, date, bodyHash, path].joined(separator: "\n").utf8)
+    }
+
+    /// The `environment` query parameter of a path, empty when there is none.
+    public static func environment(ofPath path: String) -> String {
+        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return "" }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.first == "environment" { return parts.count > 1 ? String(parts[1]) : "" }
+        }
+        return ""
     }
 
     /// A date as the date header carries it.
@@ -41,6 +65,8 @@ public enum AdminRequestSignature {
         publicKeyPEM: String,
         date: String,
         signature: String,
+        method: String,
+        host: String,
         body: some DataProtocol,
         path: String,
         now: Date
@@ -53,7 +79,9 @@ public enum AdminRequestSignature {
         guard let key = try? P256.Signing.PublicKey(pemRepresentation: publicKeyPEM) else {
             throw .badKey
         }
-        guard key.isValidSignature(ecdsa, for: message(date: date, body: body, path: path)) else {
+        let covered = message(
+            method: method, host: host, environment: environment(ofPath: path), date: date, body: body, path: path)
+        guard key.isValidSignature(ecdsa, for: covered) else {
             throw .badSignature
         }
         return Data(SHA256.hash(data: canonical(ecdsa.rawRepresentation))).base64EncodedString()
@@ -132,12 +160,22 @@ public struct AdminRequestSigner: Sendable {
         self.privateKey = try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM)
     }
 
-    /// The three headers for a request with this body and path (with its query), signed at `date`.
-    public func headers(body: some DataProtocol, path: String, at date: Date) throws -> [(name: String, value: String)]
+    /// The three headers for a request, signed at `date`.
+    ///
+    /// - Parameters:
+    ///   - method: The HTTP method (`GET`, `POST`).
+    ///   - host: The server's host as the Host header will carry it (`support.example.com`, `127.0.0.1:8080`).
+    ///   - body: The request body.
+    ///   - path: The path with its query; writes name their `environment` in it.
+    ///   - date: When the request is signed.
+    public func headers(method: String, host: String, body: some DataProtocol, path: String, at date: Date) throws
+        -> [(name: String, value: String)]
     {
         let dateText = AdminRequestSignature.format(date)
         let signature = try privateKey.signature(
-            for: AdminRequestSignature.message(date: dateText, body: body, path: path))
+            for: AdminRequestSignature.message(
+                method: method, host: host, environment: AdminRequestSignature.environment(ofPath: path),
+                date: dateText, body: body, path: path))
         return [
             (AdminRequestSignature.keyIdHeader, keyId),
             (AdminRequestSignature.dateHeader, dateText),

@@ -10,8 +10,10 @@ import X509
 /// 1.2.840.113635.100.6.2.1 and the leaf 1.2.840.113635.100.6.11.1, every certificate valid at the
 /// effective date, and a P-256 leaf key.
 ///
-/// Verified chains are cached by leaf and intermediate (see ``ChainCache``), so a steady stream of data
-/// signed by one leaf costs one ES256 verification each.
+/// Verified chains are cached by the SHA-256 of the leaf and intermediate (see ``ChainCache``), so a steady
+/// stream of data signed by one leaf costs one ES256 verification each. Signed data enters the cache only
+/// once its signature verified too (``SignedDataVerifier`` remembers it then), so junk signed with nothing
+/// under a real chain can neither evict good entries nor make one.
 public struct ChainVerifier: Sendable {
     /// The number of certificates in Apple's chains.
     public static let chainLength = 3
@@ -69,32 +71,46 @@ public struct ChainVerifier: Sendable {
     /// - Returns: The leaf's P-256 public key, to check the signature with.
     public func verify(x5c: [String], at date: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
         guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
-        let key = ChainCache.Key(trust: trustIdentity, certificates: x5c[0] + "." + x5c[1])
-        if let cached = cache?.publicKey(for: key, at: date) { return cached }
-        return try await verifyUncached(x5c: x5c, at: date, rememberingAs: key)
+        let leaf = try await leafKey(x5c: x5c, at: date)
+        if let pending = leaf.pending { cache?.remember(pending.chain, for: pending.key) }
+        return leaf.publicKey
     }
 
-    /// Verifies the chain in a JWS header. A header byte-identical to one verified before (same algorithm,
-    /// same leaf and intermediate) is answered from the cache without decoding it again.
-    func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
-        let key = ChainCache.Key(trust: trustIdentity, certificates: jws.headerSegment)
-        if let cached = cache?.publicKey(for: key, at: date) { return cached }
+    /// A chain's leaf key, and what to remember once a signature made with it verifies.
+    struct LeafKey {
+        var publicKey: P256.Signing.PublicKey
+        /// Set when the chain was verified now rather than found in the cache.
+        var pending: (key: ChainCache.Key, chain: VerifiedChain)?
+    }
+
+    /// Verifies the chain in a JWS header. The caller remembers the chain (``remember(_:)``) once the
+    /// JWS's signature verified with the key.
+    func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> LeafKey {
         let header = try jws.header()
         guard header.alg == "ES256" else {
             throw .verificationFailure("algorithm \(header.alg ?? "none") is not ES256")
         }
         guard let x5c = header.x5c, !x5c.isEmpty else { throw .verificationFailure("the x5c header is missing") }
         guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
-        return try await verifyUncached(x5c: x5c, at: date, rememberingAs: key)
+        return try await leafKey(x5c: x5c, at: date)
     }
 
-    private func verifyUncached(x5c: [String], at date: Date, rememberingAs key: ChainCache.Key)
-        async throws(VerificationError)
-        -> P256.Signing.PublicKey
-    {
-        var certificates: [Certificate] = []
+    /// Remembers a chain verified by ``verify(_:at:)`` whose signature then verified.
+    func remember(_ leaf: LeafKey) {
+        if let pending = leaf.pending { cache?.remember(pending.chain, for: pending.key) }
+    }
+
+    private func leafKey(x5c: [String], at date: Date) async throws(VerificationError) -> LeafKey {
+        var ders: [Data] = []
         for (index, text) in x5c.prefix(2).enumerated() {
-            let der = try Base64.decode(standard: text, what: "x5c certificate \(index)")
+            ders.append(try Base64.decode(standard: text, what: "x5c certificate \(index)"))
+        }
+        let key = ChainCache.Key(
+            trust: trustIdentity, leaf: Data(SHA256.hash(data: ders[0])), intermediate: Data(SHA256.hash(data: ders[1]))
+        )
+        if let cached = cache?.publicKey(for: key, at: date) { return LeafKey(publicKey: cached, pending: nil) }
+        var certificates: [Certificate] = []
+        for (index, der) in ders.enumerated() {
             do {
                 certificates.append(try Certificate(derEncoded: [UInt8](der)))
             } catch {
@@ -102,8 +118,7 @@ public struct ChainVerifier: Sendable {
             }
         }
         let verified = try await verify(leaf: certificates[0], intermediate: certificates[1], at: date)
-        cache?.remember(verified, for: key)
-        return verified.publicKey
+        return LeafKey(publicKey: verified.publicKey, pending: (key, verified))
     }
 
     /// Verifies a leaf and intermediate at `date`.
@@ -189,11 +204,12 @@ struct AppleSigningPolicy: VerifierPolicy {
 /// Remembers verified chains by trusted roots, leaf and intermediate for a time to live, so the steady-state cost of a
 /// verification is one ES256 check. A cached chain is used only for effective dates inside its validity.
 public final class ChainCache: Sendable {
-    /// What a cached chain is found by: the trusted roots, and the leaf and intermediate (as x5c strings, or
-    /// inside the JWS header that carries them).
+    /// What a cached chain is found by: the trusted roots, and the SHA-256 of the leaf's and the
+    /// intermediate's DER.
     struct Key: Hashable {
         var trust: String
-        var certificates: String
+        var leaf: Data
+        var intermediate: Data
     }
 
     private struct Entry {

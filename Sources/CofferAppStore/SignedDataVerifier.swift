@@ -169,11 +169,13 @@ public struct SignedDataVerifier: Sendable {
         case .signedDate: date = payload.effectiveDate ?? now()
         case .current, .online: date = now()
         }
-        let key = try await chainVerifier.verify(jws, at: date)
+        let leaf = try await chainVerifier.verify(jws, at: date)
         guard jws.signature.count == 64,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
-            key.isValidSignature(signature, for: jws.signingInput)
+            leaf.publicKey.isValidSignature(signature, for: jws.signingInput)
         else { throw .verificationFailure("the ES256 signature does not verify") }
+        // Only a chain that signed this genuine data is remembered.
+        chainVerifier.remember(leaf)
         return payload
     }
 

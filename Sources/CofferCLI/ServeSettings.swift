@@ -75,6 +75,35 @@ struct ServeSettings: Sendable {
             key: "panel.secure.cookies",
             help: "true to mark panel session cookies Secure with the __Host- prefix (behind TLS). Default false."),
         .init(key: "panel.session.hours", help: "Hours a panel session lasts. Default 8."),
+        .init(
+            key: "panel.host",
+            help:
+                "The public host name the panel is reached by (support.example.com); required with panel.remote. "
+                + "The panel refuses other Host names than this and localhost (DNS rebinding)."),
+        .init(
+            key: "server.trusted.proxies",
+            help:
+                "Reverse proxies whose X-Forwarded-For names the real client, comma-separated addresses or CIDR "
+                + "ranges (127.0.0.1, 10.0.0.0/8). Default none: the peer is the client."),
+        .init(key: "limit.users.burst", help: "New users (POST /v1/users) per client address at once. Default 60."),
+        .init(key: "limit.users.rate", help: "New users per client address per second after the burst. Default 1."),
+        .init(key: "limit.login.burst", help: "Panel sign-in page requests per client address at once. Default 30."),
+        .init(key: "limit.login.rate", help: "Sign-in page requests per address per second after it. Default 0.2."),
+        .init(
+            key: "limit.notifications.burst",
+            help: "Notifications failing verification per client address before it is refused. Default 60."),
+        .init(
+            key: "limit.notifications.rate",
+            help: "Failed notifications forgiven per address per second. Default 1. Apple's are never counted."),
+        .init(key: "events.streams.user", help: "Event streams (GET /v1/me/events) one user may hold. Default 4."),
+        .init(key: "events.streams.total", help: "Event streams open at once on this server. Default 1000."),
+        .init(key: "connections.limit", help: "Connections open at once; more wait to be accepted. Default 4096."),
+        .init(
+            key: "read.timeout",
+            help: "Seconds a client has to send a whole request (head and body); slower ones are cut off. Default 30."),
+        .init(
+            key: "metrics.token",
+            help: "A secret: when set, /metrics answers only Authorization: Bearer <token>. Default none (open)."),
         .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
     ]
 
@@ -193,6 +222,56 @@ struct ServeSettings: Sendable {
         server.panel.allowRemote = try flag("panel.remote", default: false)
         server.panel.secureCookies = try flag("panel.secure.cookies", default: false)
         server.panel.sessionHours = try number("panel.session.hours", default: 8, in: 1...720)
+        server.panel.publicHost = text("panel.host").flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        if server.panel.allowRemote {
+            guard server.panel.secureCookies else {
+                throw SettingsError(
+                    key: "panel.secure.cookies", value: "false",
+                    expected: "true with panel.remote: a panel open to other machines is served behind TLS, and its "
+                        + "session cookies must be Secure")
+            }
+            guard server.panel.publicHost != nil else {
+                throw SettingsError(
+                    key: "panel.host", value: nil,
+                    expected: "the host name the panel is reached by, with panel.remote (other Host names are refused)")
+            }
+        }
+        if let raw = text("server.trusted.proxies") {
+            guard let proxies = TrustedProxies(list: raw) else {
+                throw SettingsError(
+                    key: "server.trusted.proxies", value: raw,
+                    expected: "comma-separated IP addresses or CIDR ranges (127.0.0.1, 10.0.0.0/8, ::1)")
+            }
+            server.trustedProxies = proxies
+        }
+        func rate(_ key: String, default value: RateLimit) throws(SettingsError) -> RateLimit {
+            let burst = try number("\(key).burst", default: value.burst, in: 1...1_000_000)
+            guard let raw = text("\(key).rate") else { return RateLimit(burst: burst, perSecond: value.perSecond) }
+            guard raw.utf8.count <= 20, let perSecond = Double(raw), perSecond.isFinite,
+                (0.001...1_000_000).contains(perSecond)
+            else {
+                throw SettingsError(
+                    key: "\(key).rate", value: raw, expected: "requests per second, from 0.001 to 1000000")
+            }
+            return RateLimit(burst: burst, perSecond: perSecond)
+        }
+        server.userCreationLimit = try rate("limit.users", default: server.userCreationLimit)
+        server.panel.signInLimit = try rate("limit.login", default: server.panel.signInLimit)
+        server.notificationFailureLimit = try rate("limit.notifications", default: server.notificationFailureLimit)
+        server.eventStreamsPerUser = try number(
+            "events.streams.user", default: server.eventStreamsPerUser, in: 1...1_000)
+        server.eventStreamsTotal = try number(
+            "events.streams.total", default: server.eventStreamsTotal, in: 1...1_000_000)
+        server.maximumConnections = try number(
+            "connections.limit", default: server.maximumConnections, in: 1...1_000_000)
+        server.readTimeout = try number("read.timeout", default: server.readTimeout, in: 1...3_600)
+        if let token = text("metrics.token"), !token.isEmpty {
+            guard token.utf8.count >= 16 else {
+                throw SettingsError(
+                    key: "metrics.token", value: "(hidden)", expected: "a secret of at least 16 characters")
+            }
+            server.metricsToken = token
+        }
         server.consumption.refundPreference = try choice(
             "consumption.refund.preference", default: .undeclared, ConsumptionConfiguration.RefundPreference.self,
             names: "undeclared, grant, decline or none")

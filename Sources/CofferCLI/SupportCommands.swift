@@ -210,6 +210,13 @@ struct RemoteSupport: SupportBackend {
     }
     func close() async { try? await http.shutdown() }
 
+    /// The Host header the HTTP client sends for a server URL: the host (IPv6 in brackets) and any port.
+    static func host(of server: String) -> String {
+        guard let url = URL(string: server), let name = url.host else { return "" }
+        let host = name.contains(":") ? "[\(name)]" : name
+        return url.port.map { "\(host):\($0)" } ?? host
+    }
+
     private func send<T: Decodable>(
         _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: (some Encodable)? = String?.none
     ) async throws -> T {
@@ -218,7 +225,8 @@ struct RemoteSupport: SupportBackend {
         let bytes = try body.map { try AdminJSON.encoder.encode($0) } ?? Data()
         var request = HTTPClientRequest(url: base + target)
         request.method = method
-        for header in try signer.headers(body: bytes, path: target, at: Date()) {
+        let host = Self.host(of: base)
+        for header in try signer.headers(method: method.rawValue, host: host, body: bytes, path: target, at: Date()) {
             request.headers.add(name: header.name, value: header.value)
         }
         if body != nil {

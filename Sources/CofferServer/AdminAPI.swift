@@ -121,14 +121,21 @@ struct SignedRequestMiddleware: RouterMiddleware {
         let digest: String
         do {
             digest = try AdminRequestSignature.verify(
-                publicKeyPEM: key.publicKeyPEM, date: date, signature: signature, body: body.readableBytesView,
-                path: request.uri.description, now: now)
+                publicKeyPEM: key.publicKeyPEM, date: date, signature: signature, method: request.method.rawValue,
+                host: request.head.authority ?? "", body: body.readableBytesView, path: request.uri.description,
+                now: now)
         } catch {
             throw Self.refusal(error)
         }
         let fresh = try await store.recordSignature(
             digest, at: now, forgetBefore: now.addingTimeInterval(-2 * AdminRequestSignature.window))
         guard fresh else { throw Self.refusal(.replayed) }
+        // A write names its environment: a signed grant never lands in an environment its signer did not see.
+        if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {
+            throw APIError(
+                status: .badRequest, code: "environment-required",
+                message: "a write must name its environment: add ?environment=Sandbox or ?environment=Production")
+        }
         context.admin = "\(key.name) (key \(key.id))"
         return try await next(request, context)
     }

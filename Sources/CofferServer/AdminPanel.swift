@@ -14,6 +14,11 @@ public struct PanelConfiguration: Sendable {
     public var secureCookies = false
     /// Hours a session lasts.
     public var sessionHours = 8
+    /// The public host name the panel is reached by when ``allowRemote`` is on (`support.example.com`); other
+    /// Host names than this and loopback names are refused, so DNS rebinding cannot reach the panel.
+    public var publicHost: String?
+    /// Requests to the sign-in page per client address.
+    public var signInLimit = RateLimit(burst: 30, perSecond: 0.2)
 
     /// The defaults: loopback only, plain cookies, 8-hour sessions.
     public init() {}
@@ -37,8 +42,12 @@ struct AdminPanel: Sendable {
     static let decoyHash = "$2b$12$ZrNwFzbn4UAzJh1J6bqzEe0cYp7xLbXgE0dWv2Y3mKcS9q8mZ9Sta"
 
     func addRoutes(to router: Router<CofferRequestContext>) {
-        let local = LoopbackOnlyMiddleware(allowRemote: configuration.allowRemote)
+        let local = LoopbackOnlyMiddleware(
+            allowRemote: configuration.allowRemote, hosts: PanelHosts(publicHost: configuration.publicHost))
         let open = router.group("admin/login").add(middleware: local)
+            .add(
+                middleware: RateLimitMiddleware(
+                    limiter: RateLimiter(limit: configuration.signInLimit), what: "sign-in requests"))
         open.get { request, context in try await loginPage(request, context) }
         open.post { request, context in try await signIn(request, context) }
         let panel = router.group("admin").add(middleware: local).add(middleware: SessionMiddleware(panel: self))
@@ -94,23 +103,45 @@ struct AdminPanel: Sendable {
         }
         let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = form["password"] ?? ""
-        let address = context.remoteAddress?.ipAddress ?? "local"
-        if let wait = await throttle.wait(account: name, address: address, now: now) {
-            let minutes = Int((wait / 60).rounded(.up))
+        let address = context.clientAddress ?? "local"
+        guard name.utf8.count <= 200, password.utf8.count <= 1_024 else {
             return try await loginPage(
-                request, context,
-                error: "Too many failed sign-ins. Try again in \(minutes) minute\(minutes == 1 ? "" : "s").",
-                name: name, status: .tooManyRequests)
+                request, context, error: "Wrong name or password.", status: .unauthorized)
         }
-        let admin = try await store.admin(name: name)
-        let valid = await hasher.verify(password, hash: admin?.passwordHash ?? Self.decoyHash)
+        let attempt: LoginThrottle.Attempt
+        switch await throttle.begin(account: name, address: RateLimiter.key(address), now: now) {
+        case .proceed(let reserved):
+            attempt = reserved
+        case .wait(let wait):
+            let seconds = Int(wait.rounded(.up))
+            let when = seconds < 120 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
+            var response = try await loginPage(
+                request, context, error: "Too many failed sign-ins. Try again in \(when).", name: name,
+                status: .tooManyRequests)
+            response.headers[.retryAfter] = String(max(1, seconds))
+            return response
+        case .busy:
+            var response = try await loginPage(
+                request, context, error: "Too many sign-ins at once. Try again in a moment.", name: name,
+                status: .tooManyRequests)
+            response.headers[.retryAfter] = "1"
+            return response
+        }
+        let admin: Admin?
+        let valid: Bool
+        do {
+            admin = try await store.admin(name: name)
+            valid = await hasher.verify(password, hash: admin?.passwordHash ?? Self.decoyHash)
+        } catch {
+            await throttle.finish(attempt, succeeded: false)
+            throw error
+        }
+        await throttle.finish(attempt, succeeded: admin != nil && valid)
         guard let admin, valid else {
-            await throttle.fail(account: name, address: address, now: now)
             context.logger.notice("panel sign-in failed for \(name) from \(address)")
             return try await loginPage(
                 request, context, error: "Wrong name or password.", name: name, status: .unauthorized)
         }
-        await throttle.succeed(account: name)
         let token = Secrets.random()
         let started = now
         try await store.createSession(
@@ -544,27 +575,27 @@ struct SessionMiddleware: RouterMiddleware {
     }
 }
 
-/// Refuses the panel to other machines unless `panel.remote` is on.
+/// Refuses the panel to other machines unless `panel.remote` is on (judged by the real client address, so a
+/// reverse proxy on this machine does not make every visitor local), and to Host names other than loopback
+/// names and the configured public host (so a page whose name was rebound to 127.0.0.1 cannot reach it).
 struct LoopbackOnlyMiddleware: RouterMiddleware {
     typealias Context = CofferRequestContext
     let allowRemote: Bool
+    let hosts: PanelHosts
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        if !allowRemote, let address = context.remoteAddress, !Self.isLoopback(address) {
+        if !allowRemote, let address = context.clientAddress, !AddressRange.isLoopback(address) {
             return AdminPanel.html(
                 "<!doctype html><p>The Coffer panel answers only on its own machine.</p>", status: .forbidden)
         }
-        return try await next(request, context)
-    }
-
-    static func isLoopback(_ address: SocketAddress) -> Bool {
-        switch address {
-        case .unixDomainSocket: return true
-        default:
-            guard let ip = address.ipAddress else { return false }
-            return ip.hasPrefix("127.") || ip == "::1" || ip.hasPrefix("::ffff:127.")
+        guard hosts.allows(request.head.authority) else {
+            return AdminPanel.html(
+                "<!doctype html><p>The Coffer panel does not answer to this Host name: it answers to localhost "
+                    + "names, and to panel.host when panel.remote is on.</p>",
+                status: .misdirectedRequest)
         }
+        return try await next(request, context)
     }
 }

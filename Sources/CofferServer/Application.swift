@@ -6,6 +6,7 @@ import CofferStore
 import Crypto
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOFoundationCompat
@@ -50,6 +51,24 @@ public struct ServerConfiguration: Sendable {
     public var recoveryLookbackDays = 7
     /// How the admin panel is offered.
     public var panel = PanelConfiguration()
+    /// Reverse proxies whose `X-Forwarded-For` names the real client (for rate limits, the sign-in throttle,
+    /// the panel's "this machine only" and the audit log); nobody else's forwarded headers are believed.
+    public var trustedProxies = TrustedProxies()
+    /// New users per client address (`POST /v1/users`): a burst real customers behind one busy NAT never
+    /// meet, then one a second.
+    public var userCreationLimit = RateLimit(burst: 60, perSecond: 1)
+    /// Notifications that fail verification per client address; Apple's, which verify, are never counted.
+    public var notificationFailureLimit = RateLimit(burst: 60, perSecond: 1)
+    /// Event streams one user may hold open.
+    public var eventStreamsPerUser = 4
+    /// Event streams open at once on this server.
+    public var eventStreamsTotal = 1_000
+    /// The most connections open at once; further ones wait in the listen backlog.
+    public var maximumConnections = 4_096
+    /// Seconds a client has to send a request's head and body once it starts one (slow clients are cut off).
+    public var readTimeout = 30
+    /// When set, `/metrics` answers only requests carrying `Authorization: Bearer <token>`.
+    public var metricsToken: String?
 
     /// Creates a configuration for an app.
     public init(bundleId: String) { self.bundleId = bundleId }
@@ -109,12 +128,19 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
+    let readTimeout = TimeAmount.seconds(Int64(configuration.readTimeout))
     return Application(
         router: router,
-        server: .http1(configuration: .init(idleTimeout: .seconds(Int64(configuration.idleTimeout)))),
-        // A backlog for a thousand clients connecting at once (the kernel caps it at net.core.somaxconn).
+        server: .http1(
+            configuration: .init(
+                additionalChannelHandlers: [ReadDeadlineHandler(timeout: readTimeout)],
+                idleTimeout: .seconds(Int64(configuration.idleTimeout)))),
+        // A backlog for a thousand clients connecting at once (the kernel caps it at net.core.somaxconn); past
+        // the connection limit, new connections wait there.
         configuration: .init(
-            address: .hostname(configuration.host, port: configuration.port), serverName: "coffer", backlog: 1_024),
+            address: .hostname(configuration.host, port: configuration.port), serverName: "coffer", backlog: 1_024,
+            availableConnectionsDelegate: MaximumAvailableConnections(
+                configuration.maximumConnections, logger: dependencies.logger)),
         services: services,
         logger: dependencies.logger)
 }
@@ -135,21 +161,36 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
     -> (router: Router<CofferRequestContext>, intake: NotificationIntake)
 {
     let router = Router(context: CofferRequestContext.self)
+    router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
     router.add(middleware: RequestLogMiddleware(metrics: dependencies.metrics))
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: BodyLimitMiddleware(limit: configuration.maximumBodySize))
     router.add(middleware: TimeoutMiddleware(seconds: configuration.requestTimeout))
-    let events = EventHub()
+    let events = EventHub(perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal)
     let ledger = LedgerBatcher(
         store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
     let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
     api.addRoutes(to: router)
     let intake = NotificationIntake(
         configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
+    // Apple is never refused: only requests that fail verification count against their address, so an
+    // address that keeps sending junk is turned away before it can make the server verify more of it.
+    let notificationFailures = RateLimiter(limit: configuration.notificationFailureLimit)
     router.post("v1/apple/notifications") { request, context in
-        let body: NotificationRequest = try await api.decode(request)
-        let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
-        return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
+        if let wait = notificationFailures.check(context.clientAddress) {
+            return RateLimiter.refusal(retryAfter: wait, what: "notifications that failed verification")
+        }
+        do {
+            let body: NotificationRequest = try await api.decode(request)
+            let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
+            return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
+        } catch let error as APIError where (400..<500).contains(error.status.code) {
+            // Data Apple signed for another environment or app verified its signature: that is Apple, not junk.
+            if !["INVALID_ENVIRONMENT", "INVALID_APP_IDENTIFIER"].contains(error.code) {
+                _ = notificationFailures.take(context.clientAddress)
+            }
+            throw error
+        }
     }
     let service = adminService(configuration: configuration, dependencies: dependencies, events: events)
     AdminAPI(api: api, service: service).addRoutes(to: router)
@@ -157,7 +198,9 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         api: api, service: service, renderer: dependencies.panelRenderer, hasher: dependencies.passwordHasher,
         throttle: LoginThrottle(), configuration: configuration.panel
     ).addRoutes(to: router)
-    OperationsAPI(dependencies: dependencies, environment: configuration.environment).addRoutes(to: router)
+    OperationsAPI(
+        dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken
+    ).addRoutes(to: router)
     return (router, intake)
 }
 
@@ -205,13 +248,16 @@ public struct CofferRequestContext: RequestContext {
     public var admin: String?
     /// The panel session, once checked.
     public var adminSession: AdminSession?
-    /// The client's address.
+    /// The peer's address (a reverse proxy's, behind one).
     public let remoteAddress: SocketAddress?
+    /// The client's address: the peer's, or behind a trusted proxy the one it forwards.
+    public var clientAddress: String?
 
     /// Creates a context for a request.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        clientAddress = remoteAddress?.ipAddress
     }
 }
 

@@ -22,7 +22,13 @@ struct ClientAPI: Sendable {
     var store: any CofferStore { dependencies.store }
 
     func addRoutes(to router: Router<CofferRequestContext>) {
-        router.post("v1/users") { _, _ in try await createUser() }
+        // Unauthenticated, so bounded per client address.
+        router.group("v1/users")
+            .add(
+                middleware: RateLimitMiddleware(
+                    limiter: RateLimiter(limit: configuration.userCreationLimit), what: "new users")
+            )
+            .post { _, _ in try await createUser() }
         router.get("v1/me") { request, _ in try await me(user: authenticate(request)) }
         router.post("v1/transactions") { request, _ in
             let user = try await authenticate(request)

@@ -7,9 +7,31 @@ import Foundation
 /// another server process, a dropped connection) costs only a later refresh.
 actor EventHub {
     private var subscribers: [UUID: [UUID: AsyncStream<ServerEventBody>.Continuation]] = [:]
+    /// The most streams one user may hold open (an app on a few devices).
+    let perUser: Int
+    /// The most streams open at once on this server.
+    let total: Int
+
+    /// A hub holding at most `perUser` streams per user and `total` in all.
+    init(perUser: Int = 4, total: Int = 1_000) {
+        self.perUser = perUser
+        self.total = total
+    }
+
+    /// Why a stream was not opened.
+    enum Refusal: Error {
+        /// The user has ``perUser`` streams open.
+        case userFull
+        /// The server has ``total`` streams open.
+        case serverFull
+    }
 
     /// Opens a stream of a user's events; it ends when the hub removes it or the reader stops.
-    func subscribe(user: UUID) -> AsyncStream<ServerEventBody> {
+    ///
+    /// - Throws: ``Refusal`` when the user or the server has as many streams open as allowed.
+    func subscribe(user: UUID) throws(Refusal) -> AsyncStream<ServerEventBody> {
+        guard (subscribers[user]?.count ?? 0) < perUser else { throw .userFull }
+        guard openStreams < total else { throw .serverFull }
         let (stream, continuation) = AsyncStream<ServerEventBody>.makeStream(bufferingPolicy: .bufferingNewest(64))
         let id = UUID()
         subscribers[user, default: [:]][id] = continuation

@@ -19,7 +19,18 @@ struct EventsAPI: Sendable {
         }
         router.get("v1/me/events") { request, context in
             let user = try await api.authenticate(request)
-            let stream = await api.events.subscribe(user: user.id)
+            let stream: AsyncStream<ServerEventBody>
+            do {
+                stream = try await api.events.subscribe(user: user.id)
+            } catch EventHub.Refusal.userFull {
+                throw APIError(
+                    status: .tooManyRequests, code: "too-many-streams",
+                    message: "this user has \(api.events.perUser) event streams open; close one first")
+            } catch {
+                throw APIError(
+                    status: .serviceUnavailable, code: "unavailable",
+                    message: "the server has as many event streams open as it allows; try again later")
+            }
             let keepAlive = api.configuration.eventKeepAlive
             context.logger.info("event stream opened")
             return Response(

@@ -1,3 +1,4 @@
+import CofferAdmin
 import CofferCore
 import Foundation
 import HTTPTypes
@@ -10,6 +11,8 @@ import NIOFoundationCompat
 struct OperationsAPI: Sendable {
     let dependencies: ServerDependencies
     let environment: CofferCore.Environment
+    /// When set, `/metrics` needs `Authorization: Bearer <token>`.
+    let metricsToken: String?
 
     func addRoutes(to router: Router<CofferRequestContext>) {
         // Alive: the process answers.
@@ -32,8 +35,15 @@ struct OperationsAPI: Sendable {
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(data: document)))
         }
-        router.get("metrics") { _, _ in
-            Response(
+        router.get("metrics") { request, _ in
+            if let metricsToken {
+                let offered = request.headers[.authorization] ?? ""
+                guard offered.hasPrefix("Bearer "), Secrets.same(String(offered.dropFirst(7)), metricsToken) else {
+                    throw APIError(
+                        status: .unauthorized, code: "unauthorized", message: "/metrics needs the metrics bearer token")
+                }
+            }
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(string: dependencies.metrics.exposition())))
         }

@@ -24,6 +24,10 @@ struct WalletAPI: Sendable {
             guard body.value >= 0 else {
                 throw APIError(status: .badRequest, code: "bad-request", message: "a backup cannot be negative")
             }
+            if let device = body.device, device.count > 100 || device.utf8.count > 400 {
+                throw APIError(
+                    status: .badRequest, code: "bad-request", message: "a device name is at most 100 characters")
+            }
             let precondition: BackupPrecondition
             switch request.headers[.ifMatch] {
             case nil: precondition = .absent

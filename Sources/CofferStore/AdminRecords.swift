@@ -87,6 +87,10 @@ public struct AdminKey: Sendable, Hashable, Codable {
 
 /// A backup as it was written, for a user's timeline.
 public struct BackupHistoryItem: Sendable, Hashable, Codable {
+    /// How many of a user's backups every store keeps (the newest); older ones are dropped as new ones are
+    /// written, so an app backing up in a loop cannot grow the database without bound.
+    public static let kept = 100
+
     /// The record written.
     public var record: BackupRecord
     /// The value it replaced, `nil` for the first.

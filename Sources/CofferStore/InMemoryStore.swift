@@ -186,6 +186,11 @@ public actor InMemoryStore: CofferStore {
         }
         backups[owner] = (environment, record)
         backupLog.append((owner, environment, BackupHistoryItem(record: record, previousValue: current?.value)))
+        let mine = backupLog.indices.filter { backupLog[$0].owner == owner && backupLog[$0].environment == environment }
+        if mine.count > BackupHistoryItem.kept {
+            let dropped = Set(mine.prefix(mine.count - BackupHistoryItem.kept))
+            backupLog = backupLog.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
+        }
         return .saved(record)
     }
 

@@ -299,6 +299,13 @@ public final class PostgresStore: CofferStore {
                 VALUES (\(owner.uuidString), \(environment.rawValue), \(value), \(current?.value), \(Millis.from(at)),
                     \(record.version), \(kind), \(name))
                 """, logger: self.logger)
+            try await connection.query(
+                """
+                DELETE FROM backup_history WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)
+                AND seq <= (
+                    SELECT seq FROM backup_history WHERE owner = \(owner.uuidString)
+                    AND environment = \(environment.rawValue) ORDER BY seq DESC LIMIT 1 OFFSET \(BackupHistoryItem.kept))
+                """, logger: self.logger)
             return .saved(record)
         }
     }

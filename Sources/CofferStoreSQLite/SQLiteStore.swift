@@ -279,6 +279,16 @@ public final class SQLiteStore: CofferStore {
                     owner.uuidString, environment.rawValue, value, current?.value, Millis.from(at), record.version,
                     kind, name,
                 ])
+            try db.execute(
+                sql: """
+                    DELETE FROM backup_history WHERE owner = ? AND environment = ? AND seq <= (
+                        SELECT seq FROM backup_history WHERE owner = ? AND environment = ?
+                        ORDER BY seq DESC LIMIT 1 OFFSET ?)
+                    """,
+                arguments: [
+                    owner.uuidString, environment.rawValue, owner.uuidString, environment.rawValue,
+                    BackupHistoryItem.kept,
+                ])
             return .saved(record)
         }
     }

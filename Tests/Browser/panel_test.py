@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 from cryptography.hazmat.primitives import hashes, serialization
@@ -78,12 +79,16 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
-def signed_headers(key, key_id, path, body=b"", date=None):
-    """CloudKit-style headers: ECDSA P-256 over `date:base64(sha256(body)):path`."""
+def signed_headers(key, key_id, method, host, path, body=b"", date=None):
+    """CloudKit-style headers: ECDSA P-256 over the method, host, environment, date, base64(sha256(body)) and
+    path with its query, one per line (the environment is the path's `environment` parameter, empty if none)."""
     date = date or datetime.datetime.now(datetime.timezone.utc)
     stamp = date.strftime("%Y-%m-%dT%H:%M:%SZ")
     digest = base64.b64encode(hashlib.sha256(body).digest()).decode()
-    signature = key.sign(f"{stamp}:{digest}:{path}".encode(), ec.ECDSA(hashes.SHA256()))
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query)
+    environment = query.get("environment", [""])[0]
+    message = "\n".join([method, host.lower(), environment, stamp, digest, path])
+    signature = key.sign(message.encode(), ec.ECDSA(hashes.SHA256()))
     return {"X-Coffer-Request-KeyID": key_id, "X-Coffer-Request-ISO8601Date": stamp,
             "X-Coffer-Request-SignatureV1": base64.b64encode(signature).decode()}
 
@@ -304,13 +309,14 @@ def main():
         path = "/v1/admin/users?search=" + support_id
         status, answer = http("GET", base + path)
         check(status == 401 and answer["error"]["code"] == "unsigned", "an unsigned admin request is refused")
-        headers = signed_headers(ec.generate_private_key(ec.SECP256R1()), key_id, path)
+        host = urllib.parse.urlsplit(base).netloc
+        headers = signed_headers(ec.generate_private_key(ec.SECP256R1()), key_id, "GET", host, path)
         status, answer = http("GET", base + path, headers=headers)
         check(status == 401 and answer["error"]["code"] == "bad-signature", "a wrongly signed request is refused")
         stale = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=6)
-        status, answer = http("GET", base + path, headers=signed_headers(key, key_id, path, date=stale))
+        status, answer = http("GET", base + path, headers=signed_headers(key, key_id, "GET", host, path, date=stale))
         check(status == 401 and answer["error"]["code"] == "stale", "a request dated 6 minutes ago is refused")
-        headers = signed_headers(key, key_id, path)
+        headers = signed_headers(key, key_id, "GET", host, path)
         status, answer = http("GET", base + path, headers=headers)
         check(status == 200 and [u["supportId"] for u in answer["users"]] == [support_id],
               "a request signed with Python's cryptography is accepted")
@@ -324,9 +330,14 @@ def main():
         check(status == 401 and answer["error"]["code"] == "replayed",
               "the same request with the signature's other form (s -> n - s) is refused as a replay")
         body = json.dumps({"supportId": support_id, "credits": 5, "reason": "API"}).encode()
-        headers = signed_headers(key, key_id, "/v1/admin/grants", body)
-        status, answer = http("POST", base + "/v1/admin/grants", headers={**headers, "Content-Type":
-                                                                          "application/json"}, raw=body)
+        grants = "/v1/admin/grants?environment=Sandbox"
+        headers = signed_headers(key, key_id, "POST", host, grants, body)
+        status, answer = http("GET", base + grants, headers=headers)
+        check(status == 401 and answer["error"]["code"] == "bad-signature",
+              "a signature made for POST does not open GET")
+        headers = signed_headers(key, key_id, "POST", host, grants, body)
+        status, answer = http("POST", base + grants, headers={**headers, "Content-Type": "application/json"},
+                              raw=body)
         check(status == 201 and answer["status"] == "pending", "a signed grant is created")
     finally:
         for process in processes:

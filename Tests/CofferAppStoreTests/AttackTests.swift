@@ -249,6 +249,34 @@ struct ChainCacheTests {
                 == "VERIFICATION_FAILURE")
     }
 
+    @Test("junk signed under a real chain never enters the cache nor evicts a good entry")
+    func junkNeverCached() async throws {
+        let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let other = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let cache = ChainCache(capacity: 2)
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER(), other.rootDER()], bundleId: "com.example.coffer", appAppleId: nil,
+            environment: .sandbox, cache: cache)
+        let genuine = try pki.signer().sign(payloadJSON: AttackTests.json(AttackTests.transaction()))
+        _ = try await verifier.verifyTransaction(genuine)
+        #expect(cache.count == 1)
+        // Forged signatures (a stranger's key) under the other authority's real chain, each header different.
+        for index in 0..<10 {
+            let forger = try JWSSigner(
+                key: P256.Signing.PrivateKey(), chain: [other.leaf, other.intermediate, other.root])
+            var object = AttackTests.transaction()
+            object["transactionId"] = "junk-\(index)"
+            let junk = try forger.sign(payloadJSON: AttackTests.json(object))
+            #expect(
+                await verificationError { _ = try await verifier.verifyTransaction(junk) }?.status
+                    == "VERIFICATION_FAILURE")
+        }
+        #expect(cache.count == 1, "junk made cache entries")
+        let before = cache.statistics
+        _ = try await verifier.verifyTransaction(genuine)
+        #expect(cache.statistics.hits == before.hits + 1, "the good entry was evicted")
+    }
+
     @Test("an entry older than the time to live is verified again")
     func expiry() async throws {
         let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)

@@ -162,6 +162,23 @@ struct ServeCommandTests {
         #expect(missing.stderr.contains("COFFER_BUNDLE_ID"))
     }
 
+    @Test("panel.remote refuses to start without secure cookies and a panel.host, saying why")
+    func panelRemoteNeedsTLSSettings() throws {
+        let insecure = try CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app"], environment: ["COFFER_PANEL_REMOTE": "true"])
+        #expect(insecure.status != 0)
+        #expect(insecure.stderr.contains("panel.secure.cookies"), "\(insecure.stderr)")
+        let hostless = try CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app"],
+            environment: ["COFFER_PANEL_REMOTE": "true", "COFFER_PANEL_SECURE_COOKIES": "true"])
+        #expect(hostless.status != 0)
+        #expect(hostless.stderr.contains("panel.host"), "\(hostless.stderr)")
+        let badProxy = try CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app"], environment: ["COFFER_SERVER_TRUSTED_PROXIES": "10.0.0.0/99"])
+        #expect(badProxy.status != 0)
+        #expect(badProxy.stderr.contains("server.trusted.proxies"))
+    }
+
     @Test("the README documents every setting with its variable")
     func documented() throws {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)

@@ -170,7 +170,10 @@ struct SupportCommandTests {
             let port = try LocalPort.free()
             let server = try serve.start(
                 ["serve", "--bundle-id", "com.example.app", "--host", "0.0.0.0", "--port", String(port)], in: folder,
-                environment: ["COFFER_PANEL_REMOTE": String(remote)])
+                environment: [
+                    "COFFER_PANEL_REMOTE": String(remote), "COFFER_PANEL_SECURE_COOKIES": String(remote),
+                    "COFFER_PANEL_HOST": address,
+                ])
             defer {
                 kill(server.processIdentifier, SIGKILL)
                 server.waitUntilExit()

@@ -42,7 +42,9 @@ struct LiveSyncTests {
         request.httpMethod = "POST"
         request.httpBody = bytes
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        for header in try signer.headers(body: bytes, path: path, at: Date()) {
+        let url = try #require(request.url)
+        let host = try #require(url.host).appending(url.port.map { ":\($0)" } ?? "")
+        for header in try signer.headers(method: "POST", host: host, body: bytes, path: path, at: Date()) {
             request.setValue(header.value, forHTTPHeaderField: header.name)
         }
         let (_, response) = try await URLSession.shared.data(for: request)
@@ -73,7 +75,7 @@ struct LiveSyncTests {
             let user = try await SupportFlowTests.serverUser(world, app)
             try await Self.listening(app) {
                 let status = try await Self.admin(
-                    world, "/v1/admin/grants",
+                    world, "/v1/admin/grants?environment=Sandbox",
                     body: GrantRequest(supportId: supportId, credits: 400, reason: "Ticket #7"))
                 #expect(status == 201)
                 try await Self.eventually("the grant is claimed") {
@@ -105,7 +107,8 @@ struct LiveSyncTests {
             let supportId = try #require(await app.credentials?.supportId)
             try await Self.listening(app) {
                 let status = try await Self.admin(
-                    world, "/v1/admin/users/\(supportId)/balance", body: BalanceRequest(balance: 1_000, reason: "fix"))
+                    world, "/v1/admin/users/\(supportId)/balance?environment=Sandbox",
+                    body: BalanceRequest(balance: 1_000, reason: "fix"))
                 #expect(status == 200)
                 try await Self.eventually("the app takes the edit") { try await app.balance() == 1_000 }
             }

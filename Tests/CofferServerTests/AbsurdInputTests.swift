@@ -71,7 +71,10 @@ extension SecurityTests {
             {
                 var headers = HTTPFields()
                 if uri.hasPrefix("/v1/admin") {
-                    for header in try signer.headers(body: Data(body ?? []), path: uri, at: AdminAPITests.now) {
+                    for header in try signer.headers(
+                        method: method.rawValue, host: "localhost", body: Data(body ?? []), path: uri,
+                        at: AdminAPITests.now)
+                    {
                         headers[HTTPField.Name(header.name)!] = header.value
                     }
                 } else if uri.hasPrefix("/admin") {

@@ -31,8 +31,13 @@ struct AdminAPITests {
         body: (some Encodable)? = String?.none, at date: Date = now
     ) async throws -> TestResponse {
         let bytes = try body.map { try JSONEncoder().encode($0) } ?? Data()
+        // Writes name their environment, as the CLI does.
+        var uri = uri
+        if method != .get, !uri.contains("environment=") {
+            uri += (uri.contains("?") ? "&" : "?") + "environment=Sandbox"
+        }
         var headers = HTTPFields()
-        for header in try signer.headers(body: bytes, path: uri, at: date) {
+        for header in try signer.headers(method: method.rawValue, host: "localhost", body: bytes, path: uri, at: date) {
             headers[HTTPField.Name(header.name)!] = header.value
         }
         return try await client.execute(
@@ -166,15 +171,21 @@ struct AdminAPITests {
 
             // A genuine signature moved to another body or another query no longer matches.
             let bytes = try JSONEncoder().encode(grant)
-            var headers = HTTPFields()
-            for header in try signer.headers(body: bytes, path: "/v1/admin/grants", at: Self.now) {
-                headers[HTTPField.Name(header.name)!] = header.value
+            func signed(host: String = "localhost", path: String = "/v1/admin/grants?environment=Sandbox") throws
+                -> HTTPFields
+            {
+                var fields = HTTPFields()
+                for header in try signer.headers(method: "POST", host: host, body: bytes, path: path, at: Self.now) {
+                    fields[HTTPField.Name(header.name)!] = header.value
+                }
+                return fields
             }
+            let headers = try signed()
             var richer = grant
             richer.credits = 5_000_000
             try expectRefused(
                 try await client.execute(
-                    uri: "/v1/admin/grants", method: .post, headers: headers,
+                    uri: "/v1/admin/grants?environment=Sandbox", method: .post, headers: headers,
                     body: ByteBuffer(data: try JSONEncoder().encode(richer))),
                 "bad-signature")
             try expectRefused(
@@ -182,6 +193,25 @@ struct AdminAPITests {
                     uri: "/v1/admin/grants?environment=Production", method: .post, headers: headers,
                     body: ByteBuffer(data: bytes)),
                 "bad-signature")
+
+            // Nor to another method, or to another server (the Host it was signed for).
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants?environment=Sandbox", method: .get, headers: headers,
+                    body: ByteBuffer(data: bytes)),
+                "bad-signature")
+            let elsewhere = try signed(host: "support.example.com")
+            try expectRefused(
+                try await client.execute(
+                    uri: "/v1/admin/grants?environment=Sandbox", method: .post, headers: elsewhere,
+                    body: ByteBuffer(data: bytes)),
+                "bad-signature")
+            // A write that does not name its environment is refused, however well signed.
+            let unnamed = try signed(path: "/v1/admin/grants")
+            let noEnvironment = try await client.execute(
+                uri: "/v1/admin/grants", method: .post, headers: unnamed, body: ByteBuffer(data: bytes))
+            #expect(noEnvironment.status == .badRequest)
+            #expect(try Self.errorCode(noEnvironment) == "environment-required")
 
             // Dated outside five minutes, either way.
             try expectRefused(
@@ -195,16 +225,19 @@ struct AdminAPITests {
             badDate[HTTPField.Name(AdminRequestSignature.dateHeader)!] = "yesterday"
             try expectRefused(
                 try await client.execute(
-                    uri: "/v1/admin/grants", method: .post, headers: badDate, body: ByteBuffer(data: bytes)),
+                    uri: "/v1/admin/grants?environment=Sandbox", method: .post, headers: badDate,
+                    body: ByteBuffer(data: bytes)),
                 "bad-date")
 
             // Accepted once; the same signed request again is a replay.
             let first = try await client.execute(
-                uri: "/v1/admin/grants", method: .post, headers: headers, body: ByteBuffer(data: bytes))
+                uri: "/v1/admin/grants?environment=Sandbox", method: .post, headers: headers,
+                body: ByteBuffer(data: bytes))
             #expect(first.status == .created)
             try expectRefused(
                 try await client.execute(
-                    uri: "/v1/admin/grants", method: .post, headers: headers, body: ByteBuffer(data: bytes)),
+                    uri: "/v1/admin/grants?environment=Sandbox", method: .post, headers: headers,
+                    body: ByteBuffer(data: bytes)),
                 "replayed")
 
             #expect(try await store.revokeAdminKey(id: signer.keyId, at: Self.now))

@@ -20,9 +20,13 @@ struct PanelTests {
     /// A browser's cookie jar, just enough for the panel.
     struct Browser {
         var cookies: [String: String] = [:]
+        /// Headers sent with every request (an `X-Forwarded-For` from a proxy, say).
+        var extra: HTTPFields = [:]
 
         var header: HTTPFields {
-            cookies.isEmpty ? [:] : [.cookie: cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ")]
+            var fields = extra
+            if !cookies.isEmpty { fields[.cookie] = cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+            return fields
         }
 
         mutating func keep(_ response: TestResponse) {

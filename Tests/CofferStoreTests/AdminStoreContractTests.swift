@@ -122,6 +122,29 @@ struct AdminStoreContractTests {
         #expect(try await store.backupHistory(owner: alice.id, environment: .production, limit: 10).isEmpty)
     }
 
+    @Test("backup history is bounded per user: the newest are kept", arguments: StoreEngine.allCases)
+    func backupHistoryBounded(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let bob = Make.user("_bbbbbbbbbbb1")
+        try await store.createUser(alice)
+        try await store.createUser(bob)
+        _ = try await store.saveBackup(
+            owner: bob.id, environment: .sandbox, value: 7, precondition: .overwrite, writer: .device("pad"),
+            at: Make.start)
+        let writes = BackupHistoryItem.kept + 5
+        for value in 1...writes {
+            _ = try await store.saveBackup(
+                owner: alice.id, environment: .sandbox, value: Int64(value), precondition: .overwrite,
+                writer: .device("phone"), at: Make.start)
+        }
+        let history = try await store.backupHistory(owner: alice.id, environment: .sandbox, limit: 1_000)
+        #expect(history.count == BackupHistoryItem.kept)
+        #expect(history.first?.record.value == Int64(writes))
+        #expect(history.last?.record.value == Int64(writes - BackupHistoryItem.kept + 1))
+        #expect(try await store.backupHistory(owner: bob.id, environment: .sandbox, limit: 1_000).count == 1)
+    }
+
     @Test(
         "dashboard: users, grants, purchases, refunds, deficits and per-day counts of one environment",
         arguments: StoreEngine.allCases)

@@ -92,7 +92,10 @@ server.arguments = [
     "serve", "--bundle-id", bundleId, "--apple-root", folder.appendingPathComponent("root.der").path, "--catalog",
     folder.appendingPathComponent("catalog.json").path, "--port", String(port), "--database-url", databaseURL,
 ]
-server.environment = ProcessInfo.processInfo.environment.merging(["COFFER_LOG_LEVEL": "warning"]) { $1 }
+// One user per connection, all from this machine's address: the per-address limit on new users is raised.
+server.environment = ProcessInfo.processInfo.environment.merging([
+    "COFFER_LOG_LEVEL": "warning", "COFFER_LIMIT_USERS_BURST": "1000000",
+]) { $1 }
 server.standardOutput = FileHandle.nullDevice
 try server.run()
 defer {
