@@ -127,7 +127,9 @@ ETAG = {"ETag": {"description": "The backup's version", "schema": {"type": "stri
 
 paths = {
     "/v1/users": {"post": {"summary": "Create a user", "operationId": "createUser", "security": [],
-                           "responses": {"201": answer("Created; the token is shown once", "CreateUserResponse")}}},
+                           "responses": {"201": answer("Created; the token is shown once", "CreateUserResponse"),
+                                         "429": ERR("Too many new users from this address (rate-limited); "
+                                                    "see Retry-After")}}},
     "/v1/me": {"get": {"summary": "The user's balance, deficit, entitlements and backup", "operationId": "me",
                        "responses": {"200": answer("The user", "MeResponse"), "401": ERR("No valid token")}}},
     "/v1/transactions": {"post": {
@@ -178,7 +180,9 @@ paths = {
         "summary": "Server-Sent Events: grant, adjustment, backup, entitlements", "operationId": "events",
         "responses": {"200": {"description": "`event: KIND` and `data: ServerEvent` per change; keep-alive comments",
                               "content": {"text/event-stream": {"schema": ref("ServerEvent")}}},
-                      "401": ERR("No valid token")}}},
+                      "401": ERR("No valid token"),
+                      "429": ERR("This user has as many streams open as allowed (too-many-streams)"),
+                      "503": ERR("The server has as many streams open as it allows")}}},
     "/v1/receipts/verify": {"post": {
         "summary": "Deliver the purchases of a legacy app receipt", "operationId": "verifyReceipt",
         "requestBody": json_body("ReceiptVerifyRequest"),
@@ -192,6 +196,8 @@ paths = {
         "responses": {"200": answer("Durable (or seen before)", "NotificationResponse"),
                       "400": ERR("Not a notification body"),
                       "422": ERR("Forged or foreign data; nothing applied"),
+                      "429": ERR("This address sent too many notifications that failed verification; "
+                                 "Apple's, which verify, are never counted"),
                       "500": ERR("Storage failed; Apple retries"),
                       "503": ERR("Verification could not finish now; Apple retries")}}},
     "/v1/admin/dashboard": {"get": admin("Users, grants, purchases, refunds, deficits, 30 days per day",
@@ -252,9 +258,11 @@ document = {
                        "adminDate": {"type": "apiKey", "in": "header", "name": "X-Coffer-Request-ISO8601Date",
                                      "description": "yyyy-MM-ddTHH:mm:ssZ, within 5 minutes of the server"},
                        "adminSignature": {"type": "apiKey", "in": "header", "name": "X-Coffer-Request-SignatureV1",
-                                          "description": "base64 DER ECDSA P-256 SHA-256 signature of "
-                                                         "`date:base64(SHA-256(body)):path-with-query`; "
-                                                         "each accepted once"}}},
+                                          "description": "base64 DER ECDSA P-256 SHA-256 signature of six lines "
+                                                         "joined by \\n: METHOD, Host header, environment "
+                                                         "(the query's, or empty), date, base64(SHA-256(body)), "
+                                                         "path-with-query; each accepted once; writes must name "
+                                                         "?environment= (else 400 environment-required)"}}},
 }
 
 root = os.path.join(os.path.dirname(__file__), "..")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CofferAdmin
+import CofferAppStore
 import CofferCore
 import CofferStore
 import Foundation
@@ -67,14 +68,11 @@ struct KeysCommand: AsyncParsableCommand {
             let key = NewAdminKey(name: name, at: Date())
             let path = out ?? "coffer-admin-\(key.record.id).pem"
             // The file is created owner-only and must not exist: a key is never written over another.
-            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
-            guard descriptor >= 0 else {
-                throw CommandFailure(
-                    errno == EEXIST ? "\(path) exists; choose another --out" : "cannot create \(path)")
+            do {
+                try OwnerOnlyFile.write(Data(key.privateKeyPEM.utf8), to: path, exclusive: true)
+            } catch {
+                throw CommandFailure(error.exists ? "\(path) exists; choose another --out" : error.description)
             }
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            try handle.write(contentsOf: Data(key.privateKeyPEM.utf8))
-            try handle.close()
             do {
                 try await store.createAdminKey(key.record)
             } catch {

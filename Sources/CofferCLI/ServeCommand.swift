@@ -154,9 +154,25 @@ struct ServeCommand: AsyncParsableCommand {
         var panel = "Admin panel: http://\(panelHost):\(server.port)/admin"
         panel += server.panel.allowRemote ? " (open to other machines)" : " (this machine only)"
         if let firstLogin {
-            panel +=
-                "\nFirst run: sign in as \(AdminAccounts.firstAdminName) with password \(firstLogin)"
-                + "\n(shown once; change it with `coffer admin reset-password --name \(AdminAccounts.firstAdminName)`)"
+            let change = "change it with `coffer admin reset-password --name \(AdminAccounts.firstAdminName)`"
+            if isatty(STDOUT_FILENO) == 1 {
+                panel +=
+                    "\nFirst run: sign in as \(AdminAccounts.firstAdminName) with password \(firstLogin)"
+                    + "\n(shown once; \(change))"
+            } else {
+                // Standard output goes to a log: the password goes to an owner-only file instead.
+                let file = Self.firstPasswordFile(settings.database)
+                do {
+                    try OwnerOnlyFile.write(Data((firstLogin + "\n").utf8), to: file, exclusive: false)
+                } catch {
+                    FileHandle.standardError.write(
+                        Data("Error: cannot write the first admin password: \(error)\n".utf8))
+                    throw ExitCode(2)
+                }
+                panel +=
+                    "\nFirst run: sign in as \(AdminAccounts.firstAdminName) with the password in \(file)"
+                    + " (owner-only; delete the file once you have signed in, or \(change))"
+            }
         }
         FileHandle.standardOutput.write(Data((panel + "\n").utf8))
         do {
@@ -166,5 +182,17 @@ struct ServeCommand: AsyncParsableCommand {
             throw error
         }
         try await http.shutdown()
+    }
+
+    /// Where the first-run admin password is written when standard output is not a terminal: beside the
+    /// SQLite database, or in the working folder for PostgreSQL.
+    static func firstPasswordFile(_ database: ServeSettings.Database) -> String {
+        let name = "coffer-first-admin-password"
+        switch database {
+        case .sqlite(let path):
+            return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(name).path
+        case .postgres:
+            return FileManager.default.currentDirectoryPath + "/" + name
+        }
     }
 }

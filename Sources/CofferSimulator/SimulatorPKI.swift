@@ -120,9 +120,9 @@ public struct SimulatorPKI: Sendable {
                 to: folder.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
         for (name, key) in [(File.rootKey, rootKey), (File.intermediateKey, intermediateKey), (File.leafKey, leafKey)] {
-            let url = folder.appendingPathComponent(name)
-            try key.pemRepresentation.write(to: url, atomically: true, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: url.path)
+            // Owner-only from the first byte.
+            try OwnerOnlyFile.write(
+                Data(key.pemRepresentation.utf8), to: folder.appendingPathComponent(name).path, exclusive: false)
         }
     }
 

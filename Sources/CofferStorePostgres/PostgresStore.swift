@@ -2,6 +2,7 @@ import CofferCore
 import CofferStore
 import Foundation
 import Logging
+import NIOSSL
 import PostgresNIO
 
 /// The ``CofferStore`` for several server instances: PostgreSQL through postgres-nio. Migrates when
@@ -23,8 +24,8 @@ public final class PostgresStore: CofferStore {
     /// Connects (the pool opens connections as needed) and migrates.
     ///
     /// - Parameters:
-    ///   - url: `postgres://user:password@host:port/database` (TLS is not used; keep it on loopback or a
-    ///     private network).
+    ///   - url: `postgres://user:password@host:port/database`, with `?sslmode=disable|prefer|require|verify-full`
+    ///     (default prefer) and `sslrootcert=PATH` as libpq takes them (see ``configuration(url:)``).
     ///   - maximumConnections: The pool's size.
     ///   - startupTimeout: How long opening may take (connecting and migrating) before it fails.
     ///   - logger: Where the pool logs.
@@ -65,8 +66,11 @@ public final class PostgresStore: CofferStore {
 
     deinit { runner.cancel() }
 
-    /// Parses a `postgres://` URL.
-    static func configuration(url: String) throws -> PostgresClient.Configuration {
+    /// Parses a `postgres://` URL. Its `sslmode` query parameter works as libpq's: `disable` (plain),
+    /// `prefer` (the default: TLS when the server offers it, unverified, else plain), `require` (TLS,
+    /// unverified), `verify-full` (TLS, the certificate verified against the system's roots, or the CA file
+    /// in `sslrootcert`, and the host name checked).
+    public static func configuration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url),
             ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty, let user = components.user
@@ -74,10 +78,28 @@ public final class PostgresStore: CofferStore {
             throw StoreError.storage("not a postgres://user:password@host:port/database URL")
         }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let query = components.queryItems ?? []
+        let mode = query.last { $0.name == "sslmode" }?.value ?? "prefer"
+        let rootCertificate = query.last { $0.name == "sslrootcert" }?.value
+        var unverified = TLSConfiguration.makeClientConfiguration()
+        unverified.certificateVerification = .none
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(unverified)
+        case "require": tls = .require(unverified)
+        case "verify-full":
+            var verified = TLSConfiguration.makeClientConfiguration()
+            verified.certificateVerification = .fullVerification
+            if let rootCertificate { verified.trustRoots = .file(rootCertificate) }
+            tls = .require(verified)
+        default:
+            throw StoreError.storage("sslmode \(mode) is not one of disable, prefer, require or verify-full")
+        }
         return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,
             password: components.password?.removingPercentEncoding, database: database.isEmpty ? nil : database,
-            tls: .disable)
+            tls: tls)
     }
 
     /// The names of the migrations applied to the database, oldest first.

@@ -33,6 +33,11 @@ public final class SQLiteStore: CofferStore {
         configuration.label = "coffer"
         let pragma = durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
         configuration.prepareDatabase { db in try db.execute(sql: pragma) }
+        // A new database is created owner-only; SQLite gives its -wal and -shm files the database's mode.
+        if path != ":memory:", !FileManager.default.fileExists(atPath: path) {
+            let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+            if descriptor >= 0 { close(descriptor) }
+        }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
     }

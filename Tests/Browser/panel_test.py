@@ -127,12 +127,15 @@ def main():
         password = None
         for _ in range(200):
             log.seek(0)
-            found = re.search(r"sign in as admin with password (\S+)", log.read())
-            if found:
-                password = found.group(1)
+            # Standard output is a file, not a terminal: the password is in an owner-only file beside the database.
+            found = re.search(r"sign in as admin with the password in (\S+)", log.read())
+            if found and os.path.exists(found.group(1)):
+                check(os.stat(found.group(1)).st_mode & 0o777 == 0o600, "the first-run password file is owner-only")
+                with open(found.group(1)) as file:
+                    password = file.read().strip()
                 break
             time.sleep(0.1)
-        check(password is not None, "the first run of coffer serve prints a one-time admin login")
+        check(password is not None, "the first run of coffer serve gives a one-time admin login")
         for _ in range(100):
             try:
                 if http("GET", base + "/healthz")[0] == 200:

@@ -120,8 +120,24 @@ struct SupportCommandTests {
         let first = try await firstLines(try LocalPort.free())
         #expect(first.contains("Admin panel: http://127.0.0.1:"), Comment(rawValue: first))
         #expect(first.contains("(this machine only)"))
-        let password = try #require(first.firstMatch(of: /sign in as admin with password (\S+)/)).1
+        // Standard output is a pipe here, not a terminal: the password is in an owner-only file, never in the log.
+        let file = folder.appendingPathComponent("coffer-first-admin-password")
+        #expect(first.contains("sign in as admin with the password in \(file.path)"), Comment(rawValue: first))
+        let password = try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(password.count == 20)
+        #expect(!first.contains(password))
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+        let database =
+            try FileManager.default.attributesOfItem(
+                atPath: folder.appendingPathComponent("coffer.sqlite").path)[.posixPermissions] as? Int
+        #expect(database == 0o600)
+        for suffix in ["-wal", "-shm"] {
+            let path = folder.appendingPathComponent("coffer.sqlite" + suffix).path
+            if FileManager.default.fileExists(atPath: path) {
+                #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
+            }
+        }
         let again = try await firstLines(try LocalPort.free())
         #expect(again.contains("Admin panel") && !again.contains("password"), Comment(rawValue: again))
 
