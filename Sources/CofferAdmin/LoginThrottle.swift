@@ -8,8 +8,9 @@ import Foundation
 /// attacker elsewhere only slows themselves down: the admin's own address still signs in.
 ///
 /// Every attempt is reserved before its password is checked (so parallel guesses cannot all pass the check
-/// before the first failure is recorded), and at most ``concurrentChecks`` password checks (bcrypt, a quarter
-/// of a second each) run at once; beyond that the answer is "busy". Kept in memory per server.
+/// before the first failure is recorded); one address checks one password at a time, and at most
+/// ``concurrentChecks`` password checks (bcrypt, a quarter of a second each) run at once. Beyond that the
+/// answer is "busy" (the panel waits a moment for a slot before saying so). Kept in memory per server.
 public actor LoginThrottle {
     /// Wrong passwords per account and address before waits start.
     public let freeFailures: Int
@@ -23,6 +24,7 @@ public actor LoginThrottle {
     public let concurrentChecks: Int
     private var failures: [String: [Date]] = [:]
     private var checking = 0
+    private var checkingFrom: Set<String> = []
 
     /// What to do with a sign-in attempt.
     public enum Decision: Sendable, Equatable {
@@ -70,8 +72,9 @@ public actor LoginThrottle {
             wait(failures[pair], free: freeFailures, now: now),
             wait(failures[byAddress], free: freeAddressFailures, now: now))
         if wait > 0 { return .wait(wait) }
-        guard checking < concurrentChecks else { return .busy }
+        guard checking < concurrentChecks, !checkingFrom.contains(byAddress) else { return .busy }
         checking += 1
+        checkingFrom.insert(byAddress)
         failures[pair, default: []].append(now)
         failures[byAddress, default: []].append(now)
         return .proceed(Attempt(pair: pair, address: byAddress, at: now))
@@ -80,6 +83,7 @@ public actor LoginThrottle {
     /// Ends a reserved attempt: a right password forgets the account's failures from that address.
     public func finish(_ attempt: Attempt, succeeded: Bool) {
         checking = max(0, checking - 1)
+        checkingFrom.remove(attempt.address)
         guard succeeded else { return }
         failures[attempt.pair] = nil
         if let index = failures[attempt.address]?.lastIndex(of: attempt.at) {

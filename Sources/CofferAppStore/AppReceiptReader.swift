@@ -85,6 +85,10 @@ public struct AppReceiptReader: Sendable {
         else {
             throw .invalidSignature("the signing certificate is not in the receipt")
         }
+        // Apple's receipts carry their three certificates; more only make the chain search work harder.
+        guard container.certificates.count <= ChainVerifier.chainLength else {
+            throw .untrusted("a receipt carries at most 3 certificates, this one \(container.certificates.count)")
+        }
         let algorithm = try signer.signatureAlgorithm()
         let signedBytes: [UInt8]
         if let attributes = signer.signedAttributes {

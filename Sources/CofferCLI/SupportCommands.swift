@@ -210,11 +210,14 @@ struct RemoteSupport: SupportBackend {
     }
     func close() async { try? await http.shutdown() }
 
-    /// The Host header the HTTP client sends for a server URL: the host (IPv6 in brackets) and any port.
+    /// The Host header for a server URL, which the request is signed for and sends: the host (IPv6 in
+    /// brackets) and the port unless it is the scheme's default.
     static func host(of server: String) -> String {
         guard let url = URL(string: server), let name = url.host else { return "" }
         let host = name.contains(":") ? "[\(name)]" : name
-        return url.port.map { "\(host):\($0)" } ?? host
+        let defaultPort = url.scheme == "https" ? 443 : 80
+        guard let port = url.port, port != defaultPort else { return host }
+        return "\(host):\(port)"
     }
 
     private func send<T: Decodable>(
@@ -229,6 +232,7 @@ struct RemoteSupport: SupportBackend {
         for header in try signer.headers(method: method.rawValue, host: host, body: bytes, path: target, at: Date()) {
             request.headers.add(name: header.name, value: header.value)
         }
+        request.headers.replaceOrAdd(name: "Host", value: host)
         if body != nil {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(data: bytes))

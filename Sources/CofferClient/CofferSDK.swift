@@ -499,7 +499,9 @@ public actor CofferSDK {
                 fact.revocationDate = fact.revocationDate ?? item.createdAt
                 event = .revocation(fact)
             case ("reversal", let receipt?) where receipt.isRevoked:
-                event = .reversal(receipt.transaction, at: nil)
+                // Dated as the server applied it (after the refund it reverses, by Apple's dates), not by this
+                // device's clock, so a later refund in the same mailbox still takes back.
+                event = .reversal(receipt.transaction, at: item.createdAt)
             default:
                 let delta = item.amount < 0 ? max(item.amount, -wallet.balance) : item.amount
                 if delta != 0 { event = .adjustment(id: item.key, delta: delta, reason: item.reason ?? item.kind) }

@@ -67,7 +67,11 @@ struct AdminAPI: Sendable {
             return try api.json(DeletedGrants(deleted: deleted))
         }
         admin.get("audit") { request, _ in
-            let limit = Int(request.uri.queryParameters.get("limit") ?? "200") ?? 200
+            let text = request.uri.queryParameters.get("limit") ?? "200"
+            guard text.utf8.count <= 4, let limit = Int(text), (1...1_000).contains(limit) else {
+                throw APIError(
+                    status: .badRequest, code: "bad-request", message: "limit must be a whole number from 1 to 1000")
+            }
             return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
         }
     }
@@ -136,7 +140,7 @@ struct SignedRequestMiddleware: RouterMiddleware {
                 status: .badRequest, code: "environment-required",
                 message: "a write must name its environment: add ?environment=Sandbox or ?environment=Production")
         }
-        context.admin = "\(key.name) (key \(key.id))"
+        context.admin = "\(key.name) (key \(key.id)) from \(context.clientAddress ?? "this machine")"
         return try await next(request, context)
     }
 

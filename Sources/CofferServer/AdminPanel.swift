@@ -43,7 +43,8 @@ struct AdminPanel: Sendable {
 
     func addRoutes(to router: Router<CofferRequestContext>) {
         let local = LoopbackOnlyMiddleware(
-            allowRemote: configuration.allowRemote, hosts: PanelHosts(publicHost: configuration.publicHost))
+            allowRemote: configuration.allowRemote,
+            hosts: PanelHosts(publicHost: configuration.allowRemote ? configuration.publicHost : nil))
         let open = router.group("admin/login").add(middleware: local)
             .add(
                 middleware: RateLimitMiddleware(
@@ -109,7 +110,13 @@ struct AdminPanel: Sendable {
                 request, context, error: "Wrong name or password.", status: .unauthorized)
         }
         let attempt: LoginThrottle.Attempt
-        switch await throttle.begin(account: name, address: RateLimiter.key(address), now: now) {
+        var decision = await throttle.begin(account: name, address: RateLimiter.key(address), now: now)
+        // All password checks busy: wait up to 2 seconds for one, so a flood elsewhere does not turn support away.
+        for _ in 0..<20 where decision == .busy {
+            try await Task.sleep(for: .milliseconds(100))
+            decision = await throttle.begin(account: name, address: RateLimiter.key(address), now: now)
+        }
+        switch decision {
         case .proceed(let reserved):
             attempt = reserved
         case .wait(let wait):
@@ -296,7 +303,7 @@ struct AdminPanel: Sendable {
         do {
             _ = try await service.setBalance(
                 environment: session.environment, supportId: supportId, balance: balance, reason: form["reason"] ?? "",
-                actor: session.adminName)
+                actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }
@@ -337,7 +344,7 @@ struct AdminPanel: Sendable {
         do {
             grant = try await service.createGrant(
                 environment: session.environment, supportId: supportId, credits: credits, reason: form["reason"] ?? "",
-                actor: session.adminName)
+                actor: context.adminActor)
         } catch let error as AdminError {
             return try await refuse(error.description)
         }
@@ -370,7 +377,7 @@ struct AdminPanel: Sendable {
         let (session, form) = try await checkedForm(request, context)
         guard form["confirm"] == "yes" else { return try await confirmDeleteAll(context) }
         do {
-            _ = try await service.deleteAllGrants(environment: session.environment, actor: session.adminName)
+            _ = try await service.deleteAllGrants(environment: session.environment, actor: context.adminActor)
         } catch let error as AdminError {
             return message(
                 "Not deleted", error.description, link: "/admin/grants", linkText: "Back to grants",
@@ -558,7 +565,8 @@ struct SessionMiddleware: RouterMiddleware {
         guard let session = try await panel.session(request) else { return AdminPanel.redirect("/admin/login") }
         var context = context
         context.adminSession = session
-        context.admin = session.adminName
+        // The audit log names the admin and the real client address (behind trusted proxies, the forwarded one).
+        context.admin = "\(session.adminName) from \(context.clientAddress ?? "this machine")"
         do {
             return try await next(request, context)
         } catch PanelRefusal.csrf {

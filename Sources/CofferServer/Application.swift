@@ -177,18 +177,23 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
     // address that keeps sending junk is turned away before it can make the server verify more of it.
     let notificationFailures = RateLimiter(limit: configuration.notificationFailureLimit)
     router.post("v1/apple/notifications") { request, context in
-        if let wait = notificationFailures.check(context.clientAddress) {
+        // A token is taken before the work and given back when the notification verifies, so many junk
+        // notifications sent at once cannot all start a verification.
+        if let wait = notificationFailures.take(context.clientAddress) {
             return RateLimiter.refusal(retryAfter: wait, what: "notifications that failed verification")
         }
         do {
             let body: NotificationRequest = try await api.decode(request)
             let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
+            notificationFailures.giveBack(context.clientAddress)
             return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
         } catch let error as APIError where (400..<500).contains(error.status.code) {
-            // Data Apple signed for another environment or app verified its signature: that is Apple, not junk.
-            if !["INVALID_ENVIRONMENT", "INVALID_APP_IDENTIFIER"].contains(error.code) {
-                _ = notificationFailures.take(context.clientAddress)
-            }
+            // Data Apple signed for another environment verified its signature: that is Apple (a Sandbox
+            // notification URL pointed here), not junk.
+            if error.code == "INVALID_ENVIRONMENT" { notificationFailures.giveBack(context.clientAddress) }
+            throw error
+        } catch {
+            notificationFailures.giveBack(context.clientAddress)
             throw error
         }
     }

@@ -97,7 +97,9 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
 
 /// Who the client is: the peer's address, or, when the peer is a trusted reverse proxy, the address the
 /// proxies name in `X-Forwarded-For` (the right-most one that is not itself a trusted proxy). Forwarded headers
-/// from anyone else are ignored, so nobody can claim another address by sending one.
+/// from anyone else are ignored, so nobody can claim another address by sending one. A request from a trusted
+/// proxy whose `X-Forwarded-For` is missing, too long or not addresses is from ``unknown``: never the proxy's
+/// own (loopback) address, which would open the panel's "this machine only" to anyone.
 public struct TrustedProxies: Sendable {
     /// The proxies' addresses and ranges.
     public var ranges: [AddressRange]
@@ -121,20 +123,35 @@ public struct TrustedProxies: Sendable {
         return ranges.contains { $0.contains(bytes: bytes) }
     }
 
+    /// The client address of a request from a trusted proxy that does not say who the client is.
+    public static let unknown = "unknown"
+
     /// The client's address for a request from `peer` carrying `forwardedFor` (the `X-Forwarded-For` values).
     public func client(peer: String?, forwardedFor: [String]) -> String? {
-        guard let peer, trusts(peer), !forwardedFor.isEmpty else { return peer }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map {
+        guard let peer, trusts(peer) else { return peer }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map {
             $0.trimmingCharacters(in: .whitespaces)
         }
-        guard hops.count <= 64 else { return peer }
-        var client = peer
+        guard !hops.isEmpty, hops.count <= 64 else { return Self.unknown }
         for hop in hops.reversed() {
-            guard let bytes = AddressRange.parse(hop) else { return client }
-            client = hop
-            if !ranges.contains(where: { $0.contains(bytes: bytes) }) { return hop }
+            guard let address = Self.address(ofHop: hop), let bytes = AddressRange.parse(address) else {
+                return Self.unknown
+            }
+            if !ranges.contains(where: { $0.contains(bytes: bytes) }) { return address }
         }
-        return client
+        // Every hop is a trusted proxy: the nearest one's client is the client.
+        return hops.last.flatMap(Self.address(ofHop:)) ?? Self.unknown
+    }
+
+    /// The address in one `X-Forwarded-For` hop, without a port: `203.0.113.9`, `203.0.113.9:5000`,
+    /// `2001:db8::1`, `[2001:db8::1]:443`.
+    static func address(ofHop hop: String) -> String? {
+        if hop.hasPrefix("[") {
+            guard let end = hop.firstIndex(of: "]") else { return nil }
+            return String(hop[hop.index(after: hop.startIndex)..<end])
+        }
+        let parts = hop.split(separator: ":", omittingEmptySubsequences: false)
+        return parts.count == 2 ? String(parts[0]) : hop
     }
 }
 

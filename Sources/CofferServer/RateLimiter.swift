@@ -78,6 +78,19 @@ public final class RateLimiter: Sendable {
         }
     }
 
+    /// Gives back a token taken for `address` (the request turned out not to count).
+    public func giveBack(_ address: String?) {
+        guard let address else { return }
+        let key = Self.key(address)
+        let burst = Double(limit.burst)
+        buckets.withLock { buckets in
+            if var bucket = buckets[key] {
+                bucket.tokens = min(burst, bucket.tokens + 1)
+                buckets[key] = bucket
+            }
+        }
+    }
+
     /// How many addresses are tracked.
     public var count: Int { buckets.withLock { $0.count } }
 

@@ -13,8 +13,10 @@ final class ReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let timeout: TimeAmount
     private var deadline: Scheduled<Void>?
-    /// Requests read whole and not answered yet.
-    private var unanswered = 0
+    /// Requests read whole, and answers written whole, on this connection. The deadline runs whenever every
+    /// request read has been answered (an answer written before its request's body was read included).
+    private var requestsRead = 0
+    private var answersWritten = 0
 
     init(timeout: TimeAmount) {
         self.timeout = timeout
@@ -40,16 +42,16 @@ final class ReadDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .end = unwrapInboundIn(data) {
-            unanswered += 1
-            disarm()
+            requestsRead += 1
+            if answersWritten >= requestsRead { arm(context) } else { disarm() }
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if case .end = unwrapOutboundIn(data) {
-            unanswered = max(0, unanswered - 1)
-            if unanswered == 0 { arm(context) }
+            answersWritten += 1
+            if answersWritten >= requestsRead { arm(context) }
         }
         context.write(data, promise: promise)
     }

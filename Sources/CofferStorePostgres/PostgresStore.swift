@@ -68,8 +68,9 @@ public final class PostgresStore: CofferStore {
 
     /// Parses a `postgres://` URL. Its `sslmode` query parameter works as libpq's: `disable` (plain),
     /// `prefer` (the default: TLS when the server offers it, unverified, else plain), `require` (TLS,
-    /// unverified), `verify-full` (TLS, the certificate verified against the system's roots, or the CA file
-    /// in `sslrootcert`, and the host name checked).
+    /// unverified; with `sslrootcert`, as `verify-ca`), `verify-ca` (TLS, the certificate verified against the
+    /// system's roots or the CA file in `sslrootcert`), `verify-full` (as `verify-ca`, and the host name
+    /// checked).
     public static func configuration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url),
             ["postgres", "postgresql"].contains(components.scheme ?? ""),
@@ -87,14 +88,15 @@ public final class PostgresStore: CofferStore {
         switch mode {
         case "disable": tls = .disable
         case "prefer": tls = .prefer(unverified)
-        case "require": tls = .require(unverified)
-        case "verify-full":
+        case "require" where rootCertificate == nil: tls = .require(unverified)
+        case "require", "verify-ca", "verify-full":
+            // As libpq: `require` with a root certificate file verifies the chain like `verify-ca`.
             var verified = TLSConfiguration.makeClientConfiguration()
-            verified.certificateVerification = .fullVerification
+            verified.certificateVerification = mode == "verify-full" ? .fullVerification : .noHostnameVerification
             if let rootCertificate { verified.trustRoots = .file(rootCertificate) }
             tls = .require(verified)
         default:
-            throw StoreError.storage("sslmode \(mode) is not one of disable, prefer, require or verify-full")
+            throw StoreError.storage("sslmode \(mode) is not one of disable, prefer, require, verify-ca or verify-full")
         }
         return PostgresClient.Configuration(
             host: host, port: components.port ?? 5432, username: user.removingPercentEncoding ?? user,

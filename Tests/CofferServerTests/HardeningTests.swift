@@ -3,6 +3,7 @@ import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferSimulator
 import CofferStore
 import CofferTestSupport
 import Foundation
@@ -142,13 +143,26 @@ struct HardeningTests {
 
     @Test("behind a reverse proxy on this machine, the panel is still this machine only; Host must be loopback")
     func panelBehindProxy() async throws {
-        let app = try Self.server { $0.trustedProxies = Self.loopbackProxy }
-        try await app.test(.live) { client in
-            let port = try #require(client.port)
-            #expect(try await client.execute(uri: "/admin/login", method: .get).status == .ok)
+        let proxied = try Self.server { $0.trustedProxies = Self.loopbackProxy }
+        try await proxied.test(.live) { client in
+            #expect(
+                try await client.execute(uri: "/admin/login", method: .get, headers: Self.from("127.0.0.1")).status
+                    == .ok)
             let remote = try await client.execute(
                 uri: "/admin/login", method: .get, headers: Self.from("203.0.113.9"))
             #expect(remote.status == .forbidden)
+            // Through the proxy, 64 forged hops ahead of the real one do not make the client loopback.
+            let forged = Array(repeating: "127.0.0.1", count: 64).joined(separator: ", ") + ", 203.0.113.9"
+            #expect(
+                try await client.execute(uri: "/admin/login", method: .get, headers: Self.from(forged)).status
+                    == .forbidden)
+            // A trusted proxy that does not say who the client is: not this machine.
+            #expect(try await client.execute(uri: "/admin/login", method: .get).status == .forbidden)
+        }
+        let app = try Self.server { _ in }
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            #expect(try await client.execute(uri: "/admin/login", method: .get).status == .ok)
             // DNS rebinding: a page on evil.example whose name now points at 127.0.0.1.
             #expect(
                 try await RawHTTP.status(port: port, "GET /admin/login HTTP/1.1\r\nHost: evil.example\r\n\r\n") == 421)
@@ -234,6 +248,16 @@ struct HardeningTests {
         try await Task.sleep(for: .milliseconds(1_500))
         #expect(await RawHTTP.receive(slow, seconds: 3) == "", "the trickling connection is closed")
 
+        // Answered early (a body larger than the limit), then nothing: still closed at the deadline.
+        let answered = try RawHTTP.connect(port: port)
+        defer { close(answered) }
+        try RawHTTP.send(answered, "POST /v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Length: 70000\r\n\r\n")
+        #expect(RawHTTP.statusLine(await RawHTTP.receive(answered, seconds: 3)) == 413)
+        // The body follows after its answer, then half of the next request: the deadline still runs.
+        try? RawHTTP.send(answered, String(repeating: "x", count: 70_000) + "GET /healthz HTTP/1.1\r\nHost: lo")
+        try await Task.sleep(for: .milliseconds(1_500))
+        #expect(await RawHTTP.receive(answered, seconds: 3) == "", "the early-answered connection is closed")
+
         // Two idle connections hold both slots: a third waits, and is served once one goes.
         let first = try RawHTTP.connect(port: port)
         let second = try RawHTTP.connect(port: port)
@@ -246,6 +270,53 @@ struct HardeningTests {
         #expect(early == nil, "a third connection waits while two are open, got \(early.debugDescription)")
         close(first)
         #expect(RawHTTP.statusLine(await RawHTTP.receive(third, seconds: 5)) == 200)
+    }
+
+    @Test("notifications: only those that fail verification count against an address; Apple's never do")
+    func notificationFailures() async throws {
+        var configuration = NotificationTests.Setup.defaultConfiguration()
+        configuration.notificationFailureLimit = RateLimit(burst: 3, perSecond: 0.001)
+        configuration.trustedProxies = Self.loopbackProxy
+        let setup = try NotificationTests.Setup(configuration: configuration)
+        let production = SimulatedAppStore(
+            catalog: setup.catalog,
+            configuration: SimulatorConfiguration(
+                bundleId: NotificationTests.bundleId, appAppleId: 1_234, environment: .production),
+            signer: try setup.pki.signer(), clock: setup.clock)
+        for account in ["a", "b", "c", "d", "e"] {
+            _ = try await setup.apple.purchase(account: account, productId: "com.example.credits")
+            _ = try await production.purchase(account: account, productId: "com.example.credits")
+        }
+        let genuine = await setup.apple.sentNotifications().map(\.signedPayload)
+        let foreign = await production.sentNotifications().map(\.signedPayload)
+        try await setup.app.test(.live) { client in
+            func post(_ payload: String, from address: String) async throws -> HTTPResponse.Status {
+                try await client.execute(
+                    uri: "/v1/apple/notifications", method: .post,
+                    headers: Self.from(address).merging([.contentType: "application/json"]),
+                    body: try ClientAPITests.body(NotificationRequest(signedPayload: payload))
+                ).status
+            }
+            // Apple, from one address: every genuine notification is taken, however many.
+            for payload in genuine {
+                #expect(try await post(payload, from: "17.0.0.1") == .ok)
+            }
+            // Apple's Sandbox notifications sent to this Production-less server fail as INVALID_ENVIRONMENT:
+            // signed by Apple all the same, so never counted.
+            for payload in foreign {
+                #expect(try await post(payload, from: "17.0.0.2") == .unprocessableContent)
+            }
+            // Junk from an attacker: three refusals, then the address is turned away before any work.
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<5 { statuses.append(try await post("e30.e30.AAAA", from: "203.0.113.66")) }
+            #expect(
+                statuses == [
+                    .unprocessableContent, .unprocessableContent, .unprocessableContent,
+                    .tooManyRequests, .tooManyRequests,
+                ])
+            // Apple elsewhere is not affected.
+            #expect(try await post(genuine[0], from: "17.0.0.1") == .ok)
+        }
     }
 
     @Test("/metrics with a token answers only that bearer")
@@ -289,8 +360,17 @@ struct HardeningTests {
         #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["6.6.6.6, 198.51.100.1"]) == "198.51.100.1")
         #expect(proxies.client(peer: "203.0.113.9", forwardedFor: ["127.0.0.1"]) == "203.0.113.9")
         #expect(proxies.client(peer: "::ffff:127.0.0.1", forwardedFor: ["2001:db8::1"]) == "2001:db8::1")
-        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["not an address"]) == "127.0.0.1")
-        #expect(proxies.client(peer: "fd00::5", forwardedFor: []) == "fd00::5")
+        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["198.51.100.1:5000"]) == "198.51.100.1")
+        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["[2001:db8::7]:443"]) == "2001:db8::7")
+        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["10.0.0.1, 127.0.0.1"]) == "127.0.0.1")
+        // A trusted proxy that does not say who the client is never makes the client the proxy (loopback).
+        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["not an address"]) == TrustedProxies.unknown)
+        #expect(proxies.client(peer: "fd00::5", forwardedFor: []) == TrustedProxies.unknown)
+        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["6.6.6.6, , 127.0.0.1"]) == TrustedProxies.unknown)
+        let long = Array(repeating: "127.0.0.1", count: 64).joined(separator: ",") + ",203.0.113.9"
+        #expect(proxies.client(peer: "127.0.0.1", forwardedFor: [long]) == TrustedProxies.unknown)
+        // Without trusted proxies the peer is the client, whatever it forwards.
+        #expect(TrustedProxies().client(peer: "127.0.0.1", forwardedFor: ["203.0.113.9"]) == "127.0.0.1")
         #expect(TrustedProxies(list: "10.0.0.0/33") == nil)
         #expect(TrustedProxies(list: "example.com") == nil)
     }

@@ -435,7 +435,7 @@ struct PostgresTLSTests {
         #expect(throws: StoreError.self) {
             _ = try PostgresStore.configuration(url: "postgres://coffer@127.0.0.1:5432/coffer?sslmode=sometimes")
         }
-        for mode in ["disable", "prefer", "require", "verify-full"] {
+        for mode in ["disable", "prefer", "require", "verify-ca", "verify-full"] {
             _ = try PostgresStore.configuration(url: "postgres://coffer@127.0.0.1:5432/coffer?sslmode=\(mode)")
         }
     }
