@@ -59,12 +59,16 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 validFrom: now.addingTimeInterval(-86_400),
                 leafValidUntil: now.addingTimeInterval(Double(years) * 365 * 86_400))
             try pki.write(to: url)
+            // App receipts are signed as Apple's are: RSA, leaf -> WWDR-like intermediate -> root, both OIDs.
+            try SimulatorReceiptAuthority(
+                validFrom: now.addingTimeInterval(-86_400),
+                validUntil: now.addingTimeInterval(Double(years) * 365 * 86_400)
+            ).write(to: url)
             let key = P256.Signing.PrivateKey()
             let keyId = "SIM" + String(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(7))
             let keyFile = "SubscriptionKey_\(keyId).p8"
             let keyURL = url.appendingPathComponent(keyFile)
-            try key.pemRepresentation.write(to: keyURL, atomically: true, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyURL.path)
+            try OwnerOnlyFile.write(Data(key.pemRepresentation.utf8), to: keyURL.path, exclusive: false)
             let apiKey = APIKey(keyId: keyId, issuerId: UUID().uuidString.lowercased(), privateKeyFile: keyFile)
             try JSONEncoder.pretty.encode(apiKey).write(to: url.appendingPathComponent(APIKey.file))
             print(
@@ -72,6 +76,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 created the simulator's chain and API key in \(folder)
                   root.der                trust it in Sandbox only (coffer verify --root \(folder)/root.der)
                   leaf.pem, leaf-key.pem  what the simulator signs with
+                  receipt-root.der        the root of its app receipts (coffer receipt --root \(folder)/receipt-root.der)
                   \(keyFile)  App Store Server API key \(keyId), issuer \(apiKey.issuerId)
                 next: coffer appstore-sim serve --folder \(folder) --catalog CATALOG.json --bundle-id ID
                 """)
@@ -137,7 +142,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             configuration.gracePeriodDays = gracePeriodDays
             let store = SimulatedAppStore(
                 catalog: products, configuration: configuration, signer: try pki.signer(),
-                clock: SimulatorClock(start: Date()))
+                clock: SimulatorClock(start: Date()), receiptAuthority: try SimulatorReceiptAuthority(folder: folderURL)
+            )
             let tokens = APITokenVerifier(
                 keys: [apiKey.keyId: publicKey], issuerId: apiKey.issuerId, bundleId: bundleId)
             let app = Application(

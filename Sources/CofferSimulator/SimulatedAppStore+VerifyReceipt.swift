@@ -5,10 +5,41 @@ import Foundation
 extension SimulatedAppStore {
     private static let receiptPrefix = "coffer-simulator-receipt"
 
-    /// The account's app receipt, as the device would send it to a server (base64). The simulator's
-    /// receipts are tokens only it can read; its verifyReceipt answers for them with the account's purchases.
+    /// The account's app receipt, as the device would send it to a server (base64): with a receipt authority,
+    /// a PKCS#7 receipt in Apple's shape (``signedAppReceipt(account:authority:)``); without one, a token only
+    /// this simulator reads. Its verifyReceipt answers for either with the account's purchases.
     public func appReceipt(account: String) -> String {
-        Data("\(Self.receiptPrefix)|\(configuration.environment.rawValue)|\(account)".utf8).base64EncodedString()
+        if let receiptAuthority, let signed = try? signedAppReceipt(account: account, authority: receiptAuthority) {
+            return signed
+        }
+        return Data("\(Self.receiptPrefix)|\(configuration.environment.rawValue)|\(account)".utf8)
+            .base64EncodedString()
+    }
+
+    /// The environment and account of a receipt this simulator handed out: a token, or a PKCS#7 receipt its
+    /// receipt authority signed (read with Apple's receipt policy; the account is the owner of its purchases).
+    private func receiptOwner(_ decoded: Data) async -> (environment: AppStoreEnvironment, account: String)? {
+        if let text = String(data: decoded, encoding: .utf8) {
+            let parts = text.split(separator: "|", maxSplits: 2).map(String.init)
+            if parts.count == 3, parts[0] == Self.receiptPrefix,
+                let environment = AppStoreEnvironment(rawValue: parts[1])
+            {
+                return (environment, parts[2])
+            }
+        }
+        guard let receiptAuthority, let root = try? receiptAuthority.rootDER(),
+            let reader = try? AppReceiptReader(trustedRoots: [root], now: { [clock] in clock.now() }),
+            let receipt = try? await reader.read(der: decoded), receipt.bundleId == configuration.bundleId
+        else { return nil }
+        let environment: AppStoreEnvironment
+        switch receipt.receiptType {
+        case "Production": environment = .production
+        case "ProductionSandbox": environment = .sandbox
+        default: return nil
+        }
+        let ids = Set(receipt.inAppPurchases.compactMap(\.transactionId))
+        let account = transactions.first { ids.contains($0.id) }?.account ?? ""
+        return (environment, account)
     }
 
     /// The account's app receipt as a real PKCS#7 container in Apple's shape, signed by `authority`: the
@@ -48,21 +79,17 @@ extension SimulatedAppStore {
     ///   - body: The request body (`receipt-data`, `password`, `exclude-old-transactions`).
     ///   - host: Which of Apple's two hosts was asked.
     /// - Returns: The JSON answer.
-    public func verifyReceipt(body: Data, host: AppStoreEnvironment) -> Data {
+    public func verifyReceipt(body: Data, host: AppStoreEnvironment) async -> Data {
         func answer(_ object: [String: Any]) -> Data {
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         }
         guard let request = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-            let receiptData = request["receipt-data"] as? String, let decoded = Data(base64Encoded: receiptData),
-            let text = String(data: decoded, encoding: .utf8)
+            let receiptData = request["receipt-data"] as? String,
+            let decoded = Data(base64Encoded: receiptData.filter { !$0.isWhitespace })
         else { return answer(["status": 21002]) }
-        let parts = text.split(separator: "|", maxSplits: 2).map(String.init)
-        guard parts.count == 3, parts[0] == Self.receiptPrefix,
-            let environment = AppStoreEnvironment(rawValue: parts[1])
-        else { return answer(["status": 21002]) }
+        guard let (environment, account) = await receiptOwner(decoded) else { return answer(["status": 21002]) }
         if host == .production, environment == .sandbox { return answer(["status": 21007]) }
         if host == .sandbox, environment == .production { return answer(["status": 21008]) }
-        let account = parts[2]
         let owned = transactions.filter { $0.account == account }
         if let secret = configuration.sharedSecret, owned.contains(where: { $0.product.kind == .autoRenewable }),
             request["password"] as? String != secret

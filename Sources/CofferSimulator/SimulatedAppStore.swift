@@ -20,6 +20,8 @@ public actor SimulatedAppStore {
     public let configuration: SimulatorConfiguration
     /// The simulated time.
     public let clock: SimulatorClock
+    /// Signs app receipts in Apple's PKCS#7 shape, when set.
+    public let receiptAuthority: SimulatorReceiptAuthority?
     let signer: JWSSigner
 
     var transactions: [SimulatedTransaction] = []
@@ -44,11 +46,17 @@ public actor SimulatedAppStore {
     ///   - configuration: The app and its settings.
     ///   - signer: Signs everything the simulator hands out.
     ///   - clock: The simulated time.
-    public init(catalog: Catalog, configuration: SimulatorConfiguration, signer: JWSSigner, clock: SimulatorClock) {
+    ///   - receiptAuthority: Signs app receipts as PKCS#7 in Apple's shape; without one, app receipts are
+    ///     tokens only this simulator's verifyReceipt reads.
+    public init(
+        catalog: Catalog, configuration: SimulatorConfiguration, signer: JWSSigner, clock: SimulatorClock,
+        receiptAuthority: SimulatorReceiptAuthority? = nil
+    ) {
         self.catalog = catalog
         self.configuration = configuration
         self.signer = signer
         self.clock = clock
+        self.receiptAuthority = receiptAuthority
         self.nextId = configuration.firstTransactionId
     }
 

@@ -122,6 +122,51 @@ public struct SimulatorReceiptAuthority: Sendable {
     /// The root as DER, for a reader's trusted roots (`coffer receipt --root`, `apple.roots` in Sandbox).
     public func rootDER() throws -> Data { try root.derBytes() }
 
+    /// The files of an authority in the simulator's folder.
+    enum File {
+        static let rootDER = "receipt-root.der"
+        static let root = "receipt-root.pem"
+        static let intermediates = "receipt-intermediates.pem"
+        static let leaf = "receipt-leaf.pem"
+        static let leafKey = "receipt-leaf-key.pem"
+    }
+
+    /// Writes the authority into `folder`: `receipt-root.der` (the root to trust, in Sandbox only), the
+    /// certificates as PEM, and the leaf's key, owner-only.
+    public func write(to folder: URL) throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try rootDER().write(to: folder.appendingPathComponent(File.rootDER))
+        try root.serializeAsPEM().pemString.write(
+            to: folder.appendingPathComponent(File.root), atomically: true, encoding: .utf8)
+        try intermediates.map { try $0.serializeAsPEM().pemString }.joined(separator: "\n").write(
+            to: folder.appendingPathComponent(File.intermediates), atomically: true, encoding: .utf8)
+        try leaf.serializeAsPEM().pemString.write(
+            to: folder.appendingPathComponent(File.leaf), atomically: true, encoding: .utf8)
+        try OwnerOnlyFile.write(
+            Data(leafKey.pemRepresentation.utf8), to: folder.appendingPathComponent(File.leafKey).path,
+            exclusive: false)
+    }
+
+    /// Loads an authority written by ``write(to:)``; `nil` when the folder holds none (made by an older
+    /// `coffer appstore-sim init`).
+    public init?(folder: URL) throws {
+        func text(_ name: String) throws -> String {
+            try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
+        }
+        guard FileManager.default.fileExists(atPath: folder.appendingPathComponent(File.leafKey).path) else {
+            return nil
+        }
+        root = try Certificate(pemEncoded: text(File.root))
+        let pem = try text(File.intermediates)
+        intermediates =
+            pem.isEmpty ? [] : try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) }
+        leaf = try Certificate(pemEncoded: text(File.leaf))
+        leafKey = try _RSA.Signing.PrivateKey(pemRepresentation: text(File.leafKey))
+        guard Certificate.PublicKey(leafKey.publicKey) == leaf.publicKey else {
+            throw SimulatorError("invalid-request", "\(File.leafKey) is not the key of \(File.leaf)")
+        }
+    }
+
     /// Signs `receipt` as Apple does: a PKCS#7 SignedData with the payload attached, signed attributes
     /// (content type, message digest, signing time), SHA-256 with RSA, and the leaf and intermediates
     /// attached (Apple's receipts carry the chain).

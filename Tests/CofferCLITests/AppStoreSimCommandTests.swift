@@ -76,6 +76,24 @@ struct AppStoreSimCommandTests {
             ])
         #expect((object["transactions"] as? [Any])?.count == 3)
 
+        // The app receipt is PKCS#7 in Apple's shape: `coffer receipt` verifies it by Apple's receipt policy
+        // with the simulator's receipt root, and refuses it without.
+        let receipt = try CofferProcess.run(["appstore-sim", "receipt", "alice"] + remote)
+        #expect(receipt.status == 0)
+        let receiptFile = folder.appendingPathComponent("alice.receipt")
+        try Data(receipt.stdout.utf8).write(to: receiptFile)
+        let verified = try CofferProcess.run([
+            "receipt", receiptFile.path, "--root", folder.appendingPathComponent("receipt-root.der").path,
+        ])
+        #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
+        #expect(verified.stdout.contains("type ProductionSandbox  bundle com.example.app"))
+        #expect(verified.stdout.contains("2000000000"))
+        #expect(try CofferProcess.run(["receipt", receiptFile.path]).status == 1)
+        let keyMode =
+            try FileManager.default.attributesOfItem(
+                atPath: folder.appendingPathComponent("receipt-leaf-key.pem").path)[.posixPermissions] as? Int
+        #expect(keyMode == 0o600)
+
         // Bad input: a clear error, exit 1, nothing changes.
         let unknown = try CofferProcess.run(["appstore-sim", "refund", "999"] + remote)
         #expect(unknown.status == 1)

@@ -165,6 +165,47 @@ struct ServerTests {
         }
     }
 
+    @Test("with a receipt authority, app receipts are PKCS#7 by Apple's receipt policy and verifyReceipt reads them")
+    func signedReceipts() async throws {
+        let plain = try SimulatorFixture()
+        let authority = try SimulatorReceiptAuthority(
+            validFrom: SimulatorFixture.start.addingTimeInterval(-86_400),
+            validUntil: SimulatorFixture.start.addingTimeInterval(365 * 86_400))
+        let store = SimulatedAppStore(
+            catalog: await plain.store.catalog, configuration: await plain.store.configuration,
+            signer: try plain.pki.signer(), clock: plain.clock, receiptAuthority: authority)
+        let bought = try await store.purchase(account: "bob", productId: "com.example.credits", quantity: 2)
+        let receipt = await store.appReceipt(account: "bob")
+        let read = try await AppReceiptReader(trustedRoots: [authority.rootDER()], now: { plain.clock.now() })
+            .read(base64: receipt)
+        #expect(read.receiptType == "ProductionSandbox")
+        #expect(read.bundleId == SimulatorFixture.bundleId)
+        #expect(read.inAppPurchases.compactMap(\.transactionId) == bought.transactionIds)
+        #expect(read.inAppPurchases.first?.quantity == 2)
+        let body = try JSONSerialization.data(withJSONObject: ["receipt-data": receipt])
+        let answer = try #require(
+            try JSONSerialization.jsonObject(with: await store.verifyReceipt(body: body, host: .sandbox))
+                as? [String: Any])
+        #expect(answer["status"] as? Int == 0)
+        let inApp = (answer["receipt"] as? [String: Any])?["in_app"] as? [[String: Any]]
+        #expect(inApp?.compactMap { $0["transaction_id"] as? String } == bought.transactionIds)
+        let production =
+            try JSONSerialization.jsonObject(
+                with: await store.verifyReceipt(body: body, host: .production)) as? [String: Any]
+        #expect(production?["status"] as? Int == 21007)
+        // A receipt signed by another authority is not this simulator's.
+        let stranger = try SimulatorReceiptAuthority(
+            validFrom: SimulatorFixture.start.addingTimeInterval(-86_400),
+            validUntil: SimulatorFixture.start.addingTimeInterval(365 * 86_400))
+        let forged = try await store.signedAppReceipt(account: "bob", authority: stranger)
+        let refused =
+            try JSONSerialization.jsonObject(
+                with: await store.verifyReceipt(
+                    body: try JSONSerialization.data(withJSONObject: ["receipt-data": forged]), host: .sandbox))
+            as? [String: Any]
+        #expect(refused?["status"] as? Int == 21002)
+    }
+
     @Test("a notification endpoint down for two attempts then receives every notification once")
     func deliveryRetries() async throws {
         let fixture = try SimulatorFixture()
