@@ -11,7 +11,13 @@ let coffer = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComp
 
 let package = Package(
     name: "CofferFuzz",
-    dependencies: [.package(path: "..")],
+    dependencies: [
+        .package(path: ".."),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
     targets: [
         .target(name: "CFuzzDriver"),
         .executableTarget(
@@ -22,6 +28,13 @@ let package = Package(
                 .product(name: "CofferAPI", package: coffer),
                 .product(name: "CofferAppStore", package: coffer),
                 .product(name: "CofferCore", package: coffer),
+                .product(name: "CofferServer", package: coffer),
+                .product(name: "CofferStore", package: coffer),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: [.unsafeFlags(["-parse-as-library"])]
         ),

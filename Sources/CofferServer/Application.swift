@@ -145,6 +145,14 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
         logger: dependencies.logger)
 }
 
+/// The server's routes as one responder, without a listener: for driving every route in-process (the fuzz
+/// target). Background services (notification recovery) do not run.
+public func serverResponder(configuration: ServerConfiguration, dependencies: ServerDependencies)
+    -> RouterResponder<CofferRequestContext>
+{
+    makeRouter(configuration: configuration, dependencies: dependencies).router.buildResponder()
+}
+
 /// Every route of the server, as `buildApplication` serves them (for tests that check the API document).
 ///
 /// - Returns: `METHOD /path` for each route, with parameters as `{name}`.
