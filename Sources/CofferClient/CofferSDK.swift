@@ -363,16 +363,7 @@ public actor CofferSDK {
 
     /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.
     func deliverLocally(_ transaction: StoreTransaction, to user: User) async throws {
-        let fact = Self.fact(transaction)
-        let event: LedgerEvent
-        if transaction.revocationDate != nil {
-            event = .revocation(fact)
-        } else {
-            let credits = try configuration.catalog.credits(
-                productId: transaction.productId, quantity: transaction.quantity,
-                familyShared: transaction.isFamilyShared)
-            event = .purchase(fact, credits: credits)
-        }
+        let event = try Delivery.event(for: Self.fact(transaction), catalog: configuration.catalog)
         _ = try await ledger.apply(
             LedgerRequest(
                 owner: user.id, environment: configuration.environment, event: event,
@@ -515,8 +506,7 @@ public actor CofferSDK {
             if case .reversal(var fact, _) = event, receipt?.deliveredCredits == nil {
                 // Refunded before it was ever delivered, and now paid again: deliver it (once, by its key).
                 fact.revocationDate = nil
-                let credits = try configuration.catalog.credits(
-                    productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+                let credits = try configuration.catalog.credits(for: fact)
                 _ = try await ledger.apply(
                     LedgerRequest(
                         owner: user.id, environment: configuration.environment,

@@ -90,8 +90,7 @@ struct ClientAPI: Sendable {
         }
         let credits: Int64
         do {
-            credits = try dependencies.catalog.credits(
-                productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+            credits = try dependencies.catalog.credits(for: fact)
         } catch {
             throw APIError(status: .unprocessableContent, code: "unknown-product", message: error.description)
         }
@@ -117,14 +116,11 @@ struct ClientAPI: Sendable {
             throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
         case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
         }
-        let revoked = events.contains {
-            if case .revocation = $0 { true } else { false }
-        }
         let outcome: TransactionOutcome =
-            switch (revoked, result.outcome) {
-            case (true, _), (false, .revoked): .revoked
-            case (false, .duplicate), (false, .superseded): .duplicate
-            case (false, .applied): .delivered
+            switch Delivery.outcome(of: events, ledger: result.outcome) {
+            case .revoked: .revoked
+            case .duplicate: .duplicate
+            case .delivered: .delivered
             }
         return try json(
             TransactionResponse(
@@ -132,33 +128,15 @@ struct ClientAPI: Sendable {
                 balance: result.wallet.balance, entitlements: try await entitlements(of: user)))
     }
 
-    /// The notification types that change whether a transaction is paid.
-    static let refundTypes: Set<String> = ["REFUND", "REVOKE", "REFUND_REVERSED"]
-
-    /// What the ledger applies for a presented transaction: its purchase, or its revocation when it is signed
-    /// refunded, unless Apple said otherwise later in notifications kept while nobody had presented it. The
-    /// latest word by Apple's signing time decides (at the same instant a notification is later than the
-    /// presented snapshot, and a reversal later than the refund it reverses): a refund or revocation the
-    /// snapshot does not show takes the purchase back; a reversal of the refund the snapshot shows delivers it.
+    /// The ledger events for a presented transaction, by the core's rule (``Delivery/events(forPresented:signedAt:credits:later:)``)
+    /// over Apple's words kept from notifications nobody had presented.
     func events(for fact: TransactionFact, signedAt: Date?, credits: Int64) async throws -> [LedgerEvent] {
         let kept = try await store.notifications(
             environment: configuration.environment, transactionId: fact.transactionId, outcome: .unattributed,
             limit: 50
-        ).filter { $0.transactionId == fact.transactionId && Self.refundTypes.contains($0.type) }
-        let order = { (record: NotificationRecord) in (record.signedDate, record.type == "REFUND_REVERSED" ? 1 : 0) }
-        let latest = kept.max { order($0) < order($1) }
-        guard let latest, signedAt.map({ latest.signedDate >= $0 }) ?? true else {
-            return [fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)]
-        }
-        if latest.type == "REFUND_REVERSED" {
-            var paid = fact
-            paid.revocationDate = nil
-            return [.purchase(paid, credits: credits)]
-        }
-        guard fact.revocationDate == nil else { return [.revocation(fact)] }
-        var revoked = fact
-        revoked.revocationDate = latest.signedDate
-        return [.purchase(fact, credits: credits), .revocation(revoked)]
+        ).filter { $0.transactionId == fact.transactionId }
+        let later = kept.compactMap { Delivery.LaterWord(notificationType: $0.type, signedDate: $0.signedDate) }
+        return Delivery.events(forPresented: fact, signedAt: signedAt, credits: credits, later: later)
     }
 
     // MARK: Helpers

@@ -156,18 +156,11 @@ struct NotificationIntake: Sendable {
     ///
     /// - Returns: Whether the ledger took it (`false` for a product the catalog does not sell or a refusal).
     func deliver(_ fact: TransactionFact, to user: User, source: String, logger: Logger) async throws -> Bool {
-        if fact.revocationDate != nil {
-            return try await applyEvent(.revocation(fact), to: user, source: source, logger: logger) == .applied
-        }
-        guard
-            let credits = try? dependencies.catalog.credits(
-                productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
-        else {
+        guard let event = try? Delivery.event(for: fact, catalog: dependencies.catalog) else {
             logger.warning("a transaction of a product the catalog does not sell: \(fact.productId)")
             return false
         }
-        return try await applyEvent(.purchase(fact, credits: credits), to: user, source: source, logger: logger)
-            == .applied
+        return try await applyEvent(event, to: user, source: source, logger: logger) == .applied
     }
 
     /// Applies one ledger event, counts it and tells the user's event streams.

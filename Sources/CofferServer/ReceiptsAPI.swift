@@ -51,15 +51,15 @@ struct ReceiptsAPI: Sendable {
             guard let fact = Self.fact(purchase) else { continue }
             outcomes.append(
                 ReceiptTransactionOutcome(transactionId: fact.transactionId, productId: fact.productId, outcome: ""))
-            let credits: Int64
+            let event: LedgerEvent
             do {
-                credits = try api.dependencies.catalog.credits(
-                    productId: fact.productId, quantity: fact.quantity, familyShared: false)
+                // The catalog must sell the product, refunded record or not.
+                _ = try api.dependencies.catalog.credits(for: fact)
+                event = try Delivery.event(for: fact, catalog: api.dependencies.catalog)
             } catch {
                 outcomes[outcomes.count - 1].outcome = "unknown-product"
                 continue
             }
-            let event: LedgerEvent = fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)
             requests.append(
                 LedgerRequest(
                     owner: user.id, environment: user.environment, event: event,
@@ -72,14 +72,9 @@ struct ReceiptsAPI: Sendable {
             switch result {
             case .success(let applied):
                 balance = applied.wallet.balance
-                let revoked = request.event.key.kind == .revocation
-                outcomes[index].outcome =
-                    switch (revoked, applied.outcome) {
-                    case (true, _), (false, .revoked): "revoked"
-                    case (false, .applied): "delivered"
-                    case (false, .duplicate), (false, .superseded): "duplicate"
-                    }
-                if applied.outcome == .applied, !revoked { api.dependencies.metrics.delivered(source: "receipt") }
+                let outcome = Delivery.outcome(of: [request.event], ledger: applied.outcome)
+                outcomes[index].outcome = outcome.rawValue
+                if outcome == .delivered { api.dependencies.metrics.delivered(source: "receipt") }
             case .failure(.wrongUser):
                 outcomes[index].outcome = "wrong-user"
             case .failure(let error):
