@@ -216,18 +216,3 @@ struct NotificationIntake: Sendable {
         }
     }
 }
-
-extension TransactionFact {
-    /// The facts of a verified transaction, or `nil` when it lacks its id, product or purchase date.
-    init?(_ transaction: JWSTransactionDecodedPayload) {
-        guard let transactionId = transaction.transactionId, let productId = transaction.productId,
-            let purchaseDate = transaction.purchaseDate
-        else { return nil }
-        self.init(
-            transactionId: transactionId, originalTransactionId: transaction.originalTransactionId,
-            productId: productId, quantity: Int(transaction.quantity ?? 1), purchaseDate: purchaseDate,
-            expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
-            isFamilyShared: transaction.inAppOwnershipType == .familyShared,
-            isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false)
-    }
-}

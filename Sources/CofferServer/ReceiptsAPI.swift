@@ -48,7 +48,7 @@ struct ReceiptsAPI: Sendable {
         var requests: [LedgerRequest] = []
         var pending: [Int] = []  // outcomes waiting for their ledger result, by index
         for purchase in receipt.inAppPurchases {
-            guard let fact = Self.fact(purchase) else { continue }
+            guard let fact = TransactionFact(purchase) else { continue }
             outcomes.append(
                 ReceiptTransactionOutcome(transactionId: fact.transactionId, productId: fact.productId, outcome: ""))
             let event: LedgerEvent
@@ -84,17 +84,5 @@ struct ReceiptsAPI: Sendable {
         return try api.json(
             ReceiptVerifyResponse(
                 transactions: outcomes, balance: balance, entitlements: try await api.entitlements(of: user)))
-    }
-
-    /// The facts of one in-app purchase, or `nil` when it lacks its id, product or date.
-    static func fact(_ purchase: InAppPurchaseReceipt) -> TransactionFact? {
-        guard let transactionId = purchase.transactionId, !transactionId.isEmpty, let productId = purchase.productId,
-            let purchaseDate = purchase.purchaseDate
-        else { return nil }
-        return TransactionFact(
-            transactionId: transactionId, originalTransactionId: purchase.originalTransactionId,
-            productId: productId, quantity: Int(max(1, purchase.quantity ?? 1)), purchaseDate: purchaseDate,
-            expiresDate: purchase.expiresDate, revocationDate: purchase.cancellationDate,
-            isTrial: purchase.isTrialPeriod ?? false)
     }
 }
