@@ -1,0 +1,153 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+extension PostgresStore {
+    /// Adds an admin.
+    public func createAdmin(_ admin: Admin) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO admins (id, name, password_hash, created_at, password_changed_at)
+                    VALUES (\(admin.id.uuidString), \(admin.name), \(admin.passwordHash), \(Millis.from(admin.createdAt)),
+                        \(Millis.from(admin.passwordChangedAt)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("admin \(admin.name)")
+            }
+        }
+    }
+
+    /// The admin with this name.
+    public func admin(name: String) async throws -> Admin? {
+        try await first("SELECT * FROM admins WHERE name = \(name)", Rows.admin)
+    }
+
+    /// Every admin, by name.
+    public func admins() async throws -> [Admin] {
+        try await all("SELECT * FROM admins ORDER BY name", Rows.admin)
+    }
+
+    /// Sets an admin's password hash and ends the admin's sessions.
+    public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
+        try await write { connection in
+            guard
+                let id = try await Self.first(
+                    connection,
+                    """
+                    UPDATE admins SET password_hash = \(passwordHash), password_changed_at = \(Millis.from(at))
+                    WHERE name = \(name) RETURNING id
+                    """, logger: self.logger, { try $0.decode(String.self) })
+            else { return false }
+            try await connection.query("DELETE FROM admin_sessions WHERE admin_id = \(id)", logger: self.logger)
+            return true
+        }
+    }
+
+    /// Stores a new session.
+    public func createSession(_ session: AdminSession) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment, created_at,
+                        expires_at)
+                    VALUES (\(session.tokenHash), \(session.adminId.uuidString), \(session.adminName), \(session.csrfToken),
+                        \(session.environment.rawValue), \(Millis.from(session.createdAt)), \(Millis.from(session.expiresAt)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("session")
+            }
+        }
+    }
+
+    /// The session with this token hash.
+    public func session(tokenHash: String) async throws -> AdminSession? {
+        try await first("SELECT * FROM admin_sessions WHERE token_hash = \(tokenHash)", Rows.session)
+    }
+
+    /// Switches a session's environment.
+    public func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+        try await write { connection in
+            try await connection.query(
+                "UPDATE admin_sessions SET environment = \(environment.rawValue) WHERE token_hash = \(tokenHash)",
+                logger: self.logger)
+        }
+    }
+
+    /// Ends a session.
+    public func deleteSession(tokenHash: String) async throws {
+        try await write { connection in
+            try await connection.query(
+                "DELETE FROM admin_sessions WHERE token_hash = \(tokenHash)", logger: self.logger)
+        }
+    }
+
+    /// Ends sessions that expired before `date`.
+    public func deleteSessions(expiredBefore date: Date) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH deleted AS (DELETE FROM admin_sessions WHERE expires_at < \(Millis.from(date)) RETURNING 1)
+                SELECT count(*) FROM deleted
+                """, logger: self.logger)
+        }
+    }
+
+    /// Adds a request-signing key.
+    public func createAdminKey(_ key: AdminKey) async throws {
+        try await write { connection in
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at)
+                    VALUES (\(key.id), \(key.name), \(key.publicKeyPEM), \(Millis.from(key.createdAt)),
+                        \(key.revokedAt.map(Millis.from)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("key \(key.id)")
+            }
+        }
+    }
+
+    /// The key with this id.
+    public func adminKey(id: String) async throws -> AdminKey? {
+        try await first("SELECT * FROM admin_keys WHERE id = \(id)", Rows.adminKey)
+    }
+
+    /// Every key, oldest first.
+    public func adminKeys() async throws -> [AdminKey] {
+        try await all("SELECT * FROM admin_keys ORDER BY created_at, id", Rows.adminKey)
+    }
+
+    /// Revokes a key.
+    public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
+        try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                UPDATE admin_keys SET revoked_at = \(Millis.from(at)) WHERE id = \(id) AND revoked_at IS NULL
+                RETURNING id
+                """, logger: self.logger)
+        }
+    }
+
+    /// Remembers a signature; `false` when seen before.
+    public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
+        try await write { connection in
+            try await connection.query(
+                "DELETE FROM admin_signatures WHERE seen_at < \(Millis.from(forgetBefore))", logger: self.logger)
+            return try await Self.exists(
+                connection,
+                """
+                INSERT INTO admin_signatures (digest, seen_at) VALUES (\(digest), \(Millis.from(at)))
+                ON CONFLICT (digest) DO NOTHING RETURNING digest
+                """, logger: self.logger)
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+extension PostgresStore {
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
+    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply.
+    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        try await write { connection in
+            var results: [Result<LedgerResult, LedgerError>] = []
+            for request in requests {
+                // The ledger refuses before it writes, so a refusal leaves the batch's other requests untouched.
+                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+                results.append(try await LedgerWriter.apply(request, in: context))
+            }
+            return results
+        }
+    }
+
+    /// A user's wallet (empty for a user with no entries).
+    public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+        try await first(
+            """
+            SELECT w.balance, w.deficit FROM users u JOIN wallets w ON w.user_id = u.id
+            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
+            """
+        ) { row in
+            let (balance, deficit) = try row.decode((Int64, Int64).self)
+            return Wallet(balance: balance, deficit: deficit)
+        } ?? .empty
+    }
+
+    /// A user's ledger entries, oldest first.
+    public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+        try await all(
+            """
+            SELECT * FROM ledger_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            ORDER BY seq
+            """, Rows.entry)
+    }
+
+    /// A user's ledger entries of some kinds, oldest first.
+    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    {
+        guard !kinds.isEmpty else { return [] }
+        return try await all(
+            """
+            SELECT * FROM ledger_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            AND kind = ANY(\(kinds.map(\.rawValue).sorted()))
+            ORDER BY seq
+            """, Rows.entry)
+    }
+
+    /// The receipt of a transaction.
+    public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+        try await first(
+            """
+            SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND transaction_id = \(transactionId)
+            """, Rows.receipt)
+    }
+
+    /// A user's receipts, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+        try await all(
+            """
+            SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            ORDER BY purchase_date, transaction_id COLLATE "C"
+            """, Rows.receipt)
+    }
+
+    /// A user's receipts of the given products, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+        guard !productIds.isEmpty else { return [] }
+        return try await all(
+            """
+            SELECT * FROM receipts WHERE owner = \(owner.uuidString) AND product_id = ANY(\(productIds.sorted()))
+            AND environment = \(environment.rawValue)
+            ORDER BY purchase_date, transaction_id COLLATE "C"
+            """, Rows.receipt)
+    }
+
+    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
+    public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+        try await all(
+            """
+            SELECT * FROM receipts WHERE environment = \(environment.rawValue)
+            AND original_transaction_id = \(originalTransactionId)
+            ORDER BY purchase_date, transaction_id COLLATE "C"
+            """, Rows.receipt)
+    }
+}

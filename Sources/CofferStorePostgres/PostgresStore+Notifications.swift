@@ -1,0 +1,103 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+extension PostgresStore {
+    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
+    public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
+        try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                INSERT INTO notifications (environment, uuid, type, subtype, transaction_id, original_transaction_id,
+                    owner, signed_date, received_at, outcome, source)
+                VALUES (\(record.environment.rawValue), \(record.uuid), \(record.type), \(record.subtype),
+                    \(record.transactionId), \(record.originalTransactionId), \(record.owner?.uuidString),
+                    \(Millis.from(record.signedDate)), \(Millis.from(record.receivedAt)), \(record.outcome.rawValue),
+                    \(record.source))
+                ON CONFLICT (environment, uuid) DO NOTHING RETURNING 1
+                """, logger: self.logger)
+        }
+    }
+
+    /// The notification with this `notificationUUID`.
+    public func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+        try await first(
+            "SELECT * FROM notifications WHERE environment = \(environment.rawValue) AND uuid = \(uuid)",
+            Rows.notification)
+    }
+
+    /// Notifications of an environment, latest received first, optionally about one transaction or with
+    /// one outcome.
+    public func notifications(
+        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    ) async throws -> [NotificationRecord] {
+        try await all(
+            """
+            SELECT * FROM notifications WHERE environment = \(environment.rawValue)
+            AND (\(transactionId)::text IS NULL OR transaction_id = \(transactionId)
+                OR original_transaction_id = \(transactionId))
+            AND (\(outcome?.rawValue)::text IS NULL OR outcome = \(outcome?.rawValue))
+            ORDER BY received_at DESC, seq DESC LIMIT \(max(0, limit))
+            """, Rows.notification)
+    }
+
+    /// Saves a subscription chain's renewal state unless the stored one was signed later.
+    public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
+        try await write { connection in
+            guard
+                try await Self.exists(
+                    connection,
+                    """
+                    SELECT 1 FROM users WHERE id = \(state.owner.uuidString)
+                    AND environment = \(state.environment.rawValue)
+                    """, logger: self.logger)
+            else { throw StoreError.notFound("user \(state.owner)") }
+            return try await Self.exists(
+                connection,
+                """
+                INSERT INTO renewal_states (environment, original_transaction_id, owner, auto_renew_product_id,
+                    auto_renews, in_billing_retry, grace_period_expires_date, signed_date)
+                VALUES (\(state.environment.rawValue), \(state.originalTransactionId), \(state.owner.uuidString),
+                    \(state.autoRenewProductId), \(state.autoRenews), \(state.inBillingRetry),
+                    \(state.gracePeriodExpiresDate.map(Millis.from)), \(Millis.from(state.signedDate)))
+                ON CONFLICT (environment, original_transaction_id) DO UPDATE SET
+                    owner = excluded.owner, auto_renew_product_id = excluded.auto_renew_product_id,
+                    auto_renews = excluded.auto_renews, in_billing_retry = excluded.in_billing_retry,
+                    grace_period_expires_date = excluded.grace_period_expires_date, signed_date = excluded.signed_date
+                WHERE excluded.signed_date >= renewal_states.signed_date
+                RETURNING 1
+                """, logger: self.logger)
+        }
+    }
+
+    /// The renewal states of a user's subscription chains.
+    public func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+        try await all(
+            """
+            SELECT * FROM renewal_states WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            ORDER BY original_transaction_id COLLATE "C"
+            """, Rows.renewalState)
+    }
+
+    /// A named position of a background service.
+    public func cursor(_ name: String, environment: Environment) async throws -> String? {
+        try await first(
+            "SELECT value FROM cursors WHERE environment = \(environment.rawValue) AND name = \(name)"
+        ) { try $0.decode(String.self) }
+    }
+
+    /// Saves a named position.
+    public func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+        try await write { connection in
+            try await connection.query(
+                """
+                INSERT INTO cursors (environment, name, value) VALUES (\(environment.rawValue), \(name), \(value))
+                ON CONFLICT (environment, name) DO UPDATE SET value = excluded.value
+                """, logger: self.logger)
+        }
+    }
+}

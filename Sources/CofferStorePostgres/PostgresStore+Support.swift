@@ -1,0 +1,79 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+
+extension PostgresStore {
+    /// The backups a user's devices and admins wrote, newest first.
+    public func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+        try await all(
+            """
+            SELECT * FROM backup_history WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)
+            ORDER BY seq DESC LIMIT \(max(0, limit))
+            """, Rows.backupHistoryItem)
+    }
+
+    /// The dashboard's figures for an environment.
+    public func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+        let start = DashboardFigures.windowStart(days: days, endingAt: now)
+        let env = environment.rawValue
+        let since = Millis.from(start)
+        return try await read { connection in
+            let totals = try await Self.first(
+                connection,
+                """
+                SELECT
+                    (SELECT count(*) FROM users WHERE environment = \(env)) AS users,
+                    (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NULL) AS pending,
+                    (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
+                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL) AS purchases,
+                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND revoked_at IS NOT NULL
+                        AND (reversed_at IS NULL OR revoked_at > reversed_at)) AS refunds,
+                    (SELECT count(*) FROM wallets w JOIN users u ON u.id = w.user_id
+                        WHERE u.environment = \(env) AND w.deficit > 0) AS in_deficit,
+                    (SELECT COALESCE(SUM(w.deficit), 0)::BIGINT FROM wallets w JOIN users u ON u.id = w.user_id
+                        WHERE u.environment = \(env) AND w.deficit > 0) AS deficit
+                """, logger: self.logger
+            ) { row -> [Int64] in
+                let row = row.makeRandomAccess()
+                return try ["users", "pending", "claimed", "purchases", "refunds", "in_deficit", "deficit"].map {
+                    try Rows.value(row, $0, as: Int64.self)
+                }
+            }
+            guard let totals else { throw StoreError.storage("no dashboard row") }
+            var purchases: [Int64: Int] = [:]
+            var refunds: [Int64: Int] = [:]
+            let rows = try await connection.query(
+                """
+                SELECT 'p' AS kind, delivered_at / 86400000 AS day, count(*) AS n FROM receipts
+                WHERE environment = \(env) AND delivered_at >= \(since) GROUP BY day
+                UNION ALL
+                SELECT 'r' AS kind, revoked_at / 86400000 AS day, count(*) AS n FROM receipts
+                WHERE environment = \(env) AND revoked_at >= \(since)
+                    AND (reversed_at IS NULL OR revoked_at > reversed_at) GROUP BY day
+                """, logger: self.logger)
+            for try await (kind, day, n) in rows.decode((String, Int64, Int64).self) {
+                if kind == "p" { purchases[day] = Int(n) } else { refunds[day] = Int(n) }
+            }
+            return DashboardFigures(
+                users: Int(totals[0]), pendingGrants: Int(totals[1]), claimedGrants: Int(totals[2]),
+                purchases: Int(totals[3]), refunds: Int(totals[4]), usersInDeficit: Int(totals[5]),
+                outstandingDeficit: totals[6],
+                days: DashboardFigures.fill(days: days, from: start, purchases: purchases, refunds: refunds))
+        }
+    }
+
+    /// Deletes every grant of an environment.
+    public func deleteGrants(environment: Environment) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH deleted AS (DELETE FROM grants WHERE environment = \(environment.rawValue) RETURNING 1)
+                SELECT count(*) FROM deleted
+                """, logger: self.logger)
+        }
+    }
+}

@@ -1,0 +1,161 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// Adds an admin.
+    public func createAdmin(_ admin: Admin) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO admins (id, name, password_hash, created_at, password_changed_at)
+                        VALUES (?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
+                        Millis.from(admin.passwordChangedAt),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("admin \(admin.name)")
+            }
+        }
+    }
+
+    /// The admin with this name.
+    public func admin(name: String) async throws -> Admin? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM admins WHERE name = ?", arguments: [name]).map(Self.admin)
+        }
+    }
+
+    /// Every admin, by name.
+    public func admins() async throws -> [Admin] {
+        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM admins ORDER BY name").map(Self.admin) }
+    }
+
+    /// Sets an admin's password hash and ends the admin's sessions.
+    public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
+        try await write { db in
+            guard let id = try String.fetchOne(db, sql: "SELECT id FROM admins WHERE name = ?", arguments: [name])
+            else { return false }
+            try db.execute(
+                sql: "UPDATE admins SET password_hash = ?, password_changed_at = ? WHERE id = ?",
+                arguments: [passwordHash, Millis.from(at), id])
+            try db.execute(sql: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [id])
+            return true
+        }
+    }
+
+    /// Stores a new session.
+    public func createSession(_ session: AdminSession) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment,
+                            created_at, expires_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        session.tokenHash, session.adminId.uuidString, session.adminName, session.csrfToken,
+                        session.environment.rawValue, Millis.from(session.createdAt), Millis.from(session.expiresAt),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("session")
+            }
+        }
+    }
+
+    /// The session with this token hash.
+    public func session(tokenHash: String) async throws -> AdminSession? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
+                .map { row in
+                    AdminSession(
+                        tokenHash: row["token_hash"], adminId: try RowValue.uuid(row, "admin_id"),
+                        adminName: row["admin_name"], csrfToken: row["csrf_token"],
+                        environment: try RowValue.environment(row), createdAt: Millis.date(row["created_at"]),
+                        expiresAt: Millis.date(row["expires_at"]))
+                }
+        }
+    }
+
+    /// Switches a session's environment.
+    public func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE admin_sessions SET environment = ? WHERE token_hash = ?",
+                arguments: [environment.rawValue, tokenHash])
+        }
+    }
+
+    /// Ends a session.
+    public func deleteSession(tokenHash: String) async throws {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
+        }
+    }
+
+    /// Ends sessions that expired before `date`.
+    public func deleteSessions(expiredBefore date: Date) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM admin_sessions WHERE expires_at < ?", arguments: [Millis.from(date)])
+            return db.changesCount
+        }
+    }
+
+    /// Adds a request-signing key.
+    public func createAdminKey(_ key: AdminKey) async throws {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        key.id, key.name, key.publicKeyPEM, Millis.from(key.createdAt), key.revokedAt.map(Millis.from),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("key \(key.id)")
+            }
+        }
+    }
+
+    /// The key with this id.
+    public func adminKey(id: String) async throws -> AdminKey? {
+        try await read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM admin_keys WHERE id = ?", arguments: [id]).map(Self.adminKey)
+        }
+    }
+
+    /// Every key, oldest first.
+    public func adminKeys() async throws -> [AdminKey] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM admin_keys ORDER BY created_at, id").map(Self.adminKey)
+        }
+    }
+
+    /// Revokes a key.
+    public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                arguments: [Millis.from(at), id])
+            return db.changesCount == 1
+        }
+    }
+
+    /// Remembers a signature; `false` when seen before.
+    public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM admin_signatures WHERE seen_at < ?", arguments: [Millis.from(forgetBefore)])
+            try db.execute(
+                sql: "INSERT INTO admin_signatures (digest, seen_at) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+                arguments: [digest, Millis.from(at)])
+            return db.changesCount == 1
+        }
+    }
+}

@@ -1,0 +1,63 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// A user's backup.
+    public func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+        try await read { db in try Self.backup(db, owner: owner, environment: environment) }
+    }
+
+    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
+    public func saveBackup(
+        owner: UUID,
+        environment: Environment,
+        value: Int64,
+        precondition: BackupPrecondition,
+        writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult {
+        try await write { db in
+            guard try Self.userExists(db, id: owner, environment: environment) else {
+                throw StoreError.notFound("user \(owner)")
+            }
+            let current = try Self.backup(db, owner: owner, environment: environment)
+            guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
+                return .conflict(current: current)
+            }
+            let (kind, name) = Self.columns(record.writer)
+            try db.execute(
+                sql: """
+                    INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
+                        version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
+                    """,
+                arguments: [
+                    owner.uuidString, environment.rawValue, value, Millis.from(at), record.version, kind, name,
+                ])
+            try db.execute(
+                sql: """
+                    INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
+                        writer_kind, writer_name)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    owner.uuidString, environment.rawValue, value, current?.value, Millis.from(at), record.version,
+                    kind, name,
+                ])
+            try db.execute(
+                sql: """
+                    DELETE FROM backup_history WHERE owner = ? AND environment = ? AND seq <= (
+                        SELECT seq FROM backup_history WHERE owner = ? AND environment = ?
+                        ORDER BY seq DESC LIMIT 1 OFFSET ?)
+                    """,
+                arguments: [
+                    owner.uuidString, environment.rawValue, owner.uuidString, environment.rawValue,
+                    BackupHistoryItem.kept,
+                ])
+            return .saved(record)
+        }
+    }
+}

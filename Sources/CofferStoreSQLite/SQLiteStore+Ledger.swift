@@ -1,0 +1,100 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
+    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        try await write { db in
+            var context = SQLiteLedgerContext(db: db)
+            return try requests.map { try LedgerWriter.apply($0, in: &context) }
+        }
+    }
+
+    /// A user's wallet (empty for a user with no entries).
+    public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+        try await read { db in
+            try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
+        }
+    }
+
+    /// A user's ledger entries, oldest first.
+    public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? ORDER BY seq",
+                arguments: [environment.rawValue, owner.uuidString]
+            ).map(SQLiteLedgerContext.entry)
+        }
+    }
+
+    /// A user's ledger entries of some kinds, oldest first.
+    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    {
+        guard !kinds.isEmpty else { return [] }
+        let names = kinds.map(\.rawValue).sorted()
+        return try await read { db in
+            let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? AND kind IN (\(marks))
+                    ORDER BY seq
+                    """,
+                arguments: StatementArguments([environment.rawValue, owner.uuidString] + names)
+            ).map(SQLiteLedgerContext.entry)
+        }
+    }
+
+    /// The receipt of a transaction.
+    public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+        try await read { db in
+            try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
+        }
+    }
+
+    /// A user's receipts, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql:
+                    "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
+                arguments: [environment.rawValue, owner.uuidString]
+            ).map(SQLiteLedgerContext.receipt)
+        }
+    }
+
+    /// A user's receipts of the given products, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+        guard !productIds.isEmpty else { return [] }
+        let products = productIds.sorted()
+        return try await read { db in
+            let marks = Array(repeating: "?", count: products.count).joined(separator: ", ")
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM receipts WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
+                    ORDER BY purchase_date, transaction_id
+                    """,
+                arguments: StatementArguments([owner.uuidString] + products + [environment.rawValue])
+            ).map(SQLiteLedgerContext.receipt)
+        }
+    }
+
+    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
+    public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM receipts WHERE environment = ? AND original_transaction_id = ?
+                    ORDER BY purchase_date, transaction_id
+                    """,
+                arguments: [environment.rawValue, originalTransactionId]
+            ).map(SQLiteLedgerContext.receipt)
+        }
+    }
+}

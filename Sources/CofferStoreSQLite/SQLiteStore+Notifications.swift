@@ -1,0 +1,130 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
+    public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO notifications (environment, uuid, type, subtype, transaction_id,
+                        original_transaction_id, owner, signed_date, received_at, outcome, source)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (environment, uuid) DO NOTHING
+                    """,
+                arguments: [
+                    record.environment.rawValue, record.uuid, record.type, record.subtype, record.transactionId,
+                    record.originalTransactionId, record.owner?.uuidString, Millis.from(record.signedDate),
+                    Millis.from(record.receivedAt), record.outcome.rawValue, record.source,
+                ])
+            return db.changesCount > 0
+        }
+    }
+
+    /// The notification with this `notificationUUID`.
+    public func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+        try await read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT * FROM notifications WHERE environment = ? AND uuid = ?",
+                arguments: [environment.rawValue, uuid]
+            ).map(Self.notification)
+        }
+    }
+
+    /// Notifications of an environment, latest received first, optionally about one transaction or with
+    /// one outcome.
+    public func notifications(
+        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    ) async throws -> [NotificationRecord] {
+        try await read { db in
+            var sql = "SELECT * FROM notifications WHERE environment = ?"
+            var arguments: StatementArguments = [environment.rawValue]
+            if let transactionId {
+                sql += " AND (transaction_id = ? OR original_transaction_id = ?)"
+                arguments += [transactionId, transactionId]
+            }
+            if let outcome {
+                sql += " AND outcome = ?"
+                arguments += [outcome.rawValue]
+            }
+            sql += " ORDER BY received_at DESC, seq DESC LIMIT ?"
+            arguments += [max(0, limit)]
+            // A few shapes of this query run on every delivery: compiled once each.
+            return try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(Self.notification)
+        }
+    }
+
+    /// Saves a subscription chain's renewal state unless the stored one was signed later.
+    public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
+        try await write { db in
+            guard try Self.userExists(db, id: state.owner, environment: state.environment) else {
+                throw StoreError.notFound("user \(state.owner)")
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO renewal_states (environment, original_transaction_id, owner, auto_renew_product_id,
+                        auto_renews, in_billing_retry, grace_period_expires_date, signed_date)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (environment, original_transaction_id) DO UPDATE SET
+                        owner = excluded.owner, auto_renew_product_id = excluded.auto_renew_product_id,
+                        auto_renews = excluded.auto_renews, in_billing_retry = excluded.in_billing_retry,
+                        grace_period_expires_date = excluded.grace_period_expires_date,
+                        signed_date = excluded.signed_date
+                    WHERE excluded.signed_date >= renewal_states.signed_date
+                    """,
+                arguments: [
+                    state.environment.rawValue, state.originalTransactionId, state.owner.uuidString,
+                    state.autoRenewProductId, state.autoRenews, state.inBillingRetry,
+                    state.gracePeriodExpiresDate.map(Millis.from), Millis.from(state.signedDate),
+                ])
+            return db.changesCount > 0
+        }
+    }
+
+    /// The renewal states of a user's subscription chains.
+    public func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM renewal_states WHERE environment = ? AND owner = ?
+                    ORDER BY original_transaction_id
+                    """,
+                arguments: [environment.rawValue, owner.uuidString]
+            ).map { row in
+                RenewalState(
+                    originalTransactionId: row["original_transaction_id"],
+                    environment: try RowValue.environment(row),
+                    owner: try RowValue.uuid(row, "owner"),
+                    autoRenewProductId: row["auto_renew_product_id"],
+                    autoRenews: row["auto_renews"],
+                    inBillingRetry: row["in_billing_retry"],
+                    gracePeriodExpiresDate: (row["grace_period_expires_date"] as Int64?).map(Millis.date),
+                    signedDate: Millis.date(row["signed_date"]))
+            }
+        }
+    }
+
+    /// A named position of a background service.
+    public func cursor(_ name: String, environment: Environment) async throws -> String? {
+        try await read { db in
+            try String.fetchOne(
+                db, sql: "SELECT value FROM cursors WHERE environment = ? AND name = ?",
+                arguments: [environment.rawValue, name])
+        }
+    }
+
+    /// Saves a named position.
+    public func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO cursors (environment, name, value) VALUES (?, ?, ?)
+                    ON CONFLICT (environment, name) DO UPDATE SET value = excluded.value
+                    """,
+                arguments: [environment.rawValue, name, value])
+        }
+    }
+}

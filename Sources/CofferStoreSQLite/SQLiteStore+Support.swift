@@ -1,0 +1,76 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// The backups a user's devices and admins wrote, newest first.
+    public func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM backup_history WHERE owner = ? AND environment = ? ORDER BY seq DESC LIMIT ?",
+                arguments: [owner.uuidString, environment.rawValue, max(0, limit)]
+            ).map { row in
+                let name: String = row["writer_name"]
+                let writer: BackupWriter = (row["writer_kind"] as String) == "admin" ? .admin(name) : .device(name)
+                return BackupHistoryItem(
+                    record: BackupRecord(
+                        value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"],
+                        writer: writer),
+                    previousValue: row["previous_value"])
+            }
+        }
+    }
+
+    /// The dashboard's figures for an environment.
+    public func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+        let start = DashboardFigures.windowStart(days: days, endingAt: now)
+        return try await read { db in
+            let env = environment.rawValue
+            func count(_ sql: String) throws -> Int { try Int.fetchOne(db, sql: sql, arguments: [env]) ?? 0 }
+            func perDay(_ column: String, _ filter: String) throws -> [Int64: Int] {
+                let rows = try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT \(column) / 86400000 AS day, COUNT(*) AS n FROM receipts
+                        WHERE environment = ? AND \(column) >= ? \(filter) GROUP BY day
+                        """,
+                    arguments: [env, Millis.from(start)])
+                return Dictionary(uniqueKeysWithValues: rows.map { (($0["day"] as Int64), ($0["n"] as Int)) })
+            }
+            let deficit = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT COUNT(*) AS n, COALESCE(SUM(w.deficit), 0) AS total FROM wallets w
+                    JOIN users u ON u.id = w.user_id WHERE u.environment = ? AND w.deficit > 0
+                    """,
+                arguments: [env])
+            return DashboardFigures(
+                users: try count("SELECT COUNT(*) FROM users WHERE environment = ?"),
+                pendingGrants: try count(
+                    "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NULL"),
+                claimedGrants: try count(
+                    "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NOT NULL"),
+                purchases: try count(
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"),
+                refunds: try count(
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND revoked_at IS NOT NULL"
+                        + " AND (reversed_at IS NULL OR revoked_at > reversed_at)"
+                ),
+                usersInDeficit: deficit?["n"] ?? 0,
+                outstandingDeficit: deficit?["total"] ?? 0,
+                days: DashboardFigures.fill(
+                    days: days, from: start, purchases: try perDay("delivered_at", ""),
+                    refunds: try perDay("revoked_at", "AND (reversed_at IS NULL OR revoked_at > reversed_at)")))
+        }
+    }
+
+    /// Deletes every grant of an environment.
+    public func deleteGrants(environment: Environment) async throws -> Int {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM grants WHERE environment = ?", arguments: [environment.rawValue])
+            return db.changesCount
+        }
+    }
+}
