@@ -1,0 +1,164 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import CofferStoreKit
+import CofferStoreSQLite
+import Foundation
+
+extension CofferSDK {
+    /// Handles StoreKit's updates (renewals, Ask to Buy approvals, refunds, purchases on other devices) until
+    /// the calling task is cancelled. A transaction that cannot be handled now stays unfinished with Apple
+    /// and comes back on the next launch; the last failure is kept in ``lastUpdateFailure``.
+    public func processUpdates() async {
+        let updates = await storeKit.updates()
+        isListening = true
+        defer { isListening = false }
+        for await transaction in updates {
+            do {
+                try await handle(transaction)
+                _ = try await refreshEntitlements()
+            } catch {
+                lastUpdateFailure = "\(transaction.id): \(error)"
+            }
+        }
+    }
+
+    /// The entitlements now, by the core's rules over every transaction StoreKit reports for the account: the
+    /// latest transaction of each product counts, refunds and revocations clear what is no longer paid,
+    /// subscriptions lapse, paid periods build loyalty. Kept on disk, so the next launch shows them before
+    /// StoreKit answers (``cachedEntitlements()``), and sent to ``entitlementUpdates()``.
+    @discardableResult
+    public func refreshEntitlements() async throws -> EntitlementState {
+        let facts = await storeKit.all().map(Self.fact)
+        let entitlements = Entitlements.evaluate(facts, catalog: configuration.catalog, at: now())
+        let names = entitlements.names
+        try state.set("entitlements", names.joined(separator: "\n"))
+        if names != lastPublished {
+            lastPublished = names
+            for continuation in watchers.values { continuation.yield(names) }
+        }
+        return entitlements
+    }
+
+    /// The refund check: every refunded or revoked transaction StoreKit reports is taken back once, whether
+    /// or not its update was heard: in the device wallet by the local ledger (which knows what it took), in
+    /// the server wallet by posting it to the server (which takes it back once and says `revoked`).
+    ///
+    /// - Returns: How many were taken back now.
+    @discardableResult
+    public func refundCheck() async throws -> Int {
+        var count = 0
+        for transaction in await storeKit.all() where transaction.revocationDate != nil {
+            switch configuration.wallet {
+            case .device:
+                let receipt = try await ledger.receipt(
+                    transactionId: transaction.id, environment: configuration.environment)
+                guard let receipt, receipt.revokedAt == nil else { continue }
+            case .server:
+                guard try state.outcome(id: transaction.id) != TransactionOutcome.revoked.rawValue else { continue }
+            }
+            if try await handle(transaction) { count += 1 }
+        }
+        return count
+    }
+
+    /// The entitlements as last computed, for the first frame after launch (so a gate does not flash).
+    public func cachedEntitlements() throws -> [String] {
+        guard let text = try state.value("entitlements"), !text.isEmpty else { return [] }
+        return text.split(separator: "\n").map(String.init)
+    }
+
+    /// The entitlements each time they change, starting with the cached ones: an observable value for the UI.
+    public func entitlementUpdates() throws -> AsyncStream<[String]> {
+        let (stream, continuation) = AsyncStream.makeStream(of: [String].self)
+        let id = UUID()
+        watchers[id] = continuation
+        continuation.yield(try lastPublished ?? cachedEntitlements())
+        continuation.onTermination = { _ in Task { await self.stopWatching(id) } }
+        return stream
+    }
+
+    func stopWatching(_ id: UUID) { watchers[id] = nil }
+
+    /// One line of the purchase history a Settings screen shows.
+    public struct HistoryItem: Sendable, Equatable {
+        /// The transaction.
+        public var transactionId: String
+        /// The product.
+        public var productId: String
+        /// When it was bought.
+        public var purchaseDate: Date
+        /// Credits it delivered (0 for what only unlocks something).
+        public var credits: Int64
+        /// `delivered`, `refunded`, `waiting` (not yet delivered), `not delivered` (finished elsewhere) or
+        /// `another device` (bought by the app on another of the customer's devices, another user: delivered
+        /// there).
+        public var status: String
+    }
+
+    /// Every transaction of the account, newest first, with what it delivered here.
+    public func history() async throws -> [HistoryItem] {
+        _ = try await localUser()
+        let unfinished = Set(await storeKit.unfinished().map(\.id))
+        var items: [HistoryItem] = []
+        for transaction in await storeKit.all() {
+            let receipt = try await ledger.receipt(
+                transactionId: transaction.id, environment: configuration.environment)
+            let serverCredits = try state.credits(id: transaction.id)
+            var credits = receipt?.deliveredCredits ?? serverCredits ?? 0
+            let status: String
+            if try await boughtByAnotherUser(transaction) || state.outcome(id: transaction.id) == Self.wrongUser {
+                status = "another device"
+                credits = 0
+            } else if transaction.revocationDate != nil {
+                status = "refunded"
+            } else if receipt?.deliveredAt != nil || serverCredits != nil {
+                status = "delivered"
+            } else {
+                status = unfinished.contains(transaction.id) ? "waiting" : "not delivered"
+            }
+            items.append(
+                HistoryItem(
+                    transactionId: transaction.id, productId: transaction.productId,
+                    purchaseDate: transaction.purchaseDate, credits: credits, status: status))
+        }
+        return items.sorted { ($0.purchaseDate, $0.transactionId) > ($1.purchaseDate, $1.transactionId) }
+    }
+
+    /// "Verify Purchases": unfinished transactions are delivered now (Apple says they were never fulfilled);
+    /// ones delivered but left unfinished are finished; finished ones this device has no record of are
+    /// reported as could-not-be-verified (contact support with the Support ID). What the app bought on
+    /// another of the customer's devices (another user) is that install's to deliver and is left out.
+    public func verifyPurchases() async throws -> [ReconciliationItem] {
+        let user = try await localUser()
+        let unfinished = Set(await storeKit.unfinished().map(\.id))
+        var all: [StoreTransaction] = []
+        for transaction in await storeKit.all() where try await !boughtByAnotherUser(transaction) {
+            all.append(transaction)
+        }
+        var recorded = Set<String>()
+        for transaction in all {
+            switch configuration.wallet {
+            case .device:
+                if try await ledger.receipt(transactionId: transaction.id, environment: configuration.environment)?
+                    .owner == user.id
+                {
+                    recorded.insert(transaction.id)
+                }
+            case .server:
+                if try state.credits(id: transaction.id) != nil { recorded.insert(transaction.id) }
+            }
+        }
+        let items = Reconciliation.classify(
+            all.map {
+                DeviceTransaction(
+                    transactionId: $0.id, productId: $0.productId, isFinished: !unfinished.contains($0.id))
+            }, recorded: recorded)
+        for item in items where item.verdict == .deliverNow || item.verdict == .finishOnly {
+            if let transaction = all.first(where: { $0.id == item.transaction.transactionId }) {
+                try await handle(transaction)
+            }
+        }
+        return items
+    }
+}

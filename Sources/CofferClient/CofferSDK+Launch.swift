@@ -1,0 +1,154 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import CofferStoreKit
+import CofferStoreSQLite
+import Foundation
+
+extension CofferSDK {
+    /// What ``launch()`` found and did.
+    public struct LaunchReport: Sendable, Equatable {
+        /// Unfinished transactions delivered (or found delivered) and finished.
+        public var recovered: [String]
+        /// Transactions posted to the server from the outbox.
+        public var posted: Int
+        /// Purchases that were in flight when the app last died.
+        public var interrupted: Int
+        /// Changes from the server's mailbox applied now (device wallet).
+        public var adjusted: Int
+        /// Credits granted by support and picked up now.
+        public var granted: Int64
+        /// Whether the server could not be reached (what needs it is retried on the next launch).
+        public var offline: Bool
+        /// Unfinished transactions the ledger refused, with why (left unfinished; support can look).
+        public var refused: [String]
+        /// Unfinished transactions another install of the app bought on this Apple account (their account
+        /// token names another user): left for that install to deliver and finish.
+        public var otherUsers: [String]
+    }
+
+    /// Starts the SDK: finds (or creates) the user; in the device wallet takes the server's backup when the
+    /// backup rule says so (a fresh install, an admin edit); recovers what a dead process left; posts the
+    /// outbox; applies the mailbox and grants; backs the balance up. Without the server it still recovers
+    /// locally and says it was offline.
+    @discardableResult
+    public func launch() async throws -> LaunchReport {
+        _ = try await localUser()
+        // Steps that need the server are left for the next launch when it is out of reach.
+        var offline = false
+        if configuration.wallet == .device {
+            do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
+        }
+        let interrupted = try state.interruptStartedIntents()
+        var recovered: [String] = []
+        var refused: [String] = []
+        var otherUsers: [String] = []
+        for transaction in await storeKit.unfinished() {
+            if try await boughtByAnotherUser(transaction) {
+                otherUsers.append(transaction.id)
+                continue
+            }
+            do {
+                if try await handle(transaction) { recovered.append(transaction.id) }
+            } catch let error as LedgerError {
+                // One transaction the ledger refuses (a product this catalog does not sell) must not stop
+                // the launch; it stays unfinished and is reported.
+                refused.append("\(transaction.id): \(error)")
+            }
+        }
+        let caughtUp = try await enteredForeground()
+        return LaunchReport(
+            recovered: recovered, posted: caughtUp.posted, interrupted: interrupted, adjusted: caughtUp.adjusted,
+            granted: caughtUp.granted, offline: offline || caughtUp.offline, refused: refused,
+            otherUsers: otherUsers)
+    }
+
+    /// What ``enteredForeground()`` picked up.
+    public struct CatchUp: Sendable, Equatable {
+        /// Transactions posted to the server from the outbox.
+        public var posted: Int
+        /// Changes from the server's mailbox applied now (device wallet).
+        public var adjusted: Int
+        /// Credits granted by support and picked up now.
+        public var granted: Int64
+        /// Refunds StoreKit reports that were taken back now.
+        public var refunded: Int
+        /// Whether the server could not be reached.
+        public var offline: Bool
+    }
+
+    /// The app came to the foreground (and the end of ``launch()``): posts the outbox, applies the mailbox and
+    /// support's grants, runs the refund check, refreshes the entitlements and backs the balance up. Call it
+    /// from the scene's `.active` phase.
+    @discardableResult
+    public func enteredForeground() async throws -> CatchUp {
+        let posted = try await postOutbox()
+        var offline = false
+        var adjusted = 0
+        var granted: Int64 = 0
+        do { adjusted = try await applyMailbox() } catch ServerClientError.transport { offline = true }
+        do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
+        let refunded = try await refundCheck()
+        try await refreshEntitlements()
+        if configuration.wallet == .device {
+            do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
+        }
+        return CatchUp(posted: posted, adjusted: adjusted, granted: granted, refunded: refunded, offline: offline)
+    }
+
+    /// The app went to the background: backs the balance up now (device wallet), so what changed since the
+    /// last backup survives the app being deleted. Call it from the scene's `.background` phase. A failure
+    /// is kept in ``lastBackupFailure`` and retried by the next backup.
+    public func enteredBackground() async {
+        await backUpNow()
+    }
+
+    /// Keeps the server in step while the app runs: every `interval` (5 minutes unless told otherwise) posts
+    /// what the outbox still holds and backs the balance up, until the calling task is cancelled. Failures
+    /// are kept in ``lastBackupFailure`` and retried at the next tick.
+    public func runBackups(every interval: Duration = .seconds(300)) async {
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: interval) } catch { return }
+            _ = try? await postOutbox()
+            await backUpNow()
+        }
+    }
+
+    func backUpNow() async {
+        guard configuration.wallet == .device else { return }
+        do {
+            _ = try await syncBackup()
+            lastBackupFailure = nil
+        } catch {
+            lastBackupFailure = "\(error)"
+        }
+    }
+
+    /// The user: from the credential store (which survives reinstalls), else a new one from the server.
+    func localUser() async throws -> User {
+        if let user { return user }
+        let identity: DeviceIdentity
+        if let stored = try credentialStore.load() {
+            identity = stored
+        } else {
+            identity = DeviceIdentity(credentials: try await server.createUser())
+            try credentialStore.save(identity)
+        }
+        self.identity = identity
+        let credentials = identity.credentials
+        guard let supportId = SupportID(credentials.supportId) else {
+            throw SDKError.corrupt("the stored Support ID \(credentials.supportId) is not valid")
+        }
+        let local: User
+        if let found = try await ledger.user(supportId: supportId, environment: configuration.environment) {
+            local = found
+        } else {
+            local = User(
+                environment: configuration.environment, supportId: supportId, tokenHash: "device:" + supportId.rawValue,
+                appAccountToken: credentials.appAccountToken, createdAt: now())
+            try await ledger.createUser(local)
+        }
+        user = local
+        return local
+    }
+}

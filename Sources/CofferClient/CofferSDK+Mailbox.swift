@@ -1,0 +1,209 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import CofferStoreKit
+import CofferStoreSQLite
+import Foundation
+
+extension CofferSDK {
+    /// Picks up support's grants: each is applied once (its key is kept with the identity, so not even a
+    /// server that lists it again, or a reinstall, applies it twice), then claimed.
+    ///
+    /// - Returns: The credits added.
+    @discardableResult
+    public func refreshGrants() async throws -> Int64 {
+        let user = try await localUser()
+        let token = try await credentials().token
+        var added: Int64 = 0
+        for grant in try await server.pendingGrants(token: token) {
+            let id = grant.id.uuidString.lowercased()
+            let key = "grant:" + id
+            if configuration.wallet == .device, try !applied(key) {
+                let result = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment,
+                        event: .grant(id: id, credits: grant.credits, reason: grant.reason),
+                        policy: configuration.deficitPolicy, at: now()))
+                if result.outcome == .applied { added += grant.credits }
+                try crashAfter(.grantApplied)
+                try remember(key)
+                try crashAfter(.grantRemembered)
+            }
+            let claimed = try await server.claim(grant: grant.id, token: token)
+            if configuration.wallet == .server, claimed.grant.claimedAt != nil { added += grant.credits }
+            try crashAfter(.grantClaimed)
+        }
+        return added
+    }
+
+    /// Applies the device wallet's mailbox: refunds, revocations and reversals the server learned from Apple,
+    /// and admin edits, each once by its key. A refund of a purchase this install delivered takes back what
+    /// it delivered (a deficit for what was spent); one this install never saw (bought before a reinstall)
+    /// takes back what the balance allows.
+    ///
+    /// - Returns: How many were applied now.
+    @discardableResult
+    public func applyMailbox() async throws -> Int {
+        guard configuration.wallet == .device else { return 0 }
+        let user = try await localUser()
+        var count = 0
+        for item in try await server.adjustments(token: try await credentials().token) where try !applied(item.key) {
+            var receipt: Receipt?
+            if let id = item.transactionId {
+                receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment)
+            }
+            let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
+            var event: LedgerEvent?
+            switch (item.kind, receipt) {
+            case ("revocation", let receipt?):
+                var fact = receipt.transaction
+                fact.revocationDate = fact.revocationDate ?? item.createdAt
+                event = .revocation(fact)
+            case ("reversal", let receipt?) where receipt.isRevoked:
+                // Dated as the server applied it (after the refund it reverses, by Apple's dates), not by this
+                // device's clock, so a later refund in the same mailbox still takes back.
+                event = .reversal(receipt.transaction, at: item.createdAt)
+            default:
+                let delta = item.amount < 0 ? max(item.amount, -wallet.balance) : item.amount
+                if delta != 0 { event = .adjustment(id: item.key, delta: delta, reason: item.reason ?? item.kind) }
+            }
+            if let event {
+                _ = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment, event: event,
+                        policy: configuration.deficitPolicy, at: now()))
+            }
+            if case .reversal(var fact, _) = event, receipt?.deliveredCredits == nil {
+                // Refunded before it was ever delivered, and now paid again: deliver it (once, by its key).
+                fact.revocationDate = nil
+                let credits = try configuration.catalog.credits(for: fact)
+                _ = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment,
+                        event: .purchase(fact, credits: credits),
+                        policy: configuration.deficitPolicy, at: now()))
+            }
+            try crashAfter(.adjustmentApplied)
+            try remember(item.key)
+            try crashAfter(.adjustmentRemembered)
+            count += 1
+        }
+        return count
+    }
+
+    /// Backs the device wallet's balance up, or takes the server's value, by the backup rule: a fresh install
+    /// with the default balance restores a higher backup; an admin edit newer than this device's last backup
+    /// is accepted; otherwise the device's value is written (with its version, retried on a conflict).
+    /// One sync runs at a time (the periodic backup, a purchase and an event may ask at once); a caller that
+    /// finds one running waits for it and then runs its own, so its own change is backed up.
+    @discardableResult
+    public func syncBackup() async throws -> BackupDecision {
+        guard configuration.wallet == .device else { return .upToDate }
+        // Each sync in flight is waited for once: a finished one stays recorded until its caller resumes, and
+        // waiting on it again would spin on the actor.
+        var waited: Task<BackupDecision, any Error>?
+        while let running = backupInFlight, running != waited {
+            waited = running
+            _ = try? await running.value
+        }
+        let task = Task { try await self.syncBackupOnce() }
+        backupInFlight = task
+        defer { if backupInFlight == task { backupInFlight = nil } }
+        return try await task.value
+    }
+
+    func syncBackupOnce() async throws -> BackupDecision {
+        let user = try await localUser()
+        let token = try await credentials().token
+        for _ in 0..<3 {
+            let local = try await ledger.wallet(owner: user.id, environment: configuration.environment).balance
+            let remote = try await server.backup(token: token)
+            let record = remote.map {
+                BackupRecord(
+                    value: $0.value, lastUpdated: $0.lastUpdated, version: $0.version,
+                    writer: $0.writer == "admin" ? .admin("") : .device(""))
+            }
+            let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
+                Date.init(timeIntervalSince1970:))
+            // The restore rule is for a fresh install: a device that has backed up or has ledger entries can
+            // reach the default balance (0) by spending or a refund, and must not "restore" then. A default
+            // no balance can equal (-1) keeps the rule's other two branches for it.
+            var fresh = lastBackupAt == nil
+            if fresh {
+                fresh = try await ledger.entries(owner: user.id, environment: configuration.environment).isEmpty
+            }
+            let decision = BackupRule.decide(
+                localBalance: local, defaultBalance: fresh ? 0 : -1, lastBackupAt: lastBackupAt,
+                lastVersion: try state.value("lastBackupVersion").flatMap(Int64.init), server: record)
+            switch decision {
+            case .restore(let value), .acceptServer(let value):
+                guard let remote else { return decision }
+                if value != local {
+                    _ = try await ledger.apply(
+                        LedgerRequest(
+                            owner: user.id, environment: configuration.environment,
+                            event: .adjustment(
+                                id: "backup:\(remote.version)", delta: value - local,
+                                reason: remote.writer == "admin" ? "admin edit" : "restored from backup"),
+                            at: now()))
+                }
+                try crashAfter(.backupTaken)
+                try rememberBackup(remote)
+                return decision
+            case .upToDate:
+                if let remote { try rememberBackup(remote) }
+                return decision
+            case .push(let value):
+                do {
+                    let written = try await server.saveBackup(
+                        value: value, device: configuration.deviceName, version: remote?.version, token: token)
+                    try crashAfter(.backupPushed)
+                    try rememberBackup(written)
+                    return decision
+                } catch ServerClientError.refused(412, _, _) {
+                    continue  // Another device wrote first: decide again with its record.
+                }
+            }
+        }
+        throw SDKError.conflict("the backup kept changing under this device")
+    }
+
+    /// Keeps which record of the server's backup this device last wrote or took.
+    func rememberBackup(_ record: BackupBody) throws {
+        try state.set("lastBackupVersion", String(record.version))
+        try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
+    }
+
+    /// What a Settings screen says about the backup.
+    public enum BackupStatus: Sendable, Equatable {
+        /// The server holds the device's balance, written at this time.
+        case matches(since: Date)
+        /// The server holds another value: a backup not yet made, or a change from another device or support
+        /// not yet taken (the next sync settles it).
+        case differs(device: Int64, server: Int64)
+        /// Nothing is backed up yet.
+        case none
+        /// The server wallet keeps the balance on the server: there is nothing to back up.
+        case notNeeded
+    }
+
+    /// Whether the server's backup holds the device's balance, for a Settings screen; throws
+    /// ``ServerClientError/transport(_:)`` when the server is out of reach.
+    public func backupStatus() async throws -> BackupStatus {
+        guard configuration.wallet == .device else { return .notNeeded }
+        let token = try await credentials().token
+        guard let remote = try await server.backup(token: token) else { return .none }
+        let local = try await localWallet().balance
+        return remote.value == local
+            ? .matches(since: remote.lastUpdated) : .differs(device: local, server: remote.value)
+    }
+
+    func applied(_ key: String) throws -> Bool { identity?.appliedKeys.contains(key) ?? false }
+
+    func remember(_ key: String) throws {
+        guard var identity, !identity.appliedKeys.contains(key) else { return }
+        identity.appliedKeys.insert(key)
+        try credentialStore.save(identity)
+        self.identity = identity
+    }
+}

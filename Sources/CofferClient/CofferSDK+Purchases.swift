@@ -1,0 +1,164 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import CofferStoreKit
+import CofferStoreSQLite
+import Foundation
+
+extension CofferSDK {
+    /// Buys a product: the intent is saved first, StoreKit is asked, and the transaction is delivered once
+    /// and finished only after that is durable.
+    public func purchase(productId: String, quantity: Int = 1) async throws -> PurchaseResult {
+        let user = try await localUser()
+        guard configuration.catalog.product(id: productId) != nil else {
+            throw SDKError.unknownProduct(productId)
+        }
+        let intent = UUID()
+        try state.startIntent(id: intent, productId: productId, quantity: quantity, at: now())
+        try crashAfter(.intentSaved)
+        let result = try await storeKit.purchase(
+            productId: productId, quantity: quantity, appAccountToken: user.appAccountToken)
+        switch result {
+        case .userCancelled:
+            try state.endIntent(id: intent, state: "cancelled")
+            return .cancelled
+        case .pending:
+            try state.endIntent(id: intent, state: "pending")
+            return .pending
+        case .success(let transaction):
+            try crashAfter(.purchased)
+            let finished = try await handle(transaction)
+            try state.endIntent(id: intent, state: finished ? "done" : "deferred")
+            if configuration.wallet == .device {
+                // Backed up now when the server is reachable, else on the next launch.
+                do { _ = try await syncBackup() } catch ServerClientError.transport {}
+            }
+            if transaction.revocationDate != nil { return .revoked(transactionId: transaction.id) }
+            guard finished else { return .deferred(transactionId: transaction.id) }
+            let credits: Int64?
+            switch configuration.wallet {
+            case .device:
+                credits = try await ledger.receipt(
+                    transactionId: transaction.id, environment: configuration.environment)?.deliveredCredits
+            case .server:
+                credits = try state.credits(id: transaction.id)
+            }
+            return .delivered(transactionId: transaction.id, credits: credits ?? 0)
+        }
+    }
+
+    /// Handles one transaction from a purchase, the updates stream or launch: remembered for the server,
+    /// delivered (or taken back, when refunded) once, then finished.
+    ///
+    /// A transaction whose account token names another user (bought by another install of the app on the same
+    /// Apple account: StoreKit shows the account's unfinished transactions on every device) is left alone:
+    /// not delivered, posted or finished here, so the install that bought it delivers it, once.
+    ///
+    /// - Returns: Whether the transaction is finished (the server wallet defers it while the server is
+    ///   out of reach).
+    @discardableResult
+    public func handle(_ transaction: StoreTransaction) async throws -> Bool {
+        let user = try await localUser()
+        if try await boughtByAnotherUser(transaction) { return false }
+        try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
+        try crashAfter(.remembered)
+        switch configuration.wallet {
+        case .device:
+            try await deliverLocally(transaction, to: user)
+            try crashAfter(.delivered)
+            // Posted before it is finished: the outbox goes with the app if it is deleted, and an app that dies
+            // here and is then deleted leaves the transaction unfinished, so the new install delivers it again
+            // from the backup it restores (which the purchase's own backup has not yet changed). Offline it stays
+            // in the outbox and is finished all the same: the balance is the device's.
+            _ = try await post(id: transaction.id, jws: transaction.jwsRepresentation)
+            await storeKit.finish(transactionId: transaction.id)
+            try crashAfter(.finished)
+            return true
+        case .server:
+            guard try await post(id: transaction.id, jws: transaction.jwsRepresentation) else { return false }
+            try crashAfter(.delivered)
+            await storeKit.finish(transactionId: transaction.id)
+            try crashAfter(.finished)
+            return true
+        }
+    }
+
+    /// Whether the transaction's account token names another user than this install's.
+    func boughtByAnotherUser(_ transaction: StoreTransaction) async throws -> Bool {
+        guard let token = transaction.appAccountToken else { return false }
+        return token != (try await localUser()).appAccountToken
+    }
+
+    /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.
+    func deliverLocally(_ transaction: StoreTransaction, to user: User) async throws {
+        let event = try Delivery.event(for: Self.fact(transaction), catalog: configuration.catalog)
+        _ = try await ledger.apply(
+            LedgerRequest(
+                owner: user.id, environment: configuration.environment, event: event,
+                policy: configuration.deficitPolicy, at: now()))
+        // The server lists the same refund in the mailbox under the same key; kept with the identity, so an
+        // app reinstalled and restored from a backup that already has it taken back never takes it twice.
+        if case .revocation = event { try remember(event.key.rawValue) }
+    }
+
+    /// Posts the outbox: every remembered transaction the server has not acknowledged.
+    ///
+    /// - Returns: How many the server acknowledged now.
+    @discardableResult
+    public func postOutbox() async throws -> Int {
+        var acknowledged = 0
+        for item in try state.outbox() where try await post(id: item.id, jws: item.jws) {
+            acknowledged += 1
+        }
+        return acknowledged
+    }
+
+    /// Posts one transaction; `true` once the server answered (delivered, duplicate or revoked).
+    func post(id: String, jws: String) async throws -> Bool {
+        let credentials = try await credentials()
+        let answer: TransactionResponse
+        do {
+            answer = try await server.post(signedTransaction: jws, token: credentials.token)
+        } catch .transport {
+            return false
+        } catch .refused(403, Self.wrongUser, _) {
+            // Another user's install presented it first (a purchase without an account token, made outside the
+            // app): it is theirs. What this install delivered is taken back, and it leaves the outbox; the server
+            // holds it delivered, so it may be finished.
+            try await takeBack(id)
+            try state.posted(id: id, outcome: Self.wrongUser, credits: 0, at: now())
+            return true
+        } catch .refused(let status, let code, _) {
+            // Kept in the outbox and retried on each launch: a refusal (forged data, an unknown product) is
+            // support's to look at. In the server wallet the transaction also stays unfinished with Apple.
+            try state.set("refused:\(id)", "\(status) \(code)")
+            return false
+        }
+        try crashAfter(.posted)
+        try state.posted(id: id, outcome: answer.outcome.rawValue, credits: answer.credits, at: now())
+        return true
+    }
+
+    /// The server's code for a transaction that belongs to another user, kept as its outcome.
+    static let wrongUser = "wrong-user"
+
+    /// Takes back what the local ledger delivered for a transaction (device wallet), once.
+    func takeBack(_ id: String) async throws {
+        guard configuration.wallet == .device,
+            let receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment),
+            receipt.revokedAt == nil
+        else { return }
+        var fact = receipt.transaction
+        fact.revocationDate = now()
+        _ = try await ledger.apply(
+            LedgerRequest(
+                owner: try await localUser().id, environment: configuration.environment, event: .revocation(fact),
+                policy: configuration.deficitPolicy, at: now()))
+    }
+
+    func credentials() async throws -> Credentials {
+        _ = try await localUser()
+        guard let credentials else { throw SDKError.corrupt("no credentials") }
+        return credentials
+    }
+}
