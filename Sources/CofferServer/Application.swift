@@ -11,6 +11,7 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import ServiceLifecycle
+import Synchronization
 
 /// How a Coffer server runs: where it listens, which app and environment it serves.
 public struct ServerConfiguration: Sendable {
@@ -185,23 +186,34 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
     // address that keeps sending junk is turned away before it can make the server verify more of it.
     let notificationFailures = RateLimiter(limit: configuration.notificationFailureLimit)
     router.post("v1/apple/notifications") { request, context in
-        // A token is taken before the work and given back when the notification verifies, so many junk
-        // notifications sent at once cannot all start a verification.
-        if let wait = notificationFailures.take(context.clientAddress) {
+        // A token is taken before verifying and given back the moment the notification verifies (before it
+        // is stored), so junk sent all at once cannot all start a verification, and Apple's notifications
+        // hold a token only for the instant their signature takes, however slow the database is.
+        let address = context.clientAddress
+        if let wait = notificationFailures.take(address) {
             return RateLimiter.refusal(retryAfter: wait, what: "notifications that failed verification")
+        }
+        let returned = Mutex(false)
+        let giveBack: @Sendable () -> Void = {
+            if returned.withLock({ given in
+                defer { given = true }
+                return !given
+            }) {
+                notificationFailures.giveBack(address)
+            }
         }
         do {
             let body: NotificationRequest = try await api.decode(request)
-            let received = try await intake.receive(body.signedPayload, source: "apple", logger: context.logger)
-            notificationFailures.giveBack(context.clientAddress)
+            let received = try await intake.receive(
+                body.signedPayload, source: "apple", logger: context.logger, verified: giveBack)
             return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
         } catch let error as APIError where (400..<500).contains(error.status.code) {
             // Data Apple signed for another environment verified its signature: that is Apple (a Sandbox
             // notification URL pointed here), not junk.
-            if error.code == "INVALID_ENVIRONMENT" { notificationFailures.giveBack(context.clientAddress) }
+            if error.code == "INVALID_ENVIRONMENT" { giveBack() }
             throw error
         } catch {
-            notificationFailures.giveBack(context.clientAddress)
+            giveBack()
             throw error
         }
     }

@@ -35,15 +35,17 @@ struct NotificationIntake: Sendable {
     /// - Parameters:
     ///   - signedPayload: Apple's `signedPayload`.
     ///   - source: `apple` or `recovery`, recorded with it.
+    /// - Parameter verified: Called as soon as the notification verified, before it is stored or applied.
     /// - Returns: What it did, once durable, and the record kept of it (`nil` for a duplicate).
     /// - Throws: ``APIError`` for data that does not verify (422, or 503 when verification could not be
     ///   completed now) and storage failures.
-    func receive(_ signedPayload: String, source: String, logger: Logger) async throws
-        -> (outcome: Outcome, record: NotificationRecord?)
-    {
+    func receive(
+        _ signedPayload: String, source: String, logger: Logger, verified: @Sendable () -> Void = {}
+    ) async throws -> (outcome: Outcome, record: NotificationRecord?) {
         let notification: VerifiedNotification
         do {
             notification = try await dependencies.verifier.verifyNotification(signedPayload)
+            verified()
         } catch {
             dependencies.metrics.verificationFailed(status: error.status)
             logger.warning("notification refused", metadata: ["status": "\(error.status)"])

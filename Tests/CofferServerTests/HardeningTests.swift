@@ -319,6 +319,40 @@ struct HardeningTests {
         }
     }
 
+    @Test("Apple's notifications hold a failure token only while they verify, however slow the database")
+    func slowDatabaseNeverRefusesApple() async throws {
+        var configuration = NotificationTests.Setup.defaultConfiguration()
+        configuration.notificationFailureLimit = RateLimit(burst: 2, perSecond: 0.001)
+        configuration.trustedProxies = Self.loopbackProxy
+        let store = CountingStore(base: InMemoryStore(), commitTime: .milliseconds(300))
+        let setup = try NotificationTests.Setup(store: store, configuration: configuration)
+        try await setup.app.test(.live) { client in
+            let user = try await NotificationTests.createUser(client)
+            for _ in 0..<6 {
+                _ = try await setup.apple.purchase(
+                    account: "carol", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            }
+            let genuine = await setup.apple.sentNotifications().map(\.signedPayload)
+            // Six at once from one of Apple's addresses, each waiting 300 ms on the ledger: none is refused.
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for payload in genuine {
+                    group.addTask {
+                        try await client.execute(
+                            uri: "/v1/apple/notifications", method: .post,
+                            headers: Self.from("17.0.0.9").merging([.contentType: "application/json"]),
+                            body: try ClientAPITests.body(NotificationRequest(signedPayload: payload))
+                        ).status
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.count == 6)
+            #expect(statuses.allSatisfy { $0 == .ok }, "\(statuses)")
+            #expect(try await NotificationTests.me(user, client).balance == 600)
+            #expect(store.commits >= 1)
+        }
+    }
+
     @Test("/metrics with a token answers only that bearer")
     func metricsToken() async throws {
         let app = try Self.server { $0.metricsToken = "metrics-secret-0123456789" }
