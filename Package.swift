@@ -8,7 +8,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "Coffer",
-    platforms: [.macOS(.v14), .iOS(.v17)],
+    // Synchronization's Mutex (the SDK's simulator StoreKit, the server's caches and limiters) and
+    // swift-configuration need macOS 15 and iOS 18: declared so, an app that adds the package builds.
+    platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
         .library(name: "CofferCore", targets: ["CofferCore"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),

@@ -10,7 +10,7 @@ let coffer = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComp
 //   swift package --package-path Benchmarks benchmark
 let package = Package(
     name: "CofferBenchmarks",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/ordo-one/benchmark.git", from: "1.38.1", traits: ["MallocInterposer"]),

@@ -11,6 +11,7 @@ let coffer = URL(fileURLWithPath: Context.packageDirectory).deletingLastPathComp
 
 let package = Package(
     name: "CofferFuzz",
+    platforms: [.macOS(.v15)],
     dependencies: [
         .package(path: ".."),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
