@@ -43,16 +43,6 @@ public final class RateLimiter: Sendable {
     /// Takes one token for `address`: `nil` when the request may go ahead, otherwise the seconds to wait.
     /// A request with no address at all (only in-process tests have none) is not limited.
     public func take(_ address: String?) -> Int? {
-        take(address, consume: true)
-    }
-
-    /// Whether `address` has a token left, without taking one: `nil` when it has, otherwise the seconds to
-    /// wait.
-    public func check(_ address: String?) -> Int? {
-        take(address, consume: false)
-    }
-
-    private func take(_ address: String?, consume: Bool) -> Int? {
         guard let address else { return nil }
         let key = Self.key(address)
         let current = now()
@@ -69,7 +59,7 @@ public final class RateLimiter: Sendable {
                 guard limit.perSecond > 0 else { return 3_600 }
                 return max(1, Int((missing / limit.perSecond).rounded(.up).clamped(to: 1...86_400)))
             }
-            if consume { bucket.tokens -= 1 }
+            bucket.tokens -= 1
             if buckets[key] == nil, buckets.count >= capacity {
                 Self.prune(&buckets, at: current, limit: limit, capacity: capacity)
             }
