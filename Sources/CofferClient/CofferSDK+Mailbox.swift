@@ -53,34 +53,14 @@ extension CofferSDK {
                 receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment)
             }
             let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
-            var event: LedgerEvent?
-            switch (item.kind, receipt) {
-            case ("revocation", let receipt?):
-                var fact = receipt.transaction
-                fact.revocationDate = fact.revocationDate ?? item.createdAt
-                event = .revocation(fact)
-            case ("reversal", let receipt?) where receipt.isRevoked:
-                // Dated as the server applied it (after the refund it reverses, by Apple's dates), not by this
-                // device's clock, so a later refund in the same mailbox still takes back.
-                event = .reversal(receipt.transaction, at: item.createdAt)
-            default:
-                let delta = item.amount < 0 ? max(item.amount, -wallet.balance) : item.amount
-                if delta != 0 { event = .adjustment(id: item.key, delta: delta, reason: item.reason ?? item.kind) }
-            }
-            if let event {
+            let events = Delivery.mirrored(
+                kind: LedgerEntryKind(rawValue: item.kind), key: item.key, amount: item.amount,
+                reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
+                catalog: configuration.catalog)
+            for event in events {
                 _ = try await ledger.apply(
                     LedgerRequest(
                         owner: user.id, environment: configuration.environment, event: event,
-                        policy: configuration.deficitPolicy, at: now()))
-            }
-            if case .reversal(var fact, _) = event, receipt?.deliveredCredits == nil {
-                // Refunded before it was ever delivered, and now paid again: deliver it (once, by its key).
-                fact.revocationDate = nil
-                let credits = try configuration.catalog.credits(for: fact)
-                _ = try await ledger.apply(
-                    LedgerRequest(
-                        owner: user.id, environment: configuration.environment,
-                        event: .purchase(fact, credits: credits),
                         policy: configuration.deficitPolicy, at: now()))
             }
             try crashAfter(.adjustmentApplied)

@@ -14,7 +14,9 @@ public enum Delivery {
     }
 
     /// Apple's word on a transaction, kept from a notification that arrived before anyone presented it.
-    public struct LaterWord: Sendable, Hashable {
+    /// Words are ordered by Apple's signing time; at the same instant a reversal comes after the refund it
+    /// reverses.
+    public struct LaterWord: Sendable, Hashable, Comparable {
         /// What Apple said.
         public enum Kind: Sendable, Hashable {
             /// `REFUND` or `REVOKE`: take it back.
@@ -42,6 +44,11 @@ public enum Delivery {
             default: return nil
             }
         }
+
+        /// Whether `a` was said before `b`.
+        public static func < (a: LaterWord, b: LaterWord) -> Bool {
+            (a.signedDate, a.kind == .reversal ? 1 : 0) < (b.signedDate, b.kind == .reversal ? 1 : 0)
+        }
     }
 
     /// The events for a transaction an app presents: its purchase, or its revocation when it is signed refunded,
@@ -58,9 +65,7 @@ public enum Delivery {
     public static func events(
         forPresented fact: TransactionFact, signedAt: Date?, credits: Int64, later: [LaterWord]
     ) -> [LedgerEvent] {
-        let order = { (word: LaterWord) in (word.signedDate, word.kind == .reversal ? 1 : 0) }
-        let latest = later.max { order($0) < order($1) }
-        guard let latest, signedAt.map({ latest.signedDate >= $0 }) ?? true else {
+        guard let latest = later.max(), signedAt.map({ latest.signedDate >= $0 }) ?? true else {
             return [fact.revocationDate == nil ? .purchase(fact, credits: credits) : .revocation(fact)]
         }
         if latest.kind == .reversal {
@@ -74,6 +79,58 @@ public enum Delivery {
         return [.purchase(fact, credits: credits), .revocation(revoked)]
     }
 
+    /// What Apple's word does to a transaction someone already owns: a revocation takes it back; a reversal
+    /// restores what the revocation took and, for a purchase refunded before it was ever delivered, delivers it.
+    ///
+    /// - Parameters:
+    ///   - word: What Apple said, and when.
+    ///   - fact: The transaction, as Apple signed it in the word or as presented.
+    ///   - credits: What its purchase delivers, `nil` when it was delivered before (or the catalog does not
+    ///     sell it): then a reversal only restores.
+    public static func events(for word: LaterWord, on fact: TransactionFact, credits: Int64?) -> [LedgerEvent] {
+        switch word.kind {
+        case .revocation:
+            var revoked = fact
+            revoked.revocationDate = fact.revocationDate ?? word.signedDate
+            return [.revocation(revoked)]
+        case .reversal:
+            var paid = fact
+            paid.revocationDate = nil
+            return [.reversal(paid, at: word.signedDate)] + (credits.map { [.purchase(paid, credits: $0)] } ?? [])
+        }
+    }
+
+    /// The events that repeat on a device wallet what the server's ledger did (the device wallet's mailbox):
+    /// a revocation or reversal of a purchase this install holds is applied as Apple's word on it (so a refund
+    /// takes back what this install delivered, a deficit for what was spent); anything else is an adjustment by
+    /// the entry's amount, a take-back limited to what the balance holds (a refund of a purchase bought before
+    /// a reinstall takes what it can).
+    ///
+    /// - Parameters:
+    ///   - kind: The server entry's kind (`nil` when this SDK does not know it).
+    ///   - key: The server entry's key, the device entry's id.
+    ///   - amount: The server entry's amount.
+    ///   - reason: Why, as the server recorded it.
+    ///   - date: When the server applied it (after the refund a reversal reverses, by Apple's dates).
+    ///   - receipt: This install's receipt of the entry's transaction, if any.
+    ///   - balance: The device wallet's balance.
+    ///   - catalog: The app's catalog, for a purchase a reversal delivers.
+    public static func mirrored(
+        kind: LedgerEntryKind?, key: String, amount: Int64, reason: String, at date: Date, receipt: Receipt?,
+        balance: Int64, catalog: Catalog
+    ) -> [LedgerEvent] {
+        switch (kind, receipt) {
+        case (.revocation, let receipt?):
+            return events(for: LaterWord(kind: .revocation, signedDate: date), on: receipt.transaction, credits: nil)
+        case (.reversal, let receipt?) where receipt.isRevoked:
+            let credits = receipt.deliveredCredits == nil ? try? catalog.credits(for: receipt.transaction) : nil
+            return events(for: LaterWord(kind: .reversal, signedDate: date), on: receipt.transaction, credits: credits)
+        default:
+            let delta = amount < 0 ? max(amount, -max(0, balance)) : amount
+            return delta == 0 ? [] : [.adjustment(id: key, delta: delta, reason: reason)]
+        }
+    }
+
     /// What delivering a transaction came to, as the app is told.
     public enum Outcome: String, Sendable, Hashable {
         /// Credited now.
@@ -84,11 +141,16 @@ public enum Delivery {
         case revoked
     }
 
-    /// The outcome of applying `events` for one transaction, given what the ledger answered for the first.
+    /// The outcome of applying `events` for one transaction, given what the ledger answered for the first:
+    /// revoked when Apple's last word among them is a revocation.
     public static func outcome(of events: [LedgerEvent], ledger: LedgerOutcome) -> Outcome {
-        let revoked = events.contains { event in
-            if case .revocation = event { true } else { false }
+        let word = events.last { event in
+            switch event {
+            case .revocation, .reversal: true
+            default: false
+            }
         }
+        let revoked = if case .revocation = word { true } else { false }
         switch (revoked, ledger) {
         case (true, _), (false, .revoked): return .revoked
         case (false, .duplicate), (false, .superseded): return .duplicate

@@ -94,13 +94,15 @@ struct ClientAPI: Sendable {
         } catch {
             throw APIError(status: .unprocessableContent, code: "unknown-product", message: error.description)
         }
-        let events = try await events(for: fact, signedAt: transaction.signedDate, credits: credits)
+        let words = try await keptWords(on: fact)
+        var events = Delivery.events(
+            forPresented: fact, signedAt: transaction.signedDate, credits: credits, later: words)
         let requests = events.map {
             LedgerRequest(
                 owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
                 at: dependencies.now())
         }
-        let result: LedgerResult
+        var result: LedgerResult
         let results = try await ledger.apply(requests)
         switch results.first {
         case .success(let applied):
@@ -116,6 +118,21 @@ struct ClientAPI: Sendable {
             throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
         case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
         }
+        if result.outcome == .applied, case .purchase = events[0] {
+            // Written now: Apple's words kept since they were read (a refund with nobody to apply it to then)
+            // apply now, in Apple's order; the notification intake looks again for its owner after keeping one,
+            // so whichever of the two comes second applies it.
+            for word in try await keptWords(on: fact).filter({ !words.contains($0) }).sorted() {
+                let wordEvents = Delivery.events(for: word, on: fact, credits: nil)
+                for event in wordEvents {
+                    let request = LedgerRequest(
+                        owner: user.id, environment: user.environment, event: event,
+                        policy: configuration.deficitPolicy, at: dependencies.now())
+                    if case .success(let applied) = try await ledger.apply([request]).first { result = applied }
+                }
+                events += wordEvents
+            }
+        }
         let outcome: TransactionOutcome =
             switch Delivery.outcome(of: events, ledger: result.outcome) {
             case .revoked: .revoked
@@ -128,15 +145,15 @@ struct ClientAPI: Sendable {
                 balance: result.wallet.balance, entitlements: try await entitlements(of: user)))
     }
 
-    /// The ledger events for a presented transaction, by the core's rule (``Delivery/events(forPresented:signedAt:credits:later:)``)
-    /// over Apple's words kept from notifications nobody had presented.
-    func events(for fact: TransactionFact, signedAt: Date?, credits: Int64) async throws -> [LedgerEvent] {
-        let kept = try await store.notifications(
+    /// Apple's words on a transaction kept from notifications nobody had presented, for the core's rule
+    /// (``Delivery/events(forPresented:signedAt:credits:later:)``).
+    func keptWords(on fact: TransactionFact) async throws -> [Delivery.LaterWord] {
+        try await store.notifications(
             environment: configuration.environment, transactionId: fact.transactionId, outcome: .unattributed,
             limit: 50
-        ).filter { $0.transactionId == fact.transactionId }
-        let later = kept.compactMap { Delivery.LaterWord(notificationType: $0.type, signedDate: $0.signedDate) }
-        return Delivery.events(forPresented: fact, signedAt: signedAt, credits: credits, later: later)
+        ).filter { $0.transactionId == fact.transactionId }.compactMap {
+            Delivery.LaterWord(notificationType: $0.type, signedDate: $0.signedDate)
+        }
     }
 
     // MARK: Helpers

@@ -90,6 +90,16 @@ struct NotificationIntake: Sendable {
             }
         }
         _ = try await store.recordNotification(record)
+        if record.outcome == .unattributed, let transaction = notification.transaction,
+            let fact = TransactionFact(transaction),
+            let owner = try await owner(of: fact, appAccountToken: transaction.appAccountToken)
+        {
+            // Presented while this looked for its owner (that presentation read Apple's kept words before this
+            // was kept): applied now, or it would wait for a presentation that never comes. The record keeps
+            // what it was when written; the ledger's keys make the two paths meet once.
+            record.owner = owner.id
+            record.outcome = try await apply(notification, fact: fact, to: owner, logger: logger)
+        }
         metadata["outcome"] = "\(record.outcome.rawValue)"
         logger.info("notification", metadata: metadata)
         return (Outcome(rawValue: record.outcome.rawValue) ?? .logged, record)
@@ -135,23 +145,38 @@ struct NotificationIntake: Sendable {
             return .applied
         }
         switch type {
-        case .refund, .revoke:
-            return try await applyEvent(.revocation(fact), to: user, source: "notification", logger: logger)
-        case .refundReversed:
-            var restored = fact
-            restored.revocationDate = nil
-            let outcome = try await applyEvent(
-                .reversal(restored, at: notification.payload.signedDate), to: user, source: "notification",
-                logger: logger)
-            // A purchase refunded before it was ever delivered is paid again: deliver it now (the ledger answers
-            // `duplicate` when it was delivered, and the reversal gave it back).
-            _ = try await deliver(restored, to: user, source: "notification", logger: logger)
-            return outcome
+        case .refund, .revoke, .refundReversed:
+            guard let type = notification.payload.rawNotificationType,
+                let signedDate = notification.payload.signedDate,
+                let word = Delivery.LaterWord(notificationType: type, signedDate: signedDate)
+            else { return .logged }
+            return try await apply(word, on: fact, to: user, logger: logger)
         case let type? where Self.recordingTypes.contains(type):
             return try await deliver(fact, to: user, source: "notification", logger: logger) ? .applied : .logged
         default:
             return .logged
         }
+    }
+
+    /// Applies Apple's word on a transaction its owner holds (``Delivery/events(for:on:credits:)``): a reversal
+    /// of a purchase refunded before it was ever delivered delivers it.
+    ///
+    /// - Returns: What the first of its events came to.
+    func apply(_ word: Delivery.LaterWord, on fact: TransactionFact, to user: User, logger: Logger) async throws
+        -> NotificationOutcome
+    {
+        var credits: Int64?
+        if word.kind == .reversal,
+            try await store.receipt(transactionId: fact.transactionId, environment: user.environment)?
+                .deliveredCredits == nil
+        {
+            credits = try? dependencies.catalog.credits(for: fact)
+        }
+        var outcomes: [NotificationOutcome] = []
+        for event in Delivery.events(for: word, on: fact, credits: credits) {
+            outcomes.append(try await applyEvent(event, to: user, source: "notification", logger: logger))
+        }
+        return outcomes.first ?? .logged
     }
 
     /// Records a transaction for a user: delivered (or, already refunded, revoked) unless the ledger has it.

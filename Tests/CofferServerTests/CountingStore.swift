@@ -4,15 +4,34 @@ import Foundation
 import Synchronization
 
 /// A store that forwards to another and counts the commits `apply` makes, each taking at least `commitTime`
-/// (as an fsync does), so group commit can be seen.
+/// (as an fsync does), so group commit can be seen. Hooks run once, right after a read answered and before
+/// its caller sees the answer, so a test can slip another request into the window a read leaves.
 final class CountingStore: CofferStore {
+    /// A read a hook can follow.
+    enum Read: Hashable {
+        /// `notifications(environment:transactionId:outcome:limit:)`.
+        case notifications
+        /// `receipts(originalTransactionId:environment:)`.
+        case chainReceipts
+    }
+
     let base: any CofferStore
     let commitTime: Duration
     private let counter = Mutex(0)
+    private let hooks = Mutex<[Read: @Sendable () async throws -> Void]>([:])
 
-    init(base: any CofferStore, commitTime: Duration) {
+    init(base: any CofferStore, commitTime: Duration = .zero) {
         self.base = base
         self.commitTime = commitTime
+    }
+
+    /// Runs `hook` once, after the next `read` answered and before its caller goes on.
+    func after(_ read: Read, _ hook: @escaping @Sendable () async throws -> Void) {
+        hooks.withLock { $0[read] = hook }
+    }
+
+    private func runHook(_ read: Read) async throws {
+        if let hook = hooks.withLock({ $0.removeValue(forKey: read) }) { try await hook() }
     }
 
     /// How many times `apply` ran.
@@ -33,7 +52,7 @@ final class CountingStore: CofferStore {
     func userCount(environment: Environment) async throws -> Int { try await base.userCount(environment: environment) }
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         counter.withLock { $0 += 1 }
-        try await Task.sleep(for: commitTime)
+        if commitTime > .zero { try await Task.sleep(for: commitTime) }
         return try await base.apply(requests)
     }
     func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
@@ -49,7 +68,9 @@ final class CountingStore: CofferStore {
         try await base.receipts(owner: owner, environment: environment)
     }
     func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
-        try await base.receipts(originalTransactionId: originalTransactionId, environment: environment)
+        let receipts = try await base.receipts(originalTransactionId: originalTransactionId, environment: environment)
+        try await runHook(.chainReceipts)
+        return receipts
     }
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
         try await base.backup(owner: owner, environment: environment)
@@ -77,8 +98,10 @@ final class CountingStore: CofferStore {
     func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
         async throws -> [NotificationRecord]
     {
-        try await base.notifications(
+        let records = try await base.notifications(
             environment: environment, transactionId: transactionId, outcome: outcome, limit: limit)
+        try await runHook(.notifications)
+        return records
     }
     func saveRenewalState(_ state: RenewalState) async throws -> Bool { try await base.saveRenewalState(state) }
     func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {

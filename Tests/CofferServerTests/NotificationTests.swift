@@ -240,6 +240,66 @@ struct NotificationTests {
         }
     }
 
+    @Test(
+        "a refund that arrives while its token-less transaction is being presented is taken back",
+        arguments: ServerEngine.allCases)
+    func refundDuringPresentation(engine: ServerEngine) async throws {
+        let store = CountingStore(base: try await engine.makeStore())
+        let setup = try Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
+            let id = try #require(bought.transactionIds.first)
+            let signed = try await setup.apple.signedTransaction(id: id)
+            #expect(try await setup.deliver(after: 0, with: client) == ["unattributed"])
+            try await setup.apple.refund(transactionId: id)
+            let refund = try #require(await setup.apple.sentNotifications().last).signedPayload
+
+            // The presentation has read Apple's kept words (none yet about a refund); the refund lands before
+            // its purchase is written, with nobody to apply it to.
+            store.after(.notifications) {
+                let response = try await Self.post(refund, with: client)
+                #expect(try ClientAPITests.decode(NotificationResponse.self, response).outcome == "unattributed")
+            }
+            let posted = try await Self.present(signed, as: user, with: client)
+            #expect(posted.outcome == .revoked)
+            #expect(posted.balance == 0)
+            let me = try await Self.me(user, client)
+            #expect(me.balance == 0)
+            #expect(me.deficit == 0)
+            // Asked again, nothing changes.
+            #expect(try await Self.present(signed, as: user, with: client).outcome == .revoked)
+            #expect(try await Self.me(user, client).balance == 0)
+        }
+    }
+
+    @Test(
+        "a token-less transaction presented while its refund looks for an owner is taken back",
+        arguments: ServerEngine.allCases)
+    func presentationDuringRefund(engine: ServerEngine) async throws {
+        let store = CountingStore(base: try await engine.makeStore())
+        let setup = try Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let user = try await Self.createUser(client)
+            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
+            let id = try #require(bought.transactionIds.first)
+            let signed = try await setup.apple.signedTransaction(id: id)
+            #expect(try await setup.deliver(after: 0, with: client) == ["unattributed"])
+            try await setup.apple.refund(transactionId: id)
+
+            // The refund has found no owner; the app presents the transaction before the refund is kept.
+            store.after(.chainReceipts) {
+                let posted = try await Self.present(signed, as: user, with: client)
+                #expect(posted.outcome == .delivered)
+            }
+            #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
+            let me = try await Self.me(user, client)
+            #expect(me.balance == 0)
+            #expect(me.deficit == 0)
+            #expect(try await Self.adjustments(user, client).map(\.key) == ["revocation:\(id)"])
+        }
+    }
+
     @Test("forged, foreign and malformed notifications are refused with 4xx and change nothing")
     func refusals() async throws {
         let setup = try Setup()
