@@ -240,6 +240,20 @@ struct NotificationTests {
         }
     }
 
+    /// A user, and a purchase without an appAccountToken whose charge was kept for nobody; then Apple refunds
+    /// it (the refund notification sent, not posted): the user, the transaction id and its JWS from before.
+    static func boughtWithoutTokenThenRefunded(_ setup: Setup, _ client: some TestClientProtocol) async throws
+        -> (CreateUserResponse, String, String)
+    {
+        let user = try await createUser(client)
+        let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
+        let id = try #require(bought.transactionIds.first)
+        let signed = try await setup.apple.signedTransaction(id: id)
+        #expect(try await setup.deliver(after: 0, with: client) == ["unattributed"])
+        try await setup.apple.refund(transactionId: id)
+        return (user, id, signed)
+    }
+
     @Test(
         "a refund that arrives while its token-less transaction is being presented is taken back",
         arguments: ServerEngine.allCases)
@@ -247,12 +261,7 @@ struct NotificationTests {
         let store = CountingStore(base: try await engine.makeStore())
         let setup = try Setup(store: store)
         try await setup.app.test(.router) { client in
-            let user = try await Self.createUser(client)
-            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
-            let id = try #require(bought.transactionIds.first)
-            let signed = try await setup.apple.signedTransaction(id: id)
-            #expect(try await setup.deliver(after: 0, with: client) == ["unattributed"])
-            try await setup.apple.refund(transactionId: id)
+            let (user, _, signed) = try await Self.boughtWithoutTokenThenRefunded(setup, client)
             let refund = try #require(await setup.apple.sentNotifications().last).signedPayload
 
             // The presentation has read Apple's kept words (none yet about a refund); the refund lands before
@@ -280,12 +289,7 @@ struct NotificationTests {
         let store = CountingStore(base: try await engine.makeStore())
         let setup = try Setup(store: store)
         try await setup.app.test(.router) { client in
-            let user = try await Self.createUser(client)
-            let bought = try await setup.apple.purchase(account: "bob", productId: "com.example.credits")
-            let id = try #require(bought.transactionIds.first)
-            let signed = try await setup.apple.signedTransaction(id: id)
-            #expect(try await setup.deliver(after: 0, with: client) == ["unattributed"])
-            try await setup.apple.refund(transactionId: id)
+            let (user, id, signed) = try await Self.boughtWithoutTokenThenRefunded(setup, client)
 
             // The refund has found no owner; the app presents the transaction before the refund is kept.
             store.after(.chainReceipts) {
