@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "CofferCore", targets: ["CofferCore"]),
         .library(name: "CofferStore", targets: ["CofferStore"]),
+        .library(name: "CofferLedgerSQLite", targets: ["CofferLedgerSQLite"]),
         .library(name: "CofferStoreSQLite", targets: ["CofferStoreSQLite"]),
         .library(name: "CofferStorePostgres", targets: ["CofferStorePostgres"]),
         .library(name: "CofferAppStore", targets: ["CofferAppStore"]),
@@ -52,9 +53,15 @@ let package = Package(
     targets: [
         .target(name: "CofferCore", swiftSettings: strictSettings),
         .target(name: "CofferStore", dependencies: ["CofferCore"], swiftSettings: strictSettings),
+        // The ledger's tables and write context on SQLite, shared by the server's store and the SDK's device ledger.
+        .target(
+            name: "CofferLedgerSQLite",
+            dependencies: ["CofferCore", .product(name: "GRDB", package: "GRDB.swift")],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CofferStoreSQLite",
-            dependencies: ["CofferStore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["CofferStore", "CofferLedgerSQLite", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: strictSettings
         ),
         .target(
@@ -90,7 +97,7 @@ let package = Package(
         .target(
             name: "CofferClient",
             dependencies: [
-                "CofferAPI", "CofferCore", "CofferStore", "CofferStoreKit", "CofferStoreSQLite",
+                "CofferAPI", "CofferCore", "CofferLedgerSQLite", "CofferStoreKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: strictSettings

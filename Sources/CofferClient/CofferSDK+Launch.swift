@@ -1,8 +1,6 @@
 import CofferAPI
 import CofferCore
-import CofferStore
 import CofferStoreKit
-import CofferStoreSQLite
 import Foundation
 
 extension CofferSDK {
@@ -125,7 +123,7 @@ extension CofferSDK {
     }
 
     /// The user: from the credential store (which survives reinstalls), else a new one from the server.
-    func localUser() async throws -> User {
+    func localUser() async throws -> LocalUser {
         if let user { return user }
         let identity: DeviceIdentity
         if let stored = try credentialStore.load() {
@@ -139,14 +137,12 @@ extension CofferSDK {
         guard let supportId = SupportID(credentials.supportId) else {
             throw SDKError.corrupt("the stored Support ID \(credentials.supportId) is not valid")
         }
-        let local: User
+        let local: LocalUser
         if let found = try await ledger.user(supportId: supportId, environment: configuration.environment) {
             local = found
         } else {
-            local = User(
-                environment: configuration.environment, supportId: supportId, tokenHash: "device:" + supportId.rawValue,
-                appAccountToken: credentials.appAccountToken, createdAt: now())
-            try await ledger.createUser(local)
+            local = LocalUser(id: UUID(), supportId: supportId, appAccountToken: credentials.appAccountToken)
+            try await ledger.createUser(local, environment: configuration.environment, at: now())
         }
         user = local
         return local

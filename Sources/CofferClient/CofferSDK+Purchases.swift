@@ -1,8 +1,6 @@
 import CofferAPI
 import CofferCore
-import CofferStore
 import CofferStoreKit
-import CofferStoreSQLite
 import Foundation
 
 extension CofferSDK {
@@ -90,7 +88,7 @@ extension CofferSDK {
     }
 
     /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.
-    func deliverLocally(_ transaction: StoreTransaction, to user: User) async throws {
+    func deliverLocally(_ transaction: StoreTransaction, to user: LocalUser) async throws {
         let event = try Delivery.event(for: Self.fact(transaction), catalog: configuration.catalog)
         _ = try await ledger.apply(
             LedgerRequest(

@@ -1,8 +1,6 @@
 import CofferAPI
 import CofferCore
-import CofferStore
 import CofferStoreKit
-import CofferStoreSQLite
 import Foundation
 
 extension CofferSDK {

@@ -1,8 +1,6 @@
 import CofferAPI
 import CofferCore
-import CofferStore
 import CofferStoreKit
-import CofferStoreSQLite
 import Foundation
 
 /// How the app uses Coffer.
@@ -95,11 +93,11 @@ public actor CofferSDK {
     let storeKit: any StoreKitProvider
     let server: ServerClient
     let credentialStore: any CredentialStore
-    let ledger: SQLiteStore
+    let ledger: DeviceLedger
     let state: SDKState
     let now: @Sendable () -> Date
     let crashAfter: @Sendable (SDKStep) throws -> Void
-    var user: User?
+    var user: LocalUser?
     var identity: DeviceIdentity?
 
     /// The credentials, once ``launch()`` has run.
@@ -119,7 +117,7 @@ public actor CofferSDK {
         self.storeKit = storeKit
         self.server = server
         self.credentialStore = credentials
-        ledger = try SQLiteStore(path: folder.appendingPathComponent("ledger.sqlite").path)
+        ledger = try DeviceLedger(path: folder.appendingPathComponent("ledger.sqlite").path)
         state = try SDKState(path: folder.appendingPathComponent("sdk.sqlite").path)
         self.now = now
         self.crashAfter = crashAfter

@@ -7,7 +7,10 @@ struct SDKState: Sendable {
     let queue: DatabaseQueue
 
     init(path: String) throws {
-        queue = try DatabaseQueue(path: path)
+        // A relaunched app's SDK may open the file while the last one's writes finish: wait, never fail.
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        queue = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 transactions, intents, values") { db in
             try db.execute(

@@ -34,49 +34,6 @@ public struct User: Sendable, Hashable, Codable {
     }
 }
 
-/// One change to apply to a user's wallet.
-public struct LedgerRequest: Sendable, Hashable {
-    /// The user.
-    public var owner: UUID
-    /// The environment the change belongs to; it must be the user's.
-    public var environment: Environment
-    /// The change.
-    public var event: LedgerEvent
-    /// The app's deficit policy.
-    public var policy: DeficitPolicy
-    /// When it happens.
-    public var at: Date
-
-    /// Creates a request.
-    public init(owner: UUID, environment: Environment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date) {
-        self.owner = owner
-        self.environment = environment
-        self.event = event
-        self.policy = policy
-        self.at = at
-    }
-}
-
-/// What applying a ``LedgerRequest`` did, once it is durable.
-public struct LedgerResult: Sendable, Hashable {
-    /// What the event did.
-    public var outcome: LedgerOutcome
-    /// The user's wallet after the event.
-    public var wallet: Wallet
-    /// The entry applied, or for a duplicate the one already on record (when the key has one).
-    public var entry: LedgerEntry?
-    /// The transaction's receipt after the event, for transaction events.
-    public var receipt: Receipt?
-
-    /// Creates a result.
-    public init(outcome: LedgerOutcome, wallet: Wallet, entry: LedgerEntry?, receipt: Receipt?) {
-        self.outcome = outcome
-        self.wallet = wallet
-        self.entry = entry
-        self.receipt = receipt
-    }
-}
-
 /// What a backup write needs to find on the server before it may replace the record.
 public enum BackupPrecondition: Sendable, Hashable {
     /// No backup exists yet (a first write).
@@ -202,28 +159,6 @@ public struct AuditEvent: Sendable, Hashable, Codable {
         self.before = before
         self.after = after
         self.at = at
-    }
-}
-
-/// Failures of the store itself, apart from ledger rules.
-public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// A record with this identity exists already (a Support ID collision, say).
-    case alreadyExists(String)
-    /// No such record in this environment.
-    case notFound(String)
-    /// The record belongs to another user.
-    case wrongUser(String)
-    /// The database refused or failed; the operation changed nothing.
-    case storage(String)
-
-    /// A one-line, human-readable explanation.
-    public var description: String {
-        switch self {
-        case .alreadyExists(let what): "already exists: \(what)"
-        case .notFound(let what): "not found: \(what)"
-        case .wrongUser(let what): "belongs to another user: \(what)"
-        case .storage(let detail): "storage failure: \(detail)"
-        }
     }
 }
 

@@ -1,3 +1,4 @@
+import CofferCore
 import CofferStore
 import Logging
 import PostgresNIO

@@ -1,3 +1,4 @@
+import CofferLedgerSQLite
 import GRDB
 
 extension SQLiteStore {
@@ -18,51 +19,10 @@ extension SQLiteStore {
                         UNIQUE (environment, app_account_token)
                     );
                     CREATE INDEX users_by_created ON users (environment, created_at);
-                    CREATE TABLE wallets (
-                        user_id TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
-                        balance INTEGER NOT NULL CHECK (balance >= 0),
-                        deficit INTEGER NOT NULL CHECK (deficit >= 0)
-                    );
-                    CREATE TABLE receipts (
-                        environment TEXT NOT NULL,
-                        transaction_id TEXT NOT NULL,
-                        owner TEXT NOT NULL REFERENCES users (id),
-                        original_transaction_id TEXT NOT NULL,
-                        product_id TEXT NOT NULL,
-                        quantity INTEGER NOT NULL,
-                        purchase_date INTEGER NOT NULL,
-                        expires_date INTEGER,
-                        revocation_date INTEGER,
-                        family_shared INTEGER NOT NULL,
-                        trial INTEGER NOT NULL,
-                        upgraded INTEGER NOT NULL,
-                        delivered_credits INTEGER,
-                        delivered_at INTEGER,
-                        revoked_at INTEGER,
-                        taken_from_balance INTEGER NOT NULL,
-                        added_to_deficit INTEGER NOT NULL,
-                        reversed_at INTEGER,
-                        PRIMARY KEY (environment, transaction_id)
-                    ) WITHOUT ROWID;
-                    CREATE INDEX receipts_by_owner ON receipts (owner);
-                    CREATE INDEX receipts_by_original ON receipts (environment, original_transaction_id);
-                    CREATE TABLE ledger_entries (
-                        seq INTEGER PRIMARY KEY,
-                        environment TEXT NOT NULL,
-                        owner TEXT NOT NULL REFERENCES users (id),
-                        key TEXT NOT NULL,
-                        kind TEXT NOT NULL,
-                        amount INTEGER NOT NULL,
-                        balance_delta INTEGER NOT NULL,
-                        deficit_delta INTEGER NOT NULL,
-                        balance_after INTEGER NOT NULL,
-                        deficit_after INTEGER NOT NULL,
-                        transaction_id TEXT,
-                        product_id TEXT,
-                        reason TEXT,
-                        created_at INTEGER NOT NULL,
-                        UNIQUE (environment, owner, key)
-                    );
+                    """)
+            try db.execute(sql: LedgerTables.v1)
+            try db.execute(
+                sql: """
                     CREATE TABLE backups (
                         owner TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
                         environment TEXT NOT NULL,

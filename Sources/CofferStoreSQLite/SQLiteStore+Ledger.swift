@@ -1,4 +1,5 @@
 import CofferCore
+import CofferLedgerSQLite
 import CofferStore
 import Foundation
 import GRDB
@@ -21,12 +22,7 @@ extension SQLiteStore {
 
     /// A user's ledger entries, oldest first.
     public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
-        try await read { db in
-            try Row.fetchAll(
-                db, sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? ORDER BY seq",
-                arguments: [environment.rawValue, owner.uuidString]
-            ).map(SQLiteLedgerContext.entry)
-        }
+        try await read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
     }
 
     /// A user's ledger entries of some kinds, oldest first.
@@ -57,14 +53,7 @@ extension SQLiteStore {
 
     /// A user's receipts, oldest purchase first.
     public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql:
-                    "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
-                arguments: [environment.rawValue, owner.uuidString]
-            ).map(SQLiteLedgerContext.receipt)
-        }
+        try await read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
     }
 
     /// A user's receipts of the given products, oldest purchase first.

@@ -1,4 +1,5 @@
 import CofferCore
+import CofferLedgerSQLite
 import CofferStore
 import Foundation
 import GRDB

@@ -477,16 +477,15 @@ final class Simulation: @unchecked Sendable {
     /// ledger that owns the balance, and what Apple refunded is taken back there; a device wallet's ledger keeps
     /// nothing another user bought.
     func checkDelivered(_ device: Device, app: CofferSDK, serverUser: User, owned: [StoreTransaction]) async throws {
-        let owner: (store: any CofferStore, user: UUID)
+        let receipts: [Receipt]
         switch wallet {
         case .device:
             // A reinstall starts a new local ledger from the backup; only what this install saw is on it.
             guard let local = try? await app.localUser() else { return }
-            owner = (await app.ledger, local.id)
+            receipts = try await app.ledger.receipts(owner: local.id, environment: .sandbox)
         case .server:
-            owner = (serverStore, serverUser.id)
+            receipts = try await serverStore.receipts(owner: serverUser.id, environment: .sandbox)
         }
-        let receipts = try await owner.store.receipts(owner: owner.user, environment: .sandbox)
         let byId = Dictionary(receipts.map { ($0.transaction.transactionId, $0) }) { first, _ in first }
         // Every transaction reaches the server (the device wallet's outbox, or the server wallet's delivery).
         for transaction in await apple.deviceTransactions(account: device.account) where !transaction.isFamilyShared {

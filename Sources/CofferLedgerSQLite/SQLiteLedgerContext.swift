@@ -1,24 +1,27 @@
 import CofferCore
-import CofferStore
 import Foundation
 import GRDB
 
 /// Dates are stored as integer milliseconds since 1970, as Apple writes them.
-enum Millis {
-    static func from(_ date: Date) -> Int64 { Milliseconds.from(date) }
-    static func date(_ millis: Int64) -> Date { Milliseconds.date(millis) }
+public enum Millis {
+    /// Milliseconds since 1970, clamped into range.
+    public static func from(_ date: Date) -> Int64 { Milliseconds.from(date) }
+    /// The date `millis` milliseconds after 1970.
+    public static func date(_ millis: Int64) -> Date { Milliseconds.date(millis) }
 }
 
 /// Typed reads of columns that must hold a valid value; a bad one is reported, never invented.
-enum RowValue {
-    static func uuid(_ row: Row, _ column: String) throws -> UUID {
+public enum RowValue {
+    /// A UUID column.
+    public static func uuid(_ row: Row, _ column: String) throws -> UUID {
         guard let text = row[column] as String?, let uuid = UUID(uuidString: text) else {
             throw StoreError.storage("corrupt \(column): not a UUID")
         }
         return uuid
     }
 
-    static func environment(_ row: Row) throws -> Environment {
+    /// The `environment` column.
+    public static func environment(_ row: Row) throws -> Environment {
         guard let text = row["environment"] as String?, let environment = Environment(rawValue: text) else {
             throw StoreError.storage("corrupt environment column")
         }
@@ -26,11 +29,18 @@ enum RowValue {
     }
 }
 
-/// The SQLite side of the ledger's load-decide-save sequence, used inside one write transaction.
-struct SQLiteLedgerContext: LedgerWriteContext {
+/// The SQLite side of the ledger's load-decide-save sequence, used inside one write transaction, over the
+/// ledger's tables (``LedgerTables``): the server's store and the SDK's device ledger both write through it.
+public struct SQLiteLedgerContext: LedgerWriteContext {
     let db: Database
 
-    func wallet(owner: UUID, environment: Environment) throws -> Wallet? {
+    /// A context inside `db`'s current transaction (or for reads, outside one).
+    public init(db: Database) {
+        self.db = db
+    }
+
+    /// The user's wallet, `nil` when no such user lives in `environment`.
+    public func wallet(owner: UUID, environment: Environment) throws -> Wallet? {
         try Row.fetchOne(
             db.cachedStatement(
                 sql: """
@@ -41,21 +51,41 @@ struct SQLiteLedgerContext: LedgerWriteContext {
         ).map { Wallet(balance: $0[0], deficit: $0[1]) }
     }
 
-    func receipt(transactionId: String, environment: Environment) throws -> Receipt? {
+    /// The receipt of a transaction, any owner.
+    public func receipt(transactionId: String, environment: Environment) throws -> Receipt? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM receipts WHERE environment = ? AND transaction_id = ?"),
             arguments: [environment.rawValue, transactionId]
         ).map(Self.receipt)
     }
 
-    func entry(owner: UUID, environment: Environment, key: IdempotencyKey) throws -> LedgerEntry? {
+    /// The user's entry under a key.
+    public func entry(owner: UUID, environment: Environment, key: IdempotencyKey) throws -> LedgerEntry? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? AND key = ?"),
             arguments: [environment.rawValue, owner.uuidString, key.rawValue]
         ).map(Self.entry)
     }
 
-    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws {
+    /// The user's entries, oldest first.
+    public func entries(owner: UUID, environment: Environment) throws -> [LedgerEntry] {
+        try Row.fetchAll(
+            db, sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? ORDER BY seq",
+            arguments: [environment.rawValue, owner.uuidString]
+        ).map(Self.entry)
+    }
+
+    /// The user's receipts, oldest purchase first.
+    public func receipts(owner: UUID, environment: Environment) throws -> [Receipt] {
+        try Row.fetchAll(
+            db,
+            sql: "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
+            arguments: [environment.rawValue, owner.uuidString]
+        ).map(Self.receipt)
+    }
+
+    /// Saves a decision: the wallet, the receipt if any, and the new entry.
+    public func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws {
         try db.cachedStatement(sql: "UPDATE wallets SET balance = ?, deficit = ? WHERE user_id = ?")
             .execute(arguments: [decision.wallet.balance, decision.wallet.deficit, owner.uuidString])
         if let receipt = decision.receipt {
@@ -98,7 +128,8 @@ struct SQLiteLedgerContext: LedgerWriteContext {
         }
     }
 
-    static func receipt(_ row: Row) throws -> Receipt {
+    /// A receipt from a `receipts` row.
+    public static func receipt(_ row: Row) throws -> Receipt {
         let fact = TransactionFact(
             transactionId: row["transaction_id"],
             originalTransactionId: row["original_transaction_id"],
@@ -120,7 +151,8 @@ struct SQLiteLedgerContext: LedgerWriteContext {
         return receipt
     }
 
-    static func entry(_ row: Row) throws -> LedgerEntry {
+    /// An entry from a `ledger_entries` row.
+    public static func entry(_ row: Row) throws -> LedgerEntry {
         guard let key = IdempotencyKey(rawValue: row["key"]) else { throw StoreError.storage("corrupt ledger key") }
         return LedgerEntry(
             owner: try RowValue.uuid(row, "owner"), key: key, amount: row["amount"], balanceDelta: row["balance_delta"],

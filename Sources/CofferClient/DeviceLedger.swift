@@ -1,0 +1,123 @@
+import CofferCore
+import CofferLedgerSQLite
+import Foundation
+import GRDB
+
+/// The install's user as the device ledger knows it: the identity the server gave, kept in the credential store.
+struct LocalUser: Sendable, Hashable {
+    /// The ledger's id for the user.
+    var id: UUID
+    /// The Support ID shown in the app.
+    var supportId: SupportID
+    /// The `appAccountToken` the app passes to StoreKit.
+    var appAccountToken: UUID
+}
+
+/// The device wallet's ledger: the core's rules over a small SQLite schema of the SDK's own (the install's
+/// users and the ledger's tables, ``LedgerTables``), written through the same write context as the server's
+/// store, so a purchase, a refund or a grant does on the device exactly what it does on the server.
+///
+/// A file written by an earlier SDK, which kept the server's whole schema here, is read as it is: its ledger
+/// tables are the same.
+final class DeviceLedger: Sendable {
+    let queue: DatabaseQueue
+    /// Whether `users` is the server's table (an earlier SDK's file), which also wants a token hash.
+    private let legacyUsers: Bool
+
+    /// Opens (creating and migrating if needed) the ledger at `path`.
+    init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        queue = try DatabaseQueue(path: path, configuration: configuration)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("device v1 users, ledger") { db in
+            // An earlier SDK's file has the ledger's tables already, in the server's schema.
+            guard try !db.tableExists("users") else { return }
+            try db.execute(
+                sql: """
+                    CREATE TABLE users (
+                        id TEXT PRIMARY KEY NOT NULL,
+                        environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
+                        support_id TEXT NOT NULL,
+                        app_account_token TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        UNIQUE (environment, support_id)
+                    );
+                    """)
+            try db.execute(sql: LedgerTables.v1)
+        }
+        try migrator.migrate(queue)
+        legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
+    }
+
+    /// The user with this Support ID in `environment`.
+    func user(supportId: SupportID, environment: Environment) async throws -> LocalUser? {
+        try await queue.read { db in
+            try Row.fetchOne(
+                db, sql: "SELECT id, app_account_token FROM users WHERE environment = ? AND support_id = ?",
+                arguments: [environment.rawValue, supportId.rawValue]
+            ).map { row in
+                LocalUser(
+                    id: try RowValue.uuid(row, "id"), supportId: supportId,
+                    appAccountToken: try RowValue.uuid(row, "app_account_token"))
+            }
+        }
+    }
+
+    /// Records the install's user, with an empty wallet.
+    func createUser(_ user: LocalUser, environment: Environment, at date: Date) async throws {
+        let legacy = legacyUsers
+        try await queue.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO users (id, environment, support_id, app_account_token, created_at\(legacy ? ", token_hash" : ""))
+                    VALUES (?, ?, ?, ?, ?\(legacy ? ", ?" : ""))
+                    """,
+                arguments: StatementArguments(
+                    [
+                        user.id.uuidString, environment.rawValue, user.supportId.rawValue,
+                        user.appAccountToken.uuidString, Millis.from(date),
+                    ] + (legacy ? ["device:" + user.supportId.rawValue] : []) as [any DatabaseValueConvertible]))
+            try db.execute(
+                sql: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)", arguments: [user.id.uuidString]
+            )
+        }
+    }
+
+    /// Applies one ledger request in its own commit.
+    ///
+    /// - Returns: The result once durable.
+    /// - Throws: ``LedgerError`` when the ledger refuses it (nothing changes then), or a storage failure.
+    @discardableResult
+    func apply(_ request: LedgerRequest) async throws -> LedgerResult {
+        try await queue.write { db in
+            var context = SQLiteLedgerContext(db: db)
+            return try LedgerWriter.apply(request, in: &context)
+        }.get()
+    }
+
+    /// The user's wallet (empty for an unknown user).
+    func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+        try await queue.read { db in
+            try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
+        }
+    }
+
+    /// The receipt of a transaction.
+    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+        try await queue.read { db in
+            try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
+        }
+    }
+
+    /// The user's entries, oldest first.
+    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+        try await queue.read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
+    }
+
+    /// The user's receipts, oldest purchase first.
+    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+        try await queue.read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
+    }
+}

@@ -1,0 +1,54 @@
+/// The ledger's tables on SQLite: wallets, receipts and ledger entries, each row tagged by environment and
+/// owned by a row of a `users` table (`id`, `environment`) that each schema defines its own way. Frozen as
+/// shipped: the server's first migration and the SDK's device ledger both create them from this text, and a
+/// change to them is a new migration in each, never an edit here.
+public enum LedgerTables {
+    /// Creates the tables and their indexes.
+    public static let v1 = """
+        CREATE TABLE wallets (
+            user_id TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
+            balance INTEGER NOT NULL CHECK (balance >= 0),
+            deficit INTEGER NOT NULL CHECK (deficit >= 0)
+        );
+        CREATE TABLE receipts (
+            environment TEXT NOT NULL,
+            transaction_id TEXT NOT NULL,
+            owner TEXT NOT NULL REFERENCES users (id),
+            original_transaction_id TEXT NOT NULL,
+            product_id TEXT NOT NULL,
+            quantity INTEGER NOT NULL,
+            purchase_date INTEGER NOT NULL,
+            expires_date INTEGER,
+            revocation_date INTEGER,
+            family_shared INTEGER NOT NULL,
+            trial INTEGER NOT NULL,
+            upgraded INTEGER NOT NULL,
+            delivered_credits INTEGER,
+            delivered_at INTEGER,
+            revoked_at INTEGER,
+            taken_from_balance INTEGER NOT NULL,
+            added_to_deficit INTEGER NOT NULL,
+            reversed_at INTEGER,
+            PRIMARY KEY (environment, transaction_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX receipts_by_owner ON receipts (owner);
+        CREATE INDEX receipts_by_original ON receipts (environment, original_transaction_id);
+        CREATE TABLE ledger_entries (
+            seq INTEGER PRIMARY KEY,
+            environment TEXT NOT NULL,
+            owner TEXT NOT NULL REFERENCES users (id),
+            key TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            amount INTEGER NOT NULL,
+            balance_delta INTEGER NOT NULL,
+            deficit_delta INTEGER NOT NULL,
+            balance_after INTEGER NOT NULL,
+            deficit_after INTEGER NOT NULL,
+            transaction_id TEXT,
+            product_id TEXT,
+            reason TEXT,
+            created_at INTEGER NOT NULL,
+            UNIQUE (environment, owner, key)
+        );
+        """
+}
