@@ -46,8 +46,7 @@ struct AdminAPI: Sendable {
             case nil, "", "all": status = nil
             case let text?:
                 guard let parsed = GrantStatus(rawValue: text) else {
-                    throw APIError(
-                        status: .badRequest, code: "bad-request", message: "status must be pending, claimed or all")
+                    throw ServerError.badRequest("status must be pending, claimed or all")
                 }
                 status = parsed
             }
@@ -69,8 +68,7 @@ struct AdminAPI: Sendable {
         admin.get("audit") { request, _ in
             let text = request.uri.queryParameters.get("limit") ?? "200"
             guard text.utf8.count <= 4, let limit = Int(text), (1...1_000).contains(limit) else {
-                throw APIError(
-                    status: .badRequest, code: "bad-request", message: "limit must be a whole number from 1 to 1000")
+                throw ServerError.badRequest("limit must be a whole number from 1 to 1000")
             }
             return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
         }
@@ -82,8 +80,7 @@ struct AdminAPI: Sendable {
             return api.configuration.environment
         }
         guard let environment = CofferCore.Environment(rawValue: text) else {
-            throw APIError(
-                status: .badRequest, code: "bad-request", message: "environment must be Sandbox or Production")
+            throw ServerError.badRequest("environment must be Sandbox or Production")
         }
         return environment
     }
@@ -109,18 +106,17 @@ struct SignedRequestMiddleware: RouterMiddleware {
         guard let keyId = headers[HTTPField.Name(AdminRequestSignature.keyIdHeader)!],
             let date = headers[HTTPField.Name(AdminRequestSignature.dateHeader)!],
             let signature = headers[HTTPField.Name(AdminRequestSignature.signatureHeader)!]
-        else { throw Self.refusal(.unsigned) }
+        else { throw ServerError(AdminAuthError.unsigned) }
         let limit = api.configuration.maximumBodySize
         let body: ByteBuffer
         do {
             body = try await request.collectBody(upTo: limit)
         } catch {
-            throw APIError(
-                status: .contentTooLarge, code: "body-too-large", message: "the body is larger than \(limit) bytes")
+            throw ServerError.bodyTooLarge(limit: limit)
         }
         let store = api.dependencies.store
-        guard let key = try await store.adminKey(id: keyId) else { throw Self.refusal(.unknownKey(keyId)) }
-        guard key.revokedAt == nil else { throw Self.refusal(.revokedKey(keyId)) }
+        guard let key = try await store.adminKey(id: keyId) else { throw ServerError(AdminAuthError.unknownKey(keyId)) }
+        guard key.revokedAt == nil else { throw ServerError(AdminAuthError.revokedKey(keyId)) }
         let now = api.dependencies.now()
         let digest: String
         do {
@@ -129,33 +125,16 @@ struct SignedRequestMiddleware: RouterMiddleware {
                 host: request.head.authority ?? "", body: body.readableBytesView, path: request.uri.description,
                 now: now)
         } catch {
-            throw Self.refusal(error)
+            throw ServerError(error)
         }
         let fresh = try await store.recordSignature(
             digest, at: now, forgetBefore: now.addingTimeInterval(-2 * AdminRequestSignature.window))
-        guard fresh else { throw Self.refusal(.replayed) }
+        guard fresh else { throw ServerError(AdminAuthError.replayed) }
         // A write names its environment: a signed grant never lands in an environment its signer did not see.
         if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {
-            throw APIError(
-                status: .badRequest, code: "environment-required",
-                message: "a write must name its environment: add ?environment=Sandbox or ?environment=Production")
+            throw ServerError.environmentRequired
         }
         context.admin = "\(key.name) (key \(key.id)) from \(context.clientAddress ?? "this machine")"
         return try await next(request, context)
-    }
-
-    static func refusal(_ error: AdminAuthError) -> APIError {
-        let code =
-            switch error {
-            case .unsigned: "unsigned"
-            case .unknownKey: "unknown-key"
-            case .revokedKey: "revoked-key"
-            case .badKey: "bad-key"
-            case .malformedDate: "bad-date"
-            case .stale: "stale"
-            case .badSignature: "bad-signature"
-            case .replayed: "replayed"
-            }
-        return APIError(status: .unauthorized, code: code, message: error.description)
     }
 }

@@ -191,7 +191,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         // hold a token only for the instant their signature takes, however slow the database is.
         let address = context.clientAddress
         if let wait = notificationFailures.take(address) {
-            return RateLimiter.refusal(retryAfter: wait, what: "notifications that failed verification")
+            return ServerError.rateLimited(retryAfter: wait, what: "notifications that failed verification").response
         }
         let returned = Mutex(false)
         let giveBack: @Sendable () -> Void = {
@@ -207,7 +207,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
             let received = try await intake.receive(
                 body.signedPayload, source: "apple", logger: context.logger, verified: giveBack)
             return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
-        } catch let error as APIError where (400..<500).contains(error.status.code) {
+        } catch let error as ServerError where (400..<500).contains(error.status.code) {
             // Data Apple signed for another environment verified its signature: that is Apple (a Sandbox
             // notification URL pointed here), not junk.
             if error.code == "INVALID_ENVIRONMENT" { giveBack() }
@@ -283,56 +283,5 @@ public struct CofferRequestContext: RequestContext {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
         clientAddress = remoteAddress?.ipAddress
-    }
-}
-
-/// An error answered as `{"error": {"code", "message"}}` with an HTTP status.
-struct APIError: Error {
-    var status: HTTPResponse.Status
-    var code: String
-    var message: String
-
-    static let unauthorized = APIError(
-        status: .unauthorized, code: "unauthorized", message: "a valid bearer token is required")
-}
-
-/// Turns every error into the API's one error shape.
-struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch let error as APIError {
-            return Self.response(error.status, code: error.code, message: error.message)
-        } catch let error as AdminError {
-            let (status, code): (HTTPResponse.Status, String) =
-                switch error {
-                case .notFound: (.notFound, "not-found")
-                case .invalid: (.badRequest, "bad-request")
-                case .forbidden: (.forbidden, "forbidden")
-                case .unavailable: (.serviceUnavailable, "unavailable")
-                }
-            return Self.response(status, code: code, message: error.description)
-        } catch let error as HTTPError {
-            let code =
-                switch error.status {
-                case .notFound: "not-found"
-                case .contentTooLarge: "body-too-large"
-                case .methodNotAllowed: "method-not-allowed"
-                default: "bad-request"
-                }
-            return Self.response(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
-        } catch {
-            context.logger.error("request failed: \(error)")
-            return Self.response(.internalServerError, code: "internal", message: "the server could not do that now")
-        }
-    }
-
-    static func response(_ status: HTTPResponse.Status, code: String, message: String) -> Response {
-        let body = (try? JSONEncoder().encode(ErrorResponse(code: code, message: message))) ?? Data()
-        return Response(
-            status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(data: body))
-        )
     }
 }

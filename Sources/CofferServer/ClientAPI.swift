@@ -57,7 +57,7 @@ struct ClientAPI: Sendable {
                     supportId: user.supportId.rawValue, token: token, appAccountToken: user.appAccountToken),
                 status: .created)
         }
-        throw APIError(status: .serviceUnavailable, code: "try-again", message: "no free support id; try again")
+        throw ServerError.unavailable(code: "try-again", message: "no free support id; try again")
     }
 
     func me(user: User) async throws -> Response {
@@ -77,22 +77,21 @@ struct ClientAPI: Sendable {
         do {
             transaction = try await dependencies.verifier.verifyTransaction(signed)
         } catch {
-            throw APIError(status: .unprocessableContent, code: error.status, message: error.message)
+            throw ServerError(error)
         }
         guard let fact = TransactionFact(transaction) else {
-            throw APIError(
-                status: .unprocessableContent, code: "VERIFICATION_FAILURE",
-                message: "the transaction lacks transactionId, productId or purchaseDate")
+            throw ServerError.verification(
+                code: "VERIFICATION_FAILURE", message: "the transaction lacks transactionId, productId or purchaseDate")
         }
         let transactionId = fact.transactionId
         if let token = transaction.appAccountToken, token != user.appAccountToken {
-            throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
+            throw ServerError.wrongUser
         }
         let credits: Int64
         do {
             credits = try dependencies.catalog.credits(for: fact)
         } catch {
-            throw APIError(status: .unprocessableContent, code: "unknown-product", message: error.description)
+            throw ServerError.unknownProduct(error.description)
         }
         let words = try await keptWords(on: fact)
         var events = Delivery.events(
@@ -113,10 +112,9 @@ struct ClientAPI: Sendable {
             if events.count > 1 { dependencies.metrics.revoked() }
         case .failure(.wrongUser):
             // Checked inside the ledger's write: whoever delivered it first owns it.
-            throw APIError(status: .forbidden, code: "wrong-user", message: "the transaction belongs to another user")
-        case .failure(let error):
-            throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
-        case nil: throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
+            throw ServerError.wrongUser
+        case .failure(let error): throw ServerError.ledger(error)
+        case nil: throw ServerError.internalError("the ledger did not answer")
         }
         if result.outcome == .applied, case .purchase = events[0] {
             // Written now: Apple's words kept since they were read (a refund with nobody to apply it to then)
@@ -165,7 +163,7 @@ struct ClientAPI: Sendable {
     /// The user a bearer token names, in this server's environment.
     func authenticate(_ request: Request) async throws -> User {
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer "), header.count > 7 else {
-            throw APIError.unauthorized
+            throw ServerError.noBearer
         }
         let hash = Self.hash(String(header.dropFirst(7)))
         let now = dependencies.now()
@@ -176,7 +174,7 @@ struct ClientAPI: Sendable {
             found = try await store.user(tokenHash: hash)
             if let found { tokens.remember(found, tokenHash: hash, now: now) }
         }
-        guard let user = found, user.environment == configuration.environment else { throw APIError.unauthorized }
+        guard let user = found, user.environment == configuration.environment else { throw ServerError.noBearer }
         return user
     }
 
@@ -189,13 +187,12 @@ struct ClientAPI: Sendable {
         do {
             body = try await request.body.collect(upTo: limit)
         } catch {
-            throw APIError(
-                status: .contentTooLarge, code: "body-too-large", message: "the body is larger than \(limit) bytes")
+            throw ServerError.bodyTooLarge(limit: limit)
         }
         do {
             return try StrictJSON.decode(T.self, from: Data(buffer: body))
         } catch {
-            throw APIError(status: .badRequest, code: "bad-request", message: "the body is not valid: \(error)")
+            throw ServerError.badRequest("the body is not valid: \(error)")
         }
     }
 

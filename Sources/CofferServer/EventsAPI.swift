@@ -23,12 +23,10 @@ struct EventsAPI: Sendable {
             do {
                 stream = try await api.events.subscribe(user: user.id)
             } catch EventHub.Refusal.userFull {
-                throw APIError(
-                    status: .tooManyRequests, code: "too-many-streams",
-                    message: "this user has \(api.events.perUser) event streams open; close one first")
+                throw ServerError.tooManyStreams(api.events.perUser)
             } catch {
-                throw APIError(
-                    status: .serviceUnavailable, code: "unavailable",
+                throw ServerError.unavailable(
+                    code: "unavailable",
                     message: "the server has as many event streams open as it allows; try again later")
             }
             let keepAlive = api.configuration.eventKeepAlive

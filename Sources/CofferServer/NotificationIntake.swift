@@ -37,7 +37,7 @@ struct NotificationIntake: Sendable {
     ///   - source: `apple` or `recovery`, recorded with it.
     /// - Parameter verified: Called as soon as the notification verified, before it is stored or applied.
     /// - Returns: What it did, once durable, and the record kept of it (`nil` for a duplicate).
-    /// - Throws: ``APIError`` for data that does not verify (422, or 503 when verification could not be
+    /// - Throws: ``ServerError`` for data that does not verify (422, or 503 when verification could not be
     ///   completed now) and storage failures.
     func receive(
         _ signedPayload: String, source: String, logger: Logger, verified: @Sendable () -> Void = {}
@@ -49,16 +49,12 @@ struct NotificationIntake: Sendable {
         } catch {
             dependencies.metrics.verificationFailed(status: error.status)
             logger.warning("notification refused", metadata: ["status": "\(error.status)"])
-            if case .retryableVerificationFailure = error {
-                throw APIError(status: .serviceUnavailable, code: error.status, message: error.message)
-            }
-            throw APIError(status: .unprocessableContent, code: error.status, message: error.message)
+            throw ServerError(error)
         }
         let payload = notification.payload
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, let signedDate = payload.signedDate else {
-            throw APIError(
-                status: .unprocessableContent, code: "VERIFICATION_FAILURE",
-                message: "the notification lacks notificationUUID or signedDate")
+            throw ServerError.verification(
+                code: "VERIFICATION_FAILURE", message: "the notification lacks notificationUUID or signedDate")
         }
         let environment = configuration.environment
         if try await store.notification(uuid: uuid, environment: environment) != nil { return (.duplicate, nil) }
@@ -218,7 +214,7 @@ struct NotificationIntake: Sendable {
             logger.warning("refused by the ledger: \(error)")
             return .logged
         case nil:
-            throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
+            throw ServerError.internalError("the ledger did not answer")
         }
     }
 

@@ -94,7 +94,7 @@ public struct NotificationRecovery: Service {
                 let received: (outcome: NotificationIntake.Outcome, record: NotificationRecord?)
                 do {
                     received = try await intake.receive(signed, source: "recovery", logger: logger)
-                } catch let error as APIError where error.status == .unprocessableContent {
+                } catch let error as ServerError where error.status == .unprocessableContent {
                     // Data that will never verify here must not stop the cursor forever: logged, skipped.
                     logger.error("a notification from history was refused: \(error.code): \(error.message)")
                     continue

@@ -30,7 +30,7 @@ struct OperationsAPI: Sendable {
         router.get("openapi.json") { _, _ in
             guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
                 let document = try? Data(contentsOf: url)
-            else { throw APIError(status: .notFound, code: "not-found", message: "the API document is not installed") }
+            else { throw ServerError.notFound("the API document is not installed") }
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(data: document)))
@@ -39,8 +39,7 @@ struct OperationsAPI: Sendable {
             if let metricsToken {
                 let offered = request.headers[.authorization] ?? ""
                 guard offered.hasPrefix("Bearer "), Secrets.same(String(offered.dropFirst(7)), metricsToken) else {
-                    throw APIError(
-                        status: .unauthorized, code: "unauthorized", message: "/metrics needs the metrics bearer token")
+                    throw ServerError.unauthorized("/metrics needs the metrics bearer token")
                 }
             }
             return Response(
@@ -129,9 +128,7 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let response = first else {
-                    throw APIError(
-                        status: .serviceUnavailable, code: "timeout",
-                        message: "the request took longer than \(limit) seconds; try again")
+                    throw ServerError.timeout(seconds: limit)
                 }
                 return response
             }
@@ -149,8 +146,7 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
         async throws -> Response
     {
         if let text = request.headers[.contentLength], let length = Int(text), length > limit {
-            throw APIError(
-                status: .contentTooLarge, code: "body-too-large", message: "the body is larger than \(limit) bytes")
+            throw ServerError.bodyTooLarge(limit: limit)
         }
         return try await next(request, context)
     }

@@ -102,13 +102,6 @@ public final class RateLimiter: Sendable {
         return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
     }
 
-    /// The answer to a request over its limit: 429 with `Retry-After`.
-    static func refusal(retryAfter seconds: Int, what: String) -> Response {
-        var response = ErrorMiddleware<CofferRequestContext>.response(
-            .tooManyRequests, code: "rate-limited", message: "too many \(what) from this address; try again later")
-        response.headers[.retryAfter] = String(seconds)
-        return response
-    }
 }
 
 /// Limits one route group per client address (``CofferRequestContext/clientAddress``).
@@ -122,7 +115,7 @@ struct RateLimitMiddleware: RouterMiddleware {
         async throws -> Response
     {
         if let wait = limiter.take(context.clientAddress) {
-            return RateLimiter.refusal(retryAfter: wait, what: what)
+            return ServerError.rateLimited(retryAfter: wait, what: what).response
         }
         return try await next(request, context)
     }

@@ -28,17 +28,17 @@ struct ReceiptsAPI: Sendable {
             receipt = try await api.dependencies.receiptReader.read(base64: receiptData)
         } catch {
             api.dependencies.metrics.verificationFailed(status: error.status)
-            throw APIError(status: .unprocessableContent, code: error.status, message: error.description)
+            throw ServerError.verification(code: error.status, message: error.description)
         }
         guard receipt.bundleId == api.configuration.bundleId else {
-            throw APIError(
-                status: .unprocessableContent, code: "INVALID_APP_IDENTIFIER",
+            throw ServerError.verification(
+                code: "INVALID_APP_IDENTIFIER",
                 message: "the receipt is for \(receipt.bundleId ?? "no bundle"), not \(api.configuration.bundleId)")
         }
         let expected = api.configuration.environment == .production ? ["Production"] : ["ProductionSandbox", "Sandbox"]
         guard let type = receipt.receiptType, expected.contains(type) else {
-            throw APIError(
-                status: .unprocessableContent, code: "INVALID_ENVIRONMENT",
+            throw ServerError.verification(
+                code: "INVALID_ENVIRONMENT",
                 message:
                     "a \(receipt.receiptType ?? "untyped") receipt is not accepted in \(api.configuration.environment.rawValue)"
             )

@@ -14,7 +14,7 @@ struct WalletAPI: Sendable {
         router.get("v1/me/backup") { request, _ in
             let user = try await api.authenticate(request)
             guard let record = try await store.backup(owner: user.id, environment: user.environment) else {
-                throw APIError(status: .notFound, code: "no-backup", message: "no backup yet")
+                throw ServerError.noBackup
             }
             return try api.json(Self.body(record), headers: [.eTag: String(record.version)])
         }
@@ -22,18 +22,17 @@ struct WalletAPI: Sendable {
             let user = try await api.authenticate(request)
             let body: BackupRequest = try await api.decode(request)
             guard body.value >= 0 else {
-                throw APIError(status: .badRequest, code: "bad-request", message: "a backup cannot be negative")
+                throw ServerError.badRequest("a backup cannot be negative")
             }
             if let device = body.device, device.count > 100 || device.utf8.count > 400 {
-                throw APIError(
-                    status: .badRequest, code: "bad-request", message: "a device name is at most 100 characters")
+                throw ServerError.badRequest("a device name is at most 100 characters")
             }
             let precondition: BackupPrecondition
             switch request.headers[.ifMatch] {
             case nil: precondition = .absent
             case let text?:
                 guard let version = Int64(text.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))) else {
-                    throw APIError(status: .badRequest, code: "bad-request", message: "If-Match must be a version")
+                    throw ServerError.badRequest("If-Match must be a version")
                 }
                 precondition = .version(version)
             }
@@ -61,7 +60,7 @@ struct WalletAPI: Sendable {
             case nil: status = nil
             case let text?:
                 guard let parsed = GrantStatus(rawValue: text) else {
-                    throw APIError(status: .badRequest, code: "bad-request", message: "status is pending or claimed")
+                    throw ServerError.badRequest("status is pending or claimed")
                 }
                 status = parsed
             }
@@ -72,7 +71,7 @@ struct WalletAPI: Sendable {
         router.post("v1/me/grants/:id/claim") { request, context in
             let user = try await api.authenticate(request)
             guard let id = UUID(uuidString: try context.parameters.require("id")) else {
-                throw APIError(status: .notFound, code: "not-found", message: "no such grant")
+                throw ServerError.notFound("no such grant")
             }
             let grant: Grant
             do {
@@ -82,7 +81,7 @@ struct WalletAPI: Sendable {
                     at: api.dependencies.now())
             } catch StoreError.notFound, StoreError.wrongUser {
                 // Another user's grant is not found either: nothing about it is revealed.
-                throw APIError(status: .notFound, code: "not-found", message: "no such grant")
+                throw ServerError.notFound("no such grant")
             }
             let wallet = try await store.wallet(owner: user.id, environment: user.environment)
             return try api.json(ClaimResponse(grant: Self.body(grant), balance: wallet.balance))
@@ -90,13 +89,11 @@ struct WalletAPI: Sendable {
         router.post("v1/me/spend") { request, _ in
             let user = try await api.authenticate(request)
             guard api.configuration.wallet == .server else {
-                throw APIError(
-                    status: .conflict, code: "device-wallet", message: "the app owns the balance in the device wallet")
+                throw ServerError.deviceWallet
             }
             let key = request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value
             guard let key, !key.isEmpty, key.count <= 200 else {
-                throw APIError(
-                    status: .badRequest, code: "bad-request", message: "an Idempotency-Key header is required")
+                throw ServerError.badRequest("an Idempotency-Key header is required")
             }
             let body: SpendRequest = try await api.decode(request)
             let ledger = LedgerRequest(
@@ -104,18 +101,8 @@ struct WalletAPI: Sendable {
                 at: api.dependencies.now())
             switch try await api.ledger.apply([ledger]).first {
             case .success(let result): return try api.json(BalanceResponse(balance: result.wallet.balance))
-            case .failure(.insufficientBalance(let balance, let requested)):
-                throw APIError(
-                    status: .conflict, code: "insufficient-balance",
-                    message: "\(requested) requested, \(balance) available")
-            case .failure(.keyReused):
-                throw APIError(
-                    status: .unprocessableContent, code: "key-reused",
-                    message: "this Idempotency-Key was used for another amount")
-            case .failure(let error):
-                throw APIError(status: .unprocessableContent, code: "refused", message: error.description)
-            case nil:
-                throw APIError(status: .internalServerError, code: "internal", message: "the ledger did not answer")
+            case .failure(let error): throw ServerError.ledger(error)
+            case nil: throw ServerError.internalError("the ledger did not answer")
             }
         }
     }
