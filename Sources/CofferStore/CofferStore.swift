@@ -55,15 +55,15 @@ public protocol CofferStore: Sendable {
 
     /// A user's backup.
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord?
-    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
-    func saveBackup(
-        owner: UUID,
-        environment: Environment,
-        value: Int64,
-        precondition: BackupPrecondition,
-        writer: BackupWriter,
-        at: Date
-    ) async throws -> BackupSaveResult
+    /// Writes a user's backup as `decide` says, in one transaction that holds the user: `decide` is given the
+    /// record on file and answers the record to write, or `nil` to leave it; what is written is kept in the
+    /// backup history too. Callers use ``saveBackup(owner:environment:value:precondition:writer:at:)``.
+    ///
+    /// - Returns: The record on file before, and the one written (`nil` when `decide` left it).
+    /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
+    func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?)
 
     // MARK: Grants
 
@@ -71,11 +71,14 @@ public protocol CofferStore: Sendable {
     func createGrant(_ grant: Grant) async throws
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant]
-    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
-    /// grant's credits are applied to the ledger (`grant:<id>`) in the same commit (server wallet).
+    /// Claims a grant as `claim` says (``Grant/claim(by:crediting:at:)``), in one transaction that holds the
+    /// grant: `claim` is given the grant on file and answers it claimed, with the ledger request that credits
+    /// it (applied in the same commit), or `nil` to leave it. Callers use
+    /// ``claimGrant(id:recipient:environment:crediting:at:)``.
     ///
-    /// - Throws: ``StoreError/notFound(_:)`` or ``StoreError/wrongUser(_:)``.
-    func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
+    /// - Returns: The grant as it is after.
+    /// - Throws: ``StoreError/notFound(_:)``, or what `claim` throws.
+    func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
 
     // MARK: Notifications
@@ -175,6 +178,32 @@ extension CofferStore {
 }
 
 extension CofferStore {
+    /// Writes a user's backup if `precondition` holds (``BackupPrecondition/write(over:value:writer:at:)``); the
+    /// version goes up by one on every write.
+    ///
+    /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
+    public func saveBackup(
+        owner: UUID, environment: Environment, value: Int64, precondition: BackupPrecondition, writer: BackupWriter,
+        at: Date
+    ) async throws -> BackupSaveResult {
+        let (current, written) = try await writeBackup(owner: owner, environment: environment) { current in
+            precondition.write(over: current, value: value, writer: writer, at: at)
+        }
+        return written.map(BackupSaveResult.saved) ?? .conflict(current: current)
+    }
+
+    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
+    /// grant's credits are applied to the ledger (`grant:<id>`) in the same commit (server wallet).
+    ///
+    /// - Throws: ``StoreError/notFound(_:)`` or ``StoreError/wrongUser(_:)``.
+    public func claimGrant(
+        id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date
+    ) async throws -> Grant {
+        try await claimGrant(id: id, environment: environment) { grant in
+            try grant.claim(by: recipient, crediting: policy, at: at)
+        }
+    }
+
     /// A user's entitlements now, by the core's rules: computed from the receipts of products that can unlock
     /// something (so the cost does not grow with consumable purchases) and the grace periods of their chains.
     public func entitlements(of user: User, catalog: Catalog, at now: Date) async throws -> [String] {

@@ -170,20 +170,13 @@ public actor InMemoryStore: CofferStore {
         return record
     }
 
-    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
-    public func saveBackup(
-        owner: UUID,
-        environment: Environment,
-        value: Int64,
-        precondition: BackupPrecondition,
-        writer: BackupWriter,
-        at: Date
-    ) throws -> BackupSaveResult {
+    /// Writes a user's backup as `decide` says, kept in the backup history too.
+    public func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) throws -> (current: BackupRecord?, written: BackupRecord?) {
         guard state.users[owner]?.environment == environment else { throw StoreError.notFound("user \(owner)") }
         let current = backup(owner: owner, environment: environment)
-        guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
-            return .conflict(current: current)
-        }
+        guard let record = decide(current) else { return (current, nil) }
         backups[owner] = (environment, record)
         backupLog.append((owner, environment, BackupHistoryItem(record: record, previousValue: current?.value)))
         let mine = backupLog.indices.filter { backupLog[$0].owner == owner && backupLog[$0].environment == environment }
@@ -191,7 +184,7 @@ public actor InMemoryStore: CofferStore {
             let dropped = Set(mine.prefix(mine.count - BackupHistoryItem.kept))
             backupLog = backupLog.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
         }
-        return .saved(record)
+        return (current, record)
     }
 
     /// Adds a grant.
@@ -216,32 +209,23 @@ public actor InMemoryStore: CofferStore {
                 max(0, limit)))
     }
 
-    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
+    /// Claims a grant as `claim` says, crediting it in the same step.
     public func claimGrant(
-        id: UUID,
-        recipient: UUID,
-        environment: Environment,
-        crediting policy: DeficitPolicy?,
-        at: Date
-    ) throws -> Grant {
+        id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+    )
+        throws -> Grant
+    {
         guard let index = grantList.firstIndex(where: { $0.id == id && $0.environment == environment }) else {
             throw StoreError.notFound("grant \(id)")
         }
-        var grant = grantList[index]
-        guard grant.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
-        guard grant.claimedAt == nil else { return grant }
-        if let policy {
-            let request = LedgerRequest(
-                owner: recipient, environment: environment,
-                event: .grant(id: id.uuidString.lowercased(), credits: grant.credits, reason: grant.reason),
-                policy: policy, at: at)
+        guard let claimed = try claim(grantList[index]) else { return grantList[index] }
+        if let credit = claimed.credit {
             var draft = state
-            _ = try LedgerWriter.apply(request, in: &draft).get()
+            _ = try LedgerWriter.apply(credit, in: &draft).get()
             state = draft
         }
-        grant.claimedAt = at
-        grantList[index] = grant
-        return grant
+        grantList[index] = claimed.grant
+        return claimed.grant
     }
 
     /// Records a notification unless one with its `notificationUUID` is recorded in its environment.

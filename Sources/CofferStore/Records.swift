@@ -119,6 +119,32 @@ public struct Grant: Sendable, Hashable, Codable {
 
     /// Pending or claimed.
     public var status: GrantStatus { claimedAt == nil ? .pending : .claimed }
+
+    /// What claiming the grant by `recipient` does: `nil` when it was claimed before (claiming again changes
+    /// nothing), else the grant claimed at `at` and, with a `policy` (server wallet), the ledger request that
+    /// credits it (`grant:<id>`), to apply in the same commit.
+    ///
+    /// - Throws: ``StoreError/wrongUser(_:)`` when it is someone else's.
+    public func claim(by recipient: UUID, crediting policy: DeficitPolicy?, at: Date) throws -> GrantClaim? {
+        guard self.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
+        guard claimedAt == nil else { return nil }
+        var claimed = self
+        claimed.claimedAt = at
+        let credit = policy.map { policy in
+            LedgerRequest(
+                owner: recipient, environment: environment,
+                event: .grant(id: id.uuidString.lowercased(), credits: credits, reason: reason), policy: policy, at: at)
+        }
+        return GrantClaim(grant: claimed, credit: credit)
+    }
+}
+
+/// A grant claimed: the grant as it is now, and the ledger request that credits it (server wallet).
+public struct GrantClaim: Sendable, Hashable {
+    /// The grant, claimed.
+    public var grant: Grant
+    /// The request crediting it, applied in the same commit; `nil` in the device wallet.
+    public var credit: LedgerRequest?
 }
 
 /// One admin action, recorded with who, when, what, and the state before and after.

@@ -13,15 +13,11 @@ extension PostgresStore {
             Rows.backup)
     }
 
-    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
-    public func saveBackup(
-        owner: UUID,
-        environment: Environment,
-        value: Int64,
-        precondition: BackupPrecondition,
-        writer: BackupWriter,
-        at: Date
-    ) async throws -> BackupSaveResult {
+    /// Writes a user's backup as `decide` says, kept in the backup history too, in one transaction that
+    /// holds the user's wallet row.
+    public func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { connection in
             // The wallet row is the user's lock, as for ledger writes.
             guard
@@ -36,15 +32,13 @@ extension PostgresStore {
                 connection,
                 "SELECT * FROM backups WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)",
                 logger: self.logger, Rows.backup)
-            guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
-                return .conflict(current: current)
-            }
+            guard let record = decide(current) else { return (current, nil) }
             let (kind, name) = Rows.columns(record.writer)
             try await connection.query(
                 """
                 INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name)
-                VALUES (\(owner.uuidString), \(environment.rawValue), \(value), \(Millis.from(at)), \(record.version),
-                    \(kind), \(name))
+                VALUES (\(owner.uuidString), \(environment.rawValue), \(record.value),
+                    \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name))
                 ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
                     version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
                 """, logger: self.logger)
@@ -52,8 +46,8 @@ extension PostgresStore {
                 """
                 INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
                     writer_kind, writer_name)
-                VALUES (\(owner.uuidString), \(environment.rawValue), \(value), \(current?.value), \(Millis.from(at)),
-                    \(record.version), \(kind), \(name))
+                VALUES (\(owner.uuidString), \(environment.rawValue), \(record.value), \(current?.value),
+                    \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name))
                 """, logger: self.logger)
             try await connection.query(
                 """
@@ -62,7 +56,7 @@ extension PostgresStore {
                     SELECT seq FROM backup_history WHERE owner = \(owner.uuidString)
                     AND environment = \(environment.rawValue) ORDER BY seq DESC LIMIT 1 OFFSET \(BackupHistoryItem.kept))
                 """, logger: self.logger)
-            return .saved(record)
+            return (current, record)
         }
     }
 }

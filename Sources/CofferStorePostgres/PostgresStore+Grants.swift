@@ -47,38 +47,28 @@ extension PostgresStore {
             """, Rows.grant)
     }
 
-    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
-    /// grant's credits are applied to the ledger (`grant:<id>`) in the same commit (server wallet).
+    /// Claims a grant as `claim` says, crediting it in the same transaction, which holds the grant's row.
     public func claimGrant(
-        id: UUID,
-        recipient: UUID,
-        environment: Environment,
-        crediting policy: DeficitPolicy?,
-        at: Date
+        id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
         try await write { connection in
             guard
-                var grant = try await Self.first(
+                let grant = try await Self.first(
                     connection,
                     """
                     SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)
                     FOR UPDATE
                     """, logger: self.logger, Rows.grant)
             else { throw StoreError.notFound("grant \(id)") }
-            guard grant.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
-            guard grant.claimedAt == nil else { return grant }
-            if let policy {
-                let request = LedgerRequest(
-                    owner: recipient, environment: environment,
-                    event: .grant(id: id.uuidString.lowercased(), credits: grant.credits, reason: grant.reason),
-                    policy: policy, at: at)
+            guard let claimed = try claim(grant) else { return grant }
+            if let credit = claimed.credit {
                 let context = PostgresLedgerContext(connection: connection, logger: self.logger)
-                _ = try await LedgerWriter.apply(request, in: context).get()
+                _ = try await LedgerWriter.apply(credit, in: context).get()
             }
-            grant.claimedAt = at
             try await connection.query(
-                "UPDATE grants SET claimed_at = \(Millis.from(at)) WHERE id = \(id.uuidString)", logger: self.logger)
-            return grant
+                "UPDATE grants SET claimed_at = \(claimed.grant.claimedAt.map(Millis.from)) WHERE id = \(id.uuidString)",
+                logger: self.logger)
+            return claimed.grant
         }
     }
 }

@@ -10,23 +10,16 @@ extension SQLiteStore {
         try await read { db in try Self.backup(db, owner: owner, environment: environment) }
     }
 
-    /// Writes a user's backup if `precondition` holds; the version goes up by one on every write.
-    public func saveBackup(
-        owner: UUID,
-        environment: Environment,
-        value: Int64,
-        precondition: BackupPrecondition,
-        writer: BackupWriter,
-        at: Date
-    ) async throws -> BackupSaveResult {
+    /// Writes a user's backup as `decide` says, kept in the backup history too, in one write transaction.
+    public func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { db in
             guard try Self.userExists(db, id: owner, environment: environment) else {
                 throw StoreError.notFound("user \(owner)")
             }
             let current = try Self.backup(db, owner: owner, environment: environment)
-            guard let record = precondition.write(over: current, value: value, writer: writer, at: at) else {
-                return .conflict(current: current)
-            }
+            guard let record = decide(current) else { return (current, nil) }
             let (kind, name) = Self.columns(record.writer)
             try db.execute(
                 sql: """
@@ -36,7 +29,8 @@ extension SQLiteStore {
                         version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
                     """,
                 arguments: [
-                    owner.uuidString, environment.rawValue, value, Millis.from(at), record.version, kind, name,
+                    owner.uuidString, environment.rawValue, record.value, Millis.from(record.lastUpdated),
+                    record.version, kind, name,
                 ])
             try db.execute(
                 sql: """
@@ -45,8 +39,8 @@ extension SQLiteStore {
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
-                    owner.uuidString, environment.rawValue, value, current?.value, Millis.from(at), record.version,
-                    kind, name,
+                    owner.uuidString, environment.rawValue, record.value, current?.value,
+                    Millis.from(record.lastUpdated), record.version, kind, name,
                 ])
             try db.execute(
                 sql: """
@@ -58,7 +52,7 @@ extension SQLiteStore {
                     owner.uuidString, environment.rawValue, owner.uuidString, environment.rawValue,
                     BackupHistoryItem.kept,
                 ])
-            return .saved(record)
+            return (current, record)
         }
     }
 }

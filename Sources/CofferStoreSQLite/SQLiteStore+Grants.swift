@@ -49,35 +49,26 @@ extension SQLiteStore {
         }
     }
 
-    /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
+    /// Claims a grant as `claim` says, crediting it in the same write transaction.
     public func claimGrant(
-        id: UUID,
-        recipient: UUID,
-        environment: Environment,
-        crediting policy: DeficitPolicy?,
-        at: Date
+        id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
         try await write { db in
             guard
-                var grant = try Row.fetchOne(
+                let grant = try Row.fetchOne(
                     db, sql: "SELECT * FROM grants WHERE id = ? AND environment = ?",
                     arguments: [id.uuidString, environment.rawValue]
                 ).map(Self.grant)
             else { throw StoreError.notFound("grant \(id)") }
-            guard grant.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
-            guard grant.claimedAt == nil else { return grant }
-            if let policy {
+            guard let claimed = try claim(grant) else { return grant }
+            if let credit = claimed.credit {
                 var context = SQLiteLedgerContext(db: db)
-                let request = LedgerRequest(
-                    owner: recipient, environment: environment,
-                    event: .grant(id: id.uuidString.lowercased(), credits: grant.credits, reason: grant.reason),
-                    policy: policy, at: at)
-                _ = try LedgerWriter.apply(request, in: &context).get()
+                _ = try LedgerWriter.apply(credit, in: &context).get()
             }
-            grant.claimedAt = at
             try db.execute(
-                sql: "UPDATE grants SET claimed_at = ? WHERE id = ?", arguments: [Millis.from(at), id.uuidString])
-            return grant
+                sql: "UPDATE grants SET claimed_at = ? WHERE id = ?",
+                arguments: [claimed.grant.claimedAt.map(Millis.from), id.uuidString])
+            return claimed.grant
         }
     }
 }

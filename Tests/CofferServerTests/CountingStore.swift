@@ -75,20 +75,18 @@ final class CountingStore: CofferStore {
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
         try await base.backup(owner: owner, environment: environment)
     }
-    func saveBackup(
-        owner: UUID, environment: Environment, value: Int64, precondition: BackupPrecondition, writer: BackupWriter,
-        at: Date
-    ) async throws -> BackupSaveResult {
-        try await base.saveBackup(
-            owner: owner, environment: environment, value: value, precondition: precondition, writer: writer, at: at)
+    func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
+        try await base.writeBackup(owner: owner, environment: environment, decide)
     }
     func createGrant(_ grant: Grant) async throws { try await base.createGrant(grant) }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
         try await base.grants(environment: environment, recipient: recipient, status: status, limit: limit)
     }
-    func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
+    func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
-    { try await base.claimGrant(id: id, recipient: recipient, environment: environment, crediting: policy, at: at) }
+    { try await base.claimGrant(id: id, environment: environment, claim) }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await base.recordNotification(record)
     }

@@ -29,15 +29,14 @@ struct FailingStore: CofferStore {
         throw Self.failure
     }
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? { throw Self.failure }
-    func saveBackup(
-        owner: UUID, environment: Environment, value: Int64, precondition: BackupPrecondition, writer: BackupWriter,
-        at: Date
-    ) async throws -> BackupSaveResult { throw Self.failure }
+    func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?) { throw Self.failure }
     func createGrant(_ grant: Grant) async throws { throw Self.failure }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
         throw Self.failure
     }
-    func claimGrant(id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date)
+    func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
     { throw Self.failure }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw Self.failure }
