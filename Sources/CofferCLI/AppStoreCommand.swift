@@ -74,38 +74,44 @@ struct AppStoreCommand: AsyncParsableCommand {
         }
     }
 
+    /// A transaction id and a connection: what `transaction`, `history` and `statuses` take.
+    struct ByTransaction: ParsableArguments {
+        @Argument(help: "A transaction id.") var transactionId: String
+        @OptionGroup var connection: Connection
+
+        /// Runs `call` for the transaction with a client, printing what it returns.
+        func run(_ call: (AppStoreServerAPIClient, String) async throws(AppStoreAPIError) -> any Encodable)
+            async throws
+        {
+            try await connection.run { client throws(AppStoreAPIError) in try await call(client, transactionId) }
+        }
+    }
+
     /// `coffer appstore transaction ID`.
     struct Transaction: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Get Transaction Info.")
-        @Argument(help: "A transaction id.") var transactionId: String
-        @OptionGroup var connection: Connection
+        @OptionGroup var options: ByTransaction
         func run() async throws {
-            try await connection.run { client throws(AppStoreAPIError) in
-                try await client.getTransactionInfo(transactionId)
-            }
+            try await options.run { client, id throws(AppStoreAPIError) in try await client.getTransactionInfo(id) }
         }
     }
 
     /// `coffer appstore history ID`: every page.
     struct History: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Get Transaction History (all pages).")
-        @Argument(help: "A transaction id.") var transactionId: String
-        @OptionGroup var connection: Connection
+        @OptionGroup var options: ByTransaction
         func run() async throws {
-            try await connection.run { client throws(AppStoreAPIError) in
-                try await client.allTransactions(transactionId)
-            }
+            try await options.run { client, id throws(AppStoreAPIError) in try await client.allTransactions(id) }
         }
     }
 
     /// `coffer appstore statuses ID`.
     struct Statuses: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Get All Subscription Statuses.")
-        @Argument(help: "A transaction id.") var transactionId: String
-        @OptionGroup var connection: Connection
+        @OptionGroup var options: ByTransaction
         func run() async throws {
-            try await connection.run { client throws(AppStoreAPIError) in
-                try await client.getAllSubscriptionStatuses(transactionId)
+            try await options.run { client, id throws(AppStoreAPIError) in
+                try await client.getAllSubscriptionStatuses(id)
             }
         }
     }

@@ -284,25 +284,29 @@ func withSupport<T>(_ options: SupportOptions, _ body: (any SupportBackend) asyn
     }
 }
 
+/// Whose credits support changes, and why: `coffer grant` and `coffer set-balance`.
+struct CustomerChange: ParsableArguments {
+    @Option(help: "The customer's Support ID, e.g. _abc123def456.")
+    var recipient: String
+
+    @Option(help: "Why, e.g. \"Ticket #42\"; kept in the audit log and shown to support.")
+    var reason: String
+}
+
 /// `coffer grant`: credits for a customer, picked up by the app on its next refresh.
 struct GrantCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "grant", abstract: "Grant credits to a customer by Support ID, with a reason.")
 
-    @Option(help: "The customer's Support ID, e.g. _abc123def456.")
-    var recipient: String
-
     @Option(help: "The credits to grant.")
     var credits: Int64
 
-    @Option(help: "Why, e.g. \"Ticket #42\"; kept in the audit log and shown to support.")
-    var reason: String
-
+    @OptionGroup var change: CustomerChange
     @OptionGroup var options: SupportOptions
 
     func run() async throws {
         let grant = try await withSupport(options) {
-            try await $0.grant(supportId: recipient, credits: credits, reason: reason)
+            try await $0.grant(supportId: change.recipient, credits: credits, reason: change.reason)
         }
         if options.json { return print(try JSONText.encode(grant)) }
         print(
@@ -409,23 +413,18 @@ struct SetBalanceCommand: AsyncParsableCommand {
         commandName: "set-balance",
         abstract: "Set a customer's balance: a ledger adjustment (server wallet) or an admin backup the app accepts.")
 
-    @Option(help: "The customer's Support ID.")
-    var recipient: String
-
     @Option(help: "The new balance.")
     var balance: Int64
 
-    @Option(help: "Why, e.g. \"Ticket #42\".")
-    var reason: String
-
+    @OptionGroup var change: CustomerChange
     @OptionGroup var options: SupportOptions
 
     func run() async throws {
-        let change = try await withSupport(options) {
-            try await $0.setBalance(supportId: recipient, balance: balance, reason: reason)
+        let done = try await withSupport(options) {
+            try await $0.setBalance(supportId: change.recipient, balance: balance, reason: change.reason)
         }
-        if options.json { return print(try JSONText.encode(change)) }
-        print("\(change.supportId): balance \(change.before) -> \(change.after) (via \(change.via))")
+        if options.json { return print(try JSONText.encode(done)) }
+        print("\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via))")
     }
 }
 

@@ -34,22 +34,24 @@ final class DeviceLedger: Sendable {
         migrator.registerMigration("device v1 users, ledger") { db in
             // An earlier SDK's file has the ledger's tables already, in the server's schema.
             guard try !db.tableExists("users") else { return }
-            try db.execute(
-                sql: """
-                    CREATE TABLE users (
-                        id TEXT PRIMARY KEY NOT NULL,
-                        environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
-                        support_id TEXT NOT NULL,
-                        app_account_token TEXT NOT NULL,
-                        created_at INTEGER NOT NULL,
-                        UNIQUE (environment, support_id)
-                    );
-                    """)
-            try db.execute(sql: LedgerTables.v1)
+            try db.execute(sql: Self.users + LedgerTables.v1)
         }
         try migrator.migrate(queue)
         legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
     }
+
+    /// The install's users: the one the credential store names (a new one if the item is lost).
+    static let users = """
+        CREATE TABLE users (
+            id TEXT PRIMARY KEY NOT NULL,
+            environment TEXT NOT NULL CHECK (environment IN ('Sandbox', 'Production')),
+            support_id TEXT NOT NULL,
+            app_account_token TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            UNIQUE (environment, support_id)
+        );
+
+        """
 
     /// The user with this Support ID in `environment`.
     func user(supportId: SupportID, environment: Environment) async throws -> LocalUser? {

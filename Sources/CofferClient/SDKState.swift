@@ -6,6 +6,29 @@ import GRDB
 struct SDKState: Sendable {
     let queue: DatabaseQueue
 
+    /// The first schema, as shipped: never edit it; add a migration.
+    static let schema = """
+        CREATE TABLE transactions (
+            id TEXT PRIMARY KEY NOT NULL,
+            jws TEXT NOT NULL,
+            seen_at REAL NOT NULL,
+            posted_at REAL,
+            outcome TEXT,
+            credits INTEGER
+        );
+        CREATE TABLE intents (
+            id TEXT PRIMARY KEY NOT NULL,
+            product_id TEXT NOT NULL,
+            quantity INTEGER NOT NULL,
+            started_at REAL NOT NULL,
+            state TEXT NOT NULL
+        );
+        CREATE TABLE values_ (
+            key TEXT PRIMARY KEY NOT NULL,
+            value TEXT NOT NULL
+        );
+        """
+
     init(path: String) throws {
         // A relaunched app's SDK may open the file while the last one's writes finish: wait, never fail.
         var configuration = Configuration()
@@ -13,28 +36,7 @@ struct SDKState: Sendable {
         queue = try DatabaseQueue(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1 transactions, intents, values") { db in
-            try db.execute(
-                sql: """
-                    CREATE TABLE transactions (
-                        id TEXT PRIMARY KEY NOT NULL,
-                        jws TEXT NOT NULL,
-                        seen_at REAL NOT NULL,
-                        posted_at REAL,
-                        outcome TEXT,
-                        credits INTEGER
-                    );
-                    CREATE TABLE intents (
-                        id TEXT PRIMARY KEY NOT NULL,
-                        product_id TEXT NOT NULL,
-                        quantity INTEGER NOT NULL,
-                        started_at REAL NOT NULL,
-                        state TEXT NOT NULL
-                    );
-                    CREATE TABLE values_ (
-                        key TEXT PRIMARY KEY NOT NULL,
-                        value TEXT NOT NULL
-                    );
-                    """)
+            try db.execute(sql: Self.schema)
         }
         try migrator.migrate(queue)
     }

@@ -388,6 +388,19 @@ public enum Ledger {
         guard amount > 0, amount <= maximumAmount else { throw .invalidAmount(amount) }
     }
 
+    /// A decision that changes nothing.
+    private static func unchanged(_ outcome: LedgerOutcome, _ wallet: Wallet) -> LedgerDecision {
+        LedgerDecision(outcome: outcome, wallet: wallet, receipt: nil, entry: nil)
+    }
+
+    /// The key of Apple's word on a transaction: the first revocation (or reversal) is keyed by the transaction
+    /// id; a later one, after the other word, by its date as well.
+    private static func wordKey(_ kind: LedgerEntryKind, _ fact: TransactionFact, first: Bool, at date: Date)
+        -> IdempotencyKey
+    {
+        IdempotencyKey(kind, first ? fact.transactionId : "\(fact.transactionId)@\(Milliseconds.from(date))")
+    }
+
     private static func duplicate(
         _ existing: LedgerEntry,
         amount: Int64,
@@ -438,7 +451,7 @@ public enum Ledger {
         guard credits >= 0, credits <= maximumAmount else { throw .invalidAmount(credits) }
         guard fact.quantity >= 1 else { throw .invalidAmount(Int64(fact.quantity)) }
         if let existing, existing.isRevoked {
-            return LedgerDecision(outcome: .revoked, wallet: wallet, receipt: nil, entry: nil)
+            return unchanged(.revoked, wallet)
         }
         if let existing, existing.deliveredCredits != nil {
             return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existingEntry)
@@ -471,7 +484,7 @@ public enum Ledger {
         if let existing, existing.isRevoked {
             // Refunded already. A later refund date is remembered, so a reversal older than it stays superseded.
             guard let known = existing.revokedAt, revokedAt > known else {
-                return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
+                return unchanged(.duplicate, wallet)
             }
             var receipt = existing
             receipt.revokedAt = revokedAt
@@ -479,13 +492,9 @@ public enum Ledger {
             return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: receipt, entry: nil)
         }
         if let existing, let reversedAt = existing.reversedAt, revokedAt <= reversedAt {
-            return LedgerDecision(outcome: .superseded, wallet: wallet, receipt: nil, entry: nil)
+            return unchanged(.superseded, wallet)
         }
-        // The first revocation is keyed by the transaction id; a refund after a reversal by its date as well.
-        let key =
-            existing?.revokedAt == nil
-            ? IdempotencyKey(.revocation, fact.transactionId)
-            : IdempotencyKey(.revocation, "\(fact.transactionId)@\(Milliseconds.from(revokedAt))")
+        let key = wordKey(.revocation, fact, first: existing?.revokedAt == nil, at: revokedAt)
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
         receipt.revokedAt = revokedAt
         receipt.transaction.revocationDate = revokedAt
@@ -508,16 +517,13 @@ public enum Ledger {
         now: Date
     ) -> LedgerDecision {
         if let existing, !existing.isRevoked, existing.reversedAt != nil {
-            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: nil)
+            return unchanged(.duplicate, wallet)
         }
         if let existing, let revokedAt = existing.revokedAt, existing.isRevoked, reversedAt < revokedAt {
             // A refund dated after this reversal is Apple's latest word.
-            return LedgerDecision(outcome: .superseded, wallet: wallet, receipt: nil, entry: nil)
+            return unchanged(.superseded, wallet)
         }
-        let key =
-            existing?.reversedAt == nil
-            ? IdempotencyKey(.reversal, fact.transactionId)
-            : IdempotencyKey(.reversal, "\(fact.transactionId)@\(Milliseconds.from(reversedAt))")
+        let key = wordKey(.reversal, fact, first: existing?.reversedAt == nil, at: reversedAt)
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
         let wasRevoked = receipt.isRevoked
         receipt.reversedAt = reversedAt

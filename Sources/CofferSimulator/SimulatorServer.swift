@@ -45,36 +45,27 @@ public enum SimulatorServer {
     // MARK: App Store Server API
 
     private static func addServerAPI(to api: RouterGroup<BasicRequestContext>, store: SimulatedAppStore) {
-        api.get("v1/transactions/:id") { _, context in
-            let id = try context.parameters.require("id")
-            return try await answer {
-                try await store.transactionInfo(id)
+        // Routes by one id, and by one id with a revision: each answers what the simulated store says.
+        let byId: [(String, @Sendable (SimulatedAppStore, String) async throws -> any Encodable)] = [
+            ("v1/transactions/:id", { try await $0.transactionInfo($1) }),
+            ("v1/subscriptions/:id", { try await $0.subscriptionStatuses($1) }),
+            ("v1/lookup/:id", { try await $0.lookUpOrder($1) }),
+        ]
+        for (path, read) in byId {
+            api.get(RouterPath(path)) { _, context in
+                let id = try context.parameters.require("id")
+                return try await answer { try await read(store, id) }
             }
         }
-        api.get("v2/history/:id") { request, context in
-            let revision = request.uri.queryParameters.get("revision")
-            let id = try context.parameters.require("id")
-            return try await answer {
-                try await store.transactionHistory(id, revision: revision)
-            }
-        }
-        api.get("v1/subscriptions/:id") { _, context in
-            let id = try context.parameters.require("id")
-            return try await answer {
-                try await store.subscriptionStatuses(id)
-            }
-        }
-        api.get("v1/lookup/:id") { _, context in
-            let id = try context.parameters.require("id")
-            return try await answer {
-                try await store.lookUpOrder(id)
-            }
-        }
-        api.get("v2/refund/lookup/:id") { request, context in
-            let revision = request.uri.queryParameters.get("revision")
-            let id = try context.parameters.require("id")
-            return try await answer {
-                try await store.refundHistory(id, revision: revision)
+        let byRevision: [(String, @Sendable (SimulatedAppStore, String, String?) async throws -> any Encodable)] = [
+            ("v2/history/:id", { try await $0.transactionHistory($1, revision: $2) }),
+            ("v2/refund/lookup/:id", { try await $0.refundHistory($1, revision: $2) }),
+        ]
+        for (path, read) in byRevision {
+            api.get(RouterPath(path)) { request, context in
+                let revision = request.uri.queryParameters.get("revision")
+                let id = try context.parameters.require("id")
+                return try await answer { try await read(store, id, revision) }
             }
         }
         api.post("v1/notifications/history") { request, _ in
@@ -318,8 +309,8 @@ public enum SimulatorServer {
         var errorMessage: String
     }
 
-    private static func answer<T: Encodable>(_ body: () async throws -> T) async throws -> Response {
-        let value: T
+    private static func answer(_ body: () async throws -> any Encodable) async throws -> Response {
+        let value: any Encodable
         do {
             value = try await body()
         } catch let error as SimulatedAPIError {

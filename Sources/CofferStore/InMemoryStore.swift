@@ -79,15 +79,15 @@ public actor InMemoryStore: CofferStore {
     /// The user with this id.
     public func user(id: UUID) -> User? { state.users[id] }
 
-    /// The user with this id.
+    /// The user with this Support ID in `environment`.
     public func user(supportId: SupportID, environment: Environment) -> User? {
         state.users.values.first { $0.supportId == supportId && $0.environment == environment }
     }
 
-    /// The user with this id.
+    /// The user whose token hashes to `tokenHash`.
     public func user(tokenHash: String) -> User? { state.users.values.first { $0.tokenHash == tokenHash } }
 
-    /// The user with this id.
+    /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: Environment) -> User? {
         state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
     }

@@ -89,14 +89,13 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     \(fact.isUpgraded), \(receipt.deliveredCredits), \(receipt.deliveredAt.map(Millis.from)),
                     \(receipt.revokedAt.map(Millis.from)), \(receipt.takenFromBalance), \(receipt.addedToDeficit),
                     \(receipt.reversedAt.map(Millis.from)))
-                ON CONFLICT (environment, transaction_id) DO UPDATE SET
-                    original_transaction_id = excluded.original_transaction_id, quantity = excluded.quantity,
-                    purchase_date = excluded.purchase_date, expires_date = excluded.expires_date,
-                    revocation_date = excluded.revocation_date, family_shared = excluded.family_shared,
-                    trial = excluded.trial, upgraded = excluded.upgraded,
-                    delivered_credits = excluded.delivered_credits, delivered_at = excluded.delivered_at,
-                    revoked_at = excluded.revoked_at, taken_from_balance = excluded.taken_from_balance,
-                    added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at
+                ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
+                    purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
+                    delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
+                    = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
+                    excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
+                    excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
+                    excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at)
                 WHERE receipts.owner = excluded.owner
                 RETURNING 1
                 """, logger: logger)

@@ -9,14 +9,7 @@ extension PostgresStore {
     /// Adds a grant.
     public func createGrant(_ grant: Grant) async throws {
         try await write { connection in
-            guard
-                try await Self.exists(
-                    connection,
-                    """
-                    SELECT 1 FROM users WHERE id = \(grant.recipient.uuidString)
-                    AND environment = \(grant.environment.rawValue)
-                    """, logger: self.logger)
-            else { throw StoreError.notFound("user \(grant.recipient)") }
+            try await Self.requireUser(connection, grant.recipient, grant.environment, logger: self.logger)
             do {
                 try await connection.query(
                     """

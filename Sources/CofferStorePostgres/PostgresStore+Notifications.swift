@@ -48,14 +48,7 @@ extension PostgresStore {
     /// Saves a subscription chain's renewal state unless the stored one was signed later.
     public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await write { connection in
-            guard
-                try await Self.exists(
-                    connection,
-                    """
-                    SELECT 1 FROM users WHERE id = \(state.owner.uuidString)
-                    AND environment = \(state.environment.rawValue)
-                    """, logger: self.logger)
-            else { throw StoreError.notFound("user \(state.owner)") }
+            try await Self.requireUser(connection, state.owner, state.environment, logger: self.logger)
             return try await Self.exists(
                 connection,
                 """

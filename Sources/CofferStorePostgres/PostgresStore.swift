@@ -183,6 +183,18 @@ public final class PostgresStore: CofferStore {
         try await first(connection, query, logger: logger) { _ in true } ?? false
     }
 
+    /// Throws ``StoreError/notFound(_:)`` unless the user lives in `environment`.
+    static func requireUser(_ connection: PostgresConnection, _ owner: UUID, _ environment: Environment, logger: Logger)
+        async throws
+    {
+        guard
+            try await exists(
+                connection,
+                "SELECT 1 FROM users WHERE id = \(owner.uuidString) AND environment = \(environment.rawValue)",
+                logger: logger)
+        else { throw StoreError.notFound("user \(owner)") }
+    }
+
     static func isRace(_ error: PSQLError) -> Bool {
         ["23505", "40001", "40P01"].contains(error.sqlState ?? "")
     }

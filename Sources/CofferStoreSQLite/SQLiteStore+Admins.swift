@@ -7,17 +7,15 @@ import GRDB
 extension SQLiteStore {
     /// Adds an admin.
     public func createAdmin(_ admin: Admin) async throws {
+        let arguments: StatementArguments = [
+            admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
+            Millis.from(admin.passwordChangedAt),
+        ]
         try await write { db in
             do {
-                try db.execute(
-                    sql: """
-                        INSERT INTO admins (id, name, password_hash, created_at, password_changed_at)
-                        VALUES (?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
-                        Millis.from(admin.passwordChangedAt),
-                    ])
+                let sql =
+                    "INSERT INTO admins (id, name, password_hash, created_at, password_changed_at) VALUES (?, ?, ?, ?, ?)"
+                try db.execute(sql: sql, arguments: arguments)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("admin \(admin.name)")
             }
@@ -26,9 +24,7 @@ extension SQLiteStore {
 
     /// The admin with this name.
     public func admin(name: String) async throws -> Admin? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM admins WHERE name = ?", arguments: [name]).map(Self.admin)
-        }
+        try await one("SELECT * FROM admins WHERE name = ?", [name], Self.admin)
     }
 
     /// Every admin, by name.

@@ -75,15 +75,8 @@ extension SQLiteStore {
 
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM receipts WHERE environment = ? AND original_transaction_id = ?
-                    ORDER BY purchase_date, transaction_id
-                    """,
-                arguments: [environment.rawValue, originalTransactionId]
-            ).map(SQLiteLedgerContext.receipt)
-        }
+        try await all(
+            "SELECT * FROM receipts WHERE environment = ? AND original_transaction_id = ? ORDER BY purchase_date, transaction_id",
+            [environment.rawValue, originalTransactionId], SQLiteLedgerContext.receipt)
     }
 }

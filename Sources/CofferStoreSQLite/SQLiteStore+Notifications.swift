@@ -86,25 +86,19 @@ extension SQLiteStore {
 
     /// The renewal states of a user's subscription chains.
     public func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
-        try await read { db in
-            try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT * FROM renewal_states WHERE environment = ? AND owner = ?
-                    ORDER BY original_transaction_id
-                    """,
-                arguments: [environment.rawValue, owner.uuidString]
-            ).map { row in
-                RenewalState(
-                    originalTransactionId: row["original_transaction_id"],
-                    environment: try RowValue.environment(row),
-                    owner: try RowValue.uuid(row, "owner"),
-                    autoRenewProductId: row["auto_renew_product_id"],
-                    autoRenews: row["auto_renews"],
-                    inBillingRetry: row["in_billing_retry"],
-                    gracePeriodExpiresDate: (row["grace_period_expires_date"] as Int64?).map(Millis.date),
-                    signedDate: Millis.date(row["signed_date"]))
-            }
+        try await all(
+            "SELECT * FROM renewal_states WHERE environment = ? AND owner = ? ORDER BY original_transaction_id",
+            [environment.rawValue, owner.uuidString]
+        ) { row in
+            RenewalState(
+                originalTransactionId: row["original_transaction_id"],
+                environment: try RowValue.environment(row),
+                owner: try RowValue.uuid(row, "owner"),
+                autoRenewProductId: row["auto_renew_product_id"],
+                autoRenews: row["auto_renews"],
+                inBillingRetry: row["in_billing_retry"],
+                gracePeriodExpiresDate: (row["grace_period_expires_date"] as Int64?).map(Millis.date),
+                signedDate: Millis.date(row["signed_date"]))
         }
     }
 

@@ -30,39 +30,26 @@ extension SQLiteStore {
 
     /// The user with this id.
     public func user(id: UUID) async throws -> User? {
-        try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.uuidString]).map(Self.user)
-        }
+        try await one("SELECT * FROM users WHERE id = ?", [id.uuidString], Self.user)
     }
 
-    /// The user with this id.
+    /// The user with this Support ID in `environment`.
     public func user(supportId: SupportID, environment: Environment) async throws -> User? {
-        try await read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT * FROM users WHERE environment = ? AND support_id = ?",
-                arguments: [environment.rawValue, supportId.rawValue]
-            ).map(Self.user)
-        }
+        try await one(
+            "SELECT * FROM users WHERE environment = ? AND support_id = ?", [environment.rawValue, supportId.rawValue],
+            Self.user)
     }
 
-    /// The user with this id.
+    /// The user whose token hashes to `tokenHash`.
     public func user(tokenHash: String) async throws -> User? {
-        try await read { db in
-            try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT * FROM users WHERE token_hash = ?"), arguments: [tokenHash]
-            )
-            .map(Self.user)
-        }
+        try await one("SELECT * FROM users WHERE token_hash = ?", [tokenHash], Self.user)
     }
 
-    /// The user with this id.
+    /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
-        try await read { db in
-            try Row.fetchOne(
-                db, sql: "SELECT * FROM users WHERE environment = ? AND app_account_token = ?",
-                arguments: [environment.rawValue, appAccountToken.uuidString]
-            ).map(Self.user)
-        }
+        try await one(
+            "SELECT * FROM users WHERE environment = ? AND app_account_token = ?",
+            [environment.rawValue, appAccountToken.uuidString], Self.user)
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`

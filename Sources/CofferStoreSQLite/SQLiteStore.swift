@@ -78,6 +78,20 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// The first row `sql` (a constant text: its statement is compiled once) selects, decoded.
+    func one<T: Sendable>(
+        _ sql: String, _ arguments: StatementArguments, _ decode: @escaping @Sendable (Row) throws -> T
+    ) async throws -> T? {
+        try await read { db in try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(decode) }
+    }
+
+    /// Every row `sql` (a constant text: its statement is compiled once) selects, decoded.
+    func all<T: Sendable>(
+        _ sql: String, _ arguments: StatementArguments, _ decode: @escaping @Sendable (Row) throws -> T
+    ) async throws -> [T] {
+        try await read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(decode) }
+    }
+
     static func readNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
         try pool.read(body)
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import X509
 
 #if canImport(Glibc)
@@ -105,21 +106,30 @@ public enum LocalPort {
         public var description: String
     }
 
-    /// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
+    /// Ports handed out in this process, never handed out twice.
+    private static let given = Mutex<Set<UInt16>>([])
+
+    /// A port nothing listens on now, below the kernel's ephemeral range (32768 and up), so no outgoing
+    /// connection takes it before its server starts, and never one handed out before in this process (two
+    /// suites running at once each get their own).
     public static func free() throws -> UInt16 {
+        for _ in 0..<1_000 {
+            let port = UInt16.random(in: 20_000..<32_000)
+            guard given.withLock({ $0.insert(port).inserted }) else { continue }
+            if try canBind(port) { return port }
+        }
+        throw Failure(description: "no free port between 20000 and 32000")
+    }
+
+    private static func canBind(_ port: UInt16) throws -> Bool {
         let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socketFD >= 0 else { throw Failure(description: "socket() failed") }
         defer { close(socketFD) }
-        var address = loopback(0)
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
-                guard bind(socketFD, raw, length) == 0 else { return false }
-                return getsockname(socketFD, raw, &length) == 0
-            }
+        var address = loopback(port)
+        let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        return withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in bind(socketFD, raw, length) == 0 }
         }
-        guard bound else { throw Failure(description: "bind() failed") }
-        return UInt16(bigEndian: address.sin_port)
     }
 
     private static func loopback(_ port: UInt16) -> sockaddr_in {
