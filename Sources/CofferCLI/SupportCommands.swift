@@ -291,6 +291,18 @@ struct CustomerChange: ParsableArguments {
 
     @Option(help: "Why, e.g. \"Ticket #42\"; kept in the audit log and shown to support.")
     var reason: String
+
+    @OptionGroup var options: SupportOptions
+
+    /// Makes the change for the recipient, printing its JSON with `--json`, else `lines` of it.
+    func run<T: Encodable>(
+        _ change: (any SupportBackend, _ recipient: String, _ reason: String) async throws -> T,
+        lines: (T) -> [String]
+    ) async throws {
+        let done = try await withSupport(options) { try await change($0, recipient, reason) }
+        if options.json { return print(try JSONText.encode(done)) }
+        for line in lines(done) { print(line) }
+    }
 }
 
 /// `coffer grant`: credits for a customer, picked up by the app on its next refresh.
@@ -302,17 +314,16 @@ struct GrantCommand: AsyncParsableCommand {
     var credits: Int64
 
     @OptionGroup var change: CustomerChange
-    @OptionGroup var options: SupportOptions
 
     func run() async throws {
-        let grant = try await withSupport(options) {
-            try await $0.grant(supportId: change.recipient, credits: credits, reason: change.reason)
+        try await change.run {
+            try await $0.grant(supportId: $1, credits: credits, reason: $2)
+        } lines: { grant in
+            [
+                "Granted \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending",
+                "The app picks it up on its next launch, foreground or refresh.",
+            ]
         }
-        if options.json { return print(try JSONText.encode(grant)) }
-        print(
-            "Granted \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending"
-        )
-        print("The app picks it up on its next launch, foreground or refresh.")
     }
 }
 
@@ -417,14 +428,13 @@ struct SetBalanceCommand: AsyncParsableCommand {
     var balance: Int64
 
     @OptionGroup var change: CustomerChange
-    @OptionGroup var options: SupportOptions
 
     func run() async throws {
-        let done = try await withSupport(options) {
-            try await $0.setBalance(supportId: change.recipient, balance: balance, reason: change.reason)
+        try await change.run {
+            try await $0.setBalance(supportId: $1, balance: balance, reason: $2)
+        } lines: { done in
+            ["\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via))"]
         }
-        if options.json { return print(try JSONText.encode(done)) }
-        print("\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via))")
     }
 }
 

@@ -228,17 +228,12 @@ extension AdminPanel {
 
     func audit(_ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
-        let events = try await service.auditLog(environment: session.environment)
-        return page(
-            "audit",
+        let rows = try await service.auditLog(environment: session.environment).map { event -> [String: Any] in
             [
-                "title": "Audit log", "onAudit": true,
-                "events": events.map { event in
-                    [
-                        "at": Self.time(event.at), "actor": event.actor, "action": event.action,
-                        "subject": event.subject, "before": event.before ?? "", "after": event.after ?? "",
-                    ] as [String: Any]
-                },
-            ], session: session)
+                "at": Self.time(event.at), "actor": event.actor, "action": event.action, "subject": event.subject,
+                "before": event.before ?? "", "after": event.after ?? "",
+            ]
+        }
+        return page("audit", ["title": "Audit log", "onAudit": true, "events": rows], session: session)
     }
 }

@@ -167,11 +167,7 @@ extension SimulatedAppStore {
         subscription.productId = product.id
         subscription.latestTransactionId = id
         subscription.expiresDate = record.expiresDate ?? start
-        subscription.state = .active
-        subscription.gracePeriodExpiresDate = nil
-        subscription.billingRetryEnds = nil
-        subscription.expirationIntent = nil
-        subscription.autoRenew = true
+        subscription.settle(.active)
         subscriptions[key] = subscription
         var report = SimulatorReport()
         report.happened.append(
@@ -201,11 +197,7 @@ extension SimulatedAppStore {
 
     func expire(_ key: String, subtype: String, intent: Int32) throws(SimulatorError) -> SimulatorReport {
         guard var subscription = subscriptions[key] else { return SimulatorReport() }
-        subscription.state = .expired
-        subscription.autoRenew = false
-        subscription.expirationIntent = intent
-        subscription.gracePeriodExpiresDate = nil
-        subscription.billingRetryEnds = nil
+        subscription.settle(.expired, intent: intent)
         subscriptions[key] = subscription
         var report = SimulatorReport()
         report.happened.append("\(subscription.account)'s \(subscription.productId) expired (\(subtype.lowercased()))")

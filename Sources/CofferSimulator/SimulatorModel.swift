@@ -135,6 +135,16 @@ struct SimulatedSubscription: Sendable {
     var billingRetryEnds: Date?
     var expirationIntent: Int32?
     var recentStartDate: Date
+
+    /// Renewed and paid (`active`, renewing) or ended (`expired` for `intent`, not renewing): out of grace and
+    /// billing retry either way.
+    mutating func settle(_ state: State, intent: Int32? = nil) {
+        self.state = state
+        autoRenew = state == .active
+        expirationIntent = intent
+        gracePeriodExpiresDate = nil
+        billingRetryEnds = nil
+    }
 }
 
 /// One notification the simulator sent or is sending, with every delivery attempt.
