@@ -23,6 +23,7 @@ let package = Package(
         .library(name: "CofferAdmin", targets: ["CofferAdmin"]),
         .library(name: "CofferClient", targets: ["CofferClient"]),
         .library(name: "CofferStoreKit2", targets: ["CofferStoreKit2"]),
+        .library(name: "CofferService", targets: ["CofferService"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .library(name: "CofferCLI", targets: ["CofferCLI"]),
@@ -114,10 +115,22 @@ let package = Package(
             resources: [.copy("Panel")],
             swiftSettings: strictSettings
         ),
+        // The application layer, with no HTTP in it: purchases, Apple's notifications and their recovery, the
+        // ledger batcher and event hub, settings, security primitives, typed errors.
+        .target(
+            name: "CofferService",
+            dependencies: [
+                "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CofferServer",
             dependencies: [
-                "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
+                "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferService", "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -151,7 +164,7 @@ let package = Package(
             name: "CofferCLI",
             dependencies: [
                 "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
-                "CofferSimulator", "CofferServer", "CofferAdmin", "CofferClient",
+                "CofferSimulator", "CofferServer", "CofferService", "CofferAdmin", "CofferClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -226,7 +239,8 @@ let package = Package(
         .testTarget(
             name: "CofferServerTests",
             dependencies: [
-                "CofferServer", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
+                "CofferServer", "CofferService", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore",
+                "CofferStore",
                 "CofferStoreSQLite",
                 "CofferStorePostgres", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -241,7 +255,8 @@ let package = Package(
         .testTarget(
             name: "CofferClientTests",
             dependencies: [
-                "CofferClient", "CofferServer", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore",
+                "CofferClient", "CofferServer", "CofferService", "CofferAPI", "CofferAdmin", "CofferAppStore",
+                "CofferCore",
                 "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -30,6 +30,7 @@ let package = Package(
                 .product(name: "CofferAppStore", package: coffer),
                 .product(name: "CofferCore", package: coffer),
                 .product(name: "CofferServer", package: coffer),
+                .product(name: "CofferService", package: coffer),
                 .product(name: "CofferStore", package: coffer),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),

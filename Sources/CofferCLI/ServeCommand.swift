@@ -4,6 +4,7 @@ import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferService
 import CofferStore
 import CofferStorePostgres
 import CofferStoreSQLite

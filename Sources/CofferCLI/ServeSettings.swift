@@ -1,6 +1,7 @@
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferService
 import CofferStore
 import CofferStorePostgres
 import CofferStoreSQLite

@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferCore
+import CofferService
 import CofferStore
 import Foundation
 import HTTPTypes
@@ -46,7 +47,7 @@ struct AdminAPI: Sendable {
             case nil, "", "all": status = nil
             case let text?:
                 guard let parsed = GrantStatus(rawValue: text) else {
-                    throw ServerError.badRequest("status must be pending, claimed or all")
+                    throw ServiceError.badRequest("status must be pending, claimed or all")
                 }
                 status = parsed
             }
@@ -68,7 +69,7 @@ struct AdminAPI: Sendable {
         admin.get("audit") { request, _ in
             let text = request.uri.queryParameters.get("limit") ?? "200"
             guard text.utf8.count <= 4, let limit = Int(text), (1...1_000).contains(limit) else {
-                throw ServerError.badRequest("limit must be a whole number from 1 to 1000")
+                throw ServiceError.badRequest("limit must be a whole number from 1 to 1000")
             }
             return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
         }
@@ -80,7 +81,7 @@ struct AdminAPI: Sendable {
             return api.configuration.environment
         }
         guard let environment = CofferCore.Environment(rawValue: text) else {
-            throw ServerError.badRequest("environment must be Sandbox or Production")
+            throw ServiceError.badRequest("environment must be Sandbox or Production")
         }
         return environment
     }
@@ -106,17 +107,19 @@ struct SignedRequestMiddleware: RouterMiddleware {
         guard let keyId = headers[HTTPField.Name(AdminRequestSignature.keyIdHeader)!],
             let date = headers[HTTPField.Name(AdminRequestSignature.dateHeader)!],
             let signature = headers[HTTPField.Name(AdminRequestSignature.signatureHeader)!]
-        else { throw ServerError(AdminAuthError.unsigned) }
+        else { throw ServiceError(AdminAuthError.unsigned) }
         let limit = api.configuration.maximumBodySize
         let body: ByteBuffer
         do {
             body = try await request.collectBody(upTo: limit)
         } catch {
-            throw ServerError.bodyTooLarge(limit: limit)
+            throw ServiceError.bodyTooLarge(limit: limit)
         }
         let store = api.dependencies.store
-        guard let key = try await store.adminKey(id: keyId) else { throw ServerError(AdminAuthError.unknownKey(keyId)) }
-        guard key.revokedAt == nil else { throw ServerError(AdminAuthError.revokedKey(keyId)) }
+        guard let key = try await store.adminKey(id: keyId) else {
+            throw ServiceError(AdminAuthError.unknownKey(keyId))
+        }
+        guard key.revokedAt == nil else { throw ServiceError(AdminAuthError.revokedKey(keyId)) }
         let now = api.dependencies.now()
         let digest: String
         do {
@@ -125,14 +128,14 @@ struct SignedRequestMiddleware: RouterMiddleware {
                 host: request.head.authority ?? "", body: body.readableBytesView, path: request.uri.description,
                 now: now)
         } catch {
-            throw ServerError(error)
+            throw ServiceError(error)
         }
         let fresh = try await store.recordSignature(
             digest, at: now, forgetBefore: now.addingTimeInterval(-2 * AdminRequestSignature.window))
-        guard fresh else { throw ServerError(AdminAuthError.replayed) }
+        guard fresh else { throw ServiceError(AdminAuthError.replayed) }
         // A write names its environment: a signed grant never lands in an environment its signer did not see.
         if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {
-            throw ServerError.environmentRequired
+            throw ServiceError.environmentRequired
         }
         context.admin = "\(key.name) (key \(key.id)) from \(context.clientAddress ?? "this machine")"
         return try await next(request, context)

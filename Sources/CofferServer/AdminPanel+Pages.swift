@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferCore
+import CofferService
 import CofferStore
 import Foundation
 import HTTPTypes

@@ -2,6 +2,7 @@ import CofferAPI
 import CofferAdmin
 import CofferAppStore
 import CofferCore
+import CofferService
 import CofferStore
 import Crypto
 import Foundation
@@ -13,115 +14,9 @@ import NIOFoundationCompat
 import ServiceLifecycle
 import Synchronization
 
-/// How a Coffer server runs: where it listens, which app and environment it serves.
-public struct ServerConfiguration: Sendable {
-    /// The address to listen on.
-    public var host = "127.0.0.1"
-    /// The port to listen on.
-    public var port = 8080
-    /// The environment this server serves; data from the other is refused.
-    public var environment: CofferCore.Environment = .sandbox
-    /// The app's bundle id.
-    public var bundleId: String
-    /// The app's Apple id (required in Production).
-    public var appAppleId: Int64?
-    /// Who owns the running balance: the app (`device`, the default) or the server.
-    public var wallet: WalletMode = .device
-    /// Whether credits delivered after a refund settle the deficit first.
-    public var deficitPolicy: DeficitPolicy = .collect
-    /// The largest request body accepted, in bytes (a signed transaction is about 4 KB; a notification
-    /// with its nested data about 12 KB).
-    public var maximumBodySize = 64 * 1024
-    /// Seconds an idle keep-alive connection stays open.
-    public var idleTimeout = 60
-    /// Seconds a request may take before it is answered 503 `timeout` (the event stream is exempt).
-    public var requestTimeout = 30
-    /// The most ledger requests one group commit takes.
-    public var ledgerBatch = 256
-    /// How many group commits may be in flight at once: 1 suits SQLite's single writer; PostgreSQL takes
-    /// several.
-    public var ledgerWriters = 1
-    /// Seconds between keep-alive comments on an open event stream.
-    public var eventKeepAlive = 15
-    /// How CONSUMPTION_REQUEST notifications are answered.
-    public var consumption = ConsumptionConfiguration()
-    /// Seconds between notification recovery runs (0 turns recovery off); runs only with an App Store
-    /// Server API key.
-    public var recoveryInterval = 600
-    /// How many days of Notification History the first recovery run reads (Apple keeps 180).
-    public var recoveryLookbackDays = 7
-    /// How the admin panel is offered.
-    public var panel = PanelConfiguration()
-    /// Reverse proxies whose `X-Forwarded-For` names the real client (for rate limits, the sign-in throttle,
-    /// the panel's "this machine only" and the audit log); nobody else's forwarded headers are believed.
-    public var trustedProxies = TrustedProxies()
-    /// New users per client address (`POST /v1/users`): a burst real customers behind one busy NAT never
-    /// meet, then one a second.
-    public var userCreationLimit = RateLimit(burst: 60, perSecond: 1)
-    /// Notifications that fail verification per client address; Apple's, which verify, are never counted.
-    public var notificationFailureLimit = RateLimit(burst: 60, perSecond: 1)
-    /// Event streams one user may hold open.
-    public var eventStreamsPerUser = 4
-    /// Event streams open at once on this server.
-    public var eventStreamsTotal = 1_000
-    /// The most connections open at once; further ones wait in the listen backlog.
-    public var maximumConnections = 4_096
-    /// Seconds a client has to send a request's head and body once it starts one (slow clients are cut off).
-    public var readTimeout = 30
-    /// When set, `/metrics` answers only requests carrying `Authorization: Bearer <token>`.
-    public var metricsToken: String?
-
-    /// Creates a configuration for an app.
-    public init(bundleId: String) { self.bundleId = bundleId }
-}
-
-/// What the server is made of; `buildApplication` wires it.
-public struct ServerDependencies: Sendable {
-    /// Where users and the ledger live.
-    public var store: any CofferStore
-    /// Verifies Apple's signed data.
-    public var verifier: SignedDataVerifier
-    /// The products the app sells.
-    public var catalog: Catalog
-    /// The App Store Server API, for consumption answers and notification recovery; `nil` when no API
-    /// key is configured.
-    public var appStoreAPI: AppStoreServerAPIClient?
-    /// Reads legacy app receipts (trusting Apple Root CA by default).
-    public var receiptReader: AppReceiptReader
-    /// The metrics `/metrics` serves.
-    public var metrics: ServerMetrics
-    /// Where the server logs.
-    public var logger: Logger
-    /// The clock.
-    public var now: @Sendable () -> Date
-    /// Hashes and checks admin passwords.
-    public var passwordHasher: PasswordHasher
-    /// Renders the admin panel.
-    public var panelRenderer: PanelRenderer
-
-    /// Creates the dependencies.
-    public init(
-        store: any CofferStore, verifier: SignedDataVerifier, catalog: Catalog,
-        appStoreAPI: AppStoreServerAPIClient? = nil, receiptReader: AppReceiptReader? = nil,
-        metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
-        now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher()
-    ) throws {
-        self.passwordHasher = passwordHasher
-        self.panelRenderer = try PanelRenderer()
-        self.store = store
-        self.verifier = verifier
-        self.catalog = catalog
-        self.appStoreAPI = appStoreAPI
-        self.receiptReader = try receiptReader ?? AppReceiptReader(trustedRoots: [AppleRoots.rootCA()], now: now)
-        self.metrics = metrics
-        self.logger = logger
-        self.now = now
-    }
-}
-
 /// The one composition root of a Coffer server: the client API, Apple's notifications, the operations
 /// routes and the notification recovery service, over the given store, verifier and catalog.
-public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies)
+public func buildApplication(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
     -> some ApplicationProtocol
 {
     let (router, intake) = makeRouter(configuration: configuration, dependencies: dependencies)
@@ -148,7 +43,7 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
 
 /// The server's routes as one responder, without a listener: for driving every route in-process (the fuzz
 /// target). Background services (notification recovery) do not run.
-public func serverResponder(configuration: ServerConfiguration, dependencies: ServerDependencies)
+public func serverResponder(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
     -> RouterResponder<CofferRequestContext>
 {
     makeRouter(configuration: configuration, dependencies: dependencies).router.buildResponder()
@@ -157,7 +52,8 @@ public func serverResponder(configuration: ServerConfiguration, dependencies: Se
 /// Every route of the server, as `buildApplication` serves them (for tests that check the API document).
 ///
 /// - Returns: `METHOD /path` for each route, with parameters as `{name}`.
-public func serverRoutes(configuration: ServerConfiguration, dependencies: ServerDependencies) -> [String] {
+public func serverRoutes(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies) -> [String]
+{
     makeRouter(configuration: configuration, dependencies: dependencies).router.routes.map { route in
         let path = route.path.description.split(separator: "/").map { component in
             component.hasPrefix(":") ? "{\(component.dropFirst())}" : String(component)
@@ -166,7 +62,7 @@ public func serverRoutes(configuration: ServerConfiguration, dependencies: Serve
     }
 }
 
-private func makeRouter(configuration: ServerConfiguration, dependencies: ServerDependencies)
+private func makeRouter(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
     -> (router: Router<CofferRequestContext>, intake: NotificationIntake)
 {
     let router = Router(context: CofferRequestContext.self)
@@ -178,10 +74,10 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
     let events = EventHub(perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal)
     let ledger = LedgerBatcher(
         store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
-    let api = ClientAPI(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
+    let parts = ServiceParts(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
+    let api = ClientAPI(service: ClientService(parts))
     api.addRoutes(to: router)
-    let intake = NotificationIntake(
-        configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
+    let intake = NotificationIntake(parts)
     // Apple is never refused: only requests that fail verification count against their address, so an
     // address that keeps sending junk is turned away before it can make the server verify more of it.
     let notificationFailures = RateLimiter(limit: configuration.notificationFailureLimit)
@@ -191,7 +87,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
         // hold a token only for the instant their signature takes, however slow the database is.
         let address = context.clientAddress
         if let wait = notificationFailures.take(address) {
-            return ServerError.rateLimited(retryAfter: wait, what: "notifications that failed verification").response
+            return ServiceError.rateLimited(retryAfter: wait, what: "notifications that failed verification").response
         }
         let returned = Mutex(false)
         let giveBack: @Sendable () -> Void = {
@@ -207,7 +103,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
             let received = try await intake.receive(
                 body.signedPayload, source: "apple", logger: context.logger, verified: giveBack)
             return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
-        } catch let error as ServerError where (400..<500).contains(error.status.code) {
+        } catch let error as ServiceError where (400..<500).contains(error.status.code) {
             // Data Apple signed for another environment verified its signature: that is Apple (a Sandbox
             // notification URL pointed here), not junk.
             if error.code == "INVALID_ENVIRONMENT" { giveBack() }
@@ -231,7 +127,7 @@ private func makeRouter(configuration: ServerConfiguration, dependencies: Server
 
 /// Support's operations over the server's store, with order ids looked up through the App Store Server API
 /// when the server has a key (for its own environment).
-func adminService(configuration: ServerConfiguration, dependencies: ServerDependencies, events: EventHub)
+func adminService(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies, events: EventHub)
     -> AdminService
 {
     var orderLookup: AdminService.OrderLookup?

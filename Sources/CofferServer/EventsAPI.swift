@@ -1,5 +1,6 @@
 import CofferAPI
 import CofferCore
+import CofferService
 import CofferStore
 import Foundation
 import Hummingbird
@@ -23,9 +24,9 @@ struct EventsAPI: Sendable {
             do {
                 stream = try await api.events.subscribe(user: user.id)
             } catch EventHub.Refusal.userFull {
-                throw ServerError.tooManyStreams(api.events.perUser)
+                throw ServiceError.tooManyStreams(api.events.perUser)
             } catch {
-                throw ServerError.unavailable(
+                throw ServiceError.unavailable(
                     code: "unavailable",
                     message: "the server has as many event streams open as it allows; try again later")
             }

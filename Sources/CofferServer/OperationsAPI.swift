@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferCore
+import CofferService
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -30,7 +31,7 @@ struct OperationsAPI: Sendable {
         router.get("openapi.json") { _, _ in
             guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
                 let document = try? Data(contentsOf: url)
-            else { throw ServerError.notFound("the API document is not installed") }
+            else { throw ServiceError.notFound("the API document is not installed") }
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(data: document)))
@@ -39,7 +40,7 @@ struct OperationsAPI: Sendable {
             if let metricsToken {
                 let offered = request.headers[.authorization] ?? ""
                 guard offered.hasPrefix("Bearer "), Secrets.same(String(offered.dropFirst(7)), metricsToken) else {
-                    throw ServerError.unauthorized("/metrics needs the metrics bearer token")
+                    throw ServiceError.unauthorized("/metrics needs the metrics bearer token")
                 }
             }
             return Response(
@@ -128,7 +129,7 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
                 defer { group.cancelAll() }
                 guard let first = try await group.next(), let response = first else {
-                    throw ServerError.timeout(seconds: limit)
+                    throw ServiceError.timeout(seconds: limit)
                 }
                 return response
             }
@@ -146,7 +147,7 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
         async throws -> Response
     {
         if let text = request.headers[.contentLength], let length = Int(text), length > limit {
-            throw ServerError.bodyTooLarge(limit: limit)
+            throw ServiceError.bodyTooLarge(limit: limit)
         }
         return try await next(request, context)
     }

@@ -2,6 +2,7 @@ import CofferAppStore
 import CofferClient
 import CofferCore
 import CofferServer
+import CofferService
 import CofferSimulator
 import CofferStore
 import CofferStoreKit

@@ -3,6 +3,7 @@ import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferService
 import CofferSimulator
 import CofferStore
 import CofferStoreSQLite

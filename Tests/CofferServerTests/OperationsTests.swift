@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import CofferAPI
 import CofferServer
+import CofferService
 import CofferStore
 import Foundation
 import Hummingbird

@@ -2,6 +2,7 @@ import CofferAPI
 import CofferAdmin
 import CofferCore
 import CofferServer
+import CofferService
 import CofferStore
 import Foundation
 import HTTPTypes

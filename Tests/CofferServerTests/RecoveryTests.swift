@@ -3,6 +3,7 @@ import CofferAPI
 import CofferAppStore
 import CofferCore
 import CofferServer
+import CofferService
 import CofferSimulator
 import CofferStore
 import CofferStoreSQLite

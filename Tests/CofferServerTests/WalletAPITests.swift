@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferCore
 import CofferServer
+import CofferService
 import CofferStore
 import Foundation
 import HTTPTypes

@@ -1,6 +1,4 @@
 import Foundation
-import HTTPTypes
-import Hummingbird
 import Synchronization
 
 /// A token-bucket rate: a burst, then a steady refill.
@@ -96,29 +94,12 @@ public final class RateLimiter: Sendable {
     }
 
     /// The bucket an address counts against: IPv4 as is, IPv6 by its /64.
-    static func key(_ address: String?) -> String {
+    public static func key(_ address: String?) -> String {
         guard let address, let bytes = AddressRange.parse(address) else { return address ?? "unknown" }
         if bytes.count == 4 { return bytes.map(String.init).joined(separator: ".") }
         return bytes.prefix(8).map { String($0, radix: 16) }.joined(separator: ":") + "::/64"
     }
 
-}
-
-/// Limits one route group per client address (``CofferRequestContext/clientAddress``).
-struct RateLimitMiddleware: RouterMiddleware {
-    typealias Context = CofferRequestContext
-    let limiter: RateLimiter
-    /// What is limited, for the error message ("new users", "sign-in attempts").
-    let what: String
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
-    {
-        if let wait = limiter.take(context.clientAddress) {
-            return ServerError.rateLimited(retryAfter: wait, what: what).response
-        }
-        return try await next(request, context)
-    }
 }
 
 extension Comparable {

@@ -28,11 +28,13 @@ public struct NotificationRecovery: Service {
     public init?(configuration: ServerConfiguration, dependencies: ServerDependencies) {
         self.init(
             intake: NotificationIntake(
-                configuration: configuration, dependencies: dependencies, events: EventHub(),
-                ledger: LedgerBatcher(store: dependencies.store, writers: configuration.ledgerWriters)))
+                ServiceParts(
+                    configuration: configuration, dependencies: dependencies, events: EventHub(),
+                    ledger: LedgerBatcher(store: dependencies.store, writers: configuration.ledgerWriters))))
     }
 
-    init?(intake: NotificationIntake) {
+    /// The recovery service for `intake`, `nil` without an App Store Server API client.
+    public init?(intake: NotificationIntake) {
         guard let client = intake.dependencies.appStoreAPI else { return nil }
         self.intake = intake
         self.client = client
@@ -94,7 +96,7 @@ public struct NotificationRecovery: Service {
                 let received: (outcome: NotificationIntake.Outcome, record: NotificationRecord?)
                 do {
                     received = try await intake.receive(signed, source: "recovery", logger: logger)
-                } catch let error as ServerError where error.status == .unprocessableContent {
+                } catch let error as ServiceError where error.isVerificationRefusal {
                     // Data that will never verify here must not stop the cursor forever: logged, skipped.
                     logger.error("a notification from history was refused: \(error.code): \(error.message)")
                     continue

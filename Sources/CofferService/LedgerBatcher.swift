@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Requests are applied in a stable order by user, so concurrent batches on PostgreSQL take the users'
 /// wallet locks in one order and do not deadlock; one user's requests keep the order they came in.
-actor LedgerBatcher {
+public actor LedgerBatcher {
     private typealias Results = [Result<LedgerResult, LedgerError>]
 
     private struct Submission {
@@ -29,7 +29,7 @@ actor LedgerBatcher {
     ///   - store: Where batches are applied.
     ///   - maximumBatch: The most requests one commit takes.
     ///   - writers: How many batches may commit at once (1 for SQLite's single writer; more for PostgreSQL).
-    init(store: any CofferStore, maximumBatch: Int = 256, writers: Int = 1) {
+    public init(store: any CofferStore, maximumBatch: Int = 256, writers: Int = 1) {
         self.store = store
         self.maximumBatch = max(1, maximumBatch)
         self.writers = max(1, writers)
@@ -39,7 +39,7 @@ actor LedgerBatcher {
     ///
     /// - Returns: One result per request, in order, once durable.
     /// - Throws: A storage failure, in which case nothing of the batch was applied.
-    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         guard !requests.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
             waiting.append(Submission(requests: requests, continuation: continuation))

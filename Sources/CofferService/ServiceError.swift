@@ -1,18 +1,13 @@
-import CofferAPI
 import CofferAdmin
 import CofferAppStore
 import CofferCore
 import Foundation
-import HTTPTypes
-import Hummingbird
-import NIOCore
-import NIOFoundationCompat
 
-/// What went wrong with a request, named by what it means; ``status`` and ``code`` are the one place where
-/// Coffer's errors become HTTP answers (`{"error": {"code", "message"}}`). Handlers throw these, or the
-/// typed errors of the layers below (``LedgerError``, ``VerificationError``, ``AdminError``, Hummingbird's
-/// `HTTPError`), which ``init(_:)`` maps.
-enum ServerError: Error, HTTPResponseError {
+/// What went wrong with a request to Coffer's application layer, named by what it means, with the code the API
+/// answers it with and an explanation. The services throw these or the typed errors of the layers below
+/// (``LedgerError``, ``VerificationError``, ``AdminError``, ``AdminAuthError``), which ``init(_:)`` maps; the
+/// HTTP edge turns them into answers in one place.
+public enum ServiceError: Error, Sendable, Equatable {
     /// The request is malformed: a parameter, a header or the body.
     case badRequest(String)
     /// The body is larger than the route takes.
@@ -50,13 +45,11 @@ enum ServerError: Error, HTTPResponseError {
     case timeout(seconds: Int)
     /// Something that must not happen did.
     case internalError(String)
-    /// Hummingbird's own refusal (no such route, a method the route does not take, a body over its limit).
-    case http(HTTPResponse.Status, code: String, message: String)
 
     /// Maps the typed errors of the layers below; anything else is an internal error.
-    init(_ error: any Error) {
+    public init(_ error: any Error) {
         switch error {
-        case let error as ServerError: self = error
+        case let error as ServiceError: self = error
         case let error as LedgerError: self = .ledger(error)
         case let error as VerificationError:
             if case .retryableVerificationFailure = error {
@@ -72,41 +65,12 @@ enum ServerError: Error, HTTPResponseError {
             case .unavailable(let why): self = .unavailable(code: "unavailable", message: why)
             }
         case let error as AdminAuthError: self = .adminSignature(code: Self.code(error), message: error.description)
-        case let error as HTTPError:
-            let code =
-                switch error.status {
-                case .notFound: "not-found"
-                case .contentTooLarge: "body-too-large"
-                case .methodNotAllowed: "method-not-allowed"
-                default: "bad-request"
-                }
-            self = .http(error.status, code: code, message: error.body ?? error.status.reasonPhrase)
         default: self = .internalError("the server could not do that now")
         }
     }
 
-    /// The HTTP status.
-    var status: HTTPResponse.Status {
-        switch self {
-        case .badRequest, .environmentRequired: .badRequest
-        case .bodyTooLarge: .contentTooLarge
-        case .unauthorized, .adminSignature: .unauthorized
-        case .forbidden, .wrongUser: .forbidden
-        case .notFound, .noBackup: .notFound
-        case .unknownProduct, .verification: .unprocessableContent
-        case .ledger(.wrongUser): .forbidden
-        case .ledger(.insufficientBalance): .conflict
-        case .ledger: .unprocessableContent
-        case .deviceWallet: .conflict
-        case .tooManyStreams, .rateLimited: .tooManyRequests
-        case .unavailable, .timeout: .serviceUnavailable
-        case .internalError: .internalServerError
-        case .http(let status, _, _): status
-        }
-    }
-
-    /// The error's code in the answer.
-    var code: String {
+    /// The error's code in the API's answer (`{"error": {"code", "message"}}`).
+    public var code: String {
         switch self {
         case .badRequest: "bad-request"
         case .bodyTooLarge: "body-too-large"
@@ -126,12 +90,11 @@ enum ServerError: Error, HTTPResponseError {
         case .rateLimited: "rate-limited"
         case .timeout: "timeout"
         case .internalError: "internal"
-        case .http(_, let code, _): code
         }
     }
 
     /// The explanation, for people.
-    var message: String {
+    public var message: String {
         switch self {
         case .badRequest(let why), .unauthorized(let why), .forbidden(let why), .notFound(let why),
             .unknownProduct(let why), .internalError(let why):
@@ -149,25 +112,18 @@ enum ServerError: Error, HTTPResponseError {
         case .tooManyStreams(let count): "this user has \(count) event streams open; close one first"
         case .rateLimited(_, let what): "too many \(what) from this address; try again later"
         case .timeout(let seconds): "the request took longer than \(seconds) seconds; try again"
-        case .http(_, _, let message): message
         }
     }
 
-    /// A bearer token is missing or unknown.
-    static let noBearer = ServerError.unauthorized("a valid bearer token is required")
-
-    /// The answer: the status and `{"error": {"code", "message"}}` (with `Retry-After` when rate limited).
-    func response(from request: Request, context: some RequestContext) throws -> Response { response }
-
-    /// The answer: the status and `{"error": {"code", "message"}}` (with `Retry-After` when rate limited).
-    var response: Response {
-        let body = (try? JSONEncoder().encode(ErrorResponse(code: code, message: message))) ?? Data()
-        var headers: HTTPFields = [.contentType: "application/json"]
-        if case .rateLimited(let seconds, _) = self { headers[.retryAfter] = String(seconds) }
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(data: body)))
+    /// Whether Apple's data was refused as not verifying here (it never will: retrying cannot help).
+    public var isVerificationRefusal: Bool {
+        if case .verification = self { true } else { false }
     }
 
-    private static func code(_ error: AdminAuthError) -> String {
+    /// A bearer token is missing or unknown.
+    public static let noBearer = ServiceError.unauthorized("a valid bearer token is required")
+
+    static func code(_ error: AdminAuthError) -> String {
         switch error {
         case .unsigned: "unsigned"
         case .unknownKey: "unknown-key"
@@ -177,23 +133,6 @@ enum ServerError: Error, HTTPResponseError {
         case .stale: "stale"
         case .badSignature: "bad-signature"
         case .replayed: "replayed"
-        }
-    }
-}
-
-/// Turns every error into the API's one error shape, through ``ServerError``; errors nobody named are logged.
-struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
-    {
-        do {
-            return try await next(request, context)
-        } catch {
-            let answer = ServerError(error)
-            if case .internalError = answer, !(error is ServerError) {
-                context.logger.error("request failed: \(error)")
-            }
-            return try answer.response(from: request, context: context)
         }
     }
 }

@@ -5,21 +5,21 @@ import Foundation
 ///
 /// Events are hints: the app refetches what an event names, so a missed event (a stream opened on
 /// another server process, a dropped connection) costs only a later refresh.
-actor EventHub {
+public actor EventHub {
     private var subscribers: [UUID: [UUID: AsyncStream<ServerEventBody>.Continuation]] = [:]
     /// The most streams one user may hold open (an app on a few devices).
-    let perUser: Int
+    public nonisolated let perUser: Int
     /// The most streams open at once on this server.
-    let total: Int
+    public nonisolated let total: Int
 
     /// A hub holding at most `perUser` streams per user and `total` in all.
-    init(perUser: Int = 4, total: Int = 1_000) {
+    public init(perUser: Int = 4, total: Int = 1_000) {
         self.perUser = perUser
         self.total = total
     }
 
     /// Why a stream was not opened.
-    enum Refusal: Error {
+    public enum Refusal: Error {
         /// The user has ``perUser`` streams open.
         case userFull
         /// The server has ``total`` streams open.
@@ -29,7 +29,7 @@ actor EventHub {
     /// Opens a stream of a user's events; it ends when the hub removes it or the reader stops.
     ///
     /// - Throws: ``Refusal`` when the user or the server has as many streams open as allowed.
-    func subscribe(user: UUID) throws(Refusal) -> AsyncStream<ServerEventBody> {
+    public func subscribe(user: UUID) throws(Refusal) -> AsyncStream<ServerEventBody> {
         guard (subscribers[user]?.count ?? 0) < perUser else { throw .userFull }
         guard openStreams < total else { throw .serverFull }
         let (stream, continuation) = AsyncStream<ServerEventBody>.makeStream(bufferingPolicy: .bufferingNewest(64))
@@ -42,12 +42,12 @@ actor EventHub {
     }
 
     /// Sends an event to every open stream of the user.
-    func publish(_ event: ServerEventBody, to user: UUID) {
+    public func publish(_ event: ServerEventBody, to user: UUID) {
         for continuation in subscribers[user]?.values ?? [:].values { continuation.yield(event) }
     }
 
     /// How many streams are open, for tests and metrics.
-    var openStreams: Int { subscribers.values.reduce(0) { $0 + $1.count } }
+    public var openStreams: Int { subscribers.values.reduce(0) { $0 + $1.count } }
 
     private func remove(user: UUID, id: UUID) {
         subscribers[user]?[id] = nil

@@ -16,7 +16,7 @@ public final class ServerMetrics: Sendable {
     }
 
     /// Counts an HTTP request by route, method and status, and records its duration.
-    func request(route: String, method: String, status: Int, duration: Duration) {
+    public func request(route: String, method: String, status: Int, duration: Duration) {
         registry.makeCounter(
             descriptor: Self.name("http_requests", "total", "HTTP requests by route, method and status."),
             labels: [("route", route), ("method", method), ("status", String(status))]

@@ -10,17 +10,25 @@ import Logging
 ///
 /// The effect is written before the notification is recorded as processed, and every effect is keyed in
 /// the ledger, so a crash between the two only means the next delivery finds the effect already there.
-struct NotificationIntake: Sendable {
-    let configuration: ServerConfiguration
-    let dependencies: ServerDependencies
-    let events: EventHub
-    let ledger: LedgerBatcher
+public struct NotificationIntake: ServiceOnParts {
+    /// What it is built from.
+    public let parts: ServiceParts
 
-    var store: any CofferStore { dependencies.store }
+    /// The intake over `parts`.
+    public init(_ parts: ServiceParts) {
+        self.parts = parts
+    }
 
     /// What receiving one notification did.
-    enum Outcome: String, Sendable {
-        case applied, duplicate, unattributed, logged
+    public enum Outcome: String, Sendable {
+        /// Applied to its owner's ledger.
+        case applied
+        /// Seen before (its `notificationUUID`).
+        case duplicate
+        /// About a transaction nobody presented yet: kept, applied when a user presents it.
+        case unattributed
+        /// Recorded; nothing to apply.
+        case logged
     }
 
     /// Types whose transaction Coffer records (or delivers, if it never saw it): the purchase, renewal
@@ -35,11 +43,12 @@ struct NotificationIntake: Sendable {
     /// - Parameters:
     ///   - signedPayload: Apple's `signedPayload`.
     ///   - source: `apple` or `recovery`, recorded with it.
-    /// - Parameter verified: Called as soon as the notification verified, before it is stored or applied.
+    ///   - logger: Where it logs.
+    ///   - verified: Called as soon as the notification verified, before it is stored or applied.
     /// - Returns: What it did, once durable, and the record kept of it (`nil` for a duplicate).
-    /// - Throws: ``ServerError`` for data that does not verify (422, or 503 when verification could not be
-    ///   completed now) and storage failures.
-    func receive(
+    /// - Throws: ``ServiceError`` for data that does not verify (``ServiceError/unavailable(code:message:)``
+    ///   when verification could not be completed now) and storage failures.
+    public func receive(
         _ signedPayload: String, source: String, logger: Logger, verified: @Sendable () -> Void = {}
     ) async throws -> (outcome: Outcome, record: NotificationRecord?) {
         let notification: VerifiedNotification
@@ -49,11 +58,11 @@ struct NotificationIntake: Sendable {
         } catch {
             dependencies.metrics.verificationFailed(status: error.status)
             logger.warning("notification refused", metadata: ["status": "\(error.status)"])
-            throw ServerError(error)
+            throw ServiceError(error)
         }
         let payload = notification.payload
         guard let uuid = payload.notificationUUID, !uuid.isEmpty, let signedDate = payload.signedDate else {
-            throw ServerError.verification(
+            throw ServiceError.verification(
                 code: "VERIFICATION_FAILURE", message: "the notification lacks notificationUUID or signedDate")
         }
         let environment = configuration.environment
@@ -214,7 +223,7 @@ struct NotificationIntake: Sendable {
             logger.warning("refused by the ledger: \(error)")
             return .logged
         case nil:
-            throw ServerError.internalError("the ledger did not answer")
+            throw ServiceError.internalError("the ledger did not answer")
         }
     }
 

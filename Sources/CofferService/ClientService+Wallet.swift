@@ -1,0 +1,79 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import Foundation
+
+extension ClientService {
+    /// The user's backup.
+    ///
+    /// - Throws: ``ServiceError/noBackup`` before the first one.
+    public func backup(of user: User) async throws -> BackupRecord {
+        guard let record = try await store.backup(owner: user.id, environment: user.environment) else {
+            throw ServiceError.noBackup
+        }
+        return record
+    }
+
+    /// Writes the device's backup if `precondition` holds; the user's other devices are told it moved on.
+    ///
+    /// - Returns: The record written, or the record on the server now when the precondition failed.
+    /// - Throws: ``ServiceError/badRequest(_:)`` for a negative value or a device name over 100 characters.
+    public func saveBackup(of user: User, value: Int64, device: String?, precondition: BackupPrecondition)
+        async throws -> BackupSaveResult
+    {
+        guard value >= 0 else { throw ServiceError.badRequest("a backup cannot be negative") }
+        if let device, device.count > 100 || device.utf8.count > 400 {
+            throw ServiceError.badRequest("a device name is at most 100 characters")
+        }
+        let result = try await store.saveBackup(
+            owner: user.id, environment: user.environment, value: value, precondition: precondition,
+            writer: .device(device ?? "app"), at: dependencies.now())
+        if case .saved(let record) = result {
+            await events.publish(ServerEventBody(type: .backup, key: String(record.version)), to: user.id)
+        }
+        return result
+    }
+
+    /// The user's grants, newest first, optionally of one status.
+    public func grants(of user: User, status: GrantStatus?) async throws -> [Grant] {
+        try await store.grants(environment: user.environment, recipient: user.id, status: status, limit: 500)
+    }
+
+    /// Claims a grant for the user: credited to the ledger in the server wallet, once.
+    ///
+    /// - Returns: The grant and the user's balance after.
+    /// - Throws: ``ServiceError/notFound(_:)`` for a grant that does not exist or is another user's (nothing
+    ///   about another user's grant is revealed).
+    public func claimGrant(_ id: UUID?, for user: User) async throws -> (grant: Grant, balance: Int64) {
+        guard let id else { throw ServiceError.notFound("no such grant") }
+        let grant: Grant
+        do {
+            grant = try await store.claimGrant(
+                id: id, recipient: user.id, environment: user.environment,
+                crediting: configuration.wallet == .server ? configuration.deficitPolicy : nil, at: dependencies.now())
+        } catch StoreError.notFound, StoreError.wrongUser {
+            throw ServiceError.notFound("no such grant")
+        }
+        return (grant, try await store.wallet(owner: user.id, environment: user.environment).balance)
+    }
+
+    /// Spends credits from the server wallet, once per idempotency key.
+    ///
+    /// - Returns: The balance after.
+    /// - Throws: ``ServiceError/deviceWallet`` in the device wallet, ``ServiceError/badRequest(_:)`` without a
+    ///   key (or one over 200 characters), ``ServiceError/ledger(_:)`` when the ledger refuses it.
+    public func spend(_ amount: Int64, key: String?, for user: User) async throws -> Int64 {
+        guard configuration.wallet == .server else { throw ServiceError.deviceWallet }
+        guard let key, !key.isEmpty, key.count <= 200 else {
+            throw ServiceError.badRequest("an Idempotency-Key header is required")
+        }
+        let request = LedgerRequest(
+            owner: user.id, environment: user.environment, event: .spend(key: key, amount: amount),
+            at: dependencies.now())
+        switch try await ledger.apply([request]).first {
+        case .success(let result): return result.wallet.balance
+        case .failure(let error): throw ServiceError.ledger(error)
+        case nil: throw ServiceError.internalError("the ledger did not answer")
+        }
+    }
+}

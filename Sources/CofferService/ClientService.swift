@@ -1,0 +1,167 @@
+import CofferAPI
+import CofferAdmin
+import CofferAppStore
+import CofferCore
+import CofferStore
+import Foundation
+
+/// The client API's use cases, with no HTTP in them: users, their wallet and entitlements, and the purchases
+/// an app presents. The HTTP edge decodes requests, calls these and encodes what they answer.
+public struct ClientService: ServiceOnParts {
+    /// What it is built from.
+    public let parts: ServiceParts
+    /// Users recently found by their token.
+    let tokens = TokenCache()
+
+    /// The client API's use cases over `parts`.
+    public init(_ parts: ServiceParts) {
+        self.parts = parts
+    }
+
+    // MARK: Users
+
+    /// Creates a user: a new Support ID, a secret token (only its hash is kept) and an `appAccountToken`.
+    ///
+    /// - Throws: ``ServiceError/unavailable(code:message:)`` in the unlikely case no free Support ID was drawn.
+    public func createUser() async throws -> CreateUserResponse {
+        var generator = SystemRandomNumberGenerator()
+        let token = Secrets.random()
+        for _ in 0..<5 {
+            let user = User(
+                environment: configuration.environment, supportId: SupportID.random(using: &generator),
+                tokenHash: Self.hash(token), createdAt: dependencies.now())
+            // A support id already taken (one in 2^48) is drawn again.
+            if try await store.user(supportId: user.supportId, environment: user.environment) != nil { continue }
+            try await store.createUser(user)
+            return CreateUserResponse(
+                supportId: user.supportId.rawValue, token: token, appAccountToken: user.appAccountToken)
+        }
+        throw ServiceError.unavailable(code: "try-again", message: "no free support id; try again")
+    }
+
+    /// The user's wallet, entitlements and backup.
+    public func me(user: User) async throws -> MeResponse {
+        let wallet = try await store.wallet(owner: user.id, environment: user.environment)
+        let backup = try await store.backup(owner: user.id, environment: user.environment)
+        return MeResponse(
+            supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
+            entitlements: try await entitlements(of: user), backup: backup.map(BackupBody.init))
+    }
+
+    // MARK: Transactions
+
+    /// Delivers a signed transaction the app presents, once, to `user`: its purchase (or its revocation when it
+    /// is signed refunded), unless Apple said otherwise in notifications kept while nobody had presented it
+    /// (``Delivery/events(forPresented:signedAt:credits:later:)``); words kept while it was being written apply
+    /// right after.
+    ///
+    /// - Throws: ``ServiceError`` for data that does not verify, another user's transaction, a product the
+    ///   catalog does not sell, or the ledger's refusal.
+    public func present(_ signed: String, user: User) async throws -> TransactionResponse {
+        let transaction: JWSTransactionDecodedPayload
+        do {
+            transaction = try await dependencies.verifier.verifyTransaction(signed)
+        } catch {
+            throw ServiceError(error)
+        }
+        guard let fact = TransactionFact(transaction) else {
+            throw ServiceError.verification(
+                code: "VERIFICATION_FAILURE", message: "the transaction lacks transactionId, productId or purchaseDate")
+        }
+        let transactionId = fact.transactionId
+        if let token = transaction.appAccountToken, token != user.appAccountToken {
+            throw ServiceError.wrongUser
+        }
+        let credits: Int64
+        do {
+            credits = try dependencies.catalog.credits(for: fact)
+        } catch {
+            throw ServiceError.unknownProduct(error.description)
+        }
+        let words = try await keptWords(on: fact)
+        var events = Delivery.events(
+            forPresented: fact, signedAt: transaction.signedDate, credits: credits, later: words)
+        let requests = events.map {
+            LedgerRequest(
+                owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
+                at: dependencies.now())
+        }
+        var result: LedgerResult
+        let results = try await ledger.apply(requests)
+        switch results.first {
+        case .success(let applied):
+            result = (try? results.last?.get()) ?? applied
+            if applied.outcome == .applied, case .purchase = events[0] {
+                dependencies.metrics.delivered(source: "app")
+            }
+            if events.count > 1 { dependencies.metrics.revoked() }
+        case .failure(.wrongUser):
+            // Checked inside the ledger's write: whoever delivered it first owns it.
+            throw ServiceError.wrongUser
+        case .failure(let error): throw ServiceError.ledger(error)
+        case nil: throw ServiceError.internalError("the ledger did not answer")
+        }
+        if result.outcome == .applied, case .purchase = events[0] {
+            // Written now: Apple's words kept since they were read (a refund with nobody to apply it to then)
+            // apply now, in Apple's order; the notification intake looks again for its owner after keeping one,
+            // so whichever of the two comes second applies it.
+            for word in try await keptWords(on: fact).filter({ !words.contains($0) }).sorted() {
+                let wordEvents = Delivery.events(for: word, on: fact, credits: nil)
+                for event in wordEvents {
+                    let request = LedgerRequest(
+                        owner: user.id, environment: user.environment, event: event,
+                        policy: configuration.deficitPolicy, at: dependencies.now())
+                    if case .success(let applied) = try await ledger.apply([request]).first { result = applied }
+                }
+                events += wordEvents
+            }
+        }
+        let outcome: TransactionOutcome =
+            switch Delivery.outcome(of: events, ledger: result.outcome) {
+            case .revoked: .revoked
+            case .duplicate: .duplicate
+            case .delivered: .delivered
+            }
+        return TransactionResponse(
+            outcome: outcome, transactionId: transactionId, credits: outcome == .revoked ? 0 : credits,
+            balance: result.wallet.balance, entitlements: try await entitlements(of: user))
+    }
+
+    /// Apple's words on a transaction kept from notifications nobody had presented, for the core's rule
+    /// (``Delivery/events(forPresented:signedAt:credits:later:)``).
+    func keptWords(on fact: TransactionFact) async throws -> [Delivery.LaterWord] {
+        try await store.notifications(
+            environment: configuration.environment, transactionId: fact.transactionId, outcome: .unattributed,
+            limit: 50
+        ).filter { $0.transactionId == fact.transactionId }.compactMap {
+            Delivery.LaterWord(notificationType: $0.type, signedDate: $0.signedDate)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The user's entitlements now, by the core's rules.
+    public func entitlements(of user: User) async throws -> [String] {
+        try await store.entitlements(of: user, catalog: dependencies.catalog, at: dependencies.now())
+    }
+
+    /// The user a secret token names, in this server's environment.
+    ///
+    /// - Throws: ``ServiceError/noBearer`` for an unknown token or a user of the other environment.
+    public func authenticate(token: String) async throws -> User {
+        let hash = Self.hash(token)
+        let now = dependencies.now()
+        let found: User?
+        if let known = tokens.user(tokenHash: hash, now: now) {
+            found = known
+        } else {
+            found = try await store.user(tokenHash: hash)
+            if let found { tokens.remember(found, tokenHash: hash, now: now) }
+        }
+        guard let user = found, user.environment == configuration.environment else { throw ServiceError.noBearer }
+        return user
+    }
+
+    /// Tokens are stored as their SHA-256: 256 random bits need no slow hash.
+    public static func hash(_ token: String) -> String { Secrets.hash(token) }
+}
