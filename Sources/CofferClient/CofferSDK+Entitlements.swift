@@ -47,14 +47,7 @@ extension CofferSDK {
     public func refundCheck() async throws -> Int {
         var count = 0
         for transaction in await storeKit.all() where transaction.revocationDate != nil {
-            switch configuration.wallet {
-            case .device:
-                let receipt = try await ledger.receipt(
-                    transactionId: transaction.id, environment: configuration.environment)
-                guard let receipt, receipt.revokedAt == nil else { continue }
-            case .server:
-                guard try state.outcome(id: transaction.id) != TransactionOutcome.revoked.rawValue else { continue }
-            }
+            guard try await wallet.needsTakingBack(transaction, self) else { continue }
             if try await handle(transaction) { count += 1 }
         }
         return count
@@ -135,17 +128,8 @@ extension CofferSDK {
             all.append(transaction)
         }
         var recorded = Set<String>()
-        for transaction in all {
-            switch configuration.wallet {
-            case .device:
-                if try await ledger.receipt(transactionId: transaction.id, environment: configuration.environment)?
-                    .owner == user.id
-                {
-                    recorded.insert(transaction.id)
-                }
-            case .server:
-                if try state.credits(id: transaction.id) != nil { recorded.insert(transaction.id) }
-            }
+        for transaction in all where try await wallet.holds(transaction.id, for: user, self) {
+            recorded.insert(transaction.id)
         }
         let items = Reconciliation.classify(
             all.map {

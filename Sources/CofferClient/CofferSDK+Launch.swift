@@ -34,9 +34,7 @@ extension CofferSDK {
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false
-        if configuration.wallet == .device {
-            do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
-        }
+        do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
         let interrupted = try state.interruptStartedIntents()
         var recovered: [String] = []
         var refused: [String] = []
@@ -88,9 +86,7 @@ extension CofferSDK {
         do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
         let refunded = try await refundCheck()
         try await refreshEntitlements()
-        if configuration.wallet == .device {
-            do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
-        }
+        do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
         return CatchUp(posted: posted, adjusted: adjusted, granted: granted, refunded: refunded, offline: offline)
     }
 
@@ -113,7 +109,6 @@ extension CofferSDK {
     }
 
     func backUpNow() async {
-        guard configuration.wallet == .device else { return }
         do {
             _ = try await syncBackup()
             lastBackupFailure = nil

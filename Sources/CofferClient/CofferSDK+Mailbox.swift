@@ -14,21 +14,9 @@ extension CofferSDK {
         let token = try await credentials().token
         var added: Int64 = 0
         for grant in try await server.pendingGrants(token: token) {
-            let id = grant.id.uuidString.lowercased()
-            let key = "grant:" + id
-            if configuration.wallet == .device, try !applied(key) {
-                let result = try await ledger.apply(
-                    LedgerRequest(
-                        owner: user.id, environment: configuration.environment,
-                        event: .grant(id: id, credits: grant.credits, reason: grant.reason),
-                        policy: configuration.deficitPolicy, at: now()))
-                if result.outcome == .applied { added += grant.credits }
-                try crashAfter(.grantApplied)
-                try remember(key)
-                try crashAfter(.grantRemembered)
-            }
+            added += try await wallet.applyGrant(grant, for: user, self)
             let claimed = try await server.claim(grant: grant.id, token: token)
-            if configuration.wallet == .server, claimed.grant.claimedAt != nil { added += grant.credits }
+            added += wallet.creditsClaimed(claimed, of: grant)
             try crashAfter(.grantClaimed)
         }
         return added
@@ -41,8 +29,10 @@ extension CofferSDK {
     ///
     /// - Returns: How many were applied now.
     @discardableResult
-    public func applyMailbox() async throws -> Int {
-        guard configuration.wallet == .device else { return 0 }
+    public func applyMailbox() async throws -> Int { try await wallet.applyMailbox(self) }
+
+    /// The device wallet's mailbox, applied to the local ledger.
+    func applyMailboxToLedger() async throws -> Int {
         let user = try await localUser()
         var count = 0
         for item in try await server.adjustments(token: try await credentials().token) where try !applied(item.key) {
@@ -75,8 +65,10 @@ extension CofferSDK {
     /// One sync runs at a time (the periodic backup, a purchase and an event may ask at once); a caller that
     /// finds one running waits for it and then runs its own, so its own change is backed up.
     @discardableResult
-    public func syncBackup() async throws -> BackupDecision {
-        guard configuration.wallet == .device else { return .upToDate }
+    public func syncBackup() async throws -> BackupDecision { try await wallet.syncBackup(self) }
+
+    /// The device wallet's backup sync.
+    func syncDeviceBackup() async throws -> BackupDecision {
         // Each sync in flight is waited for once: a finished one stays recorded until its caller resumes, and
         // waiting on it again would spin on the actor.
         var waited: Task<BackupDecision, any Error>?
@@ -167,14 +159,7 @@ extension CofferSDK {
 
     /// Whether the server's backup holds the device's balance, for a Settings screen; throws
     /// ``ServerClientError/transport(_:)`` when the server is out of reach.
-    public func backupStatus() async throws -> BackupStatus {
-        guard configuration.wallet == .device else { return .notNeeded }
-        let token = try await credentials().token
-        guard let remote = try await server.backup(token: token) else { return .none }
-        let local = try await localWallet().balance
-        return remote.value == local
-            ? .matches(since: remote.lastUpdated) : .differs(device: local, server: remote.value)
-    }
+    public func backupStatus() async throws -> BackupStatus { try await wallet.backupStatus(self) }
 
     func applied(_ key: String) throws -> Bool { identity?.appliedKeys.contains(key) ?? false }
 

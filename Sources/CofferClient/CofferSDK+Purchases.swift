@@ -27,20 +27,11 @@ extension CofferSDK {
             try crashAfter(.purchased)
             let finished = try await handle(transaction)
             try state.endIntent(id: intent, state: finished ? "done" : "deferred")
-            if configuration.wallet == .device {
-                // Backed up now when the server is reachable, else on the next launch.
-                do { _ = try await syncBackup() } catch ServerClientError.transport {}
-            }
+            // Backed up now when the server is reachable (device wallet), else on the next launch.
+            do { _ = try await syncBackup() } catch ServerClientError.transport {}
             if transaction.revocationDate != nil { return .revoked(transactionId: transaction.id) }
             guard finished else { return .deferred(transactionId: transaction.id) }
-            let credits: Int64?
-            switch configuration.wallet {
-            case .device:
-                credits = try await ledger.receipt(
-                    transactionId: transaction.id, environment: configuration.environment)?.deliveredCredits
-            case .server:
-                credits = try state.credits(id: transaction.id)
-            }
+            let credits = try await wallet.credits(of: transaction.id, self)
             return .delivered(transactionId: transaction.id, credits: credits ?? 0)
         }
     }
@@ -60,25 +51,7 @@ extension CofferSDK {
         if try await boughtByAnotherUser(transaction) { return false }
         try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
         try crashAfter(.remembered)
-        switch configuration.wallet {
-        case .device:
-            try await deliverLocally(transaction, to: user)
-            try crashAfter(.delivered)
-            // Posted before it is finished: the outbox goes with the app if it is deleted, and an app that dies
-            // here and is then deleted leaves the transaction unfinished, so the new install delivers it again
-            // from the backup it restores (which the purchase's own backup has not yet changed). Offline it stays
-            // in the outbox and is finished all the same: the balance is the device's.
-            _ = try await post(id: transaction.id, jws: transaction.jwsRepresentation)
-            await storeKit.finish(transactionId: transaction.id)
-            try crashAfter(.finished)
-            return true
-        case .server:
-            guard try await post(id: transaction.id, jws: transaction.jwsRepresentation) else { return false }
-            try crashAfter(.delivered)
-            await storeKit.finish(transactionId: transaction.id)
-            try crashAfter(.finished)
-            return true
-        }
+        return try await wallet.deliver(transaction, to: user, self)
     }
 
     /// Whether the transaction's account token names another user than this install's.
@@ -123,7 +96,7 @@ extension CofferSDK {
             // Another user's install presented it first (a purchase without an account token, made outside the
             // app): it is theirs. What this install delivered is taken back, and it leaves the outbox; the server
             // holds it delivered, so it may be finished.
-            try await takeBack(id)
+            try await wallet.takeBack(id, self)
             try state.posted(id: id, outcome: Self.wrongUser, credits: 0, at: now())
             return true
         } catch .refused(let status, let code, _) {
@@ -139,20 +112,6 @@ extension CofferSDK {
 
     /// The server's code for a transaction that belongs to another user, kept as its outcome.
     static let wrongUser = "wrong-user"
-
-    /// Takes back what the local ledger delivered for a transaction (device wallet), once.
-    func takeBack(_ id: String) async throws {
-        guard configuration.wallet == .device,
-            let receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment),
-            receipt.revokedAt == nil
-        else { return }
-        var fact = receipt.transaction
-        fact.revocationDate = now()
-        _ = try await ledger.apply(
-            LedgerRequest(
-                owner: try await localUser().id, environment: configuration.environment, event: .revocation(fact),
-                policy: configuration.deficitPolicy, at: now()))
-    }
 
     func credentials() async throws -> Credentials {
         _ = try await localUser()

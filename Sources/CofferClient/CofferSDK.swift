@@ -94,6 +94,8 @@ public actor CofferSDK {
     let server: ServerClient
     let credentialStore: any CredentialStore
     let ledger: DeviceLedger
+    /// Where the balance lives: every step that differs between the wallets asks it.
+    let wallet: any WalletKeeper
     let state: SDKState
     let now: @Sendable () -> Date
     let crashAfter: @Sendable (SDKStep) throws -> Void
@@ -118,6 +120,7 @@ public actor CofferSDK {
         self.server = server
         self.credentialStore = credentials
         ledger = try DeviceLedger(path: folder.appendingPathComponent("ledger.sqlite").path)
+        wallet = configuration.wallet == .device ? DeviceWallet() : ServerWallet()
         state = try SDKState(path: folder.appendingPathComponent("sdk.sqlite").path)
         self.now = now
         self.crashAfter = crashAfter
@@ -147,14 +150,20 @@ public actor CofferSDK {
     // MARK: Reading
 
     /// The balance: the local ledger's in the device wallet, the server's in the server wallet.
-    public func balance() async throws -> Int64 {
-        switch configuration.wallet {
-        case .device:
-            let user = try await localUser()
-            return try await ledger.wallet(owner: user.id, environment: configuration.environment).balance
-        case .server:
-            return try await server.me(token: try await credentials().token).balance
-        }
+    public func balance() async throws -> Int64 { try await wallet.balance(self) }
+
+    /// This install's receipt of a transaction in the local ledger.
+    func localReceipt(_ transactionId: String) async throws -> Receipt? {
+        try await ledger.receipt(transactionId: transactionId, environment: configuration.environment)
+    }
+
+    /// Applies an event to the local ledger for this install's user, with the app's deficit policy.
+    @discardableResult
+    func applyLocally(_ event: LedgerEvent) async throws -> LedgerResult {
+        try await ledger.apply(
+            LedgerRequest(
+                owner: try await localUser().id, environment: configuration.environment, event: event,
+                policy: configuration.deficitPolicy, at: now()))
     }
 
     /// The local ledger's wallet (balance and deficit) in the device wallet.
