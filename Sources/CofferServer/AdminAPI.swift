@@ -16,63 +16,88 @@ struct AdminAPI: Sendable {
 
     var store: any CofferStore { api.dependencies.store }
 
-    func addRoutes(to router: Router<CofferRequestContext>) {
-        let admin = router.group("v1/admin").add(middleware: SignedRequestMiddleware(api: api))
-        admin.get("dashboard") { request, _ in
-            try api.json(try await service.dashboard(environment: try environment(request)))
-        }
-        admin.get("users") { request, _ in
-            let page = try AdminService.page(request.uri.queryParameters.get("page"))
-            return try api.json(
-                try await service.searchUsers(
-                    environment: try environment(request), query: request.uri.queryParameters.get("search"),
-                    page: page))
-        }
-        admin.get("users/:supportId") { request, context in
-            try api.json(
-                try await service.user(
-                    environment: try environment(request),
-                    supportId: try context.parameters.require("supportId")))
-        }
-        admin.post("users/:supportId/balance") { request, context in
-            let body: BalanceRequest = try await api.decode(request)
-            return try api.json(
-                try await service.setBalance(
-                    environment: try environment(request), supportId: try context.parameters.require("supportId"),
-                    balance: body.balance, reason: body.reason, actor: context.adminActor))
-        }
-        admin.get("grants") { request, _ in
-            let status: GrantStatus?
-            switch request.uri.queryParameters.get("status") {
-            case nil, "", "all": status = nil
-            case let text?:
-                guard let parsed = GrantStatus(rawValue: text) else {
-                    throw ServiceError.badRequest("status must be pending, claimed or all")
-                }
-                status = parsed
+    /// The routes under `/v1/admin`, behind a signed request, each answered by a handler below.
+    var routes: RouteCollection<CofferRequestContext> {
+        let routes = RouteCollection(context: CofferRequestContext.self)
+        let admin = routes.group("v1/admin").add(middleware: SignedRequestMiddleware(api: api))
+        admin.get("dashboard", use: dashboard)
+        admin.get("users", use: users)
+        admin.get("users/:supportId", use: user)
+        admin.post("users/:supportId/balance", use: setBalance)
+        admin.get("grants", use: grants)
+        admin.post("grants", use: createGrant)
+        admin.post("grants/delete-all", use: deleteAllGrants)
+        admin.get("audit", use: audit)
+        return routes
+    }
+
+    /// `GET /v1/admin/dashboard`.
+    func dashboard(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try api.json(try await service.dashboard(environment: try environment(request)))
+    }
+
+    /// `GET /v1/admin/users[?search=&page=]`.
+    func users(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let page = try AdminService.page(request.uri.queryParameters.get("page"))
+        return try api.json(
+            try await service.searchUsers(
+                environment: try environment(request), query: request.uri.queryParameters.get("search"), page: page))
+    }
+
+    /// `GET /v1/admin/users/{supportId}`.
+    func user(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try api.json(
+            try await service.user(
+                environment: try environment(request), supportId: try context.parameters.require("supportId")))
+    }
+
+    /// `POST /v1/admin/users/{supportId}/balance`.
+    func setBalance(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let body: BalanceRequest = try await api.decode(request)
+        return try api.json(
+            try await service.setBalance(
+                environment: try environment(request), supportId: try context.parameters.require("supportId"),
+                balance: body.balance, reason: body.reason, actor: context.adminActor))
+    }
+
+    /// `GET /v1/admin/grants[?status=pending|claimed|all]`.
+    func grants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let status: GrantStatus?
+        switch request.uri.queryParameters.get("status") {
+        case nil, "", "all": status = nil
+        case let text?:
+            guard let parsed = GrantStatus(rawValue: text) else {
+                throw ServiceError.badRequest("status must be pending, claimed or all")
             }
-            return try api.json(try await service.grants(environment: try environment(request), status: status))
+            status = parsed
         }
-        admin.post("grants") { request, context in
-            let body: GrantRequest = try await api.decode(request)
-            return try api.json(
-                try await service.createGrant(
-                    environment: try environment(request), supportId: body.supportId, credits: body.credits,
-                    reason: body.reason, actor: context.adminActor),
-                status: .created)
+        return try api.json(try await service.grants(environment: try environment(request), status: status))
+    }
+
+    /// `POST /v1/admin/grants`.
+    func createGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let body: GrantRequest = try await api.decode(request)
+        return try api.json(
+            try await service.createGrant(
+                environment: try environment(request), supportId: body.supportId, credits: body.credits,
+                reason: body.reason, actor: context.adminActor),
+            status: .created)
+    }
+
+    /// `POST /v1/admin/grants/delete-all` (Sandbox).
+    func deleteAllGrants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let deleted = try await service.deleteAllGrants(
+            environment: try environment(request), actor: context.adminActor)
+        return try api.json(DeletedGrants(deleted: deleted))
+    }
+
+    /// `GET /v1/admin/audit[?limit=]`.
+    func audit(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let text = request.uri.queryParameters.get("limit") ?? "200"
+        guard text.utf8.count <= 4, let limit = Int(text), (1...1_000).contains(limit) else {
+            throw ServiceError.badRequest("limit must be a whole number from 1 to 1000")
         }
-        admin.post("grants/delete-all") { request, context in
-            let deleted = try await service.deleteAllGrants(
-                environment: try environment(request), actor: context.adminActor)
-            return try api.json(DeletedGrants(deleted: deleted))
-        }
-        admin.get("audit") { request, _ in
-            let text = request.uri.queryParameters.get("limit") ?? "200"
-            guard text.utf8.count <= 4, let limit = Int(text), (1...1_000).contains(limit) else {
-                throw ServiceError.badRequest("limit must be a whole number from 1 to 1000")
-            }
-            return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
-        }
+        return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
     }
 
     /// The environment a request names, the server's own by default.

@@ -24,7 +24,10 @@ struct AdminPanel: Sendable {
     /// A bcrypt hash of nothing anyone knows, checked for unknown names so they take as long as known ones.
     static let decoyHash = "$2b$12$ZrNwFzbn4UAzJh1J6bqzEe0cYp7xLbXgE0dWv2Y3mKcS9q8mZ9Sta"
 
-    func addRoutes(to router: Router<CofferRequestContext>) {
+    /// The panel's routes: the sign-in pages, then the pages behind a session, each answered by a handler in
+    /// `AdminPanel+SignIn.swift` or `AdminPanel+Pages.swift`.
+    var routes: RouteCollection<CofferRequestContext> {
+        let router = RouteCollection(context: CofferRequestContext.self)
         let local = LoopbackOnlyMiddleware(
             allowRemote: configuration.allowRemote,
             hosts: PanelHosts(publicHost: configuration.allowRemote ? configuration.publicHost : nil))
@@ -47,6 +50,7 @@ struct AdminPanel: Sendable {
         panel.post("environment") { request, context in try await switchEnvironment(request, context) }
         panel.get("audit") { _, context in try await audit(context) }
         panel.post("logout") { request, context in try await signOut(request, context) }
+        return router
     }
 
     // MARK: Helpers

@@ -12,7 +12,6 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import ServiceLifecycle
-import Synchronization
 
 /// The one composition root of a Coffer server: the client API, Apple's notifications, the operations
 /// routes and the notification recovery service, over the given store, verifier and catalog.
@@ -76,52 +75,20 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
         store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
     let parts = ServiceParts(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
     let api = ClientAPI(service: ClientService(parts))
-    api.addRoutes(to: router)
+    router.addRoutes(api.routes)
     let intake = NotificationIntake(parts)
-    // Apple is never refused: only requests that fail verification count against their address, so an
-    // address that keeps sending junk is turned away before it can make the server verify more of it.
-    let notificationFailures = RateLimiter(limit: configuration.notificationFailureLimit)
-    router.post("v1/apple/notifications") { request, context in
-        // A token is taken before verifying and given back the moment the notification verifies (before it
-        // is stored), so junk sent all at once cannot all start a verification, and Apple's notifications
-        // hold a token only for the instant their signature takes, however slow the database is.
-        let address = context.clientAddress
-        if let wait = notificationFailures.take(address) {
-            return ServiceError.rateLimited(retryAfter: wait, what: "notifications that failed verification").response
-        }
-        let returned = Mutex(false)
-        let giveBack: @Sendable () -> Void = {
-            if returned.withLock({ given in
-                defer { given = true }
-                return !given
-            }) {
-                notificationFailures.giveBack(address)
-            }
-        }
-        do {
-            let body: NotificationRequest = try await api.decode(request)
-            let received = try await intake.receive(
-                body.signedPayload, source: "apple", logger: context.logger, verified: giveBack)
-            return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
-        } catch let error as ServiceError where (400..<500).contains(error.status.code) {
-            // Data Apple signed for another environment verified its signature: that is Apple (a Sandbox
-            // notification URL pointed here), not junk.
-            if error.code == "INVALID_ENVIRONMENT" { giveBack() }
-            throw error
-        } catch {
-            giveBack()
-            throw error
-        }
-    }
+    let notifications = NotificationsAPI(
+        api: api, intake: intake, failures: RateLimiter(limit: configuration.notificationFailureLimit))
+    router.addRoutes(notifications.routes)
     let service = adminService(configuration: configuration, dependencies: dependencies, events: events)
-    AdminAPI(api: api, service: service).addRoutes(to: router)
-    AdminPanel(
+    router.addRoutes(AdminAPI(api: api, service: service).routes)
+    let panel = AdminPanel(
         api: api, service: service, renderer: dependencies.panelRenderer, hasher: dependencies.passwordHasher,
-        throttle: LoginThrottle(), configuration: configuration.panel
-    ).addRoutes(to: router)
-    OperationsAPI(
-        dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken
-    ).addRoutes(to: router)
+        throttle: LoginThrottle(), configuration: configuration.panel)
+    router.addRoutes(panel.routes)
+    let operations = OperationsAPI(
+        dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken)
+    router.addRoutes(operations.routes)
     return (router, intake)
 }
 

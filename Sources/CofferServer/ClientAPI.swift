@@ -21,23 +21,39 @@ struct ClientAPI: Sendable {
     var ledger: LedgerBatcher { service.ledger }
     var store: any CofferStore { dependencies.store }
 
-    func addRoutes(to router: Router<CofferRequestContext>) {
+    /// The client API's routes: its own, each answered by a handler below, and its features' controllers.
+    var routes: RouteCollection<CofferRequestContext> {
+        let routes = RouteCollection(context: CofferRequestContext.self)
         // Unauthenticated, so bounded per client address.
-        router.group("v1/users")
+        routes.group("v1/users")
             .add(
                 middleware: RateLimitMiddleware(
                     limiter: RateLimiter(limit: configuration.userCreationLimit), what: "new users")
             )
-            .post { _, _ in try json(try await service.createUser(), status: .created) }
-        router.get("v1/me") { request, _ in try json(try await service.me(user: authenticate(request))) }
-        router.post("v1/transactions") { request, _ in
-            let user = try await authenticate(request)
-            let body: TransactionRequest = try await decode(request)
-            return try json(try await service.present(body.signedTransaction, user: user))
-        }
-        WalletAPI(api: self).addRoutes(to: router)
-        EventsAPI(api: self).addRoutes(to: router)
-        ReceiptsAPI(api: self).addRoutes(to: router)
+            .post(use: createUser)
+        routes.get("v1/me", use: me)
+        routes.post("v1/transactions", use: present)
+        routes.addRoutes(WalletAPI(api: self).routes)
+        routes.addRoutes(EventsAPI(api: self).routes)
+        routes.addRoutes(ReceiptsAPI(api: self).routes)
+        return routes
+    }
+
+    /// `POST /v1/users`: a new user, answered 201.
+    func createUser(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try json(try await service.createUser(), status: .created)
+    }
+
+    /// `GET /v1/me`.
+    func me(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try json(try await service.me(user: authenticate(request)))
+    }
+
+    /// `POST /v1/transactions`: a signed transaction the app presents, delivered once.
+    func present(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        let body: TransactionRequest = try await decode(request)
+        return try json(try await service.present(body.signedTransaction, user: user))
     }
 
     /// The user a bearer token names.

@@ -15,38 +15,51 @@ struct OperationsAPI: Sendable {
     /// When set, `/metrics` needs `Authorization: Bearer <token>`.
     let metricsToken: String?
 
-    func addRoutes(to router: Router<CofferRequestContext>) {
-        // Alive: the process answers.
-        router.get("healthz") { _, _ in Self.text("ok\n") }
-        // Ready: the store answers a query.
-        router.get("readyz") { _, context in
-            do {
-                _ = try await dependencies.store.userCount(environment: environment)
-                return Self.text("ready\n")
-            } catch {
-                context.logger.error("not ready: the store does not answer: \(error)")
-                return Self.text("the store does not answer\n", status: .serviceUnavailable)
+    /// The routes, each answered by a handler below.
+    var routes: RouteCollection<CofferRequestContext> {
+        let routes = RouteCollection(context: CofferRequestContext.self)
+        routes.get("healthz", use: alive)
+        routes.get("readyz", use: ready)
+        routes.get("openapi.json", use: document)
+        routes.get("metrics", use: metrics)
+        return routes
+    }
+
+    /// `GET /healthz`: alive, the process answers.
+    func alive(_ request: Request, _ context: CofferRequestContext) async throws -> Response { Self.text("ok\n") }
+
+    /// `GET /readyz`: ready, the store answers a query.
+    func ready(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        do {
+            _ = try await dependencies.store.userCount(environment: environment)
+            return Self.text("ready\n")
+        } catch {
+            context.logger.error("not ready: the store does not answer: \(error)")
+            return Self.text("the store does not answer\n", status: .serviceUnavailable)
+        }
+    }
+
+    /// `GET /openapi.json`: the API document.
+    func document(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
+            let document = try? Data(contentsOf: url)
+        else { throw ServiceError.notFound("the API document is not installed") }
+        return Response(
+            status: .ok, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(data: document)))
+    }
+
+    /// `GET /metrics`: Prometheus text, behind the metrics token when one is set.
+    func metrics(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        if let metricsToken {
+            let offered = request.headers[.authorization] ?? ""
+            guard offered.hasPrefix("Bearer "), Secrets.same(String(offered.dropFirst(7)), metricsToken) else {
+                throw ServiceError.unauthorized("/metrics needs the metrics bearer token")
             }
         }
-        router.get("openapi.json") { _, _ in
-            guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
-                let document = try? Data(contentsOf: url)
-            else { throw ServiceError.notFound("the API document is not installed") }
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: .init(byteBuffer: ByteBuffer(data: document)))
-        }
-        router.get("metrics") { request, _ in
-            if let metricsToken {
-                let offered = request.headers[.authorization] ?? ""
-                guard offered.hasPrefix("Bearer "), Secrets.same(String(offered.dropFirst(7)), metricsToken) else {
-                    throw ServiceError.unauthorized("/metrics needs the metrics bearer token")
-                }
-            }
-            return Response(
-                status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: dependencies.metrics.exposition())))
-        }
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: dependencies.metrics.exposition())))
     }
 
     static func text(_ text: String, status: HTTPResponse.Status = .ok) -> Response {

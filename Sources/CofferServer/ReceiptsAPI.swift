@@ -15,11 +15,17 @@ struct ReceiptsAPI: Sendable {
     /// Receipts carry every purchase the app ever made (Apple's are up to a few hundred KB).
     static let maximumBodySize = 1 << 20
 
-    func addRoutes(to router: Router<CofferRequestContext>) {
-        router.post("v1/receipts/verify") { request, _ in
-            let user = try await api.authenticate(request)
-            let body: ReceiptVerifyRequest = try await api.decode(request, limit: Self.maximumBodySize)
-            return try api.json(try await api.service.verifyReceipt(body.receiptData, user: user))
-        }
+    /// The route, answered by ``verify(_:_:)``.
+    var routes: RouteCollection<CofferRequestContext> {
+        let routes = RouteCollection(context: CofferRequestContext.self)
+        routes.post("v1/receipts/verify", use: verify)
+        return routes
+    }
+
+    /// `POST /v1/receipts/verify`.
+    func verify(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await api.authenticate(request)
+        let body: ReceiptVerifyRequest = try await api.decode(request, limit: Self.maximumBodySize)
+        return try api.json(try await api.service.verifyReceipt(body.receiptData, user: user))
     }
 }

@@ -11,63 +11,82 @@ struct WalletAPI: Sendable {
 
     var store: any CofferStore { api.dependencies.store }
 
-    func addRoutes(to router: Router<CofferRequestContext>) {
-        router.get("v1/me/backup") { request, _ in
-            let record = try await api.service.backup(of: try await api.authenticate(request))
+    /// The routes, each answered by a handler below.
+    var routes: RouteCollection<CofferRequestContext> {
+        let routes = RouteCollection(context: CofferRequestContext.self)
+        routes.get("v1/me/backup", use: backup)
+        routes.put("v1/me/backup", use: saveBackup)
+        routes.get("v1/me/grants", use: grants)
+        routes.post("v1/me/grants/:id/claim", use: claimGrant)
+        routes.post("v1/me/spend", use: spend)
+        return routes
+    }
+
+    /// `GET /v1/me/backup`: the backup, its version as the ETag.
+    func backup(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let record = try await api.service.backup(of: try await api.authenticate(request))
+        return try api.json(BackupBody(record), headers: [.eTag: String(record.version)])
+    }
+
+    /// `PUT /v1/me/backup`: writes the backup if `If-Match` names its version (or none exists without it);
+    /// 412 with the record on the server otherwise.
+    func saveBackup(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await api.authenticate(request)
+        let body: BackupRequest = try await api.decode(request)
+        let precondition: BackupPrecondition
+        switch request.headers[.ifMatch] {
+        case nil: precondition = .absent
+        case let text?:
+            guard let version = Int64(text.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))) else {
+                throw ServiceError.badRequest("If-Match must be a version")
+            }
+            precondition = .version(version)
+        }
+        switch try await api.service.saveBackup(
+            of: user, value: body.value, device: body.device, precondition: precondition)
+        {
+        case .saved(let record):
             return try api.json(BackupBody(record), headers: [.eTag: String(record.version)])
+        case .conflict(let current):
+            // The current record comes back so the app can decide and retry with its version.
+            return try api.json(
+                ConflictResponse(
+                    error: .init(code: "version-conflict", message: "the backup changed; read it and retry"),
+                    current: current.map(BackupBody.init)),
+                status: .preconditionFailed)
         }
-        router.put("v1/me/backup") { request, _ in
-            let user = try await api.authenticate(request)
-            let body: BackupRequest = try await api.decode(request)
-            let precondition: BackupPrecondition
-            switch request.headers[.ifMatch] {
-            case nil: precondition = .absent
-            case let text?:
-                guard let version = Int64(text.trimmingCharacters(in: CharacterSet(charactersIn: "\" "))) else {
-                    throw ServiceError.badRequest("If-Match must be a version")
-                }
-                precondition = .version(version)
+    }
+
+    /// `GET /v1/me/grants[?status=pending|claimed]`.
+    func grants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await api.authenticate(request)
+        let status: GrantStatus?
+        switch request.uri.queryParameters.get("status") {
+        case nil: status = nil
+        case let text?:
+            guard let parsed = GrantStatus(rawValue: text) else {
+                throw ServiceError.badRequest("status is pending or claimed")
             }
-            switch try await api.service.saveBackup(
-                of: user, value: body.value, device: body.device, precondition: precondition)
-            {
-            case .saved(let record):
-                return try api.json(BackupBody(record), headers: [.eTag: String(record.version)])
-            case .conflict(let current):
-                // The current record comes back so the app can decide and retry with its version.
-                return try api.json(
-                    ConflictResponse(
-                        error: .init(code: "version-conflict", message: "the backup changed; read it and retry"),
-                        current: current.map(BackupBody.init)),
-                    status: .preconditionFailed)
-            }
+            status = parsed
         }
-        router.get("v1/me/grants") { request, _ in
-            let user = try await api.authenticate(request)
-            let status: GrantStatus?
-            switch request.uri.queryParameters.get("status") {
-            case nil: status = nil
-            case let text?:
-                guard let parsed = GrantStatus(rawValue: text) else {
-                    throw ServiceError.badRequest("status is pending or claimed")
-                }
-                status = parsed
-            }
-            let grants = try await api.service.grants(of: user, status: status)
-            return try api.json(GrantsResponse(grants: grants.map(Self.body)))
-        }
-        router.post("v1/me/grants/:id/claim") { request, context in
-            let user = try await api.authenticate(request)
-            let id = UUID(uuidString: try context.parameters.require("id"))
-            let (grant, balance) = try await api.service.claimGrant(id, for: user)
-            return try api.json(ClaimResponse(grant: Self.body(grant), balance: balance))
-        }
-        router.post("v1/me/spend") { request, _ in
-            let user = try await api.authenticate(request)
-            let key = request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value
-            let body: SpendRequest = try await api.decode(request)
-            return try api.json(BalanceResponse(balance: try await api.service.spend(body.amount, key: key, for: user)))
-        }
+        let grants = try await api.service.grants(of: user, status: status)
+        return try api.json(GrantsResponse(grants: grants.map(Self.body)))
+    }
+
+    /// `POST /v1/me/grants/{id}/claim`.
+    func claimGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await api.authenticate(request)
+        let id = UUID(uuidString: try context.parameters.require("id"))
+        let (grant, balance) = try await api.service.claimGrant(id, for: user)
+        return try api.json(ClaimResponse(grant: Self.body(grant), balance: balance))
+    }
+
+    /// `POST /v1/me/spend` with an `Idempotency-Key` (server wallet).
+    func spend(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await api.authenticate(request)
+        let key = request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value
+        let body: SpendRequest = try await api.decode(request)
+        return try api.json(BalanceResponse(balance: try await api.service.spend(body.amount, key: key, for: user)))
     }
 
     /// A 412 answer: the error and the record on the server now.

@@ -1,0 +1,35 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import Foundation
+
+extension ClientService {
+    /// The device wallet's mailbox: the ledger entries the app did not make itself (revocations, reversals and
+    /// support's adjustments), oldest first, each once by its key.
+    public func mailbox(of user: User) async throws -> [AdjustmentBody] {
+        try await store.entries(
+            owner: user.id, environment: user.environment, kinds: [.revocation, .reversal, .adjustment]
+        )
+        .map { entry in
+            AdjustmentBody(
+                key: entry.key.rawValue, kind: entry.key.kind.rawValue, amount: entry.amount,
+                transactionId: entry.transactionId, productId: entry.productId, reason: entry.reason,
+                createdAt: entry.createdAt)
+        }
+    }
+
+    /// Opens a stream of what changes for the user (hints: the app refetches what an event names).
+    ///
+    /// - Throws: ``ServiceError/tooManyStreams(_:)`` when the user holds as many as allowed,
+    ///   ``ServiceError/unavailable(code:message:)`` when the server does.
+    public func events(of user: User) async throws -> AsyncStream<ServerEventBody> {
+        do {
+            return try await events.subscribe(user: user.id)
+        } catch .userFull {
+            throw ServiceError.tooManyStreams(events.perUser)
+        } catch {
+            throw ServiceError.unavailable(
+                code: "unavailable", message: "the server has as many event streams open as it allows; try again later")
+        }
+    }
+}
