@@ -163,7 +163,7 @@ let package = Package(
         .target(
             name: "CofferCLI",
             dependencies: [
-                "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
+                "CofferAPI", "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
                 "CofferSimulator", "CofferServer", "CofferService", "CofferAdmin", "CofferClient",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

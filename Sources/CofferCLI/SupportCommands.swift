@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import CofferAPI
 import CofferAdmin
 import CofferCore
 import CofferStore

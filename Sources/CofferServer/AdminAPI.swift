@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferAdmin
 import CofferCore
 import CofferService

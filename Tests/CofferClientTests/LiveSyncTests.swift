@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferAdmin
 import CofferAppStore
 import CofferClient
