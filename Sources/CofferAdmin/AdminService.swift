@@ -263,12 +263,8 @@ public struct AdminService: Sendable {
 
     /// Records an admin action that happened outside this service (a key made, a password reset).
     public func audit(
-        _ environment: Environment,
-        actor: String,
-        action: String,
-        subject: String,
-        before: (some Encodable & Sendable)? = String?.none,
-        after: (some Encodable & Sendable)? = String?.none
+        _ environment: Environment, actor: String, action: String, subject: String,
+        before: (some Encodable & Sendable)? = String?.none, after: (some Encodable & Sendable)? = String?.none
     ) async throws {
         try await store.recordAudit(
             AuditEvent(

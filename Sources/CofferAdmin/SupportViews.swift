@@ -141,11 +141,7 @@ public struct TimelineItem: Sendable, Hashable, Codable {
 
     /// Creates an item.
     public init(
-        at: Date,
-        kind: TimelineKind,
-        summary: String,
-        credits: Int64? = nil,
-        balanceAfter: Int64? = nil,
+        at: Date, kind: TimelineKind, summary: String, credits: Int64? = nil, balanceAfter: Int64? = nil,
         reference: String? = nil
     ) {
         self.at = at
@@ -174,11 +170,7 @@ public struct UserDetail: Sendable, Hashable, Codable {
 
     /// Creates a detail view.
     public init(
-        user: UserSummary,
-        environment: Environment,
-        walletMode: String,
-        entitlements: [String],
-        grants: [GrantView],
+        user: UserSummary, environment: Environment, walletMode: String, entitlements: [String], grants: [GrantView],
         timeline: [TimelineItem]
     ) {
         self.user = user

@@ -161,12 +161,8 @@ public struct AppStoreServerAPIClient: Sendable {
     ///   - retry: Retry behaviour.
     ///   - now: The clock, for the token's dates.
     public init(
-        httpClient: HTTPClient,
-        credentials: Credentials,
-        environment: AppStoreEnvironment,
-        baseURL: String? = nil,
-        retry: RetryPolicy = RetryPolicy(),
-        now: @escaping @Sendable () -> Date = Date.init
+        httpClient: HTTPClient, credentials: Credentials, environment: AppStoreEnvironment, baseURL: String? = nil,
+        retry: RetryPolicy = RetryPolicy(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.httpClient = httpClient
         self.credentials = credentials
@@ -279,10 +275,7 @@ public struct AppStoreServerAPIClient: Sendable {
     }
 
     private func send<Response: Decodable>(
-        _ method: HTTPMethod,
-        _ path: String,
-        query: [String: String?] = [:],
-        body: (some Encodable)? = String?.none
+        _ method: HTTPMethod, _ path: String, query: [String: String?] = [:], body: (some Encodable)? = String?.none
     ) async throws(AppStoreAPIError) -> Response {
         var url = baseURL + path
         let items = query.compactMap { key, value in value.map { (key, $0) } }.sorted { $0.0 < $1.0 }

@@ -59,12 +59,8 @@ public struct SignedDataVerifier: Sendable {
     ///   ``VerificationError/invalidCertificate(_:)`` for an unparseable root or, in Production, a root of the
     ///   App Store simulator.
     public init(
-        rootCertificates: [Data],
-        bundleId: String,
-        appAppleId: Int64?,
-        environment: AppStoreEnvironment,
-        validationTime: ValidationTime = .signedDate,
-        cache: ChainCache? = ChainCache(),
+        rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
+        validationTime: ValidationTime = .signedDate, cache: ChainCache? = ChainCache(),
         now: @escaping @Sendable () -> Date = Date.init
     ) throws(VerificationError) {
         if environment == .production, appAppleId == nil {

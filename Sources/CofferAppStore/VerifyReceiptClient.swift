@@ -121,10 +121,7 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     private func post(
-        receiptData: String,
-        to url: String,
-        deadline: ContinuousClock.Instant,
-        clock: ContinuousClock
+        receiptData: String, to url: String, deadline: ContinuousClock.Instant, clock: ContinuousClock
     ) async throws(VerifyReceiptError) -> VerifyReceiptResponse {
         let remaining = clock.now.duration(to: deadline)
         guard remaining > .zero else { throw .timedOut("the deadline of \(configuration.deadline) passed") }

@@ -29,11 +29,7 @@ public struct Product: Sendable, Hashable, Codable {
 
     /// Creates a product.
     public init(
-        id: String,
-        kind: ProductKind,
-        credits: Int64 = 0,
-        entitlements: [String] = [],
-        group: String? = nil,
+        id: String, kind: ProductKind, credits: Int64 = 0, entitlements: [String] = [], group: String? = nil,
         durationDays: Int? = nil
     ) {
         self.id = id

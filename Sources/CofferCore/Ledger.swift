@@ -139,16 +139,8 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
 
     /// Creates an entry.
     public init(
-        owner: UUID,
-        key: IdempotencyKey,
-        amount: Int64,
-        balanceDelta: Int64,
-        deficitDelta: Int64,
-        walletAfter: Wallet,
-        transactionId: String? = nil,
-        productId: String? = nil,
-        reason: String? = nil,
-        createdAt: Date
+        owner: UUID, key: IdempotencyKey, amount: Int64, balanceDelta: Int64, deficitDelta: Int64, walletAfter: Wallet,
+        transactionId: String? = nil, productId: String? = nil, reason: String? = nil, createdAt: Date
     ) {
         self.owner = owner
         self.key = key
@@ -177,9 +169,9 @@ public struct Receipt: Sendable, Hashable, Codable {
     /// When Apple last revoked it (Apple's `revocationDate`), once a revocation is applied.
     public var revokedAt: Date?
     /// What the revocation took from the balance.
-    public var takenFromBalance: Int64
+    public var takenFromBalance: Int64 = 0
     /// What the revocation could not take and recorded as deficit.
-    public var addedToDeficit: Int64
+    public var addedToDeficit: Int64 = 0
     /// When Apple last reversed a refund of it (the reversal's `signedDate`).
     public var reversedAt: Date?
 
@@ -187,12 +179,6 @@ public struct Receipt: Sendable, Hashable, Codable {
     public init(owner: UUID, transaction: TransactionFact) {
         self.owner = owner
         self.transaction = transaction
-        self.deliveredCredits = nil
-        self.deliveredAt = nil
-        self.revokedAt = nil
-        self.takenFromBalance = 0
-        self.addedToDeficit = 0
-        self.reversedAt = nil
     }
 
     /// Whether the transaction currently counts as refunded: Apple's latest word on it, by Apple's dates, is a

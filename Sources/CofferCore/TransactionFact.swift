@@ -26,16 +26,9 @@ public struct TransactionFact: Sendable, Hashable, Codable {
 
     /// Creates a transaction fact.
     public init(
-        transactionId: String,
-        originalTransactionId: String? = nil,
-        productId: String,
-        quantity: Int = 1,
-        purchaseDate: Date,
-        expiresDate: Date? = nil,
-        revocationDate: Date? = nil,
-        isFamilyShared: Bool = false,
-        isTrial: Bool = false,
-        isUpgraded: Bool = false
+        transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
+        purchaseDate: Date, expiresDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
+        isTrial: Bool = false, isUpgraded: Bool = false
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId

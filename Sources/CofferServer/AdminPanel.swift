@@ -160,14 +160,8 @@ enum PanelRefusal: Error {
 }
 
 extension AdminError {
-    var status: HTTPResponse.Status {
-        switch self {
-        case .notFound: .notFound
-        case .invalid: .badRequest
-        case .forbidden: .forbidden
-        case .unavailable: .serviceUnavailable
-        }
-    }
+    /// The status the panel's page answers with: the same as the API's (``ErrorAnswer``).
+    var status: HTTPResponse.Status { ServiceError(self).status }
 }
 
 extension CofferRequestContext {

@@ -101,10 +101,11 @@ public struct ClientService: ServiceOnParts {
         case .failure(let error): throw ServiceError.ledger(error)
         case nil: throw ServiceError.internalError("the ledger did not answer")
         }
-        if result.outcome == .applied, case .purchase = events[0] {
+        if result.outcome == .applied, case .purchase = events[0], transaction.appAccountToken == nil {
             // Written now: Apple's words kept since they were read (a refund with nobody to apply it to then)
             // apply now, in Apple's order; the notification intake looks again for its owner after keeping one,
-            // so whichever of the two comes second applies it.
+            // so whichever of the two comes second applies it. A transaction with an appAccountToken has its
+            // owner found by the token, so nothing about it is kept for nobody: no second read.
             for word in try await keptWords(on: fact).filter({ !words.contains($0) }).sorted() {
                 let wordEvents = Delivery.events(for: word, on: fact, credits: nil)
                 for event in wordEvents {

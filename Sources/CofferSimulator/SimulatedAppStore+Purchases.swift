@@ -15,10 +15,7 @@ extension SimulatedAppStore {
     /// - Returns: What happened; for Ask to Buy, the pending id to approve or decline.
     @discardableResult
     public func purchase(
-        account: String,
-        productId: String,
-        quantity: Int = 1,
-        appAccountToken: UUID? = nil,
+        account: String, productId: String, quantity: Int = 1, appAccountToken: UUID? = nil,
         outcome: PurchaseOutcome = .success
     ) throws(SimulatorError) -> SimulatorReport {
         let product = try product(productId)

@@ -44,13 +44,8 @@ public struct AdminSession: Sendable, Hashable, Codable {
 
     /// Creates a session record.
     public init(
-        tokenHash: String,
-        adminId: UUID,
-        adminName: String,
-        csrfToken: String,
-        environment: Environment,
-        createdAt: Date,
-        expiresAt: Date
+        tokenHash: String, adminId: UUID, adminName: String, csrfToken: String, environment: Environment,
+        createdAt: Date, expiresAt: Date
     ) {
         self.tokenHash = tokenHash
         self.adminId = adminId
@@ -124,14 +119,8 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
 
     /// Creates the figures.
     public init(
-        users: Int,
-        pendingGrants: Int,
-        claimedGrants: Int,
-        purchases: Int,
-        refunds: Int,
-        usersInDeficit: Int,
-        outstandingDeficit: Int64,
-        days: [DayFigures]
+        users: Int, pendingGrants: Int, claimedGrants: Int, purchases: Int, refunds: Int, usersInDeficit: Int,
+        outstandingDeficit: Int64, days: [DayFigures]
     ) {
         self.users = users
         self.pendingGrants = pendingGrants

@@ -18,12 +18,8 @@ public struct User: Sendable, Hashable, Codable {
 
     /// Creates a user record.
     public init(
-        id: UUID = UUID(),
-        environment: Environment,
-        supportId: SupportID,
-        tokenHash: String,
-        appAccountToken: UUID = UUID(),
-        createdAt: Date
+        id: UUID = UUID(), environment: Environment, supportId: SupportID, tokenHash: String,
+        appAccountToken: UUID = UUID(), createdAt: Date
     ) {
         self.id = id
         self.environment = environment
@@ -98,14 +94,8 @@ public struct Grant: Sendable, Hashable, Codable {
 
     /// Creates a grant.
     public init(
-        id: UUID = UUID(),
-        environment: Environment,
-        recipient: UUID,
-        credits: Int64,
-        reason: String,
-        createdBy: String,
-        createdAt: Date,
-        claimedAt: Date? = nil
+        id: UUID = UUID(), environment: Environment, recipient: UUID, credits: Int64, reason: String, createdBy: String,
+        createdAt: Date, claimedAt: Date? = nil
     ) {
         self.id = id
         self.environment = environment
@@ -168,14 +158,8 @@ public struct AuditEvent: Sendable, Hashable, Codable {
 
     /// Creates an audit event.
     public init(
-        id: UUID = UUID(),
-        environment: Environment,
-        actor: String,
-        action: String,
-        subject: String,
-        before: String? = nil,
-        after: String? = nil,
-        at: Date
+        id: UUID = UUID(), environment: Environment, actor: String, action: String, subject: String,
+        before: String? = nil, after: String? = nil, at: Date
     ) {
         self.id = id
         self.environment = environment
@@ -227,17 +211,9 @@ public struct NotificationRecord: Sendable, Hashable, Codable {
 
     /// Creates a record.
     public init(
-        uuid: String,
-        environment: Environment,
-        type: String,
-        subtype: String? = nil,
-        transactionId: String? = nil,
-        originalTransactionId: String? = nil,
-        owner: UUID? = nil,
-        signedDate: Date,
-        receivedAt: Date,
-        outcome: NotificationOutcome,
-        source: String = "apple"
+        uuid: String, environment: Environment, type: String, subtype: String? = nil, transactionId: String? = nil,
+        originalTransactionId: String? = nil, owner: UUID? = nil, signedDate: Date, receivedAt: Date,
+        outcome: NotificationOutcome, source: String = "apple"
     ) {
         self.uuid = uuid
         self.environment = environment
@@ -275,14 +251,8 @@ public struct RenewalState: Sendable, Hashable, Codable {
 
     /// Creates a renewal state.
     public init(
-        originalTransactionId: String,
-        environment: Environment,
-        owner: UUID,
-        autoRenewProductId: String? = nil,
-        autoRenews: Bool,
-        inBillingRetry: Bool = false,
-        gracePeriodExpiresDate: Date? = nil,
-        signedDate: Date
+        originalTransactionId: String, environment: Environment, owner: UUID, autoRenewProductId: String? = nil,
+        autoRenews: Bool, inBillingRetry: Bool = false, gracePeriodExpiresDate: Date? = nil, signedDate: Date
     ) {
         self.originalTransactionId = originalTransactionId
         self.environment = environment

@@ -88,18 +88,9 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
 
     /// Creates a transaction.
     public init(
-        id: String,
-        originalId: String,
-        productId: String,
-        productType: ProductType,
-        purchaseDate: Date,
-        quantity: Int,
-        expirationDate: Date? = nil,
-        revocationDate: Date? = nil,
-        isFamilyShared: Bool = false,
-        isUpgraded: Bool = false,
-        appAccountToken: UUID? = nil,
-        jwsRepresentation: String
+        id: String, originalId: String, productId: String, productType: ProductType, purchaseDate: Date, quantity: Int,
+        expirationDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
+        isUpgraded: Bool = false, appAccountToken: UUID? = nil, jwsRepresentation: String
     ) {
         self.id = id
         self.originalId = originalId
