@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature, encode_dss_signature
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
@@ -184,7 +185,18 @@ def main():
             hashes its password first, so the old page can still be there when click() returns)."""
             page = driver.find_element(By.TAG_NAME, "html")
             driver.find_element(by, value).click()
-            WebDriverWait(driver, 10).until(expected_conditions.staleness_of(page))
+
+            def replaced(_):
+                # Chrome may answer for the old page's node while the new document loads with "does not
+                # belong to the document" instead of a stale-element error: that is the page being replaced.
+                try:
+                    return expected_conditions.staleness_of(page)(driver)
+                except WebDriverException as error:
+                    if "does not belong to the document" in str(error):
+                        return True
+                    raise
+
+            WebDriverWait(driver, 10).until(replaced)
 
         try:
             driver.get(base + "/admin")
