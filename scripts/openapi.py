@@ -139,7 +139,9 @@ paths = {
                       "400": ERR("Not JSON, or a repeated key"), "401": ERR("No valid token"),
                       "403": ERR("The transaction belongs to another user (wrong-user)"),
                       "413": ERR("Body too large"),
-                      "422": ERR("Signed data refused (Apple's status as the code) or unknown-product")}}},
+                      "422": ERR("Signed data refused (Apple's status as the code) or unknown-product"),
+                      "503": ERR("Verification could not be completed now (RETRYABLE_VERIFICATION_FAILURE): "
+                                 "try again")}}},
     "/v1/me/backup": {
         "get": {"summary": "The device's backup", "operationId": "getBackup",
                 "responses": {"200": answer("The backup", "Backup", ETAG), "404": ERR("No backup yet (no-backup)"),

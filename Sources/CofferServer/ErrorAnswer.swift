@@ -6,7 +6,7 @@ import Hummingbird
 import NIOCore
 import NIOFoundationCompat
 
-/// The one place where Coffer's errors become HTTP answers: the status of each ``ServiceError``, and the
+/// The one place where Coffer's errors become the API's HTTP answers (the panel's pages are pages): the status of each ``ServiceError``, and the
 /// answer `{"error": {"code", "message"}}` (with `Retry-After` when rate limited).
 extension ServiceError: HTTPResponseError {
     /// The HTTP status.

@@ -33,6 +33,7 @@ struct WalletAPI: Sendable {
     func saveBackup(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await api.authenticate(request)
         let body: BackupRequest = try await api.decode(request)
+        try api.service.checkBackup(value: body.value, device: body.device)
         let precondition: BackupPrecondition
         switch request.headers[.ifMatch] {
         case nil: precondition = .absent
@@ -84,7 +85,7 @@ struct WalletAPI: Sendable {
     /// `POST /v1/me/spend` with an `Idempotency-Key` (server wallet).
     func spend(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await api.authenticate(request)
-        let key = request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value
+        let key = try api.service.spendKey(request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
         let body: SpendRequest = try await api.decode(request)
         return try api.json(BalanceResponse(balance: try await api.service.spend(body.amount, key: key, for: user)))
     }

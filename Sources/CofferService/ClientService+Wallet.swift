@@ -21,10 +21,7 @@ extension ClientService {
     public func saveBackup(of user: User, value: Int64, device: String?, precondition: BackupPrecondition)
         async throws -> BackupSaveResult
     {
-        guard value >= 0 else { throw ServiceError.badRequest("a backup cannot be negative") }
-        if let device, device.count > 100 || device.utf8.count > 400 {
-            throw ServiceError.badRequest("a device name is at most 100 characters")
-        }
+        try checkBackup(value: value, device: device)
         let result = try await store.saveBackup(
             owner: user.id, environment: user.environment, value: value, precondition: precondition,
             writer: .device(device ?? "app"), at: dependencies.now())
@@ -32,6 +29,16 @@ extension ClientService {
             await events.publish(ServerEventBody(type: .backup, key: String(record.version)), to: user.id)
         }
         return result
+    }
+
+    /// Refuses a backup value below zero and a device name over 100 characters.
+    ///
+    /// - Throws: ``ServiceError/badRequest(_:)``.
+    public func checkBackup(value: Int64, device: String?) throws {
+        guard value >= 0 else { throw ServiceError.badRequest("a backup cannot be negative") }
+        if let device, device.count > 100 || device.utf8.count > 400 {
+            throw ServiceError.badRequest("a device name is at most 100 characters")
+        }
     }
 
     /// The user's grants, newest first, optionally of one status.
@@ -57,16 +64,25 @@ extension ClientService {
         return (grant, try await store.wallet(owner: user.id, environment: user.environment).balance)
     }
 
+    /// The key a spend is made once by, when spending is allowed: checked before the request's body is read.
+    ///
+    /// - Throws: ``ServiceError/deviceWallet`` in the device wallet, ``ServiceError/badRequest(_:)`` without a
+    ///   key or with one over 200 characters.
+    public func spendKey(_ key: String?) throws -> String {
+        guard configuration.wallet == .server else { throw ServiceError.deviceWallet }
+        guard let key, !key.isEmpty, key.count <= 200 else {
+            throw ServiceError.badRequest("an Idempotency-Key header is required")
+        }
+        return key
+    }
+
     /// Spends credits from the server wallet, once per idempotency key.
     ///
     /// - Returns: The balance after.
     /// - Throws: ``ServiceError/deviceWallet`` in the device wallet, ``ServiceError/badRequest(_:)`` without a
     ///   key (or one over 200 characters), ``ServiceError/ledger(_:)`` when the ledger refuses it.
     public func spend(_ amount: Int64, key: String?, for user: User) async throws -> Int64 {
-        guard configuration.wallet == .server else { throw ServiceError.deviceWallet }
-        guard let key, !key.isEmpty, key.count <= 200 else {
-            throw ServiceError.badRequest("an Idempotency-Key header is required")
-        }
+        let key = try spendKey(key)
         let request = LedgerRequest(
             owner: user.id, environment: user.environment, event: .spend(key: key, amount: amount),
             at: dependencies.now())

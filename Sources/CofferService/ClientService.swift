@@ -52,11 +52,12 @@ public struct ClientService: ServiceOnParts {
 
     /// Delivers a signed transaction the app presents, once, to `user`: its purchase (or its revocation when it
     /// is signed refunded), unless Apple said otherwise in notifications kept while nobody had presented it
-    /// (``Delivery/events(forPresented:signedAt:credits:later:)``); words kept while it was being written apply
-    /// right after.
+    /// (``Delivery/events(forPresented:signedAt:credits:later:)``); for a transaction without an
+    /// `appAccountToken`, words kept while it was being written apply right after.
     ///
-    /// - Throws: ``ServiceError`` for data that does not verify, another user's transaction, a product the
-    ///   catalog does not sell, or the ledger's refusal.
+    /// - Throws: ``ServiceError`` for data that does not verify (``ServiceError/unavailable(code:message:)``
+    ///   when verification could not be completed now, so the app tries again), another user's transaction, a
+    ///   product the catalog does not sell, or the ledger's refusal.
     public func present(_ signed: String, user: User) async throws -> TransactionResponse {
         let transaction: JWSTransactionDecodedPayload
         do {
@@ -86,11 +87,11 @@ public struct ClientService: ServiceOnParts {
                 owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
                 at: dependencies.now())
         }
-        var result: LedgerResult
+        let first: LedgerResult
         let results = try await ledger.apply(requests)
         switch results.first {
         case .success(let applied):
-            result = (try? results.last?.get()) ?? applied
+            first = applied
             if applied.outcome == .applied, case .purchase = events[0] {
                 dependencies.metrics.delivered(source: "app")
             }
@@ -101,31 +102,43 @@ public struct ClientService: ServiceOnParts {
         case .failure(let error): throw ServiceError.ledger(error)
         case nil: throw ServiceError.internalError("the ledger did not answer")
         }
-        if result.outcome == .applied, case .purchase = events[0], transaction.appAccountToken == nil {
+        var latest = (try? results.last?.get()) ?? first
+        if first.outcome == .applied, transaction.appAccountToken == nil {
             // Written now: Apple's words kept since they were read (a refund with nobody to apply it to then)
-            // apply now, in Apple's order; the notification intake looks again for its owner after keeping one,
-            // so whichever of the two comes second applies it. A transaction with an appAccountToken has its
-            // owner found by the token, so nothing about it is kept for nobody: no second read.
+            // apply now, in Apple's order, as the intake would have applied them; the intake looks again for
+            // the owner after keeping one, so whichever of the two comes second applies it. A transaction with
+            // an appAccountToken has its owner found by the token, so nothing about it is kept for nobody.
             for word in try await keptWords(on: fact).filter({ !words.contains($0) }).sorted() {
-                let wordEvents = Delivery.events(for: word, on: fact, credits: nil)
+                let delivered = latest.receipt?.deliveredCredits != nil
+                let wordEvents = Delivery.events(
+                    for: word, on: fact, credits: word.kind == .reversal && !delivered ? credits : nil)
                 for event in wordEvents {
                     let request = LedgerRequest(
                         owner: user.id, environment: user.environment, event: event,
                         policy: configuration.deficitPolicy, at: dependencies.now())
-                    if case .success(let applied) = try await ledger.apply([request]).first { result = applied }
+                    guard case .success(let applied) = try await ledger.apply([request]).first else { continue }
+                    latest = applied
+                    guard applied.outcome == .applied else { continue }
+                    switch event {
+                    case .revocation: dependencies.metrics.revoked()
+                    case .purchase: dependencies.metrics.delivered(source: "app")
+                    default: break
+                    }
+                    await self.events.publish(
+                        ServerEventBody(type: .adjustment, key: applied.entry?.key.rawValue), to: user.id)
                 }
                 events += wordEvents
             }
         }
         let outcome: TransactionOutcome =
-            switch Delivery.outcome(of: events, ledger: result.outcome) {
+            switch Delivery.outcome(of: events, ledger: first.outcome) {
             case .revoked: .revoked
             case .duplicate: .duplicate
             case .delivered: .delivered
             }
         return TransactionResponse(
             outcome: outcome, transactionId: transactionId, credits: outcome == .revoked ? 0 : credits,
-            balance: result.wallet.balance, entitlements: try await entitlements(of: user))
+            balance: latest.wallet.balance, entitlements: try await entitlements(of: user))
     }
 
     /// Apple's words on a transaction kept from notifications nobody had presented, for the core's rule

@@ -9,7 +9,9 @@ import Logging
 /// them from Notification History: verify, de-duplicate by `notificationUUID`, apply to the ledger, record.
 ///
 /// The effect is written before the notification is recorded as processed, and every effect is keyed in
-/// the ledger, so a crash between the two only means the next delivery finds the effect already there.
+/// the ledger, so a crash between the two only means the next delivery finds the effect already there. The one
+/// exception is a word kept for nobody whose transaction an app presented meanwhile: it is recorded as kept
+/// (`unattributed`), then applied to the owner found after all, and answered `applied`.
 public struct NotificationIntake: ServiceOnParts {
     /// What it is built from.
     public let parts: ServiceParts
@@ -175,7 +177,11 @@ public struct NotificationIntake: ServiceOnParts {
             try await store.receipt(transactionId: fact.transactionId, environment: user.environment)?
                 .deliveredCredits == nil
         {
-            credits = try? dependencies.catalog.credits(for: fact)
+            do {
+                credits = try dependencies.catalog.credits(for: fact)
+            } catch {
+                logger.warning("a transaction of a product the catalog does not sell: \(fact.productId)")
+            }
         }
         var outcomes: [NotificationOutcome] = []
         for event in Delivery.events(for: word, on: fact, credits: credits) {

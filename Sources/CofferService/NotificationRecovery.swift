@@ -22,7 +22,7 @@ public struct NotificationRecovery: Service {
     let logger: Logger
 
     /// A recovery service on its own (for `coffer` commands and tests); a running server builds its own
-    /// in ``buildApplication(configuration:dependencies:)``.
+    /// in `buildApplication(configuration:dependencies:)` (CofferServer).
     ///
     /// - Returns: `nil` when the dependencies have no App Store Server API client.
     public init?(configuration: ServerConfiguration, dependencies: ServerDependencies) {

@@ -284,6 +284,32 @@ struct NotificationTests {
     }
 
     @Test(
+        "a reversal that arrives while a refunded token-less transaction is being presented delivers it",
+        arguments: ServerEngine.allCases)
+    func reversalDuringPresentation(engine: ServerEngine) async throws {
+        let store = CountingStore(base: try await engine.makeStore())
+        let setup = try Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let (user, id, _) = try await Self.boughtWithoutTokenThenRefunded(setup, client)
+            #expect(try await setup.deliver(after: 1, with: client) == ["unattributed"])
+            let refunded = try await setup.apple.signedTransaction(id: id)
+            try await setup.apple.reverseRefund(transactionId: id)
+            let reversal = try #require(await setup.apple.sentNotifications().last).signedPayload
+
+            // The presentation has read the refund; the reversal lands before the revocation is written.
+            store.after(.notifications) {
+                let response = try await Self.post(reversal, with: client)
+                #expect(try ClientAPITests.decode(NotificationResponse.self, response).outcome == "unattributed")
+            }
+            let posted = try await Self.present(refunded, as: user, with: client)
+            #expect(posted.outcome == .delivered)
+            #expect(posted.balance == 100)
+            #expect(try await Self.me(user, client).balance == 100)
+            #expect(try await Self.present(refunded, as: user, with: client).balance == 100)
+        }
+    }
+
+    @Test(
         "a token-less transaction presented while its refund looks for an owner is taken back",
         arguments: ServerEngine.allCases)
     func presentationDuringRefund(engine: ServerEngine) async throws {
