@@ -40,6 +40,9 @@ public struct SignedDataVerifier: Sendable {
     public let appAppleId: Int64?
     /// The environment data must come from.
     public let environment: AppStoreEnvironment
+    /// Whether a Production verifier also accepts data that says Sandbox, verified as Sandbox (App Review and
+    /// TestFlight): against the same real roots, without the appAppleId Sandbox data may lack.
+    public let acceptsSandbox: Bool
     /// Which date certificates must be valid at.
     public let validationTime: ValidationTime
     private let chainVerifier: ChainVerifier
@@ -52,6 +55,7 @@ public struct SignedDataVerifier: Sendable {
     ///   - bundleId: The app's bundle id.
     ///   - appAppleId: The app's Apple id; required in Production.
     ///   - environment: Where data must come from.
+    ///   - acceptsSandbox: In Production, also accept data that says Sandbox, as Apple prescribes for App Review.
     ///   - validationTime: The effective date of certificate checks.
     ///   - cache: The verified-chain cache, `nil` to verify every chain in full.
     ///   - now: The clock.
@@ -60,7 +64,7 @@ public struct SignedDataVerifier: Sendable {
     ///   App Store simulator.
     public init(
         rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
-        validationTime: ValidationTime = .signedDate, cache: ChainCache? = ChainCache(),
+        acceptsSandbox: Bool = false, validationTime: ValidationTime = .signedDate, cache: ChainCache? = ChainCache(),
         now: @escaping @Sendable () -> Date = Date.init
     ) throws(VerificationError) {
         if environment == .production, appAppleId == nil {
@@ -69,6 +73,7 @@ public struct SignedDataVerifier: Sendable {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment
+        self.acceptsSandbox = acceptsSandbox && environment == .production
         self.validationTime = validationTime
         let revocation: RevocationChecker? =
             if case .online(let checker) = validationTime { checker } else { nil }
@@ -102,7 +107,7 @@ public struct SignedDataVerifier: Sendable {
     public func verifyAppTransaction(_ signed: String) async throws(VerificationError) -> AppTransaction {
         let appTransaction = try await verify(signed, as: AppTransaction.self)
         guard appTransaction.bundleId == bundleId,
-            environment != .production || appTransaction.appAppleId == appAppleId
+            !appleIdRequired(forDataFrom: appTransaction.rawReceiptType) || appTransaction.appAppleId == appAppleId
         else { throw .invalidAppIdentifier("the app transaction is for another app") }
         try checkEnvironment(appTransaction.rawReceiptType)
         return appTransaction
@@ -128,7 +133,7 @@ public struct SignedDataVerifier: Sendable {
         } else {
             throw .verificationFailure("the notification has no data, summary, appData or externalPurchaseToken")
         }
-        guard appBundleId == bundleId, environment != .production || appleId == appAppleId else {
+        guard appBundleId == bundleId, !appleIdRequired(forDataFrom: rawEnvironment) || appleId == appAppleId else {
             throw .invalidAppIdentifier(
                 "notification for bundle \(appBundleId ?? "none"), appAppleId \(appleId.map(String.init) ?? "none")")
         }
@@ -175,7 +180,13 @@ public struct SignedDataVerifier: Sendable {
         return payload
     }
 
+    /// Whether data from `raw` must carry this app's Apple id: Production data at a Production verifier.
+    private func appleIdRequired(forDataFrom raw: String?) -> Bool {
+        environment == .production && !(acceptsSandbox && raw == AppStoreEnvironment.sandbox.rawValue)
+    }
+
     private func checkEnvironment(_ raw: String?) throws(VerificationError) {
+        if acceptsSandbox, raw == AppStoreEnvironment.sandbox.rawValue { return }
         guard raw == environment.rawValue else {
             throw .invalidEnvironment("data from \(raw ?? "no environment"), expected \(environment.rawValue)")
         }

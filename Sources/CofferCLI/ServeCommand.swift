@@ -57,6 +57,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("apple-root"), help: "A DER root to trust as well, Sandbox only (repeatable).")
     var appleRoots: [String] = []
 
+    @Option(help: "In Production, also accept Sandbox purchases (App Review, TestFlight): true (default) or false.")
+    var sandboxInProduction: Bool?
+
     /// The flags given, as configuration values above every other source.
     var flagValues: [AbsoluteConfigKey: ConfigValue] {
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
@@ -72,6 +75,7 @@ struct ServeCommand: AsyncParsableCommand {
         set("catalog", catalog)
         set("wallet", wallet)
         set("apple.roots", appleRoots.isEmpty ? nil : appleRoots.joined(separator: ","))
+        set("sandbox.in.production", sandboxInProduction.map(String.init))
         return values
     }
 
@@ -111,7 +115,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let verifier = try SignedDataVerifier(
             rootCertificates: roots, bundleId: server.bundleId, appAppleId: server.appAppleId,
-            environment: appStoreEnvironment)
+            environment: appStoreEnvironment, acceptsSandbox: server.sandboxInProduction)
         let store: any CofferStore
         let location: String
         do {

@@ -42,6 +42,11 @@ struct ServeSettings: Sendable {
         .init(key: "catalog", help: "The product catalog (JSON). Default catalog.json."),
         .init(key: "wallet", help: "device (the app owns the balance) or server. Default device."),
         .init(
+            key: "sandbox.in.production",
+            help:
+                "true: a Production server also accepts Sandbox purchases (App Review, TestFlight), verified against "
+                + "Apple's roots. false for a separate Sandbox server. Default true."),
+        .init(
             key: "apple.roots",
             help:
                 "Extra DER roots to trust, comma-separated (the simulator's, for signed data and legacy receipts); Sandbox only. Apple Root CA - G3 and Apple Root CA are always trusted."
@@ -220,6 +225,7 @@ struct ServeSettings: Sendable {
             return parsed
         }
         server.consumption.answer = try flag("consumption.answer", default: false)
+        server.sandboxInProduction = try flag("sandbox.in.production", default: true)
         server.panel.allowRemote = try flag("panel.remote", default: false)
         server.panel.secureCookies = try flag("panel.secure.cookies", default: false)
         server.panel.sessionHours = try number("panel.session.hours", default: 8, in: 1...720)

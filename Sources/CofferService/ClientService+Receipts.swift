@@ -23,7 +23,11 @@ extension ClientService {
                 code: "INVALID_APP_IDENTIFIER",
                 message: "the receipt is for \(receipt.bundleId ?? "no bundle"), not \(configuration.bundleId)")
         }
-        let expected = configuration.environment == .production ? ["Production"] : ["ProductionSandbox", "Sandbox"]
+        // A Production server takes the sandbox receipts App Review and TestFlight make, unless told not to.
+        let sandbox = ["ProductionSandbox", "Sandbox"]
+        let expected =
+            configuration.environment == .production
+            ? ["Production"] + (configuration.sandboxInProduction ? sandbox : []) : sandbox
         guard let type = receipt.receiptType, expected.contains(type) else {
             throw ServiceError.verification(
                 code: "INVALID_ENVIRONMENT",

@@ -13,6 +13,10 @@ public struct ServerConfiguration: Sendable {
     public var port = 8080
     /// The environment this server serves; data from the other is refused.
     public var environment: CofferCore.Environment = .sandbox
+    /// Whether a Production server also accepts Apple's Sandbox data (App Review and TestFlight buy with sandbox
+    /// accounts in the production build): signed data verified as Sandbox against Apple's real roots, and
+    /// ProductionSandbox receipts. Default on; off for a separate Sandbox server.
+    public var sandboxInProduction = true
     /// The app's bundle id.
     public var bundleId: String
     /// The app's Apple id (required in Production).

@@ -15,12 +15,12 @@ enum AppleFiles {
     }
 
     /// A verifier for Apple's mock vectors: test CA root, bundle `com.example`, offline.
-    static func mockVerifier(environment: AppStoreEnvironment = .sandbox, appAppleId: Int64? = 1234) throws
-        -> SignedDataVerifier
-    {
+    static func mockVerifier(
+        environment: AppStoreEnvironment = .sandbox, appAppleId: Int64? = 1234, acceptsSandbox: Bool = false
+    ) throws -> SignedDataVerifier {
         try SignedDataVerifier(
             rootCertificates: [data("mock-signed/testCA.der")], bundleId: "com.example", appAppleId: appAppleId,
-            environment: environment)
+            environment: environment, acceptsSandbox: acceptsSandbox)
     }
 }
 

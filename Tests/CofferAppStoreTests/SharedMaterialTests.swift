@@ -68,6 +68,50 @@ struct SharedMaterialTests {
                 == "INVALID_APP_IDENTIFIER")
     }
 
+    @Test("a Production verifier that accepts Sandbox takes Apple's real sandbox notification, verified as Sandbox")
+    func realNotificationInProduction() async throws {
+        let signed = try AppleFiles.text("real-signed/sandbox-test-notification.jws")
+        func production(acceptsSandbox: Bool) throws -> SignedDataVerifier {
+            try SignedDataVerifier(
+                rootCertificates: [AppleRoots.rootCAG3()], bundleId: "com.loki-project.loki-messenger",
+                appAppleId: 6_444_542_400, environment: .production, acceptsSandbox: acceptsSandbox)
+        }
+        // The notification carries no appAppleId: as Sandbox data it needs none.
+        let notification = try await production(acceptsSandbox: true).verifyNotification(signed)
+        #expect(notification.payload.data?.environment == .sandbox)
+        #expect(
+            await verificationError { _ = try await production(acceptsSandbox: false).verifyNotification(signed) }?
+                .status == "INVALID_APP_IDENTIFIER")
+        // Another app's data is still refused, and a Sandbox verifier has nothing to accept.
+        let otherApp = try SignedDataVerifier(
+            rootCertificates: [AppleRoots.rootCAG3()], bundleId: "com.example", appAppleId: 1,
+            environment: .production, acceptsSandbox: true)
+        #expect(
+            await verificationError { _ = try await otherApp.verifyNotification(signed) }?.status
+                == "INVALID_APP_IDENTIFIER")
+        let sandbox = try SignedDataVerifier(
+            rootCertificates: [AppleRoots.rootCAG3()], bundleId: "com.loki-project.loki-messenger", appAppleId: nil,
+            environment: .sandbox, acceptsSandbox: true)
+        #expect(sandbox.acceptsSandbox == false)
+    }
+
+    @Test("Apple's mock Sandbox data at a Production verifier that accepts Sandbox: verified, any appAppleId")
+    func mockDataInProduction() async throws {
+        let verifier = try AppleFiles.mockVerifier(environment: .production, appAppleId: 1235, acceptsSandbox: true)
+        #expect(
+            try await verifier.verifyTransaction(try AppleFiles.text("mock-signed/transactionInfo")).environment
+                == .sandbox)
+        #expect(
+            try await verifier.verifyRenewalInfo(try AppleFiles.text("mock-signed/renewalInfo")).environment == .sandbox
+        )
+        let notification = try await verifier.verifyNotification(try AppleFiles.text("mock-signed/testNotification"))
+        #expect(notification.payload.data?.environment == .sandbox)
+        #expect(
+            await verificationError {
+                _ = try await verifier.verifyNotification(try AppleFiles.text("mock-signed/wrongBundleId"))
+            }?.status == "INVALID_APP_IDENTIFIER")
+    }
+
     @Test("Apple's mock transaction and renewal info verify against the test CA")
     func mockTransactionAndRenewal() async throws {
         let verifier = try AppleFiles.mockVerifier()

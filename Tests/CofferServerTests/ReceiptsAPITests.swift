@@ -20,14 +20,15 @@ struct ReceiptsAPITests {
     /// A server for the app a receipt belongs to, at a moment inside the receipt's life.
     static func server(
         bundleId: String, environment: CofferCore.Environment, products: [Product], now: String,
-        store: any CofferStore
+        store: any CofferStore, sandboxInProduction: Bool = true
     ) throws -> some ApplicationProtocol {
         let moment = try Date(now, strategy: .iso8601)
         let verifier = try SignedDataVerifier(
             rootCertificates: [AppleRoots.rootCAG3()], bundleId: bundleId, appAppleId: 1,
-            environment: environment == .production ? .production : .sandbox)
+            environment: environment == .production ? .production : .sandbox, acceptsSandbox: sandboxInProduction)
         var configuration = ServerConfiguration(bundleId: bundleId)
         configuration.environment = environment
+        configuration.sandboxInProduction = sandboxInProduction
         configuration.appAppleId = 1
         return buildApplication(
             configuration: configuration,
@@ -39,6 +40,31 @@ struct ReceiptsAPITests {
         try await client.execute(
             uri: "/v1/receipts/verify", method: .post, headers: ClientAPITests.bearer(token),
             body: try ClientAPITests.body(ReceiptVerifyRequest(receiptData: receipt)))
+    }
+
+    @Test(
+        "App Review: Apple's real ProductionSandbox receipt at a Production server is delivered, once",
+        arguments: ServerEngine.allCases)
+    func reviewerReceipt(engine: ServerEngine) async throws {
+        let annual = "dev.bonzer.weeka.app.subscription.pro.annual"
+        let app = try Self.server(
+            bundleId: "dev.bonzer.weeka.app", environment: .production,
+            products: [Product(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")],
+            now: "2025-12-26T18:45:00Z", store: try await engine.makeStore())
+        let receipt = try Self.receipt("receipt-sandbox-g5")
+        try await app.test(.router) { client in
+            let reviewer = try await NotificationTests.createUser(client)
+            let first = try await Self.post(receipt, token: reviewer.token, client)
+            #expect(first.status == .ok)
+            let answer = try ClientAPITests.decode(ReceiptVerifyResponse.self, first)
+            #expect(answer.transactions.map(\.outcome) == ["delivered", "delivered"])
+            #expect(answer.balance == 100)
+            #expect(answer.entitlements == ["premium"])
+            let again = try ClientAPITests.decode(
+                ReceiptVerifyResponse.self, try await Self.post(receipt, token: reviewer.token, client))
+            #expect(again.transactions.map(\.outcome) == ["duplicate", "duplicate"])
+            #expect(again.balance == 100)
+        }
     }
 
     @Test(
@@ -124,10 +150,10 @@ struct ReceiptsAPITests {
                 ).count == 1)
         }
 
-        // A Sandbox receipt of the right app at a Production server.
+        // A Sandbox receipt of the right app at a Production server that runs its own Sandbox server elsewhere.
         let sandboxApp = try Self.server(
             bundleId: "dev.bonzer.weeka.app", environment: .production, products: [], now: "2025-12-27T00:00:00Z",
-            store: InMemoryStore())
+            store: InMemoryStore(), sandboxInProduction: false)
         try await sandboxApp.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
             let refused = try await Self.post(try Self.receipt("receipt-sandbox-g5"), token: user.token, client)
