@@ -15,8 +15,6 @@ struct AdminAPI: Sendable {
     let api: ClientAPI
     let service: AdminService
 
-    var store: any CofferStore { api.dependencies.store }
-
     /// The routes under `/v1/admin`, behind a signed request, each answered by a handler below.
     var routes: RouteCollection<CofferRequestContext> {
         let routes = RouteCollection(context: CofferRequestContext.self)

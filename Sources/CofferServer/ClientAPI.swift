@@ -1,13 +1,9 @@
 import CofferAPI
-import CofferAdmin
-import CofferAppStore
 import CofferCore
 import CofferService
 import CofferStore
-import Crypto
 import Foundation
 import Hummingbird
-import NIOCore
 import NIOFoundationCompat
 
 /// The client API the app talks to: users, their wallet and entitlements, and purchases.
@@ -17,9 +13,6 @@ struct ClientAPI: Sendable {
 
     var configuration: ServerConfiguration { service.configuration }
     var dependencies: ServerDependencies { service.dependencies }
-    var events: EventHub { service.events }
-    var ledger: LedgerBatcher { service.ledger }
-    var store: any CofferStore { dependencies.store }
 
     /// The client API's routes: its own, each answered by a handler below, and its features' controllers.
     var routes: RouteCollection<CofferRequestContext> {

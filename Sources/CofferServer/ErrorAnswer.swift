@@ -75,7 +75,7 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch {
-            if !(error is HTTPError), case .internalError = ServiceError(error), !(error is ServiceError) {
+            if !(error is HTTPError), ServiceError(named: error) == nil {
                 context.logger.error("request failed: \(error)")
             }
             return ErrorAnswer.response(for: error)

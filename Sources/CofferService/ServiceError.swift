@@ -48,6 +48,11 @@ public enum ServiceError: Error, Sendable, Equatable {
 
     /// Maps the typed errors of the layers below; anything else is an internal error.
     public init(_ error: any Error) {
+        self = Self(named: error) ?? .internalError("the server could not do that now")
+    }
+
+    /// Maps the typed errors of the layers below; `nil` for an error none of them names (one to log).
+    public init?(named error: any Error) {
         switch error {
         case let error as ServiceError: self = error
         case let error as LedgerError: self = .ledger(error)
@@ -65,7 +70,7 @@ public enum ServiceError: Error, Sendable, Equatable {
             case .unavailable(let why): self = .unavailable(code: "unavailable", message: why)
             }
         case let error as AdminAuthError: self = .adminSignature(code: Self.code(error), message: error.description)
-        default: self = .internalError("the server could not do that now")
+        default: return nil
         }
     }
 
