@@ -77,7 +77,10 @@ schemas = {
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
                                                      "grant-claimed", "adjustment", "spend", "backup", "admin"]),
-                         "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S()},
+                         "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S(),
+                         "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
+                                              "reversals): Sandbox on a Production server marks App Review and "
+                                              "TestFlight", enum=["Sandbox", "Production"])},
                         required=["at", "kind", "summary"]),
     "UserDetail": obj({"user": ref("UserSummary"), "environment": S(enum=["Sandbox", "Production"]),
                        "walletMode": S(enum=["device", "server"]), "entitlements": {"type": "array", "items": S()},
@@ -93,7 +96,10 @@ schemas = {
     "DayFigures": obj({"day": DATE, "purchases": I(), "refunds": I()}),
     "DashboardFigures": obj({"users": I(), "pendingGrants": I(), "claimedGrants": I(), "purchases": I(),
                              "refunds": I(), "usersInDeficit": I(), "outstandingDeficit": I(),
-                             "days": {"type": "array", "items": ref("DayFigures")}}),
+                             "days": {"type": "array", "items": ref("DayFigures")},
+                             "otherEnvironmentPurchases": I(
+                                 description="Purchases made with the other environment's data (App Review and "
+                                             "TestFlight on a Production server), left out of the other figures")}),
 }
 
 def json_body(name):

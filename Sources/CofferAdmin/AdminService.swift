@@ -129,7 +129,7 @@ public struct AdminService: Sendable {
         let backups = try await store.backupHistory(owner: user.id, environment: environment, limit: 200)
         let audit = try await store.auditEvents(
             environment: environment, subject: user.supportId.rawValue, limit: 200)
-        var timeline = entries.map(Self.item)
+        var timeline = entries.map { Self.item($0, environment: environment) }
         timeline += grants.map { grant in
             TimelineItem(
                 at: grant.createdAt, kind: .grantCreated,
@@ -336,9 +336,12 @@ public struct AdminService: Sendable {
         return reason
     }
 
-    private static func item(_ entry: LedgerEntry) -> TimelineItem {
+    private static func item(_ entry: LedgerEntry, environment: Environment) -> TimelineItem {
         let product = entry.productId ?? "?"
-        let transaction = entry.transactionId ?? "?"
+        var transaction = entry.transactionId ?? "?"
+        if let data = entry.dataEnvironment, data != environment {
+            transaction += ", \(data.rawValue) data" + (data == .sandbox ? ": App Review or TestFlight" : "")
+        }
         let (kind, summary): (TimelineKind, String) =
             switch entry.key.kind {
             case .purchase: (.purchase, "Purchase of \(product) delivered (transaction \(transaction))")
@@ -355,7 +358,8 @@ public struct AdminService: Sendable {
             }
         return TimelineItem(
             at: entry.createdAt, kind: kind, summary: summary, credits: entry.balanceDelta,
-            balanceAfter: entry.walletAfter.balance, reference: entry.key.rawValue)
+            balanceAfter: entry.walletAfter.balance, reference: entry.key.rawValue,
+            dataEnvironment: entry.dataEnvironment)
     }
 
     private static func json(_ value: some Encodable) throws -> String {

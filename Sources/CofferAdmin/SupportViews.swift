@@ -138,11 +138,14 @@ public struct TimelineItem: Sendable, Hashable, Codable {
     public var balanceAfter: Int64?
     /// A transaction id, grant id or ledger key.
     public var reference: String?
+    /// The environment Apple's data came from, for purchases, refunds and reversals whose source said: on a
+    /// Production server, Sandbox marks App Review's and TestFlight's purchases.
+    public var dataEnvironment: Environment?
 
     /// Creates an item.
     public init(
         at: Date, kind: TimelineKind, summary: String, credits: Int64? = nil, balanceAfter: Int64? = nil,
-        reference: String? = nil
+        reference: String? = nil, dataEnvironment: Environment? = nil
     ) {
         self.at = at
         self.kind = kind
@@ -150,6 +153,7 @@ public struct TimelineItem: Sendable, Hashable, Codable {
         self.credits = credits
         self.balanceAfter = balanceAfter
         self.reference = reference
+        self.dataEnvironment = dataEnvironment
     }
 }
 

@@ -13,12 +13,18 @@ extension TransactionFact {
             productId: productId, quantity: Int(transaction.quantity ?? 1), purchaseDate: purchaseDate,
             expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
             isFamilyShared: transaction.inAppOwnershipType == .familyShared,
-            isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false)
+            isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false,
+            environment: transaction.environment?.ledgerEnvironment)
     }
 
     /// The facts of one in-app purchase record of a legacy app receipt, or `nil` when it lacks its id, product
     /// or date. A cancellation date is Apple's revocation.
-    public init?(_ purchase: InAppPurchaseReceipt) {
+    ///
+    /// - Parameters:
+    ///   - purchase: The record.
+    ///   - receiptType: The receipt's `receiptType` (`Production`, `ProductionSandbox`, `Sandbox`), which
+    ///     says the purchase's environment.
+    public init?(_ purchase: InAppPurchaseReceipt, receiptType: String?) {
         guard let transactionId = purchase.transactionId, !transactionId.isEmpty, let productId = purchase.productId,
             let purchaseDate = purchase.purchaseDate
         else { return nil }
@@ -26,6 +32,7 @@ extension TransactionFact {
             transactionId: transactionId, originalTransactionId: purchase.originalTransactionId,
             productId: productId, quantity: Int(max(1, purchase.quantity ?? 1)), purchaseDate: purchaseDate,
             expiresDate: purchase.expiresDate, revocationDate: purchase.cancellationDate,
-            isTrial: purchase.isTrialPeriod ?? false)
+            isTrial: purchase.isTrialPeriod ?? false,
+            environment: receiptType.map { $0 == "Production" ? .production : .sandbox })
     }
 }

@@ -123,6 +123,14 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         @Option(help: "Days of billing grace period after a failed renewal (0: none).")
         var gracePeriodDays = 16
 
+        @Option(
+            name: .customLong("reviewer"),
+            help: """
+                An account that buys in the sandbox from the production build, as App Review and TestFlight do: \
+                its data says Sandbox when --environment is Production (repeatable).
+                """)
+        var reviewers: [String] = []
+
         func run() async throws {
             guard let environment = AppStoreEnvironment(name: environment), !environment.isLocal else {
                 throw ValidationError("unknown environment \(self.environment): use Sandbox or Production")
@@ -140,6 +148,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 bundleId: bundleId, appAppleId: appAppleId, environment: environment)
             configuration.sharedSecret = sharedSecret
             configuration.gracePeriodDays = gracePeriodDays
+            configuration.reviewers = Set(reviewers)
             let store = SimulatedAppStore(
                 catalog: products, configuration: configuration, signer: try pki.signer(),
                 clock: SimulatorClock(start: Date()), receiptAuthority: try SimulatorReceiptAuthority(folder: folderURL)
@@ -152,7 +161,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             let base = "http://\(host):\(port)"
             print(
                 """
-                App Store simulator for \(bundleId) (\(environment.rawValue)), \(products.products.count) products
+                App Store simulator for \(bundleId) (\(environment.rawValue)), \(products.products.count) products\
+                \(reviewers.isEmpty ? "" : ", reviewers buying in the sandbox: " + reviewers.joined(separator: ", "))
                   verifyReceipt           \(base)/verifyReceipt/production  \(base)/verifyReceipt/sandbox
                   App Store Server API    \(base)/inApps/...  (key \(apiKey.keyId), issuer \(apiKey.issuerId))
                   notifications           \(notify ?? "not sent (no --notify)")

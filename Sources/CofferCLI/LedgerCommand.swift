@@ -39,11 +39,12 @@ struct LedgerCommand: AsyncParsableCommand {
                 return
             }
             print("\(id)  \(environment.rawValue)  balance \(wallet.balance)  deficit \(wallet.deficit)")
-            var table = TextTable(["when (UTC)", "key", "amount", "balance", "deficit", "reason"])
+            var table = TextTable(["when (UTC)", "key", "amount", "balance", "deficit", "data", "reason"])
             for entry in entries {
                 table.add([
                     JSONText.timestamp(entry.createdAt), entry.key.rawValue, String(entry.amount),
-                    String(entry.walletAfter.balance), String(entry.walletAfter.deficit), entry.reason ?? "",
+                    String(entry.walletAfter.balance), String(entry.walletAfter.deficit),
+                    entry.dataEnvironment?.rawValue ?? "", entry.reason ?? "",
                 ])
             }
             print(entries.isEmpty ? "no entries" : table.render())

@@ -36,6 +36,10 @@ final class DeviceLedger: Sendable {
             guard try !db.tableExists("users") else { return }
             try db.execute(sql: Self.users + LedgerTables.v1)
         }
+        migrator.registerMigration("device v2 data environment") { db in
+            guard try !db.columns(in: "receipts").contains(where: { $0.name == "data_environment" }) else { return }
+            try db.execute(sql: LedgerTables.v2)
+        }
         try migrator.migrate(queue)
         legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
     }

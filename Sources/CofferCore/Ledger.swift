@@ -136,11 +136,15 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
     public var reason: String?
     /// When the entry was applied.
     public var createdAt: Date
+    /// The environment the transaction's data came from, for purchases, revocations and reversals whose source
+    /// said (``TransactionFact/environment``): Sandbox on a Production server marks App Review and TestFlight.
+    public var dataEnvironment: Environment?
 
     /// Creates an entry.
     public init(
         owner: UUID, key: IdempotencyKey, amount: Int64, balanceDelta: Int64, deficitDelta: Int64, walletAfter: Wallet,
-        transactionId: String? = nil, productId: String? = nil, reason: String? = nil, createdAt: Date
+        transactionId: String? = nil, productId: String? = nil, reason: String? = nil, createdAt: Date,
+        dataEnvironment: Environment? = nil
     ) {
         self.owner = owner
         self.key = key
@@ -152,6 +156,7 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
         self.productId = productId
         self.reason = reason
         self.createdAt = createdAt
+        self.dataEnvironment = dataEnvironment
     }
 }
 
@@ -234,7 +239,7 @@ public enum LedgerError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongUser(transactionId: String)
     /// The same key was used before for a different change (another amount, say).
     case keyReused(IdempotencyKey)
-    /// The event names a different product than the transaction already on record.
+    /// The event names a different product (or Apple environment) than the transaction already on record.
     case transactionMismatch(transactionId: String)
     /// No user with this id exists in the event's environment.
     case unknownUser(UUID)
@@ -297,9 +302,10 @@ public enum Ledger {
     ) throws(LedgerError) -> LedgerDecision {
         if let fact = event.transaction, let receipt {
             guard receipt.owner == owner else { throw .wrongUser(transactionId: fact.transactionId) }
-            guard receipt.transaction.productId == fact.productId else {
-                throw .transactionMismatch(transactionId: fact.transactionId)
-            }
+            guard receipt.transaction.productId == fact.productId,
+                receipt.transaction.environment == nil || fact.environment == nil
+                    || receipt.transaction.environment == fact.environment
+            else { throw .transactionMismatch(transactionId: fact.transactionId) }
         }
         let key = event.key
         switch event {
@@ -418,7 +424,8 @@ public enum Ledger {
             transactionId: fact?.transactionId,
             productId: fact?.productId,
             reason: reason,
-            createdAt: now
+            createdAt: now,
+            dataEnvironment: fact?.environment
         )
         return LedgerDecision(outcome: .applied, wallet: after, receipt: receipt, entry: entry)
     }
@@ -450,6 +457,7 @@ public enum Ledger {
         }
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
         receipt.transaction = fact
+        receipt.transaction.environment = fact.environment ?? existing?.transaction.environment
         receipt.transaction.revocationDate = nil
         receipt.deliveredCredits = credits
         receipt.deliveredAt = now

@@ -23,12 +23,16 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     public var isTrial: Bool
     /// Apple's `isUpgraded`: the subscription was replaced by a higher one in its group.
     public var isUpgraded: Bool
+    /// The environment Apple's data names (`environment`), or `nil` where the source did not say. On a
+    /// Production server it can be Sandbox: App Review and TestFlight buy in the sandbox with the production
+    /// build, and such a purchase stays marked Sandbox on its receipt and ledger entries.
+    public var environment: Environment?
 
     /// Creates a transaction fact.
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
         purchaseDate: Date, expiresDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
-        isTrial: Bool = false, isUpgraded: Bool = false
+        isTrial: Bool = false, isUpgraded: Bool = false, environment: Environment? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId
@@ -40,5 +44,6 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         self.isFamilyShared = isFamilyShared
         self.isTrial = isTrial
         self.isUpgraded = isUpgraded
+        self.environment = environment
     }
 }

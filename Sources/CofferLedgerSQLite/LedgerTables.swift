@@ -51,4 +51,12 @@ public enum LedgerTables {
             UNIQUE (environment, owner, key)
         );
         """
+
+    /// Marks the environment Apple's data named on receipts and on the entries of purchases, revocations and
+    /// reversals (``TransactionFact/environment``); `NULL`, as on rows written before, means the row's own.
+    public static let v2 = """
+        ALTER TABLE receipts ADD COLUMN data_environment TEXT CHECK (data_environment IN ('Sandbox', 'Production'));
+        ALTER TABLE ledger_entries ADD COLUMN data_environment TEXT
+            CHECK (data_environment IN ('Sandbox', 'Production'));
+        """
 }

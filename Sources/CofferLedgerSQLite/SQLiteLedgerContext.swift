@@ -27,6 +27,16 @@ public enum RowValue {
         }
         return environment
     }
+
+    /// The `data_environment` column: the environment Apple's data named, `nil` where not marked (the row's
+    /// own, for rows written before it was kept).
+    public static func dataEnvironment(_ row: Row) throws -> Environment? {
+        guard let text = row["data_environment"] as String? else { return nil }
+        guard let environment = Environment(rawValue: text) else {
+            throw StoreError.storage("corrupt data_environment column")
+        }
+        return environment
+    }
 }
 
 /// The SQLite side of the ledger's load-decide-save sequence, used inside one write transaction, over the
@@ -94,8 +104,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 sql: """
                     INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                         purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
-                        delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (environment, transaction_id) DO UPDATE SET
                         original_transaction_id = excluded.original_transaction_id, quantity = excluded.quantity,
                         purchase_date = excluded.purchase_date, expires_date = excluded.expires_date,
@@ -103,7 +113,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                         trial = excluded.trial, upgraded = excluded.upgraded,
                         delivered_credits = excluded.delivered_credits, delivered_at = excluded.delivered_at,
                         revoked_at = excluded.revoked_at, taken_from_balance = excluded.taken_from_balance,
-                        added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at
+                        added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at,
+                        data_environment = COALESCE(excluded.data_environment, data_environment)
                     """
             ).execute(arguments: [
                 environment.rawValue, fact.transactionId, receipt.owner.uuidString, fact.originalTransactionId,
@@ -111,19 +122,21 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 fact.revocationDate.map(Millis.from), fact.isFamilyShared, fact.isTrial, fact.isUpgraded,
                 receipt.deliveredCredits, receipt.deliveredAt.map(Millis.from), receipt.revokedAt.map(Millis.from),
                 receipt.takenFromBalance, receipt.addedToDeficit, receipt.reversedAt.map(Millis.from),
+                fact.environment?.rawValue,
             ])
         }
         if decision.appendsEntry, let entry = decision.entry {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                        balance_after, deficit_after, transaction_id, product_id, reason, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 environment.rawValue, owner.uuidString, entry.key.rawValue, entry.key.kind.rawValue, entry.amount,
                 entry.balanceDelta, entry.deficitDelta, entry.walletAfter.balance, entry.walletAfter.deficit,
                 entry.transactionId, entry.productId, entry.reason, Millis.from(entry.createdAt),
+                entry.dataEnvironment?.rawValue,
             ])
         }
     }
@@ -140,7 +153,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
             revocationDate: (row["revocation_date"] as Int64?).map(Millis.date),
             isFamilyShared: row["family_shared"],
             isTrial: row["trial"],
-            isUpgraded: row["upgraded"])
+            isUpgraded: row["upgraded"],
+            environment: try RowValue.dataEnvironment(row))
         var receipt = Receipt(owner: try RowValue.uuid(row, "owner"), transaction: fact)
         receipt.deliveredCredits = row["delivered_credits"]
         receipt.deliveredAt = (row["delivered_at"] as Int64?).map(Millis.date)
@@ -159,6 +173,6 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
             deficitDelta: row["deficit_delta"],
             walletAfter: Wallet(balance: row["balance_after"], deficit: row["deficit_after"]),
             transactionId: row["transaction_id"], productId: row["product_id"], reason: row["reason"],
-            createdAt: Millis.date(row["created_at"]))
+            createdAt: Millis.date(row["created_at"]), dataEnvironment: try RowValue.dataEnvironment(row))
     }
 }

@@ -21,7 +21,10 @@ extension AdminPanel {
                     "claimedGrants": figures.claimedGrants, "purchases": figures.purchases,
                     "refunds": figures.refunds, "usersInDeficit": figures.usersInDeficit,
                     "outstandingDeficit": figures.outstandingDeficit,
+                    "otherEnvironmentPurchases": figures.otherEnvironmentPurchases,
                 ],
+                "otherEnvironment": session.environment == .production ? "Sandbox" : "Production",
+                "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0,
                 "chart": DashboardChart.svg(figures.days),
             ], session: session)
     }
@@ -104,6 +107,8 @@ extension AdminPanel {
                         "at": Self.time(item.at), "kind": item.kind.rawValue, "summary": item.summary,
                         "credits": item.credits.map { $0 > 0 ? "+\($0)" : String($0) } ?? "",
                         "balanceAfter": item.balanceAfter.map(String.init) ?? "",
+                        "otherEnvironment": item.dataEnvironment?.rawValue ?? "",
+                        "fromOtherEnvironment": item.dataEnvironment.map { $0 != session.environment } ?? false,
                     ] as [String: Any]
                 },
             ], session: session, status: error == nil ? .ok : .badRequest)

@@ -40,7 +40,7 @@ extension ClientService {
         var requests: [LedgerRequest] = []
         var pending: [Int] = []  // outcomes waiting for their ledger result, by index
         for purchase in receipt.inAppPurchases {
-            guard let fact = TransactionFact(purchase) else { continue }
+            guard let fact = TransactionFact(purchase, receiptType: receipt.receiptType) else { continue }
             outcomes.append(
                 ReceiptTransactionOutcome(transactionId: fact.transactionId, productId: fact.productId, outcome: ""))
             let event: LedgerEvent

@@ -126,10 +126,13 @@ public struct NotificationIntake: ServiceOnParts {
         {
             return named
         }
+        // A chain from the other environment (App Review's sandbox purchases on a Production server) is
+        // another chain, whatever its id.
         guard
             let chainOwner = try await store.receipts(
                 originalTransactionId: fact.originalTransactionId, environment: environment
-            ).first?.owner
+            ).first(where: { ($0.transaction.environment ?? environment) == (fact.environment ?? environment) })?
+            .owner
         else { return nil }
         return try await store.user(id: chainOwner)
     }
@@ -237,6 +240,11 @@ public struct NotificationIntake: ServiceOnParts {
     private func answerConsumptionRequest(fact: TransactionFact, user: User, logger: Logger) async {
         guard configuration.consumption.answer, let client = dependencies.appStoreAPI else {
             logger.info("consumption request not answered (consumption answers are off)")
+            return
+        }
+        guard (fact.environment ?? user.environment) == user.environment else {
+            // The client speaks to this server's environment; Apple asks about sandbox purchases in the sandbox.
+            logger.info("consumption request about \(fact.environment?.rawValue ?? "") data not answered")
             return
         }
         do {

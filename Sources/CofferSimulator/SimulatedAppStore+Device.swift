@@ -72,7 +72,7 @@ extension SimulatedAppStore {
     /// The account's app transaction, signed.
     public func signedAppTransaction(account: String) throws(SimulatorError) -> String {
         var app = AppTransaction()
-        app.rawReceiptType = configuration.environment.rawValue
+        app.rawReceiptType = environment(of: account).rawValue
         app.appAppleId = configuration.appAppleId
         app.bundleId = configuration.bundleId
         app.applicationVersion = configuration.bundleVersion

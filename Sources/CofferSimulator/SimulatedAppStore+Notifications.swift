@@ -43,7 +43,8 @@ extension SimulatedAppStore {
         payload.version = "2.0"
         payload.signedDate = clock.now()
         var data = NotificationData()
-        data.rawEnvironment = configuration.environment.rawValue
+        data.rawEnvironment =
+            (transactionId.flatMap(record).map { environment(of: $0.account) } ?? configuration.environment).rawValue
         data.appAppleId = configuration.appAppleId
         data.bundleId = configuration.bundleId
         data.bundleVersion = configuration.bundleVersion

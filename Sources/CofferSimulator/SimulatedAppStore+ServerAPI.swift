@@ -50,7 +50,7 @@ extension SimulatedAppStore {
         response.hasMore = more
         response.bundleId = configuration.bundleId
         response.appAppleId = configuration.appAppleId
-        response.rawEnvironment = configuration.environment.rawValue
+        response.rawEnvironment = environment(of: owner.account).rawValue
         response.signedTransactions = try page.map(apiSigned)
         return response
     }
@@ -74,7 +74,7 @@ extension SimulatedAppStore {
             groups[subscription.group, default: []].append(item)
         }
         var response = StatusResponse()
-        response.rawEnvironment = configuration.environment.rawValue
+        response.rawEnvironment = environment(of: owner.account).rawValue
         response.bundleId = configuration.bundleId
         response.appAppleId = configuration.appAppleId
         response.data = groups.keys.sorted().map { group in

@@ -36,7 +36,7 @@ extension SimulatedAppStore {
             payload.revocationPercentage = record.revocationPercentage
         }
         payload.isUpgraded = record.isUpgraded ? true : nil
-        payload.rawEnvironment = configuration.environment.rawValue
+        payload.rawEnvironment = environment(of: record.account).rawValue
         payload.storefront = configuration.storefront
         payload.storefrontId = "143441"
         payload.rawTransactionReason = record.renewal ? "RENEWAL" : "PURCHASE"
@@ -57,7 +57,7 @@ extension SimulatedAppStore {
             subscription.state == .billingRetry || subscription.state == .gracePeriod ? true : false
         info.gracePeriodExpiresDate = subscription.gracePeriodExpiresDate
         info.signedDate = clock.now()
-        info.rawEnvironment = configuration.environment.rawValue
+        info.rawEnvironment = environment(of: subscription.account).rawValue
         info.recentSubscriptionStartDate = subscription.recentStartDate
         info.renewalDate = subscription.autoRenew ? subscription.expiresDate : nil
         info.currency = configuration.currency

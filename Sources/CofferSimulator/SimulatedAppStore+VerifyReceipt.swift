@@ -12,7 +12,7 @@ extension SimulatedAppStore {
         if let receiptAuthority, let signed = try? signedAppReceipt(account: account, authority: receiptAuthority) {
             return signed
         }
-        return Data("\(Self.receiptPrefix)|\(configuration.environment.rawValue)|\(account)".utf8)
+        return Data("\(Self.receiptPrefix)|\(environment(of: account).rawValue)|\(account)".utf8)
             .base64EncodedString()
     }
 
@@ -50,7 +50,7 @@ extension SimulatedAppStore {
     /// - Returns: The receipt in base64, as an app sends it.
     public func signedAppReceipt(account: String, authority: SimulatorReceiptAuthority) throws -> String {
         var receipt = AppReceipt()
-        receipt.receiptType = configuration.environment == .sandbox ? "ProductionSandbox" : "Production"
+        receipt.receiptType = environment(of: account) == .sandbox ? "ProductionSandbox" : "Production"
         receipt.bundleId = configuration.bundleId
         receipt.applicationVersion = configuration.bundleVersion
         receipt.originalApplicationVersion = configuration.bundleVersion

@@ -146,6 +146,11 @@ public actor SimulatedAppStore {
         return "M" + String((0..<9).map { _ in letters.randomElement()! })
     }
 
+    /// The environment `account`'s data comes from: Sandbox for a reviewer, the simulator's otherwise.
+    public nonisolated func environment(of account: String) -> AppStoreEnvironment {
+        configuration.reviewers.contains(account) ? .sandbox : configuration.environment
+    }
+
     func appTransactionId(_ account: String) -> String {
         if let id = appTransactionIds[account] { return id }
         let id = "70" + String(nextIdentifier())

@@ -76,6 +76,10 @@ public struct SimulatorConfiguration: Sendable {
     public var sharedSecret: String?
     /// The first transaction id handed out.
     public var firstTransactionId: Int64 = 2_000_000_000
+    /// Accounts that buy in the sandbox from the production build, as App Review and TestFlight testers do:
+    /// with a Production simulator, everything of theirs (transactions, renewal info, notifications, receipts,
+    /// app transactions, the Server API's answers) says Sandbox.
+    public var reviewers: Set<String> = []
 
     /// Creates a configuration.
     public init(bundleId: String, appAppleId: Int64, environment: AppStoreEnvironment = .sandbox) {

@@ -116,11 +116,14 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
     public var outstandingDeficit: Int64
     /// Purchases and refunds per UTC day, oldest first, one item per day of the window (zeros included).
     public var days: [DayFigures]
+    /// Purchases delivered whose data came from the other environment: on a Production server, App Review's
+    /// and TestFlight's sandbox purchases. They are left out of every other figure and of ``days``.
+    public var otherEnvironmentPurchases: Int
 
     /// Creates the figures.
     public init(
         users: Int, pendingGrants: Int, claimedGrants: Int, purchases: Int, refunds: Int, usersInDeficit: Int,
-        outstandingDeficit: Int64, days: [DayFigures]
+        outstandingDeficit: Int64, days: [DayFigures], otherEnvironmentPurchases: Int = 0
     ) {
         self.users = users
         self.pendingGrants = pendingGrants
@@ -130,6 +133,7 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
         self.usersInDeficit = usersInDeficit
         self.outstandingDeficit = outstandingDeficit
         self.days = days
+        self.otherEnvironmentPurchases = otherEnvironmentPurchases
     }
 }
 

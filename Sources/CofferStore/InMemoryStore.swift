@@ -305,7 +305,9 @@ public actor InMemoryStore: CofferStore {
     /// The dashboard's figures for an environment.
     public func dashboard(environment: Environment, days: Int, now: Date) -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
-        let receipts = state.receipts.filter { $0.key.environment == environment }.values
+        let all = state.receipts.filter { $0.key.environment == environment }.values
+        // Purchases whose data came from the other environment (App Review on Production) are counted apart.
+        let receipts = all.filter { ($0.transaction.environment ?? environment) == environment }
         func day(_ date: Date) -> Int64? {
             guard date >= start else { return nil }
             return Milliseconds.seconds(date) / DashboardFigures.secondsPerDay
@@ -328,7 +330,8 @@ public actor InMemoryStore: CofferStore {
             refunds: receipts.count { $0.isRevoked },
             usersInDeficit: deficits.count,
             outstandingDeficit: deficits.values.reduce(0) { $0 + $1.deficit },
-            days: DashboardFigures.fill(days: days, from: start, purchases: purchasesByDay, refunds: refundsByDay))
+            days: DashboardFigures.fill(days: days, from: start, purchases: purchasesByDay, refunds: refundsByDay),
+            otherEnvironmentPurchases: all.count { $0.deliveredAt != nil } - receipts.count { $0.deliveredAt != nil })
     }
 
     /// Deletes every grant of an environment.

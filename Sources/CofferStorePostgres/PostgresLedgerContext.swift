@@ -25,11 +25,12 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 r.upgraded AS r_upgraded, r.delivered_credits AS r_delivered_credits,
                 r.delivered_at AS r_delivered_at, r.revoked_at AS r_revoked_at,
                 r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
-                r.reversed_at AS r_reversed_at,
+                r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment,
                 e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
                 e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
                 e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
-                e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at
+                e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at,
+                e.data_environment AS e_data_environment
             FROM users u JOIN wallets w ON w.user_id = u.id
             LEFT JOIN receipts r ON r.environment = \(environment.rawValue) AND r.transaction_id = \(transactionId)
             LEFT JOIN ledger_entries e ON e.environment = \(environment.rawValue) AND e.owner = u.id
@@ -59,11 +60,11 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     WHERE user_id = \(owner.uuidString)
                 )
                 INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                    balance_after, deficit_after, transaction_id, product_id, reason, created_at)
+                    balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment)
                 VALUES (\(environment.rawValue), \(owner.uuidString), \(entry.key.rawValue), \(entry.key.kind.rawValue),
                     \(entry.amount), \(entry.balanceDelta), \(entry.deficitDelta), \(entry.walletAfter.balance),
                     \(entry.walletAfter.deficit), \(entry.transactionId), \(entry.productId), \(entry.reason),
-                    \(Millis.from(entry.createdAt)))
+                    \(Millis.from(entry.createdAt)), \(entry.dataEnvironment?.rawValue))
                 """, logger: logger)
         } else {
             try await connection.query(
@@ -81,21 +82,23 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 """
                 INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id,
                     quantity, purchase_date, expires_date, revocation_date, family_shared, trial, upgraded,
-                    delivered_credits, delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
+                    delivered_credits, delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at,
+                    data_environment)
                 VALUES (\(environment.rawValue), \(fact.transactionId), \(receipt.owner.uuidString),
                     \(fact.originalTransactionId), \(fact.productId), \(fact.quantity),
                     \(Millis.from(fact.purchaseDate)), \(fact.expiresDate.map(Millis.from)),
                     \(fact.revocationDate.map(Millis.from)), \(fact.isFamilyShared), \(fact.isTrial),
                     \(fact.isUpgraded), \(receipt.deliveredCredits), \(receipt.deliveredAt.map(Millis.from)),
                     \(receipt.revokedAt.map(Millis.from)), \(receipt.takenFromBalance), \(receipt.addedToDeficit),
-                    \(receipt.reversedAt.map(Millis.from)))
+                    \(receipt.reversedAt.map(Millis.from)), \(fact.environment?.rawValue))
                 ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
                     purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                     delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
                     = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
                     excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
                     excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
-                    excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at)
+                    excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
+                    data_environment = COALESCE(excluded.data_environment, receipts.data_environment)
                 WHERE receipts.owner = excluded.owner
                 RETURNING 1
                 """, logger: logger)

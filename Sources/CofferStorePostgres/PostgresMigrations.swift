@@ -6,7 +6,8 @@ import PostgresNIO
 /// The PostgreSQL schema as frozen, named migrations (never edit one that has shipped; add a new one),
 /// and the runner that applies them once, in order, recorded in `coffer_migrations`.
 enum PostgresMigrations {
-    /// Every migration, oldest first. The names match the SQLite store's, up to v4 (v5 is PostgreSQL's own).
+    /// Every migration, oldest first. The names match the SQLite store's (v5 is PostgreSQL's own; SQLite has
+    /// none).
     static let all: [(name: String, sql: String)] = [
         (
             "v1 users, ledger, receipts, backups, grants, audit",
@@ -199,6 +200,16 @@ enum PostgresMigrations {
             // uses the database's collation, which a range of bytes cannot use (SQLite's compares bytes).
             "v5 users by Support ID in byte order",
             "CREATE INDEX users_by_support_id ON users (environment, support_id COLLATE \"C\")"
+        ),
+        (
+            // The environment Apple's data named: Sandbox on a Production server marks App Review and TestFlight.
+            "v6 data environment of receipts and entries",
+            """
+            ALTER TABLE receipts ADD COLUMN data_environment TEXT
+                CHECK (data_environment IN ('Sandbox', 'Production'));
+            ALTER TABLE ledger_entries ADD COLUMN data_environment TEXT
+                CHECK (data_environment IN ('Sandbox', 'Production'))
+            """
         ),
     ]
 

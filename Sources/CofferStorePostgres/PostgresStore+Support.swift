@@ -28,9 +28,13 @@ extension PostgresStore {
                     (SELECT count(*) FROM users WHERE environment = \(env)) AS users,
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NULL) AS pending,
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
-                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL) AS purchases,
+                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL
+                        AND (data_environment IS NULL OR data_environment = environment)) AS purchases,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND revoked_at IS NOT NULL
-                        AND (reversed_at IS NULL OR revoked_at > reversed_at)) AS refunds,
+                        AND (reversed_at IS NULL OR revoked_at > reversed_at)
+                        AND (data_environment IS NULL OR data_environment = environment)) AS refunds,
+                    (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL
+                        AND data_environment <> environment) AS other_environment,
                     (SELECT count(*) FROM wallets w JOIN users u ON u.id = w.user_id
                         WHERE u.environment = \(env) AND w.deficit > 0) AS in_deficit,
                     (SELECT COALESCE(SUM(w.deficit), 0)::BIGINT FROM wallets w JOIN users u ON u.id = w.user_id
@@ -38,7 +42,9 @@ extension PostgresStore {
                 """, logger: self.logger
             ) { row -> [Int64] in
                 let row = row.makeRandomAccess()
-                return try ["users", "pending", "claimed", "purchases", "refunds", "in_deficit", "deficit"].map {
+                return try [
+                    "users", "pending", "claimed", "purchases", "refunds", "in_deficit", "deficit", "other_environment",
+                ].map {
                     try Rows.value(row, $0, as: Int64.self)
                 }
             }
@@ -48,10 +54,12 @@ extension PostgresStore {
             let rows = try await connection.query(
                 """
                 SELECT 'p' AS kind, delivered_at / 86400000 AS day, count(*) AS n FROM receipts
-                WHERE environment = \(env) AND delivered_at >= \(since) GROUP BY day
+                WHERE environment = \(env) AND delivered_at >= \(since)
+                    AND (data_environment IS NULL OR data_environment = environment) GROUP BY day
                 UNION ALL
                 SELECT 'r' AS kind, revoked_at / 86400000 AS day, count(*) AS n FROM receipts
                 WHERE environment = \(env) AND revoked_at >= \(since)
+                    AND (data_environment IS NULL OR data_environment = environment)
                     AND (reversed_at IS NULL OR revoked_at > reversed_at) GROUP BY day
                 """, logger: self.logger)
             for try await (kind, day, n) in rows.decode((String, Int64, Int64).self) {
@@ -61,7 +69,8 @@ extension PostgresStore {
                 users: Int(totals[0]), pendingGrants: Int(totals[1]), claimedGrants: Int(totals[2]),
                 purchases: Int(totals[3]), refunds: Int(totals[4]), usersInDeficit: Int(totals[5]),
                 outstandingDeficit: totals[6],
-                days: DashboardFigures.fill(days: days, from: start, purchases: purchases, refunds: refunds))
+                days: DashboardFigures.fill(days: days, from: start, purchases: purchases, refunds: refunds),
+                otherEnvironmentPurchases: Int(totals[7]))
         }
     }
 

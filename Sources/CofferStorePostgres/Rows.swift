@@ -36,6 +36,15 @@ enum Rows {
         return environment
     }
 
+    /// A `data_environment` column: the environment Apple's data named, `nil` where not marked.
+    static func dataEnvironment(_ row: PostgresRandomAccessRow, _ column: String) throws -> Environment? {
+        guard let text = try value(row, column, as: String?.self) else { return nil }
+        guard let environment = Environment(rawValue: text) else {
+            throw StoreError.storage("corrupt \(column) column")
+        }
+        return environment
+    }
+
     static func user(_ postgresRow: PostgresRow) throws -> User {
         let row = postgresRow.makeRandomAccess()
         guard let supportId = SupportID(try value(row, "support_id", as: String.self)) else {
@@ -62,7 +71,8 @@ enum Rows {
             expiresDate: try date(row, prefix + "expires_date"),
             revocationDate: try date(row, prefix + "revocation_date"),
             isFamilyShared: try value(row, prefix + "family_shared"), isTrial: try value(row, prefix + "trial"),
-            isUpgraded: try value(row, prefix + "upgraded"))
+            isUpgraded: try value(row, prefix + "upgraded"),
+            environment: try dataEnvironment(row, prefix + "data_environment"))
         var receipt = Receipt(owner: try uuid(row, prefix + "owner"), transaction: fact)
         receipt.deliveredCredits = try value(row, prefix + "delivered_credits")
         receipt.deliveredAt = try date(row, prefix + "delivered_at")
@@ -89,7 +99,8 @@ enum Rows {
             walletAfter: Wallet(
                 balance: try value(row, prefix + "balance_after"), deficit: try value(row, prefix + "deficit_after")),
             transactionId: try value(row, prefix + "transaction_id"), productId: try value(row, prefix + "product_id"),
-            reason: try value(row, prefix + "reason"), createdAt: Millis.date(try value(row, prefix + "created_at")))
+            reason: try value(row, prefix + "reason"), createdAt: Millis.date(try value(row, prefix + "created_at")),
+            dataEnvironment: try dataEnvironment(row, prefix + "data_environment"))
     }
 
     static func backup(_ postgresRow: PostgresRow) throws -> BackupRecord {

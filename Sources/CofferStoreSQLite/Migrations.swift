@@ -149,6 +149,9 @@ extension SQLiteStore {
                     CREATE INDEX admin_signatures_by_seen ON admin_signatures (seen_at);
                     """)
         }
+        migrator.registerMigration("v6 data environment of receipts and entries") { db in
+            try db.execute(sql: LedgerTables.v2)
+        }
         return migrator
     }
 }

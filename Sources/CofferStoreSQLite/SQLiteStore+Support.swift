@@ -35,7 +35,7 @@ extension SQLiteStore {
                     db,
                     sql: """
                         SELECT \(column) / 86400000 AS day, COUNT(*) AS n FROM receipts
-                        WHERE environment = ? AND \(column) >= ? \(filter) GROUP BY day
+                        WHERE environment = ? AND \(column) >= ? \(Self.ownEnvironment) \(filter) GROUP BY day
                         """,
                     arguments: [env, Millis.from(start)])
                 return Dictionary(uniqueKeysWithValues: rows.map { (($0["day"] as Int64), ($0["n"] as Int)) })
@@ -54,18 +54,27 @@ extension SQLiteStore {
                 claimedGrants: try count(
                     "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NOT NULL"),
                 purchases: try count(
-                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"),
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL "
+                        + Self.ownEnvironment
+                ),
                 refunds: try count(
                     "SELECT COUNT(*) FROM receipts WHERE environment = ? AND revoked_at IS NOT NULL"
-                        + " AND (reversed_at IS NULL OR revoked_at > reversed_at)"
+                        + " AND (reversed_at IS NULL OR revoked_at > reversed_at) \(Self.ownEnvironment)"
                 ),
                 usersInDeficit: deficit?["n"] ?? 0,
                 outstandingDeficit: deficit?["total"] ?? 0,
                 days: DashboardFigures.fill(
                     days: days, from: start, purchases: try perDay("delivered_at", ""),
-                    refunds: try perDay("revoked_at", "AND (reversed_at IS NULL OR revoked_at > reversed_at)")))
+                    refunds: try perDay("revoked_at", "AND (reversed_at IS NULL OR revoked_at > reversed_at)")),
+                otherEnvironmentPurchases: try count(
+                    "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"
+                        + " AND data_environment <> environment"))
         }
     }
+
+    /// The dashboard's filter for receipts whose data came from the server's own environment (not App Review's
+    /// sandbox purchases on a Production server).
+    static let ownEnvironment = "AND (data_environment IS NULL OR data_environment = environment)"
 
     /// Deletes every grant of an environment.
     public func deleteGrants(environment: Environment) async throws -> Int {

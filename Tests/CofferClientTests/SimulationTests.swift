@@ -79,11 +79,16 @@ final class Simulation: @unchecked Sendable {
     static let credits = "com.example.credits"
     static let noAds = "com.example.noads"
     static let pro = "com.example.pro"
+    /// The account that reviews the app when the server runs in Production.
+    static let reviewer = "bob"
 
     let seed: UInt64
     var random: SeededGenerator
     let wallet: WalletMode
     let engine: String
+    /// Where the server runs: Sandbox, or (one seed in four) Production, where Bob is an App Reviewer buying
+    /// in the sandbox from the production build: his purchases must be delivered and stay marked Sandbox.
+    let environment: CofferCore.Environment
     let catalog: Catalog
     let apple: SimulatedAppStore
     let clock: SimulatorClock
@@ -128,6 +133,7 @@ final class Simulation: @unchecked Sendable {
         random = SeededGenerator(state: seed)
         wallet = seed % 2 == 0 ? .device : .server
         engine = seed % 3 == 0 ? "sqlite" : "memory"
+        environment = seed % 4 == 3 ? .production : .sandbox
         catalog = try Catalog(
             products: [
                 Product(id: Self.credits, kind: .consumable, credits: 100),
@@ -136,12 +142,19 @@ final class Simulation: @unchecked Sendable {
             ],
             loyalty: [LoyaltyRule(group: "pro", periods: 3, entitlements: ["premium", "lifetime"])])
         let start = PurchaseFlowTests.start
+        // A Production server refuses the simulator's root: in Production seeds the chain stands in for Apple's.
+        var options = SimulatorPKI.Options()
+        options.simulatorMarker = environment == .sandbox
         pki = try SimulatorPKI(
-            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(4_000 * 86_400))
+            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(4_000 * 86_400),
+            options: options)
         clock = SimulatorClock(start: start)
+        var appleConfiguration = SimulatorConfiguration(
+            bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234,
+            environment: environment == .production ? .production : .sandbox)
+        if environment == .production { appleConfiguration.reviewers = [Self.reviewer] }
         apple = SimulatedAppStore(
-            catalog: catalog, configuration: .init(bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234),
-            signer: try pki.signer(), clock: clock)
+            catalog: catalog, configuration: appleConfiguration, signer: try pki.signer(), clock: clock)
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-simulation-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         if engine == "sqlite" {
@@ -160,13 +173,15 @@ final class Simulation: @unchecked Sendable {
     // MARK: The run
 
     func run(steps: Int) async throws {
-        note("seed \(seed): \(wallet.rawValue) wallet, \(engine) store")
+        note("seed \(seed): \(wallet.rawValue) wallet, \(engine) store, \(environment.rawValue) server")
         defer { try? FileManager.default.removeItem(at: folder) }
         let verifier = try SignedDataVerifier(
-            rootCertificates: [pki.rootDER()], bundleId: PurchaseFlowTests.bundleId, appAppleId: nil,
-            environment: .sandbox)
+            rootCertificates: [pki.rootDER()], bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234,
+            environment: environment == .production ? .production : .sandbox,
+            acceptsSandbox: true)
         var configuration = ServerConfiguration(bundleId: PurchaseFlowTests.bundleId)
         configuration.port = 0
+        configuration.environment = environment
         configuration.wallet = wallet
         configuration.recoveryInterval = 0
         let clock = clock
@@ -212,7 +227,7 @@ final class Simulation: @unchecked Sendable {
         let fired = Mutex(false)
         let app = try CofferSDK(
             configuration: SDKConfiguration(
-                wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: device.name),
+                wallet: wallet, environment: environment, catalog: catalog, deviceName: device.name),
             storeKit: device.storeKit, server: server, folder: device.folder,
             credentials: FileCredentialStore(path: device.credentials.path), now: { [clock] in clock.now() },
             crashAfter: { step in
@@ -308,14 +323,14 @@ final class Simulation: @unchecked Sendable {
             let credits = Int64(Int.random(in: 1...500, using: &random))
             note("step \(step): support grants \(credits) to \(device.account)")
             _ = try await support().createGrant(
-                environment: .sandbox, supportId: user.supportId.rawValue, credits: credits, reason: "simulation",
+                environment: environment, supportId: user.supportId.rawValue, credits: credits, reason: "simulation",
                 actor: "support")
         case 73..<76:
             guard let user = try await user(of: device) else { return }
             let balance = Int64(Int.random(in: 0...2_000, using: &random))
             note("step \(step): support sets \(device.account)'s balance to \(balance)")
             _ = try await support().setBalance(
-                environment: .sandbox, supportId: user.supportId.rawValue, balance: balance, reason: "simulation",
+                environment: environment, supportId: user.supportId.rawValue, balance: balance, reason: "simulation",
                 actor: "support")
         case 76..<86:
             guard let app = try await app(device, server: server) else { return }
@@ -332,7 +347,7 @@ final class Simulation: @unchecked Sendable {
             // A duplicate post: a signed transaction the server already has from this user, sent again.
             guard let app = try await app(device, server: server), let token = await app.credentials?.token,
                 let user = try await user(of: device),
-                let id = pick(try await serverStore.receipts(owner: user.id, environment: .sandbox))?.transaction
+                let id = pick(try await serverStore.receipts(owner: user.id, environment: environment))?.transaction
                     .transactionId
             else { return }
             note("step \(step): \(device.name)'s transaction \(id) is posted again")
@@ -391,17 +406,17 @@ final class Simulation: @unchecked Sendable {
             let identity = try? JSONDecoder().decode(DeviceIdentity.self, from: data),
             let supportId = SupportID(identity.credentials.supportId)
         else { return nil }
-        return try await serverStore.user(supportId: supportId, environment: .sandbox)
+        return try await serverStore.user(supportId: supportId, environment: environment)
     }
 
     // MARK: The promises
 
-    /// After every step: every ledger's books are sound, and nothing is in Production.
+    /// After every step: every ledger's books are sound, and nothing is in the other environment.
     func checkBooks(after moment: String) async throws {
-        for user in try await serverStore.users(environment: .sandbox, supportIdPrefix: nil, limit: 100, offset: 0) {
+        for user in try await serverStore.users(environment: environment, supportIdPrefix: nil, limit: 100, offset: 0) {
             let problems = LedgerAudit.discrepancies(
-                entries: try await serverStore.entries(owner: user.id, environment: .sandbox),
-                wallet: try await serverStore.wallet(owner: user.id, environment: .sandbox))
+                entries: try await serverStore.entries(owner: user.id, environment: environment),
+                wallet: try await serverStore.wallet(owner: user.id, environment: environment))
             guard problems.isEmpty else {
                 throw Broken(description: "\(moment): the server's books of \(user.supportId): \(problems)")
             }
@@ -409,12 +424,13 @@ final class Simulation: @unchecked Sendable {
         for device in devices {
             guard let app = device.app, let user = try? await app.localUser() else { continue }
             let problems = LedgerAudit.discrepancies(
-                entries: try await app.ledger.entries(owner: user.id, environment: .sandbox),
-                wallet: try await app.ledger.wallet(owner: user.id, environment: .sandbox))
+                entries: try await app.ledger.entries(owner: user.id, environment: environment),
+                wallet: try await app.ledger.wallet(owner: user.id, environment: environment))
             guard problems.isEmpty else { throw Broken(description: "\(moment): \(device.name)'s books: \(problems)") }
         }
-        guard try await serverStore.userCount(environment: .production) == 0 else {
-            throw Broken(description: "\(moment): a user reached Production")
+        let other: CofferCore.Environment = environment == .production ? .sandbox : .production
+        guard try await serverStore.userCount(environment: other) == 0 else {
+            throw Broken(description: "\(moment): a user reached \(other.rawValue)")
         }
     }
 
@@ -455,7 +471,28 @@ final class Simulation: @unchecked Sendable {
                     description: "\(device.name): the server says \(served), Apple's history gives \(expected)")
             }
         }
+        try await checkFigures()
         note("settled: every promise holds")
+    }
+
+    /// The dashboard counts the server's own environment's purchases; on a Production server, the reviewer's
+    /// sandbox purchases are counted apart and left out.
+    func checkFigures() async throws {
+        var own = 0
+        var other = 0
+        for user in try await serverStore.users(environment: environment, supportIdPrefix: nil, limit: 100, offset: 0) {
+            for receipt in try await serverStore.receipts(owner: user.id, environment: environment)
+            where receipt.deliveredAt != nil {
+                if receipt.transaction.environment == environment { own += 1 } else { other += 1 }
+            }
+        }
+        let figures = try await serverStore.dashboard(environment: environment, days: 30, now: clock.now())
+        guard figures.purchases == own, figures.otherEnvironmentPurchases == other else {
+            throw Broken(
+                description: "the dashboard counts \(figures.purchases) purchases and "
+                    + "\(figures.otherEnvironmentPurchases) apart; the receipts say \(own) and \(other)")
+        }
+        note("figures: \(own) purchases, \(other) from the reviewer's sandbox")
     }
 
     /// Apple's transactions of an account that belong to a user: those bought with the user's account token,
@@ -465,7 +502,7 @@ final class Simulation: @unchecked Sendable {
         for transaction in await apple.deviceTransactions(account: account) {
             if let token = transaction.appAccountToken {
                 if token == user.appAccountToken { owned.append(transaction) }
-            } else if try await serverStore.receipt(transactionId: transaction.id, environment: .sandbox)?.owner
+            } else if try await serverStore.receipt(transactionId: transaction.id, environment: environment)?.owner
                 == user.id
             {
                 owned.append(transaction)
@@ -483,19 +520,19 @@ final class Simulation: @unchecked Sendable {
         case .device:
             // A reinstall starts a new local ledger from the backup; only what this install saw is on it.
             guard let local = try? await app.localUser() else { return }
-            receipts = try await app.ledger.receipts(owner: local.id, environment: .sandbox)
+            receipts = try await app.ledger.receipts(owner: local.id, environment: environment)
         case .server:
-            receipts = try await serverStore.receipts(owner: serverUser.id, environment: .sandbox)
+            receipts = try await serverStore.receipts(owner: serverUser.id, environment: environment)
         }
         let byId = Dictionary(receipts.map { ($0.transaction.transactionId, $0) }) { first, _ in first }
         // Every transaction reaches the server (the device wallet's outbox, or the server wallet's delivery).
         for transaction in await apple.deviceTransactions(account: device.account) where !transaction.isFamilyShared {
-            guard try await serverStore.receipt(transactionId: transaction.id, environment: .sandbox) != nil else {
+            guard try await serverStore.receipt(transactionId: transaction.id, environment: environment) != nil else {
                 throw Broken(description: "\(device.name): the server never heard of \(transaction.id)")
             }
         }
         for transaction in owned where !transaction.isFamilyShared {
-            let holder = try await serverStore.receipt(transactionId: transaction.id, environment: .sandbox)?.owner
+            let holder = try await serverStore.receipt(transactionId: transaction.id, environment: environment)?.owner
             guard holder == serverUser.id else {
                 throw Broken(description: "\(device.name): the server holds \(transaction.id) for another user")
             }
@@ -524,6 +561,20 @@ final class Simulation: @unchecked Sendable {
             if !refunded, receipt.deliveredAt == nil {
                 throw Broken(description: "\(device.name): \(transaction.id) is paid but not delivered")
             }
+        }
+        // On the server, each receipt and entry is marked with the environment of the account's data: a
+        // reviewer's Sandbox, everyone else's the server's.
+        let marked: CofferCore.Environment =
+            device.account == Self.reviewer && environment == .production ? .sandbox : environment
+        for receipt in try await serverStore.receipts(owner: serverUser.id, environment: environment)
+        where receipt.transaction.environment != marked {
+            throw Broken(
+                description: "\(device.name): \(receipt.transaction.transactionId) is marked "
+                    + "\(receipt.transaction.environment?.rawValue ?? "nothing"), not \(marked.rawValue)")
+        }
+        for entry in try await serverStore.entries(owner: serverUser.id, environment: environment)
+        where entry.transactionId != nil && entry.dataEnvironment != marked {
+            throw Broken(description: "\(device.name): entry \(entry.key) is not marked \(marked.rawValue)")
         }
     }
 }

@@ -39,9 +39,17 @@ struct NotificationTests {
             try self.init(store: store, configuration: Self.defaultConfiguration(wallet: wallet))
         }
 
-        init(store: any CofferStore = InMemoryStore(), configuration: ServerConfiguration) throws {
+        /// - Parameter reviewers: When set, Apple and the server run in Production (the simulator's chain standing
+        ///   in for Apple's), and these accounts buy in the sandbox as App Review and TestFlight do.
+        init(
+            store: any CofferStore = InMemoryStore(), configuration: ServerConfiguration,
+            reviewers: Set<String>? = nil
+        ) throws {
+            var options = SimulatorPKI.Options()
+            options.simulatorMarker = reviewers == nil
             pki = try SimulatorPKI(
-                validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400))
+                validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400),
+                options: options)
             catalog = try Catalog(
                 products: [
                     Product(id: "com.example.credits", kind: .consumable, credits: 100),
@@ -52,12 +60,18 @@ struct NotificationTests {
                 loyalty: [LoyaltyRule(group: "pro", periods: 12, entitlements: ["lifetime"])])
             let clock = SimulatorClock(start: start)
             self.clock = clock
-            var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
+            var simulatorConfiguration = SimulatorConfiguration(
+                bundleId: bundleId, appAppleId: 1_234, environment: reviewers == nil ? .sandbox : .production)
             simulatorConfiguration.gracePeriodDays = 6
+            simulatorConfiguration.reviewers = reviewers ?? []
             apple = SimulatedAppStore(
                 catalog: catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
             verifier = try SignedDataVerifier(
-                rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
+                rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: 1_234,
+                environment: reviewers == nil ? .sandbox : .production,
+                acceptsSandbox: configuration.sandboxInProduction)
+            var configuration = configuration
+            if reviewers != nil { configuration.environment = .production }
             self.store = store
             self.configuration = configuration
             app = buildApplication(
@@ -187,6 +201,80 @@ struct NotificationTests {
                 ).id,
                 environment: .sandbox)
             #expect(entries.map(\.key.kind) == [.purchase, .revocation, .reversal])
+        }
+    }
+
+    @Test(
+        "a Production server: App Review's sandbox purchase delivered once, refunded by a Sandbox notification, kept marked",
+        arguments: ServerEngine.allCases)
+    func reviewerInProduction(engine: ServerEngine) async throws {
+        let setup = try Setup(
+            store: try await engine.makeStore(), configuration: Setup.defaultConfiguration(), reviewers: ["reviewer"])
+        try await setup.app.test(.router) { client in
+            let reviewer = try await Self.createUser(client)
+            let customer = try await Self.createUser(client)
+            let reviewed = try #require(
+                try await setup.apple.purchase(
+                    account: "reviewer", productId: "com.example.credits", appAccountToken: reviewer.appAccountToken
+                ).transactionIds.first)
+            let paid = try #require(
+                try await setup.apple.purchase(
+                    account: "customer", productId: "com.example.credits", appAccountToken: customer.appAccountToken
+                ).transactionIds.first)
+            // The app presents the reviewer's purchase; Apple's Sandbox notification of it comes to the same URL.
+            let signed = try await setup.apple.signedTransaction(id: reviewed)
+            #expect(try await Self.present(signed, as: reviewer, with: client).outcome == .delivered)
+            #expect(try await Self.present(signed, as: reviewer, with: client).outcome == .duplicate)
+            #expect(try await setup.deliver(after: 0, with: client) == ["applied", "applied"])
+            #expect(try await Self.me(reviewer, client).balance == 100)
+            try await setup.apple.refund(transactionId: reviewed)
+            #expect(try await setup.deliver(after: 2, with: client) == ["applied"])
+            #expect(try await Self.me(reviewer, client).balance == 0)
+            #expect(try await Self.me(customer, client).balance == 100)
+
+            let store = setup.store
+            let reviewerId = try #require(
+                try await store.user(appAccountToken: reviewer.appAccountToken, environment: .production)
+            ).id
+            #expect(
+                try await store.entries(owner: reviewerId, environment: .production).map(\.dataEnvironment) == [
+                    .sandbox, .sandbox,
+                ])
+            #expect(
+                try await store.receipt(transactionId: reviewed, environment: .production)?.transaction.environment
+                    == .sandbox)
+            #expect(
+                try await store.receipt(transactionId: paid, environment: .production)?.transaction.environment
+                    == .production)
+            let figures = try await store.dashboard(environment: .production, days: 30, now: setup.clock.now())
+            #expect(figures.purchases == 1 && figures.refunds == 0 && figures.otherEnvironmentPurchases == 1)
+            #expect(try await store.userCount(environment: .sandbox) == 0)
+        }
+    }
+
+    @Test(
+        "with sandbox.in.production off, a Production server refuses App Review's sandbox data and keeps nothing",
+        arguments: ServerEngine.allCases)
+    func reviewerRefused(engine: ServerEngine) async throws {
+        var configuration = Setup.defaultConfiguration()
+        configuration.sandboxInProduction = false
+        let setup = try Setup(
+            store: try await engine.makeStore(), configuration: configuration, reviewers: ["reviewer"])
+        try await setup.app.test(.router) { client in
+            let reviewer = try await Self.createUser(client)
+            let reviewed = try #require(
+                try await setup.apple.purchase(
+                    account: "reviewer", productId: "com.example.credits", appAccountToken: reviewer.appAccountToken
+                ).transactionIds.first)
+            let response = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(reviewer.token),
+                body: try ClientAPITests.body(
+                    TransactionRequest(signedTransaction: try await setup.apple.signedTransaction(id: reviewed))))
+            #expect(response.status == .unprocessableContent)
+            let notification = try #require(await setup.apple.sentNotifications().first)
+            #expect(try await Self.post(notification.signedPayload, with: client).status == .unprocessableContent)
+            #expect(try await setup.store.receipt(transactionId: reviewed, environment: .production) == nil)
+            #expect(try await Self.me(reviewer, client).balance == 0)
         }
     }
 

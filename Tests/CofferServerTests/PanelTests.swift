@@ -268,6 +268,42 @@ struct PanelTests {
         }
     }
 
+    @Test(
+        "Production pages mark App Review's sandbox purchases and leave them out of the dashboard's figures",
+        arguments: ServerEngine.allCases)
+    func sandboxDataInProduction(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let reviewer = User(
+            environment: .production, supportId: try #require(SupportID("_abcdef123456")), tokenHash: "reviewer",
+            createdAt: AdminAPITests.now)
+        try await store.createUser(reviewer)
+        var fact = TransactionFact(
+            transactionId: "2000000111", productId: "com.example.credits.400k", purchaseDate: AdminAPITests.now,
+            environment: .sandbox)
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: reviewer.id, environment: .production, event: .purchase(fact, credits: 400),
+                at: AdminAPITests.now))
+        fact.environment = .production
+        fact.transactionId = "1000000222"
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: reviewer.id, environment: .production, event: .purchase(fact, credits: 400),
+                at: AdminAPITests.now))
+        try await Self.signedIn(store) { client, _, browser in
+            let csrf = try Browser.csrf(try await browser.get(client, "/admin"))
+            _ = try await browser.post(
+                client, "/admin/environment", [("environment", "Production"), ("confirm", "yes"), ("csrf", csrf)])
+            let dashboard = String(buffer: try await browser.get(client, "/admin").body)
+            #expect(dashboard.contains(#"id="purchases-count">1<"#))
+            #expect(dashboard.contains("Left out of these figures: 1 purchases made with Sandbox data"))
+            let page = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
+            #expect(page.components(separatedBy: #"<span class="tag environment""#).count == 2)
+            #expect(page.contains("transaction 2000000111, Sandbox data: App Review or TestFlight"))
+            #expect(page.contains("(transaction 1000000222)"))
+        }
+    }
+
     @Test("behind TLS the session cookie is Secure with the __Host- prefix")
     func secureCookies() async throws {
         let store = InMemoryStore()

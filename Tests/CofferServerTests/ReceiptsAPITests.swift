@@ -46,11 +46,12 @@ struct ReceiptsAPITests {
         "App Review: Apple's real ProductionSandbox receipt at a Production server is delivered, once",
         arguments: ServerEngine.allCases)
     func reviewerReceipt(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
         let annual = "dev.bonzer.weeka.app.subscription.pro.annual"
         let app = try Self.server(
             bundleId: "dev.bonzer.weeka.app", environment: .production,
             products: [Product(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")],
-            now: "2025-12-26T18:45:00Z", store: try await engine.makeStore())
+            now: "2025-12-26T18:45:00Z", store: store)
         let receipt = try Self.receipt("receipt-sandbox-g5")
         try await app.test(.router) { client in
             let reviewer = try await NotificationTests.createUser(client)
@@ -64,6 +65,19 @@ struct ReceiptsAPITests {
                 ReceiptVerifyResponse.self, try await Self.post(receipt, token: reviewer.token, client))
             #expect(again.transactions.map(\.outcome) == ["duplicate", "duplicate"])
             #expect(again.balance == 100)
+            // Marked Sandbox on its receipts and entries, and left out of Production's figures.
+            let supportId = try #require(SupportID(reviewer.supportId))
+            let user = try #require(try await store.user(supportId: supportId, environment: .production))
+            let receipts = try await store.receipts(owner: user.id, environment: .production)
+            #expect(receipts.map(\.transaction.environment) == [.sandbox, .sandbox])
+            #expect(
+                try await store.entries(owner: user.id, environment: .production).map(\.dataEnvironment) == [
+                    .sandbox, .sandbox,
+                ])
+            let figures = try await store.dashboard(
+                environment: .production, days: 30, now: try Date("2025-12-26T18:45:00Z", strategy: .iso8601))
+            #expect(figures.purchases == 0)
+            #expect(figures.otherEnvironmentPurchases == 2)
         }
     }
 

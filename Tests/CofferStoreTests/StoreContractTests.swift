@@ -93,6 +93,55 @@ struct StoreContractTests {
         #expect(try await store.receipts(owner: alice.id, environment: .sandbox) == [receipt])
     }
 
+    @Test(
+        "App Review's sandbox purchase on a Production ledger stays marked Sandbox: receipt, entries, dashboard",
+        arguments: StoreEngine.allCases)
+    func dataEnvironment(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let reviewer = Make.user("_aaaaaaaaaaa1", in: .production)
+        let customer = Make.user("_ccccccccccc2", in: .production)
+        try await store.createUser(reviewer)
+        try await store.createUser(customer)
+        func fact(_ id: String, _ environment: Environment?, revoked: Bool = false) -> TransactionFact {
+            var fact = Make.fact(id, revoked: revoked)
+            fact.environment = environment
+            return fact
+        }
+        func request(_ event: LedgerEvent, for user: User) -> LedgerRequest {
+            LedgerRequest(owner: user.id, environment: .production, event: event, at: Make.start)
+        }
+        let reviewed = try await store.apply(request(.purchase(fact("s1", .sandbox), credits: 400), for: reviewer))
+        #expect(reviewed.outcome == .applied)
+        #expect(reviewed.entry?.dataEnvironment == .sandbox)
+        _ = try await store.apply(request(.purchase(fact("p1", .production), credits: 400), for: customer))
+        _ = try await store.apply(request(.purchase(fact("u1", nil), credits: 400), for: customer))
+        // Refunded in the sandbox: the revocation is marked too, and the receipt keeps its mark.
+        _ = try await store.apply(request(.revocation(fact("s1", .sandbox, revoked: true)), for: reviewer))
+        let receipt = try #require(try await store.receipt(transactionId: "s1", environment: .production))
+        #expect(receipt.transaction.environment == .sandbox)
+        #expect(receipt.status == .revoked)
+        #expect(
+            try await store.entries(owner: reviewer.id, environment: .production).map(\.dataEnvironment) == [
+                .sandbox, .sandbox,
+            ])
+        #expect(
+            try await store.receipt(transactionId: "p1", environment: .production)?.transaction.environment
+                == .production)
+        #expect(try await store.receipt(transactionId: "u1", environment: .production)?.transaction.environment == nil)
+        // Data from the other environment under a transaction id on record is another transaction: refused.
+        await #expect(throws: LedgerError.transactionMismatch(transactionId: "p1")) {
+            try await store.apply(request(.revocation(fact("p1", .sandbox, revoked: true)), for: customer))
+        }
+        #expect(try await store.wallet(owner: customer.id, environment: .production) == Wallet(balance: 800))
+        // Production's figures leave the reviewer's purchase and refund out, and count it apart.
+        let figures = try await store.dashboard(environment: .production, days: 30, now: Make.start)
+        #expect(figures.purchases == 2)
+        #expect(figures.refunds == 0)
+        #expect(figures.otherEnvironmentPurchases == 1)
+        #expect(figures.days.reduce(0) { $0 + $1.purchases } == 2)
+        #expect(figures.days.reduce(0) { $0 + $1.refunds } == 0)
+    }
+
     @Test("refunds, deficits and reversals survive storage", arguments: StoreEngine.allCases)
     func refunds(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()
