@@ -36,6 +36,8 @@ schemas = {
                    "writer": S(enum=["device", "admin"])}),
     "MeResponse": obj({"supportId": S(), "balance": I(), "deficit": I(),
                        "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup"))}),
+    "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
+                             required=[]),
     "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
     "TransactionResponse": obj({"outcome": S(enum=["delivered", "duplicate", "revoked"]), "transactionId": S(),
                                 "credits": I(), "balance": I(),
@@ -132,10 +134,40 @@ def admin(summary, operation, ok, name, parameters=(), body=None, errors=None):
 ETAG = {"ETag": {"description": "The backup's version", "schema": {"type": "string"}}}
 
 paths = {
-    "/v1/users": {"post": {"summary": "Create a user", "operationId": "createUser", "security": [],
-                           "responses": {"201": answer("Created; the token is shown once", "CreateUserResponse"),
-                                         "429": ERR("Too many new users from this address (rate-limited); "
-                                                    "see Retry-After")}}},
+    "/v1/users": {"post": {
+        "summary": "Create a user, or register this device to its Apple account's user", "operationId": "createUser",
+        "security": [],
+        "description": "With no body or `{}`: a new anonymous user (found again only by its token). With "
+                       "`{\"signedAppTransaction\": JWS}` (StoreKit's AppTransaction): verified like any of "
+                       "Apple's signed data (chain to Apple's root, bundle id, app Apple id, environment; a "
+                       "Production server takes Sandbox ones from App Review and TestFlight unless "
+                       "sandbox.in.production is off) and at most app.transaction.max.age seconds old (its "
+                       "receiptCreationDate). The user is keyed by the server's environment, the AppTransaction's "
+                       "environment and its appTransactionId: the first call for an account answers 201, later "
+                       "calls from other devices or reinstalls 200, each with the account's Support ID and "
+                       "appAccountToken and a token of the device's own (all valid together; "
+                       "DELETE /v1/me/token revokes one). A copied AppTransaction registers a device to the "
+                       "account for as long as it is young enough: keep it off logs.",
+        "requestBody": {"required": False,
+                        "content": {"application/json": {"schema": ref("CreateUserRequest")}}},
+        "responses": {"201": answer("Created; the token is shown once", "CreateUserResponse"),
+                      "200": answer("Another device of an Apple account Coffer knows: the account's ids and this "
+                                    "device's token, shown once", "CreateUserResponse"),
+                      "400": ERR("Not JSON, or signedAppTransaction is not a string"),
+                      "413": ERR("Body too large"),
+                      "422": ERR("The AppTransaction is refused: Apple's verification status as the code "
+                                 "(INVALID_CHAIN, INVALID_APP_IDENTIFIER, INVALID_ENVIRONMENT, "
+                                 "VERIFICATION_FAILURE), or stale-app-transaction (older than "
+                                 "app.transaction.max.age: ask StoreKit for a fresh one with "
+                                 "AppTransaction.refresh())"),
+                      "429": ERR("Too many new users from this address (rate-limited); "
+                                 "see Retry-After"),
+                      "503": ERR("Verification could not be completed now: try again")}}},
+    "/v1/me/token": {"delete": {
+        "summary": "Sign this device out: its token stops working, the account's other devices keep theirs",
+        "operationId": "revokeToken",
+        "responses": {"204": {"description": "Revoked (other instances honour it for at most 60 s more)"},
+                      "401": ERR("No valid token")}}},
     "/v1/me": {"get": {"summary": "The user's balance, deficit, entitlements and backup", "operationId": "me",
                        "responses": {"200": answer("The user", "MeResponse"), "401": ERR("No valid token")}}},
     "/v1/transactions": {"post": {

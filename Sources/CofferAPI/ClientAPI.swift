@@ -1,6 +1,18 @@
 import Foundation
 
-/// `POST /v1/users` answers 201 with this. The token is shown once; the server keeps only its hash.
+/// The body of `POST /v1/users`: empty (or `{}`) for an anonymous user, or the app's signed AppTransaction to
+/// register this device to the customer its Apple account is.
+public struct CreateUserRequest: Codable, Sendable, Equatable {
+    /// StoreKit's `AppTransaction.shared` as signed data (`jwsRepresentation`).
+    public var signedAppTransaction: String?
+
+    /// Creates the body.
+    public init(signedAppTransaction: String? = nil) { self.signedAppTransaction = signedAppTransaction }
+}
+
+/// `POST /v1/users` answers with this: 201 for a new user, 200 for another device of an Apple account Coffer
+/// knows (the same Support ID and appAccountToken, a token of the device's own). The token is shown once; the
+/// server keeps only its hash.
 public struct CreateUserResponse: Codable, Sendable, Equatable {
     /// The user's support id, `_` and 12 lowercase hex characters, shown in the app.
     public var supportId: String

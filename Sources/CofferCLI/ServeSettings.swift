@@ -47,6 +47,11 @@ struct ServeSettings: Sendable {
                 "true: a Production server also accepts Sandbox purchases (App Review, TestFlight), verified against "
                 + "Apple's roots. false for a separate Sandbox server. Default true."),
         .init(
+            key: "app.transaction.max.age",
+            help:
+                "Seconds a signed AppTransaction stays good for registering a device to its Apple account "
+                + "(POST /v1/users). Default 86400."),
+        .init(
             key: "apple.roots",
             help:
                 "Extra DER roots to trust, comma-separated (the simulator's, for signed data and legacy receipts); Sandbox only. Apple Root CA - G3 and Apple Root CA are always trusted."
@@ -226,6 +231,8 @@ struct ServeSettings: Sendable {
         }
         server.consumption.answer = try flag("consumption.answer", default: false)
         server.sandboxInProduction = try flag("sandbox.in.production", default: true)
+        server.appTransactionMaxAge = try number(
+            "app.transaction.max.age", default: server.appTransactionMaxAge, in: 60...31_536_000)
         server.panel.allowRemote = try flag("panel.remote", default: false)
         server.panel.secureCookies = try flag("panel.secure.cookies", default: false)
         server.panel.sessionHours = try number("panel.session.hours", default: 8, in: 1...720)

@@ -25,6 +25,7 @@ struct ClientAPI: Sendable {
             )
             .post(use: createUser)
         routes.get("v1/me", use: me)
+        routes.delete("v1/me/token", use: revokeToken)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
         routes.addRoutes(EventsAPI(api: self).routes)
@@ -32,9 +33,24 @@ struct ClientAPI: Sendable {
         return routes
     }
 
-    /// `POST /v1/users`: a new user, answered 201.
+    /// `POST /v1/users`: with no body or `{}`, a new anonymous user, answered 201; with
+    /// `{"signedAppTransaction": ...}`, the Apple account's user (201 when new, 200 for another device).
     func createUser(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        try json(try await service.createUser(), status: .created)
+        let body = try await collect(request)
+        let wanted: CreateUserRequest = body.readableBytes == 0 ? CreateUserRequest() : try decode(body)
+        guard let signed = wanted.signedAppTransaction else {
+            return try json(try await service.createUser(), status: .created)
+        }
+        let (answer, created) = try await service.register(signedAppTransaction: signed)
+        return try json(answer, status: created ? .created : .ok)
+    }
+
+    /// `DELETE /v1/me/token`: this device's token stops working; the account's other devices keep theirs.
+    func revokeToken(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        _ = try await authenticate(request)
+        guard let header = request.headers[.authorization] else { throw ServiceError.noBearer }
+        try await service.revoke(token: String(header.dropFirst(7)))
+        return Response(status: .noContent)
     }
 
     /// `GET /v1/me`.
@@ -58,13 +74,21 @@ struct ClientAPI: Sendable {
     }
 
     func decode<T: Decodable>(_ request: Request, limit: Int? = nil) async throws -> T {
+        try decode(try await collect(request, limit: limit))
+    }
+
+    /// The request's body, refused past `limit` (the server's body limit by default).
+    func collect(_ request: Request, limit: Int? = nil) async throws -> ByteBuffer {
         let limit = limit ?? configuration.maximumBodySize
-        let body: ByteBuffer
         do {
-            body = try await request.body.collect(upTo: limit)
+            return try await request.body.collect(upTo: limit)
         } catch {
             throw ServiceError.bodyTooLarge(limit: limit)
         }
+    }
+
+    /// A JSON body, strictly: unknown keys, duplicates and trailing bytes are refused.
+    func decode<T: Decodable>(_ body: ByteBuffer) throws -> T {
         do {
             return try StrictJSON.decode(T.self, from: Data(buffer: body))
         } catch {

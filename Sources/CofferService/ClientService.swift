@@ -20,21 +20,100 @@ public struct ClientService: ServiceOnParts {
 
     // MARK: Users
 
-    /// Creates a user: a new Support ID, a secret token (only its hash is kept) and an `appAccountToken`.
+    /// Creates an anonymous user: a new Support ID, a secret token (only its hash is kept) and an
+    /// `appAccountToken`. Found again only by its token (one install).
     ///
     /// - Throws: ``ServiceError/unavailable(code:message:)`` in the unlikely case no free Support ID was drawn.
     public func createUser() async throws -> CreateUserResponse {
-        var generator = SystemRandomNumberGenerator()
         let token = Secrets.random()
+        let user = try await newUser(tokenHash: Self.hash(token), appleAccount: nil)
+        return CreateUserResponse(
+            supportId: user.supportId.rawValue, token: token, appAccountToken: user.appAccountToken)
+    }
+
+    /// Registers a device to the customer its Apple account is: the user keyed by the environment and
+    /// `appTransactionId` of Apple's signed AppTransaction, created on the account's first call. Every call
+    /// answers the account's Support ID and appAccountToken with a token of the device's own (all valid
+    /// together; each can be revoked alone, ``revoke(token:)``).
+    ///
+    /// The AppTransaction is verified like any of Apple's signed data (chain, bundle id, app Apple id, the
+    /// environment rules of ``ServerConfiguration/sandboxInProduction``) and must be younger than
+    /// ``ServerConfiguration/appTransactionMaxAge``: whoever holds a copy can register a device to the
+    /// account, so a copy works only that long.
+    ///
+    /// - Returns: The answer, and whether the account's user was created now.
+    /// - Throws: ``ServiceError/verification(code:message:)`` for data that does not verify, lacks an
+    ///   `appTransactionId`, or is too old (`stale-app-transaction`: ask StoreKit for a fresh one).
+    public func register(signedAppTransaction signed: String) async throws -> (CreateUserResponse, created: Bool) {
+        let app: AppTransaction
+        do {
+            app = try await dependencies.verifier.verifyAppTransaction(signed)
+        } catch {
+            dependencies.metrics.verificationFailed(status: error.status)
+            throw ServiceError(error)
+        }
+        guard let id = app.appTransactionId, !id.isEmpty, id.count <= 64,
+            id.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) })
+        else {
+            throw ServiceError.verification(
+                code: "VERIFICATION_FAILURE", message: "the app transaction has no valid appTransactionId")
+        }
+        guard let environment = app.receiptType?.ledgerEnvironment else {
+            throw ServiceError.verification(
+                code: "INVALID_ENVIRONMENT", message: "the app transaction names no environment")
+        }
+        let now = dependencies.now()
+        // `receiptCreationDate` is when the App Store signed the app transaction.
+        guard let signedAt = app.receiptCreationDate else {
+            throw ServiceError.verification(code: "VERIFICATION_FAILURE", message: "the app transaction is undated")
+        }
+        let age = now.timeIntervalSince(signedAt)
+        guard age <= TimeInterval(configuration.appTransactionMaxAge), age >= -300 else {
+            throw ServiceError.verification(
+                code: "stale-app-transaction",
+                message: "the app transaction was signed \(Int(age)) s ago; at most "
+                    + "\(configuration.appTransactionMaxAge) s are accepted: ask StoreKit for a fresh one")
+        }
+        let account = AppleAccount(appTransactionId: id, environment: environment)
+        let token = Secrets.random()
+        let hash = Self.hash(token)
+        if let user = try await store.user(appleAccount: account, environment: configuration.environment) {
+            try await store.addToken(tokenHash: hash, owner: user.id, at: now)
+            return (Self.answer(user, token: token), false)
+        }
+        do {
+            let user = try await newUser(tokenHash: hash, appleAccount: account)
+            return (Self.answer(user, token: token), true)
+        } catch StoreError.alreadyExists {
+            // Another device of the account registered first: this one joins it.
+            guard let user = try await store.user(appleAccount: account, environment: configuration.environment)
+            else { throw ServiceError.unavailable(code: "try-again", message: "the account is being created") }
+            try await store.addToken(tokenHash: hash, owner: user.id, at: now)
+            return (Self.answer(user, token: token), false)
+        }
+    }
+
+    /// Revokes the token a device presented: that device signs out; the account's other devices stay.
+    public func revoke(token: String) async throws {
+        let hash = Self.hash(token)
+        tokens.forget(tokenHash: hash)
+        guard try await store.revokeToken(tokenHash: hash, at: dependencies.now()) else { throw ServiceError.noBearer }
+    }
+
+    private static func answer(_ user: User, token: String) -> CreateUserResponse {
+        CreateUserResponse(supportId: user.supportId.rawValue, token: token, appAccountToken: user.appAccountToken)
+    }
+
+    /// A new user with a fresh Support ID (drawn again when taken, one in 2^48).
+    private func newUser(tokenHash: String, appleAccount: AppleAccount?) async throws -> User {
+        var generator = SystemRandomNumberGenerator()
         for _ in 0..<5 {
             let user = User(
                 environment: configuration.environment, supportId: SupportID.random(using: &generator),
-                tokenHash: Self.hash(token), createdAt: dependencies.now())
-            // A support id already taken (one in 2^48) is drawn again.
+                tokenHash: tokenHash, createdAt: dependencies.now(), appleAccount: appleAccount)
             if try await store.user(supportId: user.supportId, environment: user.environment) != nil { continue }
             try await store.createUser(user)
-            return CreateUserResponse(
-                supportId: user.supportId.rawValue, token: token, appAccountToken: user.appAccountToken)
+            return user
         }
         throw ServiceError.unavailable(code: "try-again", message: "no free support id; try again")
     }

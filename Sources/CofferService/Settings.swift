@@ -17,6 +17,11 @@ public struct ServerConfiguration: Sendable {
     /// accounts in the production build): signed data verified as Sandbox against Apple's real roots, and
     /// ProductionSandbox receipts. Default on; off for a separate Sandbox server.
     public var sandboxInProduction = true
+    /// The oldest a signed AppTransaction may be (seconds since Apple's `signedDate`) to register a device to
+    /// its Apple account (`POST /v1/users`). A copied AppTransaction is a credential for the account: this
+    /// bounds how long a copy works. Older ones are answered 422 `stale-app-transaction`, and the SDK asks
+    /// StoreKit for a fresh one. Default one day.
+    public var appTransactionMaxAge = 86_400
     /// The app's bundle id.
     public var bundleId: String
     /// The app's Apple id (required in Production).

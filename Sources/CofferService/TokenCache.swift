@@ -32,6 +32,11 @@ final class TokenCache: Sendable {
         }
     }
 
+    /// Forgets a token (revoked here; other instances forget it within `lifetime`).
+    func forget(tokenHash: String) {
+        _ = entries.withLock { $0.removeValue(forKey: tokenHash) }
+    }
+
     /// Remembers a user found by its token hash.
     func remember(_ user: User, tokenHash: String, now: Date) {
         entries.withLock { entries in

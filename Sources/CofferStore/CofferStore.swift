@@ -9,15 +9,25 @@ import Foundation
 public protocol CofferStore: Sendable {
     // MARK: Users
 
-    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
-    /// `appAccountToken` is taken.
+    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash, `appAccountToken`
+    /// or Apple account is taken.
     func createUser(_ user: User) async throws
     /// The user with this id.
     func user(id: UUID) async throws -> User?
     /// The user with this Support ID in an environment.
     func user(supportId: SupportID, environment: Environment) async throws -> User?
-    /// The user whose token hashes to `tokenHash`.
+    /// The user whose token hashes to `tokenHash`: the token the user was created with, or one added for
+    /// another device (``addToken(tokenHash:owner:at:)``), unless it was revoked.
     func user(tokenHash: String) async throws -> User?
+    /// The user who is this Apple account in an environment.
+    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User?
+    /// Gives a user another device's token (its hash). Throws ``StoreError/alreadyExists(_:)`` when the hash is
+    /// taken, ``StoreError/notFound(_:)`` when the user does not exist.
+    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws
+    /// Revokes one token (its hash): the user's other tokens stay valid.
+    ///
+    /// - Returns: Whether a valid token was revoked.
+    func revokeToken(tokenHash: String, at date: Date) async throws -> Bool
     /// The user who owns this `appAccountToken` in an environment.
     func user(appAccountToken: UUID, environment: Environment) async throws -> User?
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`

@@ -57,6 +57,8 @@ public actor InMemoryStore: CofferStore {
     private var sessions: [String: AdminSession] = [:]
     private var keys: [AdminKey] = []
     private var signatures: [String: Date] = [:]
+    /// Tokens added for more devices, and revoked tokens, by hash.
+    private var deviceTokens: [String: (owner: UUID, revokedAt: Date?)] = [:]
 
     /// Creates an empty store.
     public init() {}
@@ -70,6 +72,9 @@ public actor InMemoryStore: CofferStore {
                 if other.supportId == user.supportId { throw StoreError.alreadyExists("support id \(user.supportId)") }
                 if other.appAccountToken == user.appAccountToken {
                     throw StoreError.alreadyExists("appAccountToken \(user.appAccountToken)")
+                }
+                if let account = user.appleAccount, other.appleAccount == account {
+                    throw StoreError.alreadyExists("Apple account \(account.appTransactionId)")
                 }
             }
         }
@@ -85,7 +90,35 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// The user whose token hashes to `tokenHash`.
-    public func user(tokenHash: String) -> User? { state.users.values.first { $0.tokenHash == tokenHash } }
+    public func user(tokenHash: String) -> User? {
+        if let token = deviceTokens[tokenHash] { return token.revokedAt == nil ? state.users[token.owner] : nil }
+        return state.users.values.first { $0.tokenHash == tokenHash }
+    }
+
+    /// The user who is this Apple account in `environment`.
+    public func user(appleAccount: AppleAccount, environment: Environment) -> User? {
+        state.users.values.first { $0.appleAccount == appleAccount && $0.environment == environment }
+    }
+
+    /// Gives a user another device's token.
+    public func addToken(tokenHash: String, owner: UUID, at date: Date) throws {
+        guard state.users[owner] != nil else { throw StoreError.notFound("user \(owner)") }
+        guard deviceTokens[tokenHash] == nil, !state.users.values.contains(where: { $0.tokenHash == tokenHash })
+        else { throw StoreError.alreadyExists("token") }
+        deviceTokens[tokenHash] = (owner, nil)
+    }
+
+    /// Revokes one token.
+    public func revokeToken(tokenHash: String, at date: Date) -> Bool {
+        if let token = deviceTokens[tokenHash] {
+            guard token.revokedAt == nil else { return false }
+            deviceTokens[tokenHash] = (token.owner, date)
+            return true
+        }
+        guard let user = state.users.values.first(where: { $0.tokenHash == tokenHash }) else { return false }
+        deviceTokens[tokenHash] = (user.id, date)
+        return true
+    }
 
     /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: Environment) -> User? {

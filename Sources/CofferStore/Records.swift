@@ -15,11 +15,14 @@ public struct User: Sendable, Hashable, Codable {
     public var appAccountToken: UUID
     /// When the user was created.
     public var createdAt: Date
+    /// The Apple account the user is, for a user registered with a signed AppTransaction; `nil` for an
+    /// anonymous user (one install, found again only by its token).
+    public var appleAccount: AppleAccount?
 
     /// Creates a user record.
     public init(
         id: UUID = UUID(), environment: Environment, supportId: SupportID, tokenHash: String,
-        appAccountToken: UUID = UUID(), createdAt: Date
+        appAccountToken: UUID = UUID(), createdAt: Date, appleAccount: AppleAccount? = nil
     ) {
         self.id = id
         self.environment = environment
@@ -27,6 +30,23 @@ public struct User: Sendable, Hashable, Codable {
         self.tokenHash = tokenHash
         self.appAccountToken = appAccountToken
         self.createdAt = createdAt
+        self.appleAccount = appleAccount
+    }
+}
+
+/// One Apple account's copy of the app, as Apple's signed AppTransaction names it: `appTransactionId` is the
+/// same on every device and reinstall of the app for one Apple account, per environment.
+public struct AppleAccount: Sendable, Hashable, Codable {
+    /// Apple's `appTransactionId`.
+    public var appTransactionId: String
+    /// The environment the AppTransaction says (`receiptType`): Sandbox for App Review, TestFlight and sandbox
+    /// testers, even on a Production server.
+    public var environment: Environment
+
+    /// Creates an account key.
+    public init(appTransactionId: String, environment: Environment) {
+        self.appTransactionId = appTransactionId
+        self.environment = environment
     }
 }
 

@@ -211,6 +211,23 @@ enum PostgresMigrations {
                 CHECK (data_environment IN ('Sandbox', 'Production'))
             """
         ),
+        (
+            "v7 Apple accounts and device tokens",
+            """
+            ALTER TABLE users ADD COLUMN app_transaction_id TEXT;
+            ALTER TABLE users ADD COLUMN app_transaction_environment TEXT
+                CHECK (app_transaction_environment IN ('Sandbox', 'Production'));
+            CREATE UNIQUE INDEX users_by_apple_account
+                ON users (environment, app_transaction_environment, app_transaction_id);
+            CREATE TABLE user_tokens (
+                token_hash TEXT PRIMARY KEY,
+                owner TEXT NOT NULL REFERENCES users (id),
+                created_at BIGINT NOT NULL,
+                revoked_at BIGINT
+            );
+            CREATE INDEX user_tokens_by_owner ON user_tokens (owner)
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -13,9 +13,11 @@ extension PostgresStore {
             do {
                 try await connection.query(
                     """
-                    INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at)
+                    INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at,
+                        app_transaction_id, app_transaction_environment)
                     VALUES (\(user.id.uuidString), \(user.environment.rawValue), \(user.supportId.rawValue),
-                        \(user.tokenHash), \(user.appAccountToken.uuidString), \(Millis.from(user.createdAt)))
+                        \(user.tokenHash), \(user.appAccountToken.uuidString), \(Millis.from(user.createdAt)),
+                        \(user.appleAccount?.appTransactionId), \(user.appleAccount?.environment.rawValue))
                     """, logger: self.logger)
                 try await connection.query(
                     "INSERT INTO wallets (user_id, balance, deficit) VALUES (\(user.id.uuidString), 0, 0)",
@@ -38,9 +40,70 @@ extension PostgresStore {
             Rows.user)
     }
 
-    /// The user whose token hashes to `tokenHash`.
+    /// The user whose token hashes to `tokenHash`, unless it was revoked.
     public func user(tokenHash: String) async throws -> User? {
-        try await first("SELECT * FROM users WHERE token_hash = \(tokenHash)", Rows.user)
+        try await first(
+            """
+            SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
+            WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL
+            UNION ALL
+            SELECT * FROM users WHERE token_hash = \(tokenHash)
+                AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
+            LIMIT 1
+            """, Rows.user)
+    }
+
+    /// The user who is this Apple account in an environment.
+    public func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
+        try await first(
+            """
+            SELECT * FROM users WHERE environment = \(environment.rawValue)
+                AND app_transaction_environment = \(appleAccount.environment.rawValue)
+                AND app_transaction_id = \(appleAccount.appTransactionId)
+            """, Rows.user)
+    }
+
+    /// Gives a user another device's token.
+    public func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+        let added = try await write { connection in
+            do {
+                return try await Self.exists(
+                    connection,
+                    """
+                    INSERT INTO user_tokens (token_hash, owner, created_at)
+                    SELECT \(tokenHash), id, \(Millis.from(date)) FROM users WHERE id = \(owner.uuidString)
+                        AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
+                    RETURNING 1
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("token")
+            }
+        }
+        guard added else {
+            throw try await user(id: owner) == nil
+                ? StoreError.notFound("user \(owner)") : StoreError.alreadyExists("token")
+        }
+    }
+
+    /// Revokes one token.
+    public func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
+        try await write { connection in
+            // A user's first token lives in users; revoking it keeps a revoked row in user_tokens.
+            try await Self.exists(
+                connection,
+                """
+                WITH revoked AS (
+                    UPDATE user_tokens SET revoked_at = \(Millis.from(date))
+                    WHERE token_hash = \(tokenHash) AND revoked_at IS NULL RETURNING 1
+                ), initial AS (
+                    INSERT INTO user_tokens (token_hash, owner, created_at, revoked_at)
+                    SELECT token_hash, id, created_at, \(Millis.from(date)) FROM users WHERE token_hash = \(tokenHash)
+                        AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
+                    RETURNING 1
+                )
+                SELECT 1 FROM revoked UNION ALL SELECT 1 FROM initial
+                """, logger: self.logger)
+        }
     }
 
     /// The user who owns this `appAccountToken` in an environment.

@@ -53,7 +53,15 @@ enum Rows {
         return User(
             id: try uuid(row, "id"), environment: try environment(row), supportId: supportId,
             tokenHash: try value(row, "token_hash"), appAccountToken: try uuid(row, "app_account_token"),
-            createdAt: Millis.date(try value(row, "created_at")))
+            createdAt: Millis.date(try value(row, "created_at")), appleAccount: try appleAccount(row))
+    }
+
+    /// The `app_transaction_id` and `app_transaction_environment` columns.
+    static func appleAccount(_ row: PostgresRandomAccessRow) throws -> AppleAccount? {
+        guard let id = try value(row, "app_transaction_id", as: String?.self) else { return nil }
+        guard let environment = Environment(rawValue: try value(row, "app_transaction_environment", as: String.self))
+        else { throw StoreError.storage("corrupt app_transaction_environment in users") }
+        return AppleAccount(appTransactionId: id, environment: environment)
     }
 
     static func receipt(_ postgresRow: PostgresRow) throws -> Receipt {

@@ -152,6 +152,23 @@ extension SQLiteStore {
         migrator.registerMigration("v6 data environment of receipts and entries") { db in
             try db.execute(sql: LedgerTables.v2)
         }
+        migrator.registerMigration("v7 Apple accounts and device tokens") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE users ADD COLUMN app_transaction_id TEXT;
+                    ALTER TABLE users ADD COLUMN app_transaction_environment TEXT
+                        CHECK (app_transaction_environment IN ('Sandbox', 'Production'));
+                    CREATE UNIQUE INDEX users_by_apple_account
+                        ON users (environment, app_transaction_environment, app_transaction_id);
+                    CREATE TABLE user_tokens (
+                        token_hash TEXT PRIMARY KEY NOT NULL,
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        created_at INTEGER NOT NULL,
+                        revoked_at INTEGER
+                    ) WITHOUT ROWID;
+                    CREATE INDEX user_tokens_by_owner ON user_tokens (owner);
+                    """)
+        }
         return migrator
     }
 }

@@ -12,12 +12,14 @@ extension SQLiteStore {
             do {
                 try db.execute(
                     sql: """
-                        INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at)
-                        VALUES (?, ?, ?, ?, ?, ?)
+                        INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at,
+                            app_transaction_id, app_transaction_environment)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         user.id.uuidString, user.environment.rawValue, user.supportId.rawValue, user.tokenHash,
                         user.appAccountToken.uuidString, Millis.from(user.createdAt),
+                        user.appleAccount?.appTransactionId, user.appleAccount?.environment.rawValue,
                     ])
                 try db.execute(
                     sql: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)",
@@ -40,9 +42,63 @@ extension SQLiteStore {
             Self.user)
     }
 
-    /// The user whose token hashes to `tokenHash`.
+    /// The user whose token hashes to `tokenHash`, unless it was revoked.
     public func user(tokenHash: String) async throws -> User? {
-        try await one("SELECT * FROM users WHERE token_hash = ?", [tokenHash], Self.user)
+        try await one(
+            """
+            SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
+            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL
+            UNION ALL
+            SELECT * FROM users WHERE token_hash = ?1
+                AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?1)
+            LIMIT 1
+            """, [tokenHash], Self.user)
+    }
+
+    /// The user who is this Apple account in `environment`.
+    public func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
+        try await one(
+            """
+            SELECT * FROM users WHERE environment = ? AND app_transaction_environment = ? AND app_transaction_id = ?
+            """, [environment.rawValue, appleAccount.environment.rawValue, appleAccount.appTransactionId], Self.user)
+    }
+
+    /// Gives a user another device's token.
+    public func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+        try await write { db in
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [owner.uuidString]) == true
+            else { throw StoreError.notFound("user \(owner)") }
+            let taken = try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE token_hash = ?)", arguments: [tokenHash])
+            do {
+                guard taken != true else { throw StoreError.alreadyExists("token") }
+                try db.execute(
+                    sql: "INSERT INTO user_tokens (token_hash, owner, created_at) VALUES (?, ?, ?)",
+                    arguments: [tokenHash, owner.uuidString, Millis.from(date)])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("token")
+            }
+        }
+    }
+
+    /// Revokes one token.
+    public func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE user_tokens SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL",
+                arguments: [Millis.from(date), tokenHash])
+            if db.changesCount > 0 { return true }
+            // A user's first token lives in users; revoking it keeps a revoked row here.
+            try db.execute(
+                sql: """
+                    INSERT INTO user_tokens (token_hash, owner, created_at, revoked_at)
+                    SELECT token_hash, id, created_at, ?1 FROM users WHERE token_hash = ?2
+                        AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?2)
+                    """, arguments: [Millis.from(date), tokenHash])
+            return db.changesCount > 0
+        }
     }
 
     /// The user whose `appAccountToken` this is, in `environment`.

@@ -112,7 +112,17 @@ public final class SQLiteStore: CofferStore {
             supportId: supportId,
             tokenHash: row["token_hash"],
             appAccountToken: try RowValue.uuid(row, "app_account_token"),
-            createdAt: Millis.date(row["created_at"]))
+            createdAt: Millis.date(row["created_at"]),
+            appleAccount: try appleAccount(row))
+    }
+
+    /// The `app_transaction_id` and `app_transaction_environment` columns.
+    static func appleAccount(_ row: Row) throws -> AppleAccount? {
+        guard let id = row["app_transaction_id"] as String? else { return nil }
+        guard let environment = Environment(rawValue: row["app_transaction_environment"] ?? "") else {
+            throw StoreError.storage("corrupt app_transaction_environment in users")
+        }
+        return AppleAccount(appTransactionId: id, environment: environment)
     }
 
     static func backup(_ db: Database, owner: UUID, environment: Environment) throws -> BackupRecord? {

@@ -43,6 +43,15 @@ final class CountingStore: CofferStore {
         try await base.user(supportId: supportId, environment: environment)
     }
     func user(tokenHash: String) async throws -> User? { try await base.user(tokenHash: tokenHash) }
+    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
+        try await base.user(appleAccount: appleAccount, environment: environment)
+    }
+    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+        try await base.addToken(tokenHash: tokenHash, owner: owner, at: date)
+    }
+    func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
+        try await base.revokeToken(tokenHash: tokenHash, at: date)
+    }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
         try await base.user(appAccountToken: appAccountToken, environment: environment)
     }

@@ -94,6 +94,59 @@ struct StoreContractTests {
     }
 
     @Test(
+        "an Apple account is one user per environment; each device has a token of its own, revoked on its own",
+        arguments: StoreEngine.allCases)
+    func appleAccounts(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let account = AppleAccount(appTransactionId: "704000000000001", environment: .production)
+        var alice = Make.user("_aaaaaaaaaaa1", in: .production)
+        alice.appleAccount = account
+        try await store.createUser(alice)
+        #expect(try await store.user(appleAccount: account, environment: .production) == alice)
+        #expect(try await store.user(id: alice.id)?.appleAccount == account)
+        // Another user for the same account in the same environment is refused; the same id from App Review's
+        // sandbox, or in the other ledger, is another account.
+        var twin = Make.user("_bbbbbbbbbbb2", in: .production)
+        twin.appleAccount = account
+        await #expect(throws: StoreError.self) { try await store.createUser(twin) }
+        twin.appleAccount = AppleAccount(appTransactionId: account.appTransactionId, environment: .sandbox)
+        try await store.createUser(twin)
+        #expect(
+            try await store.user(
+                appleAccount: AppleAccount(appTransactionId: account.appTransactionId, environment: .sandbox),
+                environment: .production) == twin)
+        #expect(try await store.user(appleAccount: account, environment: .sandbox) == nil)
+        let anonymous = Make.user("_ccccccccccc3", in: .production)
+        try await store.createUser(anonymous)
+        #expect(try await store.user(id: anonymous.id)?.appleAccount == nil)
+
+        // A second device's token, then a third: all valid together.
+        try await store.addToken(tokenHash: "pad", owner: alice.id, at: Make.start)
+        try await store.addToken(tokenHash: "mac", owner: alice.id, at: Make.start)
+        for hash in [alice.tokenHash, "pad", "mac"] { #expect(try await store.user(tokenHash: hash)?.id == alice.id) }
+        await #expect(throws: StoreError.self) {
+            try await store.addToken(tokenHash: "pad", owner: twin.id, at: Make.start)
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.addToken(tokenHash: twin.tokenHash, owner: alice.id, at: Make.start)
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.addToken(tokenHash: "ghost", owner: UUID(), at: Make.start)
+        }
+        // Revoking one device leaves the others; the first token can be revoked too; twice is nothing.
+        #expect(try await store.revokeToken(tokenHash: "pad", at: Make.start))
+        #expect(try await store.revokeToken(tokenHash: "pad", at: Make.start) == false)
+        #expect(try await store.user(tokenHash: "pad") == nil)
+        #expect(try await store.user(tokenHash: "mac")?.id == alice.id)
+        #expect(try await store.revokeToken(tokenHash: alice.tokenHash, at: Make.start))
+        #expect(try await store.revokeToken(tokenHash: alice.tokenHash, at: Make.start) == false)
+        #expect(try await store.user(tokenHash: alice.tokenHash) == nil)
+        #expect(try await store.user(tokenHash: "mac")?.id == alice.id)
+        #expect(try await store.revokeToken(tokenHash: "nobody", at: Make.start) == false)
+        #expect(try await store.user(tokenHash: anonymous.tokenHash)?.id == anonymous.id)
+    }
+
+    @Test(
         "App Review's sandbox purchase on a Production ledger stays marked Sandbox: receipt, entries, dashboard",
         arguments: StoreEngine.allCases)
     func dataEnvironment(engine: StoreEngine) async throws {
