@@ -117,14 +117,34 @@ extension CofferSDK {
         }
     }
 
-    /// The user: from the credential store (which survives reinstalls), else a new one from the server.
+    /// This device's credentials from the server: the Apple account's user (``SDKIdentity/appleAccount``),
+    /// asking StoreKit for a fresh AppTransaction when the server finds the cached one too old; a user of the
+    /// install's own when the system has no AppTransaction the server takes, or with ``SDKIdentity/install``.
+    func register() async throws(ServerClientError) -> CreateUserResponse {
+        guard configuration.identity == .appleAccount, let cached = await storeKit.appTransaction(refresh: false)
+        else { return try await server.createUser() }
+        do {
+            return try await server.register(signedAppTransaction: cached)
+        } catch .refused(422, "stale-app-transaction", _) {
+            if let fresh = await storeKit.appTransaction(refresh: true) {
+                do {
+                    return try await server.register(signedAppTransaction: fresh)
+                } catch .refused(422, _, _) {}
+            }
+        } catch .refused(422, _, _) {
+            // No appTransactionId (an older system), or an AppTransaction this server does not take.
+        }
+        return try await server.createUser()
+    }
+
+    /// The user: from the credential store (which survives reinstalls), else from the server.
     func localUser() async throws -> LocalUser {
         if let user { return user }
         let identity: DeviceIdentity
         if let stored = try credentialStore.load() {
             identity = stored
         } else {
-            identity = DeviceIdentity(credentials: try await server.createUser())
+            identity = DeviceIdentity(credentials: try await register())
             try credentialStore.save(identity)
         }
         self.identity = identity

@@ -25,7 +25,7 @@ extension CofferSDK {
             return .pending
         case .success(let transaction):
             try crashAfter(.purchased)
-            let finished = try await handle(transaction)
+            let finished = try await handle(transaction, startedHere: true)
             try state.endIntent(id: intent, state: finished ? "done" : "deferred")
             // Backed up now when the server is reachable (device wallet), else on the next launch.
             do { _ = try await syncBackup() } catch ServerClientError.transport {}
@@ -45,10 +45,15 @@ extension CofferSDK {
     ///
     /// - Returns: Whether the transaction is finished (the server wallet defers it while the server is
     ///   out of reach).
+    ///
+    /// In the device wallet, one Apple account's devices are one customer: a purchase another device made (not
+    /// started here, never seen here) is left for that device for ``SDKConfiguration/otherDeviceGrace``, so the
+    /// credits land on one device's balance, not on each.
     @discardableResult
-    public func handle(_ transaction: StoreTransaction) async throws -> Bool {
+    public func handle(_ transaction: StoreTransaction, startedHere: Bool = false) async throws -> Bool {
         let user = try await localUser()
         if try await boughtByAnotherUser(transaction) { return false }
+        if !startedHere, try leftForAnotherDevice(transaction) { return false }
         try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
         try crashAfter(.remembered)
         return try await wallet.deliver(transaction, to: user, self)
@@ -58,6 +63,17 @@ extension CofferSDK {
     func boughtByAnotherUser(_ transaction: StoreTransaction) async throws -> Bool {
         guard let token = transaction.appAccountToken else { return false }
         return token != (try await localUser()).appAccountToken
+    }
+
+    /// Whether a transaction is another device's to deliver: device wallet, the account's customer, not seen
+    /// or started here, and younger than the grace.
+    func leftForAnotherDevice(_ transaction: StoreTransaction) throws -> Bool {
+        guard configuration.wallet == .device, configuration.identity == .appleAccount,
+            transaction.appAccountToken != nil, transaction.revocationDate == nil,
+            now().timeIntervalSince(transaction.purchaseDate) < configuration.otherDeviceGrace
+        else { return false }
+        return try !state.isRemembered(id: transaction.id)
+            && !state.hasOpenIntent(productId: transaction.productId)
     }
 
     /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.

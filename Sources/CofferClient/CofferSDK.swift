@@ -15,18 +15,36 @@ public struct SDKConfiguration: Sendable {
     public var deviceName: String
     /// Whether credits delivered after a refund settle the deficit first (the server's setting).
     public var deficitPolicy: DeficitPolicy
+    /// Who the customer is: the Apple account (the default) or this install.
+    public var identity: SDKIdentity
+    /// Device wallet, ``SDKIdentity/appleAccount``: how long a purchase another device of the account made is
+    /// left for that device to deliver (StoreKit shows it here too until it is finished there) before this
+    /// one delivers it, because the other device may be gone. Seconds; default 10 minutes.
+    public var otherDeviceGrace: TimeInterval = 600
 
     /// Creates a configuration.
     public init(
         wallet: WalletMode, environment: Environment, catalog: Catalog, deviceName: String,
-        deficitPolicy: DeficitPolicy = .collect
+        deficitPolicy: DeficitPolicy = .collect, identity: SDKIdentity = .appleAccount
     ) {
         self.wallet = wallet
         self.environment = environment
         self.catalog = catalog
         self.deviceName = deviceName
         self.deficitPolicy = deficitPolicy
+        self.identity = identity
     }
+}
+
+/// How the SDK finds its customer on the server.
+public enum SDKIdentity: String, Sendable, CaseIterable {
+    /// Registers with StoreKit's signed AppTransaction (`POST /v1/users {signedAppTransaction}`): every device
+    /// and reinstall of one Apple account is one customer, with one Support ID, one balance (server wallet) or
+    /// one backup (device wallet). The Keychain item only saves asking again. Where the system gives no
+    /// AppTransaction with an `appTransactionId`, the install gets a user of its own.
+    case appleAccount
+    /// One user per install (`POST /v1/users {}`), found again only through the Keychain item.
+    case install
 }
 
 /// The steps of the SDK's flows, in order within each flow; tests make the process die after any of them.

@@ -96,6 +96,27 @@ struct SDKState: Sendable {
         }
     }
 
+    /// Whether this install has seen the transaction before (remembered it for the server).
+    func isRemembered(id: String) throws -> Bool {
+        try queue.read { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM transactions WHERE id = ?)", arguments: [id])
+                ?? false
+        }
+    }
+
+    /// Whether a purchase of the product started here and did not end (the process died in it, or it waits
+    /// for Ask to Buy).
+    func hasOpenIntent(productId: String) throws -> Bool {
+        try queue.read { db in
+            try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT EXISTS (
+                        SELECT 1 FROM intents WHERE product_id = ? AND state IN ('started', 'interrupted', 'pending'))
+                    """, arguments: [productId]) ?? false
+        }
+    }
+
     /// Transactions the server has not acknowledged, oldest first.
     func outbox() throws -> [(id: String, jws: String)] {
         try queue.read { db in

@@ -30,6 +30,12 @@ public struct ServerClient: Sendable {
         try await send("POST", "/v1/users")
     }
 
+    /// `POST /v1/users {signedAppTransaction}`: this device, registered to the customer its Apple account is.
+    public func register(signedAppTransaction: String) async throws(ServerClientError) -> CreateUserResponse {
+        try await send(
+            "POST", "/v1/users", body: CreateUserRequest(signedAppTransaction: signedAppTransaction))
+    }
+
     /// `GET /v1/me`.
     public func me(token: String) async throws(ServerClientError) -> MeResponse {
         try await send("GET", "/v1/me", token: token)

@@ -103,6 +103,14 @@ public final class SimulatorStoreKit: StoreKitProvider {
     /// Nothing to sync: every call reads the simulator's state.
     public func sync() async throws {}
 
+    /// The account's app transaction, freshly signed by the simulator (`GET /simulator/app-transaction`).
+    public func appTransaction(refresh: Bool) async -> String? {
+        guard let data = try? await data("GET", "simulator/app-transaction?account=\(Self.escape(account))") else {
+            return nil
+        }
+        return String(data: data, encoding: .utf8)
+    }
+
     /// The simulator's clock.
     public func clock() async throws -> Date {
         let body: ClockBody = try await send("GET", "simulator/clock")

@@ -11,6 +11,7 @@ public final class SimulatedDevice: StoreKitProvider {
     /// The signed-in account.
     public let account: String
     private let outcome = OutcomeBox()
+    private let cachedAppTransaction = Mutex<String?>(nil)
 
     init(store: SimulatedAppStore, account: String) {
         self.store = store
@@ -60,6 +61,15 @@ public final class SimulatedDevice: StoreKitProvider {
 
     /// Nothing to sync: the simulated device always sees the store's state.
     public func sync() async throws {}
+
+    /// The account's app transaction, signed when first asked for and kept, as StoreKit caches
+    /// `AppTransaction.shared`; `refresh` signs a new one.
+    public func appTransaction(refresh: Bool) async -> String? {
+        if !refresh, let cached = cachedAppTransaction.withLock({ $0 }) { return cached }
+        guard let signed = try? await store.signedAppTransaction(account: account) else { return nil }
+        cachedAppTransaction.withLock { $0 = signed }
+        return signed
+    }
 }
 
 /// The next payment-sheet outcome, shared across tasks.

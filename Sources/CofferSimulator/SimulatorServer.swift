@@ -289,6 +289,17 @@ public enum SimulatorServer {
                 return try encoded(error, .notFound)
             }
         }
+        controls.get("app-transaction") { request, _ -> Response in
+            let account = request.uri.queryParameters.get("account") ?? ""
+            do {
+                let signed = try await store.signedAppTransaction(account: account)
+                return Response(
+                    status: .ok, headers: [.contentType: "text/plain"],
+                    body: .init(byteBuffer: ByteBuffer(string: signed)))
+            } catch let error as SimulatorError {
+                return try encoded(error, .badRequest)
+            }
+        }
         controls.get("receipt") { request, _ -> Response in
             let account = request.uri.queryParameters.get("account") ?? ""
             return Response(

@@ -34,6 +34,11 @@ public protocol StoreKitProvider: Sendable {
 
     /// Syncs with the App Store, as `AppStore.sync()`.
     func sync() async throws
+
+    /// The app's signed AppTransaction (`AppTransaction.shared`, or `AppTransaction.refresh()` when `refresh`,
+    /// which may ask the customer to sign in), as its `jwsRepresentation`; `nil` when the system cannot give
+    /// one. The server keys the customer by its `appTransactionId`.
+    func appTransaction(refresh: Bool) async -> String?
 }
 
 /// How a purchase ended, as `Product.PurchaseResult`.

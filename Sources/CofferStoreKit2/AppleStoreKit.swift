@@ -73,6 +73,17 @@
         /// `AppStore.sync()`: asks the customer to sign in; for a Restore Purchases button only.
         public func sync() async throws { try await AppStore.sync() }
 
+        /// `AppTransaction.shared`, or `AppTransaction.refresh()`; only what StoreKit verified.
+        public func appTransaction(refresh: Bool) async -> String? {
+            do {
+                let result = refresh ? try await AppTransaction.refresh() : try await AppTransaction.shared
+                guard case .verified = result else { return nil }
+                return result.jwsRepresentation
+            } catch {
+                return nil
+            }
+        }
+
         private static func collect(_ results: Transaction.Transactions) async -> [StoreTransaction] {
             var transactions: [StoreTransaction] = []
             for await result in results {

@@ -29,20 +29,29 @@ struct PurchaseFlowTests {
         let wallet: WalletMode
         let server: ServerClient
         let folder: URL
+        let clock: SimulatorClock
 
         /// A fresh launch of the app: new objects over the same files, as after the process died.
         ///
-        /// - Parameter install: Another name is another install of the app on another of the customer's devices
-        ///   (the same Apple account), with files and a Keychain of its own: another user.
-        func app(crashAfter step: SDKStep? = nil, install: String = "app") throws -> CofferSDK {
+        /// - Parameters:
+        ///   - install: Another name is another install of the app on another of the customer's devices (the same
+        ///     Apple account), with files and a Keychain of its own: another user with ``SDKIdentity/install``,
+        ///     the same customer with ``SDKIdentity/appleAccount``.
+        ///   - identity: How the SDK finds its customer.
+        ///   - device: The device's StoreKit (a new one of Alice's devices unless given).
+        func app(
+            crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
+            device: SimulatedDevice? = nil
+        ) throws -> CofferSDK {
             let fired = Mutex(false)
             return try CofferSDK(
                 configuration: SDKConfiguration(
-                    wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install),
-                storeKit: apple.device(account: "alice"), server: server,
+                    wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity),
+                storeKit: device ?? apple.device(account: "alice"), server: server,
                 folder: folder.appendingPathComponent(install),
                 credentials: FileCredentialStore(
                     path: folder.appendingPathComponent(install == "app" ? "credentials.json" : "\(install).json").path),
+                now: { [clock] in clock.now() },
                 crashAfter: { current in
                     if current == step,
                         fired.withLock({ done in
@@ -70,16 +79,21 @@ struct PurchaseFlowTests {
         let step: SDKStep
     }
 
-    static func withWorld(wallet: WalletMode, _ body: @Sendable (World) async throws -> Void) async throws {
+    /// - Parameter serverOnSimulatedTime: The server reads the simulator's clock (signed data as young as the
+    ///   simulator made it) instead of the machine's (admin requests signed now).
+    static func withWorld(
+        wallet: WalletMode, serverOnSimulatedTime: Bool = false, _ body: @Sendable (World) async throws -> Void
+    ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
         let catalog = try Catalog(products: [
             Product(id: product, kind: .consumable, credits: 100),
             Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
         ])
+        let clock = SimulatorClock(start: start)
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234), signer: try pki.signer(),
-            clock: SimulatorClock(start: start))
+            clock: clock)
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
         let serverStore = InMemoryStore()
@@ -89,7 +103,9 @@ struct PurchaseFlowTests {
         configuration.recoveryInterval = 0
         let app = buildApplication(
             configuration: configuration,
-            dependencies: try ServerDependencies(store: serverStore, verifier: verifier, catalog: catalog))
+            dependencies: try ServerDependencies(
+                store: serverStore, verifier: verifier, catalog: catalog,
+                now: { serverOnSimulatedTime ? clock.now() : Date() }))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)")
         try await app.test(.live) { client in
             let port = try #require(client.port)
@@ -97,7 +113,7 @@ struct PurchaseFlowTests {
             try await body(
                 World(
                     apple: apple, serverStore: serverStore, catalog: catalog, wallet: wallet,
-                    server: ServerClient(baseURL: base), folder: folder))
+                    server: ServerClient(baseURL: base), folder: folder, clock: clock))
         }
         try? FileManager.default.removeItem(at: folder)
     }

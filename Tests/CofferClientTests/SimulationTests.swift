@@ -164,6 +164,11 @@ final class Simulation: @unchecked Sendable {
         }
     }
 
+    /// The server wallet registers every device with its Apple account (one customer, one balance). The device
+    /// wallet keeps one user per install here: two devices of one account running at once would each hold a
+    /// balance, which the device wallet's backup cannot join yet.
+    static func identity(_ wallet: WalletMode) -> SDKIdentity { wallet == .server ? .appleAccount : .install }
+
     func note(_ line: String) { log.withLock { $0.append(line) } }
 
     func chance(_ percent: Int) -> Bool { Int.random(in: 0..<100, using: &random) < percent }
@@ -210,7 +215,7 @@ final class Simulation: @unchecked Sendable {
         devices.append(
             Device(
                 name: "alice-pad", account: "alice", folder: folder.appendingPathComponent("alice-pad"),
-                credentials: folder.appendingPathComponent(wallet == .server ? "alice.json" : "alice-pad.json"),
+                credentials: folder.appendingPathComponent("alice-pad.json"),
                 apple: apple))
         for device in devices { try await launch(device, server: server) }
         for step in 1...steps {
@@ -227,7 +232,8 @@ final class Simulation: @unchecked Sendable {
         let fired = Mutex(false)
         let app = try CofferSDK(
             configuration: SDKConfiguration(
-                wallet: wallet, environment: environment, catalog: catalog, deviceName: device.name),
+                wallet: wallet, environment: environment, catalog: catalog, deviceName: device.name,
+                identity: Self.identity(wallet)),
             storeKit: device.storeKit, server: server, folder: device.folder,
             credentials: FileCredentialStore(path: device.credentials.path), now: { [clock] in clock.now() },
             crashAfter: { step in
@@ -354,7 +360,21 @@ final class Simulation: @unchecked Sendable {
             let signed = try await apple.signedTransaction(id: id)
             _ = try? await server.post(signedTransaction: signed, token: token)
         default:
-            guard wallet == .device else { return }
+            guard wallet == .device else {
+                // A new phone, or a reinstall that lost the Keychain item: the app registers again with the
+                // Apple account and must find the same customer.
+                let before = await device.app?.credentials?.supportId
+                note("step \(step): \(device.name) is replaced by a new phone (nothing kept on it)")
+                device.app = nil
+                try? FileManager.default.removeItem(at: device.folder)
+                try? FileManager.default.removeItem(at: device.credentials)
+                try await launch(device, server: server)
+                let after = await device.app?.credentials?.supportId
+                if let before, let after, before != after {
+                    throw Broken(description: "\(device.name): the new phone is \(after), the account was \(before)")
+                }
+                return
+            }
             note("step \(step): \(device.name) reinstalls the app")
             device.app = nil
             try? FileManager.default.removeItem(at: device.folder)
@@ -472,6 +492,18 @@ final class Simulation: @unchecked Sendable {
             }
         }
         try await checkFigures()
+        if wallet == .server {
+            // One customer per Apple account: every device of an account holds the same Support ID.
+            var byAccount: [String: Set<String>] = [:]
+            for device in devices {
+                if let id = await device.app?.credentials?.supportId {
+                    byAccount[device.account, default: []].insert(id)
+                }
+            }
+            guard byAccount.values.allSatisfy({ $0.count == 1 }),
+                try await serverStore.userCount(environment: environment) == byAccount.count
+            else { throw Broken(description: "Apple accounts and users do not match one to one: \(byAccount)") }
+        }
         note("settled: every promise holds")
     }
 

@@ -1,0 +1,120 @@
+import CofferAPI
+import CofferCore
+import CofferSimulator
+import CofferStore
+import Foundation
+import Testing
+
+@testable import CofferClient
+
+/// The SDK registers with the Apple account: a new phone or a reinstall that lost its Keychain item comes back
+/// to the same customer.
+@Suite("SDK and the Apple account", .timeLimit(.minutes(2)))
+struct AccountFlowTests {
+    typealias World = PurchaseFlowTests.World
+
+    @Test(
+        "a new phone on the Apple account is the same customer: the server wallet's balance, the device wallet's backup",
+        arguments: WalletMode.allCases)
+    func newPhone(wallet: WalletMode) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: wallet, serverOnSimulatedTime: true) { world in
+            let phone = try world.app(install: "phone", identity: .appleAccount)
+            try await phone.launch()
+            _ = try await phone.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            #expect(try await phone.balance() == 300)
+            try await phone.enteredForeground()
+            let supportId = try #require(await phone.credentials?.supportId)
+
+            // The old phone is lost; the new one has neither its files nor its Keychain item.
+            let newPhone = try world.app(install: "new-phone", identity: .appleAccount)
+            try await newPhone.launch()
+            #expect(await newPhone.credentials?.supportId == supportId)
+            #expect(await newPhone.credentials?.token != (await phone.credentials?.token))
+            #expect(try await newPhone.balance() == 300)
+            #expect(try await world.serverStore.userCount(environment: .sandbox) == 1)
+            let id = try #require(SupportID(supportId))
+            let user = try #require(try await world.serverStore.user(supportId: id, environment: .sandbox))
+            #expect(user.appleAccount?.environment == .sandbox)
+            // Its purchases land on the same customer.
+            _ = try await newPhone.purchase(productId: PurchaseFlowTests.product, quantity: 1)
+            #expect(try await newPhone.balance() == 400)
+            #expect(try await world.serverRecords(newPhone).receipts.count == 2)
+        }
+    }
+
+    @Test(
+        "device wallet: a purchase another device of the account made is that device's, unless it stays unfinished",
+        arguments: [false, true])
+    func otherDevicesPurchase(phoneComesBack: Bool) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, serverOnSimulatedTime: true) { world in
+            let phone = try world.app(crashAfter: .purchased, install: "phone", identity: .appleAccount)
+            try await phone.launch()
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: .purchased)) {
+                try await phone.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            }
+            // The pad is the same customer, but the purchase is the phone's to deliver: left alone for now.
+            let pad = try world.app(install: "pad", identity: .appleAccount)
+            try await pad.launch()
+            #expect(try await pad.balance() == 0)
+            #expect(await world.apple.unfinishedTransactions(account: "alice").count == 1)
+            if phoneComesBack {
+                let again = try world.app(install: "phone", identity: .appleAccount)
+                #expect(try await again.launch().recovered.count == 1)
+                #expect(try await again.balance() == 300)
+                // The pad never delivers it; it takes the customer's balance from the phone's backup.
+                _ = try await world.apple.advanceClock(by: 3_600)
+                try await pad.launch()
+                #expect(try await pad.balance() == 300)
+                let padUser = try await pad.localUser()
+                #expect(try await pad.ledger.receipts(owner: padUser.id, environment: .sandbox).isEmpty)
+            } else {
+                // The phone is gone: once the grace has passed the pad delivers it, once.
+                _ = try await world.apple.advanceClock(by: 11 * 60)
+                #expect(try await pad.launch().recovered.count == 1)
+                #expect(try await pad.balance() == 300)
+            }
+            #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
+        }
+    }
+
+    @Test("a cached AppTransaction too old for the server is refreshed, and the device joins its account")
+    func staleAppTransaction() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .server, serverOnSimulatedTime: true) { world in
+            let device = world.apple.device(account: "alice")
+            let first = try world.app(install: "phone", identity: .appleAccount, device: device)
+            try await first.launch()
+            // Two days on, the device still holds the AppTransaction StoreKit signed then.
+            _ = try await world.apple.advanceClock(by: 2 * 86_400)
+            let cached = try #require(await device.appTransaction(refresh: false))
+            do {
+                _ = try await world.server.register(signedAppTransaction: cached)
+                Issue.record("a stale AppTransaction registered a device")
+            } catch let error as ServerClientError {
+                if case .refused(let status, let code, _) = error {
+                    #expect(status == 422 && code == "stale-app-transaction")
+                } else {
+                    Issue.record("refused as \(error), not stale-app-transaction")
+                }
+            }
+            let reinstalled = try world.app(install: "reinstalled", identity: .appleAccount, device: device)
+            try await reinstalled.launch()
+            #expect(await reinstalled.credentials?.supportId == (await first.credentials?.supportId))
+            #expect(try await world.serverStore.userCount(environment: .sandbox) == 1)
+        }
+    }
+
+    @Test("with one user per install, each install is its own customer", arguments: WalletMode.allCases)
+    func perInstall(wallet: WalletMode) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: wallet, serverOnSimulatedTime: true) { world in
+            let phone = try world.app(install: "phone", identity: .install)
+            let pad = try world.app(install: "pad", identity: .install)
+            try await phone.launch()
+            try await pad.launch()
+            #expect(await phone.credentials?.supportId != (await pad.credentials?.supportId))
+            #expect(try await world.serverStore.userCount(environment: .sandbox) == 2)
+            let users = try await world.serverStore.users(
+                environment: .sandbox, supportIdPrefix: nil, limit: 10, offset: 0)
+            #expect(users.allSatisfy { $0.appleAccount == nil })
+        }
+    }
+}
