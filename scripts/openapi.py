@@ -52,7 +52,7 @@ schemas = {
     "SpendRequest": obj({"amount": I(minimum=1)}),
     "BalanceResponse": obj({"balance": I()}),
     "Adjustment": obj({"key": S("Apply each key once, e.g. revocation:2000000123"),
-                       "kind": S(enum=["revocation", "reversal", "adjustment"]),
+                       "kind": S(enum=["revocation", "reversal", "adjustment", "merge"]),
                        "amount": I("Credits to add; negative to take back"), "transactionId": S(),
                        "productId": S(), "reason": S(), "createdAt": DATE},
                       required=["key", "kind", "amount", "createdAt"]),
@@ -78,7 +78,7 @@ schemas = {
                       "createdAt": DATE, "claimedAt": DATE, "status": S(enum=["pending", "claimed"])},
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
-                                                     "grant-claimed", "adjustment", "spend", "backup", "admin"]),
+                                                     "grant-claimed", "adjustment", "spend", "backup", "merge", "admin"]),
                          "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S(),
                          "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
                                               "reversals): Sandbox on a Production server marks App Review and "
@@ -92,6 +92,10 @@ schemas = {
     "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500)}),
     "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"])}),
     "DeletedGrants": obj({"deleted": I()}),
+    "MergeRequest": obj({"from": S("The anonymous user's Support ID"),
+                         "into": S("The Apple account customer's Support ID")}),
+    "MergeResponse": obj({"from": S(), "into": S(), "movedBalance": I(), "movedDeficit": I(), "balance": I(),
+                          "deficit": I(), "receipts": I(), "grants": I()}),
     "AuditEvent": obj({"id": S(format="uuid"), "environment": S(), "actor": S(), "action": S(), "subject": S(),
                        "before": S("JSON"), "after": S("JSON"), "at": DATE},
                       required=["id", "environment", "actor", "action", "subject", "at"]),
@@ -255,6 +259,13 @@ paths = {
         "Set the balance: a ledger adjustment (server wallet) or an admin backup (device wallet)",
         "adminSetBalance", "200", "BalanceChange", parameters=[SID], body="BalanceRequest",
         errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here")})},
+    "/v1/admin/users/merge": {"post": admin(
+        "Merge an anonymous user into an Apple account's customer, once: balance and deficit (server wallet; "
+        "in the device wallet the balance the anonymous install last backed up, delivered to the account's "
+        "app through its mailbox), receipts, grants, subscription states and the install's token move; audited",
+        "adminMerge", "200", "MergeResponse", body="MergeRequest",
+        errors={"400": ERR("Not an anonymous user and an account user, the same user, or merged already"),
+                "404": ERR("No such user here")})},
     "/v1/admin/grants": {
         "get": admin("Grants, newest first", "adminGrants", "200", "GrantView",
                      parameters=[{"name": "status", "in": "query", "required": False,

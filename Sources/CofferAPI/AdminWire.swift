@@ -17,6 +17,21 @@ public struct GrantRequest: Sendable, Hashable, Codable {
     }
 }
 
+/// `POST /v1/admin/users/merge`: support joins an anonymous user (an install from before Apple accounts, or
+/// one on a system without an AppTransaction) to the customer its Apple account is.
+public struct MergeRequest: Sendable, Hashable, Codable {
+    /// The anonymous user's Support ID: merged away.
+    public var from: String
+    /// The account user's Support ID: it keeps everything.
+    public var into: String
+
+    /// Creates a request.
+    public init(from: String, into: String) {
+        self.from = from
+        self.into = into
+    }
+}
+
 /// `POST /v1/admin/users/{supportId}/balance`: the balance to set, with a reason.
 public struct BalanceRequest: Sendable, Hashable, Codable {
     /// The new balance.

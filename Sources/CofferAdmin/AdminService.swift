@@ -31,6 +31,8 @@ public struct AdminService: Sendable {
         case adjustment(key: String)
         /// Support wrote the device wallet's backup; this is its version.
         case backup(version: Int64)
+        /// Support merged this (anonymous) user into another: its token names that user now.
+        case merged
     }
 
     /// Receives ``Change``s with the id of the user they are about.
@@ -152,11 +154,14 @@ public struct AdminService: Sendable {
             TimelineItem(at: event.at, kind: .admin, summary: "\(event.actor): \(event.action)")
         }
         timeline.sort { ($0.at, $0.kind.rawValue) > ($1.at, $1.kind.rawValue) }
+        var mergedInto: String?
+        if let id = user.mergedInto { mergedInto = try await store.user(id: id)?.supportId.rawValue }
         return UserDetail(
             user: summary, environment: environment, walletMode: walletMode.rawValue,
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
-            timeline: Array(timeline.prefix(Self.timelineLimit)))
+            timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
+            mergedInto: mergedInto)
     }
 
     /// Grants of an environment, newest first.
@@ -199,6 +204,50 @@ public struct AdminService: Sendable {
         try await audit(
             environment, actor: actor, action: "grant.create", subject: user.supportId.rawValue, after: view)
         return view
+    }
+
+    /// Merges an anonymous user into the customer an Apple account is, once: balance and deficit, receipts,
+    /// grants, subscription states and the install's token (which then signs in as the account's customer)
+    /// move; the merged user keeps its history, marked merged, and both timelines say so. Audited.
+    ///
+    /// - Throws: ``AdminError/invalid(_:)`` unless `from` is an anonymous user not merged yet and `into` an
+    ///   Apple account's user, ``AdminError/notFound(_:)`` for an unknown Support ID.
+    public func mergeUsers(environment: Environment, from: String, into: String, actor: String) async throws
+        -> MergeResponse
+    {
+        let merged = try await find(from, environment: environment)
+        let account = try await find(into, environment: environment)
+        guard merged.id != account.id else { throw AdminError.invalid("a customer cannot be merged into itself") }
+        guard merged.appleAccount == nil else {
+            throw AdminError.invalid("\(merged.supportId) is an Apple account's customer; only anonymous users merge")
+        }
+        guard account.appleAccount != nil, account.mergedInto == nil else {
+            throw AdminError.invalid("\(account.supportId) is not an Apple account's customer")
+        }
+        guard merged.mergedInto == nil else { throw AdminError.invalid("\(merged.supportId) was merged already") }
+        let result: UserMergeResult
+        do {
+            result = try await store.mergeUser(
+                UserMerge(
+                    from: merged.id, into: account.id, environment: environment, movesBackup: walletMode == .device,
+                    at: now()))
+        } catch StoreError.alreadyExists {
+            throw AdminError.invalid("\(merged.supportId) was merged already")
+        } catch let error as LedgerError {
+            throw AdminError.invalid("the merge would overflow a wallet: \(error)")
+        }
+        let answer = MergeResponse(
+            from: merged.supportId.rawValue, into: account.supportId.rawValue, movedBalance: result.moved.balance,
+            movedDeficit: result.moved.deficit, balance: result.wallet.balance, deficit: result.wallet.deficit,
+            receipts: result.receipts, grants: result.grants)
+        await onChange?(merged.id, .merged)
+        await onChange?(
+            account.id, .adjustment(key: IdempotencyKey(.merge, merged.id.uuidString.lowercased()).rawValue))
+        try await audit(
+            environment, actor: actor, action: "user.merge", subject: account.supportId.rawValue, after: answer)
+        try await audit(
+            environment, actor: actor, action: "user.merge", subject: merged.supportId.rawValue, after: answer)
+        return answer
     }
 
     /// Deletes every grant of Sandbox (test data). Refused in Production.
@@ -355,6 +404,13 @@ public struct AdminService: Sendable {
             case .grant: (.grantClaimed, "Grant claimed by the app: \(entry.reason ?? "")")
             case .adjustment: (.adjustment, "Balance adjusted by \(entry.amount): \(entry.reason ?? "")")
             case .spend: (.spend, "Spent \(-entry.amount) (key \(entry.key.id))")
+            case .merge:
+                (
+                    .merge,
+                    entry.amount <= 0 && entry.walletAfter == .empty
+                        ? "Merged into another customer: balance and history moved there"
+                        : "Another customer merged into this one: \(entry.balanceDelta) credits and its history"
+                )
             }
         return TimelineItem(
             at: entry.createdAt, kind: kind, summary: summary, credits: entry.balanceDelta,

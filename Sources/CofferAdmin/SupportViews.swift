@@ -120,6 +120,8 @@ public enum TimelineKind: String, Sendable, Hashable, Codable, CaseIterable {
     case spend
     /// A device or admin wrote the backup.
     case backup
+    /// Support merged customers.
+    case merge
     /// Any other admin action about this user.
     case admin
 }
@@ -171,11 +173,16 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var grants: [GrantView]
     /// Purchases, refunds, grants, backups and admin edits, newest first.
     public var timeline: [TimelineItem]
+    /// The Apple account the customer is, for a user registered with an AppTransaction; `nil` for an anonymous
+    /// install.
+    public var appleAccount: AppleAccount?
+    /// The Support ID of the customer this anonymous user was merged into.
+    public var mergedInto: String?
 
     /// Creates a detail view.
     public init(
         user: UserSummary, environment: Environment, walletMode: String, entitlements: [String], grants: [GrantView],
-        timeline: [TimelineItem]
+        timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil
     ) {
         self.user = user
         self.environment = environment
@@ -183,6 +190,8 @@ public struct UserDetail: Sendable, Hashable, Codable {
         self.entitlements = entitlements
         self.grants = grants
         self.timeline = timeline
+        self.appleAccount = appleAccount
+        self.mergedInto = mergedInto
     }
 }
 
@@ -225,5 +234,41 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
         case .forbidden(let why): why
         case .unavailable(let why): why
         }
+    }
+}
+
+/// What a merge moved.
+public struct MergeResponse: Sendable, Hashable, Codable {
+    /// The merged user's Support ID.
+    public var from: String
+    /// The account user's Support ID.
+    public var into: String
+    /// Credits added to the account user (server wallet: the merged user's balance; device wallet: the balance
+    /// its install last backed up, which the account's app picks up from its mailbox).
+    public var movedBalance: Int64
+    /// Deficit added to the account user.
+    public var movedDeficit: Int64
+    /// The account user's balance on the server after.
+    public var balance: Int64
+    /// The account user's deficit after.
+    public var deficit: Int64
+    /// Receipts that moved.
+    public var receipts: Int
+    /// Grants that moved.
+    public var grants: Int
+
+    /// Creates the answer.
+    public init(
+        from: String, into: String, movedBalance: Int64, movedDeficit: Int64, balance: Int64, deficit: Int64,
+        receipts: Int, grants: Int
+    ) {
+        self.from = from
+        self.into = into
+        self.movedBalance = movedBalance
+        self.movedDeficit = movedDeficit
+        self.balance = balance
+        self.deficit = deficit
+        self.receipts = receipts
+        self.grants = grants
     }
 }

@@ -127,6 +127,7 @@ protocol SupportBackend: Sendable {
     func grants(status: GrantStatus?) async throws -> [GrantView]
     func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
+    func merge(from: String, into: String) async throws -> MergeResponse
     func close() async
 }
 
@@ -170,6 +171,9 @@ struct LocalSupport: SupportBackend {
         try await service.setBalance(
             environment: environment, supportId: supportId, balance: balance, reason: reason, actor: actor)
     }
+    func merge(from: String, into: String) async throws -> MergeResponse {
+        try await service.mergeUsers(environment: environment, from: from, into: into, actor: actor)
+    }
     func close() async { await LocalDatabase.close(store) }
 }
 
@@ -208,6 +212,9 @@ struct RemoteSupport: SupportBackend {
         try await send(
             .POST, "/v1/admin/users/\(URLText.escape(supportId))/balance",
             body: BalanceRequest(balance: balance, reason: reason))
+    }
+    func merge(from: String, into: String) async throws -> MergeResponse {
+        try await send(.POST, "/v1/admin/users/merge", body: MergeRequest(from: from, into: into))
     }
     func close() async { try? await http.shutdown() }
 
@@ -328,10 +335,44 @@ struct GrantCommand: AsyncParsableCommand {
     }
 }
 
-/// `coffer users`: find customers.
+/// `coffer users`: find customers (`coffer users list`, the default), or merge two (`coffer users merge`).
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "users",
+        abstract: "List customers, newest first, or find them by Support ID prefix, transaction id or order id.",
+        subcommands: [UsersListCommand.self, MergeCommand.self], defaultSubcommand: UsersListCommand.self)
+}
+
+/// `coffer users merge FROM INTO`: an anonymous user joins an Apple account's customer.
+struct MergeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merge",
+        abstract:
+            "Merge an anonymous customer (FROM) into an Apple account's customer (INTO), once: balance, receipts, "
+            + "grants and history move; audited.")
+
+    @Argument(help: "The anonymous customer's Support ID.")
+    var from: String
+
+    @Argument(help: "The Apple account customer's Support ID.")
+    var into: String
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let done = try await withSupport(options) { try await $0.merge(from: from, into: into) }
+        if options.json { return print(try JSONText.encode(done)) }
+        print(
+            "Merged \(done.from) into \(done.into): \(done.movedBalance) credits, \(done.movedDeficit) deficit, "
+                + "\(done.receipts) receipts, \(done.grants) grants moved; \(done.into) now has balance "
+                + "\(done.balance), deficit \(done.deficit)")
+    }
+}
+
+/// `coffer users list`: find customers.
+struct UsersListCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List customers, newest first, or find them by Support ID prefix, transaction id or order id.")
 
     @Option(help: "A Support ID prefix, a transaction or original transaction id, or an order id.")

@@ -40,6 +40,9 @@ public enum LedgerEntryKind: String, Codable, Sendable, CaseIterable {
     case adjustment
     /// Credits spent by the app (server wallet), keyed by the client's idempotency key.
     case spend
+    /// Support merged an anonymous user into an account user: on each of the two, keyed by the merged
+    /// (anonymous) user's id.
+    case merge
 }
 
 /// A natural idempotency key such as `purchase:2000000123456789`: an entry with a given key is applied
@@ -345,6 +348,29 @@ public enum Ledger {
             after.balance -= amount
             return applied(key: key, owner: owner, amount: -amount, before: wallet, after: after, reason: nil, now: now)
         }
+    }
+
+    /// What merging an anonymous user into another user writes: on the merged user an entry taking its
+    /// wallet to zero, on the other an entry adding `moving` (its wallet in the server wallet; in the device
+    /// wallet the balance its install last backed up), both keyed `merge:<merged user's id>`.
+    ///
+    /// - Returns: The decision for the merged user and the one for the user it joins.
+    public static func merge(
+        from: UUID, fromWallet: Wallet, into: UUID, intoWallet: Wallet, moving: Wallet, at now: Date
+    ) throws(LedgerError) -> (from: LedgerDecision, into: LedgerDecision) {
+        guard moving.balance >= 0, moving.deficit >= 0, moving.balance <= maximumAmount,
+            moving.deficit <= maximumAmount, intoWallet.balance <= maximumAmount, intoWallet.deficit <= maximumAmount
+        else { throw .invalidAmount(moving.balance) }
+        let key = IdempotencyKey(.merge, from.uuidString.lowercased())
+        let after = Wallet(balance: intoWallet.balance + moving.balance, deficit: intoWallet.deficit + moving.deficit)
+        return (
+            applied(
+                key: key, owner: from, amount: fromWallet.deficit - fromWallet.balance, before: fromWallet,
+                after: .empty, reason: "merged into another user", now: now),
+            applied(
+                key: key, owner: into, amount: moving.balance - moving.deficit, before: intoWallet, after: after,
+                reason: "merged from another user", now: now)
+        )
     }
 
     /// Adds credits to a wallet. Under ``DeficitPolicy/collect`` they settle the deficit first.

@@ -23,6 +23,7 @@ struct AdminAPI: Sendable {
         admin.get("users", use: users)
         admin.get("users/:supportId", use: user)
         admin.post("users/:supportId/balance", use: setBalance)
+        admin.post("users/merge", use: merge)
         admin.get("grants", use: grants)
         admin.post("grants", use: createGrant)
         admin.post("grants/delete-all", use: deleteAllGrants)
@@ -57,6 +58,14 @@ struct AdminAPI: Sendable {
             try await service.setBalance(
                 environment: try environment(request), supportId: try context.parameters.require("supportId"),
                 balance: body.balance, reason: body.reason, actor: context.adminActor))
+    }
+
+    /// `POST /v1/admin/users/merge` `{"from", "into"}`: an anonymous user joins an Apple account's customer.
+    func merge(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let body: MergeRequest = try await api.decode(request)
+        return try api.json(
+            try await service.mergeUsers(
+                environment: try environment(request), from: body.from, into: body.into, actor: context.adminActor))
     }
 
     /// `GET /v1/admin/grants[?status=pending|claimed|all]`.

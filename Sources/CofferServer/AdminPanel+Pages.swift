@@ -97,6 +97,11 @@ extension AdminPanel {
                     "supportId": detail.user.supportId, "balance": detail.user.balance,
                     "deficit": detail.user.deficit,
                 ],
+                "identity": detail.mergedInto.map { "Merged into \($0)" }
+                    ?? detail.appleAccount.map { "Apple account customer (\($0.environment.rawValue) data)" }
+                    ?? "Anonymous install",
+                "mergedInto": detail.mergedInto,
+                "canMerge": detail.appleAccount == nil && detail.mergedInto == nil,
                 "backupValue": backup.map { String($0.value) } ?? "–", "backupNote": backupNote,
                 "entitlementCount": detail.entitlements.count,
                 "entitlements": (detail.entitlements.isEmpty ? nil : detail.entitlements.joined(separator: ", ")),
@@ -128,6 +133,50 @@ extension AdminPanel {
             return try await user(request, context, error: error.description)
         }
         return Self.redirect("/admin/users/\(URLText.escape(supportId))?notice=balance")
+    }
+
+    /// `POST /admin/users/{supportId}/merge`: first a confirmation page naming both customers, then the merge.
+    func merge(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await checkedForm(request, context)
+        let supportId = try context.parameters.require("supportId")
+        let into = (form["into"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard form["confirm"] == "yes" else {
+            let from: UserDetail
+            let account: UserDetail
+            do {
+                from = try await service.user(environment: session.environment, supportId: supportId)
+                account = try await service.user(environment: session.environment, supportId: into)
+            } catch let error as AdminError {
+                return try await user(request, context, error: error.description)
+            }
+            return page(
+                "confirm",
+                [
+                    "title": "Merge customers", "onUsers": true,
+                    "heading": "Merge \(from.user.supportId) into \(account.user.supportId)?",
+                    "explanation":
+                        "\(from.user.supportId) (anonymous, balance \(from.user.balance), deficit \(from.user.deficit), "
+                        + "backup \(from.user.backup.map { String($0.value) } ?? "none")) joins "
+                        + "\(account.user.supportId) (Apple account, balance \(account.user.balance)). Its "
+                        + (from.walletMode == "server" ? "balance and deficit" : "last backed-up balance")
+                        + ", purchases, grants and history move once, and its app signs in as "
+                        + "\(account.user.supportId) from now on. This cannot be undone.",
+                    "action": "/admin/users/\(URLText.escape(from.user.supportId))/merge",
+                    "button": "Merge into \(account.user.supportId)",
+                    "cancel": "/admin/users/\(URLText.escape(from.user.supportId))",
+                    "fields": [
+                        ["name": "into", "value": account.user.supportId], ["name": "confirm", "value": "yes"],
+                    ],
+                ], session: session)
+        }
+        let done: MergeResponse
+        do {
+            done = try await service.mergeUsers(
+                environment: session.environment, from: supportId, into: into, actor: context.adminActor)
+        } catch let error as AdminError {
+            return try await user(request, context, error: error.description)
+        }
+        return Self.redirect("/admin/users/\(URLText.escape(done.into))?notice=merged")
     }
 
     func grants(_ request: Request, _ context: CofferRequestContext, error: String? = nil) async throws -> Response {

@@ -42,6 +42,7 @@ struct AdminPanel: Sendable {
         panel.get("users") { request, context in try await users(request, context) }
         panel.get("users/:supportId") { request, context in try await user(request, context) }
         panel.post("users/:supportId/balance") { request, context in try await setBalance(request, context) }
+        panel.post("users/:supportId/merge") { request, context in try await merge(request, context) }
         panel.get("grants") { request, context in try await grants(request, context) }
         panel.post("grants") { request, context in try await createGrant(request, context) }
         panel.get("grants/delete-all") { _, context in try await confirmDeleteAll(context) }
@@ -121,6 +122,8 @@ struct AdminPanel: Sendable {
         case "granted": "Grant created. The app picks it up on its next launch, foreground or refresh."
         case "balance": "Balance set."
         case "deleted": "All Sandbox grants deleted."
+        case "merged":
+            "Merged: the anonymous customer's balance, purchases, grants and history are this customer's now."
         default: nil
         }
     }

@@ -80,7 +80,9 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     let notifications = NotificationsAPI(
         api: api, intake: intake, failures: RateLimiter(limit: configuration.notificationFailureLimit))
     router.addRoutes(notifications.routes)
-    let service = adminService(configuration: configuration, dependencies: dependencies, events: events)
+    let service = adminService(
+        configuration: configuration, dependencies: dependencies, events: events,
+        forgetTokens: { [client = api.service] user in client.forgetTokens(of: user) })
     router.addRoutes(AdminAPI(api: api, service: service).routes)
     let panel = AdminPanel(
         api: api, service: service, renderer: dependencies.panelRenderer, hasher: dependencies.passwordHasher,
@@ -94,9 +96,10 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
 
 /// Support's operations over the server's store, with order ids looked up through the App Store Server API
 /// when the server has a key (for its own environment).
-func adminService(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies, events: EventHub)
-    -> AdminService
-{
+func adminService(
+    configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies, events: EventHub,
+    forgetTokens: @escaping @Sendable (UUID) -> Void = { _ in }
+) -> AdminService {
     var orderLookup: AdminService.OrderLookup?
     if let appStoreAPI = dependencies.appStoreAPI {
         let verifier = dependencies.verifier
@@ -123,6 +126,11 @@ func adminService(configuration: CofferService.ServerConfiguration, dependencies
             case .grant(let id): event = ServerEventBody(type: .grant, key: id.uuidString.lowercased())
             case .adjustment(let key): event = ServerEventBody(type: .adjustment, key: key)
             case .backup(let version): event = ServerEventBody(type: .backup, key: String(version))
+            case .merged:
+                // The merged install's token signs in as the account's customer from now on: forgotten here at
+                // once (other instances within the token cache's minute).
+                forgetTokens(user)
+                return
             }
             await events.publish(event, to: user)
         })

@@ -4,11 +4,11 @@ import CofferStore
 import Foundation
 
 extension ClientService {
-    /// The device wallet's mailbox: the ledger entries the app did not make itself (revocations, reversals and
-    /// support's adjustments), oldest first, each once by its key.
+    /// The device wallet's mailbox: the ledger entries the app did not make itself (revocations, reversals,
+    /// support's adjustments and merges), oldest first, each once by its key.
     public func mailbox(of user: User) async throws -> [AdjustmentBody] {
         try await store.entries(
-            owner: user.id, environment: user.environment, kinds: [.revocation, .reversal, .adjustment]
+            owner: user.id, environment: user.environment, kinds: [.revocation, .reversal, .adjustment, .merge]
         )
         .map { entry in
             AdjustmentBody(

@@ -93,6 +93,11 @@ public struct ClientService: ServiceOnParts {
         }
     }
 
+    /// Forgets the tokens remembered for a user (support merged it into another: they name that one now).
+    public func forgetTokens(of user: UUID) {
+        tokens.forget(user: user)
+    }
+
     /// Revokes the token a device presented: that device signs out; the account's other devices stay.
     public func revoke(token: String) async throws {
         let hash = Self.hash(token)
@@ -149,7 +154,10 @@ public struct ClientService: ServiceOnParts {
                 code: "VERIFICATION_FAILURE", message: "the transaction lacks transactionId, productId or purchaseDate")
         }
         let transactionId = fact.transactionId
-        if let token = transaction.appAccountToken, token != user.appAccountToken {
+        if let token = transaction.appAccountToken, token != user.appAccountToken,
+            try await store.user(appAccountToken: token, environment: user.environment)?.id != user.id
+        {
+            // Another user's token, unless it is an install support merged into this user.
             throw ServiceError.wrongUser
         }
         let credits: Int64

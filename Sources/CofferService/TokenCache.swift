@@ -37,6 +37,11 @@ final class TokenCache: Sendable {
         _ = entries.withLock { $0.removeValue(forKey: tokenHash) }
     }
 
+    /// Forgets every token remembered for a user.
+    func forget(user: UUID) {
+        entries.withLock { entries in entries = entries.filter { $0.value.user.id != user } }
+    }
+
     /// Remembers a user found by its token hash.
     func remember(_ user: User, tokenHash: String, now: Date) {
         entries.withLock { entries in

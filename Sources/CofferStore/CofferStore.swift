@@ -24,6 +24,12 @@ public protocol CofferStore: Sendable {
     /// Gives a user another device's token (its hash). Throws ``StoreError/alreadyExists(_:)`` when the hash is
     /// taken, ``StoreError/notFound(_:)`` when the user does not exist.
     func addToken(tokenHash: String, owner: UUID, at date: Date) async throws
+    /// Merges an anonymous user into an account user, once, in one commit: the ledger entries
+    /// (``Ledger/merge(from:fromWallet:into:intoWallet:moving:at:)``), the receipts, grants and renewal states,
+    /// the merged user's tokens (they now sign in as the account user) and its mark. Throws
+    /// ``StoreError/alreadyExists(_:)`` when it was merged already, ``StoreError/notFound(_:)`` when either
+    /// user is missing from the environment.
+    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult
     /// Revokes one token (its hash): the user's other tokens stay valid.
     ///
     /// - Returns: Whether a valid token was revoked.

@@ -122,7 +122,42 @@ public actor InMemoryStore: CofferStore {
 
     /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: Environment) -> User? {
-        state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
+        let named = state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
+        return named?.mergedInto.flatMap { state.users[$0] } ?? named
+    }
+
+    /// Merges an anonymous user into an account user.
+    public func mergeUser(_ merge: UserMerge) throws -> UserMergeResult {
+        guard let from = state.users[merge.from], from.environment == merge.environment,
+            let into = state.users[merge.into], into.environment == merge.environment
+        else { throw StoreError.notFound("user") }
+        guard from.mergedInto == nil else { throw StoreError.alreadyExists("merge of \(from.supportId)") }
+        let fromWallet = state.wallets[from.id] ?? .empty
+        let intoWallet = state.wallets[into.id] ?? .empty
+        let moving =
+            merge.movesBackup ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: 0) : fromWallet
+        let decisions = try Ledger.merge(
+            from: from.id, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet, moving: moving,
+            at: merge.at)
+        state.save(decisions.from, owner: from.id, environment: merge.environment)
+        state.save(decisions.into, owner: into.id, environment: merge.environment)
+        var receipts = 0
+        for (key, receipt) in state.receipts where receipt.owner == from.id && key.environment == merge.environment {
+            state.receipts[key]?.owner = into.id
+            receipts += 1
+        }
+        var grants = 0
+        for index in grantList.indices where grantList[index].recipient == from.id {
+            grantList[index].recipient = into.id
+            grants += 1
+        }
+        for (key, renewal) in renewals where renewal.owner == from.id { renewals[key]?.owner = into.id }
+        if deviceTokens[from.tokenHash] == nil { deviceTokens[from.tokenHash] = (into.id, nil) }
+        for (hash, token) in deviceTokens where token.owner == from.id {
+            deviceTokens[hash] = (into.id, token.revokedAt)
+        }
+        state.users[from.id]?.mergedInto = into.id
+        return UserMergeResult(moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`

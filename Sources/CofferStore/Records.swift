@@ -18,11 +18,14 @@ public struct User: Sendable, Hashable, Codable {
     /// The Apple account the user is, for a user registered with a signed AppTransaction; `nil` for an
     /// anonymous user (one install, found again only by its token).
     public var appleAccount: AppleAccount?
+    /// The account user support merged this anonymous user into: its tokens, appAccountToken, receipts,
+    /// grants and balance are that user's now.
+    public var mergedInto: UUID?
 
     /// Creates a user record.
     public init(
         id: UUID = UUID(), environment: Environment, supportId: SupportID, tokenHash: String,
-        appAccountToken: UUID = UUID(), createdAt: Date, appleAccount: AppleAccount? = nil
+        appAccountToken: UUID = UUID(), createdAt: Date, appleAccount: AppleAccount? = nil, mergedInto: UUID? = nil
     ) {
         self.id = id
         self.environment = environment
@@ -31,6 +34,51 @@ public struct User: Sendable, Hashable, Codable {
         self.appAccountToken = appAccountToken
         self.createdAt = createdAt
         self.appleAccount = appleAccount
+        self.mergedInto = mergedInto
+    }
+}
+
+/// Support merging an anonymous user into an account user (``CofferStore/mergeUser(_:)``).
+public struct UserMerge: Sendable, Hashable {
+    /// The anonymous user, merged away.
+    public var from: UUID
+    /// The account user it joins.
+    public var into: UUID
+    /// Their environment.
+    public var environment: Environment
+    /// Device wallet: what moves is the balance the anonymous install last backed up (its devices learn of it
+    /// through the mailbox). Server wallet: its ledger wallet.
+    public var movesBackup: Bool
+    /// When.
+    public var at: Date
+
+    /// Creates the request.
+    public init(from: UUID, into: UUID, environment: Environment, movesBackup: Bool, at: Date) {
+        self.from = from
+        self.into = into
+        self.environment = environment
+        self.movesBackup = movesBackup
+        self.at = at
+    }
+}
+
+/// What a merge moved.
+public struct UserMergeResult: Sendable, Hashable, Codable {
+    /// The credits (balance) and deficit added to the account user.
+    public var moved: Wallet
+    /// The account user's wallet after.
+    public var wallet: Wallet
+    /// Receipts that changed owner.
+    public var receipts: Int
+    /// Grants that changed recipient.
+    public var grants: Int
+
+    /// Creates the result.
+    public init(moved: Wallet, wallet: Wallet, receipts: Int, grants: Int) {
+        self.moved = moved
+        self.wallet = wallet
+        self.receipts = receipts
+        self.grants = grants
     }
 }
 

@@ -228,6 +228,7 @@ enum PostgresMigrations {
             CREATE INDEX user_tokens_by_owner ON user_tokens (owner)
             """
         ),
+        ("v8 merged users", "ALTER TABLE users ADD COLUMN merged_into TEXT REFERENCES users (id)"),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

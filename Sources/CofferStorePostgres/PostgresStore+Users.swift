@@ -106,13 +106,77 @@ extension PostgresStore {
         }
     }
 
-    /// The user who owns this `appAccountToken` in an environment.
+    /// The user who owns this `appAccountToken` in an environment (the one it was merged into, if it was).
     public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
-        try await first(
+        let named = try await first(
             """
             SELECT * FROM users WHERE environment = \(environment.rawValue)
             AND app_account_token = \(appAccountToken.uuidString)
             """, Rows.user)
+        guard let merged = named?.mergedInto else { return named }
+        return try await user(id: merged)
+    }
+
+    /// Merges an anonymous user into an account user, in one transaction.
+    public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
+        try await write { connection in
+            let env = merge.environment.rawValue
+            let (from, into) = (merge.from.uuidString, merge.into.uuidString)
+            // Both wallets locked, in a fixed order so two merges never wait on each other in a cycle.
+            var wallets: [String: Wallet] = [:]
+            for try await (id, balance, deficit) in try await connection.query(
+                """
+                SELECT w.user_id, w.balance, w.deficit FROM wallets w JOIN users u ON u.id = w.user_id
+                WHERE w.user_id IN (\(from), \(into)) AND u.environment = \(env)
+                ORDER BY w.user_id FOR UPDATE OF w
+                """, logger: self.logger
+            ).decode((String, Int64, Int64).self) {
+                wallets[id] = Wallet(balance: balance, deficit: deficit)
+            }
+            guard let fromWallet = wallets[from], let intoWallet = wallets[into] else {
+                throw StoreError.notFound("user")
+            }
+            let marked = try await Self.exists(
+                connection,
+                "UPDATE users SET merged_into = \(into) WHERE id = \(from) AND merged_into IS NULL RETURNING 1",
+                logger: self.logger)
+            guard marked else { throw StoreError.alreadyExists("merge of user \(from)") }
+            let backup = try await Self.first(
+                connection, "SELECT value FROM backups WHERE owner = \(from)", logger: self.logger
+            ) { try $0.decode(Int64.self) }
+            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: 0) : fromWallet
+            let decisions = try Ledger.merge(
+                from: merge.from, fromWallet: fromWallet, into: merge.into, intoWallet: intoWallet, moving: moving,
+                at: merge.at)
+            let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+            try await context.save(decisions.from, owner: merge.from, environment: merge.environment)
+            try await context.save(decisions.into, owner: merge.into, environment: merge.environment)
+            let receipts = try await Self.count(
+                connection,
+                """
+                WITH moved AS (UPDATE receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
+                    RETURNING 1)
+                SELECT count(*) FROM moved
+                """, logger: self.logger)
+            let grants = try await Self.count(
+                connection,
+                """
+                WITH moved AS (UPDATE grants SET recipient = \(into) WHERE recipient = \(from) RETURNING 1)
+                SELECT count(*) FROM moved
+                """, logger: self.logger)
+            try await connection.query(
+                "UPDATE renewal_states SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
+            // The merged install's token signs in as the account user from now on.
+            try await connection.query(
+                """
+                INSERT INTO user_tokens (token_hash, owner, created_at)
+                SELECT token_hash, \(into), created_at FROM users WHERE id = \(from)
+                    AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                """, logger: self.logger)
+            try await connection.query(
+                "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
+            return UserMergeResult(moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
+        }
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`

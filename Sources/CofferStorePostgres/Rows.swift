@@ -53,7 +53,8 @@ enum Rows {
         return User(
             id: try uuid(row, "id"), environment: try environment(row), supportId: supportId,
             tokenHash: try value(row, "token_hash"), appAccountToken: try uuid(row, "app_account_token"),
-            createdAt: Millis.date(try value(row, "created_at")), appleAccount: try appleAccount(row))
+            createdAt: Millis.date(try value(row, "created_at")), appleAccount: try appleAccount(row),
+            mergedInto: try value(row, "merged_into", as: String?.self) == nil ? nil : try uuid(row, "merged_into"))
     }
 
     /// The `app_transaction_id` and `app_transaction_environment` columns.

@@ -169,6 +169,9 @@ extension SQLiteStore {
                     CREATE INDEX user_tokens_by_owner ON user_tokens (owner);
                     """)
         }
+        migrator.registerMigration("v8 merged users") { db in
+            try db.execute(sql: "ALTER TABLE users ADD COLUMN merged_into TEXT REFERENCES users (id)")
+        }
         return migrator
     }
 }

@@ -103,9 +103,49 @@ extension SQLiteStore {
 
     /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
-        try await one(
+        let named = try await one(
             "SELECT * FROM users WHERE environment = ? AND app_account_token = ?",
             [environment.rawValue, appAccountToken.uuidString], Self.user)
+        guard let merged = named?.mergedInto else { return named }
+        return try await user(id: merged)
+    }
+
+    /// Merges an anonymous user into an account user, in one write transaction.
+    public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
+        try await write { db in
+            let env = merge.environment.rawValue
+            let (from, into) = (merge.from.uuidString, merge.into.uuidString)
+            let context = SQLiteLedgerContext(db: db)
+            guard let fromWallet = try context.wallet(owner: merge.from, environment: merge.environment),
+                let intoWallet = try context.wallet(owner: merge.into, environment: merge.environment)
+            else { throw StoreError.notFound("user") }
+            try db.execute(
+                sql: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL", arguments: [into, from])
+            guard db.changesCount == 1 else { throw StoreError.alreadyExists("merge of user \(from)") }
+            let backup = try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from])
+            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: 0) : fromWallet
+            let decisions = try Ledger.merge(
+                from: merge.from, fromWallet: fromWallet, into: merge.into, intoWallet: intoWallet, moving: moving,
+                at: merge.at)
+            try context.save(decisions.from, owner: merge.from, environment: merge.environment)
+            try context.save(decisions.into, owner: merge.into, environment: merge.environment)
+            try db.execute(
+                sql: "UPDATE receipts SET owner = ? WHERE owner = ? AND environment = ?", arguments: [into, from, env])
+            let receipts = db.changesCount
+            try db.execute(sql: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
+            let grants = db.changesCount
+            try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
+            // The merged install's token signs in as the account user from now on.
+            try db.execute(
+                sql: """
+                    INSERT INTO user_tokens (token_hash, owner, created_at)
+                    SELECT token_hash, ?1, created_at FROM users WHERE id = ?2
+                        AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                    """, arguments: [into, from])
+            try db.execute(sql: "UPDATE user_tokens SET owner = ? WHERE owner = ?", arguments: [into, from])
+            return UserMergeResult(
+                moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
+        }
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`

@@ -113,7 +113,8 @@ public final class SQLiteStore: CofferStore {
             tokenHash: row["token_hash"],
             appAccountToken: try RowValue.uuid(row, "app_account_token"),
             createdAt: Millis.date(row["created_at"]),
-            appleAccount: try appleAccount(row))
+            appleAccount: try appleAccount(row),
+            mergedInto: try (row["merged_into"] as String?).map { _ in try RowValue.uuid(row, "merged_into") })
     }
 
     /// The `app_transaction_id` and `app_transaction_environment` columns.

@@ -74,6 +74,16 @@ struct SupportCommandTests {
             ["users", "--search", String(supportId.dropFirst().prefix(5)).uppercased()], in: folder,
             environment: remote)
         #expect(found.stdout.contains(supportId))
+        let listed = try CofferProcess.run(["users", "list", "--json"], in: folder, environment: remote)
+        #expect(listed.status == 0 && listed.stdout.contains(supportId))
+        // Merging needs an anonymous customer and an Apple account's: refused clearly, nothing changed.
+        let intoItself = try CofferProcess.run(
+            ["users", "merge", supportId, supportId], in: folder, environment: remote)
+        #expect(intoItself.status != 0 && intoItself.stderr.contains("cannot be merged into itself"))
+        let other = try await serve.request("POST", base + "/v1/users")
+        let otherId = try #require(other.json["supportId"] as? String)
+        let notAccount = try CofferProcess.run(["users", "merge", supportId, otherId], in: folder)
+        #expect(notAccount.status != 0 && notAccount.stderr.contains("is not an Apple account's customer"))
         let story = try CofferProcess.run(["user", supportId], in: folder, environment: remote)
         #expect(story.status == 0)
         for line in ["balance 1000", "grant-created", "grant-claimed", "adjustment", "Ticket #42"] {

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
@@ -136,5 +137,80 @@ struct AccountTests {
                 environment: .production, supportIdPrefix: nil, limit: 10, offset: 0)
             #expect(Set(users.compactMap(\.appleAccount?.environment)) == [.production, .sandbox])
         }
+    }
+
+    @Test(
+        "support merges an anonymous install into the account: once, audited; its app then acts as the account",
+        arguments: ServerEngine.allCases)
+    func merge(engine: ServerEngine) async throws {
+        let setup = try Setup(store: try await engine.makeStore(), wallet: .server)
+        let signer = try await AdminAPITests.key(in: setup.store)
+        try await setup.app.test(.router) { client in
+            func admin(_ body: MergeRequest) async throws -> TestResponse {
+                try await AdminAPITests.send(
+                    client, signer, .post, "/v1/admin/users/merge", body: body, at: setup.clock.now())
+            }
+            // An install from before Apple accounts bought 100 credits; the account bought 100 too.
+            let old = try ClientAPITests.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let account = try ClientAPITests.decode(
+                CreateUserResponse.self,
+                try await Self.register(try await setup.apple.signedAppTransaction(account: "alice"), client))
+            for user in [old, account] {
+                let id = try #require(
+                    try await setup.apple.purchase(
+                        account: "alice", productId: "com.example.credits", appAccountToken: user.appAccountToken
+                    ).transactionIds.first)
+                _ = try await NotificationTests.present(
+                    try await setup.apple.signedTransaction(id: id), as: user, with: client)
+            }
+            let oldUser = try #require(
+                try await setup.store.user(appAccountToken: old.appAccountToken, environment: .sandbox))
+            let oldReceipts = try await setup.store.receipts(owner: oldUser.id, environment: .sandbox)
+            let oldPurchase = try #require(oldReceipts.first?.transaction.transactionId)
+
+            // Refusals change nothing: the account into the install, a customer into itself, nobody.
+            for (body, status) in [
+                (MergeRequest(from: account.supportId, into: old.supportId), HTTPResponse.Status.badRequest),
+                (MergeRequest(from: old.supportId, into: old.supportId), .badRequest),
+                (MergeRequest(from: "_000000000000", into: account.supportId), .notFound),
+            ] {
+                #expect(try await admin(body).status == status, "\(body)")
+            }
+            #expect(try await Self.balance(old.token, client) == 100)
+
+            let merged = try await admin(MergeRequest(from: old.supportId, into: account.supportId))
+            #expect(merged.status == .ok)
+            let answer = try AdminAPITests.decode(MergeResponse.self, merged)
+            #expect(answer.movedBalance == 100 && answer.balance == 200 && answer.receipts == 1)
+            #expect(try await admin(MergeRequest(from: old.supportId, into: account.supportId)).status == .badRequest)
+
+            // The old install's token is the account's now; a purchase it makes with its old appAccountToken is
+            // the account's, and a refund of what it bought before is taken from the account.
+            let me = try ClientAPITests.decode(MeResponse.self, try await Self.me(old.token, client))
+            #expect(me.supportId == account.supportId && me.balance == 200)
+            let later = try #require(
+                try await setup.apple.purchase(
+                    account: "alice", productId: "com.example.credits", appAccountToken: old.appAccountToken
+                ).transactionIds.first)
+            #expect(
+                try await NotificationTests.present(
+                    try await setup.apple.signedTransaction(id: later), as: old, with: client
+                ).outcome == .delivered)
+            #expect(try await Self.balance(account.token, client) == 300)
+            try await setup.apple.refund(transactionId: oldPurchase)
+            let sent = await setup.apple.sentNotifications().count
+            _ = try await setup.deliver(after: sent - 1, with: client)
+            #expect(try await Self.balance(account.token, client) == 200)
+
+            let audit = try await setup.store.auditEvents(environment: .sandbox, subject: nil, limit: 10)
+            #expect(
+                audit.filter { $0.action == "user.merge" }.map(\.subject).sorted()
+                    == [old.supportId, account.supportId].sorted())
+        }
+    }
+
+    static func balance(_ token: String, _ client: some TestClientProtocol) async throws -> Int64 {
+        try ClientAPITests.decode(MeResponse.self, try await me(token, client)).balance
     }
 }

@@ -52,6 +52,7 @@ final class CountingStore: CofferStore {
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         try await base.revokeToken(tokenHash: tokenHash, at: date)
     }
+    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { try await base.mergeUser(merge) }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
         try await base.user(appAccountToken: appAccountToken, environment: environment)
     }

@@ -304,6 +304,43 @@ struct PanelTests {
         }
     }
 
+    @Test(
+        "merging an anonymous customer into an Apple account's: a confirmation first, then once, shown on both pages",
+        arguments: ServerEngine.allCases)
+    func merge(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let account = User(
+            environment: .sandbox, supportId: try #require(SupportID("_abcdef123456")), tokenHash: "account",
+            createdAt: AdminAPITests.now,
+            appleAccount: AppleAccount(appTransactionId: "705000000000009", environment: .sandbox))
+        try await store.createUser(account)
+        try await Self.signedIn(store) { client, user, browser in
+            let page = try await browser.get(client, "/admin/users/\(user.supportId)")
+            #expect(String(buffer: page.body).contains("Anonymous install"))
+            let csrf = try Browser.csrf(page)
+            let confirm = try await browser.post(
+                client, "/admin/users/\(user.supportId)/merge", [("into", "_abcdef123456"), ("csrf", csrf)])
+            #expect(String(buffer: confirm.body).contains("Merge \(user.supportId) into _abcdef123456?"))
+            #expect(try await store.user(id: account.id)?.mergedInto == nil)
+            #expect(
+                try await store.user(supportId: try #require(SupportID(user.supportId)), environment: .sandbox)?
+                    .mergedInto == nil)
+            let done = try await browser.post(
+                client, "/admin/users/\(user.supportId)/merge",
+                [("into", "_abcdef123456"), ("confirm", "yes"), ("csrf", csrf)])
+            #expect(done.status == .seeOther && done.headers[.location] == "/admin/users/_abcdef123456?notice=merged")
+            let accountPage = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
+            #expect(accountPage.contains("Apple account customer") && accountPage.contains("merge"))
+            let mergedPage = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(mergedPage.contains("Merged into _abcdef123456") && !mergedPage.contains("merge-form"))
+            let again = try await browser.post(
+                client, "/admin/users/\(user.supportId)/merge",
+                [("into", "_abcdef123456"), ("confirm", "yes"), ("csrf", csrf)])
+            #expect(again.status == .badRequest && String(buffer: again.body).contains("merged already"))
+            #expect(try await store.auditEvents(environment: .sandbox, subject: "_abcdef123456", limit: 5).count == 1)
+        }
+    }
+
     @Test("behind TLS the session cookie is Secure with the __Host- prefix")
     func secureCookies() async throws {
         let store = InMemoryStore()

@@ -13,7 +13,7 @@ struct PostgresStoreTests {
         "v1 users, ledger, receipts, backups, grants, audit", "v2 notifications, renewal states, cursors",
         "v3 receipts by owner and product",
         "v4 admins, sessions, keys, signatures, backup history", "v5 users by Support ID in byte order",
-        "v6 data environment of receipts and entries", "v7 Apple accounts and device tokens",
+        "v6 data environment of receipts and entries", "v7 Apple accounts and device tokens", "v8 merged users",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

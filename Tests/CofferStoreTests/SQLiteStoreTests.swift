@@ -29,7 +29,7 @@ struct SQLiteStoreTests {
                 "v1 users, ledger, receipts, backups, grants, audit", "v2 notifications, renewal states, cursors",
                 "v3 receipts by owner and product",
                 "v4 admins, sessions, keys, signatures, backup history",
-                "v6 data environment of receipts and entries", "v7 Apple accounts and device tokens",
+                "v6 data environment of receipts and entries", "v7 Apple accounts and device tokens", "v8 merged users",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)

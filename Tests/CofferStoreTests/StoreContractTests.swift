@@ -147,6 +147,71 @@ struct StoreContractTests {
     }
 
     @Test(
+        "merging an anonymous user into an account user moves its wallet, receipts, grants and tokens once",
+        arguments: StoreEngine.allCases, [false, true])
+    func merge(engine: StoreEngine, movesBackup: Bool) async throws {
+        let store = try await engine.makeStore()
+        let anonymous = Make.user("_aaaaaaaaaaa1")
+        var account = Make.user("_bbbbbbbbbbb2")
+        account.appleAccount = AppleAccount(appTransactionId: "705000000000001", environment: .sandbox)
+        try await store.createUser(anonymous)
+        try await store.createUser(account)
+        _ = try await store.apply(Make.purchase("t1", for: anonymous))
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: anonymous.id, environment: .sandbox, event: .spend(key: "k1", amount: 150), at: Make.start))
+        _ = try await store.apply(Make.purchase("t2", for: account))
+        let grant = Grant(
+            environment: .sandbox, recipient: anonymous.id, credits: 7, reason: "ticket", createdBy: "ada",
+            createdAt: Make.start)
+        try await store.createGrant(grant)
+        _ = try await store.saveBackup(
+            owner: anonymous.id, environment: .sandbox, value: 90, precondition: .absent, writer: .device("phone"),
+            at: Make.start)
+
+        let result = try await store.mergeUser(
+            UserMerge(
+                from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: movesBackup,
+                at: Make.start))
+        let moved: Int64 = movesBackup ? 90 : 250
+        #expect(result.moved == Wallet(balance: moved, deficit: 0))
+        #expect(result.wallet == Wallet(balance: 400 + moved, deficit: 0))
+        #expect(result.receipts == 1 && result.grants == 1)
+        #expect(try await store.wallet(owner: account.id, environment: .sandbox) == result.wallet)
+        #expect(try await store.wallet(owner: anonymous.id, environment: .sandbox) == .empty)
+        #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.owner == account.id)
+        #expect(try await store.grants(environment: .sandbox, recipient: account.id, status: nil, limit: 10).count == 1)
+        // The install's token and appAccountToken are the account user's now; its own record says merged.
+        #expect(try await store.user(tokenHash: anonymous.tokenHash)?.id == account.id)
+        #expect(
+            try await store.user(appAccountToken: anonymous.appAccountToken, environment: .sandbox)?.id == account.id)
+        #expect(try await store.user(id: anonymous.id)?.mergedInto == account.id)
+        let key = IdempotencyKey(.merge, anonymous.id.uuidString.lowercased())
+        for user in [anonymous, account] {
+            let entries = try await store.entries(owner: user.id, environment: .sandbox)
+            #expect(entries.last?.key == key)
+            #expect(
+                LedgerAudit.discrepancies(
+                    entries: entries, wallet: try await store.wallet(owner: user.id, environment: .sandbox)
+                ).isEmpty)
+        }
+        // Once: a second merge changes nothing.
+        await #expect(throws: StoreError.self) {
+            try await store.mergeUser(
+                UserMerge(
+                    from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: movesBackup,
+                    at: Make.start))
+        }
+        #expect(try await store.wallet(owner: account.id, environment: .sandbox) == result.wallet)
+        // A refund of the moved purchase is taken from the account user.
+        let refund = try await store.apply(
+            LedgerRequest(
+                owner: account.id, environment: .sandbox, event: .revocation(Make.fact("t1", revoked: true)),
+                at: Make.start))
+        #expect(refund.wallet == Wallet(balance: moved, deficit: 0))
+    }
+
+    @Test(
         "App Review's sandbox purchase on a Production ledger stays marked Sandbox: receipt, entries, dashboard",
         arguments: StoreEngine.allCases)
     func dataEnvironment(engine: StoreEngine) async throws {
