@@ -36,6 +36,12 @@ schemas = {
                    "writer": S(enum=["device", "admin"])}),
     "MeResponse": obj({"supportId": S(), "balance": I(), "deficit": I(),
                        "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup"))}),
+    "PurchaseRecord": obj({"transactionId": S(), "productId": S(),
+                           "status": S(enum=["pending", "delivered", "revoked", "restored"]),
+                           "credits": I(), "deliveredAt": DATE,
+                           "environment": S("Apple's data environment, when known", enum=["Sandbox", "Production"])},
+                          required=["transactionId", "productId", "status"]),
+    "PurchasesResponse": obj({"purchases": {"type": "array", "items": ref("PurchaseRecord")}}),
     "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
                              required=[]),
     "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
@@ -167,6 +173,10 @@ paths = {
                       "429": ERR("Too many new users from this address (rate-limited); "
                                  "see Retry-After"),
                       "503": ERR("Verification could not be completed now: try again")}}},
+    "/v1/me/purchases": {"get": {
+        "summary": "Every purchase the server recorded for the customer, from any of its devices, oldest first",
+        "operationId": "purchases",
+        "responses": {"200": answer("The purchases", "PurchasesResponse"), "401": ERR("No valid token")}}},
     "/v1/me/token": {"delete": {
         "summary": "Sign this device out: its token stops working, the account's other devices keep theirs",
         "operationId": "revokeToken",

@@ -289,6 +289,45 @@ public struct AdjustmentsResponse: Codable, Sendable, Equatable {
     public init(adjustments: [AdjustmentBody]) { self.adjustments = adjustments }
 }
 
+/// One purchase the server recorded for the customer (`GET /v1/me/purchases`).
+public struct PurchaseRecord: Codable, Sendable, Equatable {
+    /// Apple's transaction id.
+    public var transactionId: String
+    /// The product.
+    public var productId: String
+    /// `pending`, `delivered`, `revoked` (refunded) or `restored` (a refund Apple reversed).
+    public var status: String
+    /// The credits it delivered, once delivered.
+    public var credits: Int64?
+    /// When it was delivered.
+    public var deliveredAt: Date?
+    /// The environment Apple's data named (Sandbox for App Review on a Production server), when known.
+    public var environment: String?
+
+    /// Creates a record.
+    public init(
+        transactionId: String, productId: String, status: String, credits: Int64?, deliveredAt: Date?,
+        environment: String?
+    ) {
+        self.transactionId = transactionId
+        self.productId = productId
+        self.status = status
+        self.credits = credits
+        self.deliveredAt = deliveredAt
+        self.environment = environment
+    }
+}
+
+/// `GET /v1/me/purchases` answers with this: every purchase the server holds for the customer, from any of
+/// its devices, oldest first.
+public struct PurchasesResponse: Codable, Sendable, Equatable {
+    /// The purchases.
+    public var purchases: [PurchaseRecord]
+
+    /// Creates the answer.
+    public init(purchases: [PurchaseRecord]) { self.purchases = purchases }
+}
+
 /// What an event on `GET /v1/me/events` says changed.
 public enum ServerEventKind: String, Codable, Sendable, CaseIterable {
     /// Support granted credits: fetch the pending grants.

@@ -229,7 +229,8 @@ public struct AdminService: Sendable {
         do {
             result = try await store.mergeUser(
                 UserMerge(
-                    from: merged.id, into: account.id, environment: environment, movesBackup: walletMode == .device,
+                    from: merged.id, fromSupportId: merged.supportId, into: account.id, environment: environment,
+                    movesBackup: walletMode == .device,
                     at: now()))
         } catch StoreError.alreadyExists {
             throw AdminError.invalid("\(merged.supportId) was merged already")
@@ -242,7 +243,7 @@ public struct AdminService: Sendable {
             receipts: result.receipts, grants: result.grants)
         await onChange?(merged.id, .merged)
         await onChange?(
-            account.id, .adjustment(key: IdempotencyKey(.merge, merged.id.uuidString.lowercased()).rawValue))
+            account.id, .adjustment(key: IdempotencyKey(.merge, merged.supportId.rawValue).rawValue))
         try await audit(
             environment, actor: actor, action: "user.merge", subject: account.supportId.rawValue, after: answer)
         try await audit(

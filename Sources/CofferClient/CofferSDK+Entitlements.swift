@@ -91,11 +91,16 @@ extension CofferSDK {
     public func history() async throws -> [HistoryItem] {
         _ = try await localUser()
         let unfinished = Set(await storeKit.unfinished().map(\.id))
+        let onServer = await serverPurchases()
         var items: [HistoryItem] = []
         for transaction in await storeKit.all() {
             let receipt = try await ledger.receipt(
                 transactionId: transaction.id, environment: configuration.environment)
-            let serverCredits = try state.credits(id: transaction.id)
+            // What this install posted, else what the server holds for the customer from another device or an
+            // earlier install.
+            let serverCredits =
+                try state.credits(id: transaction.id)
+                ?? onServer[transaction.id].flatMap { $0.status == "pending" ? nil : $0.credits }
             var credits = receipt?.deliveredCredits ?? serverCredits ?? 0
             let status: String
             if try await boughtByAnotherUser(transaction) || state.outcome(id: transaction.id) == Self.wrongUser {
@@ -116,9 +121,17 @@ extension CofferSDK {
         return items.sorted { ($0.purchaseDate, $0.transactionId) > ($1.purchaseDate, $1.transactionId) }
     }
 
+    /// The purchases the server holds for the customer, by transaction id; none when it is out of reach.
+    func serverPurchases() async -> [String: PurchaseRecord] {
+        guard let token = try? await credentials().token, let records = try? await server.purchases(token: token)
+        else { return [:] }
+        return Dictionary(records.map { ($0.transactionId, $0) }) { first, _ in first }
+    }
+
     /// "Verify Purchases": unfinished transactions are delivered now (Apple says they were never fulfilled);
-    /// ones delivered but left unfinished are finished; finished ones this device has no record of are
-    /// reported as could-not-be-verified (contact support with the Support ID). What the app bought on
+    /// ones delivered but left unfinished are finished; finished ones neither this device nor the server
+    /// (what the customer's other devices and earlier installs delivered) has a record of are reported as
+    /// could-not-be-verified (contact support with the Support ID). What the app bought on
     /// another of the customer's devices (another user) is that install's to deliver and is left out.
     public func verifyPurchases() async throws -> [ReconciliationItem] {
         let user = try await localUser()
@@ -130,6 +143,13 @@ extension CofferSDK {
         var recorded = Set<String>()
         for transaction in all where try await wallet.holds(transaction.id, for: user, self) {
             recorded.insert(transaction.id)
+        }
+        // A finished purchase the server holds for the customer was delivered (on another device, or before a
+        // reinstall whose balance came back with the backup): recorded, not "could not be verified". An
+        // unfinished one is judged by this install's own records, so the device wallet never skips one.
+        let onServer = await serverPurchases()
+        for transaction in all where !unfinished.contains(transaction.id) {
+            if let record = onServer[transaction.id], record.status != "pending" { recorded.insert(transaction.id) }
         }
         let items = Reconciliation.classify(
             all.map {

@@ -35,7 +35,14 @@ extension CofferSDK {
     func applyMailboxToLedger() async throws -> Int {
         let user = try await localUser()
         var count = 0
+        let ownMerge = IdempotencyKey(.merge, user.supportId.rawValue).rawValue
         for item in try await server.adjustments(token: try await credentials().token) where try !applied(item.key) {
+            guard item.key != ownMerge else {
+                // Support merged this install into an Apple account's customer: the balance that moved there is
+                // the one this device holds already.
+                try remember(item.key)
+                continue
+            }
             var receipt: Receipt?
             if let id = item.transactionId {
                 receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment)

@@ -41,6 +41,12 @@ public struct ServerClient: Sendable {
         try await send("GET", "/v1/me", token: token)
     }
 
+    /// `GET /v1/me/purchases`: every purchase the server holds for the customer.
+    public func purchases(token: String) async throws(ServerClientError) -> [PurchaseRecord] {
+        let response: PurchasesResponse = try await send("GET", "/v1/me/purchases", token: token)
+        return response.purchases
+    }
+
     /// `POST /v1/transactions`: the server verifies and delivers once.
     public func post(signedTransaction: String, token: String) async throws(ServerClientError) -> TransactionResponse {
         try await send(

@@ -41,7 +41,7 @@ public enum LedgerEntryKind: String, Codable, Sendable, CaseIterable {
     /// Credits spent by the app (server wallet), keyed by the client's idempotency key.
     case spend
     /// Support merged an anonymous user into an account user: on each of the two, keyed by the merged
-    /// (anonymous) user's id.
+    /// (anonymous) user's Support ID.
     case merge
 }
 
@@ -352,16 +352,18 @@ public enum Ledger {
 
     /// What merging an anonymous user into another user writes: on the merged user an entry taking its
     /// wallet to zero, on the other an entry adding `moving` (its wallet in the server wallet; in the device
-    /// wallet the balance its install last backed up), both keyed `merge:<merged user's id>`.
+    /// wallet the balance its install last backed up), both keyed `merge:<merged user's Support ID>` (so the
+    /// merged install, which holds that balance already, knows the entry for its own and skips it).
     ///
     /// - Returns: The decision for the merged user and the one for the user it joins.
     public static func merge(
-        from: UUID, fromWallet: Wallet, into: UUID, intoWallet: Wallet, moving: Wallet, at now: Date
+        from: UUID, fromSupportId: SupportID, fromWallet: Wallet, into: UUID, intoWallet: Wallet, moving: Wallet,
+        at now: Date
     ) throws(LedgerError) -> (from: LedgerDecision, into: LedgerDecision) {
         guard moving.balance >= 0, moving.deficit >= 0, moving.balance <= maximumAmount,
             moving.deficit <= maximumAmount, intoWallet.balance <= maximumAmount, intoWallet.deficit <= maximumAmount
         else { throw .invalidAmount(moving.balance) }
-        let key = IdempotencyKey(.merge, from.uuidString.lowercased())
+        let key = IdempotencyKey(.merge, fromSupportId.rawValue)
         let after = Wallet(balance: intoWallet.balance + moving.balance, deficit: intoWallet.deficit + moving.deficit)
         return (
             applied(

@@ -26,6 +26,7 @@ struct ClientAPI: Sendable {
             .post(use: createUser)
         routes.get("v1/me", use: me)
         routes.delete("v1/me/token", use: revokeToken)
+        routes.get("v1/me/purchases", use: purchases)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
         routes.addRoutes(EventsAPI(api: self).routes)
@@ -43,6 +44,11 @@ struct ClientAPI: Sendable {
         }
         let (answer, created) = try await service.register(signedAppTransaction: signed)
         return try json(answer, status: created ? .created : .ok)
+    }
+
+    /// `GET /v1/me/purchases`: what the server recorded for the customer.
+    func purchases(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try json(try await service.purchases(of: authenticate(request)))
     }
 
     /// `DELETE /v1/me/token`: this device's token stops working; the account's other devices keep theirs.

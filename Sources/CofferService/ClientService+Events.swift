@@ -18,6 +18,18 @@ extension ClientService {
         }
     }
 
+    /// Every purchase the server recorded for the user (from any of its devices), oldest first: what "Verify
+    /// Purchases" and the purchase history compare with, so a new device does not call past purchases unknown.
+    public func purchases(of user: User) async throws -> PurchasesResponse {
+        PurchasesResponse(
+            purchases: try await store.receipts(owner: user.id, environment: user.environment).map { receipt in
+                PurchaseRecord(
+                    transactionId: receipt.transaction.transactionId, productId: receipt.transaction.productId,
+                    status: receipt.status.rawValue, credits: receipt.deliveredCredits,
+                    deliveredAt: receipt.deliveredAt, environment: receipt.transaction.environment?.rawValue)
+            })
+    }
+
     /// Opens a stream of what changes for the user (hints: the app refetches what an event names).
     ///
     /// - Throws: ``ServiceError/tooManyStreams(_:)`` when the user holds as many as allowed,

@@ -137,7 +137,8 @@ public actor InMemoryStore: CofferStore {
         let moving =
             merge.movesBackup ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: 0) : fromWallet
         let decisions = try Ledger.merge(
-            from: from.id, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet, moving: moving,
+            from: from.id, fromSupportId: from.supportId, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet,
+            moving: moving,
             at: merge.at)
         state.save(decisions.from, owner: from.id, environment: merge.environment)
         state.save(decisions.into, owner: into.id, environment: merge.environment)

@@ -42,6 +42,8 @@ public struct User: Sendable, Hashable, Codable {
 public struct UserMerge: Sendable, Hashable {
     /// The anonymous user, merged away.
     public var from: UUID
+    /// Its Support ID, which keys the merge's entries.
+    public var fromSupportId: SupportID
     /// The account user it joins.
     public var into: UUID
     /// Their environment.
@@ -53,8 +55,11 @@ public struct UserMerge: Sendable, Hashable {
     public var at: Date
 
     /// Creates the request.
-    public init(from: UUID, into: UUID, environment: Environment, movesBackup: Bool, at: Date) {
+    public init(
+        from: UUID, fromSupportId: SupportID, into: UUID, environment: Environment, movesBackup: Bool, at: Date
+    ) {
         self.from = from
+        self.fromSupportId = fromSupportId
         self.into = into
         self.environment = environment
         self.movesBackup = movesBackup

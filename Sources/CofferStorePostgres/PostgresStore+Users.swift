@@ -146,7 +146,8 @@ extension PostgresStore {
             ) { try $0.decode(Int64.self) }
             let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: 0) : fromWallet
             let decisions = try Ledger.merge(
-                from: merge.from, fromWallet: fromWallet, into: merge.into, intoWallet: intoWallet, moving: moving,
+                from: merge.from, fromSupportId: merge.fromSupportId, fromWallet: fromWallet, into: merge.into,
+                intoWallet: intoWallet, moving: moving,
                 at: merge.at)
             let context = PostgresLedgerContext(connection: connection, logger: self.logger)
             try await context.save(decisions.from, owner: merge.from, environment: merge.environment)

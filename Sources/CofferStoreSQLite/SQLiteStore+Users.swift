@@ -125,7 +125,8 @@ extension SQLiteStore {
             let backup = try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from])
             let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: 0) : fromWallet
             let decisions = try Ledger.merge(
-                from: merge.from, fromWallet: fromWallet, into: merge.into, intoWallet: intoWallet, moving: moving,
+                from: merge.from, fromSupportId: merge.fromSupportId, fromWallet: fromWallet, into: merge.into,
+                intoWallet: intoWallet, moving: moving,
                 at: merge.at)
             try context.save(decisions.from, owner: merge.from, environment: merge.environment)
             try context.save(decisions.into, owner: merge.into, environment: merge.environment)

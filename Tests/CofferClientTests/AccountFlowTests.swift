@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferCore
 import CofferSimulator
 import CofferStore
@@ -35,6 +36,10 @@ struct AccountFlowTests {
             let id = try #require(SupportID(supportId))
             let user = try #require(try await world.serverStore.user(supportId: id, environment: .sandbox))
             #expect(user.appleAccount?.environment == .sandbox)
+            // What the old phone bought is known here: the server recorded it for the customer.
+            #expect(try await newPhone.history().map(\.status) == ["delivered"])
+            #expect(try await newPhone.history().map(\.credits) == [300])
+            #expect(try await newPhone.verifyPurchases().map(\.verdict) == [.alreadyRecorded])
             // Its purchases land on the same customer.
             _ = try await newPhone.purchase(productId: PurchaseFlowTests.product, quantity: 1)
             #expect(try await newPhone.balance() == 400)
@@ -74,6 +79,31 @@ struct AccountFlowTests {
                 #expect(try await pad.balance() == 300)
             }
             #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
+        }
+    }
+
+    @Test("device wallet: a merged install's backed-up balance reaches the account's app once, and not itself again")
+    func mergeInDeviceWallet() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, serverOnSimulatedTime: true) { world in
+            let old = try world.app(install: "old", identity: .install)
+            try await old.launch()
+            _ = try await old.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            try await old.enteredForeground()
+            let phone = try world.app(install: "phone", identity: .appleAccount)
+            try await phone.launch()
+            #expect(try await phone.balance() == 0)
+            let support = AdminService(
+                store: world.serverStore, catalog: world.catalog, walletMode: .device, now: { world.clock.now() })
+            let merged = try await support.mergeUsers(
+                environment: .sandbox, from: try #require(await old.credentials?.supportId),
+                into: try #require(await phone.credentials?.supportId), actor: "ada")
+            #expect(merged.movedBalance == 300)
+            #expect(try await phone.enteredForeground().adjusted == 1)
+            #expect(try await phone.balance() == 300)
+            // The old install now signs in as the account's customer; the merge entry is its own balance.
+            try await old.enteredForeground()
+            #expect(try await old.balance() == 300)
+            #expect(try await phone.enteredForeground().adjusted == 0)
         }
     }
 

@@ -171,7 +171,8 @@ struct StoreContractTests {
 
         let result = try await store.mergeUser(
             UserMerge(
-                from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: movesBackup,
+                from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+                movesBackup: movesBackup,
                 at: Make.start))
         let moved: Int64 = movesBackup ? 90 : 250
         #expect(result.moved == Wallet(balance: moved, deficit: 0))
@@ -186,7 +187,7 @@ struct StoreContractTests {
         #expect(
             try await store.user(appAccountToken: anonymous.appAccountToken, environment: .sandbox)?.id == account.id)
         #expect(try await store.user(id: anonymous.id)?.mergedInto == account.id)
-        let key = IdempotencyKey(.merge, anonymous.id.uuidString.lowercased())
+        let key = IdempotencyKey(.merge, anonymous.supportId.rawValue)
         for user in [anonymous, account] {
             let entries = try await store.entries(owner: user.id, environment: .sandbox)
             #expect(entries.last?.key == key)
@@ -199,7 +200,8 @@ struct StoreContractTests {
         await #expect(throws: StoreError.self) {
             try await store.mergeUser(
                 UserMerge(
-                    from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: movesBackup,
+                    from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+                    movesBackup: movesBackup,
                     at: Make.start))
         }
         #expect(try await store.wallet(owner: account.id, environment: .sandbox) == result.wallet)
