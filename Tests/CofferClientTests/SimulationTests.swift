@@ -164,10 +164,13 @@ final class Simulation: @unchecked Sendable {
         }
     }
 
-    /// The server wallet registers every device with its Apple account (one customer, one balance). The device
-    /// wallet keeps one user per install here: two devices of one account running at once would each hold a
-    /// balance, which the device wallet's backup cannot join yet.
-    static func identity(_ wallet: WalletMode) -> SDKIdentity { wallet == .server ? .appleAccount : .install }
+    /// The server wallet registers every device with its Apple account (one customer, one balance). In the
+    /// device wallet Bob, one device at a time, does too (his new phones restore the backup); Alice's two
+    /// devices keep a user per install: two devices of one account running at once would each hold a balance,
+    /// which the device wallet's backup cannot join yet.
+    func identity(of device: Device) -> SDKIdentity {
+        wallet == .server || device.account == "bob" ? .appleAccount : .install
+    }
 
     func note(_ line: String) { log.withLock { $0.append(line) } }
 
@@ -233,7 +236,7 @@ final class Simulation: @unchecked Sendable {
         let app = try CofferSDK(
             configuration: SDKConfiguration(
                 wallet: wallet, environment: environment, catalog: catalog, deviceName: device.name,
-                identity: Self.identity(wallet)),
+                identity: identity(of: device)),
             storeKit: device.storeKit, server: server, folder: device.folder,
             credentials: FileCredentialStore(path: device.credentials.path), now: { [clock] in clock.now() },
             crashAfter: { step in
@@ -375,11 +378,19 @@ final class Simulation: @unchecked Sendable {
                 }
                 return
             }
-            note("step \(step): \(device.name) reinstalls the app")
+            // With the Apple account as its identity, half the time the Keychain item goes too (a new phone).
+            let newPhone = identity(of: device) == .appleAccount && chance(50)
+            let before = await device.app?.credentials?.supportId
+            note("step \(step): \(device.name) " + (newPhone ? "is replaced by a new phone" : "reinstalls the app"))
             device.app = nil
             try? FileManager.default.removeItem(at: device.folder)
+            if newPhone { try? FileManager.default.removeItem(at: device.credentials) }
             device.beforeReinstall = Set(await apple.deviceTransactions(account: device.account).map(\.id))
             try await launch(device, server: server)
+            let after = await device.app?.credentials?.supportId
+            if let before, let after, before != after {
+                throw Broken(description: "\(device.name): the reinstalled app is \(after), the account was \(before)")
+            }
         }
     }
 
@@ -457,6 +468,10 @@ final class Simulation: @unchecked Sendable {
     /// Lets everything finish, then checks what must hold once the system is quiet.
     func settle(server: ServerClient) async throws {
         note("settle: Apple's retries deliver what is in flight; every app launches twice")
+        if wallet == .device {
+            // Past the grace a device gives a purchase another device of the account made (the buyer is gone).
+            _ = try await apple.advanceClock(by: 11 * 60)
+        }
         await takeSent()
         for notification in inFlight { try await post(notification, to: server) }
         inFlight = []
@@ -492,17 +507,17 @@ final class Simulation: @unchecked Sendable {
             }
         }
         try await checkFigures()
-        if wallet == .server {
-            // One customer per Apple account: every device of an account holds the same Support ID.
-            var byAccount: [String: Set<String>] = [:]
-            for device in devices {
-                if let id = await device.app?.credentials?.supportId {
-                    byAccount[device.account, default: []].insert(id)
-                }
-            }
-            guard byAccount.values.allSatisfy({ $0.count == 1 }),
-                try await serverStore.userCount(environment: environment) == byAccount.count
-            else { throw Broken(description: "Apple accounts and users do not match one to one: \(byAccount)") }
+        // One customer per Apple account: every device registered through it holds the same Support ID, and the
+        // server has one account user for each such account.
+        var byAccount: [String: Set<String>] = [:]
+        for device in devices where identity(of: device) == .appleAccount {
+            if let id = await device.app?.credentials?.supportId { byAccount[device.account, default: []].insert(id) }
+        }
+        let accountUsers = try await serverStore.users(
+            environment: environment, supportIdPrefix: nil, limit: 100, offset: 0
+        ).filter { $0.appleAccount != nil }
+        guard byAccount.values.allSatisfy({ $0.count == 1 }), accountUsers.count == byAccount.count else {
+            throw Broken(description: "Apple accounts and users do not match one to one: \(byAccount)")
         }
         note("settled: every promise holds")
     }
