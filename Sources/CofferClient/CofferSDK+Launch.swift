@@ -137,16 +137,30 @@ extension CofferSDK {
         return try await server.createUser()
     }
 
-    /// The user: from the credential store (which survives reinstalls), else from the server.
+    /// The user: from the credential store (which survives reinstalls), else from the server. On a first
+    /// launch with the server out of reach, the device wallet starts with a provisional user of its own
+    /// (purchases are delivered locally and wait in the outbox) and registers on a later call; the server
+    /// wallet cannot work without the server and says so (``SDKError/serverRequired(_:)``).
     func localUser() async throws -> LocalUser {
-        if let user { return user }
-        let identity: DeviceIdentity
-        if let stored = try credentialStore.load() {
-            identity = stored
-        } else {
-            identity = DeviceIdentity(credentials: try await register())
-            try credentialStore.save(identity)
+        if let user, identity != nil { return user }
+        var identity = try self.identity ?? credentialStore.load()
+        if identity == nil, let user, let tried = registrationTriedAt, now().timeIntervalSince(tried) < 30 {
+            return user  // provisional, and the server was out of reach a moment ago
         }
+        if identity == nil {
+            registrationTriedAt = now()
+            do {
+                identity = DeviceIdentity(credentials: try await register())
+            } catch .transport(let why) {
+                guard configuration.wallet == .device, let provisional = try await provisionalUser() else {
+                    throw SDKError.serverRequired(why)
+                }
+                user = provisional
+                return provisional
+            }
+        }
+        guard let identity else { throw SDKError.corrupt("no identity") }
+        try credentialStore.save(identity)
         self.identity = identity
         let credentials = identity.credentials
         guard let supportId = SupportID(credentials.supportId) else {
@@ -155,11 +169,45 @@ extension CofferSDK {
         let local: LocalUser
         if let found = try await ledger.user(supportId: supportId, environment: configuration.environment) {
             local = found
+        } else if let provisional = try await provisionalUser(create: false) {
+            // Registered at last: the provisional user's ledger is the customer's, under the server's ids; what it
+            // bought with its own account token stays this install's.
+            local = LocalUser(id: provisional.id, supportId: supportId, appAccountToken: credentials.appAccountToken)
+            try await ledger.adopt(local, environment: configuration.environment)
+            try state.set(Self.formerToken, provisional.appAccountToken.uuidString)
+            try state.set(Self.provisionalKey, "")
         } else {
             local = LocalUser(id: UUID(), supportId: supportId, appAccountToken: credentials.appAccountToken)
             try await ledger.createUser(local, environment: configuration.environment, at: now())
         }
         user = local
         return local
+    }
+
+    static let provisionalKey = "provisional.supportId"
+    static let formerToken = "provisional.appAccountToken"
+
+    /// The install's provisional user (device wallet, before the server was ever reached): made on first use.
+    @discardableResult
+    func provisionalUser(create: Bool = true) async throws -> LocalUser? {
+        let environment = configuration.environment
+        if let text = try state.value(Self.provisionalKey), let supportId = SupportID(text),
+            let found = try await ledger.user(supportId: supportId, environment: environment)
+        {
+            return found
+        }
+        guard create else { return nil }
+        var generator = SystemRandomNumberGenerator()
+        let local = LocalUser(id: UUID(), supportId: SupportID.random(using: &generator), appAccountToken: UUID())
+        try await ledger.createUser(local, environment: environment, at: now())
+        try state.set(Self.provisionalKey, local.supportId.rawValue)
+        return local
+    }
+
+    /// Whether an account token is this install's: its user's, or the provisional one it bought with before it
+    /// first reached the server.
+    func isOwnToken(_ token: UUID) async throws -> Bool {
+        if token == (try await localUser()).appAccountToken { return true }
+        return try state.value(Self.formerToken) == token.uuidString
     }
 }

@@ -62,7 +62,7 @@ extension CofferSDK {
     /// Whether the transaction's account token names another user than this install's.
     func boughtByAnotherUser(_ transaction: StoreTransaction) async throws -> Bool {
         guard let token = transaction.appAccountToken else { return false }
-        return token != (try await localUser()).appAccountToken
+        return try await !isOwnToken(token)
     }
 
     /// Whether a transaction is another device's to deliver: device wallet, the account's customer, not seen
@@ -102,7 +102,12 @@ extension CofferSDK {
 
     /// Posts one transaction; `true` once the server answered (delivered, duplicate or revoked).
     func post(id: String, jws: String) async throws -> Bool {
-        let credentials = try await credentials()
+        let credentials: Credentials
+        do {
+            credentials = try await self.credentials()
+        } catch ServerClientError.transport {
+            return false
+        }
         let answer: TransactionResponse
         do {
             answer = try await server.post(signedTransaction: jws, token: credentials.token)
@@ -131,7 +136,8 @@ extension CofferSDK {
 
     func credentials() async throws -> Credentials {
         _ = try await localUser()
-        guard let credentials else { throw SDKError.corrupt("no credentials") }
+        // A provisional user (a first launch offline) is not registered yet: as if the server were out of reach.
+        guard let credentials else { throw ServerClientError.transport("not registered with the server yet") }
         return credentials
     }
 }

@@ -119,6 +119,8 @@ public actor CofferSDK {
     let crashAfter: @Sendable (SDKStep) throws -> Void
     var user: LocalUser?
     var identity: DeviceIdentity?
+    /// When a provisional install last tried to register (a first launch offline).
+    var registrationTriedAt: Date?
 
     /// The credentials, once ``launch()`` has run.
     public var credentials: Credentials? { identity?.credentials }
@@ -211,4 +213,6 @@ public enum SDKError: Error, Equatable, Sendable {
     case corrupt(String)
     /// Another writer kept changing the same record.
     case conflict(String)
+    /// The server wallet needs the server, which could not be reached (why); try again when online.
+    case serverRequired(String)
 }

@@ -91,6 +91,18 @@ final class DeviceLedger: Sendable {
         }
     }
 
+    /// Gives an existing user (the provisional one of a first launch offline) the server's Support ID and
+    /// account token.
+    func adopt(_ user: LocalUser, environment: Environment) async throws {
+        try await queue.write { db in
+            try db.execute(
+                sql: "UPDATE users SET support_id = ?, app_account_token = ? WHERE id = ? AND environment = ?",
+                arguments: [
+                    user.supportId.rawValue, user.appAccountToken.uuidString, user.id.uuidString, environment.rawValue,
+                ])
+        }
+    }
+
     /// Applies one ledger request in its own commit.
     ///
     /// - Returns: The result once durable.

@@ -154,11 +154,14 @@ public struct ClientService: ServiceOnParts {
                 code: "VERIFICATION_FAILURE", message: "the transaction lacks transactionId, productId or purchaseDate")
         }
         let transactionId = fact.transactionId
-        if let token = transaction.appAccountToken, token != user.appAccountToken,
-            try await store.user(appAccountToken: token, environment: user.environment)?.id != user.id
-        {
+        // The transaction's owner is named by its account token, unless the token names nobody (an install that
+        // bought before it first reached the server): then, like one without a token, whoever presents it first.
+        var ownerNamed = transaction.appAccountToken != nil
+        if let token = transaction.appAccountToken, token != user.appAccountToken {
+            let named = try await store.user(appAccountToken: token, environment: user.environment)
             // Another user's token, unless it is an install support merged into this user.
-            throw ServiceError.wrongUser
+            if let named, named.id != user.id { throw ServiceError.wrongUser }
+            ownerNamed = named != nil
         }
         let credits: Int64
         do {
@@ -190,7 +193,7 @@ public struct ClientService: ServiceOnParts {
         case nil: throw ServiceError.internalError("the ledger did not answer")
         }
         var latest = (try? results.last?.get()) ?? first
-        if first.outcome == .applied, transaction.appAccountToken == nil {
+        if first.outcome == .applied, !ownerNamed {
             // Written now: Apple's words kept since they were read (a refund with nobody to apply it to then)
             // apply now, in Apple's order, as the intake would have applied them; the intake looks again for
             // the owner after keeping one, so whichever of the two comes second applies it. A transaction with

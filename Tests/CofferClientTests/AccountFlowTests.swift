@@ -107,6 +107,47 @@ struct AccountFlowTests {
         }
     }
 
+    @Test(
+        "a first launch offline: the device wallet delivers locally and registers later; the server wallet says why not"
+    )
+    func firstLaunchOffline() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, serverOnSimulatedTime: true) { world in
+            let offline = try world.app(install: "phone", identity: .appleAccount, offline: true)
+            #expect(try await offline.launch().offline)
+            #expect(await offline.credentials == nil)
+            guard
+                case .delivered(let id, 300) = try await offline.purchase(
+                    productId: PurchaseFlowTests.product, quantity: 3)
+            else {
+                Issue.record("not delivered offline")
+                return
+            }
+            #expect(try await offline.balance() == 300)
+            #expect(try await offline.pendingPosts() == [id])
+            // The server answers: the install registers with its Apple account and posts what it bought.
+            let online = try world.app(install: "phone", identity: .appleAccount)
+            let report = try await online.launch()
+            #expect(!report.offline && report.posted == 1)
+            #expect(await online.credentials != nil)
+            #expect(try await online.balance() == 300)
+            #expect(try await online.pendingPosts().isEmpty)
+            #expect(try await world.serverRecords(online).receipts.map(\.transaction.transactionId) == [id])
+            #expect(try await online.history().map(\.status) == ["delivered"])
+            // A later purchase carries the server's account token.
+            _ = try await online.purchase(productId: PurchaseFlowTests.product)
+            #expect(try await online.balance() == 400)
+            #expect(try await world.serverRecords(online).receipts.count == 2)
+        }
+        try await PurchaseFlowTests.withWorld(wallet: .server, serverOnSimulatedTime: true) { world in
+            let app = try world.app(install: "phone", identity: .appleAccount, offline: true)
+            await #expect {
+                try await app.launch()
+            } throws: { error in
+                if case SDKError.serverRequired = error { true } else { false }
+            }
+        }
+    }
+
     @Test("a cached AppTransaction too old for the server is refreshed, and the device joins its account")
     func staleAppTransaction() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .server, serverOnSimulatedTime: true) { world in

@@ -39,15 +39,17 @@ struct PurchaseFlowTests {
         ///     the same customer with ``SDKIdentity/appleAccount``.
         ///   - identity: How the SDK finds its customer.
         ///   - device: The device's StoreKit (a new one of Alice's devices unless given).
+        ///   - offline: The server is out of reach.
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
-            device: SimulatedDevice? = nil
+            device: SimulatedDevice? = nil, offline: Bool = false
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             return try CofferSDK(
                 configuration: SDKConfiguration(
                     wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity),
-                storeKit: device ?? apple.device(account: "alice"), server: server,
+                storeKit: device ?? apple.device(account: "alice"),
+                server: offline ? ServerClient(baseURL: URL(string: "http://127.0.0.1:1")!) : server,
                 folder: folder.appendingPathComponent(install),
                 credentials: FileCredentialStore(
                     path: folder.appendingPathComponent(install == "app" ? "credentials.json" : "\(install).json").path),
