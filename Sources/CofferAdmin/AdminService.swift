@@ -132,6 +132,16 @@ public struct AdminService: Sendable {
         let audit = try await store.auditEvents(
             environment: environment, subject: user.supportId.rawValue, limit: 200)
         var timeline = entries.map { Self.item($0, environment: environment) }
+        // The history of the installs support merged into this customer is this customer's too.
+        for merged in try await store.users(mergedInto: user.id) where merged.environment == environment {
+            for entry in try await store.entries(owner: merged.id, environment: environment)
+            where entry.key.kind != .merge {
+                var item = Self.item(entry, environment: environment)
+                item.summary = "\(merged.supportId) (merged here): " + item.summary
+                item.balanceAfter = nil
+                timeline.append(item)
+            }
+        }
         timeline += grants.map { grant in
             TimelineItem(
                 at: grant.createdAt, kind: .grantCreated,

@@ -30,6 +30,8 @@ public protocol CofferStore: Sendable {
     /// ``StoreError/alreadyExists(_:)`` when it was merged already, ``StoreError/notFound(_:)`` when either
     /// user is missing from the environment.
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult
+    /// The users support merged into `user`, oldest first.
+    func users(mergedInto user: UUID) async throws -> [User]
     /// Revokes one token (its hash): the user's other tokens stay valid.
     ///
     /// - Returns: Whether a valid token was revoked.

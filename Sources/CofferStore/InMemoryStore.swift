@@ -126,6 +126,13 @@ public actor InMemoryStore: CofferStore {
         return named?.mergedInto.flatMap { state.users[$0] } ?? named
     }
 
+    /// The users support merged into `user`, oldest first.
+    public func users(mergedInto user: UUID) -> [User] {
+        state.users.values.filter { $0.mergedInto == user }.sorted {
+            ($0.createdAt, $0.supportId) < ($1.createdAt, $1.supportId)
+        }
+    }
+
     /// Merges an anonymous user into an account user.
     public func mergeUser(_ merge: UserMerge) throws -> UserMergeResult {
         guard let from = state.users[merge.from], from.environment == merge.environment,

@@ -117,6 +117,12 @@ extension PostgresStore {
         return try await user(id: merged)
     }
 
+    /// The users support merged into `user`, oldest first.
+    public func users(mergedInto user: UUID) async throws -> [User] {
+        try await all(
+            "SELECT * FROM users WHERE merged_into = \(user.uuidString) ORDER BY created_at, support_id", Rows.user)
+    }
+
     /// Merges an anonymous user into an account user, in one transaction.
     public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
         try await write { connection in

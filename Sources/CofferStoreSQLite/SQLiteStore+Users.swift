@@ -110,6 +110,12 @@ extension SQLiteStore {
         return try await user(id: merged)
     }
 
+    /// The users support merged into `user`, oldest first.
+    public func users(mergedInto user: UUID) async throws -> [User] {
+        try await all(
+            "SELECT * FROM users WHERE merged_into = ? ORDER BY created_at, support_id", [user.uuidString], Self.user)
+    }
+
     /// Merges an anonymous user into an account user, in one write transaction.
     public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
         try await write { db in

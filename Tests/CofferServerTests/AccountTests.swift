@@ -184,6 +184,16 @@ struct AccountTests {
             let answer = try AdminAPITests.decode(MergeResponse.self, merged)
             #expect(answer.movedBalance == 100 && answer.balance == 200 && answer.receipts == 1)
             #expect(try await admin(MergeRequest(from: old.supportId, into: account.supportId)).status == .badRequest)
+            // The account's story holds the install's history.
+            let detail = try AdminAPITests.decode(
+                UserDetail.self,
+                try await AdminAPITests.send(
+                    client, signer, .get, "/v1/admin/users/\(account.supportId)", at: setup.clock.now()))
+            #expect(
+                detail.timeline.contains {
+                    $0.kind == .purchase && $0.summary.hasPrefix("\(old.supportId) (merged here)")
+                })
+            #expect(detail.timeline.contains { $0.kind == .merge })
 
             // The old install's token is the account's now; a purchase it makes with its old appAccountToken is
             // the account's, and a refund of what it bought before is taken from the account.

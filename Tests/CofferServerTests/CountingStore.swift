@@ -53,6 +53,7 @@ final class CountingStore: CofferStore {
         try await base.revokeToken(tokenHash: tokenHash, at: date)
     }
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { try await base.mergeUser(merge) }
+    func users(mergedInto user: UUID) async throws -> [User] { try await base.users(mergedInto: user) }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
         try await base.user(appAccountToken: appAccountToken, environment: environment)
     }

@@ -16,6 +16,7 @@ struct FailingStore: CofferStore {
     func addToken(tokenHash: String, owner: UUID, at date: Date) async throws { throw Self.failure }
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw Self.failure }
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw Self.failure }
+    func users(mergedInto user: UUID) async throws -> [User] { throw Self.failure }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw Self.failure }
     func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
         throw Self.failure

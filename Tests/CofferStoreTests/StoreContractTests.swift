@@ -187,6 +187,8 @@ struct StoreContractTests {
         #expect(
             try await store.user(appAccountToken: anonymous.appAccountToken, environment: .sandbox)?.id == account.id)
         #expect(try await store.user(id: anonymous.id)?.mergedInto == account.id)
+        #expect(try await store.users(mergedInto: account.id).map(\.id) == [anonymous.id])
+        #expect(try await store.users(mergedInto: anonymous.id).isEmpty)
         let key = IdempotencyKey(.merge, anonymous.supportId.rawValue)
         for user in [anonymous, account] {
             let entries = try await store.entries(owner: user.id, environment: .sandbox)
