@@ -204,7 +204,7 @@ public struct AdminService: Sendable {
             throw AdminError.invalid("credits must be between 1 and \(Self.maximumCredits)")
         }
         let reason = try Self.reason(reason)
-        let user = try await find(supportId, environment: environment)
+        let user = try await findChangeable(supportId, environment: environment)
         let grant = Grant(
             environment: environment, recipient: user.id, credits: credits, reason: reason, createdBy: actor,
             createdAt: now())
@@ -286,7 +286,7 @@ public struct AdminService: Sendable {
             throw AdminError.invalid("a balance must be between 0 and \(Self.maximumCredits)")
         }
         let reason = try Self.reason(reason)
-        let user = try await find(supportId, environment: environment)
+        let user = try await findChangeable(supportId, environment: environment)
         let change: BalanceChange
         switch walletMode {
         case .server:
@@ -342,6 +342,16 @@ public struct AdminService: Sendable {
 
     /// Audit actions the timeline shows as their own items already.
     private static let shownElsewhere: Set<String> = ["grant.create", "balance.set"]
+
+    /// A user support may change: not one merged into another (its balance and grants live there now).
+    private func findChangeable(_ supportId: String, environment: Environment) async throws -> User {
+        let user = try await find(supportId, environment: environment)
+        if let into = user.mergedInto {
+            let target = try await store.user(id: into)?.supportId.rawValue ?? "another customer"
+            throw AdminError.invalid("\(user.supportId) was merged into \(target): act on \(target)")
+        }
+        return user
+    }
 
     private func find(_ supportId: String, environment: Environment) async throws -> User {
         let text = supportId.trimmingCharacters(in: .whitespaces).lowercased()

@@ -352,7 +352,7 @@ public enum Ledger {
 
     /// What merging an anonymous user into another user writes: on the merged user an entry taking its
     /// wallet to zero, on the other an entry adding `moving` (its wallet in the server wallet; in the device
-    /// wallet the balance its install last backed up), both keyed `merge:<merged user's Support ID>` (so the
+    /// wallet the balance its install last backed up, and its deficit), both keyed `merge:<merged user's Support ID>` (so the
     /// merged install, which holds that balance already, knows the entry for its own and skips it).
     ///
     /// - Returns: The decision for the merged user and the one for the user it joins.

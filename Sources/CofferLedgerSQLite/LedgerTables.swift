@@ -53,10 +53,12 @@ public enum LedgerTables {
         """
 
     /// Marks the environment Apple's data named on receipts and on the entries of purchases, revocations and
-    /// reversals (``TransactionFact/environment``); `NULL`, as on rows written before, means the row's own.
+    /// reversals (``TransactionFact/environment``). Receipts written before take their row's environment, so
+    /// the other environment's data never matches them; `NULL` stays only where a source did not say.
     public static let v2 = """
         ALTER TABLE receipts ADD COLUMN data_environment TEXT CHECK (data_environment IN ('Sandbox', 'Production'));
         ALTER TABLE ledger_entries ADD COLUMN data_environment TEXT
             CHECK (data_environment IN ('Sandbox', 'Production'));
+        UPDATE receipts SET data_environment = environment;
         """
 }

@@ -43,10 +43,16 @@ public enum RowValue {
 /// ledger's tables (``LedgerTables``): the server's store and the SDK's device ledger both write through it.
 public struct SQLiteLedgerContext: LedgerWriteContext {
     let db: Database
+    /// Whether a user support merged into another (`users.merged_into`, the server's schema) counts as gone.
+    let excludingMerged: Bool
 
     /// A context inside `db`'s current transaction (or for reads, outside one).
-    public init(db: Database) {
+    ///
+    /// - Parameter excludingMerged: Writes pass `true` on the server's schema: nothing lands on a user support
+    ///   merged into another (its token names that one now).
+    public init(db: Database, excludingMerged: Bool = false) {
         self.db = db
+        self.excludingMerged = excludingMerged
     }
 
     /// The user's wallet, `nil` when no such user lives in `environment`.
@@ -56,7 +62,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 sql: """
                     SELECT w.balance, w.deficit FROM users u JOIN wallets w ON w.user_id = u.id
                     WHERE u.id = ? AND u.environment = ?
-                    """),
+                    """ + (excludingMerged ? " AND u.merged_into IS NULL" : "")),
             arguments: [owner.uuidString, environment.rawValue]
         ).map { Wallet(balance: $0[0], deficit: $0[1]) }
     }

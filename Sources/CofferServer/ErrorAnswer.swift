@@ -20,6 +20,8 @@ extension ServiceError: HTTPResponseError {
         case .unknownProduct, .verification: .unprocessableContent
         case .ledger(.wrongUser): .forbidden
         case .ledger(.insufficientBalance): .conflict
+        // The user was merged into another while the request waited (its token names that one now): again.
+        case .ledger(.unknownUser): .serviceUnavailable
         case .ledger: .unprocessableContent
         case .deviceWallet: .conflict
         case .tooManyStreams, .rateLimited: .tooManyRequests

@@ -102,7 +102,10 @@ public struct ClientService: ServiceOnParts {
     public func revoke(token: String) async throws {
         let hash = Self.hash(token)
         tokens.forget(tokenHash: hash)
-        guard try await store.revokeToken(tokenHash: hash, at: dependencies.now()) else { throw ServiceError.noBearer }
+        let revoked = try await store.revokeToken(tokenHash: hash, at: dependencies.now())
+        // Forgotten again: a request in between may have remembered it.
+        tokens.forget(tokenHash: hash)
+        guard revoked else { throw ServiceError.noBearer }
     }
 
     private static func answer(_ user: User, token: String) -> CreateUserResponse {

@@ -89,6 +89,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .unknownProduct: "unknown-product"
         case .ledger(.insufficientBalance): "insufficient-balance"
         case .ledger(.keyReused): "key-reused"
+        case .ledger(.unknownUser): "try-again"
         case .ledger: "refused"
         case .deviceWallet: "device-wallet"
         case .tooManyStreams: "too-many-streams"

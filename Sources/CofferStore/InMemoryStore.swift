@@ -24,7 +24,9 @@ public actor InMemoryStore: CofferStore {
         var receiptOrder: [TransactionKey] = []
 
         func wallet(owner: UUID, environment: Environment) -> Wallet? {
-            users[owner]?.environment == environment ? wallets[owner] ?? .empty : nil
+            // A user support merged into another is gone for the ledger.
+            users[owner]?.environment == environment && users[owner]?.mergedInto == nil
+                ? wallets[owner] ?? .empty : nil
         }
         func receipt(transactionId: String, environment: Environment) -> Receipt? {
             receipts[TransactionKey(environment: environment, transactionId: transactionId)]
@@ -142,7 +144,7 @@ public actor InMemoryStore: CofferStore {
         let fromWallet = state.wallets[from.id] ?? .empty
         let intoWallet = state.wallets[into.id] ?? .empty
         let moving =
-            merge.movesBackup ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: 0) : fromWallet
+            merge.movesBackup ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: fromWallet.deficit) : fromWallet
         let decisions = try Ledger.merge(
             from: from.id, fromSupportId: from.supportId, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet,
             moving: moving,

@@ -48,8 +48,8 @@ public struct UserMerge: Sendable, Hashable {
     public var into: UUID
     /// Their environment.
     public var environment: Environment
-    /// Device wallet: what moves is the balance the anonymous install last backed up (its devices learn of it
-    /// through the mailbox). Server wallet: its ledger wallet.
+    /// Device wallet: what moves is the balance the anonymous install last backed up, and its deficit (the
+    /// account's devices learn of it through the mailbox). Server wallet: its ledger wallet.
     public var movesBackup: Bool
     /// When.
     public var at: Date

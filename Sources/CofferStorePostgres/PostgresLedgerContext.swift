@@ -35,7 +35,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
             LEFT JOIN receipts r ON r.environment = \(environment.rawValue) AND r.transaction_id = \(transactionId)
             LEFT JOIN ledger_entries e ON e.environment = \(environment.rawValue) AND e.owner = u.id
                 AND e.key = \(key.rawValue)
-            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
+            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue) AND u.merged_into IS NULL
             FOR UPDATE OF w
             """, logger: logger
         ) { postgresRow in

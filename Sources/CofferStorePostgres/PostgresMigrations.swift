@@ -208,7 +208,8 @@ enum PostgresMigrations {
             ALTER TABLE receipts ADD COLUMN data_environment TEXT
                 CHECK (data_environment IN ('Sandbox', 'Production'));
             ALTER TABLE ledger_entries ADD COLUMN data_environment TEXT
-                CHECK (data_environment IN ('Sandbox', 'Production'))
+                CHECK (data_environment IN ('Sandbox', 'Production'));
+            UPDATE receipts SET data_environment = environment
             """
         ),
         (

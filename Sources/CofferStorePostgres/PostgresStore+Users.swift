@@ -87,6 +87,16 @@ extension PostgresStore {
 
     /// Revokes one token.
     public func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
+        do {
+            return try await revokeTokenOnce(tokenHash: tokenHash, at: date)
+        } catch let error as StoreError {
+            // Two revocations of a first token at once: one inserted the revoked row, the other lost.
+            guard try await user(tokenHash: tokenHash) == nil else { throw error }
+            return false
+        }
+    }
+
+    private func revokeTokenOnce(tokenHash: String, at date: Date) async throws -> Bool {
         try await write { connection in
             // A user's first token lives in users; revoking it keeps a revoked row in user_tokens.
             try await Self.exists(
@@ -150,7 +160,7 @@ extension PostgresStore {
             let backup = try await Self.first(
                 connection, "SELECT value FROM backups WHERE owner = \(from)", logger: self.logger
             ) { try $0.decode(Int64.self) }
-            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: 0) : fromWallet
+            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: fromWallet.deficit) : fromWallet
             let decisions = try Ledger.merge(
                 from: merge.from, fromSupportId: merge.fromSupportId, fromWallet: fromWallet, into: merge.into,
                 intoWallet: intoWallet, moving: moving,

@@ -8,7 +8,7 @@ extension SQLiteStore {
     /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
     public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         try await write { db in
-            var context = SQLiteLedgerContext(db: db)
+            var context = SQLiteLedgerContext(db: db, excludingMerged: true)
             return try requests.map { try LedgerWriter.apply($0, in: &context) }
         }
     }

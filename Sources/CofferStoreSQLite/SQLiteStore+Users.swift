@@ -129,7 +129,7 @@ extension SQLiteStore {
                 sql: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL", arguments: [into, from])
             guard db.changesCount == 1 else { throw StoreError.alreadyExists("merge of user \(from)") }
             let backup = try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from])
-            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: 0) : fromWallet
+            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: fromWallet.deficit) : fromWallet
             let decisions = try Ledger.merge(
                 from: merge.from, fromSupportId: merge.fromSupportId, fromWallet: fromWallet, into: merge.into,
                 intoWallet: intoWallet, moving: moving,

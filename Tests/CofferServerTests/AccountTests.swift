@@ -184,6 +184,11 @@ struct AccountTests {
             let answer = try AdminAPITests.decode(MergeResponse.self, merged)
             #expect(answer.movedBalance == 100 && answer.balance == 200 && answer.receipts == 1)
             #expect(try await admin(MergeRequest(from: old.supportId, into: account.supportId)).status == .badRequest)
+            // Support's changes go to the account now, not the merged install.
+            let grant = try await AdminAPITests.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: old.supportId, credits: 5, reason: "late ticket"), at: setup.clock.now())
+            #expect(grant.status == .badRequest)
             // The account's story holds the install's history.
             let detail = try AdminAPITests.decode(
                 UserDetail.self,

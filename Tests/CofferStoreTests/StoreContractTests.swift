@@ -207,6 +207,10 @@ struct StoreContractTests {
                     at: Make.start))
         }
         #expect(try await store.wallet(owner: account.id, environment: .sandbox) == result.wallet)
+        // Nothing lands on the merged user any more (a request that waited through the merge is refused).
+        await #expect(throws: LedgerError.unknownUser(anonymous.id)) {
+            try await store.apply(Make.purchase("t3", for: anonymous))
+        }
         // A refund of the moved purchase is taken from the account user.
         let refund = try await store.apply(
             LedgerRequest(
