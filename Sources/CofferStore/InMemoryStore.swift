@@ -144,7 +144,8 @@ public actor InMemoryStore: CofferStore {
         let fromWallet = state.wallets[from.id] ?? .empty
         let intoWallet = state.wallets[into.id] ?? .empty
         let moving =
-            merge.movesBackup ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: fromWallet.deficit) : fromWallet
+            merge.movesBackup
+            ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: fromWallet.deficit) : fromWallet
         let decisions = try Ledger.merge(
             from: from.id, fromSupportId: from.supportId, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet,
             moving: moving,
