@@ -100,7 +100,7 @@ public struct BackupHistoryItem: Sendable, Hashable, Codable {
 
 /// The dashboard's figures for one environment.
 public struct DashboardFigures: Sendable, Hashable, Codable {
-    /// Users.
+    /// Users (on a Production server, not App Review's or TestFlight's sandbox accounts).
     public var users: Int
     /// Grants waiting for the app.
     public var pendingGrants: Int

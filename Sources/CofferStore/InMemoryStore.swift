@@ -399,10 +399,15 @@ public actor InMemoryStore: CofferStore {
                 refundsByDay[key, default: 0] += 1
             }
         }
-        let deficits = state.wallets.filter { state.users[$0.key]?.environment == environment && $0.value.deficit > 0 }
+        // App Review's and TestFlight's sandbox accounts are left out of a Production dashboard.
+        let own = state.users.values.filter {
+            $0.environment == environment && ($0.appleAccount?.environment ?? environment) == environment
+        }
+        let ownIds = Set(own.map(\.id))
+        let deficits = state.wallets.filter { ownIds.contains($0.key) && $0.value.deficit > 0 }
         let grants = grantList.filter { $0.environment == environment }
         return DashboardFigures(
-            users: userCount(environment: environment),
+            users: own.count,
             pendingGrants: grants.count { $0.status == .pending },
             claimedGrants: grants.count { $0.status == .claimed },
             purchases: receipts.count { $0.deliveredAt != nil },

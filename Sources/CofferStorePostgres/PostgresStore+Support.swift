@@ -25,7 +25,8 @@ extension PostgresStore {
                 connection,
                 """
                 SELECT
-                    (SELECT count(*) FROM users WHERE environment = \(env)) AS users,
+                    (SELECT count(*) FROM users u WHERE u.environment = \(env)
+                        AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)) AS users,
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NULL) AS pending,
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL
@@ -36,9 +37,11 @@ extension PostgresStore {
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL
                         AND data_environment <> environment) AS other_environment,
                     (SELECT count(*) FROM wallets w JOIN users u ON u.id = w.user_id
-                        WHERE u.environment = \(env) AND w.deficit > 0) AS in_deficit,
+                        WHERE u.environment = \(env) AND w.deficit > 0
+                        AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)) AS in_deficit,
                     (SELECT COALESCE(SUM(w.deficit), 0)::BIGINT FROM wallets w JOIN users u ON u.id = w.user_id
-                        WHERE u.environment = \(env) AND w.deficit > 0) AS deficit
+                        WHERE u.environment = \(env) AND w.deficit > 0
+                        AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)) AS deficit
                 """, logger: self.logger
             ) { row -> [Int64] in
                 let row = row.makeRandomAccess()

@@ -45,10 +45,11 @@ extension SQLiteStore {
                 sql: """
                     SELECT COUNT(*) AS n, COALESCE(SUM(w.deficit), 0) AS total FROM wallets w
                     JOIN users u ON u.id = w.user_id WHERE u.environment = ? AND w.deficit > 0
+                        AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)
                     """,
                 arguments: [env])
             return DashboardFigures(
-                users: try count("SELECT COUNT(*) FROM users WHERE environment = ?"),
+                users: try count("SELECT COUNT(*) FROM users u WHERE u.environment = ? \(Self.ownAccounts)"),
                 pendingGrants: try count(
                     "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NULL"),
                 claimedGrants: try count(
@@ -74,6 +75,10 @@ extension SQLiteStore {
 
     /// The dashboard's filter for receipts whose data came from the server's own environment (not App Review's
     /// sandbox purchases on a Production server).
+    /// The dashboard's filter for users who are not App Review's or TestFlight's sandbox accounts (`users u`).
+    static let ownAccounts =
+        "AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)"
+
     static let ownEnvironment = "AND (data_environment IS NULL OR data_environment = environment)"
 
     /// Deletes every grant of an environment.

@@ -266,6 +266,11 @@ struct StoreContractTests {
         #expect(figures.otherEnvironmentPurchases == 1)
         #expect(figures.days.reduce(0) { $0 + $1.purchases } == 2)
         #expect(figures.days.reduce(0) { $0 + $1.refunds } == 0)
+        // A reviewer registered with a sandbox AppTransaction is not one of Production's users.
+        var tester = Make.user("_ddddddddddd4", in: .production)
+        tester.appleAccount = AppleAccount(appTransactionId: "706000000000001", environment: .sandbox)
+        try await store.createUser(tester)
+        #expect(try await store.dashboard(environment: .production, days: 30, now: Make.start).users == 2)
     }
 
     @Test("refunds, deficits and reversals survive storage", arguments: StoreEngine.allCases)
