@@ -34,7 +34,13 @@ extension CofferSDK {
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false
-        do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
+        do {
+            _ = try await syncBackup()
+        } catch ServerClientError.transport {
+            offline = true
+        } catch SDKError.conflict(let why) {
+            lastBackupFailure = why  // Tried again by the next backup.
+        }
         let interrupted = try state.interruptStartedIntents()
         var recovered: [String] = []
         var refused: [String] = []
@@ -86,7 +92,13 @@ extension CofferSDK {
         do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
         let refunded = try await refundCheck()
         try await refreshEntitlements()
-        do { _ = try await syncBackup() } catch ServerClientError.transport { offline = true }
+        do {
+            _ = try await syncBackup()
+        } catch ServerClientError.transport {
+            offline = true
+        } catch SDKError.conflict(let why) {
+            lastBackupFailure = why
+        }
         return CatchUp(posted: posted, adjusted: adjusted, granted: granted, refunded: refunded, offline: offline)
     }
 
@@ -178,10 +190,25 @@ extension CofferSDK {
             try state.set(Self.provisionalKey, "")
         } else {
             local = LocalUser(id: UUID(), supportId: supportId, appAccountToken: credentials.appAccountToken)
-            try await ledger.createUser(local, environment: configuration.environment, at: now())
+            try await createLocalUser(local)
         }
         user = local
         return local
+    }
+
+    /// The key of the starting balance's entry in the local ledger.
+    static let startingKey = IdempotencyKey(.adjustment, "start")
+
+    /// Records a new local user, holding the starting balance (device wallet).
+    func createLocalUser(_ local: LocalUser) async throws {
+        try await ledger.createUser(local, environment: configuration.environment, at: now())
+        guard configuration.wallet == .device, configuration.startingBalance > 0 else { return }
+        _ = try await ledger.apply(
+            LedgerRequest(
+                owner: local.id, environment: configuration.environment,
+                event: .adjustment(
+                    id: Self.startingKey.id, delta: configuration.startingBalance, reason: "starting balance"),
+                at: now()))
     }
 
     static let provisionalKey = "provisional.supportId"
@@ -199,7 +226,7 @@ extension CofferSDK {
         guard create else { return nil }
         var generator = SystemRandomNumberGenerator()
         let local = LocalUser(id: UUID(), supportId: SupportID.random(using: &generator), appAccountToken: UUID())
-        try await ledger.createUser(local, environment: environment, at: now())
+        try await createLocalUser(local)
         try state.set(Self.provisionalKey, local.supportId.rawValue)
         return local
     }

@@ -102,15 +102,17 @@ extension CofferSDK {
             }
             let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
                 Date.init(timeIntervalSince1970:))
-            // The restore rule is for a fresh install: a device that has backed up or has ledger entries can
-            // reach the default balance (0) by spending or a refund, and must not "restore" then. A default
-            // no balance can equal (-1) keeps the rule's other two branches for it.
+            // The restore rule is for a fresh install: a device that has backed up or has ledger entries (its
+            // starting balance aside) can reach the default balance by spending or a refund, and must not
+            // "restore" then. A default no balance can equal (-1) keeps the rule's other two branches for it.
             var fresh = lastBackupAt == nil
             if fresh {
-                fresh = try await ledger.entries(owner: user.id, environment: configuration.environment).isEmpty
+                fresh = try await ledger.entries(owner: user.id, environment: configuration.environment)
+                    .allSatisfy { $0.key == Self.startingKey }
             }
             let decision = BackupRule.decide(
-                localBalance: local, defaultBalance: fresh ? 0 : -1, lastBackupAt: lastBackupAt,
+                localBalance: local, defaultBalance: fresh ? configuration.startingBalance : -1,
+                lastBackupAt: lastBackupAt,
                 lastVersion: try state.value("lastBackupVersion").flatMap(Int64.init), server: record)
             switch decision {
             case .restore(let value), .acceptServer(let value):
@@ -131,6 +133,7 @@ extension CofferSDK {
                 if let remote { try rememberBackup(remote) }
                 return decision
             case .push(let value):
+                await beforeBackupWrite?()
                 do {
                     let written = try await server.saveBackup(
                         value: value, device: configuration.deviceName, version: remote?.version, token: token)

@@ -27,8 +27,14 @@ extension CofferSDK {
             try crashAfter(.purchased)
             let finished = try await handle(transaction, startedHere: true)
             try state.endIntent(id: intent, state: finished ? "done" : "deferred")
-            // Backed up now when the server is reachable (device wallet), else on the next launch.
-            do { _ = try await syncBackup() } catch ServerClientError.transport {}
+            // Backed up now when the server is reachable (device wallet), else on the next launch; a backup that
+            // keeps losing to another device is tried again by the next one.
+            do {
+                _ = try await syncBackup()
+            } catch ServerClientError.transport {
+            } catch SDKError.conflict(let why) {
+                lastBackupFailure = why
+            }
             if transaction.revocationDate != nil { return .revoked(transactionId: transaction.id) }
             guard finished else { return .deferred(transactionId: transaction.id) }
             let credits = try await wallet.credits(of: transaction.id, self)

@@ -21,11 +21,20 @@ public struct SDKConfiguration: Sendable {
     /// left for that device to deliver (StoreKit shows it here too until it is finished there) before this
     /// one delivers it, because the other device may be gone. Seconds; default 10 minutes.
     public var otherDeviceGrace: TimeInterval = 600
+    /// Device wallet: the balance a new player starts with (a game's first 1,000 chips). A fresh install holds
+    /// it until it backs up, and the backup rule counts it as untouched, so a reinstall still restores the
+    /// backup. Default 0.
+    public var startingBalance: Int64 = 0
+    /// Device wallet: seconds after a balance change (``CofferSDK/earn(_:key:)``, ``CofferSDK/setBalance(_:reason:)``,
+    /// ``CofferSDK/spend(_:key:)``) before it is backed up; changes in between share one backup. Default 2;
+    /// `nil` leaves backups to launch, foreground, background and ``CofferSDK/runBackups(every:)``.
+    public var backupDelay: TimeInterval? = 2
 
     /// Creates a configuration.
     public init(
         wallet: WalletMode, environment: Environment, catalog: Catalog, deviceName: String,
-        deficitPolicy: DeficitPolicy = .collect, identity: SDKIdentity = .appleAccount
+        deficitPolicy: DeficitPolicy = .collect, identity: SDKIdentity = .appleAccount,
+        backupDelay: TimeInterval? = 2
     ) {
         self.wallet = wallet
         self.environment = environment
@@ -33,6 +42,7 @@ public struct SDKConfiguration: Sendable {
         self.deviceName = deviceName
         self.deficitPolicy = deficitPolicy
         self.identity = identity
+        self.backupDelay = backupDelay
     }
 }
 
@@ -166,6 +176,14 @@ public actor CofferSDK {
     public internal(set) var lastBackupFailure: String?
 
     var backupInFlight: Task<BackupDecision, any Error>?
+    /// The latest debounced backup after a balance change.
+    var scheduledBackup: Task<Void, Never>?
+    /// Whether that backup is still waiting (it will take any change made meanwhile).
+    var backupWaiting = false
+    /// Tests: called after each backup read, before the write (another device writing there makes a 412).
+    var beforeBackupWrite: (@Sendable () async -> Void)?
+
+    func setBeforeBackupWrite(_ hook: (@Sendable () async -> Void)?) { beforeBackupWrite = hook }
 
     // MARK: Reading
 
@@ -215,4 +233,7 @@ public enum SDKError: Error, Equatable, Sendable {
     case conflict(String)
     /// The server wallet needs the server, which could not be reached (why); try again when online.
     case serverRequired(String)
+    /// The call is the device wallet's (its balance is the app's to change); the server wallet's balance
+    /// changes only through the server.
+    case deviceWalletOnly(String)
 }

@@ -40,14 +40,18 @@ struct PurchaseFlowTests {
         ///   - identity: How the SDK finds its customer.
         ///   - device: The device's StoreKit (a new one of Alice's devices unless given).
         ///   - offline: The server is out of reach.
+        ///   - startingBalance: What a new player starts with (device wallet).
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
-            device: SimulatedDevice? = nil, offline: Bool = false
+            device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0
         ) throws -> CofferSDK {
             let fired = Mutex(false)
+            var configuration = SDKConfiguration(
+                wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity)
+            configuration.startingBalance = startingBalance
+            configuration.backupDelay = 0.05
             return try CofferSDK(
-                configuration: SDKConfiguration(
-                    wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity),
+                configuration: configuration,
                 storeKit: device ?? apple.device(account: "alice"),
                 server: offline ? ServerClient(baseURL: URL(string: "http://127.0.0.1:1")!) : server,
                 folder: folder.appendingPathComponent(install),

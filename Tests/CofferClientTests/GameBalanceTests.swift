@@ -1,0 +1,123 @@
+import CofferAPI
+import CofferCore
+import CofferStore
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CofferClient
+
+/// A balance a game can use: credits won in play, a bankroll set in play, a starting balance, and a backup
+/// after every change.
+@Suite("SDK: a balance a game can use", .timeLimit(.minutes(2)))
+struct GameBalanceTests {
+    /// The server's backup of the app's customer.
+    static func backup(_ world: PurchaseFlowTests.World, _ app: CofferSDK) async throws -> Int64? {
+        let token = try #require(await app.credentials?.token)
+        return try await world.server.backup(token: token)?.value
+    }
+
+    @Test("earn adds credits once per key and backs them up; the server wallet refuses it")
+    func earn() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            #expect(try await app.earn(50, key: "round-1") == 50)
+            #expect(try await app.earn(50, key: "round-1") == 50)
+            await #expect(throws: LedgerError.keyReused(IdempotencyKey(.adjustment, "earn:round-1"))) {
+                try await app.earn(60, key: "round-1")
+            }
+            #expect(try await app.earn(25, key: "round-2") == 75)
+            await #expect(throws: LedgerError.invalidAmount(0)) { try await app.earn(0, key: "round-3") }
+            await app.backupSettled()
+            #expect(try await Self.backup(world, app) == 75)
+        }
+        try await PurchaseFlowTests.withWorld(wallet: .server) { world in
+            let app = try world.app()
+            try await app.launch()
+            await #expect {
+                try await app.earn(50, key: "round-1")
+            } throws: { error in
+                if case SDKError.deviceWalletOnly = error { true } else { false }
+            }
+        }
+    }
+
+    @Test("setBalance records the change with its reason and backs it up; a negative balance is refused")
+    func setBalance() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            #expect(try await app.setBalance(1_234, reason: "hand won") == 1_234)
+            #expect(try await app.setBalance(1_000, reason: "hand lost") == 1_000)
+            await #expect(throws: LedgerError.invalidAmount(-1)) { try await app.setBalance(-1, reason: "x") }
+            let user = try await app.localUser()
+            let entries = try await app.ledger.entries(owner: user.id, environment: .sandbox)
+            #expect(entries.map(\.reason) == ["hand won", "hand lost"])
+            #expect(entries.map(\.amount) == [1_234, -234])
+            await app.backupSettled()
+            #expect(try await Self.backup(world, app) == 1_000)
+        }
+    }
+
+    @Test("a starting balance is the untouched one: a new player gets it, a reinstall restores the backup instead")
+    func startingBalance() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app(startingBalance: 1_000)
+            try await app.launch()
+            #expect(try await app.balance() == 1_000)
+            #expect(try await app.spend(300) == 700)
+            await app.backupSettled()
+            #expect(try await Self.backup(world, app) == 700)
+            // Reinstalled (the files gone, the Keychain kept): the backup, not a new 1,000.
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let again = try world.app(startingBalance: 1_000)
+            try await again.launch()
+            #expect(try await again.balance() == 700)
+            // A backup above the starting balance comes back too.
+            #expect(try await again.earn(800, key: "jackpot") == 1_500)
+            await again.backupSettled()
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let third = try world.app(startingBalance: 1_000)
+            try await third.launch()
+            #expect(try await third.balance() == 1_500)
+        }
+    }
+
+    @Test("a backup that loses to another device's write (412) reads again and takes the newer backup, no error")
+    func conflict() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            let token = try #require(await app.credentials?.token)
+            let server = world.server
+            // Another device of the customer writes the backup between this one's read and write, once.
+            let wrote = Mutex(false)
+            await app.setBeforeBackupWrite {
+                guard
+                    !wrote.withLock({ done in
+                        defer { done = true }
+                        return done
+                    })
+                else { return }
+                let current = try? await server.backup(token: token)
+                _ = try? await server.saveBackup(
+                    value: 5, device: "other phone", version: current?.version, token: token)
+            }
+            _ = try await app.earn(10, key: "win")
+            await app.backupSettled()
+            #expect(wrote.withLock { $0 })
+            #expect(await app.lastBackupFailure == nil)
+            // The other device's backup is the newer one: this device takes it, and launch goes on.
+            #expect(try await app.balance() == 5)
+            #expect(try await Self.backup(world, app) == 5)
+            let report = try await app.launch()
+            #expect(!report.offline)
+            guard case .delivered = try await app.purchase(productId: PurchaseFlowTests.product) else {
+                Issue.record("the purchase did not deliver")
+                return
+            }
+            #expect(try await Self.backup(world, app) == 105)
+        }
+    }
+}
