@@ -83,13 +83,16 @@ public struct BackupBody: Codable, Sendable, Equatable {
     public var version: Int64
     /// Who wrote it: `device` or `admin`.
     public var writer: String
+    /// The deficit backed up with the balance.
+    public var deficit: Int64
 
     /// Creates the body.
-    public init(value: Int64, lastUpdated: Date, version: Int64, writer: String) {
+    public init(value: Int64, lastUpdated: Date, version: Int64, writer: String, deficit: Int64 = 0) {
         self.value = value
         self.lastUpdated = lastUpdated
         self.version = version
         self.writer = writer
+        self.deficit = deficit
     }
 }
 
@@ -155,11 +158,14 @@ public struct BackupRequest: Codable, Sendable, Equatable {
     public var value: Int64
     /// A name for the device writing it.
     public var device: String?
+    /// The deficit to back up with it (what refunds could not take back); 0 when absent.
+    public var deficit: Int64?
 
     /// Creates the body.
-    public init(value: Int64, device: String? = nil) {
+    public init(value: Int64, device: String? = nil, deficit: Int64? = nil) {
         self.value = value
         self.device = device
+        self.deficit = deficit
     }
 }
 

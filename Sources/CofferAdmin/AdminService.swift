@@ -306,9 +306,10 @@ public struct AdminService: Sendable {
                 supportId: user.supportId.rawValue, before: wallet.balance, after: result.wallet.balance, via: "ledger")
         case .device:
             let current = try await store.backup(owner: user.id, environment: environment)
+            // Support sets the balance; the deficit the device backed up stays.
             let saved = try await store.saveBackup(
-                owner: user.id, environment: environment, value: balance, precondition: .overwrite,
-                writer: .admin(actor), at: now())
+                owner: user.id, environment: environment, value: balance, deficit: current?.deficit ?? 0,
+                precondition: .overwrite, writer: .admin(actor), at: now())
             guard case .saved(let record) = saved else { throw AdminError.invalid("the backup could not be written") }
             await onChange?(user.id, .backup(version: record.version))
             change = BalanceChange(

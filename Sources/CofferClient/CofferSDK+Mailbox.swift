@@ -93,12 +93,13 @@ extension CofferSDK {
         let user = try await localUser()
         let token = try await credentials().token
         for _ in 0..<3 {
-            let local = try await ledger.wallet(owner: user.id, environment: configuration.environment).balance
+            let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
+            let local = wallet.balance
             let remote = try await server.backup(token: token)
             let record = remote.map {
                 BackupRecord(
                     value: $0.value, lastUpdated: $0.lastUpdated, version: $0.version,
-                    writer: $0.writer == "admin" ? .admin("") : .device(""))
+                    writer: $0.writer == "admin" ? .admin("") : .device(""), deficit: $0.deficit)
             }
             let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
                 Date.init(timeIntervalSince1970:))
@@ -111,18 +112,21 @@ extension CofferSDK {
                     .allSatisfy { $0.key == Self.startingKey }
             }
             let decision = BackupRule.decide(
-                localBalance: local, defaultBalance: fresh ? configuration.startingBalance : -1,
+                localBalance: local, localDeficit: wallet.deficit,
+                defaultBalance: fresh ? configuration.startingBalance : -1,
                 lastBackupAt: lastBackupAt,
                 lastVersion: try state.value("lastBackupVersion").flatMap(Int64.init), server: record)
             switch decision {
             case .restore(let value), .acceptServer(let value):
                 guard let remote else { return decision }
-                if value != local {
+                // The backup's balance and deficit both: a reinstall owes what the old install owed.
+                let taken = Wallet(balance: value, deficit: remote.deficit)
+                if taken != wallet {
                     _ = try await ledger.apply(
                         LedgerRequest(
                             owner: user.id, environment: configuration.environment,
-                            event: .adjustment(
-                                id: "backup:\(remote.version)", delta: value - local,
+                            event: .restore(
+                                id: "backup:\(remote.version)", wallet: taken,
                                 reason: remote.writer == "admin" ? "admin edit" : "restored from backup"),
                             at: now()))
                 }
@@ -136,7 +140,8 @@ extension CofferSDK {
                 await beforeBackupWrite?()
                 do {
                     let written = try await server.saveBackup(
-                        value: value, device: configuration.deviceName, version: remote?.version, token: token)
+                        value: value, deficit: wallet.deficit, device: configuration.deviceName,
+                        version: remote?.version, token: token)
                     try crashAfter(.backupPushed)
                     try rememberBackup(written)
                     return decision

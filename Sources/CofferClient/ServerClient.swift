@@ -64,11 +64,11 @@ public struct ServerClient: Sendable {
 
     /// `PUT /v1/me/backup` with `If-Match` (none for the first write); a conflict comes back as
     /// ``ServerClientError/refused(_:_:_:)`` with status 412.
-    public func saveBackup(value: Int64, device: String, version: Int64?, token: String)
+    public func saveBackup(value: Int64, deficit: Int64 = 0, device: String, version: Int64?, token: String)
         async throws(ServerClientError) -> BackupBody
     {
         try await send(
-            "PUT", "/v1/me/backup", token: token, body: BackupRequest(value: value, device: device),
+            "PUT", "/v1/me/backup", token: token, body: BackupRequest(value: value, device: device, deficit: deficit),
             headers: version.map { ["If-Match": String($0)] } ?? [:])
     }
 

@@ -18,13 +18,17 @@ public struct BackupRecord: Sendable, Hashable, Codable {
     public var version: Int64
     /// Who wrote it.
     public var writer: BackupWriter
+    /// The deficit backed up with the balance (what refunds could not take back), so a reinstall restores it
+    /// too.
+    public var deficit: Int64
 
     /// Creates a backup record.
-    public init(value: Int64, lastUpdated: Date, version: Int64, writer: BackupWriter) {
+    public init(value: Int64, lastUpdated: Date, version: Int64, writer: BackupWriter, deficit: Int64 = 0) {
         self.value = value
         self.lastUpdated = lastUpdated
         self.version = version
         self.writer = writer
+        self.deficit = deficit
     }
 }
 
@@ -53,6 +57,7 @@ public enum BackupRule {
     ///
     /// - Parameters:
     ///   - localBalance: The balance on the device now.
+    ///   - localDeficit: The deficit on the device now (backed up with the balance).
     ///   - defaultBalance: The balance a fresh install starts with.
     ///   - lastBackupAt: When this app last wrote a backup, `nil` if never.
     ///   - lastVersion: The version of the server's record the app last wrote or took, if it knows it.
@@ -60,6 +65,7 @@ public enum BackupRule {
     /// - Returns: The decision.
     public static func decide(
         localBalance: Int64,
+        localDeficit: Int64 = 0,
         defaultBalance: Int64,
         lastBackupAt: Date?,
         lastVersion: Int64? = nil,
@@ -73,9 +79,10 @@ public enum BackupRule {
         } else {
             newer = lastBackupAt.map { server.lastUpdated > $0 } ?? true
         }
+        let same = server.value == localBalance && server.deficit == localDeficit
         if newer {
-            return server.value == localBalance ? .upToDate : .acceptServer(server.value)
+            return same ? .upToDate : .acceptServer(server.value)
         }
-        return server.value == localBalance ? .upToDate : .push(localBalance)
+        return same ? .upToDate : .push(localBalance)
     }
 }

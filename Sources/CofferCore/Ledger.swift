@@ -92,6 +92,9 @@ public enum LedgerEvent: Sendable, Hashable {
     case adjustment(id: String, delta: Int64, reason: String)
     /// The app spent credits (server wallet).
     case spend(key: String, amount: Int64)
+    /// The device wallet took its backup (a reinstall, an admin edit): the wallet becomes `wallet`, balance
+    /// and deficit, keyed as an adjustment.
+    case restore(id: String, wallet: Wallet, reason: String)
 
     /// The event's idempotency key.
     public var key: IdempotencyKey {
@@ -102,6 +105,7 @@ public enum LedgerEvent: Sendable, Hashable {
         case .grant(let id, _, _): IdempotencyKey(.grant, id)
         case .adjustment(let id, _, _): IdempotencyKey(.adjustment, id)
         case .spend(let key, _): IdempotencyKey(.spend, key)
+        case .restore(let id, _, _): IdempotencyKey(.adjustment, id)
         }
     }
 
@@ -111,7 +115,7 @@ public enum LedgerEvent: Sendable, Hashable {
         case .purchase(let fact, _): fact
         case .revocation(let fact): fact
         case .reversal(let fact, _): fact
-        case .grant, .adjustment, .spend: nil
+        case .grant, .adjustment, .spend, .restore: nil
         }
     }
 }
@@ -338,6 +342,16 @@ public enum Ledger {
             after.balance += delta
             return applied(
                 key: key, owner: owner, amount: delta, before: wallet, after: after, reason: reason, now: now)
+        case .restore(_, let target, let reason):
+            guard target.balance >= 0, target.deficit >= 0, target.balance <= maximumAmount,
+                target.deficit <= maximumAmount
+            else { throw .invalidAmount(target.balance < 0 ? target.balance : target.deficit) }
+            if let existing {
+                return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existing)
+            }
+            return applied(
+                key: key, owner: owner, amount: (target.balance - target.deficit) - (wallet.balance - wallet.deficit),
+                before: wallet, after: target, reason: reason, now: now)
         case .spend(_, let amount):
             try checkAmount(amount)
             if let existing { return try duplicate(existing, amount: -amount, key: key, wallet: wallet) }

@@ -33,7 +33,7 @@ struct WalletAPI: Sendable {
     func saveBackup(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await api.authenticate(request)
         let body: BackupRequest = try await api.decode(request)
-        try api.service.checkBackup(value: body.value, device: body.device)
+        try api.service.checkBackup(value: body.value, deficit: body.deficit ?? 0, device: body.device)
         let precondition: BackupPrecondition
         switch request.headers[.ifMatch] {
         case nil: precondition = .absent
@@ -44,7 +44,7 @@ struct WalletAPI: Sendable {
             precondition = .version(version)
         }
         switch try await api.service.saveBackup(
-            of: user, value: body.value, device: body.device, precondition: precondition)
+            of: user, value: body.value, deficit: body.deficit ?? 0, device: body.device, precondition: precondition)
         {
         case .saved(let record):
             return try api.json(BackupBody(record), headers: [.eTag: String(record.version)])

@@ -18,24 +18,28 @@ extension ClientService {
     ///
     /// - Returns: The record written, or the record on the server now when the precondition failed.
     /// - Throws: ``ServiceError/badRequest(_:)`` for a negative value or a device name over 100 characters.
-    public func saveBackup(of user: User, value: Int64, device: String?, precondition: BackupPrecondition)
-        async throws -> BackupSaveResult
-    {
-        try checkBackup(value: value, device: device)
+    public func saveBackup(
+        of user: User, value: Int64, deficit: Int64 = 0, device: String?, precondition: BackupPrecondition
+    ) async throws -> BackupSaveResult {
+        try checkBackup(value: value, deficit: deficit, device: device)
         let result = try await store.saveBackup(
-            owner: user.id, environment: user.environment, value: value, precondition: precondition,
-            writer: .device(device ?? "app"), at: dependencies.now())
+            owner: user.id, environment: user.environment, value: value, deficit: deficit,
+            precondition: precondition, writer: .device(device ?? "app"), at: dependencies.now())
         if case .saved(let record) = result {
             await events.publish(ServerEventBody(type: .backup, key: String(record.version)), to: user.id)
         }
         return result
     }
 
-    /// Refuses a backup value below zero and a device name over 100 characters.
+    /// Refuses a backup value or deficit below zero or past the ledger's largest amount, and a device name over
+    /// 100 characters.
     ///
     /// - Throws: ``ServiceError/badRequest(_:)``.
-    public func checkBackup(value: Int64, device: String?) throws {
-        guard value >= 0 else { throw ServiceError.badRequest("a backup cannot be negative") }
+    public func checkBackup(value: Int64, deficit: Int64 = 0, device: String?) throws {
+        guard value >= 0, deficit >= 0 else { throw ServiceError.badRequest("a backup cannot be negative") }
+        guard value <= Ledger.maximumAmount, deficit <= Ledger.maximumAmount else {
+            throw ServiceError.badRequest("a backup is at most \(Ledger.maximumAmount)")
+        }
         if let device, device.count > 100 || device.utf8.count > 400 {
             throw ServiceError.badRequest("a device name is at most 100 characters")
         }

@@ -5,6 +5,8 @@ extension BackupBody {
     /// A backup record as the API shows it.
     public init(_ record: BackupRecord) {
         let writer: String = if case .admin = record.writer { "admin" } else { "device" }
-        self.init(value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer)
+        self.init(
+            value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer,
+            deficit: record.deficit)
     }
 }

@@ -201,11 +201,11 @@ extension CofferStore {
     ///
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     public func saveBackup(
-        owner: UUID, environment: Environment, value: Int64, precondition: BackupPrecondition, writer: BackupWriter,
-        at: Date
+        owner: UUID, environment: Environment, value: Int64, deficit: Int64 = 0, precondition: BackupPrecondition,
+        writer: BackupWriter, at: Date
     ) async throws -> BackupSaveResult {
         let (current, written) = try await writeBackup(owner: owner, environment: environment) { current in
-            precondition.write(over: current, value: value, writer: writer, at: at)
+            precondition.write(over: current, value: value, deficit: deficit, writer: writer, at: at)
         }
         return written.map(BackupSaveResult.saved) ?? .conflict(current: current)
     }

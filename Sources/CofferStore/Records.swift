@@ -118,15 +118,19 @@ public enum BackupPrecondition: Sendable, Hashable {
     /// - Parameters:
     ///   - current: The backup on record now.
     ///   - value: The balance to back up.
+    ///   - deficit: The deficit to back up with it.
     ///   - writer: Who writes.
     ///   - at: When.
-    public func write(over current: BackupRecord?, value: Int64, writer: BackupWriter, at: Date) -> BackupRecord? {
+    public func write(
+        over current: BackupRecord?, value: Int64, deficit: Int64 = 0, writer: BackupWriter, at: Date
+    ) -> BackupRecord? {
         switch (self, current) {
         case (.absent, nil), (.overwrite, _): break
         case (.version(let expected), let record?) where record.version == expected: break
         default: return nil
         }
-        return BackupRecord(value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer)
+        return BackupRecord(
+            value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer, deficit: deficit)
     }
 }
 

@@ -230,6 +230,7 @@ enum PostgresMigrations {
             """
         ),
         ("v8 merged users", "ALTER TABLE users ADD COLUMN merged_into TEXT REFERENCES users (id)"),
+        ("v9 backup deficit", "ALTER TABLE backups ADD COLUMN deficit BIGINT NOT NULL DEFAULT 0 CHECK (deficit >= 0)"),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -36,11 +36,13 @@ extension PostgresStore {
             let (kind, name) = Rows.columns(record.writer)
             try await connection.query(
                 """
-                INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name)
+                INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name,
+                    deficit)
                 VALUES (\(owner.uuidString), \(environment.rawValue), \(record.value),
-                    \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name))
+                    \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name), \(record.deficit))
                 ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
-                    version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
+                    version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name,
+                    deficit = excluded.deficit
                 """, logger: self.logger)
             try await connection.query(
                 """

@@ -119,7 +119,8 @@ enum Rows {
             try value(row, "writer_kind", as: String.self) == "admin" ? .admin(name) : .device(name)
         return BackupRecord(
             value: try value(row, "value"), lastUpdated: Millis.date(try value(row, "last_updated")),
-            version: try value(row, "version"), writer: writer)
+            version: try value(row, "version"), writer: writer,
+            deficit: row.contains("deficit") ? try value(row, "deficit") : 0)
     }
 
     static func backupHistoryItem(_ postgresRow: PostgresRow) throws -> BackupHistoryItem {

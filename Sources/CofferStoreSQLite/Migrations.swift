@@ -172,6 +172,10 @@ extension SQLiteStore {
         migrator.registerMigration("v8 merged users") { db in
             try db.execute(sql: "ALTER TABLE users ADD COLUMN merged_into TEXT REFERENCES users (id)")
         }
+        migrator.registerMigration("v9 backup deficit") { db in
+            try db.execute(
+                sql: "ALTER TABLE backups ADD COLUMN deficit INTEGER NOT NULL DEFAULT 0 CHECK (deficit >= 0)")
+        }
         return migrator
     }
 }

@@ -23,14 +23,16 @@ extension SQLiteStore {
             let (kind, name) = Self.columns(record.writer)
             try db.execute(
                 sql: """
-                    INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name)
-                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name,
+                        deficit)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
-                        version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name
+                        version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name,
+                        deficit = excluded.deficit
                     """,
                 arguments: [
                     owner.uuidString, environment.rawValue, record.value, Millis.from(record.lastUpdated),
-                    record.version, kind, name,
+                    record.version, kind, name, record.deficit,
                 ])
             try db.execute(
                 sql: """

@@ -84,6 +84,31 @@ struct GameBalanceTests {
         }
     }
 
+    @Test("the backup carries the deficit: a reinstall restores what a refund left owed, with the balance")
+    func deficitBackedUp() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            guard
+                case .delivered(let id, 300) = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            else {
+                Issue.record("not delivered")
+                return
+            }
+            #expect(try await app.spend(250) == 50)
+            try await world.apple.refund(transactionId: id)
+            #expect(try await app.refundCheck() == 1)
+            #expect(try await app.localWallet() == Wallet(balance: 0, deficit: 250))
+            _ = try await app.syncBackup()
+            let token = try #require(await app.credentials?.token)
+            #expect(try await world.server.backup(token: token)?.deficit == 250)
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let again = try world.app()
+            try await again.launch()
+            #expect(try await again.localWallet() == Wallet(balance: 0, deficit: 250))
+        }
+    }
+
     @Test("a backup that loses to another device's write (412) reads again and takes the newer backup, no error")
     func conflict() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device) { world in

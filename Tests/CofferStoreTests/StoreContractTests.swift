@@ -220,6 +220,27 @@ struct StoreContractTests {
     }
 
     @Test(
+        "a backup keeps its deficit with the balance; a write without one clears it", arguments: StoreEngine.allCases)
+    func backupDeficit(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        let first = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 0, deficit: 250, precondition: .absent,
+            writer: .device("phone"), at: Make.start)
+        guard case .saved(let record) = first else {
+            Issue.record("not saved")
+            return
+        }
+        #expect(record.deficit == 250)
+        #expect(try await store.backup(owner: alice.id, environment: .sandbox)?.deficit == 250)
+        _ = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 10, precondition: .version(record.version),
+            writer: .device("phone"), at: Make.start)
+        #expect(try await store.backup(owner: alice.id, environment: .sandbox)?.deficit == 0)
+    }
+
+    @Test(
         "App Review's sandbox purchase on a Production ledger stays marked Sandbox: receipt, entries, dashboard",
         arguments: StoreEngine.allCases)
     func dataEnvironment(engine: StoreEngine) async throws {
