@@ -147,6 +147,9 @@ struct CrashTests {
             for pause in pauses {
                 try await Task.sleep(for: .seconds(pause))
                 kill9()
+                // Down for a moment, as a crashed server is, so the customers' requests meet it down even when
+                // a loaded machine makes them few (once, under a full parallel test run, none did).
+                try await Task.sleep(for: .seconds(1))
                 try await start()
             }
             acknowledged.stop.withLock { $0 = true }
