@@ -6,6 +6,13 @@ let strictSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny")
 ]
 
+/// The server's packages (Hummingbird, NIO, PostgreSQL, Prometheus, swift-crypto, ...) are used only when the
+/// `Server` trait is on. It is on by default, so `swift build`, `swift test` and `swift run coffer` build
+/// everything here; an app that adds the package for the SDK turns it off (`traits: []` on its `.package`
+/// line, or unticks "Server" in Xcode's package traits column) and SwiftPM then fetches GRDB alone.
+/// `scripts/sdk-closure` proves it.
+let server = TargetDependencyCondition.when(traits: ["Server"])
+
 let package = Package(
     name: "Coffer",
     // Synchronization's Mutex (the SDK's simulator StoreKit, the server's caches and limiters) and
@@ -28,6 +35,13 @@ let package = Package(
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .library(name: "CofferCLI", targets: ["CofferCLI"]),
         .executable(name: "coffer", targets: ["coffer"]),
+    ],
+    traits: [
+        .trait(
+            name: "Server",
+            description: "The server, the command line and the simulator's server: every package beside GRDB."
+        ),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
@@ -69,9 +83,9 @@ let package = Package(
             name: "CofferStorePostgres",
             dependencies: [
                 "CofferStore",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -79,14 +93,14 @@ let package = Package(
             name: "CofferAppStore",
             dependencies: [
                 "CofferCore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "_CryptoExtras", package: "swift-crypto", condition: server),
+                .product(name: "X509", package: "swift-certificates", condition: server),
+                .product(name: "SwiftASN1", package: "swift-asn1", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOFoundationCompat", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
             ],
             resources: [.copy("Roots")],
             swiftSettings: strictSettings
@@ -108,9 +122,9 @@ let package = Package(
             dependencies: [
                 "CofferCore",
                 "CofferStore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
-                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth", condition: server),
+                .product(name: "Mustache", package: "swift-mustache", condition: server),
             ],
             resources: [.copy("Panel")],
             swiftSettings: strictSettings
@@ -121,9 +135,9 @@ let package = Package(
             name: "CofferService",
             dependencies: [
                 "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -131,16 +145,16 @@ let package = Package(
             name: "CofferServer",
             dependencies: [
                 "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferService", "CofferStore",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOFoundationCompat", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             resources: [.copy("openapi.json")],
             swiftSettings: strictSettings
@@ -149,14 +163,14 @@ let package = Package(
             name: "CofferSimulator",
             dependencies: [
                 "CofferCore", "CofferAppStore", "CofferStoreKit",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOFoundationCompat", package: "swift-nio", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "_CryptoExtras", package: "swift-crypto", condition: server),
+                .product(name: "X509", package: "swift-certificates", condition: server),
+                .product(name: "SwiftASN1", package: "swift-asn1", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -165,32 +179,34 @@ let package = Package(
             dependencies: [
                 "CofferAPI", "CofferCore", "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferAppStore",
                 "CofferSimulator", "CofferServer", "CofferService", "CofferAdmin", "CofferClient",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOFoundationCompat", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
+                .product(name: "NIOFoundationCompat", package: "swift-nio", condition: server),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Configuration", package: "swift-configuration", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "SystemPackage", package: "swift-system", condition: server),
             ],
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "coffer",
-            dependencies: ["CofferCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "CofferCLI", .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+            ],
             swiftSettings: strictSettings
         ),
         .target(
             name: "CofferTestSupport",
             dependencies: [
-                "CofferCore", .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                "CofferCore", .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "X509", package: "swift-certificates", condition: server),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             path: "Tests/CofferTestSupport",
             resources: [.copy("Fixtures")],
@@ -199,7 +215,8 @@ let package = Package(
         .testTarget(
             name: "CofferCoreTests",
             dependencies: [
-                "CofferCore", "CofferTestSupport", .product(name: "PropertyBased", package: "swift-property-based"),
+                "CofferCore", "CofferTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -207,7 +224,7 @@ let package = Package(
             name: "CofferStoreTests",
             dependencies: [
                 "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferTestSupport",
-                .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "PropertyBased", package: "swift-property-based", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -215,12 +232,12 @@ let package = Package(
             name: "CofferAppStoreTests",
             dependencies: [
                 "CofferAppStore", "CofferCore", "CofferSimulator", "CofferTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "X509", package: "swift-certificates", condition: server),
+                .product(name: "SwiftASN1", package: "swift-asn1", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
             ],
             resources: [.copy("Apple")],
             swiftSettings: strictSettings
@@ -229,10 +246,10 @@ let package = Package(
             name: "CofferSimulatorTests",
             dependencies: [
                 "CofferSimulator", "CofferAppStore", "CofferCore", "CofferStoreKit", "CofferTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -243,11 +260,11 @@ let package = Package(
                 "CofferStore",
                 "CofferStoreSQLite",
                 "CofferStorePostgres", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
             ],
             resources: [.copy("Apple")],
             swiftSettings: strictSettings
@@ -258,8 +275,8 @@ let package = Package(
                 "CofferClient", "CofferServer", "CofferService", "CofferAPI", "CofferAdmin", "CofferAppStore",
                 "CofferCore",
                 "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -269,7 +286,7 @@ let package = Package(
                 "CofferCLI", "CofferAdmin", "CofferAppStore", "CofferStoreSQLite", "CofferStorePostgres",
                 "CofferSimulator",
                 "CofferTestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
             ],
             resources: [.copy("Apple")],
             swiftSettings: strictSettings
