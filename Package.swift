@@ -107,8 +107,17 @@ let package = Package(
         ),
         .target(name: "CofferStoreKit", swiftSettings: strictSettings),
         .target(name: "CofferAPI", swiftSettings: strictSettings),
-        // StoreKit 2 behind the StoreKitProvider protocol; empty where StoreKit does not exist.
-        .target(name: "CofferStoreKit2", dependencies: ["CofferStoreKit"], swiftSettings: strictSettings),
+        // StoreKit 2 behind the StoreKitProvider protocol; on Linux compiled against StoreKitInterface, for its tests.
+        .target(
+            name: "CofferStoreKit2",
+            dependencies: [
+                "CofferStoreKit", .target(name: "StoreKitInterface", condition: .when(platforms: [.linux])),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // A mirror of the StoreKit 2 declarations CofferStoreKit2 uses, for Linux: the adapter compiles and is
+        // tested against it here; Apple-platform builds import StoreKit instead.
+        .target(name: "StoreKitInterface", swiftSettings: strictSettings),
         .target(
             name: "CofferClient",
             dependencies: [
@@ -277,6 +286,14 @@ let package = Package(
                 "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferStoreKit2Tests",
+            dependencies: [
+                "CofferStoreKit2", "CofferStoreKit",
+                .target(name: "StoreKitInterface", condition: .when(platforms: [.linux])),
             ],
             swiftSettings: strictSettings
         ),

@@ -309,11 +309,13 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     public var deliveredAt: Date?
     /// The environment Apple's data named (Sandbox for App Review on a Production server), when known.
     public var environment: String?
+    /// When the customer bought it, as Apple signed it (absent from servers older than this field).
+    public var purchaseDate: Date?
 
     /// Creates a record.
     public init(
         transactionId: String, productId: String, status: String, credits: Int64?, deliveredAt: Date?,
-        environment: String?
+        environment: String?, purchaseDate: Date? = nil
     ) {
         self.transactionId = transactionId
         self.productId = productId
@@ -321,6 +323,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         self.credits = credits
         self.deliveredAt = deliveredAt
         self.environment = environment
+        self.purchaseDate = purchaseDate
     }
 }
 

@@ -24,7 +24,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         subcommands: [
             Init.self, Serve.self, Purchase.self, AskToBuy.self, Refund.self, RequestRefund.self, DeclineRefund.self,
             ReverseRefund.self, Renew.self, Expire.self, AutoRenew.self, Billing.self, AdvanceClock.self,
-            Family.self, LeaveFamily.self, History.self, Signed.self, Receipt.self,
+            Family.self, LeaveFamily.self, History.self, Signed.self, Receipt.self, RedeemOfferCode.self,
         ]
     )
 
@@ -131,6 +131,37 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 """)
         var reviewers: [String] = []
 
+        @Option(
+            name: .customLong("offer-code"),
+            help: "An offer code the customer can redeem on the device's sheet, as CODE=PRODUCT_ID (repeatable).")
+        var offerCodes: [String] = []
+
+        @Option(
+            name: .customLong("product-name"),
+            help: "A product's display name on the device, as PRODUCT_ID=NAME (repeatable; else the id).")
+        var productNames: [String] = []
+
+        @Option(help: "The currency prices are shown in (ISO 4217).")
+        var currency = "USD"
+
+        @Flag(
+            help: """
+                Keep finished consumables in the device's Transaction.all, as an app with                 SKIncludeConsumableInAppPurchaseHistory does (by default they leave it, as on an iPhone).
+                """)
+        var includeConsumableHistory = false
+
+        static func pairs(_ values: [String], _ option: String) throws -> [String: String] {
+            var pairs: [String: String] = [:]
+            for value in values {
+                let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                    throw ValidationError("--\(option) takes KEY=VALUE, got \(value)")
+                }
+                pairs[parts[0]] = parts[1]
+            }
+            return pairs
+        }
+
         func run() async throws {
             guard let environment = AppStoreEnvironment(name: environment), !environment.isLocal else {
                 throw ValidationError("unknown environment \(self.environment): use Sandbox or Production")
@@ -149,6 +180,13 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             configuration.sharedSecret = sharedSecret
             configuration.gracePeriodDays = gracePeriodDays
             configuration.reviewers = Set(reviewers)
+            configuration.offerCodes = try Self.pairs(offerCodes, "offer-code")
+            configuration.productNames = try Self.pairs(productNames, "product-name")
+            configuration.currency = currency
+            configuration.includeConsumableHistory = includeConsumableHistory
+            for (code, product) in configuration.offerCodes where products.product(id: product) == nil {
+                throw ValidationError("offer code \(code): \(product) is not in the catalog")
+            }
             let store = SimulatedAppStore(
                 catalog: products, configuration: configuration, signer: try pki.signer(),
                 clock: SimulatorClock(start: Date()), receiptAuthority: try SimulatorReceiptAuthority(folder: folderURL)
@@ -272,6 +310,21 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 body["appAccountToken"] = appAccountToken
             }
             try await remote.control("purchase", body)
+        }
+    }
+
+    /// `coffer appstore-sim redeem-offer-code`.
+    struct RedeemOfferCode: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "redeem-offer-code",
+            abstract:
+                "Redeem an offer code (from serve --offer-code) for a simulated account, as its device's sheet does.")
+        @OptionGroup var remote: Remote
+        @Option(help: "The simulated Apple account.") var account: String
+        @Argument(help: "The offer code.") var code: String
+
+        func run() async throws {
+            try await remote.control("redeem-offer-code", ["account": account, "code": code])
         }
     }
 

@@ -87,9 +87,11 @@ extension CofferSDK {
         public var status: String
     }
 
-    /// Every transaction of the account, newest first, with what it delivered here.
+    /// Every transaction of the account, newest first, with what it delivered here. StoreKit's history leaves
+    /// out finished consumables (unless the app sets `SKIncludeConsumableInAppPurchaseHistory`), so those come
+    /// from this install's ledger and from the server's record of the customer's purchases.
     public func history() async throws -> [HistoryItem] {
-        _ = try await localUser()
+        let user = try await localUser()
         let unfinished = Set(await storeKit.unfinished().map(\.id))
         let onServer = await serverPurchases()
         var items: [HistoryItem] = []
@@ -118,7 +120,43 @@ extension CofferSDK {
                     transactionId: transaction.id, productId: transaction.productId,
                     purchaseDate: transaction.purchaseDate, credits: credits, status: status))
         }
+        items += try await recordedElsewhere(than: Set(items.map(\.transactionId)), user: user, onServer: onServer)
         return items.sorted { ($0.purchaseDate, $0.transactionId) > ($1.purchaseDate, $1.transactionId) }
+    }
+
+    /// What this install's ledger and the server hold for the customer that StoreKit's history does not list.
+    func recordedElsewhere(than listed: Set<String>, user: LocalUser, onServer: [String: PurchaseRecord])
+        async throws -> [HistoryItem]
+    {
+        var items: [HistoryItem] = []
+        var seen = listed
+        for receipt in try await ledger.receipts(owner: user.id, environment: configuration.environment)
+        where seen.insert(receipt.transaction.transactionId).inserted {
+            let anotherUser = try state.outcome(id: receipt.transaction.transactionId) == Self.wrongUser
+            let status =
+                anotherUser
+                ? "another device"
+                : receipt.isRevoked ? "refunded" : receipt.deliveredAt != nil ? "delivered" : "waiting"
+            items.append(
+                HistoryItem(
+                    transactionId: receipt.transaction.transactionId, productId: receipt.transaction.productId,
+                    purchaseDate: receipt.transaction.purchaseDate,
+                    credits: anotherUser ? 0 : receipt.deliveredCredits ?? 0, status: status))
+        }
+        for record in onServer.values where seen.insert(record.transactionId).inserted {
+            let status =
+                switch record.status {
+                case "revoked": "refunded"
+                case "pending": "waiting"
+                default: "delivered"
+                }
+            items.append(
+                HistoryItem(
+                    transactionId: record.transactionId, productId: record.productId,
+                    purchaseDate: record.purchaseDate ?? record.deliveredAt ?? .distantPast,
+                    credits: record.credits ?? 0, status: status))
+        }
+        return items
     }
 
     /// The purchases the server holds for the customer, by transaction id; none when it is out of reach.
@@ -151,11 +189,19 @@ extension CofferSDK {
         for transaction in all where !unfinished.contains(transaction.id) {
             if let record = onServer[transaction.id], record.status != "pending" { recorded.insert(transaction.id) }
         }
+        // What StoreKit no longer lists (a finished consumable) but this install or the server delivered is
+        // recorded too: the results do not depend on StoreKit keeping consumables in its history.
+        let elsewhere = try await recordedElsewhere(than: Set(all.map(\.id)), user: user, onServer: onServer)
+            .filter { $0.status == "delivered" || $0.status == "refunded" }
+        recorded.formUnion(elsewhere.map(\.transactionId))
         let items = Reconciliation.classify(
             all.map {
                 DeviceTransaction(
                     transactionId: $0.id, productId: $0.productId, isFinished: !unfinished.contains($0.id))
-            }, recorded: recorded)
+            }
+                + elsewhere.map {
+                    DeviceTransaction(transactionId: $0.transactionId, productId: $0.productId, isFinished: true)
+                }, recorded: recorded)
         for item in items where item.verdict == .deliverNow || item.verdict == .finishOnly {
             if let transaction = all.first(where: { $0.id == item.transaction.transactionId }) {
                 try await handle(transaction)

@@ -19,6 +19,7 @@ public final class SimulatorStoreKit: StoreKitProvider {
     public let pollInterval: Duration
     private let session: URLSession
     private let failure = Mutex<String?>(nil)
+    private let choices = Mutex(SimulatedSheetChoices())
 
     /// A device of `account` on the simulator at `baseURL`.
     public init(baseURL: URL, account: String, pollInterval: Duration = .seconds(1), timeout: TimeInterval = 20) {
@@ -111,6 +112,47 @@ public final class SimulatorStoreKit: StoreKitProvider {
         return String(data: data, encoding: .utf8)
     }
 
+    /// What the customer does on StoreKit's sheets on this device.
+    public var sheetChoices: SimulatedSheetChoices {
+        get { choices.withLock { $0 } }
+        set { choices.withLock { $0 = newValue } }
+    }
+
+    /// The simulator's products as the account's device shows them (`GET /simulator/products`).
+    public func products(ids: [String]) async throws -> [StoreProduct] {
+        let list = ids.joined(separator: ",")
+        let data = try await data("GET", "simulator/products?account=\(Self.escape(account))&ids=\(Self.escape(list))")
+        return try JSONDecoder().decode([StoreProduct].self, from: data)
+    }
+
+    /// Sends a refund request for one of the account's transactions (`POST /simulator/request-refund`), unless
+    /// ``sheetChoices`` has the customer close the sheet.
+    public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {
+        guard sheetChoices.refundRequest == .success else { return .userCancelled }
+        _ = try await control("request-refund", ControlBody(transactionId: transactionId, account: account))
+        return .success
+    }
+
+    /// The subscription management sheet: turns auto-renew off when ``sheetChoices`` says so
+    /// (`POST /simulator/cancel-subscriptions`).
+    public func showManageSubscriptions() async throws {
+        let cancels = choices.withLock { choices in
+            choices.manageSubscriptionsShown += 1
+            return choices.cancelsSubscriptions
+        }
+        if cancels { _ = try await control("cancel-subscriptions", ControlBody(account: account)) }
+    }
+
+    /// The offer-code sheet: redeems ``SimulatedSheetChoices/offerCode`` once (`POST /simulator/redeem-offer-code`);
+    /// what it buys arrives through ``updates()``.
+    public func presentOfferCodeRedeemSheet() async throws {
+        let code = choices.withLock { choices in
+            defer { choices.offerCode = nil }
+            return choices.offerCode
+        }
+        if let code { _ = try await control("redeem-offer-code", ControlBody(account: account, code: code)) }
+    }
+
     /// The simulator's clock.
     public func clock() async throws -> Date {
         let body: ClockBody = try await send("GET", "simulator/clock")
@@ -142,6 +184,8 @@ public final class SimulatorStoreKit: StoreKitProvider {
         var originalTransactionId: String?
         var on: Bool?
         var seconds: Double?
+        var account: String?
+        var code: String?
     }
 
     private func control(_ name: String, _ body: ControlBody) async throws -> [String] {

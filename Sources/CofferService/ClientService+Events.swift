@@ -26,7 +26,8 @@ extension ClientService {
                 PurchaseRecord(
                     transactionId: receipt.transaction.transactionId, productId: receipt.transaction.productId,
                     status: receipt.status.rawValue, credits: receipt.deliveredCredits,
-                    deliveredAt: receipt.deliveredAt, environment: receipt.transaction.environment?.rawValue)
+                    deliveredAt: receipt.deliveredAt, environment: receipt.transaction.environment?.rawValue,
+                    purchaseDate: receipt.transaction.purchaseDate)
             })
     }
 

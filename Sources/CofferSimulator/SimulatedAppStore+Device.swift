@@ -10,7 +10,20 @@ extension SimulatedAppStore {
     }
 
     /// The account's transactions as its device sees them, oldest first.
+    /// Without ``SimulatorConfiguration/includeConsumableHistory``, finished consumables that were not refunded
+    /// are left out, as on a real device.
     public func deviceTransactions(account: String) -> [StoreTransaction] {
+        transactions.filter { record in
+            record.account == account
+                && (configuration.includeConsumableHistory || record.product.kind != .consumable
+                    || !record.finished || record.isRevoked)
+        }
+        .map(storeTransaction)
+    }
+
+    /// Every transaction Apple holds for the account, oldest first, whatever its device shows (finished
+    /// consumables included): what the App Store Server API's transaction history answers.
+    public func accountTransactions(account: String) -> [StoreTransaction] {
         transactions.filter { $0.account == account }.map(storeTransaction)
     }
 

@@ -33,6 +33,7 @@ public actor SimulatedAppStore {
     var failingBilling: Set<String> = []
     var appTransactionIds: [String: String] = [:]
     var consumptionRequests: [String: ConsumptionRequest] = [:]
+    var redeemedCodes: Set<String> = []
     var nextId: Int64
     var updateStreams: [String: [UUID: AsyncStream<StoreTransaction>.Continuation]] = [:]
     var notificationContinuation: AsyncStream<OutgoingNotification>.Continuation?

@@ -12,6 +12,13 @@ public final class SimulatedDevice: StoreKitProvider {
     public let account: String
     private let outcome = OutcomeBox()
     private let cachedAppTransaction = Mutex<String?>(nil)
+    private let choices = Mutex(SimulatedSheetChoices())
+
+    /// What the customer does on StoreKit's sheets.
+    public var sheetChoices: SimulatedSheetChoices {
+        get { choices.withLock { $0 } }
+        set { choices.withLock { $0 = newValue } }
+    }
 
     init(store: SimulatedAppStore, account: String) {
         self.store = store
@@ -61,6 +68,38 @@ public final class SimulatedDevice: StoreKitProvider {
 
     /// Nothing to sync: the simulated device always sees the store's state.
     public func sync() async throws {}
+
+    /// The products the simulator sells, as the account's device shows them.
+    public func products(ids: [String]) async throws -> [StoreProduct] {
+        await store.products(ids: ids, account: account)
+    }
+
+    /// Sends a refund request (Apple asks the server for consumption information and decides later), unless
+    /// ``sheetChoices`` has the customer close the sheet.
+    public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {
+        guard sheetChoices.refundRequest == .success else { return .userCancelled }
+        try await store.requestRefund(transactionId: transactionId, account: account)
+        return .success
+    }
+
+    /// The subscription management sheet: the customer turns auto-renew off when ``sheetChoices`` says so.
+    public func showManageSubscriptions() async throws {
+        let cancels = choices.withLock { choices in
+            choices.manageSubscriptionsShown += 1
+            return choices.cancelsSubscriptions
+        }
+        if cancels { try await store.cancelSubscriptions(account: account) }
+    }
+
+    /// The offer-code sheet: the customer types ``SimulatedSheetChoices/offerCode`` (once); what it buys arrives
+    /// through ``updates()``.
+    public func presentOfferCodeRedeemSheet() async throws {
+        let code = choices.withLock { choices in
+            defer { choices.offerCode = nil }
+            return choices.offerCode
+        }
+        if let code { try await store.redeemOfferCode(code, account: account) }
+    }
 
     /// The account's app transaction, signed when first asked for and kept, as StoreKit caches
     /// `AppTransaction.shared`; `refresh` signs a new one.

@@ -1,5 +1,6 @@
 import CofferAppStore
 import CofferCore
+import CofferStoreKit
 import Foundation
 
 /// How the simulated customer answers the payment sheet.
@@ -80,6 +81,16 @@ public struct SimulatorConfiguration: Sendable {
     /// with a Production simulator, everything of theirs (transactions, renewal info, notifications, receipts,
     /// app transactions, the Server API's answers) says Sandbox.
     public var reviewers: Set<String> = []
+    /// Products' display names on the device by product id; a product not listed shows its id.
+    public var productNames: [String: String] = [:]
+    /// Introductory offers of subscriptions by product id, as the device's `Product` shows them (the
+    /// simulator's purchases charge the full price: the offer is shown, not applied).
+    public var introductoryOffers: [String: StoreIntroductoryOffer] = [:]
+    /// Offer codes the customer can redeem by code: each buys its product once per account.
+    public var offerCodes: [String: String] = [:]
+    /// `SKIncludeConsumableInAppPurchaseHistory`: off (as on a real device by default), finished consumables
+    /// that were not refunded are missing from the device's `Transaction.all`.
+    public var includeConsumableHistory = false
 
     /// Creates a configuration.
     public init(bundleId: String, appAppleId: Int64, environment: AppStoreEnvironment = .sandbox) {

@@ -121,6 +121,7 @@ public enum SimulatorServer {
         var on: Bool?
         var seconds: Double?
         var accounts: [String]?
+        var code: String?
 
         func require<T>(_ value: T?, _ name: String) throws(SimulatorError) -> T {
             guard let value else { throw SimulatorError("invalid-request", "\(name) is required") }
@@ -171,7 +172,27 @@ public enum SimulatorServer {
             ),
             (
                 "request-refund",
-                onTransaction { id throws(SimulatorError) in try await store.requestRefund(transactionId: id) }
+                { control throws(SimulatorError) in
+                    let id = try control.require(control.transactionId, "transactionId")
+                    // From a device's refund sheet the account is named, and must own the transaction.
+                    if let account = control.account {
+                        return try await store.requestRefund(transactionId: id, account: account)
+                    }
+                    return try await store.requestRefund(transactionId: id)
+                }
+            ),
+            (
+                "redeem-offer-code",
+                { control throws(SimulatorError) in
+                    try await store.redeemOfferCode(
+                        control.require(control.code, "code"), account: control.require(control.account, "account"))
+                }
+            ),
+            (
+                "cancel-subscriptions",
+                { control throws(SimulatorError) in
+                    try await store.cancelSubscriptions(account: control.require(control.account, "account"))
+                }
             ),
             (
                 "decline-refund",
@@ -257,6 +278,13 @@ public enum SimulatorServer {
                 return try encoded(SimulatorError("invalid-request", "account is required"), .badRequest)
             }
             return json(try SimulatedDeviceState.encode(await store.deviceState(account: String(account))))
+        }
+        controls.get("products") { request, _ -> Response in
+            guard let account = request.uri.queryParameters.get("account"), !account.isEmpty else {
+                return try encoded(SimulatorError("invalid-request", "account is required"), .badRequest)
+            }
+            let ids = (request.uri.queryParameters.get("ids") ?? "").split(separator: ",").map(String.init)
+            return try encoded(await store.products(ids: Array(ids.prefix(200)), account: account), .ok)
         }
         controls.post("finish") { request, _ -> Response in
             let control: Control

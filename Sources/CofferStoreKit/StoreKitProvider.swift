@@ -39,6 +39,147 @@ public protocol StoreKitProvider: Sendable {
     /// which may ask the customer to sign in), as its `jwsRepresentation`; `nil` when the system cannot give
     /// one. The server keys the customer by its `appTransactionId`.
     func appTransaction(refresh: Bool) async -> String?
+
+    /// The products the App Store sells the app among `ids`, with their localized names and prices and, for a
+    /// subscription, its introductory offer and whether the account may still take it, as
+    /// `Product.products(for:)`. Ids the App Store does not know are left out.
+    func products(ids: [String]) async throws -> [StoreProduct]
+
+    /// Shows Apple's refund request sheet for a transaction, as `Transaction.beginRefundRequest(in:)`. Apple
+    /// decides later; a granted refund arrives as a revoked transaction (and a notification to the server).
+    func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus
+
+    /// Shows the App Store's subscription management sheet, as `AppStore.showManageSubscriptions(in:)`.
+    func showManageSubscriptions() async throws
+
+    /// Shows the sheet where the customer redeems an offer code, as `AppStore.presentOfferCodeRedeemSheet(in:)`.
+    /// What the code buys arrives through ``updates()``.
+    func presentOfferCodeRedeemSheet() async throws
+}
+
+/// How a refund request sheet ended, as `Transaction.RefundRequestStatus`.
+public enum RefundRequestStatus: String, Sendable, Equatable, Codable {
+    /// The customer sent the request; Apple decides later.
+    case success
+    /// The customer closed the sheet without asking.
+    case userCancelled
+}
+
+/// A product as the App Store presents it on the device, as StoreKit's `Product`.
+public struct StoreProduct: Sendable, Equatable, Hashable, Codable {
+    /// The product identifier.
+    public var id: String
+    /// The kind of product.
+    public var type: StoreTransaction.ProductType
+    /// The localized name.
+    public var displayName: String
+    /// The localized description.
+    public var description: String
+    /// The price in the storefront's currency.
+    public var price: Decimal
+    /// The price, localized and formatted, e.g. `$4.99`.
+    public var displayPrice: String
+    /// The ISO 4217 currency code of the price, e.g. `USD`.
+    public var currencyCode: String
+    /// For an auto-renewable subscription: its group, period and introductory offer.
+    public var subscription: StoreSubscriptionInfo?
+
+    /// Creates a product.
+    public init(
+        id: String, type: StoreTransaction.ProductType, displayName: String, description: String, price: Decimal,
+        displayPrice: String, currencyCode: String, subscription: StoreSubscriptionInfo? = nil
+    ) {
+        self.id = id
+        self.type = type
+        self.displayName = displayName
+        self.description = description
+        self.price = price
+        self.displayPrice = displayPrice
+        self.currencyCode = currencyCode
+        self.subscription = subscription
+    }
+}
+
+/// A length of time a subscription or an offer lasts, as `Product.SubscriptionPeriod`.
+public struct StorePeriod: Sendable, Equatable, Hashable, Codable {
+    /// The units of a period, as `Product.SubscriptionPeriod.Unit`.
+    public enum Unit: String, Sendable, Hashable, Codable {
+        /// Days.
+        case day
+        /// Weeks.
+        case week
+        /// Months.
+        case month
+        /// Years.
+        case year
+    }
+
+    /// How many units.
+    public var value: Int
+    /// The unit.
+    public var unit: Unit
+
+    /// Creates a period.
+    public init(value: Int, unit: Unit) {
+        self.value = value
+        self.unit = unit
+    }
+}
+
+/// What a subscription product says about its subscription, as `Product.SubscriptionInfo`.
+public struct StoreSubscriptionInfo: Sendable, Equatable, Hashable, Codable {
+    /// The subscription group.
+    public var groupId: String
+    /// How long one period lasts.
+    public var period: StorePeriod
+    /// The introductory offer, if the product has one.
+    public var introductoryOffer: StoreIntroductoryOffer?
+    /// Whether this account may still take an introductory offer in the group (it never has).
+    public var isEligibleForIntroOffer: Bool
+
+    /// Creates the subscription's description.
+    public init(
+        groupId: String, period: StorePeriod, introductoryOffer: StoreIntroductoryOffer? = nil,
+        isEligibleForIntroOffer: Bool
+    ) {
+        self.groupId = groupId
+        self.period = period
+        self.introductoryOffer = introductoryOffer
+        self.isEligibleForIntroOffer = isEligibleForIntroOffer
+    }
+}
+
+/// An introductory offer of a subscription, as `Product.SubscriptionOffer`.
+public struct StoreIntroductoryOffer: Sendable, Equatable, Hashable, Codable {
+    /// How the customer pays during the offer, as `Product.SubscriptionOffer.PaymentMode`.
+    public enum PaymentMode: String, Sendable, Hashable, Codable {
+        /// Nothing: a free trial.
+        case freeTrial
+        /// A reduced price each period.
+        case payAsYouGo
+        /// One reduced price for the whole offer.
+        case payUpFront
+    }
+
+    /// How the customer pays.
+    public var paymentMode: PaymentMode
+    /// The offer's price.
+    public var price: Decimal
+    /// The offer's price, localized.
+    public var displayPrice: String
+    /// One period of the offer.
+    public var period: StorePeriod
+    /// How many periods it lasts.
+    public var periodCount: Int
+
+    /// Creates an offer.
+    public init(paymentMode: PaymentMode, price: Decimal, displayPrice: String, period: StorePeriod, periodCount: Int) {
+        self.paymentMode = paymentMode
+        self.price = price
+        self.displayPrice = displayPrice
+        self.period = period
+        self.periodCount = periodCount
+    }
 }
 
 /// How a purchase ended, as `Product.PurchaseResult`.
@@ -143,4 +284,20 @@ public struct SimulatedDeviceState: Codable, Sendable, Equatable {
         decoder.dateDecodingStrategy = .millisecondsSince1970
         return try decoder.decode(SimulatedDeviceState.self, from: data)
     }
+}
+
+/// What the simulated customer does on StoreKit's sheets shown on a simulated device (`SimulatedDevice`,
+/// `SimulatorStoreKit`).
+public struct SimulatedSheetChoices: Sendable, Equatable {
+    /// The code typed on the next offer-code sheet; `nil` closes the sheet. It is used once.
+    public var offerCode: String?
+    /// How the customer answers a refund request sheet.
+    public var refundRequest: RefundRequestStatus = .success
+    /// Whether the customer turns auto-renew off on the subscription management sheet.
+    public var cancelsSubscriptions = false
+    /// How many subscription management sheets were shown.
+    public var manageSubscriptionsShown = 0
+
+    /// The customer's defaults: closes the offer-code sheet, sends refund requests, keeps subscriptions.
+    public init() {}
 }

@@ -1,128 +1,268 @@
-// StoreKit 2 exists on Apple platforms only; elsewhere this module is empty and apps use the simulator's
-// StoreKit (`SimulatedDevice`, `SimulatorStoreKit`).
+// StoreKit 2 on Apple platforms. On Linux the same code compiles against `StoreKitInterface`, a mirror of
+// exactly the StoreKit declarations used here, so its tests run the mapping and the calls' order; only the
+// window-scene lookup (UIKit) is Apple-only.
+import CofferStoreKit
+import Foundation
+
 #if canImport(StoreKit)
-    import CofferStoreKit
-    import Foundation
     import StoreKit
-
-    /// StoreKit 2 behind ``StoreKitProvider``: what an iOS, macOS or visionOS app gives `CofferSDK`.
-    ///
-    /// Only transactions StoreKit verified on the device are passed on; the server verifies their signed
-    /// form again, and the device wallet delivers nothing StoreKit could not verify.
-    @available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *)
-    public struct AppleStoreKit: StoreKitProvider {
-        /// StoreKit as the app sees it.
-        public init() {}
-
-        /// Buys through `Product.purchase(options:)` with the quantity and the Coffer user's account token.
-        public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws
-            -> StorePurchaseResult
-        {
-            guard let product = try await Product.products(for: [productId]).first else {
-                throw AppleStoreKitError.unknownProduct(productId)
-            }
-            var options: Set<Product.PurchaseOption> = [.quantity(quantity)]
-            if let appAccountToken { options.insert(.appAccountToken(appAccountToken)) }
-            switch try await product.purchase(options: options) {
-            case .success(let result):
-                return .success(try Self.transaction(result))
-            case .userCancelled:
-                return .userCancelled
-            case .pending:
-                return .pending
-            @unknown default:
-                return .pending
-            }
-        }
-
-        /// `Transaction.updates` (it starts with the unfinished transactions, once per launch).
-        public func updates() async -> AsyncStream<StoreTransaction> {
-            let (stream, continuation) = AsyncStream<StoreTransaction>.makeStream()
-            let task = Task {
-                for await result in Transaction.updates {
-                    if let transaction = try? Self.transaction(result) { continuation.yield(transaction) }
-                }
-                continuation.finish()
-            }
-            continuation.onTermination = { _ in task.cancel() }
-            return stream
-        }
-
-        /// `Transaction.unfinished`.
-        public func unfinished() async -> [StoreTransaction] { await Self.collect(Transaction.unfinished) }
-
-        /// `Transaction.all`.
-        public func all() async -> [StoreTransaction] { await Self.collect(Transaction.all) }
-
-        /// `Transaction.currentEntitlements`.
-        public func currentEntitlements() async -> [StoreTransaction] {
-            await Self.collect(Transaction.currentEntitlements)
-        }
-
-        /// Finishes the unfinished transaction with this id (`Transaction.finish()`).
-        public func finish(transactionId: String) async {
-            for await result in Transaction.unfinished {
-                guard case .verified(let transaction) = result, String(transaction.id) == transactionId else {
-                    continue
-                }
-                await transaction.finish()
-                return
-            }
-        }
-
-        /// `AppStore.sync()`: asks the customer to sign in; for a Restore Purchases button only.
-        public func sync() async throws { try await AppStore.sync() }
-
-        /// `AppTransaction.shared`, or `AppTransaction.refresh()`; only what StoreKit verified.
-        public func appTransaction(refresh: Bool) async -> String? {
-            do {
-                let result = refresh ? try await AppTransaction.refresh() : try await AppTransaction.shared
-                guard case .verified = result else { return nil }
-                return result.jwsRepresentation
-            } catch {
-                return nil
-            }
-        }
-
-        private static func collect(_ results: Transaction.Transactions) async -> [StoreTransaction] {
-            var transactions: [StoreTransaction] = []
-            for await result in results {
-                if let transaction = try? transaction(result) { transactions.append(transaction) }
-            }
-            return transactions
-        }
-
-        /// A verified StoreKit transaction as the SDK reads it, with its signed form.
-        static func transaction(_ result: VerificationResult<Transaction>) throws -> StoreTransaction {
-            let transaction: Transaction
-            switch result {
-            case .verified(let verified):
-                transaction = verified
-            case .unverified(_, let error):
-                throw AppleStoreKitError.unverified(String(describing: error))
-            }
-            let kind: StoreTransaction.ProductType =
-                switch transaction.productType {
-                case .consumable: .consumable
-                case .nonConsumable: .nonConsumable
-                case .autoRenewable: .autoRenewable
-                default: .nonRenewing
-                }
-            return StoreTransaction(
-                id: String(transaction.id), originalId: String(transaction.originalID),
-                productId: transaction.productID, productType: kind, purchaseDate: transaction.purchaseDate,
-                quantity: transaction.purchasedQuantity, expirationDate: transaction.expirationDate,
-                revocationDate: transaction.revocationDate, isFamilyShared: transaction.ownershipType == .familyShared,
-                isUpgraded: transaction.isUpgraded, appAccountToken: transaction.appAccountToken,
-                jwsRepresentation: result.jwsRepresentation)
-        }
-    }
-
-    /// What ``AppleStoreKit`` refuses.
-    public enum AppleStoreKitError: Error, Equatable, Sendable {
-        /// The App Store does not sell a product with this id to this app.
-        case unknownProduct(String)
-        /// StoreKit could not verify the transaction's signature on the device.
-        case unverified(String)
-    }
+#else
+    import StoreKitInterface
 #endif
+#if canImport(UIKit) && canImport(StoreKit)
+    import UIKit
+#endif
+
+/// StoreKit 2 behind ``StoreKitProvider``: what an iOS or macOS app gives `CofferSDK`.
+///
+/// Only transactions StoreKit verified on the device are passed on; the server verifies their signed form
+/// again, and the device wallet delivers nothing StoreKit could not verify. The sheets (refund requests,
+/// subscription management, offer codes) are shown in the app's foreground window scene on iOS; on macOS,
+/// where StoreKit wants a view controller, use SwiftUI's `refundRequestSheet` and `offerCodeRedemption`.
+public struct AppleStoreKit: StoreKitProvider {
+    /// StoreKit as the app sees it.
+    public init() {}
+
+    /// Buys through `Product.purchase(options:)` with the quantity and the Coffer user's account token.
+    public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws
+        -> StorePurchaseResult
+    {
+        guard let product = try await Product.products(for: [productId]).first else {
+            throw AppleStoreKitError.unknownProduct(productId)
+        }
+        return try Self.purchaseResult(await product.purchase(options: Self.options(quantity, appAccountToken)))
+    }
+
+    /// `Transaction.updates` (it starts with the unfinished transactions, once per launch).
+    public func updates() async -> AsyncStream<StoreTransaction> {
+        let (stream, continuation) = AsyncStream<StoreTransaction>.makeStream()
+        let task = Task {
+            for await result in Transaction.updates {
+                if let transaction = try? Self.transaction(result) { continuation.yield(transaction) }
+            }
+            continuation.finish()
+        }
+        continuation.onTermination = { _ in task.cancel() }
+        return stream
+    }
+
+    /// `Transaction.unfinished`.
+    public func unfinished() async -> [StoreTransaction] { await Self.collect(Transaction.unfinished) }
+
+    /// `Transaction.all` (without `SKIncludeConsumableInAppPurchaseHistory`, finished consumables are not in it).
+    public func all() async -> [StoreTransaction] { await Self.collect(Transaction.all) }
+
+    /// `Transaction.currentEntitlements`.
+    public func currentEntitlements() async -> [StoreTransaction] {
+        await Self.collect(Transaction.currentEntitlements)
+    }
+
+    /// Finishes the unfinished transaction with this id (`Transaction.finish()`).
+    public func finish(transactionId: String) async {
+        for await result in Transaction.unfinished {
+            guard case .verified(let transaction) = result, String(transaction.id) == transactionId else {
+                continue
+            }
+            await transaction.finish()
+            return
+        }
+    }
+
+    /// `AppStore.sync()`: asks the customer to sign in; for a Restore Purchases button only.
+    public func sync() async throws { try await AppStore.sync() }
+
+    /// `AppTransaction.shared`, or `AppTransaction.refresh()`; only what StoreKit verified.
+    public func appTransaction(refresh: Bool) async -> String? {
+        do {
+            let result = refresh ? try await AppTransaction.refresh() : try await AppTransaction.shared
+            guard case .verified = result else { return nil }
+            return result.jwsRepresentation
+        } catch {
+            return nil
+        }
+    }
+
+    /// `Product.products(for:)`, each with its subscription's introductory offer and the account's eligibility
+    /// (`Product.SubscriptionInfo.isEligibleForIntroOffer`).
+    public func products(ids: [String]) async throws -> [StoreProduct] {
+        var products: [StoreProduct] = []
+        for product in try await Product.products(for: ids) { products.append(await Self.product(product)) }
+        return products
+    }
+
+    /// `Transaction.beginRefundRequest(for:in:)` in the app's foreground window scene.
+    public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {
+        guard let id = UInt64(transactionId) else { throw AppleStoreKitError.unknownTransaction(transactionId) }
+        #if os(iOS) || os(visionOS) || !canImport(StoreKit)
+            return Self.refundStatus(try await Self.refundRequest(id))
+        #else
+            throw AppleStoreKitError.needsSwiftUISheet("refundRequestSheet(for:isPresented:onDismiss:)")
+        #endif
+    }
+
+    /// `AppStore.showManageSubscriptions(in:)` in the app's foreground window scene.
+    public func showManageSubscriptions() async throws {
+        #if os(iOS) || os(visionOS) || !canImport(StoreKit)
+            try await Self.manageSubscriptions()
+        #else
+            throw AppleStoreKitError.needsSwiftUISheet("the App Store app's subscriptions page")
+        #endif
+    }
+
+    /// `AppStore.presentOfferCodeRedeemSheet(in:)` in the app's foreground window scene; the redeemed
+    /// transaction arrives through ``updates()``.
+    public func presentOfferCodeRedeemSheet() async throws {
+        #if os(iOS) || os(visionOS) || !canImport(StoreKit)
+            try await Self.offerCodeSheet()
+        #else
+            throw AppleStoreKitError.needsSwiftUISheet("offerCodeRedemption(isPresented:onCompletion:)")
+        #endif
+    }
+
+    // MARK: - The calls that need a window scene
+
+    #if os(iOS) || os(visionOS) || !canImport(StoreKit)
+        @MainActor
+        private static func refundRequest(_ id: UInt64) async throws -> Transaction.RefundRequestStatus {
+            try await Transaction.beginRefundRequest(for: id, in: try foregroundScene())
+        }
+
+        @MainActor
+        private static func manageSubscriptions() async throws {
+            try await AppStore.showManageSubscriptions(in: try foregroundScene())
+        }
+
+        @MainActor
+        private static func offerCodeSheet() async throws {
+            try await AppStore.presentOfferCodeRedeemSheet(in: try foregroundScene())
+        }
+    #endif
+
+    #if (os(iOS) || os(visionOS)) && canImport(StoreKit)
+        /// The scene the customer sees: the foreground-active window scene, else the first one.
+        @MainActor
+        private static func foregroundScene() throws -> UIWindowScene {
+            let scenes = UIApplication.shared.connectedScenes.compactMap { $0 as? UIWindowScene }
+            guard let scene = scenes.first(where: { $0.activationState == .foregroundActive }) ?? scenes.first else {
+                throw AppleStoreKitError.noWindowScene
+            }
+            return scene
+        }
+    #elseif !canImport(StoreKit)
+        /// The mirror's stand-in scene.
+        @MainActor
+        private static func foregroundScene() throws -> UIWindowScene { UIWindowScene() }
+    #endif
+
+    // MARK: - StoreKit's values as the SDK reads them
+
+    static func options(_ quantity: Int, _ appAccountToken: UUID?) -> Set<Product.PurchaseOption> {
+        var options: Set<Product.PurchaseOption> = [.quantity(quantity)]
+        if let appAccountToken { options.insert(.appAccountToken(appAccountToken)) }
+        return options
+    }
+
+    static func purchaseResult(_ result: Product.PurchaseResult) throws -> StorePurchaseResult {
+        switch result {
+        case .success(let verification): .success(try transaction(verification))
+        case .userCancelled: .userCancelled
+        case .pending: .pending
+        @unknown default: .pending
+        }
+    }
+
+    private static func collect(_ results: Transaction.Transactions) async -> [StoreTransaction] {
+        var transactions: [StoreTransaction] = []
+        for await result in results {
+            if let transaction = try? transaction(result) { transactions.append(transaction) }
+        }
+        return transactions
+    }
+
+    /// A verified StoreKit transaction as the SDK reads it, with its signed form.
+    static func transaction(_ result: VerificationResult<Transaction>) throws -> StoreTransaction {
+        let transaction: Transaction
+        switch result {
+        case .verified(let verified):
+            transaction = verified
+        case .unverified(_, let error):
+            throw AppleStoreKitError.unverified(String(describing: error))
+        }
+        return StoreTransaction(
+            id: String(transaction.id), originalId: String(transaction.originalID),
+            productId: transaction.productID, productType: productType(transaction.productType),
+            purchaseDate: transaction.purchaseDate, quantity: transaction.purchasedQuantity,
+            expirationDate: transaction.expirationDate, revocationDate: transaction.revocationDate,
+            isFamilyShared: transaction.ownershipType == .familyShared, isUpgraded: transaction.isUpgraded,
+            appAccountToken: transaction.appAccountToken, jwsRepresentation: result.jwsRepresentation)
+    }
+
+    static func productType(_ type: Product.ProductType) -> StoreTransaction.ProductType {
+        switch type {
+        case .consumable: .consumable
+        case .nonConsumable: .nonConsumable
+        case .autoRenewable: .autoRenewable
+        default: .nonRenewing
+        }
+    }
+
+    static func product(_ product: Product) async -> StoreProduct {
+        var subscription: StoreSubscriptionInfo?
+        if let info = product.subscription {
+            subscription = StoreSubscriptionInfo(
+                groupId: info.subscriptionGroupID, period: period(info.subscriptionPeriod),
+                introductoryOffer: info.introductoryOffer.map(offer),
+                isEligibleForIntroOffer: await info.isEligibleForIntroOffer)
+        }
+        return StoreProduct(
+            id: product.id, type: productType(product.type), displayName: product.displayName,
+            description: product.description, price: product.price, displayPrice: product.displayPrice,
+            currencyCode: product.priceFormatStyle.currencyCode, subscription: subscription)
+    }
+
+    static func offer(_ offer: Product.SubscriptionOffer) -> StoreIntroductoryOffer {
+        let mode: StoreIntroductoryOffer.PaymentMode =
+            switch offer.paymentMode {
+            case .freeTrial: .freeTrial
+            case .payUpFront: .payUpFront
+            default: .payAsYouGo
+            }
+        return StoreIntroductoryOffer(
+            paymentMode: mode, price: offer.price, displayPrice: offer.displayPrice, period: period(offer.period),
+            periodCount: offer.periodCount)
+    }
+
+    static func period(_ period: Product.SubscriptionPeriod) -> StorePeriod {
+        let unit: StorePeriod.Unit =
+            switch period.unit {
+            case .day: .day
+            case .week: .week
+            case .month: .month
+            case .year: .year
+            @unknown default: .month
+            }
+        return StorePeriod(value: period.value, unit: unit)
+    }
+
+    static func refundStatus(_ status: Transaction.RefundRequestStatus) -> RefundRequestStatus {
+        switch status {
+        case .success: .success
+        case .userCancelled: .userCancelled
+        @unknown default: .userCancelled
+        }
+    }
+}
+
+/// What ``AppleStoreKit`` refuses.
+public enum AppleStoreKitError: Error, Equatable, Sendable {
+    /// The App Store does not sell a product with this id to this app.
+    case unknownProduct(String)
+    /// No transaction has this id.
+    case unknownTransaction(String)
+    /// StoreKit could not verify the transaction's signature on the device.
+    case unverified(String)
+    /// The app has no window scene to show StoreKit's sheet in.
+    case noWindowScene
+    /// StoreKit shows this sheet here only from a view: use the SwiftUI modifier named.
+    case needsSwiftUISheet(String)
+}

@@ -27,7 +27,7 @@ struct AppStoreSimCommandTests {
         server.arguments = [
             "appstore-sim", "serve", "--folder", folder.path, "--catalog",
             root.appendingPathComponent("Tests/CofferTestSupport/Fixtures/catalog.json").path, "--bundle-id",
-            "com.example.app", "--port", String(port),
+            "com.example.app", "--port", String(port), "--offer-code", "SPRING=com.example.credits.400k",
         ]
         server.standardOutput = FileHandle.nullDevice
         server.standardError = FileHandle.nullDevice
@@ -103,6 +103,17 @@ struct AppStoreSimCommandTests {
         #expect(badProduct.status == 1)
         #expect(badProduct.stderr.contains("not in the catalog"))
         #expect(try CofferProcess.run(["appstore-sim", "advance-clock", "soon"] + remote).status == 64)
+
+        // An offer code from --offer-code, redeemed once per account, as the device's sheet does.
+        let redeemed = try CofferProcess.run(
+            ["appstore-sim", "redeem-offer-code", "--account", "bob", "SPRING"] + remote)
+        #expect(redeemed.status == 0, "\(redeemed.stderr)")
+        #expect(redeemed.stdout.contains("bob redeemed offer code SPRING"))
+        let twice = try CofferProcess.run(["appstore-sim", "redeem-offer-code", "--account", "bob", "SPRING"] + remote)
+        #expect(twice.status == 1 && twice.stderr.contains("already redeemed"))
+        let unknownCode = try CofferProcess.run(
+            ["appstore-sim", "redeem-offer-code", "--account", "bob", "NOPE"] + remote)
+        #expect(unknownCode.status == 1 && unknownCode.stderr.contains("no offer code NOPE"))
 
         // What the device would post verifies with the simulator's root in Sandbox, and never in Production.
         let signed = try CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote)

@@ -276,7 +276,21 @@ struct LiveSyncTests {
                     account: "bob", productId: PurchaseFlowTests.product, appAccountToken: token)
                 let heard = await updates.value
                 #expect(heard != nil && other.transactionIds.contains(heard ?? ""))
+
+                // The sheets and the products, over the simulator's HTTP controls.
+                let products = try await storeKit.products(ids: [PurchaseFlowTests.product, "com.example.gone"])
+                #expect(products.map(\.id) == [PurchaseFlowTests.product] && products.first?.price == Decimal(0.99))
+                let sent = await world.apple.sentNotifications().count
+                #expect(try await storeKit.beginRefundRequest(transactionId: other.transactionIds[0]) == .success)
+                #expect(await world.apple.sentNotifications().count == sent + 1)
                 #expect(storeKit.lastFailure == nil)
+                await #expect(throws: SimulatorStoreKitError.self) {
+                    try await storeKit.beginRefundRequest(transactionId: "2999999999")
+                }
+                #expect(storeKit.lastFailure?.contains("unknown-transaction") == true)
+                try await storeKit.presentOfferCodeRedeemSheet()  // closed: nothing bought
+                try await storeKit.showManageSubscriptions()
+                #expect(storeKit.sheetChoices.manageSubscriptionsShown == 1)
             }
         }
     }

@@ -87,19 +87,24 @@ struct PurchaseFlowTests {
 
     /// - Parameter serverOnSimulatedTime: The server reads the simulator's clock (signed data as young as the
     ///   simulator made it) instead of the machine's (admin requests signed now).
+    /// - Parameter products: More products for the catalog beside the credits and no-ads.
+    /// - Parameter simulator: Changes to the simulator's settings (names, prices, offers, offer codes).
     static func withWorld(
-        wallet: WalletMode, serverOnSimulatedTime: Bool = false, _ body: @Sendable (World) async throws -> Void
+        wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [Product] = [],
+        simulator: (inout SimulatorConfiguration) -> Void = { _ in }, _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
-        let catalog = try Catalog(products: [
-            Product(id: product, kind: .consumable, credits: 100),
-            Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-        ])
+        let catalog = try Catalog(
+            products: [
+                Product(id: product, kind: .consumable, credits: 100),
+                Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+            ] + products)
         let clock = SimulatorClock(start: start)
+        var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
+        simulator(&simulatorConfiguration)
         let apple = SimulatedAppStore(
-            catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234), signer: try pki.signer(),
-            clock: clock)
+            catalog: catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
         let serverStore = InMemoryStore()

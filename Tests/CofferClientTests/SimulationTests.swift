@@ -307,7 +307,7 @@ final class Simulation: @unchecked Sendable {
             await deliverNotifications(step: step)
             try await postDelivered(server: server)
         case 50..<57:
-            let paid = await apple.deviceTransactions(account: device.account).filter {
+            let paid = await apple.accountTransactions(account: device.account).filter {
                 $0.revocationDate == nil && !$0.isFamilyShared && !refundedOnce.contains($0.id)
             }
             if let transaction = pick(paid) {
@@ -316,7 +316,7 @@ final class Simulation: @unchecked Sendable {
                 _ = try? await apple.refund(transactionId: transaction.id)
             }
         case 57..<61:
-            let refunded = await apple.deviceTransactions(account: device.account).filter {
+            let refunded = await apple.accountTransactions(account: device.account).filter {
                 $0.revocationDate != nil && !$0.isFamilyShared
             }
             if let transaction = pick(refunded) {
@@ -385,7 +385,7 @@ final class Simulation: @unchecked Sendable {
             device.app = nil
             try? FileManager.default.removeItem(at: device.folder)
             if newPhone { try? FileManager.default.removeItem(at: device.credentials) }
-            device.beforeReinstall = Set(await apple.deviceTransactions(account: device.account).map(\.id))
+            device.beforeReinstall = Set(await apple.accountTransactions(account: device.account).map(\.id))
             try await launch(device, server: server)
             let after = await device.app?.credentials?.supportId
             if let before, let after, before != after {
@@ -546,7 +546,7 @@ final class Simulation: @unchecked Sendable {
     /// and those without one (bought outside the app) that the user presented first.
     func transactions(of user: User, account: String) async throws -> [StoreTransaction] {
         var owned: [StoreTransaction] = []
-        for transaction in await apple.deviceTransactions(account: account) {
+        for transaction in await apple.accountTransactions(account: account) {
             if let token = transaction.appAccountToken {
                 if token == user.appAccountToken { owned.append(transaction) }
             } else if try await serverStore.receipt(transactionId: transaction.id, environment: environment)?.owner
@@ -573,7 +573,7 @@ final class Simulation: @unchecked Sendable {
         }
         let byId = Dictionary(receipts.map { ($0.transaction.transactionId, $0) }) { first, _ in first }
         // Every transaction reaches the server (the device wallet's outbox, or the server wallet's delivery).
-        for transaction in await apple.deviceTransactions(account: device.account) where !transaction.isFamilyShared {
+        for transaction in await apple.accountTransactions(account: device.account) where !transaction.isFamilyShared {
             guard try await serverStore.receipt(transactionId: transaction.id, environment: environment) != nil else {
                 throw Broken(description: "\(device.name): the server never heard of \(transaction.id)")
             }

@@ -1,0 +1,83 @@
+import CofferAppStore
+import CofferCore
+import CofferStoreKit
+import Foundation
+
+extension SimulatedAppStore {
+    /// The products among `ids` as the account's device shows them (`Product.products(for:)`): name, price in
+    /// the storefront's currency, and for a subscription its group, period and introductory offer, with the
+    /// account's eligibility (it never subscribed in the group). Ids not in the catalog are left out.
+    public func products(ids: [String], account: String) -> [StoreProduct] {
+        ids.compactMap { catalog.product(id: $0) }.map { product in
+            let price = Decimal(price(product)) / 1_000
+            var subscription: StoreSubscriptionInfo?
+            if product.kind == .autoRenewable, let group = product.group {
+                let subscribed = transactions.contains { $0.account == account && $0.product.group == group }
+                subscription = StoreSubscriptionInfo(
+                    groupId: group, period: Self.storePeriod(days: product.durationDays ?? 30),
+                    introductoryOffer: configuration.introductoryOffers[product.id],
+                    isEligibleForIntroOffer: !subscribed)
+            }
+            return StoreProduct(
+                id: product.id, type: StoreTransaction.ProductType(product.kind),
+                displayName: configuration.productNames[product.id] ?? product.id, description: "",
+                price: price, displayPrice: displayPrice(price), currencyCode: configuration.currency,
+                subscription: subscription)
+        }
+    }
+
+    /// A price as the device shows it, e.g. `USD 4.99`.
+    func displayPrice(_ price: Decimal) -> String {
+        "\(configuration.currency) \(price.formatted(.number.precision(.fractionLength(2)).grouping(.never)))"
+    }
+
+    static func storePeriod(days: Int) -> StorePeriod {
+        switch days {
+        case 365, 366: StorePeriod(value: 1, unit: .year)
+        case let days where days % 30 == 0: StorePeriod(value: days / 30, unit: .month)
+        case let days where days % 7 == 0: StorePeriod(value: days / 7, unit: .week)
+        default: StorePeriod(value: days, unit: .day)
+        }
+    }
+
+    /// The customer redeems an offer code on the device's sheet: the code's product is bought for the account
+    /// (no app account token: the sheet does not carry one) and reaches the device through its updates. Each
+    /// code buys once per account.
+    @discardableResult
+    public func redeemOfferCode(_ code: String, account: String) throws(SimulatorError) -> SimulatorReport {
+        guard let productId = configuration.offerCodes[code] else {
+            throw SimulatorError("unknown-offer-code", "no offer code \(code)")
+        }
+        guard !redeemedCodes.contains("\(account)\u{1F}\(code)") else {
+            throw SimulatorError("invalid-state", "\(account) already redeemed \(code)")
+        }
+        var report = try purchase(account: account, productId: productId)
+        redeemedCodes.insert("\(account)\u{1F}\(code)")
+        report.happened.insert("\(account) redeemed offer code \(code)", at: 0)
+        for id in report.transactionIds where record(id)?.account == account { pushUpdate(id) }
+        return report
+    }
+
+    /// The customer asks for a refund on the device's sheet: Apple asks the app's server for consumption
+    /// information (CONSUMPTION_REQUEST) and decides later (``refund(transactionId:percentage:)`` or
+    /// ``declineRefund(transactionId:)``). Only the account's own transactions can be asked about.
+    @discardableResult
+    public func requestRefund(transactionId: String, account: String) throws(SimulatorError) -> SimulatorReport {
+        guard let record = record(transactionId), record.account == account else {
+            throw SimulatorError("unknown-transaction", "\(account) has no transaction \(transactionId)")
+        }
+        return try requestRefund(transactionId: transactionId)
+    }
+
+    /// The customer turns auto-renew off for every subscription of the account on the subscription management
+    /// sheet.
+    @discardableResult
+    public func cancelSubscriptions(account: String) throws(SimulatorError) -> SimulatorReport {
+        var report = SimulatorReport()
+        for subscription in subscriptions.values.sorted(by: { $0.originalId < $1.originalId })
+        where subscription.account == account && subscription.autoRenew {
+            report.append(try setAutoRenew(originalTransactionId: subscription.originalId, false))
+        }
+        return report
+    }
+}

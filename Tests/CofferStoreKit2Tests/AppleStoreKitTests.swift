@@ -1,0 +1,266 @@
+// The StoreKit 2 adapter, run on Linux against StoreKitInterface (the mirror of the StoreKit declarations it
+// uses) with a store standing in for the App Store. On Apple platforms these tests are not compiled: there the
+// adapter imports StoreKit itself.
+#if !canImport(StoreKit)
+    import CofferStoreKit
+    @testable import CofferStoreKit2
+    import Foundation
+    import StoreKitInterface
+    import Synchronization
+    import Testing
+
+    /// The App Store and the device's StoreKit for one test: what it was asked, and what it answers.
+    final class FakeStore: MirrorStore {
+        struct State {
+            var products: [Product] = []
+            var purchaseAnswer: Product.PurchaseResult = .pending
+            var purchaseOptions: [Set<Product.PurchaseOption>] = []
+            var feeds: [MirrorFeed: [VerificationResult<Transaction>]] = [:]
+            var finished: [UInt64] = []
+            var synced = 0
+            var appTransaction: VerificationResult<AppTransaction>?
+            var eligibleGroups: Set<String> = []
+            var refundAnswer: Transaction.RefundRequestStatus = .success
+            var refundRequests: [UInt64] = []
+            var manageShown = 0
+            var offerCodeShown = 0
+        }
+
+        let state = Mutex(State())
+
+        func products(for ids: [String]) async throws -> [Product] {
+            state.withLock { state in state.products.filter { ids.contains($0.id) } }
+        }
+
+        func purchase(_ product: Product, options: Set<Product.PurchaseOption>) async throws -> Product.PurchaseResult {
+            state.withLock { state in
+                state.purchaseOptions.append(options)
+                return state.purchaseAnswer
+            }
+        }
+
+        func transactions(_ feed: MirrorFeed) -> AsyncStream<VerificationResult<Transaction>> {
+            let results = state.withLock { $0.feeds[feed] ?? [] }
+            return AsyncStream { continuation in
+                for result in results { continuation.yield(result) }
+                continuation.finish()
+            }
+        }
+
+        func finish(_ transaction: Transaction) async { state.withLock { $0.finished.append(transaction.id) } }
+
+        func sync() async throws { state.withLock { $0.synced += 1 } }
+
+        func appTransaction(refresh: Bool) async throws -> VerificationResult<AppTransaction> {
+            guard let answer = state.withLock({ $0.appTransaction }) else { throw MirrorStoreKitError.noStore }
+            return answer
+        }
+
+        func isEligibleForIntroOffer(groupID: String) async -> Bool {
+            state.withLock { $0.eligibleGroups.contains(groupID) }
+        }
+
+        func refundRequest(for transactionID: UInt64) async throws -> Transaction.RefundRequestStatus {
+            state.withLock { state in
+                state.refundRequests.append(transactionID)
+                return state.refundAnswer
+            }
+        }
+
+        func showManageSubscriptions() async throws { state.withLock { $0.manageShown += 1 } }
+
+        func presentOfferCodeRedeemSheet() async throws { state.withLock { $0.offerCodeShown += 1 } }
+    }
+
+    @Suite("The StoreKit 2 adapter, against the StoreKit mirror")
+    struct AppleStoreKitTests {
+        static let date = Date(timeIntervalSince1970: 1_780_000_000)
+        static let token = UUID(uuidString: "8A1E9B2C-0000-4000-8000-000000000001")!
+
+        static let credits = Product(
+            id: "com.example.credits", type: .consumable, displayName: "400 Credits", description: "A pile",
+            price: Decimal(string: "4.99")!, displayPrice: "€4,99", currencyCode: "EUR")
+        static let monthly = Product(
+            id: "com.example.pro.monthly", type: .autoRenewable, displayName: "Pro", description: "Everything",
+            price: Decimal(string: "9.99")!, displayPrice: "€9,99", currencyCode: "EUR",
+            subscription: .init(
+                subscriptionGroupID: "pro", subscriptionPeriod: .init(value: 1, unit: .month),
+                introductoryOffer: .init(
+                    price: 0, displayPrice: "€0,00", period: .init(value: 1, unit: .week), periodCount: 1,
+                    paymentMode: .freeTrial)))
+
+        static func transaction(
+            _ id: UInt64, _ productID: String = "com.example.credits", type: Product.ProductType = .consumable,
+            ownership: Transaction.OwnershipType = .purchased, revoked: Date? = nil
+        ) -> Transaction {
+            Transaction(
+                id: id, originalID: id - 1, productID: productID, productType: type, purchaseDate: date,
+                purchasedQuantity: 3, expirationDate: type == .autoRenewable ? date.addingTimeInterval(86_400) : nil,
+                revocationDate: revoked, ownershipType: ownership, isUpgraded: false, appAccountToken: token,
+                signed: "jws-\(id)")
+        }
+
+        func withStore<T>(_ store: FakeStore, _ body: () async throws -> T) async rethrows -> T {
+            try await MirrorStoreKit.$store.withValue(store) { try await body() }
+        }
+
+        @Test("a verified transaction maps field by field, with its signed form; an unverified one is refused")
+        func transactionMapping() throws {
+            let mapped = try AppleStoreKit.transaction(.verified(Self.transaction(42)))
+            #expect(
+                mapped
+                    == StoreTransaction(
+                        id: "42", originalId: "41", productId: "com.example.credits", productType: .consumable,
+                        purchaseDate: Self.date, quantity: 3, appAccountToken: Self.token, jwsRepresentation: "jws-42"))
+            let shared = try AppleStoreKit.transaction(
+                .verified(
+                    Self.transaction(7, "com.example.pro.monthly", type: .autoRenewable, ownership: .familyShared)))
+            #expect(shared.isFamilyShared && shared.productType == .autoRenewable)
+            #expect(shared.expirationDate == Self.date.addingTimeInterval(86_400))
+            #expect(throws: AppleStoreKitError.unverified("invalidSignature")) {
+                try AppleStoreKit.transaction(.unverified(Self.transaction(9), .invalidSignature))
+            }
+            #expect(AppleStoreKit.productType(.nonRenewable) == .nonRenewing)
+            #expect(AppleStoreKit.productType(.nonConsumable) == .nonConsumable)
+        }
+
+        @Test("a purchase asks StoreKit with the quantity and the account token; each of its endings maps")
+        func purchase() async throws {
+            let store = FakeStore()
+            store.state.withLock {
+                $0.products = [Self.credits]
+                $0.purchaseAnswer = .success(.verified(Self.transaction(100)))
+            }
+            try await withStore(store) {
+                let bought = try await AppleStoreKit().purchase(
+                    productId: "com.example.credits", quantity: 3, appAccountToken: Self.token)
+                #expect(bought == .success(try AppleStoreKit.transaction(.verified(Self.transaction(100)))))
+                #expect(store.state.withLock(\.purchaseOptions) == [[.quantity(3), .appAccountToken(Self.token)]])
+                store.state.withLock { $0.purchaseAnswer = .userCancelled }
+                #expect(
+                    try await AppleStoreKit().purchase(
+                        productId: "com.example.credits", quantity: 1, appAccountToken: nil) == .userCancelled)
+                #expect(store.state.withLock(\.purchaseOptions).last == [.quantity(1)])
+                store.state.withLock { $0.purchaseAnswer = .pending }
+                #expect(
+                    try await AppleStoreKit().purchase(
+                        productId: "com.example.credits", quantity: 1, appAccountToken: nil) == .pending)
+                store.state.withLock {
+                    $0.purchaseAnswer = .success(.unverified(Self.transaction(101), .invalidCertificateChain))
+                }
+                await #expect(throws: AppleStoreKitError.unverified("invalidCertificateChain")) {
+                    try await AppleStoreKit().purchase(
+                        productId: "com.example.credits", quantity: 1, appAccountToken: nil)
+                }
+                await #expect(throws: AppleStoreKitError.unknownProduct("com.example.nothing")) {
+                    try await AppleStoreKit().purchase(
+                        productId: "com.example.nothing", quantity: 1, appAccountToken: nil)
+                }
+            }
+        }
+
+        @Test("the transaction lists pass on only what StoreKit verified; finish finds the unfinished one by id")
+        func lists() async throws {
+            let store = FakeStore()
+            store.state.withLock {
+                $0.feeds[.all] = [
+                    .verified(Self.transaction(1)), .unverified(Self.transaction(2), .invalidSignature),
+                    .verified(Self.transaction(3)),
+                ]
+                $0.feeds[.unfinished] = [.verified(Self.transaction(3)), .verified(Self.transaction(5))]
+                $0.feeds[.currentEntitlements] = [
+                    .verified(Self.transaction(8, "com.example.pro.monthly", type: .autoRenewable))
+                ]
+                $0.feeds[.updates] = [
+                    .unverified(Self.transaction(6), .revokedCertificate), .verified(Self.transaction(7)),
+                ]
+            }
+            try await withStore(store) {
+                let kit = AppleStoreKit()
+                #expect(await kit.all().map(\.id) == ["1", "3"])
+                #expect(await kit.unfinished().map(\.id) == ["3", "5"])
+                #expect(await kit.currentEntitlements().map(\.productId) == ["com.example.pro.monthly"])
+                var updates: [String] = []
+                for await transaction in await kit.updates() { updates.append(transaction.id) }
+                #expect(updates == ["7"])
+                await kit.finish(transactionId: "5")
+                await kit.finish(transactionId: "1")  // finished already: not among the unfinished
+                #expect(store.state.withLock(\.finished) == [5])
+                try await kit.sync()
+                #expect(store.state.withLock(\.synced) == 1)
+            }
+        }
+
+        @Test("products carry their localized price, currency, period, introductory offer and eligibility")
+        func products() async throws {
+            let store = FakeStore()
+            store.state.withLock {
+                $0.products = [Self.credits, Self.monthly]
+                $0.eligibleGroups = ["pro"]
+            }
+            try await withStore(store) {
+                let products = try await AppleStoreKit().products(ids: [
+                    "com.example.pro.monthly", "com.example.credits", "gone",
+                ])
+                let pro = try #require(products.first { $0.id == "com.example.pro.monthly" })
+                #expect(pro.displayName == "Pro" && pro.displayPrice == "€9,99" && pro.currencyCode == "EUR")
+                #expect(pro.price == Decimal(string: "9.99")!)
+                #expect(
+                    pro.subscription
+                        == StoreSubscriptionInfo(
+                            groupId: "pro", period: StorePeriod(value: 1, unit: .month),
+                            introductoryOffer: StoreIntroductoryOffer(
+                                paymentMode: .freeTrial, price: 0, displayPrice: "€0,00",
+                                period: StorePeriod(value: 1, unit: .week), periodCount: 1),
+                            isEligibleForIntroOffer: true))
+                let credits = try #require(products.first { $0.id == "com.example.credits" })
+                #expect(credits.type == .consumable && credits.subscription == nil)
+                #expect(products.count == 2)
+                store.state.withLock { $0.eligibleGroups = [] }
+                let again = try await AppleStoreKit().products(ids: ["com.example.pro.monthly"])
+                #expect(again.first?.subscription?.isEligibleForIntroOffer == false)
+            }
+        }
+
+        @Test("refund requests, subscription management and offer codes reach StoreKit's sheets")
+        func sheets() async throws {
+            let store = FakeStore()
+            try await withStore(store) {
+                let kit = AppleStoreKit()
+                #expect(try await kit.beginRefundRequest(transactionId: "2000000042") == .success)
+                store.state.withLock { $0.refundAnswer = .userCancelled }
+                #expect(try await kit.beginRefundRequest(transactionId: "2000000043") == .userCancelled)
+                #expect(store.state.withLock(\.refundRequests) == [2_000_000_042, 2_000_000_043])
+                await #expect(throws: AppleStoreKitError.unknownTransaction("not-a-number")) {
+                    try await kit.beginRefundRequest(transactionId: "not-a-number")
+                }
+                try await kit.showManageSubscriptions()
+                try await kit.presentOfferCodeRedeemSheet()
+                #expect(store.state.withLock { ($0.manageShown, $0.offerCodeShown) } == (1, 1))
+            }
+        }
+
+        @Test("the app transaction is passed on only when StoreKit verified it")
+        func appTransaction() async {
+            let store = FakeStore()
+            await withStore(store) {
+                #expect(await AppleStoreKit().appTransaction(refresh: false) == nil)
+                store.state.withLock {
+                    $0.appTransaction = .verified(AppTransaction(appTransactionID: "7", signed: "app-jws"))
+                }
+                #expect(await AppleStoreKit().appTransaction(refresh: true) == "app-jws")
+                store.state.withLock {
+                    $0.appTransaction = .unverified(
+                        AppTransaction(appTransactionID: "7", signed: "x"), .invalidSignature)
+                }
+                #expect(await AppleStoreKit().appTransaction(refresh: false) == nil)
+            }
+        }
+
+        @Test("without a store, the mirror's StoreKit has nothing and says so")
+        func noStore() async throws {
+            #expect(await AppleStoreKit().all().isEmpty)
+            await #expect(throws: MirrorStoreKitError.noStore) { try await AppleStoreKit().products(ids: ["x"]) }
+        }
+    }
+#endif
