@@ -24,13 +24,6 @@ public struct KeychainCredentialStore: CredentialStore {
         }
     #endif
 
-    /// A store of one item of `keychain`.
-    init(service: String, account: String, keychain: any KeychainItems) {
-        self.service = service
-        self.account = account
-        self.keychain = keychain
-    }
-
     /// The stored identity, if any.
     public func load() throws -> DeviceIdentity? {
         let (status, data) = keychain.copyMatching(service: service, account: account)
