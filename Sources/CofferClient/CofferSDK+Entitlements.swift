@@ -34,9 +34,26 @@ extension CofferSDK {
         if names != lastPublished {
             lastPublished = names
             for continuation in watchers.values { continuation.yield(names) }
+            publish(.entitlements(names))
+        }
+        for group in Self.loyaltyGroups(entitlements) where try !applied(Self.loyaltyKey(group)) {
+            try remember(Self.loyaltyKey(group))
+            publish(.loyaltyLifetimeEarned(group: group))
         }
         return entitlements
     }
+
+    /// The groups whose loyalty rule unlocks something now.
+    static func loyaltyGroups(_ state: EntitlementState) -> [String] {
+        var groups: Set<String> = []
+        for source in state.sources.values.joined() {
+            if case .loyalty(let group, _) = source { groups.insert(group) }
+        }
+        return groups.sorted()
+    }
+
+    /// The key kept with the identity once the group's loyalty lifetime was celebrated.
+    static func loyaltyKey(_ group: String) -> String { "loyalty-earned:\(group)" }
 
     /// The refund check: every refunded or revoked transaction StoreKit reports is taken back once, whether
     /// or not its update was heard: in the device wallet by the local ledger (which knows what it took), in

@@ -48,5 +48,38 @@ extension CofferSDK {
         } catch {
             lastEventFailure = "\(error)"
         }
+        // The server changed something for the customer (in the server wallet, the balance itself).
+        publish(.wallet)
     }
+
+    /// What changes for the customer, as it happens: the wallet (a purchase, a refund, a grant, a spend, a
+    /// restore), the entitlements, a backup, and the loyalty lifetime earned for the first time. For a UI model
+    /// (``CofferModel`` listens to it); a new stream hears what changes after it is made.
+    public func changes() -> AsyncStream<CofferChange> {
+        let (stream, continuation) = AsyncStream.makeStream(of: CofferChange.self)
+        let id = UUID()
+        changeWatchers[id] = continuation
+        continuation.onTermination = { _ in Task { await self.stopWatchingChanges(id) } }
+        return stream
+    }
+
+    func stopWatchingChanges(_ id: UUID) { changeWatchers[id] = nil }
+
+    func publish(_ change: CofferChange) {
+        for continuation in changeWatchers.values { continuation.yield(change) }
+    }
+}
+
+/// One change for the customer, from ``CofferSDK/changes()``.
+public enum CofferChange: Sendable, Equatable {
+    /// The balance or the deficit may have changed.
+    case wallet
+    /// The entitlements are these now.
+    case entitlements([String])
+    /// A backup was written, or the server's was taken.
+    case backup
+    /// The loyalty lifetime of this subscription group was earned: the celebration screen, once per customer
+    /// (kept with the identity, which survives reinstalling the app), never again, even if refunds take it
+    /// back and it is earned anew.
+    case loyaltyLifetimeEarned(group: String)
 }

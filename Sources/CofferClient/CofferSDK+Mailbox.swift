@@ -157,6 +157,7 @@ extension CofferSDK {
     func rememberBackup(_ record: BackupBody) throws {
         try state.set("lastBackupVersion", String(record.version))
         try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
+        publish(.backup)
     }
 
     /// What a Settings screen says about the backup.

@@ -134,6 +134,7 @@ extension CofferSDK {
         }
         try crashAfter(.posted)
         try state.posted(id: id, outcome: answer.outcome.rawValue, credits: answer.credits, at: now())
+        publish(.wallet)
         return true
     }
 

@@ -14,7 +14,7 @@ extension CofferSDK {
     public func spend(_ amount: Int64, key: String = UUID().uuidString.lowercased()) async throws -> Int64 {
         guard amount > 0 else { throw LedgerError.invalidAmount(amount) }
         let balance = try await wallet.spend(amount, key: key, self)
-        if configuration.wallet == .device { scheduleBackup() }
+        if configuration.wallet == .device { scheduleBackup() } else { publish(.wallet) }
         return balance
     }
 

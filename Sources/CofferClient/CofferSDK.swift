@@ -164,6 +164,8 @@ public actor CofferSDK {
 
     var watchers: [UUID: AsyncStream<[String]>.Continuation] = [:]
 
+    var changeWatchers: [UUID: AsyncStream<CofferChange>.Continuation] = [:]
+
     var lastPublished: [String]?
 
     /// Whether ``listenForServerEvents(retry:)`` has the stream open.
@@ -198,10 +200,15 @@ public actor CofferSDK {
     /// Applies an event to the local ledger for this install's user, with the app's deficit policy.
     @discardableResult
     func applyLocally(_ event: LedgerEvent) async throws -> LedgerResult {
-        try await ledger.apply(
+        let result = try await ledger.apply(
             LedgerRequest(
                 owner: try await localUser().id, environment: configuration.environment, event: event,
                 policy: configuration.deficitPolicy, at: now()))
+        publish(.wallet)
+        // Every change to the balance is backed up (debounced): a refund taken back, a grant, a purchase, a
+        // spend. Taking the server's backup changes nothing to back up.
+        if case .restore = event {} else if result.outcome == .applied { scheduleBackup() }
+        return result
     }
 
     /// The local ledger's wallet (balance and deficit) in the device wallet.

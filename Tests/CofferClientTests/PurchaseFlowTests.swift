@@ -91,7 +91,8 @@ struct PurchaseFlowTests {
     /// - Parameter simulator: Changes to the simulator's settings (names, prices, offers, offer codes).
     static func withWorld(
         wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [Product] = [],
-        simulator: (inout SimulatorConfiguration) -> Void = { _ in }, _ body: @Sendable (World) async throws -> Void
+        loyalty: [LoyaltyRule] = [], simulator: (inout SimulatorConfiguration) -> Void = { _ in },
+        _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -99,7 +100,7 @@ struct PurchaseFlowTests {
             products: [
                 Product(id: product, kind: .consumable, credits: 100),
                 Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-            ] + products)
+            ] + products, loyalty: loyalty)
         let clock = SimulatorClock(start: start)
         var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
         simulator(&simulatorConfiguration)

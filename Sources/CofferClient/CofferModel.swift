@@ -1,0 +1,176 @@
+import CofferCore
+import CofferStoreKit
+import Foundation
+import Observation
+
+/// What the seeds' screens show, as one observable model over ``CofferSDK``: the balance, the deficit, the
+/// entitlements, loyalty progress, the purchase history, the backup's status and the Support ID, kept current
+/// from the SDK's ``CofferSDK/changes()`` (purchases, refunds, grants, backups, the server's events).
+///
+/// SwiftUI views observe it directly (`@State var model = CofferModel(sdk: coffer)`; `.task { await
+/// model.run() }`); it is `@MainActor`, as views are. Observation works on Linux too, so its behaviour is
+/// tested there.
+@MainActor
+@Observable
+public final class CofferModel {
+    /// One subscription group's progress toward its loyalty lifetime.
+    public struct LoyaltyProgress: Sendable, Equatable, Identifiable {
+        /// The subscription group.
+        public var group: String
+        /// Paid periods counted (not refunded, not a free trial, not family-shared, not upgraded away).
+        public var paidPeriods: Int
+        /// Periods the rule needs.
+        public var requiredPeriods: Int
+        /// Whether the lifetime is earned now.
+        public var isEarned: Bool
+
+        /// The group.
+        public var id: String { group }
+        /// `0...1`, for a progress bar.
+        public var fraction: Double {
+            requiredPeriods > 0 ? min(1, Double(paidPeriods) / Double(requiredPeriods)) : 1
+        }
+    }
+
+    /// One line of the Purchase History section, with the product's name.
+    public struct HistoryLine: Sendable, Equatable, Identifiable {
+        /// What the SDK knows of the transaction.
+        public var item: CofferSDK.HistoryItem
+        /// The product's display name (the App Store's, else its id).
+        public var productName: String
+
+        /// The transaction id.
+        public var id: String { item.transactionId }
+    }
+
+    /// The SDK behind the model.
+    public let sdk: CofferSDK
+
+    /// The balance (the local ledger's or the server's).
+    public private(set) var balance: Int64 = 0
+    /// What refunds left owed (device wallet).
+    public private(set) var deficit: Int64 = 0
+    /// The unlocked entitlements.
+    public private(set) var entitlements: [String] = []
+    /// Loyalty progress per subscription group of the catalog's loyalty rules.
+    public private(set) var loyalty: [LoyaltyProgress] = []
+    /// The purchase history, newest first.
+    public private(set) var history: [HistoryLine] = []
+    /// Whether the server's backup holds the device's balance.
+    public private(set) var backup: CofferSDK.BackupStatus = .none
+    /// The Support ID the customer quotes to support.
+    public private(set) var supportId: String?
+    /// Verify Purchases' results in words, after ``verifyPurchases()``.
+    public private(set) var verifyResults: [String] = []
+    /// The subscription group whose loyalty lifetime was just earned: show the celebration, then call
+    /// ``celebrated()``. Set once per customer.
+    public private(set) var celebration: String?
+    /// What failed last, in words; `nil` after the next success.
+    public private(set) var lastError: String?
+    /// Whether a refresh is running.
+    public private(set) var isRefreshing = false
+
+    private var productNames: [String: String] = [:]
+
+    /// A model over `sdk`.
+    public init(sdk: CofferSDK) { self.sdk = sdk }
+
+    /// Keeps the model current until the calling task is cancelled: a refresh now, then one after each change
+    /// the SDK reports.
+    public func run() async {
+        let changes = await sdk.changes()
+        await refresh()
+        for await change in changes {
+            switch change {
+            case .loyaltyLifetimeEarned(let group):
+                celebration = group
+                await refresh()
+            case .entitlements(let names):
+                entitlements = names
+                await refreshLoyalty()
+            case .wallet, .backup:
+                await refresh()
+            }
+        }
+    }
+
+    /// Reads everything again (the balance title's refresh button).
+    public func refresh() async {
+        isRefreshing = true
+        defer { isRefreshing = false }
+        await attempt {
+            supportId = await sdk.credentials?.supportId
+            if sdk.configuration.wallet == .device {
+                let wallet = try await sdk.localWallet()
+                (balance, deficit) = (wallet.balance, wallet.deficit)
+            } else {
+                (balance, deficit) = (try await sdk.balance(), 0)
+            }
+            backup = try await sdk.backupStatus()
+        }
+        await refreshLoyalty()
+        await attempt {
+            if productNames.isEmpty, let products = try? await sdk.products() {
+                productNames = Dictionary(products.map { ($0.id, $0.displayName) }) { first, _ in first }
+            }
+            history = try await sdk.history().map {
+                HistoryLine(item: $0, productName: productNames[$0.productId] ?? $0.productId)
+            }
+        }
+    }
+
+    /// Buys a product; the model refreshes from the change it makes.
+    @discardableResult
+    public func purchase(_ productId: String, quantity: Int = 1) async -> PurchaseResult? {
+        var result: PurchaseResult?
+        await attempt { result = try await sdk.purchase(productId: productId, quantity: quantity) }
+        await refresh()
+        return result
+    }
+
+    /// "Verify Purchases", with its results in words in ``verifyResults``.
+    public func verifyPurchases() async {
+        await attempt {
+            verifyResults = try await sdk.verifyPurchases().map { item in
+                let name = productNames[item.transaction.productId] ?? item.transaction.productId
+                return "\(name) (\(item.transaction.transactionId)): \(Self.words(item.verdict))"
+            }
+            if verifyResults.isEmpty { verifyResults = ["No purchases to verify."] }
+        }
+        await refresh()
+    }
+
+    /// The celebration was shown.
+    public func celebrated() { celebration = nil }
+
+    /// A Verify Purchases verdict as the customer reads it.
+    public nonisolated static func words(_ verdict: ReconciliationVerdict) -> String {
+        switch verdict {
+        case .deliverNow: "delivered now"
+        case .alreadyRecorded: "delivered"
+        case .finishOnly: "delivered earlier; completed with the App Store now"
+        case .couldNotBeVerified: "could not be verified: contact support with your Support ID"
+        }
+    }
+
+    private func refreshLoyalty() async {
+        await attempt {
+            let state = try await sdk.refreshEntitlements()
+            entitlements = state.names
+            loyalty = sdk.configuration.catalog.loyalty.map { rule in
+                let paid = state.paidPeriods[rule.group] ?? 0
+                return LoyaltyProgress(
+                    group: rule.group, paidPeriods: paid, requiredPeriods: rule.periods, isEarned: paid >= rule.periods)
+            }
+        }
+    }
+
+    private func attempt(_ body: () async throws -> Void) async {
+        do {
+            try await body()
+            lastError = nil
+        } catch {
+            lastError = "\(error)"
+        }
+    }
+}

@@ -1,0 +1,146 @@
+import CofferClient
+import CofferCore
+import CofferSimulator
+import CofferStore
+import CofferStoreKit
+import Foundation
+import Observation
+import Synchronization
+import Testing
+
+/// The seeds' screens' model, observed as SwiftUI would, against the simulator and a real server; and the
+/// loyalty milestone, once per customer.
+@Suite("SDK: the observable model", .timeLimit(.minutes(3)))
+struct CofferModelTests {
+    static let pro = "com.example.pro.monthly"
+    static let products = [Product(id: pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro")]
+    static let loyalty = [LoyaltyRule(group: "pro", periods: 2, entitlements: ["lifetime"])]
+
+    /// Waits (up to 10 s) until `condition` holds on the main actor.
+    @MainActor
+    static func eventually(_ condition: @MainActor () -> Bool) async throws -> Bool {
+        for _ in 0..<200 {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return condition()
+    }
+
+    @Test("the model follows purchases, grants and refunds, names products, and words Verify Purchases")
+    func follows() async throws {
+        try await PurchaseFlowTests.withWorld(
+            wallet: .device, simulator: { $0.productNames = [PurchaseFlowTests.product: "100 Credits"] },
+            Self.follows)
+    }
+
+    @MainActor
+    static func follows(_ world: PurchaseFlowTests.World) async throws {
+        do {
+            let app = try world.app()
+            try await app.launch()
+            let model = CofferModel(sdk: app)
+            let running = Task { await model.run() }
+            defer { running.cancel() }
+            #expect(try await Self.eventually { model.supportId != nil })
+
+            // Observed as SwiftUI observes it: a change to the balance is announced.
+            let announced = Mutex(false)
+            withObservationTracking {
+                _ = model.balance
+            } onChange: {
+                announced.withLock { $0 = true }
+            }
+            await model.purchase(PurchaseFlowTests.product, quantity: 2)
+            #expect(model.balance == 200)
+            #expect(announced.withLock { $0 })
+            #expect(model.history.map(\.productName) == ["100 Credits"])
+            #expect(model.history.first?.item.status == "delivered" && model.history.first?.item.credits == 200)
+
+            // Support's grant reaches the model through the SDK's changes.
+            let supportText = try #require(model.supportId)
+            let supportId = try #require(SupportID(supportText))
+            let user = try #require(try await world.serverStore.user(supportId: supportId, environment: .sandbox))
+            try await world.serverStore.createGrant(
+                Grant(
+                    environment: .sandbox, recipient: user.id, credits: 500, reason: "Ticket #7", createdBy: "support",
+                    createdAt: Date()))
+            _ = try await app.refreshGrants()
+            #expect(try await Self.eventually { model.balance == 700 })
+
+            // Apple refunds the purchase after 150 were spent: the deficit shows.
+            _ = try await app.spend(650)
+            let id = try #require(model.history.first?.id)
+            try await world.apple.refund(transactionId: id)
+            #expect(try await app.refundCheck() == 1)
+            #expect(try await Self.eventually { model.balance == 0 && model.deficit == 150 })
+            #expect(try await Self.eventually { model.history.first?.item.status == "refunded" })
+
+            await model.verifyPurchases()
+            #expect(model.verifyResults == ["100 Credits (\(id)): delivered"])
+            #expect(model.lastError == nil)
+            await app.backupSettled()
+            await model.refresh()
+            guard case .matches = model.backup else {
+                Issue.record("the backup does not match: \(model.backup), \(model.lastError ?? "no error")")
+                return
+            }
+        }
+    }
+
+    @Test(
+        "the loyalty lifetime is celebrated once per customer: not again after a refund and a renewal, nor after a reinstall"
+    )
+    func loyaltyMilestone() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, products: Self.products, loyalty: Self.loyalty) {
+            world in try await Self.loyaltyMilestone(world)
+        }
+    }
+
+    @MainActor
+    static func loyaltyMilestone(_ world: PurchaseFlowTests.World) async throws {
+        do {
+            let app = try world.app()
+            try await app.launch()
+            let model = CofferModel(sdk: app)
+            let running = Task { await model.run() }
+            defer { running.cancel() }
+            let changes = await app.changes()
+            let heard = Task {
+                var earned: [String] = []
+                for await change in changes {
+                    if case .loyaltyLifetimeEarned(let group) = change { earned.append(group) }
+                }
+                return earned
+            }
+            guard case .delivered = try await app.purchase(productId: Self.pro) else {
+                Issue.record("the subscription was not delivered")
+                return
+            }
+            #expect(try await Self.eventually { model.loyalty.first?.paidPeriods == 1 })
+            #expect(model.loyalty.first?.isEarned == false && model.loyalty.first?.fraction == 0.5)
+            #expect(model.celebration == nil)
+
+            try await world.apple.advanceClock(by: 31 * 86_400)  // the second paid period
+            try await app.refreshEntitlements()
+            #expect(try await Self.eventually { model.celebration == "pro" })
+            #expect(model.loyalty.first?.isEarned == true && model.entitlements.contains("lifetime"))
+            model.celebrated()
+
+            // A refund of the first period drops a paid one (the lifetime goes); the next renewal earns it back:
+            // no second celebration.
+            let first = try #require(await world.apple.accountTransactions(account: "alice").first?.id)
+            try await world.apple.refund(transactionId: first)
+            #expect(try await app.refreshEntitlements().hasLoyaltyLifetime == false)
+            try await world.apple.advanceClock(by: 31 * 86_400)
+            #expect(try await app.refreshEntitlements().hasLoyaltyLifetime)
+            // After a reinstall (the identity survives in the Keychain), still never again.
+            let reinstalled = try world.app()
+            try await reinstalled.launch()
+            #expect(try await reinstalled.refreshEntitlements().hasLoyaltyLifetime)
+            try await Task.sleep(for: .milliseconds(200))
+            heard.cancel()
+            #expect(await heard.value == ["pro"])
+            #expect(model.celebration == nil)
+        }
+    }
+}
