@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "CofferAdmin", targets: ["CofferAdmin"]),
         .library(name: "CofferClient", targets: ["CofferClient"]),
         .library(name: "CofferStoreKit2", targets: ["CofferStoreKit2"]),
+        .library(name: "CofferUI", targets: ["CofferUI"]),
         .library(name: "CofferService", targets: ["CofferService"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
@@ -115,6 +116,8 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // SwiftUI views over CofferModel (Apple platforms; empty elsewhere).
+        .target(name: "CofferUI", dependencies: ["CofferClient"], swiftSettings: strictSettings),
         // A mirror of the StoreKit 2 declarations CofferStoreKit2 uses, for Linux: the adapter compiles and is
         // tested against it here; Apple-platform builds import StoreKit instead.
         .target(name: "StoreKitInterface", swiftSettings: strictSettings),

@@ -143,6 +143,38 @@ public final class CofferModel {
     /// The celebration was shown.
     public func celebrated() { celebration = nil }
 
+    /// Whether the server's backup holds what this device holds (or nothing needs backing up).
+    public var backupMatches: Bool {
+        switch backup {
+        case .matches, .notNeeded: true
+        case .differs, .none: false
+        }
+    }
+
+    /// The backup's status as the customer reads it.
+    public var backupWords: String {
+        switch backup {
+        case .matches(let since):
+            "Backed up \(since.formatted(date: .abbreviated, time: .shortened))"
+        case .differs(let device, let server):
+            "Not backed up yet: this device has \(device.formatted()), the backup \(server.formatted())"
+        case .none: "Not backed up yet"
+        case .notNeeded: "Kept safe on the server"
+        }
+    }
+
+    /// A history line's status as the customer reads it.
+    public nonisolated static func words(status: String) -> String {
+        switch status {
+        case "delivered": "Delivered"
+        case "refunded": "Refunded"
+        case "waiting": "Waiting to be delivered"
+        case "not delivered": "Not delivered: tap Verify Purchases"
+        case "another device": "Delivered on another device"
+        default: status
+        }
+    }
+
     /// A Verify Purchases verdict as the customer reads it.
     public nonisolated static func words(_ verdict: ReconciliationVerdict) -> String {
         switch verdict {

@@ -80,6 +80,7 @@ struct CofferModelTests {
             #expect(model.lastError == nil)
             await app.backupSettled()
             await model.refresh()
+            #expect(model.backupMatches && model.backupWords.hasPrefix("Backed up "))
             guard case .matches = model.backup else {
                 Issue.record("the backup does not match: \(model.backup), \(model.lastError ?? "no error")")
                 return
@@ -142,5 +143,13 @@ struct CofferModelTests {
             #expect(await heard.value == ["pro"])
             #expect(model.celebration == nil)
         }
+    }
+
+    @Test("the words the screens show: history statuses, Verify Purchases verdicts")
+    func words() {
+        #expect(CofferModel.words(status: "another device") == "Delivered on another device")
+        #expect(CofferModel.words(status: "not delivered") == "Not delivered: tap Verify Purchases")
+        #expect(CofferModel.words(.couldNotBeVerified) == "could not be verified: contact support with your Support ID")
+        #expect(CofferModel.words(.finishOnly) == "delivered earlier; completed with the App Store now")
     }
 }
