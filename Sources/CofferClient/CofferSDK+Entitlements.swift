@@ -21,14 +21,18 @@ extension CofferSDK {
         }
     }
 
-    /// The entitlements now, by the core's rules over every transaction StoreKit reports for the account: the
+    /// The entitlements now, by the core's rules over every transaction StoreKit reports for the account and the
+    /// billing grace periods its renewal info gives (the same function and inputs as the server's): the
     /// latest transaction of each product counts, refunds and revocations clear what is no longer paid,
     /// subscriptions lapse, paid periods build loyalty. Kept on disk, so the next launch shows them before
     /// StoreKit answers (``cachedEntitlements()``), and sent to ``entitlementUpdates()``.
     @discardableResult
     public func refreshEntitlements() async throws -> EntitlementState {
         let facts = await storeKit.all().map(Self.fact)
-        let entitlements = Entitlements.evaluate(facts, catalog: configuration.catalog, at: now())
+        let groups = Set(configuration.catalog.products.compactMap { $0.kind == .autoRenewable ? $0.group : nil })
+        let grace = groups.isEmpty ? [:] : await storeKit.gracePeriods(groups: groups.sorted())
+        let entitlements = Entitlements.evaluate(
+            facts, catalog: configuration.catalog, gracePeriods: grace, at: now())
         let names = entitlements.names
         try state.set("entitlements", names.joined(separator: "\n"))
         if names != lastPublished {

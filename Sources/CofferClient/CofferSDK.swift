@@ -226,7 +226,8 @@ public actor CofferSDK {
             transactionId: transaction.id, originalTransactionId: transaction.originalId,
             productId: transaction.productId, quantity: transaction.quantity, purchaseDate: transaction.purchaseDate,
             expiresDate: transaction.expirationDate, revocationDate: transaction.revocationDate,
-            isFamilyShared: transaction.isFamilyShared, isUpgraded: transaction.isUpgraded)
+            isFamilyShared: transaction.isFamilyShared, isTrial: transaction.isTrial, isUpgraded: transaction.isUpgraded
+        )
     }
 }
 

@@ -125,6 +125,12 @@ public final class SimulatorStoreKit: StoreKitProvider {
         return try JSONDecoder().decode([StoreProduct].self, from: data)
     }
 
+    /// The account's subscriptions in a billing grace period now (from `GET /simulator/device`); none when the
+    /// simulator is out of reach.
+    public func gracePeriods(groups: [String]) async -> [String: Date] {
+        (try? await deviceState())?.gracePeriods ?? [:]
+    }
+
     /// Sends a refund request for one of the account's transactions (`POST /simulator/request-refund`), unless
     /// ``sheetChoices`` has the customer close the sheet.
     public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {

@@ -58,7 +58,8 @@ extension SimulatedAppStore {
         SimulatedDeviceState(
             transactions: deviceTransactions(account: account),
             unfinished: unfinishedTransactions(account: account).map(\.id),
-            entitled: currentEntitlements(account: account).map(\.id))
+            entitled: currentEntitlements(account: account).map(\.id),
+            gracePeriods: gracePeriods(account: account, groups: catalog.products.compactMap(\.group)))
     }
 
     /// A stream of the account's transaction updates that starts with every unfinished transaction.

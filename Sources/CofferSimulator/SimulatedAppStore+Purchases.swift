@@ -103,12 +103,23 @@ extension SimulatedAppStore {
         let id = nextIdentifier()
         let originalId = previous?.originalId ?? id
         let original = previous.flatMap { self.record($0.originalId) }
-        let record = SimulatedTransaction(
+        // The introductory offer, for a customer who never subscribed in the group.
+        let offer =
+            transactions.contains { $0.account == account && $0.product.group == group }
+            ? nil : configuration.introductoryOffers[product.id]
+        var record = SimulatedTransaction(
             id: id, originalId: originalId, webOrderLineItemId: nextIdentifier(), orderId: orderId(),
             account: account, product: product, purchaseDate: now,
             originalPurchaseDate: original?.originalPurchaseDate ?? now, expiresDate: now + period(product),
             quantity: 1, appAccountToken: token, familyShared: false, renewal: false, price: price(product),
             modified: now)
+        if let offer {
+            record.introductoryOffer = offer.paymentMode
+            record.price = NSDecimalNumber(decimal: offer.price * 1_000).int64Value
+            if offer.paymentMode == .freeTrial {
+                record.expiresDate = now + Self.days(offer.period) * Double(max(1, offer.periodCount)) * 86_400
+            }
+        }
         add(record)
         subscriptions[subscriptionKey(account, group)] = SimulatedSubscription(
             originalId: originalId, account: account, group: group, productId: product.id,

@@ -36,6 +36,15 @@ extension SimulatedAppStore {
             payload.revocationPercentage = record.revocationPercentage
         }
         payload.isUpgraded = record.isUpgraded ? true : nil
+        if let offer = record.introductoryOffer {
+            payload.rawOfferType = 1  // an introductory offer
+            payload.rawOfferDiscountType =
+                switch offer {
+                case .freeTrial: "FREE_TRIAL"
+                case .payAsYouGo: "PAY_AS_YOU_GO"
+                case .payUpFront: "PAY_UP_FRONT"
+                }
+        }
         payload.rawEnvironment = environment(of: record.account).rawValue
         payload.storefront = configuration.storefront
         payload.storefrontId = "143441"

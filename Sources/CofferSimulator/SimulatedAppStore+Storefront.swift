@@ -40,6 +40,31 @@ extension SimulatedAppStore {
         }
     }
 
+    /// A period's length in days, as the simulator counts them (a month is 30 days, a year 365).
+    static func days(_ period: StorePeriod) -> Double {
+        let unit: Double =
+            switch period.unit {
+            case .day: 1
+            case .week: 7
+            case .month: 30
+            case .year: 365
+            }
+        return unit * Double(max(1, period.value))
+    }
+
+    /// Grace periods' ends by original transaction id, for the account's subscriptions in one now (what the
+    /// device's `Product.SubscriptionInfo.status(for:)` renewal info says).
+    public func gracePeriods(account: String, groups: [String]) -> [String: Date] {
+        var ends: [String: Date] = [:]
+        for subscription in subscriptions.values
+        where subscription.account == account && groups.contains(subscription.group)
+            && subscription.state == .gracePeriod
+        {
+            if let end = subscription.gracePeriodExpiresDate { ends[subscription.originalId] = end }
+        }
+        return ends
+    }
+
     /// The customer redeems an offer code on the device's sheet: the code's product is bought for the account
     /// (no app account token: the sheet does not carry one) and reaches the device through its updates. Each
     /// code buys once per account.

@@ -101,7 +101,8 @@ public actor SimulatedAppStore {
             id: record.id, originalId: record.originalId, productId: record.product.id,
             productType: StoreTransaction.ProductType(record.product.kind), purchaseDate: record.purchaseDate,
             quantity: record.quantity, expirationDate: record.expiresDate, revocationDate: record.revocationDate,
-            isFamilyShared: record.familyShared, isUpgraded: record.isUpgraded, appAccountToken: record.appAccountToken,
+            isFamilyShared: record.familyShared, isUpgraded: record.isUpgraded,
+            isTrial: record.introductoryOffer == .freeTrial, appAccountToken: record.appAccountToken,
             jwsRepresentation: (try? signedTransaction(record)) ?? "")
     }
 

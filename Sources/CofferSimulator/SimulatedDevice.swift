@@ -74,6 +74,11 @@ public final class SimulatedDevice: StoreKitProvider {
         await store.products(ids: ids, account: account)
     }
 
+    /// The account's subscriptions in a billing grace period now, as their renewal info says.
+    public func gracePeriods(groups: [String]) async -> [String: Date] {
+        await store.gracePeriods(account: account, groups: groups)
+    }
+
     /// Sends a refund request (Apple asks the server for consumption information and decides later), unless
     /// ``sheetChoices`` has the customer close the sheet.
     public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {

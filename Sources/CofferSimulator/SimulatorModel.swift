@@ -83,8 +83,9 @@ public struct SimulatorConfiguration: Sendable {
     public var reviewers: Set<String> = []
     /// Products' display names on the device by product id; a product not listed shows its id.
     public var productNames: [String: String] = [:]
-    /// Introductory offers of subscriptions by product id, as the device's `Product` shows them (the
-    /// simulator's purchases charge the full price: the offer is shown, not applied).
+    /// Introductory offers of subscriptions by product id, as the device's `Product` shows them. A customer who
+    /// never subscribed in the group gets the offer on the first period: a free trial lasts the offer's period
+    /// and pays nothing; the other modes pay the offer's price for one period of the product.
     public var introductoryOffers: [String: StoreIntroductoryOffer] = [:]
     /// Offer codes the customer can redeem by code: each buys its product once per account.
     public var offerCodes: [String: String] = [:]
@@ -121,6 +122,8 @@ struct SimulatedTransaction: Sendable {
     var revocationPercentage: Int32?
     var isUpgraded = false
     var finished = false
+    /// The introductory offer this period was bought with, if any (a free trial pays nothing).
+    var introductoryOffer: StoreIntroductoryOffer.PaymentMode?
     /// When this record last changed (purchase, refund, reversal), for history order.
     var modified: Date
 

@@ -45,6 +45,12 @@ public protocol StoreKitProvider: Sendable {
     /// `Product.products(for:)`. Ids the App Store does not know are left out.
     func products(ids: [String]) async throws -> [StoreProduct]
 
+    /// When each subscription's billing grace period ends, by original transaction id, for the subscriptions
+    /// of these groups in a grace period now: the renewal info's `gracePeriodExpirationDate`, as
+    /// `Product.SubscriptionInfo.status(for:)` reports it. The entitlement rules keep a subscription through it,
+    /// on the device as on the server.
+    func gracePeriods(groups: [String]) async -> [String: Date]
+
     /// Shows Apple's refund request sheet for a transaction, as `Transaction.beginRefundRequest(in:)`. Apple
     /// decides later; a granted refund arrives as a revoked transaction (and a notification to the server).
     func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus
@@ -227,6 +233,8 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public var isFamilyShared: Bool
     /// Whether a higher subscription in the group replaced it.
     public var isUpgraded: Bool
+    /// Whether it is a free trial (an introductory offer paid nothing: not a paid period).
+    public var isTrial: Bool
     /// The app account token given at purchase.
     public var appAccountToken: UUID?
     /// The signed transaction (JWS), as `VerificationResult.jwsRepresentation`.
@@ -236,7 +244,7 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public init(
         id: String, originalId: String, productId: String, productType: ProductType, purchaseDate: Date, quantity: Int,
         expirationDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
-        isUpgraded: Bool = false, appAccountToken: UUID? = nil, jwsRepresentation: String
+        isUpgraded: Bool = false, isTrial: Bool = false, appAccountToken: UUID? = nil, jwsRepresentation: String
     ) {
         self.id = id
         self.originalId = originalId
@@ -248,6 +256,7 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
         self.revocationDate = revocationDate
         self.isFamilyShared = isFamilyShared
         self.isUpgraded = isUpgraded
+        self.isTrial = isTrial
         self.appAccountToken = appAccountToken
         self.jwsRepresentation = jwsRepresentation
     }
@@ -262,12 +271,17 @@ public struct SimulatedDeviceState: Codable, Sendable, Equatable {
     public var unfinished: [String]
     /// The ids of those the account is entitled to now (`Transaction.currentEntitlements`).
     public var entitled: [String]
+    /// Grace periods' ends by original transaction id, for subscriptions in one now.
+    public var gracePeriods: [String: Date]
 
     /// Creates the state.
-    public init(transactions: [StoreTransaction], unfinished: [String], entitled: [String]) {
+    public init(
+        transactions: [StoreTransaction], unfinished: [String], entitled: [String], gracePeriods: [String: Date] = [:]
+    ) {
         self.transactions = transactions
         self.unfinished = unfinished
         self.entitled = entitled
+        self.gracePeriods = gracePeriods
     }
 
     /// Encodes the state as the simulator sends it (dates in milliseconds, as Apple's).

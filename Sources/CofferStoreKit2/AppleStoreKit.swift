@@ -90,6 +90,23 @@ public struct AppleStoreKit: StoreKitProvider {
         return products
     }
 
+    /// The renewal info's `gracePeriodExpirationDate` of each subscription of these groups in a billing grace
+    /// period now (`Product.SubscriptionInfo.status(for:)`), by original transaction id; only what StoreKit
+    /// verified.
+    public func gracePeriods(groups: [String]) async -> [String: Date] {
+        var ends: [String: Date] = [:]
+        for group in groups {
+            guard let statuses = try? await Product.SubscriptionInfo.status(for: group) else { continue }
+            for status in statuses {
+                guard case .verified(let info) = status.renewalInfo, let end = info.gracePeriodExpirationDate else {
+                    continue
+                }
+                ends[String(info.originalTransactionID)] = end
+            }
+        }
+        return ends
+    }
+
     /// `Transaction.beginRefundRequest(for:in:)` in the app's foreground window scene.
     public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {
         guard let id = UInt64(transactionId) else { throw AppleStoreKitError.unknownTransaction(transactionId) }
@@ -194,7 +211,8 @@ public struct AppleStoreKit: StoreKitProvider {
             purchaseDate: transaction.purchaseDate, quantity: transaction.purchasedQuantity,
             expirationDate: transaction.expirationDate, revocationDate: transaction.revocationDate,
             isFamilyShared: transaction.ownershipType == .familyShared, isUpgraded: transaction.isUpgraded,
-            appAccountToken: transaction.appAccountToken, jwsRepresentation: result.jwsRepresentation)
+            isTrial: transaction.offer?.paymentMode == .freeTrial, appAccountToken: transaction.appAccountToken,
+            jwsRepresentation: result.jwsRepresentation)
     }
 
     static func productType(_ type: Product.ProductType) -> StoreTransaction.ProductType {

@@ -28,6 +28,8 @@ public protocol MirrorStore: Sendable {
     func appTransaction(refresh: Bool) async throws -> VerificationResult<AppTransaction>
     /// `Product.SubscriptionInfo.isEligibleForIntroOffer(for:)`.
     func isEligibleForIntroOffer(groupID: String) async -> Bool
+    /// `Product.SubscriptionInfo.status(for:)`.
+    func statuses(groupID: String) async throws -> [Product.SubscriptionInfo.Status]
     /// `Transaction.beginRefundRequest(for:in:)`.
     func refundRequest(for transactionID: UInt64) async throws -> Transaction.RefundRequestStatus
     /// `AppStore.showManageSubscriptions(in:)`.

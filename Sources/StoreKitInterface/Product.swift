@@ -136,6 +136,37 @@ extension Product {
             guard let store = MirrorStoreKit.store else { return false }
             return await store.isEligibleForIntroOffer(groupID: groupID)
         }
+
+        /// `static func status(for groupID: String) async throws -> [Product.SubscriptionInfo.Status]`
+        /// (SK/product/subscriptioninfo/status(for:)).
+        public static func status(for groupID: String) async throws -> [Product.SubscriptionInfo.Status] {
+            try await MirrorStoreKit.current().statuses(groupID: groupID)
+        }
+
+        /// `struct Status` (SK/product/subscriptioninfo/status-swift.struct): one subscription of the group.
+        public struct Status: Equatable, Hashable, Sendable {
+            /// `let renewalInfo: VerificationResult<Product.SubscriptionInfo.RenewalInfo>`.
+            public let renewalInfo: VerificationResult<Product.SubscriptionInfo.RenewalInfo>
+
+            /// The mirror's own: a status for a test.
+            public init(renewalInfo: VerificationResult<Product.SubscriptionInfo.RenewalInfo>) {
+                self.renewalInfo = renewalInfo
+            }
+        }
+
+        /// `struct RenewalInfo` (SK/product/subscriptioninfo/renewalinfo).
+        public struct RenewalInfo: Equatable, Hashable, Sendable {
+            /// `let originalTransactionID: UInt64`.
+            public let originalTransactionID: UInt64
+            /// `let gracePeriodExpirationDate: Date?`.
+            public let gracePeriodExpirationDate: Date?
+
+            /// The mirror's own: renewal info for a test.
+            public init(originalTransactionID: UInt64, gracePeriodExpirationDate: Date?) {
+                self.originalTransactionID = originalTransactionID
+                self.gracePeriodExpirationDate = gracePeriodExpirationDate
+            }
+        }
     }
 
     /// `struct SubscriptionOffer` (SK/product/subscriptionoffer): `Equatable, Hashable`.

@@ -24,6 +24,8 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
     public let isUpgraded: Bool
     /// `let appAccountToken: UUID?` (SK/transaction/appaccounttoken).
     public let appAccountToken: UUID?
+    /// `let offer: Transaction.Offer?` (SK/transaction/offer-swift.property; iOS 17.2, macOS 14.2).
+    public let offer: Transaction.Offer?
     /// The signed form StoreKit keeps behind `VerificationResult<Transaction>.jwsRepresentation` (the mirror's
     /// own).
     public let signed: String
@@ -33,7 +35,7 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
         id: UInt64, originalID: UInt64, productID: String, productType: Product.ProductType, purchaseDate: Date,
         purchasedQuantity: Int = 1, expirationDate: Date? = nil, revocationDate: Date? = nil,
         ownershipType: Transaction.OwnershipType = .purchased, isUpgraded: Bool = false, appAccountToken: UUID? = nil,
-        signed: String
+        offer: Transaction.Offer? = nil, signed: String
     ) {
         self.id = id
         self.originalID = originalID
@@ -46,6 +48,7 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
         self.ownershipType = ownershipType
         self.isUpgraded = isUpgraded
         self.appAccountToken = appAccountToken
+        self.offer = offer
         self.signed = signed
     }
 
@@ -80,6 +83,52 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
         public static let purchased = OwnershipType(rawValue: "PURCHASED")
         /// `static let familyShared: Transaction.OwnershipType`.
         public static let familyShared = OwnershipType(rawValue: "FAMILY_SHARED")
+    }
+
+    /// `struct Offer: Equatable, Hashable, Sendable` (SK/transaction/offer-swift.struct; iOS 17.2, macOS 14.2).
+    public struct Offer: Equatable, Hashable, Sendable {
+        /// `let id: String?`.
+        public let id: String?
+        /// `let type: Transaction.OfferType`.
+        public let type: Transaction.OfferType
+        /// `let paymentMode: Transaction.Offer.PaymentMode?`.
+        public let paymentMode: Transaction.Offer.PaymentMode?
+
+        /// The mirror's own: an offer for a test.
+        public init(id: String? = nil, type: Transaction.OfferType, paymentMode: Transaction.Offer.PaymentMode?) {
+            self.id = id
+            self.type = type
+            self.paymentMode = paymentMode
+        }
+
+        /// `struct PaymentMode` (SK/transaction/offer-swift.struct/paymentmode-swift.struct; iOS 17.2): a
+        /// raw-value struct.
+        public struct PaymentMode: RawRepresentable, Equatable, Hashable, Sendable {
+            /// The raw value.
+            public let rawValue: String
+            /// Creates a mode from its raw value.
+            public init(rawValue: String) { self.rawValue = rawValue }
+            /// `static let freeTrial: Transaction.Offer.PaymentMode`.
+            public static let freeTrial = PaymentMode(rawValue: "FREE_TRIAL")
+            /// `static let payAsYouGo: Transaction.Offer.PaymentMode`.
+            public static let payAsYouGo = PaymentMode(rawValue: "PAY_AS_YOU_GO")
+            /// `static let payUpFront: Transaction.Offer.PaymentMode`.
+            public static let payUpFront = PaymentMode(rawValue: "PAY_UP_FRONT")
+        }
+    }
+
+    /// `struct OfferType` (SK/transaction/offertype-swift.struct): a raw-value struct, `rawValue: Int`.
+    public struct OfferType: RawRepresentable, Equatable, Hashable, Sendable {
+        /// The raw value.
+        public let rawValue: Int
+        /// Creates a type from its raw value.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `static let introductory: Transaction.OfferType`.
+        public static let introductory = OfferType(rawValue: 1)
+        /// `static let promotional: Transaction.OfferType`.
+        public static let promotional = OfferType(rawValue: 2)
+        /// `static let code: Transaction.OfferType`.
+        public static let code = OfferType(rawValue: 3)
     }
 
     /// `enum RefundRequestStatus` (SK/transaction/refundrequeststatus).
@@ -153,6 +202,10 @@ public enum VerificationResult<SignedType: Sendable>: Sendable {
         }
     }
 }
+
+extension VerificationResult: Equatable where SignedType: Equatable {}
+
+extension VerificationResult: Hashable where SignedType: Hashable {}
 
 extension VerificationResult where SignedType == Transaction {
     /// `var jwsRepresentation: String { get }` (SK/verificationresult/jwsrepresentation-21vgo), declared only

@@ -24,6 +24,7 @@
             var refundRequests: [UInt64] = []
             var manageShown = 0
             var offerCodeShown = 0
+            var statuses: [String: [Product.SubscriptionInfo.Status]] = [:]
         }
 
         let state = Mutex(State())
@@ -65,6 +66,11 @@
                 state.refundRequests.append(transactionID)
                 return state.refundAnswer
             }
+        }
+
+        func statuses(groupID: String) async throws -> [Product.SubscriptionInfo.Status] {
+            guard let statuses = state.withLock({ $0.statuses[groupID] }) else { throw MirrorStoreKitError.noStore }
+            return statuses
         }
 
         func showManageSubscriptions() async throws { state.withLock { $0.manageShown += 1 } }
@@ -237,6 +243,36 @@
                 try await kit.showManageSubscriptions()
                 try await kit.presentOfferCodeRedeemSheet()
                 #expect(store.state.withLock { ($0.manageShown, $0.offerCodeShown) } == (1, 1))
+            }
+        }
+
+        @Test("a free trial is marked from the transaction's offer; grace periods come from verified renewal info")
+        func trialsAndGrace() async throws {
+            let trial = Transaction(
+                id: 50, originalID: 50, productID: "com.example.pro.monthly", productType: .autoRenewable,
+                purchaseDate: Self.date, expirationDate: Self.date.addingTimeInterval(7 * 86_400),
+                offer: .init(type: .introductory, paymentMode: .freeTrial), signed: "jws-50")
+            #expect(try AppleStoreKit.transaction(.verified(trial)).isTrial)
+            let discounted = Transaction(
+                id: 51, originalID: 50, productID: "com.example.pro.monthly", productType: .autoRenewable,
+                purchaseDate: Self.date, offer: .init(type: .introductory, paymentMode: .payAsYouGo), signed: "jws-51")
+            #expect(try AppleStoreKit.transaction(.verified(discounted)).isTrial == false)
+            #expect(try AppleStoreKit.transaction(.verified(Self.transaction(52))).isTrial == false)
+
+            let store = FakeStore()
+            let end = Self.date.addingTimeInterval(16 * 86_400)
+            store.state.withLock {
+                $0.statuses["pro"] = [
+                    .init(renewalInfo: .verified(.init(originalTransactionID: 50, gracePeriodExpirationDate: end))),
+                    .init(renewalInfo: .verified(.init(originalTransactionID: 60, gracePeriodExpirationDate: nil))),
+                    .init(
+                        renewalInfo: .unverified(
+                            .init(originalTransactionID: 70, gracePeriodExpirationDate: end), .invalidSignature)),
+                ]
+            }
+            await withStore(store) {
+                // Group "gone" throws: it is left out, not fatal.
+                #expect(await AppleStoreKit().gracePeriods(groups: ["pro", "gone"]) == ["50": end])
             }
         }
 
