@@ -69,6 +69,19 @@ public protocol CofferStore: Sendable {
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt]
 
+    // MARK: Push tokens
+
+    /// Registers a device's push token for a user, replacing what was on file for the token (a token moves to
+    /// the user whose app registered it last). Throws ``StoreError/notFound(_:)`` for an unknown user.
+    func savePushToken(_ token: PushToken) async throws
+    /// A user's push tokens, most recently registered first.
+    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken]
+    /// Forgets a push token (the app unregistered, or APNs answered that it is no longer valid).
+    ///
+    /// - Returns: Whether it was on file.
+    @discardableResult
+    func deletePushToken(_ token: String) async throws -> Bool
+
     // MARK: Backups
 
     /// A user's backup.

@@ -61,6 +61,7 @@ public actor InMemoryStore: CofferStore {
     private var signatures: [String: Date] = [:]
     /// Tokens added for more devices, and revoked tokens, by hash.
     private var deviceTokens: [String: (owner: UUID, revokedAt: Date?)] = [:]
+    private var pushTokenRecords: [String: PushToken] = [:]
 
     /// Creates an empty store.
     public init() {}
@@ -109,6 +110,22 @@ public actor InMemoryStore: CofferStore {
         else { throw StoreError.alreadyExists("token") }
         deviceTokens[tokenHash] = (owner, nil)
     }
+
+    /// Registers a push token.
+    public func savePushToken(_ token: PushToken) throws {
+        guard state.users[token.owner] != nil else { throw StoreError.notFound("user \(token.owner)") }
+        pushTokenRecords[token.token] = token
+    }
+
+    /// A user's push tokens, most recently registered first.
+    public func pushTokens(owner: UUID, environment: Environment) -> [PushToken] {
+        pushTokenRecords.values.filter { $0.owner == owner && $0.environment == environment }
+            .sorted { ($0.updatedAt, $0.token) > ($1.updatedAt, $1.token) }
+    }
+
+    /// Forgets a push token.
+    @discardableResult
+    public func deletePushToken(_ token: String) -> Bool { pushTokenRecords.removeValue(forKey: token) != nil }
 
     /// Revokes one token.
     public func revokeToken(tokenHash: String, at date: Date) -> Bool {

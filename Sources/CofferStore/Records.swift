@@ -341,3 +341,37 @@ public struct RenewalState: Sendable, Hashable, Codable {
         self.signedDate = signedDate
     }
 }
+
+/// A device's Apple Push Notification service token, registered by the app (`PUT /v1/me/push-token`), so the
+/// server can wake it with a background push when support grants or edits a balance, or a refund touches the
+/// customer.
+public struct PushToken: Sendable, Hashable, Codable {
+    /// Which APNs a token belongs to: apps from Xcode and TestFlight... register with the sandbox gateway
+    /// (development builds), App Store builds with production.
+    public enum Gateway: String, Sendable, Hashable, Codable, CaseIterable {
+        /// `api.sandbox.push.apple.com` (development builds).
+        case sandbox
+        /// `api.push.apple.com` (App Store and TestFlight builds).
+        case production
+    }
+
+    /// The device token, lowercase hex.
+    public var token: String
+    /// The user.
+    public var owner: UUID
+    /// The user's environment (the server's).
+    public var environment: Environment
+    /// The APNs gateway the token belongs to.
+    public var gateway: Gateway
+    /// When the app last registered it.
+    public var updatedAt: Date
+
+    /// Creates a token record.
+    public init(token: String, owner: UUID, environment: Environment, gateway: Gateway, updatedAt: Date) {
+        self.token = token
+        self.owner = owner
+        self.environment = environment
+        self.gateway = gateway
+        self.updatedAt = updatedAt
+    }
+}

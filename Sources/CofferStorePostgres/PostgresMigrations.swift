@@ -231,6 +231,19 @@ enum PostgresMigrations {
         ),
         ("v8 merged users", "ALTER TABLE users ADD COLUMN merged_into TEXT REFERENCES users (id)"),
         ("v9 backup deficit", "ALTER TABLE backups ADD COLUMN deficit BIGINT NOT NULL DEFAULT 0 CHECK (deficit >= 0)"),
+        (
+            "v10 push tokens",
+            """
+            CREATE TABLE push_tokens (
+                token TEXT PRIMARY KEY,
+                owner TEXT NOT NULL REFERENCES users (id),
+                environment TEXT NOT NULL,
+                gateway TEXT NOT NULL CHECK (gateway IN ('sandbox', 'production')),
+                updated_at BIGINT NOT NULL
+            );
+            CREATE INDEX push_tokens_by_owner ON push_tokens (owner, environment)
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -176,6 +176,19 @@ extension SQLiteStore {
             try db.execute(
                 sql: "ALTER TABLE backups ADD COLUMN deficit INTEGER NOT NULL DEFAULT 0 CHECK (deficit >= 0)")
         }
+        migrator.registerMigration("v10 push tokens") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE push_tokens (
+                        token TEXT PRIMARY KEY NOT NULL,
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        environment TEXT NOT NULL,
+                        gateway TEXT NOT NULL CHECK (gateway IN ('sandbox', 'production')),
+                        updated_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
+                    CREATE INDEX push_tokens_by_owner ON push_tokens (owner, environment);
+                    """)
+        }
         return migrator
     }
 }

@@ -49,6 +49,14 @@ final class CountingStore: CofferStore {
     func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
         try await base.addToken(tokenHash: tokenHash, owner: owner, at: date)
     }
+    func savePushToken(_ token: PushToken) async throws { try await base.savePushToken(token) }
+
+    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
+        try await base.pushTokens(owner: owner, environment: environment)
+    }
+
+    func deletePushToken(_ token: String) async throws -> Bool { try await base.deletePushToken(token) }
+
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         try await base.revokeToken(tokenHash: tokenHash, at: date)
     }

@@ -24,6 +24,43 @@ struct StoreContractTests {
         #expect(try await store.user(id: UUID()) == nil)
     }
 
+    @Test(
+        "push tokens: registered per device, newest first, moved to the user who registers them last, forgotten",
+        arguments: StoreEngine.allCases)
+    func pushTokens(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let bob = Make.user("_bbbbbbbbbbb2")
+        try await store.createUser(alice)
+        try await store.createUser(bob)
+        let at = Date(timeIntervalSince1970: 1_767_225_600)
+        let phone = PushToken(
+            token: String(repeating: "ab", count: 32), owner: alice.id, environment: .sandbox, gateway: .production,
+            updatedAt: at)
+        var pad = phone
+        pad.token = String(repeating: "cd", count: 32)
+        pad.gateway = .sandbox
+        pad.updatedAt = at.addingTimeInterval(60)
+        try await store.savePushToken(phone)
+        try await store.savePushToken(pad)
+        try await store.savePushToken(phone)  // registering again changes nothing
+        #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox) == [pad, phone])
+        #expect(try await store.pushTokens(owner: alice.id, environment: .production).isEmpty)
+        // The pad now runs Bob's install: the token is his.
+        var moved = pad
+        moved.owner = bob.id
+        moved.updatedAt = at.addingTimeInterval(120)
+        try await store.savePushToken(moved)
+        #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox) == [phone])
+        #expect(try await store.pushTokens(owner: bob.id, environment: .sandbox) == [moved])
+        #expect(try await store.deletePushToken(phone.token))
+        #expect(try await store.deletePushToken(phone.token) == false)
+        #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox).isEmpty)
+        var stranger = phone
+        stranger.owner = UUID()
+        await #expect(throws: StoreError.self) { try await store.savePushToken(stranger) }
+    }
+
     @Test("a taken Support ID, token or appAccountToken is refused", arguments: StoreEngine.allCases)
     func uniqueUsers(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()

@@ -1,0 +1,55 @@
+import CofferCore
+import CofferLedgerSQLite
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// Registers a push token, replacing what was on file for it.
+    public func savePushToken(_ token: PushToken) async throws {
+        try await write { db in
+            guard
+                try Bool.fetchOne(
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [token.owner.uuidString])
+                    == true
+            else { throw StoreError.notFound("user \(token.owner)") }
+            try db.execute(
+                sql: """
+                    INSERT INTO push_tokens (token, owner, environment, gateway, updated_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (token) DO UPDATE SET owner = excluded.owner, environment = excluded.environment,
+                        gateway = excluded.gateway, updated_at = excluded.updated_at
+                    """,
+                arguments: [
+                    token.token, token.owner.uuidString, token.environment.rawValue, token.gateway.rawValue,
+                    Millis.from(token.updatedAt),
+                ])
+        }
+    }
+
+    /// A user's push tokens, most recently registered first.
+    public func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
+        try await all(
+            """
+            SELECT * FROM push_tokens WHERE owner = ? AND environment = ?
+            ORDER BY updated_at DESC, token DESC
+            """, [owner.uuidString, environment.rawValue], Self.pushToken)
+    }
+
+    /// Forgets a push token.
+    @discardableResult
+    public func deletePushToken(_ token: String) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM push_tokens WHERE token = ?", arguments: [token])
+            return db.changesCount > 0
+        }
+    }
+
+    static func pushToken(_ row: Row) throws -> PushToken {
+        guard let owner = UUID(uuidString: row["owner"]), let environment = Environment(rawValue: row["environment"]),
+            let gateway = PushToken.Gateway(rawValue: row["gateway"])
+        else { throw StoreError.storage("corrupt push token row") }
+        return PushToken(
+            token: row["token"], owner: owner, environment: environment, gateway: gateway,
+            updatedAt: Millis.date(row["updated_at"]))
+    }
+}
