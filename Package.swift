@@ -288,7 +288,13 @@ let package = Package(
                 "CofferCore",
                 "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
+                .product(name: "SwiftASN1", package: "swift-asn1", condition: server),
+                .product(name: "X509", package: "swift-certificates", condition: server),
             ],
             swiftSettings: strictSettings
         ),

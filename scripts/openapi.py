@@ -44,6 +44,10 @@ schemas = {
                            "purchaseDate": DATE},
                           required=["transactionId", "productId", "status"]),
     "PurchasesResponse": obj({"purchases": {"type": "array", "items": ref("PurchaseRecord")}}),
+    "PushTokenRequest": obj({"token": S("The APNs device token, hex (16 to 100 bytes)"),
+                             "environment": S("The APNs the token belongs to; default production",
+                                              enum=["sandbox", "production"])},
+                            required=["token"]),
     "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
                              required=[]),
     "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
@@ -192,6 +196,17 @@ paths = {
         "operationId": "revokeToken",
         "responses": {"204": {"description": "Revoked (other instances honour it for at most 60 s more)"},
                       "401": ERR("No valid token")}}},
+    "/v1/me/push-token": {
+        "put": {"summary": "Register this device's APNs token: the server sends it a background push when support "
+                           "grants or edits a balance, or a refund touches the customer (when an APNs key is set)",
+                "operationId": "putPushToken", "requestBody": json_body("PushTokenRequest"),
+                "responses": {"204": {"description": "Registered"},
+                              "400": ERR("Not a device token, or an unknown environment"),
+                              "401": ERR("No valid token")}},
+        "delete": {"summary": "Forget this device's APNs token", "operationId": "deletePushToken",
+                   "requestBody": json_body("PushTokenRequest"),
+                   "responses": {"204": {"description": "Forgotten"}, "401": ERR("No valid token"),
+                                 "404": ERR("The user has no such push token")}}},
     "/v1/me": {"get": {"summary": "The user's balance, deficit, entitlements and backup", "operationId": "me",
                        "responses": {"200": answer("The user", "MeResponse"), "401": ERR("No valid token")}}},
     "/v1/transactions": {"post": {

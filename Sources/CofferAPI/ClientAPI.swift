@@ -10,6 +10,23 @@ public struct CreateUserRequest: Codable, Sendable, Equatable {
     public init(signedAppTransaction: String? = nil) { self.signedAppTransaction = signedAppTransaction }
 }
 
+/// The body of `PUT /v1/me/push-token` (and `DELETE /v1/me/push-token`): this device's APNs token, so the
+/// server can wake the app with a background push when support grants or edits a balance, or a refund touches
+/// the customer.
+public struct PushTokenRequest: Codable, Sendable, Equatable {
+    /// The device token `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)` gave, as hex.
+    public var token: String
+    /// `sandbox` for an app built for development, `production` (the default) for App Store and TestFlight
+    /// builds: the APNs the token belongs to.
+    public var environment: String?
+
+    /// Creates the body.
+    public init(token: String, environment: String? = nil) {
+        self.token = token
+        self.environment = environment
+    }
+}
+
 /// `POST /v1/users` answers with this: 201 for a new user, 200 for another device of an Apple account Coffer
 /// knows (the same Support ID and appAccountToken, a token of the device's own). The token is shown once; the
 /// server keeps only its hash.

@@ -102,10 +102,14 @@ struct ServeCommand: AsyncParsableCommand {
         let products: Catalog
         var roots: [Data]
         let pem: String?
+        let apnsPEM: String?
         do {
             products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
             roots = try settings.appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
             roots.insert(try AppleRoots.rootCAG3(), at: 0)
+            apnsPEM = try settings.apnsKey.map {
+                try String(contentsOf: URL(fileURLWithPath: $0.privateKeyFile), encoding: .utf8)
+            }
             pem = try settings.appStoreKey.map {
                 try String(contentsOf: URL(fileURLWithPath: $0.privateKeyFile), encoding: .utf8)
             }
@@ -135,12 +139,24 @@ struct ServeCommand: AsyncParsableCommand {
                     keyId: key.keyId, issuerId: key.issuerId, bundleId: server.bundleId, privateKeyPEM: pem),
                 environment: appStoreEnvironment, baseURL: key.baseURL)
         }
+        var push: APNsClient?
+        if let key = settings.apnsKey, let apnsPEM {
+            do {
+                push = APNsClient(
+                    httpClient: http,
+                    credentials: try .init(keyId: key.keyId, teamId: key.teamId, privateKeyPEM: apnsPEM),
+                    topic: key.topic, baseURL: key.baseURL)
+            } catch {
+                FileHandle.standardError.write(Data("Error: apns.private.key: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
         let app = buildApplication(
             configuration: server,
             dependencies: try ServerDependencies(
                 store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI,
                 receiptReader: AppReceiptReader(trustedRoots: [AppleRoots.rootCA()] + roots.dropFirst()),
-                logger: logger))
+                logger: logger, push: push))
         let firstLogin: String?
         do {
             firstLogin = try await AdminAccounts.createFirstAdmin(
@@ -153,6 +169,7 @@ struct ServeCommand: AsyncParsableCommand {
             "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
             + "on http://\(server.host):\(server.port), \(location)"
             + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
+            + (push == nil ? "; no APNs key: apps hear of grants and refunds when they open" : "")
         // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it.
         FileHandle.standardOutput.write(Data((banner + "\n").utf8))
         let panelHost = server.host == "0.0.0.0" || server.host == "::" ? "127.0.0.1" : server.host

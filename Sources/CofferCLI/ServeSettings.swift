@@ -68,6 +68,13 @@ struct ServeSettings: Sendable {
         .init(key: "appstore.private.key", help: "The key's .p8 file."),
         .init(key: "appstore.url", help: "Another App Store Server API host (the simulator's). Default Apple's."),
         .init(
+            key: "apns.key.id",
+            help: "APNs key id, for background pushes that wake the app when support grants or a refund lands."),
+        .init(key: "apns.team.id", help: "The Apple Developer team id of that key."),
+        .init(key: "apns.private.key", help: "The APNs key's .p8 file."),
+        .init(key: "apns.topic", help: "The app's bundle id as APNs topic. Default bundle.id."),
+        .init(key: "apns.url", help: "Another APNs host for both gateways (a stand-in). Default Apple's."),
+        .init(
             key: "recovery.interval", help: "Seconds between notification recovery runs; 0 turns it off. Default 600."),
         .init(key: "recovery.lookback.days", help: "Days of Notification History the first run reads. Default 7."),
         .init(
@@ -163,7 +170,17 @@ struct ServeSettings: Sendable {
     var catalogFile: String
     var appleRoots: [String]
     var appStoreKey: AppStoreKey?
+    var apnsKey: APNsKey?
     var logLevel: String
+
+    /// The APNs key, when configured.
+    struct APNsKey: Sendable {
+        var keyId: String
+        var teamId: String
+        var privateKeyFile: String
+        var topic: String
+        var baseURL: String?
+    }
 
     /// Reads and checks every setting.
     ///
@@ -314,6 +331,18 @@ struct ServeSettings: Sendable {
             throw SettingsError(
                 key: "appstore.key.id", value: nil,
                 expected: "appstore.key.id, appstore.issuer.id and appstore.private.key together")
+        }
+        let apnsParts = [text("apns.key.id"), text("apns.team.id"), text("apns.private.key")]
+        switch apnsParts {
+        case [nil, nil, nil]:
+            apnsKey = nil
+        case let parts where parts.allSatisfy({ $0 != nil }):
+            apnsKey = APNsKey(
+                keyId: parts[0]!, teamId: parts[1]!, privateKeyFile: parts[2]!,
+                topic: text("apns.topic") ?? server.bundleId, baseURL: text("apns.url"))
+        default:
+            throw SettingsError(
+                key: "apns.key.id", value: nil, expected: "apns.key.id, apns.team.id and apns.private.key together")
         }
         logLevel = text("log.level") ?? "info"
         guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(logLevel) else {

@@ -52,6 +52,32 @@ extension CofferSDK {
         publish(.wallet)
     }
 
+    /// Registers this device for background pushes: pass the token
+    /// `application(_:didRegisterForRemoteNotificationsWithDeviceToken:)` gives. The server then wakes the app
+    /// when support grants or edits a balance, or a refund touches the customer; hand the push to
+    /// ``handlePush(_:)``.
+    ///
+    /// - Parameters:
+    ///   - deviceToken: APNs' device token.
+    ///   - development: Whether the app is built for development (its token belongs to APNs' sandbox).
+    public func registerPushToken(_ deviceToken: Data, development: Bool = false) async throws {
+        let hex = deviceToken.map { String(format: "%02x", $0) }.joined()
+        try await server.registerPushToken(
+            hex, environment: development ? "sandbox" : "production", bearer: try await credentials().token)
+    }
+
+    /// Acts on a background push from Coffer's server: the `coffer` dictionary of its payload (its `type`:
+    /// `grant`, `adjustment`, ...), as `userInfo["coffer"]` holds it. Grants are claimed, adjustments applied,
+    /// the backup synced, as the event stream would.
+    ///
+    /// - Returns: Whether the push was Coffer's.
+    @discardableResult
+    public func handlePush(_ coffer: [String: String]?) async -> Bool {
+        guard let type = coffer?["type"], let kind = ServerEventKind(rawValue: type) else { return false }
+        await react(to: kind)
+        return true
+    }
+
     /// What changes for the customer, as it happens: the wallet (a purchase, a refund, a grant, a spend, a
     /// restore), the entitlements, a backup, and the loyalty lifetime earned for the first time. For a UI model
     /// (``CofferModel`` listens to it); a new stream hears what changes after it is made.

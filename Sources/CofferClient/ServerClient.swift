@@ -47,6 +47,19 @@ public struct ServerClient: Sendable {
         return response.purchases
     }
 
+    /// `PUT /v1/me/push-token`: this device's APNs token (hex), `sandbox` for a development build.
+    public func registerPushToken(_ token: String, environment: String, bearer: String) async throws(ServerClientError)
+    {
+        let _: NoContent = try await send(
+            "PUT", "/v1/me/push-token", token: bearer, body: PushTokenRequest(token: token, environment: environment))
+    }
+
+    /// `DELETE /v1/me/push-token`: forgets this device's APNs token.
+    public func unregisterPushToken(_ token: String, bearer: String) async throws(ServerClientError) {
+        let _: NoContent = try await send(
+            "DELETE", "/v1/me/push-token", token: bearer, body: PushTokenRequest(token: token))
+    }
+
     /// `POST /v1/transactions`: the server verifies and delivers once.
     public func post(signedTransaction: String, token: String) async throws(ServerClientError) -> TransactionResponse {
         try await send(
@@ -156,12 +169,16 @@ public struct ServerClient: Sendable {
             }
             throw .refused(status, detail?.error.code ?? "http-\(status)", detail?.error.message ?? "")
         }
+        if status == 204, let nothing = NoContent() as? Answer { return nothing }
         do {
             return try decoder.decode(Answer.self, from: data)
         } catch {
             throw .transport("the server's answer is not readable: \(error)")
         }
     }
+
+    /// A 204 answer.
+    struct NoContent: Decodable {}
 }
 
 /// Why a server call failed.

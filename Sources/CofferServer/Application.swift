@@ -18,8 +18,9 @@ import ServiceLifecycle
 public func buildApplication(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
     -> some ApplicationProtocol
 {
-    let (router, intake) = makeRouter(configuration: configuration, dependencies: dependencies)
+    let (router, intake, notifier) = makeRouter(configuration: configuration, dependencies: dependencies)
     var services: [any Service] = []
+    if let notifier { services.append(notifier) }
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
@@ -62,7 +63,7 @@ public func serverRoutes(configuration: CofferService.ServerConfiguration, depen
 }
 
 private func makeRouter(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
-    -> (router: Router<CofferRequestContext>, intake: NotificationIntake)
+    -> (router: Router<CofferRequestContext>, intake: NotificationIntake, notifier: PushNotifier?)
 {
     let router = Router(context: CofferRequestContext.self)
     router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
@@ -70,7 +71,13 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     router.add(middleware: ErrorMiddleware())
     router.add(middleware: BodyLimitMiddleware(limit: configuration.maximumBodySize))
     router.add(middleware: TimeoutMiddleware(seconds: configuration.requestTimeout))
-    let events = EventHub(perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal)
+    let notifier = dependencies.push.map {
+        PushNotifier(
+            store: dependencies.store, sender: $0, environment: configuration.environment, logger: dependencies.logger)
+    }
+    let events = EventHub(
+        perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal,
+        onPublish: { event, user in notifier?.enqueue(event, to: user) })
     let ledger = LedgerBatcher(
         store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
     let parts = ServiceParts(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
@@ -91,7 +98,7 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     let operations = OperationsAPI(
         dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken)
     router.addRoutes(operations.routes)
-    return (router, intake)
+    return (router, intake, notifier)
 }
 
 /// Support's operations over the server's store, with order ids looked up through the App Store Server API

@@ -26,6 +26,8 @@ struct ClientAPI: Sendable {
             .post(use: createUser)
         routes.get("v1/me", use: me)
         routes.delete("v1/me/token", use: revokeToken)
+        routes.put("v1/me/push-token", use: registerPushToken)
+        routes.delete("v1/me/push-token", use: unregisterPushToken)
         routes.get("v1/me/purchases", use: purchases)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
@@ -56,6 +58,22 @@ struct ClientAPI: Sendable {
         _ = try await authenticate(request)
         guard let header = request.headers[.authorization] else { throw ServiceError.noBearer }
         try await service.revoke(token: String(header.dropFirst(7)))
+        return Response(status: .noContent)
+    }
+
+    /// `PUT /v1/me/push-token`: this device's APNs token, for background pushes; 204.
+    func registerPushToken(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        let body: PushTokenRequest = try await decode(request)
+        try await service.registerPushToken(body, user: user)
+        return Response(status: .noContent)
+    }
+
+    /// `DELETE /v1/me/push-token`: forgets this device's APNs token; 204.
+    func unregisterPushToken(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        let body: PushTokenRequest = try await decode(request)
+        try await service.unregisterPushToken(body, user: user)
         return Response(status: .noContent)
     }
 

@@ -12,10 +12,19 @@ public actor EventHub {
     /// The most streams open at once on this server.
     public nonisolated let total: Int
 
-    /// A hub holding at most `perUser` streams per user and `total` in all.
-    public init(perUser: Int = 4, total: Int = 1_000) {
+    /// Called with every event published here (not those only relayed from another instance): the push
+    /// notifier, the relay to other instances.
+    private let onPublish: @Sendable (ServerEventBody, UUID) -> Void
+
+    /// A hub holding at most `perUser` streams per user and `total` in all, telling `onPublish` of each event
+    /// published here.
+    public init(
+        perUser: Int = 4, total: Int = 1_000,
+        onPublish: @escaping @Sendable (ServerEventBody, UUID) -> Void = { _, _ in }
+    ) {
         self.perUser = perUser
         self.total = total
+        self.onPublish = onPublish
     }
 
     /// Why a stream was not opened.
@@ -41,8 +50,14 @@ public actor EventHub {
         return stream
     }
 
-    /// Sends an event to every open stream of the user.
+    /// Sends an event to every open stream of the user, and to ``onPublish`` (a push, other instances).
     public func publish(_ event: ServerEventBody, to user: UUID) {
+        deliver(event, to: user)
+        onPublish(event, user)
+    }
+
+    /// Sends an event another instance published to this instance's open streams of the user.
+    public func deliver(_ event: ServerEventBody, to user: UUID) {
         for continuation in subscribers[user]?.values ?? [:].values { continuation.yield(event) }
     }
 

@@ -99,14 +99,18 @@ public struct ServerDependencies: Sendable {
     public var passwordHasher: PasswordHasher
     /// Renders the admin panel.
     public var panelRenderer: PanelRenderer
+    /// Sends background pushes to the apps (APNs); `nil` when no APNs key is configured.
+    public var push: (any PushSender)?
 
     /// Creates the dependencies.
     public init(
         store: any CofferStore, verifier: SignedDataVerifier, catalog: Catalog,
         appStoreAPI: AppStoreServerAPIClient? = nil, receiptReader: AppReceiptReader? = nil,
         metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
-        now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher()
+        now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher(),
+        push: (any PushSender)? = nil
     ) throws {
+        self.push = push
         self.passwordHasher = passwordHasher
         self.panelRenderer = try PanelRenderer()
         self.store = store

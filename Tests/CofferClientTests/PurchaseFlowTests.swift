@@ -92,7 +92,7 @@ struct PurchaseFlowTests {
     static func withWorld(
         wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [Product] = [],
         loyalty: [LoyaltyRule] = [], simulator: (inout SimulatorConfiguration) -> Void = { _ in },
-        _ body: @Sendable (World) async throws -> Void
+        push: (any PushSender)? = nil, _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -117,7 +117,7 @@ struct PurchaseFlowTests {
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: serverStore, verifier: verifier, catalog: catalog,
-                now: { serverOnSimulatedTime ? clock.now() : Date() }))
+                now: { serverOnSimulatedTime ? clock.now() : Date() }, push: push))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)")
         try await app.test(.live) { client in
             let port = try #require(client.port)
