@@ -286,7 +286,8 @@ let package = Package(
             dependencies: [
                 "CofferClient", "CofferServer", "CofferService", "CofferAPI", "CofferAdmin", "CofferAppStore",
                 "CofferCore",
-                "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferSimulator", "CofferTestSupport",
+                "CofferStore", "CofferStoreKit", "CofferStoreSQLite", "CofferStorePostgres", "CofferSimulator",
+                "CofferTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),

@@ -156,7 +156,9 @@ struct ServeCommand: AsyncParsableCommand {
             dependencies: try ServerDependencies(
                 store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI,
                 receiptReader: AppReceiptReader(trustedRoots: [AppleRoots.rootCA()] + roots.dropFirst()),
-                logger: logger, push: push))
+                logger: logger, push: push,
+                // Instances sharing a PostgreSQL database hear each other's events (LISTEN/NOTIFY).
+                broadcast: store as? any EventBroadcast))
         let firstLogin: String?
         do {
             firstLogin = try await AdminAccounts.createFirstAdmin(

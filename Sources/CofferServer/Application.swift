@@ -18,9 +18,8 @@ import ServiceLifecycle
 public func buildApplication(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
     -> some ApplicationProtocol
 {
-    let (router, intake, notifier) = makeRouter(configuration: configuration, dependencies: dependencies)
-    var services: [any Service] = []
-    if let notifier { services.append(notifier) }
+    let (router, intake, background) = makeRouter(configuration: configuration, dependencies: dependencies)
+    var services: [any Service] = background
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
@@ -63,7 +62,7 @@ public func serverRoutes(configuration: CofferService.ServerConfiguration, depen
 }
 
 private func makeRouter(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
-    -> (router: Router<CofferRequestContext>, intake: NotificationIntake, notifier: PushNotifier?)
+    -> (router: Router<CofferRequestContext>, intake: NotificationIntake, background: [any Service])
 {
     let router = Router(context: CofferRequestContext.self)
     router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
@@ -75,9 +74,14 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
         PushNotifier(
             store: dependencies.store, sender: $0, environment: configuration.environment, logger: dependencies.logger)
     }
+    let relay = dependencies.broadcast.map { EventRelay(broadcast: $0, logger: dependencies.logger) }
     let events = EventHub(
         perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal,
-        onPublish: { event, user in notifier?.enqueue(event, to: user) })
+        onPublish: { event, user in
+            notifier?.enqueue(event, to: user)
+            relay?.send(event, to: user)
+        })
+    relay?.connect(events)
     let ledger = LedgerBatcher(
         store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
     let parts = ServiceParts(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
@@ -98,7 +102,8 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     let operations = OperationsAPI(
         dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken)
     router.addRoutes(operations.routes)
-    return (router, intake, notifier)
+    let background: [any Service] = [notifier as (any Service)?, relay].compactMap { $0 }
+    return (router, intake, background)
 }
 
 /// Support's operations over the server's store, with order ids looked up through the App Store Server API

@@ -101,6 +101,8 @@ public struct ServerDependencies: Sendable {
     public var panelRenderer: PanelRenderer
     /// Sends background pushes to the apps (APNs); `nil` when no APNs key is configured.
     public var push: (any PushSender)?
+    /// How instances sharing the database hear each other's events (PostgreSQL); `nil` for one instance.
+    public var broadcast: (any EventBroadcast)?
 
     /// Creates the dependencies.
     public init(
@@ -108,9 +110,10 @@ public struct ServerDependencies: Sendable {
         appStoreAPI: AppStoreServerAPIClient? = nil, receiptReader: AppReceiptReader? = nil,
         metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
         now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher(),
-        push: (any PushSender)? = nil
+        push: (any PushSender)? = nil, broadcast: (any EventBroadcast)? = nil
     ) throws {
         self.push = push
+        self.broadcast = broadcast
         self.passwordHasher = passwordHasher
         self.panelRenderer = try PanelRenderer()
         self.store = store

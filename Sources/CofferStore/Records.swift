@@ -375,3 +375,35 @@ public struct PushToken: Sendable, Hashable, Codable {
         self.updatedAt = updatedAt
     }
 }
+
+/// One event, as instances sharing a database tell each other (``EventBroadcast``): which user it is for, its
+/// kind and key, and the instance that published it (which ignores its own).
+public struct BroadcastMessage: Sendable, Hashable, Codable {
+    /// The publishing instance.
+    public var origin: UUID
+    /// The user.
+    public var user: UUID
+    /// The event's kind (`grant`, `adjustment`, `backup`, `entitlements`).
+    public var kind: String
+    /// The event's key.
+    public var key: String?
+
+    /// Creates a message.
+    public init(origin: UUID, user: UUID, kind: String, key: String?) {
+        self.origin = origin
+        self.user = user
+        self.kind = kind
+        self.key = key
+    }
+}
+
+/// How server instances sharing one database hear each other's events, so a customer's event stream on any
+/// instance hears a grant made on another: PostgreSQL's LISTEN/NOTIFY (``EventBroadcast`` of the PostgreSQL
+/// store). SQLite serves one instance and needs none.
+public protocol EventBroadcast: Sendable {
+    /// Tells the other instances.
+    func broadcast(_ message: BroadcastMessage) async throws
+    /// Hears every instance's messages (this one's too) until the task is cancelled or the connection drops
+    /// (then it throws, and the caller listens again).
+    func listen(_ deliver: @escaping @Sendable (BroadcastMessage) async -> Void) async throws
+}

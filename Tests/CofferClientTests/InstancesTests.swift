@@ -1,0 +1,73 @@
+import CofferAPI
+import CofferAppStore
+import CofferClient
+import CofferCore
+import CofferServer
+import CofferService
+import CofferSimulator
+import CofferStore
+import CofferStorePostgres
+import CofferTestSupport
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// Two `coffer serve` instances on one PostgreSQL database: what happens on one reaches a customer's event
+/// stream open on the other (LISTEN/NOTIFY).
+@Suite(
+    "Events across instances", .timeLimit(.minutes(3)),
+    .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
+struct InstancesTests {
+    @Test("support's grant made through one instance reaches the app listening on the other")
+    func grantAcrossInstances() async throws {
+        let start = PurchaseFlowTests.start
+        let pki = try SimulatorPKI(
+            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
+        let catalog = try Catalog(products: [Product(id: PurchaseFlowTests.product, kind: .consumable, credits: 100)])
+        let clock = SimulatorClock(start: start)
+        let apple = SimulatedAppStore(
+            catalog: catalog, configuration: .init(bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234),
+            signer: try pki.signer(), clock: clock)
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: PurchaseFlowTests.bundleId, appAppleId: nil,
+            environment: .sandbox)
+        let store = try await PostgresStore(url: try await TestPostgres.freshDatabase(), maximumConnections: 8)
+        defer { store.close() }
+        var configuration = ServerConfiguration(bundleId: PurchaseFlowTests.bundleId)
+        configuration.port = 0
+        configuration.wallet = .device
+        configuration.recoveryInterval = 0
+        let dependencies = try ServerDependencies(store: store, verifier: verifier, catalog: catalog, broadcast: store)
+        let firstInstance = buildApplication(configuration: configuration, dependencies: dependencies)
+        let secondInstance = buildApplication(configuration: configuration, dependencies: dependencies)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-two-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try await firstInstance.test(.live) { first in
+            try await secondInstance.test(.live) { second in
+                func world(_ port: Int?) throws -> PurchaseFlowTests.World {
+                    let port = try #require(port)
+                    let base = try #require(URL(string: "http://127.0.0.1:\(port)"))
+                    return PurchaseFlowTests.World(
+                        apple: apple, serverStore: store, catalog: catalog, wallet: .device,
+                        server: ServerClient(baseURL: base), folder: folder, clock: clock)
+                }
+                let onFirst = try world(first.port)
+                let onSecond = try world(second.port)
+                let app = try onFirst.app()
+                try await app.launch()
+                let supportId = try #require(await app.credentials?.supportId)
+                try await LiveSyncTests.listening(app) {
+                    let status = try await LiveSyncTests.admin(
+                        onSecond, "/v1/admin/grants?environment=Sandbox",
+                        body: GrantRequest(supportId: supportId, credits: 400, reason: "Ticket #9"))
+                    #expect(status == 201)
+                    try await LiveSyncTests.eventually("the grant reaches the app on the other instance") {
+                        try await app.balance() == 400
+                    }
+                }
+                #expect(await app.lastEventFailure == nil)
+            }
+        }
+    }
+}
