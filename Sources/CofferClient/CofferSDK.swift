@@ -138,6 +138,12 @@ public actor CofferSDK {
     /// An SDK keeping its files in `folder`.
     ///
     /// - Parameters:
+    ///   - configuration: The wallet, the environment, the catalog and the device's settings.
+    ///   - storeKit: StoreKit: `AppleStoreKit` on a device, ``SimulatorStoreKit`` against the simulator.
+    ///   - server: The Coffer server.
+    ///   - folder: Where the device ledger and the SDK's state live (Application Support on a device).
+    ///   - credentials: Where the identity survives reinstalling the app (``KeychainCredentialStore``).
+    ///   - now: The clock.
     ///   - crashAfter: Called after each step; a test throws from it to stand for the process dying there.
     public init(
         configuration: SDKConfiguration, storeKit: any StoreKitProvider, server: ServerClient, folder: URL,

@@ -8,7 +8,7 @@ import Foundation
 /// readable after the first unlock (so background launches can use it), not synced to other devices.
 ///
 /// The rules (not found is no identity, update else add, every other status an error) run over
-/// ``KeychainItems``: the Keychain's `SecItem` calls on Apple platforms (``SecurityKeychain``), a stand-in in the
+/// `KeychainItems`: the Keychain's `SecItem` calls on Apple platforms (`SecurityKeychain`), a stand-in in the
 /// Linux tests.
 public struct KeychainCredentialStore: CredentialStore {
     /// The item's service.

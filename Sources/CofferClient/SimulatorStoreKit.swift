@@ -149,7 +149,7 @@ public final class SimulatorStoreKit: StoreKitProvider {
         if cancels { _ = try await control("cancel-subscriptions", ControlBody(account: account)) }
     }
 
-    /// The offer-code sheet: redeems ``SimulatedSheetChoices/offerCode`` once (`POST /simulator/redeem-offer-code`);
+    /// The offer-code sheet: redeems the sheet choices' `offerCode` once (`POST /simulator/redeem-offer-code`);
     /// what it buys arrives through ``updates()``.
     public func presentOfferCodeRedeemSheet() async throws {
         let code = choices.withLock { choices in
