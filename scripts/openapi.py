@@ -48,6 +48,9 @@ schemas = {
                              "environment": S("The APNs the token belongs to; default production",
                                               enum=["sandbox", "production"])},
                             required=["token"]),
+    "MilestoneRequest": obj({"name": S("The milestone, e.g. loyalty:pro (1 to 64 of a-z, 0-9, '.', '_', '-', ':')")}),
+    "MilestoneResponse": obj({"name": S(), "first": {"type": "boolean",
+                                                     "description": "Whether this is the first time for the customer"}}),
     "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
                              required=[]),
     "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
@@ -205,8 +208,14 @@ paths = {
                               "401": ERR("No valid token")}},
         "delete": {"summary": "Forget this device's APNs token", "operationId": "deletePushToken",
                    "requestBody": json_body("PushTokenRequest"),
-                   "responses": {"204": {"description": "Forgotten"}, "401": ERR("No valid token"),
-                                 "404": ERR("The user has no such push token")}}},
+                   "responses": {"204": {"description": "Forgotten"}, "400": ERR("Not a device token"),
+                                 "401": ERR("No valid token"), "404": ERR("The user has no such push token")}}},
+    "/v1/me/milestones": {"post": {
+        "summary": "Record a milestone once per customer (the loyalty lifetime earned): the app celebrates when "
+                   "first is true, on whichever device asks first",
+        "operationId": "recordMilestone", "requestBody": json_body("MilestoneRequest"),
+        "responses": {"200": answer("Recorded", "MilestoneResponse"), "400": ERR("Not a milestone name"),
+                      "401": ERR("No valid token")}}},
     "/v1/me": {"get": {"summary": "The user's balance, deficit, entitlements and backup", "operationId": "me",
                        "responses": {"200": answer("The user", "MeResponse"), "401": ERR("No valid token")}}},
     "/v1/transactions": {"post": {

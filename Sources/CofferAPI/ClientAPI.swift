@@ -27,6 +27,31 @@ public struct PushTokenRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// The body of `POST /v1/me/milestones`: a milestone the app reached for the customer, e.g. `loyalty:pro` (the
+/// loyalty lifetime of the group `pro` earned).
+public struct MilestoneRequest: Codable, Sendable, Equatable {
+    /// The milestone: 1 to 64 characters of `a-z`, `0-9`, `.`, `_`, `-` and `:`.
+    public var name: String
+
+    /// Creates the body.
+    public init(name: String) { self.name = name }
+}
+
+/// `POST /v1/me/milestones` answers with this: whether the customer reached the milestone for the first time
+/// (on any of its devices), so the app celebrates it once.
+public struct MilestoneResponse: Codable, Sendable, Equatable {
+    /// The milestone.
+    public var name: String
+    /// Whether this is the first time it was recorded for the customer.
+    public var first: Bool
+
+    /// Creates the answer.
+    public init(name: String, first: Bool) {
+        self.name = name
+        self.first = first
+    }
+}
+
 /// `POST /v1/users` answers with this: 201 for a new user, 200 for another device of an Apple account Coffer
 /// knows (the same Support ID and appAccountToken, a token of the device's own). The token is shown once; the
 /// server keeps only its hash.

@@ -26,9 +26,9 @@ public enum APNsGateway: String, Sendable, Hashable, Codable, CaseIterable {
 public enum APNsResult: Sendable, Equatable {
     /// APNs accepted it (200).
     case delivered
-    /// The token is no longer valid for the topic (410 Unregistered, 400 BadDeviceToken or
-    /// DeviceTokenNotForTopic): forget it.
-    case unregistered(reason: String)
+    /// The token is no longer valid (410 Unregistered, 400 BadDeviceToken): forget it, unless the device
+    /// registered it again after `since` (Apple's 410 timestamp: when APNs last knew it invalid).
+    case unregistered(reason: String, since: Date? = nil)
     /// APNs refused it, or did not answer after the retries (the status, 0 when unreachable, and Apple's
     /// reason).
     case failed(status: Int, reason: String)
@@ -73,6 +73,8 @@ public final class APNsClient: Sendable {
     /// The app's bundle id (`apns-topic`).
     public let topic: String
     private let baseURL: String?
+    /// The gateway every push goes to, whatever the device registered; `nil` for each token's own.
+    public let gateway: APNsGateway?
     private let now: @Sendable () -> Date
     private let timeout: TimeAmount
     private let retryDelays: [Duration]
@@ -85,18 +87,22 @@ public final class APNsClient: Sendable {
     ///   - credentials: The team's APNs key.
     ///   - topic: The app's bundle id.
     ///   - baseURL: Another host for both gateways (a local stand-in for tests); Apple's when `nil`.
+    ///   - gateway: The gateway every push goes to (`apns.environment`); `nil` for the one each device
+    ///     registered its token with.
     ///   - timeout: The deadline of one request.
     ///   - retryDelays: The waits before each retry of a 429 or 5xx answer.
     ///   - now: The clock.
     public init(
         httpClient: HTTPClient, credentials: Credentials, topic: String, baseURL: String? = nil,
-        timeout: TimeAmount = .seconds(10), retryDelays: [Duration] = [.milliseconds(500), .seconds(2)],
+        gateway: APNsGateway? = nil, timeout: TimeAmount = .seconds(10),
+        retryDelays: [Duration] = [.milliseconds(500), .seconds(2)],
         now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.httpClient = httpClient
         self.credentials = credentials
         self.topic = topic
         self.baseURL = baseURL
+        self.gateway = gateway
         self.timeout = timeout
         self.retryDelays = retryDelays
         self.now = now
@@ -109,7 +115,7 @@ public final class APNsClient: Sendable {
     ///   - gateway: The APNs it belongs to.
     ///   - data: What the app should refresh, e.g. `["type": "grant"]`.
     public func sendBackground(deviceToken: String, gateway: APNsGateway, data: [String: String]) async -> APNsResult {
-        guard Self.isDeviceToken(deviceToken) else { return .unregistered(reason: "BadDeviceToken") }
+        guard Self.isDeviceToken(deviceToken) else { return .unregistered(reason: "BadDeviceToken", since: nil) }
         let body: Data
         do {
             body = try JSONSerialization.data(
@@ -120,12 +126,15 @@ public final class APNsClient: Sendable {
         var renewedToken = false
         var attempt = 0
         while true {
-            let (status, reason) = await post(deviceToken: deviceToken, gateway: gateway, body: body)
+            let (status, reason, since) = await post(
+                deviceToken: deviceToken, gateway: self.gateway ?? gateway, body: body)
             switch (status, reason) {
             case (200, _):
                 return .delivered
-            case (410, _), (400, "BadDeviceToken"), (400, "DeviceTokenNotForTopic"):
-                return .unregistered(reason: reason.isEmpty ? "Unregistered" : reason)
+            case (410, _), (400, "BadDeviceToken"):
+                // DeviceTokenNotForTopic is not here: it says the topic (a setting) is wrong as often as the
+                // token, and forgetting every token over one wrong setting would silence every device.
+                return .unregistered(reason: reason.isEmpty ? "Unregistered" : reason, since: since)
             case (403, "ExpiredProviderToken") where !renewedToken:
                 renewedToken = true
                 token.withLock { $0 = nil }
@@ -170,12 +179,14 @@ public final class APNsClient: Sendable {
         }
     }
 
-    private func post(deviceToken: String, gateway: APNsGateway, body: Data) async -> (Int, String) {
+    /// One request, answered within ``timeout`` (the answer's head and body both): the status, Apple's
+    /// reason, and the 410 answer's timestamp.
+    private func post(deviceToken: String, gateway: APNsGateway, body: Data) async -> (Int, String, Date?) {
         let bearer: String
         do {
             bearer = try providerToken()
         } catch {
-            return (0, error.description)
+            return (0, error.description, nil)
         }
         var request = HTTPClientRequest(url: "\(baseURL ?? gateway.host)/3/device/\(deviceToken.lowercased())")
         request.method = .POST
@@ -187,14 +198,29 @@ public final class APNsClient: Sendable {
             name: "apns-expiration", value: String(Int64(now().timeIntervalSince1970) + 3_600))
         request.headers.add(name: "content-type", value: "application/json")
         request.body = .bytes(ByteBuffer(data: body))
+        let client = httpClient
+        let deadline = timeout
+        let prepared = request
         do {
-            let response = try await httpClient.execute(request, timeout: timeout)
-            let answer = try await response.body.collect(upTo: 64 * 1_024)
-            let reason =
-                (try? JSONSerialization.jsonObject(with: Data(buffer: answer)) as? [String: Any])?["reason"] as? String
-            return (Int(response.status.code), reason ?? "")
+            return try await withThrowingTaskGroup(of: (Int, String, Date?).self) { group in
+                group.addTask {
+                    let response = try await client.execute(prepared, timeout: deadline)
+                    let answer = try await response.body.collect(upTo: 64 * 1_024)
+                    let json = try? JSONSerialization.jsonObject(with: Data(buffer: answer)) as? [String: Any]
+                    let since = (json?["timestamp"] as? NSNumber).map {
+                        Date(timeIntervalSince1970: $0.doubleValue / 1_000)
+                    }
+                    return (Int(response.status.code), json?["reason"] as? String ?? "", since)
+                }
+                group.addTask {
+                    try await Task.sleep(for: .nanoseconds(deadline.nanoseconds))
+                    throw APNsError("APNs did not answer within \(deadline.nanoseconds / 1_000_000_000) s")
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? (0, "no answer", nil)
+            }
         } catch {
-            return (0, "APNs is out of reach: \(error)")
+            return (0, "APNs is out of reach: \(error)", nil)
         }
     }
 }

@@ -145,7 +145,7 @@ struct ServeCommand: AsyncParsableCommand {
                 push = APNsClient(
                     httpClient: http,
                     credentials: try .init(keyId: key.keyId, teamId: key.teamId, privateKeyPEM: apnsPEM),
-                    topic: key.topic, baseURL: key.baseURL)
+                    topic: key.topic, baseURL: key.baseURL, gateway: key.gateway)
             } catch {
                 FileHandle.standardError.write(Data("Error: apns.private.key: \(error)\n".utf8))
                 throw ExitCode(2)

@@ -75,6 +75,11 @@ struct ServeSettings: Sendable {
         .init(key: "apns.topic", help: "The app's bundle id as APNs topic. Default bundle.id."),
         .init(key: "apns.url", help: "Another APNs host for both gateways (a stand-in). Default Apple's."),
         .init(
+            key: "apns.environment",
+            help:
+                "sandbox or production: the APNs every push goes to. Default each device's own (as its app registered)."
+        ),
+        .init(
             key: "recovery.interval", help: "Seconds between notification recovery runs; 0 turns it off. Default 600."),
         .init(key: "recovery.lookback.days", help: "Days of Notification History the first run reads. Default 7."),
         .init(
@@ -180,6 +185,7 @@ struct ServeSettings: Sendable {
         var privateKeyFile: String
         var topic: String
         var baseURL: String?
+        var gateway: APNsGateway?
     }
 
     /// Reads and checks every setting.
@@ -337,9 +343,16 @@ struct ServeSettings: Sendable {
         case [nil, nil, nil]:
             apnsKey = nil
         case let parts where parts.allSatisfy({ $0 != nil }):
+            var gateway: APNsGateway?
+            if let name = text("apns.environment") {
+                guard let named = APNsGateway(rawValue: name) else {
+                    throw SettingsError(key: "apns.environment", value: name, expected: "sandbox or production")
+                }
+                gateway = named
+            }
             apnsKey = APNsKey(
                 keyId: parts[0]!, teamId: parts[1]!, privateKeyFile: parts[2]!,
-                topic: text("apns.topic") ?? server.bundleId, baseURL: text("apns.url"))
+                topic: text("apns.topic") ?? server.bundleId, baseURL: text("apns.url"), gateway: gateway)
         default:
             throw SettingsError(
                 key: "apns.key.id", value: nil, expected: "apns.key.id, apns.team.id and apns.private.key together")

@@ -80,11 +80,12 @@ public final class CofferModel {
     public func run() async {
         let changes = await sdk.changes()
         await refresh()
+        // A lifetime earned while no screen listened (at launch, say) is celebrated now.
+        if celebration == nil, let pending = try? await sdk.pendingMilestones().first { celebration = pending }
         for await change in changes {
             switch change {
             case .loyaltyLifetimeEarned(let group):
                 celebration = group
-                await refresh()
             case .entitlements(let names):
                 entitlements = names
                 await refreshLoyalty()
@@ -140,8 +141,12 @@ public final class CofferModel {
         await refresh()
     }
 
-    /// The celebration was shown.
-    public func celebrated() { celebration = nil }
+    /// The celebration was shown: it is not shown again, on any launch.
+    public func celebrated() {
+        guard let group = celebration else { return }
+        celebration = nil
+        Task { [sdk] in try? await sdk.acknowledgeMilestone(group) }
+    }
 
     /// Whether the server's backup holds what this device holds (or nothing needs backing up).
     public var backupMatches: Bool {

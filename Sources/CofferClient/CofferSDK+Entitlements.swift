@@ -40,12 +40,51 @@ extension CofferSDK {
             for continuation in watchers.values { continuation.yield(names) }
             publish(.entitlements(names))
         }
-        for group in Self.loyaltyGroups(entitlements) where try !applied(Self.loyaltyKey(group)) {
-            try remember(Self.loyaltyKey(group))
-            publish(.loyaltyLifetimeEarned(group: group))
+        // Once per customer: the server records the milestone and says whether this device asks first (the
+        // customer's other devices and reinstalls hear "not first"); the answer is kept with the identity, which
+        // survives reinstalling. Without an identity yet, or with the server out of reach, it waits for the next
+        // refresh.
+        if identity != nil {
+            for group in Self.loyaltyGroups(entitlements) where try !applied(Self.loyaltyKey(group)) {
+                let first: Bool
+                do {
+                    first = try await server.milestone(Self.milestoneName(group), bearer: credentials().token).first
+                } catch ServerClientError.refused {
+                    first = true  // A server without milestones: this device's own record decides.
+                } catch {
+                    continue
+                }
+                try remember(Self.loyaltyKey(group))
+                guard first else { continue }
+                try state.set(Self.celebrationKey(group), "pending")
+                publish(.loyaltyLifetimeEarned(group: group))
+            }
         }
         return entitlements
     }
+
+    /// The server's name of a group's loyalty milestone: `loyalty:` and the group in the characters it takes.
+    static func milestoneName(_ group: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789._-")
+        return "loyalty:" + String(group.lowercased().map { allowed.contains($0) ? $0 : "-" }.prefix(56))
+    }
+
+    /// The loyalty lifetimes earned whose celebration the app has not shown yet (``acknowledgeMilestone(_:)``),
+    /// so one earned while no screen listened is still shown once.
+    public func pendingMilestones() throws -> [String] {
+        try configuration.catalog.loyalty.map(\.group).filter {
+            try state.value(Self.celebrationKey($0)) == "pending"
+        }
+    }
+
+    /// The app showed the celebration of this group's loyalty lifetime.
+    public func acknowledgeMilestone(_ group: String) throws {
+        if try state.value(Self.celebrationKey(group)) == "pending" {
+            try state.set(Self.celebrationKey(group), "shown")
+        }
+    }
+
+    static func celebrationKey(_ group: String) -> String { "celebration:\(group)" }
 
     /// The groups whose loyalty rule unlocks something now.
     static func loyaltyGroups(_ state: EntitlementState) -> [String] {

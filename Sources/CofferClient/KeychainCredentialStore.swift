@@ -17,13 +17,6 @@ public struct KeychainCredentialStore: CredentialStore {
     public let account: String
     let keychain: any KeychainItems
 
-    #if canImport(Security)
-        /// A store of one Keychain item.
-        public init(service: String = "coffer", account: String = "identity") {
-            self.init(service: service, account: account, keychain: SecurityKeychain())
-        }
-    #endif
-
     /// The stored identity, if any.
     public func load() throws -> DeviceIdentity? {
         let (status, data) = keychain.copyMatching(service: service, account: account)
@@ -42,6 +35,16 @@ public struct KeychainCredentialStore: CredentialStore {
         guard added == KeychainError.success else { throw KeychainError(status: added) }
     }
 }
+
+#if canImport(Security)
+    extension KeychainCredentialStore {
+        /// A store of one Keychain item. (Declared in an extension, so the memberwise initializer the tests use
+        /// stays.)
+        public init(service: String = "coffer", account: String = "identity") {
+            self.init(service: service, account: account, keychain: SecurityKeychain())
+        }
+    }
+#endif
 
 /// The three Keychain calls the store makes on one generic password item, each answering the Keychain's
 /// `OSStatus`.

@@ -60,6 +60,11 @@ public struct ServerClient: Sendable {
             "DELETE", "/v1/me/push-token", token: bearer, body: PushTokenRequest(token: token))
     }
 
+    /// `POST /v1/me/milestones`: records a milestone once per customer; answers whether this was the first time.
+    public func milestone(_ name: String, bearer: String) async throws(ServerClientError) -> MilestoneResponse {
+        try await send("POST", "/v1/me/milestones", token: bearer, body: MilestoneRequest(name: name))
+    }
+
     /// `POST /v1/transactions`: the server verifies and delivers once.
     public func post(signedTransaction: String, token: String) async throws(ServerClientError) -> TransactionResponse {
         try await send(

@@ -77,8 +77,8 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     let relay = dependencies.broadcast.map { EventRelay(broadcast: $0, logger: dependencies.logger) }
     let events = EventHub(
         perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal,
-        onPublish: { event, user in
-            notifier?.enqueue(event, to: user)
+        onPublish: { event, user, wakes in
+            if wakes { notifier?.enqueue(event, to: user) }
             relay?.send(event, to: user)
         })
     relay?.connect(events)
@@ -137,7 +137,10 @@ func adminService(
             switch change {
             case .grant(let id): event = ServerEventBody(type: .grant, key: id.uuidString.lowercased())
             case .adjustment(let key): event = ServerEventBody(type: .adjustment, key: key)
-            case .backup(let version): event = ServerEventBody(type: .backup, key: String(version))
+            case .backup(let version):
+                // Support's balance edit in the device wallet: the app takes it from the backup, so wake it.
+                await events.publish(ServerEventBody(type: .backup, key: String(version)), to: user, wakes: true)
+                return
             case .merged:
                 // The merged install's token signs in as the account's customer from now on: forgotten here at
                 // once (other instances within the token cache's minute).

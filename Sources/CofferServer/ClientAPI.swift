@@ -28,6 +28,7 @@ struct ClientAPI: Sendable {
         routes.delete("v1/me/token", use: revokeToken)
         routes.put("v1/me/push-token", use: registerPushToken)
         routes.delete("v1/me/push-token", use: unregisterPushToken)
+        routes.post("v1/me/milestones", use: recordMilestone)
         routes.get("v1/me/purchases", use: purchases)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
@@ -75,6 +76,13 @@ struct ClientAPI: Sendable {
         let body: PushTokenRequest = try await decode(request)
         try await service.unregisterPushToken(body, user: user)
         return Response(status: .noContent)
+    }
+
+    /// `POST /v1/me/milestones`: records a milestone once per customer; says whether this was the first time.
+    func recordMilestone(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        let body: MilestoneRequest = try await decode(request)
+        return try json(try await service.recordMilestone(body, user: user))
     }
 
     /// `GET /v1/me`.

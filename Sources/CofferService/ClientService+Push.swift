@@ -16,19 +16,38 @@ extension ClientService {
             PushToken(
                 token: token, owner: user.id, environment: user.environment, gateway: gateway,
                 updatedAt: dependencies.now()))
+        // A customer has a few devices: past the limit, the tokens registered longest ago go (a device not
+        // heard from since is likely gone), so no one user makes every grant cost hundreds of pushes.
+        let tokens = try await store.pushTokens(owner: user.id, environment: user.environment)
+        for stale in tokens.dropFirst(Self.pushTokensPerUser) {
+            try await store.deletePushToken(stale.token, owner: user.id)
+        }
     }
+
+    /// The most push tokens one user keeps.
+    public static let pushTokensPerUser = 10
 
     /// Forgets this device's APNs token (`DELETE /v1/me/push-token`), when the user holds it.
     ///
     /// - Throws: ``ServiceError/notFound(_:)`` when the user has no such token.
     public func unregisterPushToken(_ request: PushTokenRequest, user: User) async throws {
         let (token, _) = try Self.pushToken(request)
-        guard
-            try await store.pushTokens(owner: user.id, environment: user.environment).contains(where: {
-                $0.token == token
-            })
-        else { throw ServiceError.notFound("this user has no such push token") }
-        try await store.deletePushToken(token)
+        guard try await store.deletePushToken(token, owner: user.id) else {
+            throw ServiceError.notFound("this user has no such push token")
+        }
+    }
+
+    /// Records a milestone the app reached for the customer (`POST /v1/me/milestones`), once per customer: the
+    /// answer says whether this asker is the first, so the celebration shows once across the customer's devices.
+    ///
+    /// - Throws: ``ServiceError/badRequest(_:)`` for a name that is not 1 to 64 of `a-z0-9._-:`.
+    public func recordMilestone(_ request: MilestoneRequest, user: User) async throws -> MilestoneResponse {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789._-:")
+        guard (1...64).contains(request.name.count), request.name.allSatisfy(allowed.contains) else {
+            throw ServiceError.badRequest("name must be 1 to 64 of a-z, 0-9, '.', '_', '-' and ':'")
+        }
+        let first = try await store.recordMilestone(owner: user.id, name: request.name, at: dependencies.now())
+        return MilestoneResponse(name: request.name, first: first)
     }
 
     static func pushToken(_ request: PushTokenRequest) throws -> (String, PushToken.Gateway) {

@@ -14,13 +14,13 @@ public actor EventHub {
 
     /// Called with every event published here (not those only relayed from another instance): the push
     /// notifier, the relay to other instances.
-    private let onPublish: @Sendable (ServerEventBody, UUID) -> Void
+    private let onPublish: @Sendable (ServerEventBody, UUID, Bool) -> Void
 
     /// A hub holding at most `perUser` streams per user and `total` in all, telling `onPublish` of each event
     /// published here.
     public init(
         perUser: Int = 4, total: Int = 1_000,
-        onPublish: @escaping @Sendable (ServerEventBody, UUID) -> Void = { _, _ in }
+        onPublish: @escaping @Sendable (ServerEventBody, UUID, Bool) -> Void = { _, _, _ in }
     ) {
         self.perUser = perUser
         self.total = total
@@ -51,9 +51,13 @@ public actor EventHub {
     }
 
     /// Sends an event to every open stream of the user, and to ``onPublish`` (a push, other instances).
-    public func publish(_ event: ServerEventBody, to user: UUID) {
+    ///
+    /// - Parameter wakes: Whether the user's sleeping apps should hear it (a background push); by default a
+    ///   grant or an adjustment (a refund, support's edit in the server wallet) does, and what the app did
+    ///   itself (its backup) does not.
+    public func publish(_ event: ServerEventBody, to user: UUID, wakes: Bool? = nil) {
         deliver(event, to: user)
-        onPublish(event, user)
+        onPublish(event, user, wakes ?? PushNotifier.wakes(event.type))
     }
 
     /// Sends an event another instance published to this instance's open streams of the user.

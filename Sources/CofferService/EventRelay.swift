@@ -7,21 +7,26 @@ import Synchronization
 
 /// Carries events between instances that share a database: what this instance's ``EventHub`` publishes goes
 /// out through the ``EventBroadcast`` (queued, so a request never waits on it), and what other instances
-/// publish comes in to this hub's open streams. Listening starts again a second after the connection drops.
-/// Events are hints either way: a lost one costs the app only a later refresh.
+/// publish comes in to this hub's open streams. The relay sends itself a heartbeat every `heartbeat`; a
+/// listening connection that hears nothing, not even that, for three heartbeats (a half-open connection) is
+/// dropped, and listening starts again a second after any drop. Events are hints either way: a lost one costs
+/// the app only a later refresh.
 public final class EventRelay: Service, Sendable {
     private let broadcast: any EventBroadcast
     private let logger: Logger
+    private let heartbeat: Duration
+    private let lastHeard = Mutex(ContinuousClock.now)
     /// This instance, in the messages it sends.
     public let origin = UUID()
     private let hub = Mutex<EventHub?>(nil)
     private let outbound: AsyncStream<BroadcastMessage>
     private let continuation: AsyncStream<BroadcastMessage>.Continuation
 
-    /// A relay over `broadcast`.
-    public init(broadcast: any EventBroadcast, logger: Logger) {
+    /// A relay over `broadcast`, checking its listening connection every `heartbeat`.
+    public init(broadcast: any EventBroadcast, logger: Logger, heartbeat: Duration = .seconds(15)) {
         self.broadcast = broadcast
         self.logger = logger
+        self.heartbeat = heartbeat
         (outbound, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(10_000))
     }
 
@@ -48,23 +53,51 @@ public final class EventRelay: Service, Sendable {
             group.addTask {
                 while !Task.isCancelled && !Task.isShuttingDownGracefully {
                     do {
-                        try await cancelWhenGracefulShutdown {
-                            try await self.broadcast.listen { message in await self.receive(message) }
-                        }
+                        try await cancelWhenGracefulShutdown { try await self.listenWhileAlive() }
                     } catch {
                         guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
                         self.logger.warning("events: listening stopped (\(error)); listening again in a second")
-                        try? await Task.sleep(for: .seconds(1))
                     }
+                    try? await Task.sleep(for: .seconds(1))
                 }
             }
         }
     }
 
+    /// Listens until the connection drops or falls silent for three heartbeats.
+    private func listenWhileAlive() async throws {
+        lastHeard.withLock { $0 = .now }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                try await self.broadcast.listen { message in await self.receive(message) }
+                throw EventRelayError("the listening connection ended")
+            }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: self.heartbeat)
+                    try? await self.broadcast.broadcast(
+                        BroadcastMessage(origin: self.origin, user: self.origin, kind: "heartbeat", key: nil))
+                    if self.lastHeard.withLock({ ContinuousClock.now - $0 }) > self.heartbeat * 3 {
+                        throw EventRelayError("nothing heard for three heartbeats")
+                    }
+                }
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
     private func receive(_ message: BroadcastMessage) async {
+        lastHeard.withLock { $0 = .now }
         guard message.origin != origin, let kind = ServerEventKind(rawValue: message.kind),
             let hub = hub.withLock({ $0 })
         else { return }
         await hub.deliver(ServerEventBody(type: kind, key: message.key), to: message.user)
     }
+}
+
+/// Why the relay listens again.
+struct EventRelayError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -36,15 +36,14 @@ public final class PushNotifier: Service, Sendable {
         (queue, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(10_000))
     }
 
-    /// The kinds of event a push is sent for: a grant, and an adjustment (a refund or reversal, support's
-    /// balance edit). Backups and entitlements are what the app itself did or sees on its next launch.
-    public static let pushed: Set<ServerEventKind> = [.grant, .adjustment]
+    /// Whether an event of this kind wakes the apps unless its publisher says otherwise: a grant, and an
+    /// adjustment (a refund or reversal, support's balance edit in the server wallet). A backup wakes them
+    /// only when support edited it (the device wallet's balance edit); the device's own backup and the
+    /// entitlements it sees on its next launch do not.
+    public static func wakes(_ kind: ServerEventKind) -> Bool { kind == .grant || kind == .adjustment }
 
-    /// Queues a push for the user, if the event is one of ``pushed``; returns at once.
-    public func enqueue(_ event: ServerEventBody, to user: UUID) {
-        guard Self.pushed.contains(event.type) else { return }
-        continuation.yield((user, event))
-    }
+    /// Queues a push for the user; returns at once.
+    public func enqueue(_ event: ServerEventBody, to user: UUID) { continuation.yield((user, event)) }
 
     /// Sends what is queued until the server shuts down.
     public func run() async throws {
@@ -69,9 +68,11 @@ public final class PushNotifier: Service, Sendable {
             switch await sender.sendBackground(deviceToken: token.token, gateway: gateway, data: data) {
             case .delivered:
                 logger.debug("push: \(event.type.rawValue) sent to a device of \(user)")
-            case .unregistered(let reason):
+            case .unregistered(let reason, let since):
+                // A token the app registered again after APNs last knew it invalid is kept.
+                if let since, token.updatedAt > since { continue }
                 logger.info("push: APNs no longer knows a device of \(user) (\(reason)): its token is forgotten")
-                _ = try? await store.deletePushToken(token.token)
+                _ = try? await store.deletePushToken(token.token, owner: user)
             case .failed(let status, let reason):
                 logger.warning("push: APNs refused a push to a device of \(user): \(status) \(reason)")
             }

@@ -115,7 +115,9 @@ extension SimulatedAppStore {
             modified: now)
         if let offer {
             record.introductoryOffer = offer.paymentMode
-            record.price = NSDecimalNumber(decimal: offer.price * 1_000).int64Value
+            // In milliunits, as Apple's price fields; an offer price out of range (a test's mistake) is free.
+            let milliunits = NSDecimalNumber(decimal: offer.price * 1_000).doubleValue.rounded()
+            record.price = milliunits >= 0 && milliunits < 1e15 ? Int64(milliunits) : 0
             if offer.paymentMode == .freeTrial {
                 record.expiresDate = now + Self.days(offer.period) * Double(max(1, offer.periodCount)) * 86_400
             }

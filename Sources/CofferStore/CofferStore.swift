@@ -76,11 +76,20 @@ public protocol CofferStore: Sendable {
     func savePushToken(_ token: PushToken) async throws
     /// A user's push tokens, most recently registered first.
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken]
-    /// Forgets a push token (the app unregistered, or APNs answered that it is no longer valid).
+    /// Forgets a push token (the app unregistered, or APNs answered that it is no longer valid), only while it
+    /// belongs to `owner` (a token that moved to another user meanwhile stays theirs).
     ///
-    /// - Returns: Whether it was on file.
+    /// - Returns: Whether it was on file for `owner`.
     @discardableResult
-    func deletePushToken(_ token: String) async throws -> Bool
+    func deletePushToken(_ token: String, owner: UUID) async throws -> Bool
+
+    // MARK: Milestones
+
+    /// Records that the user reached a milestone (`loyalty:<group>`, the loyalty lifetime earned), once.
+    ///
+    /// - Returns: Whether this is the first time (the app celebrates only then, on whichever device asks first).
+    /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
+    func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool
 
     // MARK: Backups
 

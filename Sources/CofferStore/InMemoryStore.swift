@@ -62,6 +62,7 @@ public actor InMemoryStore: CofferStore {
     /// Tokens added for more devices, and revoked tokens, by hash.
     private var deviceTokens: [String: (owner: UUID, revokedAt: Date?)] = [:]
     private var pushTokenRecords: [String: PushToken] = [:]
+    private var milestones: Set<String> = []
 
     /// Creates an empty store.
     public init() {}
@@ -111,6 +112,12 @@ public actor InMemoryStore: CofferStore {
         deviceTokens[tokenHash] = (owner, nil)
     }
 
+    /// Records a milestone once.
+    public func recordMilestone(owner: UUID, name: String, at date: Date) throws -> Bool {
+        guard state.users[owner] != nil else { throw StoreError.notFound("user \(owner)") }
+        return milestones.insert("\(owner)/\(name)").inserted
+    }
+
     /// Registers a push token.
     public func savePushToken(_ token: PushToken) throws {
         guard state.users[token.owner] != nil else { throw StoreError.notFound("user \(token.owner)") }
@@ -125,7 +132,11 @@ public actor InMemoryStore: CofferStore {
 
     /// Forgets a push token.
     @discardableResult
-    public func deletePushToken(_ token: String) -> Bool { pushTokenRecords.removeValue(forKey: token) != nil }
+    public func deletePushToken(_ token: String, owner: UUID) -> Bool {
+        guard pushTokenRecords[token]?.owner == owner else { return false }
+        pushTokenRecords[token] = nil
+        return true
+    }
 
     /// Revokes one token.
     public func revokeToken(tokenHash: String, at date: Date) -> Bool {

@@ -232,7 +232,7 @@ enum PostgresMigrations {
         ("v8 merged users", "ALTER TABLE users ADD COLUMN merged_into TEXT REFERENCES users (id)"),
         ("v9 backup deficit", "ALTER TABLE backups ADD COLUMN deficit BIGINT NOT NULL DEFAULT 0 CHECK (deficit >= 0)"),
         (
-            "v10 push tokens",
+            "v10 push tokens and milestones",
             """
             CREATE TABLE push_tokens (
                 token TEXT PRIMARY KEY,
@@ -241,7 +241,13 @@ enum PostgresMigrations {
                 gateway TEXT NOT NULL CHECK (gateway IN ('sandbox', 'production')),
                 updated_at BIGINT NOT NULL
             );
-            CREATE INDEX push_tokens_by_owner ON push_tokens (owner, environment)
+            CREATE INDEX push_tokens_by_owner ON push_tokens (owner, environment);
+            CREATE TABLE milestones (
+                owner TEXT NOT NULL REFERENCES users (id),
+                name TEXT NOT NULL,
+                reached_at BIGINT NOT NULL,
+                PRIMARY KEY (owner, name)
+            )
             """
         ),
     ]

@@ -176,7 +176,7 @@ extension SQLiteStore {
             try db.execute(
                 sql: "ALTER TABLE backups ADD COLUMN deficit INTEGER NOT NULL DEFAULT 0 CHECK (deficit >= 0)")
         }
-        migrator.registerMigration("v10 push tokens") { db in
+        migrator.registerMigration("v10 push tokens and milestones") { db in
             try db.execute(
                 sql: """
                     CREATE TABLE push_tokens (
@@ -187,6 +187,12 @@ extension SQLiteStore {
                         updated_at INTEGER NOT NULL
                     ) WITHOUT ROWID;
                     CREATE INDEX push_tokens_by_owner ON push_tokens (owner, environment);
+                    CREATE TABLE milestones (
+                        owner TEXT NOT NULL REFERENCES users (id),
+                        name TEXT NOT NULL,
+                        reached_at INTEGER NOT NULL,
+                        PRIMARY KEY (owner, name)
+                    ) WITHOUT ROWID;
                     """)
         }
         return migrator

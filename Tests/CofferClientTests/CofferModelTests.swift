@@ -152,4 +152,34 @@ struct CofferModelTests {
         #expect(CofferModel.words(.couldNotBeVerified) == "could not be verified: contact support with your Support ID")
         #expect(CofferModel.words(.finishOnly) == "delivered earlier; completed with the App Store now")
     }
+
+    @Test("the customer's two devices (one Apple account): the loyalty lifetime is celebrated on one, once")
+    func milestoneOncePerCustomer() async throws {
+        try await PurchaseFlowTests.withWorld(
+            wallet: .server, serverOnSimulatedTime: true, products: Self.products, loyalty: Self.loyalty
+        ) { world in
+            let phone = try world.app(install: "phone", identity: .appleAccount)
+            let pad = try world.app(install: "pad", identity: .appleAccount)
+            try await phone.launch()
+            try await pad.launch()
+            #expect(await phone.credentials?.supportId == pad.credentials?.supportId)
+            guard case .delivered = try await phone.purchase(productId: Self.pro) else {
+                Issue.record("the subscription was not delivered")
+                return
+            }
+            try await world.apple.advanceClock(by: 31 * 86_400)
+            #expect(try await pad.refreshEntitlements().hasLoyaltyLifetime)
+            #expect(try await phone.refreshEntitlements().hasLoyaltyLifetime)
+            // The pad asked first: its screen celebrates; the phone's never does.
+            #expect(try await pad.pendingMilestones() == ["pro"])
+            #expect(try await phone.pendingMilestones().isEmpty)
+            try await pad.acknowledgeMilestone("pro")
+            #expect(try await pad.pendingMilestones().isEmpty)
+            // Reinstalled (the identity survives in the Keychain): still never again.
+            let reinstalled = try world.app(install: "pad", identity: .appleAccount)
+            try await reinstalled.launch()
+            #expect(try await reinstalled.refreshEntitlements().hasLoyaltyLifetime)
+            #expect(try await reinstalled.pendingMilestones().isEmpty)
+        }
+    }
 }

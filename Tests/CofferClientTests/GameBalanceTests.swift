@@ -1,7 +1,13 @@
+import AsyncHTTPClient
 import CofferAPI
 import CofferCore
 import CofferStore
 import Foundation
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
 import Synchronization
 import Testing
 
@@ -144,5 +150,78 @@ struct GameBalanceTests {
             }
             #expect(try await Self.backup(world, app) == 105)
         }
+    }
+
+    @Test(
+        "a backup that keeps losing (412 three times) is kept in lastBackupFailure and never fails launch or purchase")
+    func conflictNeverEscapes() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            // Between the app and the server, a proxy that answers every backup write 412 with the record on
+            // file, as when other devices keep writing first: the app reads again, decides again, loses again.
+            let http = HTTPClient.shared
+            let target = world.server.baseURL.absoluteString
+            let losses = Mutex(0)
+            let router = Router()
+            router.on("**", method: .get) { request, _ in try await Self.forward(request, to: target, http) }
+            router.on("**", method: .post) { request, _ in try await Self.forward(request, to: target, http) }
+            router.on("**", method: .put) { request, _ -> Response in
+                guard request.uri.path == "/v1/me/backup" else {
+                    return try await Self.forward(request, to: target, http)
+                }
+                losses.withLock { $0 += 1 }
+                let current = try await Self.forward(request, to: target, http, method: .GET)
+                return Response(status: .preconditionFailed, headers: current.headers, body: current.body)
+            }
+            let proxy = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)))
+            try await proxy.test(.live) { client in
+                let port = try #require(client.port)
+                let behind = PurchaseFlowTests.World(
+                    apple: world.apple, serverStore: world.serverStore, catalog: world.catalog, wallet: .device,
+                    server: ServerClient(baseURL: try #require(URL(string: "http://127.0.0.1:\(port)"))),
+                    folder: world.folder, clock: world.clock)
+                let app = try behind.app(backupDelay: nil)
+                let report = try await app.launch()  // no backup yet: the first write loses three times
+                #expect(!report.offline)
+                // Each sync of the launch (it syncs first and last) lost three times, and gave up.
+                let afterLaunch = losses.withLock { $0 }
+                #expect(afterLaunch >= 3 && afterLaunch % 3 == 0)
+                #expect(await app.lastBackupFailure == "the backup kept changing under this device")
+                guard case .delivered(_, 100) = try await app.purchase(productId: PurchaseFlowTests.product) else {
+                    Issue.record("the purchase did not deliver")
+                    return
+                }
+                #expect(losses.withLock { $0 } == afterLaunch + 3)
+                #expect(try await app.balance() == 100)
+                #expect(try await app.launch().recovered.isEmpty)
+            }
+        }
+    }
+
+    /// Sends `request` on to the server at `target` (as `method`, when given, without a body) and answers what
+    /// it answered.
+    static func forward(
+        _ request: Request, to target: String, _ http: HTTPClient, method: NIOHTTP1.HTTPMethod? = nil
+    ) async throws -> Response {
+        var outgoing = HTTPClientRequest(url: target.trimmingCharacters(in: ["/"]) + request.uri.description)
+        outgoing.method = method ?? .init(rawValue: request.method.rawValue)
+        if let authorization = request.headers[.authorization] {
+            outgoing.headers.add(name: "Authorization", value: authorization)
+        }
+        for name in ["If-Match", "Idempotency-Key", "Content-Type"] {
+            if let field = request.headers.first(where: { $0.name.canonicalName == name.lowercased() }) {
+                outgoing.headers.add(name: name, value: field.value)
+            }
+        }
+        if method == nil {
+            let body = try await request.body.collect(upTo: 1 << 20)
+            if body.readableBytes > 0 { outgoing.body = .bytes(body) }
+        }
+        let answer = try await http.execute(outgoing, timeout: .seconds(10))
+        var headers: HTTPFields = [:]
+        if let type = answer.headers.first(name: "content-type") { headers[.contentType] = type }
+        if let tag = answer.headers.first(name: "etag") { headers[.eTag] = tag }
+        return Response(
+            status: .init(code: Int(answer.status.code)), headers: headers,
+            body: .init(byteBuffer: try await answer.body.collect(upTo: 1 << 20)))
     }
 }

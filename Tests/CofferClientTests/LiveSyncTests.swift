@@ -121,7 +121,8 @@ struct LiveSyncTests {
     @Test("device wallet: the backup follows spending every few moments and on going to the background")
     func backupSchedule() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device) { world in
-            let app = try world.app()
+            // No backup after each change here: the periodic and background ones are what is tested.
+            let app = try world.app(backupDelay: nil)
             try await app.launch()
             _ = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
             let user = try await SupportFlowTests.serverUser(world, app)

@@ -43,13 +43,14 @@ struct PurchaseFlowTests {
         ///   - startingBalance: What a new player starts with (device wallet).
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
-            device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0
+            device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0,
+            backupDelay: TimeInterval? = 0.05
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             var configuration = SDKConfiguration(
                 wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity)
             configuration.startingBalance = startingBalance
-            configuration.backupDelay = 0.05
+            configuration.backupDelay = backupDelay
             return try CofferSDK(
                 configuration: configuration,
                 storeKit: device ?? apple.device(account: "alice"),

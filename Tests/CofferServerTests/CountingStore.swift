@@ -51,11 +51,17 @@ final class CountingStore: CofferStore {
     }
     func savePushToken(_ token: PushToken) async throws { try await base.savePushToken(token) }
 
+    func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
+        try await base.recordMilestone(owner: owner, name: name, at: date)
+    }
+
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
         try await base.pushTokens(owner: owner, environment: environment)
     }
 
-    func deletePushToken(_ token: String) async throws -> Bool { try await base.deletePushToken(token) }
+    func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {
+        try await base.deletePushToken(token, owner: owner)
+    }
 
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         try await base.revokeToken(tokenHash: tokenHash, at: date)

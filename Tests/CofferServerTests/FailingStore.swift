@@ -16,8 +16,9 @@ struct FailingStore: CofferStore {
     func addToken(tokenHash: String, owner: UUID, at date: Date) async throws { throw Self.failure }
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw Self.failure }
     func savePushToken(_ token: PushToken) async throws { throw Self.failure }
+    func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw Self.failure }
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] { throw Self.failure }
-    func deletePushToken(_ token: String) async throws -> Bool { throw Self.failure }
+    func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw Self.failure }
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw Self.failure }
     func users(mergedInto user: UUID) async throws -> [User] { throw Self.failure }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw Self.failure }

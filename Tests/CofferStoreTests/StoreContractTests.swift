@@ -53,12 +53,32 @@ struct StoreContractTests {
         try await store.savePushToken(moved)
         #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox) == [phone])
         #expect(try await store.pushTokens(owner: bob.id, environment: .sandbox) == [moved])
-        #expect(try await store.deletePushToken(phone.token))
-        #expect(try await store.deletePushToken(phone.token) == false)
+        #expect(try await store.deletePushToken(moved.token, owner: alice.id) == false)  // Bob's now
+        #expect(try await store.pushTokens(owner: bob.id, environment: .sandbox) == [moved])
+        #expect(try await store.deletePushToken(phone.token, owner: alice.id))
+        #expect(try await store.deletePushToken(phone.token, owner: alice.id) == false)
         #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox).isEmpty)
         var stranger = phone
         stranger.owner = UUID()
         await #expect(throws: StoreError.self) { try await store.savePushToken(stranger) }
+    }
+
+    @Test(
+        "a milestone is recorded once per user: the first asker hears it is the first", arguments: StoreEngine.allCases)
+    func milestones(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let bob = Make.user("_bbbbbbbbbbb2")
+        try await store.createUser(alice)
+        try await store.createUser(bob)
+        let at = Date(timeIntervalSince1970: 1_767_225_600)
+        #expect(try await store.recordMilestone(owner: alice.id, name: "loyalty:pro", at: at))
+        #expect(try await store.recordMilestone(owner: alice.id, name: "loyalty:pro", at: at) == false)
+        #expect(try await store.recordMilestone(owner: alice.id, name: "loyalty:gold", at: at))
+        #expect(try await store.recordMilestone(owner: bob.id, name: "loyalty:pro", at: at))
+        await #expect(throws: StoreError.self) {
+            try await store.recordMilestone(owner: UUID(), name: "loyalty:pro", at: at)
+        }
     }
 
     @Test("a taken Support ID, token or appAccountToken is refused", arguments: StoreEngine.allCases)

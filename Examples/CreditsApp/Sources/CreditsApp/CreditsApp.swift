@@ -1,5 +1,6 @@
 #if canImport(SwiftUI)
     import CofferClient
+    import CofferStoreKit
     import CofferStoreKit2
     import CofferUI
     import SwiftUI
@@ -13,14 +14,21 @@
         @Environment(\.scenePhase) private var phase
 
         init() {
-            // Your Coffer server; `coffer serve` on this Mac while you try it.
-            let server = URL(string: "http://127.0.0.1:8080")!
+            // Your Coffer server (`COFFER_SERVER` in the scheme's environment; `coffer serve` on this Mac while you
+            // try it). With `COFFER_SIMULATOR` set, StoreKit is the App Store simulator's (`coffer appstore-sim
+            // serve`); without, it is the real StoreKit (Sandbox testers, TestFlight, the App Store).
+            let environment = ProcessInfo.processInfo.environment
+            let server = URL(string: environment["COFFER_SERVER"] ?? "http://127.0.0.1:8080")!
+            let storeKit: any StoreKitProvider =
+                environment["COFFER_SIMULATOR"].flatMap(URL.init(string:)).map {
+                    SimulatorStoreKit(baseURL: $0, account: environment["COFFER_ACCOUNT"] ?? "alice")
+                } ?? AppleStoreKit()
             let sdk: CofferSDK
             do {
                 sdk = try CofferSDK(
                     configuration: SDKConfiguration(
                         wallet: .device, environment: .sandbox, catalog: try Store.catalog(), deviceName: "CreditsApp"),
-                    storeKit: AppleStoreKit(), server: ServerClient(baseURL: server), folder: Store.folder(),
+                    storeKit: storeKit, server: ServerClient(baseURL: server), folder: Store.folder(),
                     credentials: KeychainCredentialStore())
             } catch {
                 // The bundled catalog or the app's folder is broken: a build problem, not a customer's.
