@@ -71,6 +71,8 @@ public final class CofferModel {
     public private(set) var isRefreshing = false
 
     private var productNames: [String: String] = [:]
+    /// Celebrations shown by this model (their acknowledgement reaches the SDK a moment later).
+    private var shownCelebrations: Set<String> = []
 
     /// A model over `sdk`.
     public init(sdk: CofferSDK) { self.sdk = sdk }
@@ -79,13 +81,13 @@ public final class CofferModel {
     /// the SDK reports.
     public func run() async {
         let changes = await sdk.changes()
-        await refresh()
         // A lifetime earned while no screen listened (at launch, say) is celebrated now.
-        if celebration == nil, let pending = try? await sdk.pendingMilestones().first { celebration = pending }
+        if let pending = try? await sdk.pendingMilestones().first { celebrate(pending) }
+        await refresh()
         for await change in changes {
             switch change {
             case .loyaltyLifetimeEarned(let group):
-                celebration = group
+                celebrate(group)
             case .entitlements(let names):
                 entitlements = names
                 await refreshLoyalty()
@@ -145,7 +147,13 @@ public final class CofferModel {
     public func celebrated() {
         guard let group = celebration else { return }
         celebration = nil
+        shownCelebrations.insert(group)
         Task { [sdk] in try? await sdk.acknowledgeMilestone(group) }
+    }
+
+    private func celebrate(_ group: String) {
+        guard celebration == nil, !shownCelebrations.contains(group) else { return }
+        celebration = group
     }
 
     /// Whether the server's backup holds what this device holds (or nothing needs backing up).

@@ -85,13 +85,19 @@ extension CofferSDK {
     /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.
     func deliverLocally(_ transaction: StoreTransaction, to user: LocalUser) async throws {
         let event = try Delivery.event(for: Self.fact(transaction), catalog: configuration.catalog)
-        _ = try await ledger.apply(
+        let result = try await ledger.apply(
             LedgerRequest(
                 owner: user.id, environment: configuration.environment, event: event,
                 policy: configuration.deficitPolicy, at: now()))
+        publish(.wallet)
         // The server lists the same refund in the mailbox under the same key; kept with the identity, so an
         // app reinstalled and restored from a backup that already has it taken back never takes it twice.
-        if case .revocation = event { try remember(event.key.rawValue) }
+        if case .revocation = event {
+            try remember(event.key.rawValue)
+            // A refund taken back changes the balance: backed up like any change (a purchase is backed up by
+            // the purchase flow and launch).
+            if result.outcome == .applied { scheduleBackup() }
+        }
     }
 
     /// Posts the outbox: every remembered transaction the server has not acknowledged.

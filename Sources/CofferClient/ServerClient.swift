@@ -132,10 +132,10 @@ public struct ServerClient: Sendable {
         let reader = EventStreamReader(continuation: continuation)
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: reader.queue)
         let task = session.dataTask(with: request)
-        continuation.onTermination = { _ in
-            task.cancel()
-            session.invalidateAndCancel()
-        }
+        // Cancelling the task is enough: the delegate then hears it complete and invalidates the session on its
+        // own queue. Invalidating here too raced that invalidation inside FoundationNetworking (seen once: a
+        // crash in URLSession.invalidateAndCancel while the task was completing).
+        continuation.onTermination = { _ in task.cancel() }
         task.resume()
         return stream
     }

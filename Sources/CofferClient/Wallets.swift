@@ -104,9 +104,10 @@ struct DeviceWallet: WalletKeeper {
     func backupStatus(_ sdk: isolated CofferSDK) async throws -> CofferSDK.BackupStatus {
         let token = try await sdk.credentials().token
         guard let remote = try await sdk.server.backup(token: token) else { return .none }
-        let local = try await sdk.localWallet().balance
-        return remote.value == local
-            ? .matches(since: remote.lastUpdated) : .differs(device: local, server: remote.value)
+        // The backup holds the balance and the deficit: it matches only when both do.
+        let local = try await sdk.localWallet()
+        return remote.value == local.balance && remote.deficit == local.deficit
+            ? .matches(since: remote.lastUpdated) : .differs(device: local.balance, server: remote.value)
     }
 }
 

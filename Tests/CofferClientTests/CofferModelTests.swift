@@ -124,7 +124,10 @@ struct CofferModelTests {
             try await world.apple.advanceClock(by: 31 * 86_400)  // the second paid period
             try await app.refreshEntitlements()
             #expect(try await Self.eventually { model.celebration == "pro" })
-            #expect(model.loyalty.first?.isEarned == true && model.entitlements.contains("lifetime"))
+            #expect(
+                try await Self.eventually {
+                    model.loyalty.first?.isEarned == true && model.entitlements.contains("lifetime")
+                })
             model.celebrated()
 
             // A refund of the first period drops a paid one (the lifetime goes); the next renewal earns it back:

@@ -60,11 +60,22 @@ struct LiveSyncTests {
     }
 
     /// Runs `body` with the app listening to the server's events, once the stream is open.
+    ///
+    /// The stream is closed, and its end waited for, before this returns: the server a test stops next then
+    /// never closes a connection the app is cancelling at the same moment (FoundationNetworking on Linux can
+    /// trap when a data task is cancelled while it completes).
     static func listening(_ app: CofferSDK, _ body: () async throws -> Void) async throws {
         let listener = Task { await app.listenForServerEvents(retry: .milliseconds(100)) }
-        defer { listener.cancel() }
-        try await eventually("the event stream opens") { await app.isConnectedToEvents }
-        try await body()
+        do {
+            try await eventually("the event stream opens") { await app.isConnectedToEvents }
+            try await body()
+        } catch {
+            listener.cancel()
+            await listener.value
+            throw error
+        }
+        listener.cancel()
+        await listener.value
     }
 
     @Test("a grant support makes reaches a listening app through the event stream", arguments: WalletMode.allCases)
