@@ -23,7 +23,8 @@ extension CofferSDK {
                     }
                 }
             } catch {
-                lastEventFailure = "\(error)"
+                // The stream a cancelled listener closes ends in an error that is no failure.
+                if !Task.isCancelled { lastEventFailure = "\(error)" }
             }
             isConnectedToEvents = false
             do { try await Task.sleep(for: retry) } catch { return }
@@ -46,7 +47,7 @@ extension CofferSDK {
                 _ = try await refreshEntitlements()
             }
         } catch {
-            lastEventFailure = "\(error)"
+            if !Task.isCancelled { lastEventFailure = "\(error)" }
         }
         // The server changed something for the customer (in the server wallet, the balance itself).
         publish(.wallet)

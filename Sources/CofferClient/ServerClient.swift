@@ -1,5 +1,6 @@
 import CofferAPI
 import Foundation
+import Synchronization
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -134,8 +135,11 @@ public struct ServerClient: Sendable {
         let task = session.dataTask(with: request)
         // Cancelling the task is enough: the delegate then hears it complete and invalidates the session on its
         // own queue. Invalidating here too raced that invalidation inside FoundationNetworking (seen once: a
-        // crash in URLSession.invalidateAndCancel while the task was completing).
-        continuation.onTermination = { _ in task.cancel() }
+        // crash in URLSession.invalidateAndCancel while the task was completing). The cancel runs apart from
+        // the reader's cancellation (see `Cancellable`).
+        let cancellable = Cancellable()
+        cancellable.start(task)
+        continuation.onTermination = { _ in cancellable.cancel() }
         task.resume()
         return stream
     }
@@ -160,7 +164,7 @@ public struct ServerClient: Sendable {
         let data: Data
         let response: URLResponse
         do {
-            (data, response) = try await session.data(for: request)
+            (data, response) = try await load(request)
         } catch {
             throw .transport(error.localizedDescription)
         }
@@ -184,6 +188,60 @@ public struct ServerClient: Sendable {
 
     /// A 204 answer.
     struct NoContent: Decodable {}
+
+    /// URLSession's `data(for:)`, cancelled in a way that cannot deadlock. FoundationNetworking's own (Linux)
+    /// cancels its task inside the cancellation handler, where the Swift task's status lock is held; when the
+    /// request completes at that moment, the completion waits for that lock to resume the Swift task, while the
+    /// cancel waits for the completion's queue: the process hangs (seen when a view model's task was cancelled
+    /// during a refresh).
+    private func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
+        let cancellable = Cancellable()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request) { data, response, error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let response {
+                        continuation.resume(returning: (data ?? Data(), response))
+                    } else {
+                        continuation.resume(throwing: URLError(.badServerResponse))
+                    }
+                }
+                cancellable.start(task)
+                task.resume()
+            }
+        } onCancel: {
+            cancellable.cancel()
+        }
+    }
+}
+
+/// A URLSession task to cancel from a cancellation handler: the cancel runs on another queue, never under the
+/// caller's locks, and a cancel that comes before the task exists cancels it as it starts.
+final class Cancellable: Sendable {
+    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+
+    /// Holds the task; cancels it at once if the cancel came first.
+    func start(_ task: URLSessionTask) {
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { Self.cancelApart(task) }
+    }
+
+    /// Cancels the task, or the one about to start.
+    func cancel() {
+        let task = state.withLock { state in
+            state.cancelled = true
+            return state.task
+        }
+        if let task { Self.cancelApart(task) }
+    }
+
+    private static func cancelApart(_ task: URLSessionTask) {
+        DispatchQueue.global().async { task.cancel() }
+    }
 }
 
 /// Why a server call failed.

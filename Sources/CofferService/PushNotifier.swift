@@ -45,10 +45,16 @@ public final class PushNotifier: Service, Sendable {
     /// Queues a push for the user; returns at once.
     public func enqueue(_ event: ServerEventBody, to user: UUID) { continuation.yield((user, event)) }
 
-    /// Sends what is queued until the server shuts down.
+    /// Sends what is queued until the server shuts down: a graceful shutdown ends the queue, and what it
+    /// holds then is still sent.
     public func run() async throws {
-        for await (user, event) in queue.cancelOnGracefulShutdown() {
-            await deliver(event, to: user)
+        try await withGracefulShutdownHandler {
+            for await (user, event) in queue {
+                try Task.checkCancellation()
+                await deliver(event, to: user)
+            }
+        } onGracefulShutdown: {
+            self.continuation.finish()
         }
     }
 

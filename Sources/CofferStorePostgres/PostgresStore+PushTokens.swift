@@ -31,22 +31,6 @@ extension PostgresStore {
             """, Rows.pushToken)
     }
 
-    /// Records a milestone once.
-    public func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
-        try await write { connection in
-            guard
-                try await Self.exists(
-                    connection, "SELECT 1 FROM users WHERE id = \(owner.uuidString)", logger: self.logger)
-            else { throw StoreError.notFound("user \(owner)") }
-            return try await Self.exists(
-                connection,
-                """
-                INSERT INTO milestones (owner, name, reached_at) VALUES (\(owner.uuidString), \(name), \(Millis.from(date)))
-                ON CONFLICT DO NOTHING RETURNING 1
-                """, logger: self.logger)
-        }
-    }
-
     /// Forgets a push token.
     @discardableResult
     public func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {

@@ -35,20 +35,6 @@ extension SQLiteStore {
             """, [owner.uuidString, environment.rawValue], Self.pushToken)
     }
 
-    /// Records a milestone once.
-    public func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
-        try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [owner.uuidString]) == true
-            else { throw StoreError.notFound("user \(owner)") }
-            try db.execute(
-                sql: "INSERT INTO milestones (owner, name, reached_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
-                arguments: [owner.uuidString, name, Millis.from(date)])
-            return db.changesCount > 0
-        }
-    }
-
     /// Forgets a push token.
     @discardableResult
     public func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {

@@ -2,6 +2,7 @@ import CofferAppStore
 import CofferCore
 import CofferSimulator
 import CofferStoreKit
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -21,18 +22,6 @@ struct EntitlementAgreementTests {
     static let noAds = "com.example.noads"
     static let pass = "com.example.pass"
     static let credits = "com.example.credits"
-
-    /// A small deterministic generator (SplitMix64), so a failing seed replays.
-    struct Seeded: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     @Test("random histories: the same entitlements, sources and paid periods on both sides", arguments: 1...60)
     func agree(seed: Int) async throws {
@@ -59,7 +48,7 @@ struct EntitlementAgreementTests {
             catalog: catalog, configuration: configuration, signer: try pki.signer(), clock: clock)
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: Self.bundleId, appAppleId: nil, environment: .sandbox)
-        var random = Seeded(state: UInt64(seed))
+        var random = SeededGenerator(state: UInt64(seed))
         var steps: [String] = []
         for _ in 0..<30 {
             let ids = await apple.accountTransactions(account: "alice").map(\.id)
