@@ -81,23 +81,43 @@ public struct ChainVerifier: Sendable {
         var publicKey: P256.Signing.PublicKey
         /// Set when the chain was verified now rather than found in the cache.
         var pending: (key: ChainCache.Key, chain: VerifiedChain)?
+        /// The chain's cache key when it was found in the cache.
+        var key: ChainCache.Key?
+        /// The JWS header the chain came in, to recognise by its bytes once its signature verified.
+        var header: String?
     }
 
     /// Verifies the chain in a JWS header. The caller remembers the chain (``remember(_:)``) once the
     /// JWS's signature verified with the key.
     func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> LeafKey {
+        // A header whose bytes were seen before, with a chain that verified and signed genuine data, was checked
+        // then: the same bytes say the same algorithm and chain.
+        if let cache, let key = cache.chainKey(header: jws.headerSegment, trust: trustIdentity),
+            let cached = cache.publicKey(for: key, at: date)
+        {
+            return LeafKey(publicKey: cached, pending: nil)
+        }
         let header = try jws.header()
         guard header.alg == "ES256" else {
             throw .verificationFailure("algorithm \(header.alg ?? "none") is not ES256")
         }
         guard let x5c = header.x5c, !x5c.isEmpty else { throw .verificationFailure("the x5c header is missing") }
         guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
-        return try await leafKey(x5c: x5c, at: date)
+        var leaf = try await leafKey(x5c: x5c, at: date)
+        leaf.header = jws.headerSegment
+        return leaf
     }
 
     /// Remembers a chain verified by ``verify(_:at:)`` whose signature then verified.
     func remember(_ leaf: LeafKey) {
-        if let pending = leaf.pending { cache?.remember(pending.chain, for: pending.key) }
+        guard let cache else { return }
+        if let pending = leaf.pending {
+            cache.remember(pending.chain, for: pending.key)
+            if revocation == nil, let anchor = pending.chain.anchor { cache.remember(anchor, for: pending.key.anchor) }
+        }
+        if let header = leaf.header, let key = leaf.pending?.key ?? leaf.key {
+            cache.remember(header: header, trust: trustIdentity, key: key)
+        }
     }
 
     private func leafKey(x5c: [String], at date: Date) async throws(VerificationError) -> LeafKey {
@@ -108,17 +128,26 @@ public struct ChainVerifier: Sendable {
         let key = ChainCache.Key(
             trust: trustIdentity, leaf: Data(SHA256.hash(data: ders[0])), intermediate: Data(SHA256.hash(data: ders[1]))
         )
-        if let cached = cache?.publicKey(for: key, at: date) { return LeafKey(publicKey: cached, pending: nil) }
-        var certificates: [Certificate] = []
-        for (index, der) in ders.enumerated() {
-            do {
-                certificates.append(try Certificate(derEncoded: [UInt8](der)))
-            } catch {
-                throw .invalidCertificate("x5c certificate \(index) cannot be parsed: \(error)")
-            }
+        if let cached = cache?.publicKey(for: key, at: date) { return LeafKey(publicKey: cached, key: key) }
+        let leaf = try Self.certificate(ders[0], index: 0)
+        let verified: VerifiedChain
+        // A new leaf under an intermediate verified before (Apple signs with new leaves under one intermediate):
+        // only the leaf is verified, through the intermediate as its anchor, with the same policy. Online checks
+        // always verify the whole chain, so both certificates are checked for revocation.
+        if revocation == nil, let anchor = cache?.intermediate(for: key.anchor, at: date) {
+            verified = try await verify(leaf: leaf, through: anchor, at: date)
+        } else {
+            verified = try await verify(leaf: leaf, intermediate: try Self.certificate(ders[1], index: 1), at: date)
         }
-        let verified = try await verify(leaf: certificates[0], intermediate: certificates[1], at: date)
         return LeafKey(publicKey: verified.publicKey, pending: (key, verified))
+    }
+
+    private static func certificate(_ der: Data, index: Int) throws(VerificationError) -> Certificate {
+        do {
+            return try Certificate(derEncoded: [UInt8](der))
+        } catch {
+            throw .invalidCertificate("x5c certificate \(index) cannot be parsed: \(error)")
+        }
     }
 
     /// Verifies a leaf and intermediate at `date`.
@@ -138,39 +167,82 @@ public struct ChainVerifier: Sendable {
         }
         let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore([intermediate]))
         guard case .validCertificate(let chain) = result else {
-            let reasons =
-                if case .couldNotValidate(let failures) = result {
-                    failures.map { String(describing: $0.policyFailureReason) }
-                } else {
-                    [String]()
-                }
-            let when = date.formatted(.iso8601)
-            if reasons.contains(where: { $0.contains("expired") || $0.contains("not yet valid") }) {
-                throw .invalidChain("a certificate in the chain is not valid at \(when)")
-            }
-            if let reason = reasons.first(where: { $0.contains("Apple's chain") || $0.contains("lacks OID") }) {
-                throw .invalidChain(reason)
-            }
-            if let unreachable = online?.requester.unreachable {
-                throw .retryableVerificationFailure(unreachable)
-            }
-            if let reason = reasons.first(where: { $0.contains("revoked") }) {
-                throw .invalidCertificate(reason)
-            }
-            if let reason = reasons.first(where: { $0.contains("OCSP") }) {
-                throw .invalidChain("the online check failed: \(reason)")
-            }
-            throw .invalidChain(
-                "no chain from the leaf through the presented intermediate to a trusted root at \(when)")
-        }
-        guard let publicKey = P256.Signing.PublicKey(leaf.publicKey) else {
-            throw .invalidCertificate("the leaf key is not P-256")
+            throw Self.failure(result, at: date, unreachable: online?.requester.unreachable)
         }
         let certificates = Array(chain)
+        var verified = try Self.verified(certificates, at: date)
+        // The intermediate and the root: an anchor for the next leaf under this intermediate.
+        let authorities = certificates.dropFirst()
+        verified.anchor = VerifiedIntermediate(
+            certificate: intermediate, validFrom: authorities.map(\.notValidBefore).max() ?? date,
+            validUntil: authorities.map(\.notValidAfter).min() ?? date)
+        return verified
+    }
+
+    /// Verifies a leaf at `date` through an intermediate verified before (``ChainCache/intermediate(for:at:)``),
+    /// with the same policies as a whole chain: the intermediate is the anchor, and the window it was valid in
+    /// with its root bounds the result.
+    func verify(leaf: Certificate, through anchor: VerifiedIntermediate, at date: Date) async throws(VerificationError)
+        -> VerifiedChain
+    {
+        var verifier = Verifier(rootCertificates: CertificateStore([anchor.certificate])) {
+            RFC5280Policy(validationTime: date)
+            AppleSigningPolicy(length: 2)
+        }
+        let result = await verifier.validate(leaf: leaf, intermediates: CertificateStore())
+        guard case .validCertificate(let chain) = result else {
+            throw Self.failure(result, at: date, unreachable: nil)
+        }
+        var verified = try Self.verified(Array(chain), at: date)
+        verified.validFrom = max(verified.validFrom, anchor.validFrom)
+        verified.validUntil = min(verified.validUntil, anchor.validUntil)
+        return verified
+    }
+
+    /// The leaf's key and the window in which every certificate of a valid chain is valid.
+    private static func verified(_ certificates: [Certificate], at date: Date) throws(VerificationError)
+        -> VerifiedChain
+    {
+        guard let leaf = certificates.first, let publicKey = P256.Signing.PublicKey(leaf.publicKey) else {
+            throw .invalidCertificate("the leaf key is not P-256")
+        }
         let notBefore = certificates.map(\.notValidBefore).max() ?? date
         let notAfter = certificates.map(\.notValidAfter).min() ?? date
         return VerifiedChain(publicKey: publicKey, validFrom: notBefore, validUntil: notAfter)
     }
+
+    /// Why a chain did not verify, in the verifier's words.
+    private static func failure(_ result: CertificateValidationResult, at date: Date, unreachable: String?)
+        -> VerificationError
+    {
+        let reasons =
+            if case .couldNotValidate(let failures) = result {
+                failures.map { String(describing: $0.policyFailureReason) }
+            } else {
+                [String]()
+            }
+        let when = date.formatted(.iso8601)
+        if reasons.contains(where: { $0.contains("expired") || $0.contains("not yet valid") }) {
+            return .invalidChain("a certificate in the chain is not valid at \(when)")
+        }
+        if let reason = reasons.first(where: { $0.contains("Apple's chain") || $0.contains("lacks OID") }) {
+            return .invalidChain(reason)
+        }
+        if let unreachable { return .retryableVerificationFailure(unreachable) }
+        if let reason = reasons.first(where: { $0.contains("revoked") }) { return .invalidCertificate(reason) }
+        if let reason = reasons.first(where: { $0.contains("OCSP") }) {
+            return .invalidChain("the online check failed: \(reason)")
+        }
+        return .invalidChain("no chain from the leaf through the presented intermediate to a trusted root at \(when)")
+    }
+}
+
+/// An intermediate whose chain to a trusted root verified, and the dates between which it and its root are
+/// both valid: the anchor for verifying another leaf it signed.
+struct VerifiedIntermediate: Sendable {
+    var certificate: Certificate
+    var validFrom: Date
+    var validUntil: Date
 }
 
 /// A chain that verified: the leaf's key and the dates between which every certificate in it is valid.
@@ -181,14 +253,24 @@ public struct VerifiedChain: Sendable {
     public var validFrom: Date
     /// The earliest `notAfter` in the chain.
     public var validUntil: Date
+    /// The intermediate, verified up to its root, when the whole chain was verified.
+    var anchor: VerifiedIntermediate?
+
+    init(publicKey: P256.Signing.PublicKey, validFrom: Date, validUntil: Date) {
+        self.publicKey = publicKey
+        self.validFrom = validFrom
+        self.validUntil = validUntil
+    }
 }
 
 /// Apple's extra rules for the App Store signing chain: three certificates with Apple's OIDs.
 struct AppleSigningPolicy: VerifierPolicy {
     let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = []
+    /// The certificates the verified chain holds: 3, or 2 from a leaf to an intermediate verified before.
+    var length = ChainVerifier.chainLength
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
-        guard chain.count == ChainVerifier.chainLength else {
+        guard chain.count == length else {
             return .failsToMeetPolicy(reason: "Apple's chain has 3 certificates, this one \(chain.count)")
         }
         guard chain[0].extensions[oid: ChainVerifier.leafOID] != nil else {
@@ -202,7 +284,9 @@ struct AppleSigningPolicy: VerifierPolicy {
 }
 
 /// Remembers verified chains by trusted roots, leaf and intermediate for a time to live, so the steady-state cost of a
-/// verification is one ES256 check. A cached chain is used only for effective dates inside its validity.
+/// verification is one ES256 check. A cached chain is used only for effective dates inside its validity. It also
+/// remembers the header bytes that named each chain (so a header seen before is not decoded again), and each
+/// intermediate verified up to a root (so a new leaf under it costs the leaf's check alone).
 public final class ChainCache: Sendable {
     /// What a cached chain is found by: the trusted roots, and the SHA-256 of the leaf's and the
     /// intermediate's DER.
@@ -210,11 +294,21 @@ public final class ChainCache: Sendable {
         var trust: String
         var leaf: Data
         var intermediate: Data
+
+        /// The intermediate's own key: what its verification up to a root is found by.
+        var anchor: AnchorKey { AnchorKey(trust: trust, intermediate: intermediate) }
     }
 
-    private struct Entry {
-        var chain: VerifiedChain
-        var insertedAt: Date
+    /// What a verified intermediate is found by: the trusted roots and the SHA-256 of its DER.
+    struct AnchorKey: Hashable {
+        var trust: String
+        var intermediate: Data
+    }
+
+    /// What a JWS header seen before is found by: the trusted roots and the header segment as sent.
+    private struct HeaderKey: Hashable {
+        var trust: String
+        var segment: String
     }
 
     /// How long a verified chain is trusted without verifying it again.
@@ -222,8 +316,11 @@ public final class ChainCache: Sendable {
     /// How many chains are kept (Apple signs with a handful of leaves at a time).
     public let capacity: Int
     private let now: @Sendable () -> Date
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let entries = Mutex(TimedEntries<Key, VerifiedChain>())
+    private let anchors = Mutex(TimedEntries<AnchorKey, VerifiedIntermediate>())
+    private let headers = Mutex<[HeaderKey: Key]>([:])
     private let counters = Mutex((hits: 0, misses: 0))
+    private let intermediateCounter = Mutex(0)
 
     /// Creates a cache.
     ///
@@ -239,10 +336,13 @@ public final class ChainCache: Sendable {
     }
 
     /// How many chains are cached now.
-    public var count: Int { entries.withLock { $0.count } }
+    public var count: Int { entries.withLock { $0.values.count } }
 
     /// Lookups answered from the cache and lookups that needed a full verification.
     public var statistics: (hits: Int, misses: Int) { counters.withLock { $0 } }
+
+    /// Chain lookups that missed but found the intermediate verified before, so only the leaf was verified.
+    public var intermediateHits: Int { intermediateCounter.withLock { $0 } }
 
     func publicKey(for key: Key, at date: Date) -> P256.Signing.PublicKey? {
         let found = lookUp(key, at: date)
@@ -255,25 +355,69 @@ public final class ChainCache: Sendable {
     private func lookUp(_ key: Key, at date: Date) -> P256.Signing.PublicKey? {
         let current = now()
         return entries.withLock { entries in
-            guard let entry = entries[key] else { return nil }
-            guard current.timeIntervalSince(entry.insertedAt) < timeToLive else {
-                entries[key] = nil
-                return nil
-            }
-            guard date >= entry.chain.validFrom, date <= entry.chain.validUntil else { return nil }
-            return entry.chain.publicKey
+            entries.value(for: key, now: current, timeToLive: timeToLive)
+                .flatMap { date >= $0.validFrom && date <= $0.validUntil ? $0.publicKey : nil }
         }
+    }
+
+    /// The chain a header seen before named, when its chain verified and signed genuine data.
+    func chainKey(header: String, trust: String) -> Key? {
+        headers.withLock { $0[HeaderKey(trust: trust, segment: header)] }
+    }
+
+    /// Remembers that `header` names the chain `key`: at most `capacity` headers are kept (a new one past it
+    /// starts the list again, and a header forgotten is only decoded again).
+    func remember(header: String, trust: String, key: Key) {
+        headers.withLock { headers in
+            let headerKey = HeaderKey(trust: trust, segment: header)
+            if headers.count >= capacity, headers[headerKey] == nil { headers.removeAll(keepingCapacity: true) }
+            headers[headerKey] = key
+        }
+    }
+
+    /// An intermediate verified up to a trusted root within the time to live, valid with its root at `date`.
+    func intermediate(for key: AnchorKey, at date: Date) -> VerifiedIntermediate? {
+        let current = now()
+        let found = anchors.withLock { anchors in
+            anchors.value(for: key, now: current, timeToLive: timeToLive)
+                .flatMap { date >= $0.validFrom && date <= $0.validUntil ? $0 : nil }
+        }
+        if found != nil { intermediateCounter.withLock { $0 += 1 } }
+        return found
+    }
+
+    /// Remembers an intermediate verified up to a trusted root (as part of a chain whose signature verified).
+    func remember(_ anchor: VerifiedIntermediate, for key: AnchorKey) {
+        let current = now()
+        anchors.withLock { $0.insert(anchor, for: key, now: current, capacity: capacity) }
     }
 
     func remember(_ chain: VerifiedChain, for key: Key) {
         let current = now()
-        entries.withLock { entries in
-            if entries.count >= capacity, entries[key] == nil,
-                let oldest = entries.min(by: { $0.value.insertedAt < $1.value.insertedAt })?.key
-            {
-                entries[oldest] = nil
-            }
-            entries[key] = Entry(chain: chain, insertedAt: current)
+        entries.withLock { $0.insert(chain, for: key, now: current, capacity: capacity) }
+    }
+}
+
+/// Values remembered for a time to live, at most a capacity of them (the oldest goes first).
+private struct TimedEntries<Key: Hashable, Value> {
+    var values: [Key: (value: Value, insertedAt: Date)] = [:]
+
+    /// The value for `key` unless it is older than `timeToLive` (then it is forgotten).
+    mutating func value(for key: Key, now: Date, timeToLive: TimeInterval) -> Value? {
+        guard let entry = values[key] else { return nil }
+        guard now.timeIntervalSince(entry.insertedAt) < timeToLive else {
+            values[key] = nil
+            return nil
         }
+        return entry.value
+    }
+
+    mutating func insert(_ value: Value, for key: Key, now: Date, capacity: Int) {
+        if values.count >= capacity, values[key] == nil,
+            let oldest = values.min(by: { $0.value.insertedAt < $1.value.insertedAt })?.key
+        {
+            values[oldest] = nil
+        }
+        values[key] = (value, now)
     }
 }

@@ -81,12 +81,7 @@ public struct SimulatorPKI: Sendable {
                 oid: options.intermediateOID ? ChainVerifier.intermediateOID : nil,
                 ocspResponder: options.intermediateOCSPResponder),
             issuerPrivateKey: .init(rootKey))
-        var leafExtensions = try Certificate.Extensions {
-            Critical(BasicConstraints.notCertificateAuthority)
-            Critical(KeyUsage(digitalSignature: true))
-            SubjectKeyIdentifier(hash: Certificate.PublicKey(leafKey.publicKey))
-            Self.authorityKeyIdentifier(intermediateKey.publicKey)
-        }
+        var leafExtensions = try Self.leafExtensions(for: leafKey.publicKey, issuer: intermediateKey.publicKey)
         if options.leafOID { try leafExtensions.append(Self.appleMarker(ChainVerifier.leafOID)) }
         if let responder = options.leafOCSPResponder { try leafExtensions.append(Self.responder(responder)) }
         leaf = try Certificate(
@@ -96,6 +91,46 @@ public struct SimulatorPKI: Sendable {
         self.leafKey = leafKey
         self.rootKey = rootKey
         self.intermediateKey = intermediateKey
+    }
+
+    private init(
+        root: Certificate, intermediate: Certificate, leaf: Certificate, leafKey: P256.Signing.PrivateKey,
+        rootKey: P256.Signing.PrivateKey, intermediateKey: P256.Signing.PrivateKey
+    ) {
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
+        self.leafKey = leafKey
+        self.rootKey = rootKey
+        self.intermediateKey = intermediateKey
+    }
+
+    /// The same root and intermediate with a new leaf: a new key, valid from `validFrom` to `validUntil`, with the
+    /// extensions of the leaf it replaces. Apple signs with new leaves under one intermediate in the same way.
+    public func withNewLeaf(validFrom: Date, validUntil: Date) throws -> SimulatorPKI {
+        let key = P256.Signing.PrivateKey()
+        var extensions = try Self.leafExtensions(for: key.publicKey, issuer: intermediateKey.publicKey)
+        for oid in [ChainVerifier.leafOID, .X509ExtensionID.authorityInformationAccess] {
+            if let kept = leaf.extensions[oid: oid] { try extensions.append(kept) }
+        }
+        let renewed = try Certificate(
+            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
+            notValidBefore: validFrom, notValidAfter: validUntil, issuer: intermediate.subject, subject: leaf.subject,
+            extensions: extensions, issuerPrivateKey: .init(intermediateKey))
+        return SimulatorPKI(
+            root: root, intermediate: intermediate, leaf: renewed, leafKey: key, rootKey: rootKey,
+            intermediateKey: intermediateKey)
+    }
+
+    private static func leafExtensions(for key: P256.Signing.PublicKey, issuer: P256.Signing.PublicKey) throws
+        -> Certificate.Extensions
+    {
+        try Certificate.Extensions {
+            Critical(BasicConstraints.notCertificateAuthority)
+            Critical(KeyUsage(digitalSignature: true))
+            SubjectKeyIdentifier(hash: Certificate.PublicKey(key))
+            Self.authorityKeyIdentifier(issuer)
+        }
     }
 
     /// The files of an authority in its folder.

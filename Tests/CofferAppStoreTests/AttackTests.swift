@@ -294,6 +294,82 @@ struct ChainCacheTests {
         #expect(cache.count == 1)
     }
 
+    @Test("a new leaf under an intermediate verified before: only the leaf is verified, with the whole policy")
+    func newLeafUnderKnownIntermediate() async throws {
+        let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let cache = ChainCache()
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox,
+            cache: cache)
+        func sign(_ authority: SimulatorPKI, _ id: String) throws -> String {
+            var object = AttackTests.transaction()
+            object["transactionId"] = id
+            return try authority.signer().sign(payloadJSON: AttackTests.json(object))
+        }
+        _ = try await verifier.verifyTransaction(try sign(pki, "first"))
+        #expect(cache.intermediateHits == 0)
+        // Apple's next leaf under the same intermediate.
+        let renewed = try pki.withNewLeaf(validFrom: AttackTests.issued, validUntil: AttackTests.leafExpiry)
+        let transaction = try await verifier.verifyTransaction(try sign(renewed, "second"))
+        #expect(transaction.transactionId == "second")
+        #expect(cache.intermediateHits == 1)
+        #expect(cache.count == 2)
+
+        // A leaf expired at the signed date: refused as the whole chain's check refuses it.
+        let expired = try pki.withNewLeaf(
+            validFrom: AttackTests.issued, validUntil: AttackTests.issued.addingTimeInterval(86_400))
+        let late = await verificationError { _ = try await verifier.verifyTransaction(try sign(expired, "late")) }
+        #expect(late?.status == "INVALID_CHAIN")
+        #expect(cache.intermediateHits == 2)
+
+        // A stranger's leaf presenting the known intermediate: no chain, refused.
+        let stranger = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let forged = try JWSSigner(key: stranger.leafKey, chain: [stranger.leaf, pki.intermediate, pki.root])
+        var object = AttackTests.transaction()
+        object["transactionId"] = "forged"
+        let signed = try forged.sign(payloadJSON: AttackTests.json(object))
+        let refused = await verificationError { _ = try await verifier.verifyTransaction(signed) }
+        #expect(refused?.status == "INVALID_CHAIN")
+        #expect(cache.intermediateHits == 3)
+        #expect(cache.count == 2, "a refused leaf entered the cache")
+    }
+
+    @Test("a header seen before is recognised by its bytes; a forged signature under it is still refused")
+    func headerSeenBefore() async throws {
+        let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let cache = ChainCache()
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox,
+            cache: cache)
+        let signer = try pki.signer()
+        for index in 0..<3 {
+            var object = AttackTests.transaction()
+            object["transactionId"] = "tx-\(index)"
+            _ = try await verifier.verifyTransaction(try signer.sign(payloadJSON: AttackTests.json(object)))
+        }
+        #expect(cache.statistics == (hits: 2, misses: 1))
+        // The same header bytes over a payload the leaf never signed.
+        let genuine = try signer.sign(payloadJSON: AttackTests.json(AttackTests.transaction()))
+        let parts = genuine.split(separator: ".").map(String.init)
+        var object = AttackTests.transaction()
+        object["transactionId"] = "tampered"
+        let tampered = parts[0] + "." + Base64URL.encode(try AttackTests.json(object)) + "." + parts[2]
+        let error = await verificationError { _ = try await verifier.verifyTransaction(tampered) }
+        #expect(error?.status == "VERIFICATION_FAILURE")
+        // A header whose bytes differ (a `typ` added) is decoded and checked again: its chain is the cached one.
+        let other = try signer.sign(
+            payloadJSON: AttackTests.json(object),
+            header: ["alg": "ES256", "typ": "JWT", "x5c": signer.certificateChain])
+        _ = try await verifier.verifyTransaction(other)
+        #expect(cache.statistics == (hits: 4, misses: 1))
+        // ... and one that names another algorithm is refused even though its chain is cached.
+        let wrong = try signer.sign(
+            payloadJSON: AttackTests.json(object), header: ["alg": "ES384", "x5c": signer.certificateChain])
+        #expect(
+            await verificationError { _ = try await verifier.verifyTransaction(wrong) }?.status
+                == "VERIFICATION_FAILURE")
+    }
+
     @Test("a cache shared by verifiers with different roots never lends one verifier's trust to another")
     func sharedCache() async throws {
         let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
