@@ -44,6 +44,12 @@ let benchmarks: @Sendable () -> Void = {
             blackHole(try await fixture.cold.verifyTransaction(fixture.payload(index)))
         }
     }
+
+    Benchmark("verify signed transaction, cold leaf (a new leaf each time, its intermediate known)") { benchmark in
+        for index in benchmark.scaledIterations {
+            blackHole(try await fixture.newLeafVerifier.verifyTransaction(fixture.newLeafPayload(index)))
+        }
+    }
 }
 
 /// The payloads and verifiers every benchmark shares.
@@ -70,13 +76,45 @@ final class VerificationFixture: Sendable {
             rootCertificates: [payloads.rootDER], bundleId: BenchmarkPayloads.bundleId, appAppleId: nil,
             environment: .sandbox,
             cache: nil)
+        // Each payload under a new leaf: a fresh verifier (and cache) every 1,000, so every leaf is new to it; its
+        // intermediate is learned from the first payload, as a server learns it from Apple's first.
+        let newLeaves = try BenchmarkPayloads.newLeaves(count: 1_001)
+        newLeafTransactions = Array(newLeaves.transactions.dropFirst())
+        newLeafRoot = newLeaves.rootDER
+        newLeafFirst = newLeaves.transactions[0]
+        newLeafVerifiers = Mutex((0, nil))
         let key = P256.Signing.PrivateKey()
         rawKey = key.publicKey
         rawMessage = Data(transactions[0].utf8)
         rawSignature = try key.signature(for: rawMessage)
     }
 
+    let newLeafTransactions: [String]
+    let newLeafRoot: Data
+    let newLeafFirst: String
+    let newLeafVerifiers: Mutex<(Int, SignedDataVerifier?)>
+
     func payload(_ index: Int) -> String { transactions[index % transactions.count] }
+
+    func newLeafPayload(_ index: Int) -> String { newLeafTransactions[index % newLeafTransactions.count] }
+
+    /// A verifier that has seen none of the new leaves' payloads yet, only the first (its intermediate): a new
+    /// one for every pass over them.
+    var newLeafVerifier: SignedDataVerifier {
+        get async throws {
+            let (uses, current) = newLeafVerifiers.withLock { state in
+                defer { state.0 += 1 }
+                return state
+            }
+            if let current, uses % newLeafTransactions.count != 0 { return current }
+            let verifier = try SignedDataVerifier(
+                rootCertificates: [newLeafRoot], bundleId: BenchmarkPayloads.bundleId, appAppleId: nil,
+                environment: .sandbox)
+            _ = try await verifier.verifyTransaction(newLeafFirst)
+            newLeafVerifiers.withLock { $0.1 = verifier }
+            return verifier
+        }
+    }
 
     func rawVerify(_ index: Int) -> Bool { rawKey.isValidSignature(rawSignature, for: rawMessage) }
 }

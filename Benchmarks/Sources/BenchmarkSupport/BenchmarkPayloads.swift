@@ -19,18 +19,43 @@ public struct BenchmarkPayloads: Sendable {
         let signedDate = Int64(now.timeIntervalSince1970 * 1000)
         rootDER = try pki.rootDER()
         transactions = try (0..<count).map { index in
-            let payload: [String: Any] = [
-                "transactionId": "\(2_000_000_000_000 + index)",
-                "originalTransactionId": "\(2_000_000_000_000 + index)",
-                "webOrderLineItemId": "\(index)", "bundleId": Self.bundleId, "productId": "com.example.credits.400k",
-                "purchaseDate": signedDate, "originalPurchaseDate": signedDate, "quantity": 1, "type": "Consumable",
-                "inAppOwnershipType": "PURCHASED", "signedDate": signedDate, "environment": "Sandbox",
-                "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 4_990,
-                "currency": "USD", "appTransactionId": "704289572311",
-                "appAccountToken": UUID().uuidString.lowercased(),
-            ]
-            return try signer.sign(payloadJSON: JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys]))
+            try signer.sign(payloadJSON: Self.transaction(index, signedDate: signedDate))
         }
+    }
+
+    /// Signs `count` transactions, each with a new leaf under one intermediate (as Apple's leaves change under
+    /// its intermediate), with a new simulator chain.
+    public static func newLeaves(count: Int) throws -> BenchmarkPayloads {
+        let now = Date()
+        let pki = try SimulatorPKI(
+            validFrom: now.addingTimeInterval(-86_400), leafValidUntil: now.addingTimeInterval(365 * 86_400))
+        let signedDate = Int64(now.timeIntervalSince1970 * 1000)
+        let transactions = try (0..<count).map { index in
+            let leaf = try pki.withNewLeaf(
+                validFrom: now.addingTimeInterval(-86_400), validUntil: now.addingTimeInterval(365 * 86_400))
+            return try leaf.signer().sign(payloadJSON: Self.transaction(index, signedDate: signedDate))
+        }
+        return BenchmarkPayloads(rootDER: try pki.rootDER(), transactions: transactions)
+    }
+
+    private init(rootDER: Data, transactions: [String]) {
+        self.rootDER = rootDER
+        self.transactions = transactions
+    }
+
+    /// A consumable's signed transaction payload, shaped like Apple's.
+    static func transaction(_ index: Int, signedDate: Int64) throws -> Data {
+        let payload: [String: Any] = [
+            "transactionId": "\(2_000_000_000_000 + index)",
+            "originalTransactionId": "\(2_000_000_000_000 + index)",
+            "webOrderLineItemId": "\(index)", "bundleId": Self.bundleId, "productId": "com.example.credits.400k",
+            "purchaseDate": signedDate, "originalPurchaseDate": signedDate, "quantity": 1, "type": "Consumable",
+            "inAppOwnershipType": "PURCHASED", "signedDate": signedDate, "environment": "Sandbox",
+            "transactionReason": "PURCHASE", "storefront": "USA", "storefrontId": "143441", "price": 4_990,
+            "currency": "USD", "appTransactionId": "704289572311",
+            "appAccountToken": UUID().uuidString.lowercased(),
+        ]
+        return try JSONSerialization.data(withJSONObject: payload, options: [.sortedKeys])
     }
 
     /// Reads a set written by `VerificationPayloads`.
