@@ -133,13 +133,15 @@ public struct ServerClient: Sendable {
         let reader = EventStreamReader(continuation: continuation)
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: reader.queue)
         let task = session.dataTask(with: request)
-        // Cancelling the task is enough: the delegate then hears it complete and invalidates the session on its
-        // own queue. Invalidating here too raced that invalidation inside FoundationNetworking (seen once: a
-        // crash in URLSession.invalidateAndCancel while the task was completing). The cancel runs apart from
-        // the reader's cancellation (see `Cancellable`).
-        let cancellable = Cancellable()
-        cancellable.start(task)
-        continuation.onTermination = { _ in cancellable.cancel() }
+        // On Apple platforms cancelling the task is enough: the delegate then hears it complete and invalidates
+        // the session on its own queue. FoundationNetworking (Linux) traps when a cancel meets the task's
+        // completion ("a task that is not in the registry"), and deadlocks when it cancels under the reader's
+        // cancellation: there the reader only stops reading, and the connection ends when the server ends it.
+        #if canImport(FoundationNetworking)
+            continuation.onTermination = { _ in reader.stop() }
+        #else
+            continuation.onTermination = { _ in task.cancel() }
+        #endif
         task.resume()
         return stream
     }
@@ -189,58 +191,76 @@ public struct ServerClient: Sendable {
     /// A 204 answer.
     struct NoContent: Decodable {}
 
-    /// URLSession's `data(for:)`, cancelled in a way that cannot deadlock. FoundationNetworking's own (Linux)
-    /// cancels its task inside the cancellation handler, where the Swift task's status lock is held; when the
-    /// request completes at that moment, the completion waits for that lock to resume the Swift task, while the
-    /// cancel waits for the completion's queue: the process hangs (seen when a view model's task was cancelled
-    /// during a refresh).
+    /// URLSession's `data(for:)`, answering a cancelled caller at once with `CancellationError`. On Apple
+    /// platforms the request is cancelled too. FoundationNetworking (Linux) cancels its own `data(for:)` under
+    /// the Swift task's status lock, which deadlocks against a request completing at that moment, and its
+    /// `cancel()` traps when it meets the completion: there the request is left to finish (its timeout bounds
+    /// it) and its answer is dropped.
     private func load(_ request: URLRequest) async throws -> (Data, URLResponse) {
-        let cancellable = Cancellable()
+        let pending = PendingRequest()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
-                        continuation.resume(throwing: error)
+                        pending.finish(.failure(error))
                     } else if let response {
-                        continuation.resume(returning: (data ?? Data(), response))
+                        pending.finish(.success((data ?? Data(), response)))
                     } else {
-                        continuation.resume(throwing: URLError(.badServerResponse))
+                        pending.finish(.failure(URLError(.badServerResponse)))
                     }
                 }
-                cancellable.start(task)
-                task.resume()
+                if pending.start(continuation, task: task) { task.resume() }
             }
         } onCancel: {
-            cancellable.cancel()
+            pending.cancel()
         }
     }
 }
 
-/// A URLSession task to cancel from a cancellation handler: the cancel runs on another queue, never under the
-/// caller's locks, and a cancel that comes before the task exists cancels it as it starts.
-final class Cancellable: Sendable {
-    private let state = Mutex<(task: URLSessionTask?, cancelled: Bool)>((nil, false))
+/// One request's continuation, resumed exactly once: by the answer, or by the caller's cancellation.
+final class PendingRequest: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<(Data, URLResponse), any Error>?
+        var task: URLSessionTask?
+        var cancelled = false
+    }
+    private let state = Mutex(State())
 
-    /// Holds the task; cancels it at once if the cancel came first.
-    func start(_ task: URLSessionTask) {
+    /// Holds the continuation and the task; false (and the continuation resumed with `CancellationError`)
+    /// when the caller was cancelled already, so the task is never started.
+    func start(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>, task: URLSessionTask) -> Bool {
         let cancelled = state.withLock { state in
-            state.task = task
+            if !state.cancelled {
+                state.continuation = continuation
+                state.task = task
+            }
             return state.cancelled
         }
-        if cancelled { Self.cancelApart(task) }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+        return !cancelled
     }
 
-    /// Cancels the task, or the one about to start.
+    /// Resumes the caller with the answer, unless it was cancelled.
+    func finish(_ result: Result<(Data, URLResponse), any Error>) {
+        state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }?.resume(with: result)
+    }
+
+    /// Resumes the caller with `CancellationError` now; on Apple platforms cancels the request too.
     func cancel() {
-        let task = state.withLock { state in
+        let (continuation, task) = state.withLock { state in
             state.cancelled = true
-            return state.task
+            defer { state.continuation = nil }
+            return (state.continuation, state.task)
         }
-        if let task { Self.cancelApart(task) }
-    }
-
-    private static func cancelApart(_ task: URLSessionTask) {
-        DispatchQueue.global().async { task.cancel() }
+        continuation?.resume(throwing: CancellationError())
+        #if !canImport(FoundationNetworking)
+            task?.cancel()
+        #else
+            _ = task
+        #endif
     }
 }
 
@@ -271,6 +291,8 @@ private final class EventStreamReader: NSObject, URLSessionDataDelegate, @unchec
         return queue
     }()
     private var buffer = Data()
+    /// Set when the stream's reader stopped: what arrives after is dropped.
+    private let stopped = Mutex(false)
     /// Frames larger than this are not from a Coffer server; the stream is dropped.
     private static let maximumFrame = 64 * 1_024
 
@@ -295,7 +317,11 @@ private final class EventStreamReader: NSObject, URLSessionDataDelegate, @unchec
         completionHandler(.allow)
     }
 
+    /// The reader stopped: nothing more is read.
+    func stop() { stopped.withLock { $0 = true } }
+
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard !stopped.withLock({ $0 }) else { return }
         buffer.append(data)
         let separator = Data("\n\n".utf8)
         while let end = buffer.range(of: separator) {
@@ -304,7 +330,11 @@ private final class EventStreamReader: NSObject, URLSessionDataDelegate, @unchec
             if let event = Self.event(frame) { continuation.yield(.event(event)) }
         }
         if buffer.count > Self.maximumFrame {
-            dataTask.cancel()
+            stop()
+            buffer = Data()
+            #if !canImport(FoundationNetworking)
+                dataTask.cancel()
+            #endif
             continuation.finish(throwing: ServerClientError.transport("an event frame is too large"))
         }
     }
