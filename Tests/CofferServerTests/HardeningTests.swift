@@ -231,7 +231,7 @@ struct HardeningTests {
         let port = Int(try LocalPort.free())
         let app = try Self.server {
             $0.port = port
-            $0.readTimeout = 1
+            $0.readTimeout = 2
             $0.maximumConnections = 2
         }
         let running = Task { try await app.runService() }
@@ -246,7 +246,7 @@ struct HardeningTests {
         let slow = try RawHTTP.connect(port: port)
         defer { close(slow) }
         try RawHTTP.send(slow, "GET /healthz HTTP/1.1\r\nHost: local")
-        try await Task.sleep(for: .milliseconds(1_500))
+        try await Task.sleep(for: .milliseconds(2_500))
         #expect(await RawHTTP.receive(slow, seconds: 3) == "", "the trickling connection is closed")
 
         // Answered early (a body larger than the limit), then nothing: still closed at the deadline.
@@ -256,7 +256,7 @@ struct HardeningTests {
         #expect(RawHTTP.statusLine(await RawHTTP.receive(answered, seconds: 3)) == 413)
         // The body follows after its answer, then half of the next request: the deadline still runs.
         try? RawHTTP.send(answered, String(repeating: "x", count: 70_000) + "GET /healthz HTTP/1.1\r\nHost: lo")
-        try await Task.sleep(for: .milliseconds(1_500))
+        try await Task.sleep(for: .milliseconds(2_500))
         #expect(await RawHTTP.receive(answered, seconds: 3) == "", "the early-answered connection is closed")
 
         // Two idle connections hold both slots: a third waits, and is served once one goes.
