@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-30}
-swift build --package-path . --scratch-path ../.build-fuzz -c debug ${CI:+--debug-info-format none} \
+swift build --package-path . --scratch-path ../.build-fuzz -c debug ${CI:+-debug-info-format none} \
     -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing -Xswiftc -use-ld=lld >/dev/null
 mkdir -p artifacts corpus-work
 cp -n corpus/* corpus-work/ 2>/dev/null || true
