@@ -93,7 +93,7 @@ public struct ChainVerifier: Sendable {
         // A header whose bytes were seen before, with a chain that verified and signed genuine data, was checked
         // then: the same bytes say the same algorithm and chain.
         if let cache, let key = cache.chainKey(header: jws.headerSegment, trust: trustIdentity),
-            let cached = cache.publicKey(for: key, at: date)
+            let cached = cache.publicKey(for: key, at: date, countingMiss: false)
         {
             return LeafKey(publicKey: cached, pending: nil)
         }
@@ -196,6 +196,7 @@ public struct ChainVerifier: Sendable {
         var verified = try Self.verified(Array(chain), at: date)
         verified.validFrom = max(verified.validFrom, anchor.validFrom)
         verified.validUntil = min(verified.validUntil, anchor.validUntil)
+        verified.verifiedAt = anchor.verifiedAt
         return verified
     }
 
@@ -243,6 +244,9 @@ struct VerifiedIntermediate: Sendable {
     var certificate: Certificate
     var validFrom: Date
     var validUntil: Date
+    /// When the cache remembered it (set by ``ChainCache/intermediate(for:at:)``): a chain verified through it
+    /// is remembered as of then, so nothing outlives the time to live of the intermediate's own verification.
+    var verifiedAt: Date?
 }
 
 /// A chain that verified: the leaf's key and the dates between which every certificate in it is valid.
@@ -255,6 +259,8 @@ public struct VerifiedChain: Sendable {
     public var validUntil: Date
     /// The intermediate, verified up to its root, when the whole chain was verified.
     var anchor: VerifiedIntermediate?
+    /// When the intermediate it was verified through was verified; `nil` for a whole chain verified now.
+    var verifiedAt: Date?
 
     init(publicKey: P256.Signing.PublicKey, validFrom: Date, validUntil: Date) {
         self.publicKey = publicKey
@@ -271,7 +277,7 @@ struct AppleSigningPolicy: VerifierPolicy {
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
         guard chain.count == length else {
-            return .failsToMeetPolicy(reason: "Apple's chain has 3 certificates, this one \(chain.count)")
+            return .failsToMeetPolicy(reason: "Apple's chain has \(length) certificates here, this one \(chain.count)")
         }
         guard chain[0].extensions[oid: ChainVerifier.leafOID] != nil else {
             return .failsToMeetPolicy(reason: "the leaf lacks OID 1.2.840.113635.100.6.11.1")
@@ -306,9 +312,29 @@ public final class ChainCache: Sendable {
     }
 
     /// What a JWS header seen before is found by: the trusted roots and the header segment as sent.
+    /// Compared and hashed by the segment's UTF-8 bytes, not as a String (whose equality is Unicode
+    /// canonical equivalence): only the very bytes seen before are recognised.
     private struct HeaderKey: Hashable {
         var trust: String
         var segment: String
+
+        static func == (left: HeaderKey, right: HeaderKey) -> Bool {
+            guard left.trust == right.trust, left.segment.utf8.count == right.segment.utf8.count else { return false }
+            let same = left.segment.utf8.withContiguousStorageIfAvailable { leftBytes in
+                right.segment.utf8.withContiguousStorageIfAvailable { rightBytes in
+                    leftBytes.elementsEqual(rightBytes)
+                }
+            }
+            return (same ?? nil) ?? left.segment.utf8.elementsEqual(right.segment.utf8)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(trust)
+            let hashed: Void? = segment.utf8.withContiguousStorageIfAvailable { bytes in
+                hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
+            }
+            if hashed == nil { Array(segment.utf8).withUnsafeBytes { hasher.combine(bytes: $0) } }
+        }
     }
 
     /// How long a verified chain is trusted without verifying it again.
@@ -344,10 +370,16 @@ public final class ChainCache: Sendable {
     /// Chain lookups that missed but found the intermediate verified before, so only the leaf was verified.
     public var intermediateHits: Int { intermediateCounter.withLock { $0 } }
 
-    func publicKey(for key: Key, at date: Date) -> P256.Signing.PublicKey? {
+    /// The key of a chain verified before, valid at `date`. A miss the caller looks up again by another key
+    /// (a header seen before whose chain expired) is counted once, by the second lookup.
+    func publicKey(for key: Key, at date: Date, countingMiss: Bool = true) -> P256.Signing.PublicKey? {
         let found = lookUp(key, at: date)
         counters.withLock { counts in
-            if found == nil { counts.misses += 1 } else { counts.hits += 1 }
+            if found != nil {
+                counts.hits += 1
+            } else if countingMiss {
+                counts.misses += 1
+            }
         }
         return found
     }
@@ -379,8 +411,13 @@ public final class ChainCache: Sendable {
     func intermediate(for key: AnchorKey, at date: Date) -> VerifiedIntermediate? {
         let current = now()
         let found = anchors.withLock { anchors in
-            anchors.value(for: key, now: current, timeToLive: timeToLive)
-                .flatMap { date >= $0.validFrom && date <= $0.validUntil ? $0 : nil }
+            anchors.entry(for: key, now: current, timeToLive: timeToLive)
+                .flatMap { entry -> VerifiedIntermediate? in
+                    guard date >= entry.value.validFrom && date <= entry.value.validUntil else { return nil }
+                    var anchor = entry.value
+                    anchor.verifiedAt = entry.insertedAt
+                    return anchor
+                }
         }
         if found != nil { intermediateCounter.withLock { $0 += 1 } }
         return found
@@ -393,7 +430,7 @@ public final class ChainCache: Sendable {
     }
 
     func remember(_ chain: VerifiedChain, for key: Key) {
-        let current = now()
+        let current = chain.verifiedAt.map { min($0, now()) } ?? now()
         entries.withLock { $0.insert(chain, for: key, now: current, capacity: capacity) }
     }
 }
@@ -404,12 +441,17 @@ private struct TimedEntries<Key: Hashable, Value> {
 
     /// The value for `key` unless it is older than `timeToLive` (then it is forgotten).
     mutating func value(for key: Key, now: Date, timeToLive: TimeInterval) -> Value? {
+        entry(for: key, now: now, timeToLive: timeToLive)?.value
+    }
+
+    /// The value for `key` and when it was remembered, unless it is older than `timeToLive` (then it is forgotten).
+    mutating func entry(for key: Key, now: Date, timeToLive: TimeInterval) -> (value: Value, insertedAt: Date)? {
         guard let entry = values[key] else { return nil }
         guard now.timeIntervalSince(entry.insertedAt) < timeToLive else {
             values[key] = nil
             return nil
         }
-        return entry.value
+        return entry
     }
 
     mutating func insert(_ value: Value, for key: Key, now: Date, capacity: Int) {

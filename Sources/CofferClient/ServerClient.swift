@@ -200,6 +200,9 @@ public struct ServerClient: Sendable {
         let pending = PendingRequest()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
+                // A caller cancelled already is answered at once, and no task is made (one never resumed
+                // would stay in the session's registry).
+                guard pending.begin(continuation) else { return }
                 let task = session.dataTask(with: request) { data, response, error in
                     if let error {
                         pending.finish(.failure(error))
@@ -209,7 +212,8 @@ public struct ServerClient: Sendable {
                         pending.finish(.failure(URLError(.badServerResponse)))
                     }
                 }
-                if pending.start(continuation, task: task) { task.resume() }
+                task.resume()
+                pending.started(task)
             }
         } onCancel: {
             pending.cancel()
@@ -226,18 +230,28 @@ final class PendingRequest: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Holds the continuation and the task; false (and the continuation resumed with `CancellationError`)
-    /// when the caller was cancelled already, so the task is never started.
-    func start(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>, task: URLSessionTask) -> Bool {
+    /// Holds the continuation; false (and the continuation resumed with `CancellationError`) when the caller
+    /// was cancelled already, so no request is made.
+    func begin(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) -> Bool {
         let cancelled = state.withLock { state in
-            if !state.cancelled {
-                state.continuation = continuation
-                state.task = task
-            }
+            if !state.cancelled { state.continuation = continuation }
             return state.cancelled
         }
         if cancelled { continuation.resume(throwing: CancellationError()) }
         return !cancelled
+    }
+
+    /// Holds the running request; on Apple platforms cancels it when the caller was cancelled meanwhile.
+    func started(_ task: URLSessionTask) {
+        let cancelled = state.withLock { state in
+            state.task = task
+            return state.cancelled
+        }
+        #if !canImport(FoundationNetworking)
+            if cancelled { task.cancel() }
+        #else
+            _ = cancelled
+        #endif
     }
 
     /// Resumes the caller with the answer, unless it was cancelled.

@@ -48,9 +48,10 @@ public final class PushNotifier: Service, Sendable {
     /// Sends what is queued until the server shuts down: a graceful shutdown ends the queue, and what it
     /// holds then is still sent.
     public func run() async throws {
-        try await withGracefulShutdownHandler {
+        await withGracefulShutdownHandler {
             for await (user, event) in queue {
-                try Task.checkCancellation()
+                // Cancelled (not a graceful shutdown): what is still queued is dropped, as pushes are best effort.
+                if Task.isCancelled { break }
                 await deliver(event, to: user)
             }
         } onGracefulShutdown: {

@@ -294,6 +294,13 @@ struct ChainCacheTests {
         #expect(cache.count == 1)
     }
 
+    /// A transaction with `id`, signed by `authority`'s leaf.
+    static func signed(_ authority: SimulatorPKI, _ id: String) throws -> String {
+        var object = AttackTests.transaction()
+        object["transactionId"] = id
+        return try authority.signer().sign(payloadJSON: AttackTests.json(object))
+    }
+
     @Test("a new leaf under an intermediate verified before: only the leaf is verified, with the whole policy")
     func newLeafUnderKnownIntermediate() async throws {
         let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
@@ -301,16 +308,11 @@ struct ChainCacheTests {
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox,
             cache: cache)
-        func sign(_ authority: SimulatorPKI, _ id: String) throws -> String {
-            var object = AttackTests.transaction()
-            object["transactionId"] = id
-            return try authority.signer().sign(payloadJSON: AttackTests.json(object))
-        }
-        _ = try await verifier.verifyTransaction(try sign(pki, "first"))
+        _ = try await verifier.verifyTransaction(try Self.signed(pki, "first"))
         #expect(cache.intermediateHits == 0)
         // Apple's next leaf under the same intermediate.
         let renewed = try pki.withNewLeaf(validFrom: AttackTests.issued, validUntil: AttackTests.leafExpiry)
-        let transaction = try await verifier.verifyTransaction(try sign(renewed, "second"))
+        let transaction = try await verifier.verifyTransaction(try Self.signed(renewed, "second"))
         #expect(transaction.transactionId == "second")
         #expect(cache.intermediateHits == 1)
         #expect(cache.count == 2)
@@ -318,7 +320,9 @@ struct ChainCacheTests {
         // A leaf expired at the signed date: refused as the whole chain's check refuses it.
         let expired = try pki.withNewLeaf(
             validFrom: AttackTests.issued, validUntil: AttackTests.issued.addingTimeInterval(86_400))
-        let late = await verificationError { _ = try await verifier.verifyTransaction(try sign(expired, "late")) }
+        let late = await verificationError {
+            _ = try await verifier.verifyTransaction(try Self.signed(expired, "late"))
+        }
         #expect(late?.status == "INVALID_CHAIN")
         #expect(cache.intermediateHits == 2)
 
@@ -332,6 +336,29 @@ struct ChainCacheTests {
         #expect(refused?.status == "INVALID_CHAIN")
         #expect(cache.intermediateHits == 3)
         #expect(cache.count == 2, "a refused leaf entered the cache")
+    }
+
+    @Test("a chain verified through a remembered intermediate lives no longer than that intermediate's verification")
+    func anchoredChainExpiresWithItsAnchor() async throws {
+        let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
+        let clock = Clock()
+        let cache = ChainCache(timeToLive: 60, now: { clock.now() })
+        let verifier = try SignedDataVerifier(
+            rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox,
+            cache: cache)
+        _ = try await verifier.verifyTransaction(try Self.signed(pki, "first"))
+        clock.advance(40)
+        let renewed = try pki.withNewLeaf(validFrom: AttackTests.issued, validUntil: AttackTests.leafExpiry)
+        _ = try await verifier.verifyTransaction(try Self.signed(renewed, "second"))
+        #expect(cache.intermediateHits == 1)
+        _ = try await verifier.verifyTransaction(try Self.signed(renewed, "third"))
+        #expect(cache.statistics == (hits: 1, misses: 2), "the new leaf's chain is remembered")
+        // 61 s after the intermediate was verified with its root (21 s after the new leaf was): both are
+        // verified again, whole, and the miss is counted once.
+        clock.advance(21)
+        _ = try await verifier.verifyTransaction(try Self.signed(renewed, "fourth"))
+        #expect(cache.statistics == (hits: 1, misses: 3))
+        #expect(cache.intermediateHits == 1, "the intermediate outlived its time to live")
     }
 
     @Test("a header seen before is recognised by its bytes; a forged signature under it is still refused")
@@ -368,6 +395,20 @@ struct ChainCacheTests {
         #expect(
             await verificationError { _ = try await verifier.verifyTransaction(wrong) }?.status
                 == "VERIFICATION_FAILURE")
+        // A header equal to a known one as a String but not in bytes (U+212A KELVIN SIGN is canonically
+        // equivalent to "K"): not recognised, and refused as the malformed header it is.
+        let known = genuine.split(separator: ".").map(String.init)
+        guard let k = known[0].firstIndex(of: "K") else {
+            Issue.record("the header has no K to replace")
+            return
+        }
+        var lookalike = known[0]
+        lookalike.replaceSubrange(k...k, with: "\u{212A}")
+        #expect(lookalike == known[0] && !lookalike.utf8.elementsEqual(known[0].utf8))
+        let before = cache.statistics
+        let foreign = lookalike + "." + known[1] + "." + known[2]
+        #expect(await verificationError { _ = try await verifier.verifyTransaction(foreign) } != nil)
+        #expect(cache.statistics.hits == before.hits, "a byte-different header was recognised")
     }
 
     @Test("a cache shared by verifiers with different roots never lends one verifier's trust to another")
