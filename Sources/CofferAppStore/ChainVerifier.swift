@@ -84,7 +84,7 @@ public struct ChainVerifier: Sendable {
         /// The chain's cache key when it was found in the cache.
         var key: ChainCache.Key?
         /// The JWS header the chain came in, to recognise by its bytes once its signature verified.
-        var header: String?
+        var header: Data?
     }
 
     /// Verifies the chain in a JWS header. The caller remembers the chain (``remember(_:)``) once the
@@ -92,7 +92,7 @@ public struct ChainVerifier: Sendable {
     func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> LeafKey {
         // A header whose bytes were seen before, with a chain that verified and signed genuine data, was checked
         // then: the same bytes say the same algorithm and chain.
-        if let cache, let key = cache.chainKey(header: jws.headerSegment, trust: trustIdentity),
+        if let cache, let key = cache.chainKey(header: jws.headerBytes, trust: trustIdentity),
             let cached = cache.publicKey(for: key, at: date, countingMiss: false)
         {
             return LeafKey(publicKey: cached, pending: nil)
@@ -104,7 +104,7 @@ public struct ChainVerifier: Sendable {
         guard let x5c = header.x5c, !x5c.isEmpty else { throw .verificationFailure("the x5c header is missing") }
         guard x5c.count == Self.chainLength else { throw .invalidChainLength(x5c.count) }
         var leaf = try await leafKey(x5c: x5c, at: date)
-        leaf.header = jws.headerSegment
+        leaf.header = jws.headerBytes
         return leaf
     }
 
@@ -311,29 +311,16 @@ public final class ChainCache: Sendable {
         var intermediate: Data
     }
 
-    /// What a JWS header seen before is found by: the trusted roots and the header segment as sent.
-    /// Compared and hashed by the segment's UTF-8 bytes, not as a String (whose equality is Unicode
-    /// canonical equivalence): only the very bytes seen before are recognised.
+    /// What a JWS header seen before is found by: the trusted roots and the header segment's bytes exactly as
+    /// sent (not a String of them: String equality is Unicode canonical equivalence, and decoding replaces
+    /// invalid UTF-8), hashed whole.
     private struct HeaderKey: Hashable {
         var trust: String
-        var segment: String
-
-        static func == (left: HeaderKey, right: HeaderKey) -> Bool {
-            guard left.trust == right.trust, left.segment.utf8.count == right.segment.utf8.count else { return false }
-            let same = left.segment.utf8.withContiguousStorageIfAvailable { leftBytes in
-                right.segment.utf8.withContiguousStorageIfAvailable { rightBytes in
-                    leftBytes.elementsEqual(rightBytes)
-                }
-            }
-            return (same ?? nil) ?? left.segment.utf8.elementsEqual(right.segment.utf8)
-        }
+        var segment: Data
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(trust)
-            let hashed: Void? = segment.utf8.withContiguousStorageIfAvailable { bytes in
-                hasher.combine(bytes: UnsafeRawBufferPointer(bytes))
-            }
-            if hashed == nil { Array(segment.utf8).withUnsafeBytes { hasher.combine(bytes: $0) } }
+            segment.withUnsafeBytes { hasher.combine(bytes: $0) }
         }
     }
 
@@ -364,14 +351,15 @@ public final class ChainCache: Sendable {
     /// How many chains are cached now.
     public var count: Int { entries.withLock { $0.values.count } }
 
-    /// Lookups answered from the cache and lookups that needed a full verification.
+    /// Chain lookups answered from the cache, and those that missed: the chain was then verified, whole or (see
+    /// ``intermediateHits``) its leaf alone through an intermediate verified before.
     public var statistics: (hits: Int, misses: Int) { counters.withLock { $0 } }
 
     /// Chain lookups that missed but found the intermediate verified before, so only the leaf was verified.
     public var intermediateHits: Int { intermediateCounter.withLock { $0 } }
 
-    /// The key of a chain verified before, valid at `date`. A miss the caller looks up again by another key
-    /// (a header seen before whose chain expired) is counted once, by the second lookup.
+    /// The key of a chain verified before, valid at `date`. A lookup through a header seen before counts no
+    /// miss (`countingMiss` false): the lookup by the header's certificates that follows counts it.
     func publicKey(for key: Key, at date: Date, countingMiss: Bool = true) -> P256.Signing.PublicKey? {
         let found = lookUp(key, at: date)
         counters.withLock { counts in
@@ -393,13 +381,13 @@ public final class ChainCache: Sendable {
     }
 
     /// The chain a header seen before named, when its chain verified and signed genuine data.
-    func chainKey(header: String, trust: String) -> Key? {
+    func chainKey(header: Data, trust: String) -> Key? {
         headers.withLock { $0[HeaderKey(trust: trust, segment: header)] }
     }
 
     /// Remembers that `header` names the chain `key`: at most `capacity` headers are kept (a new one past it
     /// starts the list again, and a header forgotten is only decoded again).
-    func remember(header: String, trust: String, key: Key) {
+    func remember(header: Data, trust: String, key: Key) {
         headers.withLock { headers in
             let headerKey = HeaderKey(trust: trust, segment: header)
             if headers.count >= capacity, headers[headerKey] == nil { headers.removeAll(keepingCapacity: true) }

@@ -15,6 +15,8 @@ struct JWS: Sendable {
 
     /// The header segment as sent (base64url).
     let headerSegment: String
+    /// The header segment's bytes exactly as sent (what a header seen before is recognised by).
+    let headerBytes: Data
     let payload: Data
     let signature: Data
     /// `BASE64URL(header) . BASE64URL(payload)`: the bytes the signature covers.
@@ -32,6 +34,7 @@ struct JWS: Sendable {
             throw .verificationFailure("a JWS has 3 parts separated by '.', found \(dots.count + 1)")
         }
         headerSegment = String(decoding: bytes[..<dots[0]], as: UTF8.self)
+        headerBytes = Data(bytes[..<dots[0]])
         payload = try Base64.decode(url: bytes[(dots[0] + 1)..<dots[1]], what: "JWS payload")
         signature = try Base64.decode(url: bytes[(dots[1] + 1)...], what: "JWS signature")
         signingInput = Data(bytes[..<dots[1]])

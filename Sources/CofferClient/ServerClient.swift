@@ -212,8 +212,14 @@ public struct ServerClient: Sendable {
                         pending.finish(.failure(URLError(.badServerResponse)))
                     }
                 }
-                task.resume()
-                pending.started(task)
+                // On Apple platforms a caller cancelled meanwhile never sends its request; FoundationNetworking
+                // (Linux) must resume every task it made, and the answer is dropped.
+                #if canImport(FoundationNetworking)
+                    pending.started(task)
+                    task.resume()
+                #else
+                    if pending.started(task) { task.resume() } else { task.cancel() }
+                #endif
             }
         } onCancel: {
             pending.cancel()
@@ -241,17 +247,13 @@ final class PendingRequest: Sendable {
         return !cancelled
     }
 
-    /// Holds the running request; on Apple platforms cancels it when the caller was cancelled meanwhile.
-    func started(_ task: URLSessionTask) {
-        let cancelled = state.withLock { state in
+    /// Holds the request about to start; false when the caller was cancelled meanwhile.
+    @discardableResult
+    func started(_ task: URLSessionTask) -> Bool {
+        state.withLock { state in
             state.task = task
-            return state.cancelled
+            return !state.cancelled
         }
-        #if !canImport(FoundationNetworking)
-            if cancelled { task.cancel() }
-        #else
-            _ = cancelled
-        #endif
     }
 
     /// Resumes the caller with the answer, unless it was cancelled.
