@@ -389,7 +389,8 @@ public final class ChainCache: Sendable {
     /// starts the list again, and a header forgotten is only decoded again).
     func remember(header: Data, trust: String, key: Key) {
         headers.withLock { headers in
-            let headerKey = HeaderKey(trust: trust, segment: header)
+            // A copy of its own: the header given is a slice that would keep the whole signed data alive.
+            let headerKey = HeaderKey(trust: trust, segment: Data(header))
             if headers.count >= capacity, headers[headerKey] == nil { headers.removeAll(keepingCapacity: true) }
             headers[headerKey] = key
         }

@@ -13,9 +13,7 @@ struct JWS: Sendable {
     /// The largest JWS accepted: Apple's notifications with both nested JWS are about 10 KB.
     static let maximumLength = 64 * 1024
 
-    /// The header segment as sent (base64url).
-    let headerSegment: String
-    /// The header segment's bytes exactly as sent (what a header seen before is recognised by).
+    /// The header segment's bytes exactly as sent, base64url (what a header seen before is recognised by).
     let headerBytes: Data
     let payload: Data
     let signature: Data
@@ -33,18 +31,18 @@ struct JWS: Sendable {
         guard dots.count == 2 else {
             throw .verificationFailure("a JWS has 3 parts separated by '.', found \(dots.count + 1)")
         }
-        headerSegment = String(decoding: bytes[..<dots[0]], as: UTF8.self)
-        headerBytes = Data(bytes[..<dots[0]])
+        signingInput = Data(bytes[..<dots[1]])
+        // A slice of the signing input: the same bytes, not a copy.
+        headerBytes = signingInput.prefix(dots[0])
         payload = try Base64.decode(url: bytes[(dots[0] + 1)..<dots[1]], what: "JWS payload")
         signature = try Base64.decode(url: bytes[(dots[1] + 1)...], what: "JWS signature")
-        signingInput = Data(bytes[..<dots[1]])
     }
 
     /// Decodes the header strictly.
     func header() throws(VerificationError) -> Header {
-        let headerBytes = try Base64.decode(url: Array(headerSegment.utf8)[...], what: "JWS header")
+        let json = try Base64.decode(url: Array(headerBytes)[...], what: "JWS header")
         do {
-            return try AppleJSON.decode(Header.self, from: headerBytes)
+            return try AppleJSON.decode(Header.self, from: json)
         } catch {
             throw .verificationFailure("JWS header is not valid JSON: \(error)")
         }
