@@ -83,19 +83,11 @@ public enum AppleJSON {
     ///   - type: The model.
     ///   - data: The JSON bytes.
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .custom { decoder in
-            let container = try decoder.singleValueContainer()
-            let milliseconds = try container.decode(Double.self)
-            guard milliseconds.isFinite, dates.contains(milliseconds) else {
-                throw DecodingError.dataCorruptedError(
-                    in: container,
-                    debugDescription: "a date must be milliseconds between the years 0 and 9999, not \(milliseconds)")
-            }
-            return Date(timeIntervalSince1970: milliseconds / 1_000)
-        }
-        return try StrictJSON.decode(type, from: data, decoder: decoder)
+        try decoder.decode(type, from: data)
     }
+
+    /// Apple's JSON: strict, dates in milliseconds since 1970 within ``dates``.
+    private static let decoder = StrictJSONDecoder(dateDecoding: .millisecondsSince1970(dates))
 
     /// The dates accepted from Apple, in milliseconds: year 0 (Xcode writes 0000-12-30 for some original
     /// purchase dates) to the end of 9999. Anything else is refused when decoded, so no later conversion of a

@@ -47,34 +47,89 @@ public enum StrictJSON {
         maximumDepth: Int = defaultMaximumDepth,
         maximumSize: Int = 16 * 1024 * 1024
     ) throws(StrictJSONError) {
+        _ = try tape(of: data, maximumDepth: maximumDepth, maximumSize: maximumSize)
+    }
+
+    /// Checks `data` as ``validate(_:maximumDepth:maximumSize:)`` does and returns where each value lies: what
+    /// ``StrictJSONDecoder`` decodes from without reading the bytes again.
+    static func tape(of data: Data, maximumDepth: Int, maximumSize: Int) throws(StrictJSONError) -> Tape {
         guard data.count <= maximumSize else { throw .tooLarge(limit: maximumSize) }
         var scanner = Scanner(bytes: [UInt8](data), maximumDepth: maximumDepth)
+        scanner.nodes.reserveCapacity(data.count / 8 + 4)
         try scanner.skipWhitespace()
         try scanner.value(depth: 0)
         try scanner.skipWhitespace()
         guard scanner.atEnd else { throw .malformed(offset: scanner.index, reason: "trailing characters") }
+        return Tape(bytes: scanner.bytes, nodes: scanner.nodes)
     }
 
-    /// Validates `data` with ``validate(_:maximumDepth:maximumSize:)`` and then decodes it.
+    /// Validates `data` with ``validate(_:maximumDepth:maximumSize:)`` and decodes it with
+    /// ``StrictJSONDecoder`` (dates as `Date`'s own `Decodable` reads them, as `JSONDecoder` does by default).
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - data: The document.
+    /// - Returns: The decoded value.
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try StrictJSONDecoder().decode(type, from: data)
+    }
+
+    /// Validates `data` with ``validate(_:maximumDepth:maximumSize:)`` and then decodes it with `decoder`.
     ///
     /// - Parameters:
     ///   - type: The type to decode.
     ///   - data: The document.
     ///   - decoder: The decoder to use after validation.
     /// - Returns: The decoded value.
-    public static func decode<T: Decodable>(
-        _ type: T.Type,
-        from data: Data,
-        decoder: JSONDecoder = JSONDecoder()
-    ) throws -> T {
+    public static func decode<T: Decodable>(_ type: T.Type, from data: Data, decoder: JSONDecoder) throws -> T {
         try validate(data)
         return try decoder.decode(type, from: data)
     }
 
-    private struct Scanner {
+    /// Where each value of a checked document lies, in document order: a container is followed by its
+    /// members (an object's as key, value, key, value, ...), and says where the node after it is.
+    struct Tape: Sendable {
+        enum Kind: UInt8, Sendable {
+            case object, array, string, number, `true`, `false`, null
+        }
+
+        struct Node: Sendable {
+            var kind: Kind
+            /// A string's first byte after its quote, a number's first byte, a container's opening byte.
+            var start: Int
+            /// A string's closing quote, the byte after a number, literal or container.
+            var end: Int
+            /// A string holds escapes (its text is not its bytes).
+            var escaped = false
+            /// A container's members (an object's pairs).
+            var count = 0
+            /// The node after this one and everything inside it.
+            var next = 0
+        }
+
+        var bytes: [UInt8]
+        var nodes: [Node]
+
+        /// A string node's text.
+        func string(_ index: Int) throws(StrictJSONError) -> String {
+            let node = nodes[index]
+            let raw = bytes[node.start..<node.end]
+            guard node.escaped else { return String(decoding: raw, as: UTF8.self) }
+            return try Scanner.unescape(raw, offset: node.start)
+        }
+
+        /// A number node's text.
+        func text(_ index: Int) -> Substring {
+            let node = nodes[index]
+            return Substring(String(decoding: bytes[node.start..<node.end], as: UTF8.self))
+        }
+    }
+
+    struct Scanner {
         let bytes: [UInt8]
         let maximumDepth: Int
         var index = 0
+        var nodes: [Tape.Node] = []
 
         init(bytes: [UInt8], maximumDepth: Int) {
             self.bytes = bytes
@@ -103,16 +158,33 @@ public enum StrictJSON {
 
         mutating func value(depth: Int) throws(StrictJSONError) {
             guard index < bytes.count else { throw fail("unexpected end of input") }
+            let start = index
             switch bytes[index] {
             case UInt8(ascii: "{"): try object(depth: depth + 1)
             case UInt8(ascii: "["): try array(depth: depth + 1)
-            case UInt8(ascii: "\""): _ = try string(returningValue: false)
-            case UInt8(ascii: "t"): try literal("true")
-            case UInt8(ascii: "f"): try literal("false")
-            case UInt8(ascii: "n"): try literal("null")
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
+            case UInt8(ascii: "\""): try stringNode()
+            case UInt8(ascii: "t"):
+                try literal("true")
+                nodes.append(Tape.Node(kind: .true, start: start, end: index, next: nodes.count + 1))
+            case UInt8(ascii: "f"):
+                try literal("false")
+                nodes.append(Tape.Node(kind: .false, start: start, end: index, next: nodes.count + 1))
+            case UInt8(ascii: "n"):
+                try literal("null")
+                nodes.append(Tape.Node(kind: .null, start: start, end: index, next: nodes.count + 1))
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                try number()
+                nodes.append(Tape.Node(kind: .number, start: start, end: index, next: nodes.count + 1))
             default: throw fail("unexpected character")
             }
+        }
+
+        /// Reads a string value into a node (its text is built only when decoded).
+        mutating func stringNode() throws(StrictJSONError) {
+            let escaped = try string()
+            nodes.append(
+                Tape.Node(
+                    kind: .string, start: lastStringStart, end: index - 1, escaped: escaped, next: nodes.count + 1))
         }
 
         mutating func literal(_ word: String) throws(StrictJSONError) {
@@ -121,23 +193,43 @@ public enum StrictJSON {
 
         mutating func object(depth: Int) throws(StrictJSONError) {
             guard depth <= maximumDepth else { throw .tooDeep(limit: maximumDepth) }
+            let start = index
+            let position = nodes.count
+            nodes.append(Tape.Node(kind: .object, start: start, end: start))
             try expect(UInt8(ascii: "{"))
             try skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
                 index += 1
+                close(position)
                 return
             }
-            var keys = Set<String>()
+            // Repeated keys: compared by their bytes while the object is small and no key has an escape (no
+            // text built), in a set of their texts after that (so a huge object costs no quadratic time).
+            var keyNodes: [Int] = []
+            var keys: Set<String>?
             while true {
                 try skipWhitespace()
                 let keyOffset = index
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
-                let key = try string()
-                guard keys.insert(key).inserted else { throw .duplicateKey(key, offset: keyOffset) }
+                try stringNode()
+                let key = nodes.count - 1
+                if keys == nil, nodes[key].escaped || keyNodes.count >= 16 {
+                    keys = Set(try keyNodes.map { node throws(StrictJSONError) in try text(ofKey: node) })
+                }
+                if keys != nil {
+                    let text = try text(ofKey: key)
+                    guard keys?.insert(text).inserted == true else { throw .duplicateKey(text, offset: keyOffset) }
+                } else {
+                    if let twin = keyNodes.first(where: { sameBytes($0, key) }) {
+                        throw .duplicateKey(try text(ofKey: twin), offset: keyOffset)
+                    }
+                    keyNodes.append(key)
+                }
                 try skipWhitespace()
                 try expect(UInt8(ascii: ":"))
                 try skipWhitespace()
                 try value(depth: depth)
+                nodes[position].count += 1
                 try skipWhitespace()
                 guard index < bytes.count else { throw fail("unterminated object") }
                 if bytes[index] == UInt8(ascii: ",") {
@@ -145,21 +237,46 @@ public enum StrictJSON {
                     continue
                 }
                 try expect(UInt8(ascii: "}"))
+                close(position)
                 return
             }
         }
 
+        /// Ends the container at `position`: where it ends, and the node after it.
+        mutating func close(_ position: Int) {
+            nodes[position].end = index
+            nodes[position].next = nodes.count
+        }
+
+        /// A key node's text.
+        func text(ofKey node: Int) throws(StrictJSONError) -> String {
+            let raw = bytes[nodes[node].start..<nodes[node].end]
+            return nodes[node].escaped
+                ? try Self.unescape(raw, offset: nodes[node].start) : String(decoding: raw, as: UTF8.self)
+        }
+
+        /// Whether two string nodes hold the same bytes.
+        func sameBytes(_ a: Int, _ b: Int) -> Bool {
+            let (first, second) = (nodes[a], nodes[b])
+            return first.end - first.start == second.end - second.start
+                && bytes[first.start..<first.end].elementsEqual(bytes[second.start..<second.end])
+        }
+
         mutating func array(depth: Int) throws(StrictJSONError) {
             guard depth <= maximumDepth else { throw .tooDeep(limit: maximumDepth) }
+            let position = nodes.count
+            nodes.append(Tape.Node(kind: .array, start: index, end: index))
             try expect(UInt8(ascii: "["))
             try skipWhitespace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
                 index += 1
+                close(position)
                 return
             }
             while true {
                 try skipWhitespace()
                 try value(depth: depth)
+                nodes[position].count += 1
                 try skipWhitespace()
                 guard index < bytes.count else { throw fail("unterminated array") }
                 if bytes[index] == UInt8(ascii: ",") {
@@ -167,15 +284,20 @@ public enum StrictJSON {
                     continue
                 }
                 try expect(UInt8(ascii: "]"))
+                close(position)
                 return
             }
         }
 
-        /// Reads a string. Keys are returned unescaped (so `"a"` and `"\u0061"` are the same key); values are
-        /// only checked, never built, which keeps validation cheap for large values such as certificates.
-        mutating func string(returningValue: Bool = true) throws(StrictJSONError) -> String {
+        /// Where the last string read began (after its quote).
+        var lastStringStart = 0
+
+        /// Checks a string, leaving the index after its closing quote: whether it holds escapes. Its text is
+        /// never built here, which keeps the check cheap for large values such as certificates.
+        mutating func string() throws(StrictJSONError) -> Bool {
             try expect(UInt8(ascii: "\""))
             let start = index
+            lastStringStart = start
             var hasEscape = false
             var hasNonASCII = false
             while true {
@@ -208,12 +330,10 @@ public enum StrictJSON {
             if hasNonASCII, String(validating: raw, as: UTF8.self) == nil {
                 throw .malformed(offset: start, reason: "invalid UTF-8 in string")
             }
-            guard returningValue else { return "" }
-            guard hasEscape else { return String(decoding: raw, as: UTF8.self) }
-            return try Self.unescape(raw, offset: start)
+            return hasEscape
         }
 
-        /// Unescapes a string body already checked by ``string(returningValue:)``.
+        /// Unescapes a string body already checked by ``string()``.
         static func unescape(_ raw: ArraySlice<UInt8>, offset: Int) throws(StrictJSONError) -> String {
             var scanner = Scanner(bytes: Array(raw), maximumDepth: 0)
             var scalars = String.UnicodeScalarView()

@@ -1,0 +1,427 @@
+import Foundation
+
+/// Decodes JSON strictly and in one pass: the document is checked by ``StrictJSON`` (syntax, repeated keys,
+/// depth, size) while it is read, and the `Decodable` type is then decoded from where each value lies,
+/// without parsing the bytes a second time. It answers as `JSONDecoder` does for the same input: the same
+/// values, and a `DecodingError` of the same kind where that one throws (a missing key, a type mismatch, a
+/// number that does not fit). Unknown keys are ignored, as there.
+///
+/// Numbers are parsed into their type's range and never trap: a number that does not fit its type is a
+/// `DecodingError.dataCorrupted`. Dates decode as `Date`'s own `Decodable` (seconds since 2001, as
+/// `JSONDecoder`'s default) or, for Apple's data, as milliseconds since 1970 within a range.
+///
+/// ```swift
+/// let body = try StrictJSONDecoder().decode(SpendRequest.self, from: data)
+/// ```
+public struct StrictJSONDecoder: Sendable {
+    /// How dates are read.
+    public enum DateDecoding: Sendable {
+        /// `Date`'s own `Decodable`: seconds since 2001 (`JSONDecoder`'s default).
+        case deferredToDate
+        /// A number of milliseconds since 1970 inside the range (Apple's signed data).
+        case millisecondsSince1970(ClosedRange<Double>)
+    }
+
+    /// How dates are read.
+    public var dateDecoding: DateDecoding
+    /// The deepest nesting of objects and arrays accepted.
+    public var maximumDepth: Int
+    /// The largest document accepted, in bytes.
+    public var maximumSize: Int
+
+    /// A decoder.
+    ///
+    /// - Parameters:
+    ///   - dateDecoding: How dates are read.
+    ///   - maximumDepth: The deepest nesting of objects and arrays accepted.
+    ///   - maximumSize: The largest document accepted, in bytes.
+    public init(
+        dateDecoding: DateDecoding = .deferredToDate, maximumDepth: Int = StrictJSON.defaultMaximumDepth,
+        maximumSize: Int = 16 * 1024 * 1024
+    ) {
+        self.dateDecoding = dateDecoding
+        self.maximumDepth = maximumDepth
+        self.maximumSize = maximumSize
+    }
+
+    /// Checks and decodes a document.
+    ///
+    /// - Throws: ``StrictJSONError`` for a document that is not strict JSON, `DecodingError` for one that does
+    ///   not fit `type`.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        let tape = try StrictJSON.tape(of: data, maximumDepth: maximumDepth, maximumSize: maximumSize)
+        return try TapeDecoder(tape: TapeBox(tape), node: 0, codingPath: [], dates: dateDecoding).decode(type)
+    }
+}
+
+/// The tape, shared by every decoder and container made from it.
+private final class TapeBox: Sendable {
+    let tape: StrictJSON.Tape
+    init(_ tape: StrictJSON.Tape) { self.tape = tape }
+}
+
+/// A key for arrays' positions and dictionaries' keys in coding paths.
+private struct TapeKey: CodingKey {
+    var stringValue: String
+    var intValue: Int?
+    init(stringValue: String) { self.stringValue = stringValue }
+    init(intValue: Int) {
+        stringValue = "Index \(intValue)"
+        self.intValue = intValue
+    }
+}
+
+/// The decoder for one value of the tape; it is its own single-value container.
+private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
+    let tape: TapeBox
+    let node: Int
+    let codingPath: [any CodingKey]
+    let dates: StrictJSONDecoder.DateDecoding
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    private var kind: StrictJSON.Tape.Kind { tape.tape.nodes[node].kind }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard kind == .object else { throw mismatch([String: Any].self, "an object") }
+        return KeyedDecodingContainer(try KeyedContainer<Key>(decoder: self))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard kind == .array else { throw mismatch([Any].self, "an array") }
+        return UnkeyedContainer(decoder: self)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    /// A decoder for another node, one level down.
+    func child(_ node: Int, key: any CodingKey) -> TapeDecoder {
+        TapeDecoder(tape: tape, node: node, codingPath: codingPath + [key], dates: dates)
+    }
+
+    func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
+        let found: String =
+            switch kind {
+            case .object: "an object"
+            case .array: "an array"
+            case .string: "a string"
+            case .number: "a number"
+            case .true, .false: "a boolean"
+            case .null: "null"
+            }
+        let context = DecodingError.Context(
+            codingPath: codingPath, debugDescription: "expected \(expected), found \(found)")
+        return kind == .null ? .valueNotFound(type, context) : .typeMismatch(type, context)
+    }
+
+    func corrupted(_ description: String) -> DecodingError {
+        .dataCorrupted(DecodingError.Context(codingPath: codingPath, debugDescription: description))
+    }
+
+    // MARK: Single values
+
+    func decodeNil() -> Bool { kind == .null }
+
+    func decode(_ type: Bool.Type) throws -> Bool {
+        switch kind {
+        case .true: true
+        case .false: false
+        default: throw mismatch(type, "a boolean")
+        }
+    }
+
+    func decode(_ type: String.Type) throws -> String {
+        guard kind == .string else { throw mismatch(type, "a string") }
+        return try tape.tape.string(node)
+    }
+
+    func decode(_ type: Double.Type) throws -> Double {
+        guard kind == .number else { throw mismatch(type, "a number") }
+        let text = tape.tape.text(node)
+        guard let value = Double(text), value.isFinite else {
+            throw corrupted("the number \(text) is not representable as Double")
+        }
+        return value
+    }
+
+    func decode(_ type: Float.Type) throws -> Float {
+        let value = try decode(Double.self)
+        guard abs(value) <= Double(Float.greatestFiniteMagnitude) else {
+            throw corrupted("the number \(value) does not fit in Float")
+        }
+        return Float(value)
+    }
+
+    func decode(_ type: Int.Type) throws -> Int { try integer(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try integer(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try integer(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
+
+    /// An integer in `T`'s range: digits are accumulated with overflow checks; a number with a fraction or an
+    /// exponent is taken only when it is exactly a `T`.
+    func integer<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+        guard kind == .number else { throw mismatch(type, "a number") }
+        let node = tape.tape.nodes[node]
+        let bytes = tape.tape.bytes
+        var index = node.start
+        let negative = bytes[index] == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var value: T = 0
+        var plain = true
+        while index < node.end {
+            let byte = bytes[index]
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                plain = false
+                break
+            }
+            let (times, overflowed) = value.multipliedReportingOverflow(by: 10)
+            let digit = T(byte - UInt8(ascii: "0"))
+            let (next, overflowedAgain) =
+                negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
+            guard !overflowed, !overflowedAgain else {
+                throw corrupted("the number \(tape.tape.text(self.node)) does not fit in \(T.self)")
+            }
+            value = next
+            index += 1
+        }
+        if plain { return value }
+        let text = tape.tape.text(self.node)
+        guard let double = Double(text), let exact = T(exactly: double) else {
+            throw corrupted("the number \(text) does not fit in \(T.self)")
+        }
+        return exact
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        // The types JSONDecoder reads its own way, read here the same way.
+        let special: Any?
+        if T.self == Date.self, case .millisecondsSince1970(let range) = dates {
+            let milliseconds = try decode(Double.self)
+            guard range.contains(milliseconds) else {
+                throw corrupted("a date must be milliseconds between the years 0 and 9999, not \(milliseconds)")
+            }
+            special = Date(timeIntervalSince1970: milliseconds / 1_000)
+        } else if T.self == Data.self {
+            guard let data = Data(base64Encoded: try decode(String.self)) else {
+                throw corrupted("the string is not valid base64")
+            }
+            special = data
+        } else if T.self == URL.self {
+            guard let url = URL(string: try decode(String.self)) else { throw corrupted("the string is not a URL") }
+            special = url
+        } else if T.self == Decimal.self {
+            guard kind == .number, let decimal = Decimal(string: String(tape.tape.text(node))) else {
+                throw mismatch(type, "a number")
+            }
+            special = decimal
+        } else {
+            special = nil
+        }
+        if let special {
+            guard let value = special as? T else { throw corrupted("cannot read \(T.self)") }
+            return value
+        }
+        return try T(from: self)
+    }
+}
+
+/// An object's members, found by their key's bytes (a small object's by a scan, a large one's by a table, so a
+/// dictionary of many keys costs no quadratic time).
+private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    /// Objects with more members than this are looked up through a table of their keys.
+    static var scanLimit: Int { 64 }
+
+    let decoder: TapeDecoder
+    /// Each member's key node and value node, in document order.
+    let members: [(key: Int, value: Int)]
+    /// Each key's value node, for a large object.
+    let table: [String: Int]?
+
+    init(decoder: TapeDecoder) throws {
+        self.decoder = decoder
+        let tape = decoder.tape.tape
+        var members: [(key: Int, value: Int)] = []
+        members.reserveCapacity(tape.nodes[decoder.node].count)
+        var cursor = decoder.node + 1
+        for _ in 0..<tape.nodes[decoder.node].count {
+            members.append((cursor, cursor + 1))
+            cursor = tape.nodes[cursor + 1].next
+        }
+        self.members = members
+        if members.count > Self.scanLimit {
+            var table: [String: Int] = [:]
+            table.reserveCapacity(members.count)
+            for member in members { table[try tape.string(member.key)] = member.value }
+            self.table = table
+        } else {
+            table = nil
+        }
+    }
+
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    var allKeys: [Key] {
+        members.compactMap { member in (try? decoder.tape.tape.string(member.key)).flatMap { Key(stringValue: $0) } }
+    }
+
+    /// The value node under `key`, if the object has it.
+    func value(_ key: Key) -> Int? {
+        if let table { return table[key.stringValue] }
+        let tape = decoder.tape.tape
+        var name = key.stringValue
+        return name.withUTF8 { wanted in
+            for member in members {
+                let node = tape.nodes[member.key]
+                if node.escaped {
+                    if (try? tape.string(member.key))?.utf8.elementsEqual(wanted) == true { return member.value }
+                    continue
+                }
+                guard node.end - node.start == wanted.count else { continue }
+                if tape.bytes[node.start..<node.end].elementsEqual(wanted) { return member.value }
+            }
+            return nil
+        }
+    }
+
+    func require(_ key: Key) throws -> TapeDecoder {
+        guard let node = value(key) else {
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(codingPath: codingPath, debugDescription: "no value for \"\(key.stringValue)\""))
+        }
+        return decoder.child(node, key: key)
+    }
+
+    /// The decoder of `key`'s value, `nil` when it is absent or null.
+    func present(_ key: Key) -> TapeDecoder? {
+        guard let node = value(key), decoder.tape.tape.nodes[node].kind != .null else { return nil }
+        return decoder.child(node, key: key)
+    }
+
+    func contains(_ key: Key) -> Bool { value(key) != nil }
+    func decodeNil(forKey key: Key) throws -> Bool { try require(key).decodeNil() }
+
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try require(key).decode(type) }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try require(key).decode(type) }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try require(key).decode(type) }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try require(key).decode(type) }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try require(key).decode(type) }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try require(key).decode(type) }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try require(key).decode(type) }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try require(key).decode(type) }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try require(key).decode(type) }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try require(key).decode(type) }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try require(key).decode(type) }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try require(key).decode(type) }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try require(key).decode(type) }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try require(key).decode(type) }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try require(key).decode(type) }
+
+    // One lookup for an optional member, where the protocol's defaults look it up twice or three times.
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int8.Type, forKey key: Key) throws -> Int8? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int16.Type, forKey key: Key) throws -> Int16? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int32.Type, forKey key: Key) throws -> Int32? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: UInt.Type, forKey key: Key) throws -> UInt? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: UInt8.Type, forKey key: Key) throws -> UInt8? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: UInt16.Type, forKey key: Key) throws -> UInt16? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: UInt32.Type, forKey key: Key) throws -> UInt32? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: UInt64.Type, forKey key: Key) throws -> UInt64? { try present(key)?.decode(type) }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try present(key)?.decode(type)
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
+        try require(key).container(keyedBy: type)
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try require(key).unkeyedContainer()
+    }
+
+    func superDecoder() throws -> any Decoder {
+        guard let key = Key(stringValue: "super") else { throw decoder.corrupted("no key \"super\"") }
+        return try require(key)
+    }
+
+    func superDecoder(forKey key: Key) throws -> any Decoder { try require(key) }
+}
+
+/// An array's elements, in order.
+private struct UnkeyedContainer: UnkeyedDecodingContainer {
+    let decoder: TapeDecoder
+    let count: Int?
+    private(set) var currentIndex = 0
+    /// The next element's node.
+    private var cursor: Int
+
+    init(decoder: TapeDecoder) {
+        self.decoder = decoder
+        count = decoder.tape.tape.nodes[decoder.node].count
+        cursor = decoder.node + 1
+    }
+
+    var codingPath: [any CodingKey] { decoder.codingPath }
+    var isAtEnd: Bool { currentIndex >= (count ?? 0) }
+
+    /// The next element's decoder, moving past it.
+    private mutating func next(_ type: Any.Type) throws -> TapeDecoder {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(
+                type,
+                DecodingError.Context(
+                    codingPath: codingPath + [TapeKey(intValue: currentIndex)], debugDescription: "the array ends here")
+            )
+        }
+        let element = decoder.child(cursor, key: TapeKey(intValue: currentIndex))
+        cursor = decoder.tape.tape.nodes[cursor].next
+        currentIndex += 1
+        return element
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, decoder.tape.tape.nodes[cursor].kind == .null else { return false }
+        _ = try next(Never.self)
+        return true
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try next(type).decode(type) }
+    mutating func decode(_ type: String.Type) throws -> String { try next(type).decode(type) }
+    mutating func decode(_ type: Double.Type) throws -> Double { try next(type).decode(type) }
+    mutating func decode(_ type: Float.Type) throws -> Float { try next(type).decode(type) }
+    mutating func decode(_ type: Int.Type) throws -> Int { try next(type).decode(type) }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try next(type).decode(type) }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try next(type).decode(type) }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try next(type).decode(type) }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try next(type).decode(type) }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try next(type).decode(type) }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try next(type).decode(type) }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try next(type).decode(type) }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try next(type).decode(type) }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try next(type).decode(type) }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try next(type).decode(type) }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
+        -> KeyedDecodingContainer<NestedKey>
+    {
+        try next([String: Any].self).container(keyedBy: type)
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        try next([Any].self).unkeyedContainer()
+    }
+
+    mutating func superDecoder() throws -> any Decoder { try next(Any.self) }
+}
