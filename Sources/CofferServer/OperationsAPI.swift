@@ -7,6 +7,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import NIOFoundationCompat
+import Synchronization
 
 /// Liveness, readiness and metrics, for load balancers and Prometheus.
 struct OperationsAPI: Sendable {
@@ -125,19 +126,27 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
 /// retry is safe.
 struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
     let seconds: Int
+    /// Where requests wait for their deadline: one timer for all of them, not one per request.
+    let timer: DeadlineTimer
+
+    init(seconds: Int, timer: DeadlineTimer = DeadlineTimer()) {
+        self.seconds = seconds
+        self.timer = timer
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
         if request.uri.path == "/v1/me/events" { return try await next(request, context) }
         let limit = seconds
+        let deadline = ContinuousClock.now + .seconds(limit)
         return try await withoutActuallyEscaping(next) { next in
             // Only the child task calls `next`, once, and the group ends before `next` goes out of scope.
             nonisolated(unsafe) let work = next
             return try await withThrowingTaskGroup(of: Response?.self) { group in
                 group.addTask { try await work(request, context) }
                 group.addTask {
-                    try await Task.sleep(for: .seconds(limit))
+                    await timer.wait(until: deadline)
                     return nil
                 }
                 defer { group.cancelAll() }
@@ -146,6 +155,90 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
                 }
                 return response
             }
+        }
+    }
+}
+
+/// Deadlines for many waiters on one clock: each ``wait(until:)`` returns at its deadline (within a tick of a
+/// quarter second) or when its task is cancelled. One ticking task runs while anyone waits, where a sleep per
+/// request would schedule a timer of the system's for each (a third of a delivery's overhead under load).
+final class DeadlineTimer: Sendable {
+    /// How late a deadline may be noticed.
+    static let tick = Duration.milliseconds(250)
+
+    private enum Slot {
+        /// Registered; its continuation is not stored yet.
+        case pending
+        /// Cancelled before its continuation was stored: it resumes as soon as it is.
+        case cancelled
+        case waiting(ContinuousClock.Instant, CheckedContinuation<Void, Never>)
+    }
+
+    private struct State {
+        var next: UInt64 = 0
+        var slots: [UInt64: Slot] = [:]
+        var ticking = false
+    }
+
+    private let state = Mutex(State())
+
+    /// Returns at `deadline`, or at once when the task is (or gets) cancelled.
+    func wait(until deadline: ContinuousClock.Instant) async {
+        // The slot exists from here until the wait ends, so a missing slot always means "resumed already".
+        let id = state.withLock { state in
+            state.next &+= 1
+            state.slots[state.next] = .pending
+            return state.next
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let (resumeNow, startTicking) = state.withLock { state -> (Bool, Bool) in
+                    guard case .pending = state.slots[id] else {
+                        state.slots[id] = nil
+                        return (true, false)
+                    }
+                    state.slots[id] = .waiting(deadline, continuation)
+                    defer { state.ticking = true }
+                    return (false, !state.ticking)
+                }
+                if resumeNow { continuation.resume() }
+                if startTicking { Task { await self.run() } }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                switch state.slots[id] {
+                case .pending:
+                    state.slots[id] = .cancelled
+                    return nil
+                case .waiting(_, let continuation):
+                    state.slots[id] = nil
+                    return continuation
+                case .cancelled, nil:
+                    return nil
+                }
+            }
+            continuation?.resume()
+        }
+    }
+
+    /// Resumes waiters whose deadline passed, every tick, until nobody waits.
+    private func run() async {
+        while true {
+            try? await Task.sleep(for: Self.tick)
+            let now = ContinuousClock.now
+            let (due, stop) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
+                var due: [CheckedContinuation<Void, Never>] = []
+                for (id, slot) in state.slots {
+                    if case .waiting(let deadline, let continuation) = slot, deadline <= now {
+                        due.append(continuation)
+                        state.slots[id] = nil
+                    }
+                }
+                if state.slots.isEmpty { state.ticking = false }
+                return (due, state.slots.isEmpty)
+            }
+            for continuation in due { continuation.resume() }
+            if stop { return }
         }
     }
 }

@@ -172,7 +172,10 @@ public struct ClientService: ServiceOnParts {
         } catch {
             throw ServiceError.unknownProduct(error.description)
         }
-        let words = try await keptWords(on: fact)
+        // Apple's words are kept only for a transaction whose owner the notification intake could not find. When
+        // the transaction's account token is the presenter's own, the intake found the owner by it (the token
+        // existed, naming this user, before any purchase could carry it), so nothing was kept: no read.
+        let words = transaction.appAccountToken == user.appAccountToken ? [] : try await keptWords(on: fact)
         var events = Delivery.events(
             forPresented: fact, signedAt: transaction.signedDate, credits: credits, later: words)
         let requests = events.map {

@@ -1,10 +1,22 @@
 import Prometheus
+import Synchronization
 
 /// The server's Prometheus metrics, in a registry the composition root owns (no global metrics system),
 /// served at `GET /metrics`.
 public final class ServerMetrics: Sendable {
     /// The registry; its text exposition is what `/metrics` answers.
     public let registry: PrometheusCollectorRegistry
+
+    /// The labels of a request's metrics.
+    private struct RequestLabels: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+
+    /// A request's counter and histogram by their labels, found again without the registry's lookup (which
+    /// builds the labels and takes the registry's lock on every call).
+    private let requestMetrics = Mutex<[RequestLabels: (counter: Counter, histogram: DurationHistogram)]>([:])
 
     /// Creates the metrics in a new registry.
     public init() {
@@ -17,18 +29,29 @@ public final class ServerMetrics: Sendable {
 
     /// Counts an HTTP request by route, method and status, and records its duration.
     public func request(route: String, method: String, status: Int, duration: Duration) {
-        registry.makeCounter(
-            descriptor: Self.name("http_requests", "total", "HTTP requests by route, method and status."),
-            labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: Self.name("http_request_duration", "seconds", "HTTP request durations by route."),
-            labels: [("route", route)],
-            buckets: [
-                .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-                .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5),
-            ]
-        ).record(duration)
+        let key = RequestLabels(route: route, method: method, status: status)
+        let metrics =
+            requestMetrics.withLock { $0[key] }
+            ?? {
+                let made = (
+                    counter: registry.makeCounter(
+                        descriptor: Self.name("http_requests", "total", "HTTP requests by route, method and status."),
+                        labels: [("route", route), ("method", method), ("status", String(status))]),
+                    histogram: registry.makeDurationHistogram(
+                        descriptor: Self.name("http_request_duration", "seconds", "HTTP request durations by route."),
+                        labels: [("route", route)],
+                        buckets: [
+                            .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25),
+                            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1),
+                            .seconds(5),
+                        ])
+                )
+                // Routes are the router's, methods and statuses few: the map stays small. Bounded all the same.
+                requestMetrics.withLock { if $0.count < 4_096 { $0[key] = made } }
+                return made
+            }()
+        metrics.counter.increment()
+        metrics.histogram.record(duration)
     }
 
     /// Counts a purchase delivered into the ledger, by where it came from (`app`, `notification`,

@@ -22,8 +22,15 @@ public enum SQLiteDurability: String, Sendable, CaseIterable, Codable {
 /// ```
 public final class SQLiteStore: CofferStore {
     let pool: DatabasePool
+    /// Copies committed pages from the write-ahead log into the database file in the background (see
+    /// ``init(path:durability:)``); `nil` for an in-memory database.
+    private let checkpointer: Checkpointer?
 
     /// Opens (creating if needed) and migrates the database at `path`.
+    ///
+    /// The write-ahead log is checkpointed by a connection of its own every quarter second, not by the writer
+    /// at the commit that crosses SQLite's threshold: that checkpoint (copying the log's pages into the
+    /// database file, and its own fsync) would hold up every delivery waiting for the commit.
     ///
     /// - Parameters:
     ///   - path: The database file.
@@ -33,7 +40,13 @@ public final class SQLiteStore: CofferStore {
         configuration.busyMode = .timeout(10)
         configuration.label = "coffer"
         let pragma = durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
-        configuration.prepareDatabase { db in try db.execute(sql: pragma) }
+        let background = path != ":memory:"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: pragma)
+            // The checkpointer below does this work; SQLite's own threshold (1,000 pages) stays as a bound
+            // on the log's growth should the checkpointer fall behind.
+            if background { try db.execute(sql: "PRAGMA wal_autocheckpoint = 20000") }
+        }
         // A new database is created owner-only; SQLite gives its -wal and -shm files the database's mode.
         if path != ":memory:", !FileManager.default.fileExists(atPath: path) {
             let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
@@ -41,6 +54,35 @@ public final class SQLiteStore: CofferStore {
         }
         pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrator.migrate(pool)
+        checkpointer = background ? try Checkpointer(path: path, configuration: configuration) : nil
+    }
+
+    deinit {
+        checkpointer?.stop()
+    }
+
+    /// Checks the write-ahead log into the database file every quarter second from a connection of its own
+    /// (SQLite's passive checkpoint: it never waits for nor blocks the writer or readers).
+    private final class Checkpointer: @unchecked Sendable {
+        private let queue: DatabaseQueue
+        private let timer: any DispatchSourceTimer
+
+        init(path: String, configuration: Configuration) throws {
+            var configuration = configuration
+            configuration.label = "coffer.checkpoint"
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            self.queue = queue
+            timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "coffer.checkpoint.timer"))
+            timer.schedule(deadline: .now() + .milliseconds(250), repeating: .milliseconds(250))
+            timer.setEventHandler {
+                _ = try? queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+            }
+            timer.resume()
+        }
+
+        func stop() {
+            timer.cancel()
+        }
     }
 
     /// The names of the migrations applied to the database, oldest first.
