@@ -111,6 +111,110 @@ public enum LedgerWriter {
         return result
     }
 
+    /// What one request needs from the store, read before the batch is decided (``decide(batch:states:)``).
+    public struct State: Sendable, Hashable {
+        /// The user's wallet, locked for the rest of the transaction.
+        public var wallet: Wallet
+        /// The receipt of the request's transaction (any owner).
+        public var receipt: Receipt?
+        /// The user's entry under the request's key.
+        public var existing: LedgerEntry?
+
+        /// The state of one request.
+        public init(wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?) {
+            self.wallet = wallet
+            self.receipt = receipt
+            self.existing = existing
+        }
+    }
+
+    /// What a decided batch writes, each row once: the wallets as they end, each transaction's receipt as it
+    /// ends, and the new entries in order.
+    public struct BatchWrite: Sendable {
+        /// Each changed wallet as it ends, by owner, in the order the batch first changed it.
+        public var wallets: [(owner: UUID, wallet: Wallet)] {
+            walletOrder.compactMap { owner in finalWallets[owner].map { (owner, $0) } }
+        }
+        /// Each written receipt as it ends, with its environment, in the order the batch first wrote it.
+        public var receipts: [(environment: Environment, receipt: Receipt)] {
+            receiptOrder.compactMap { key in finalReceipts[key].map { (key.environment, $0) } }
+        }
+        /// The new entries, with their environment, in the order they were decided.
+        public private(set) var entries: [(environment: Environment, entry: LedgerEntry)] = []
+
+        var finalWallets: [UUID: Wallet] = [:]
+        var walletOrder: [UUID] = []
+        var finalReceipts: [TransactionKey: Receipt] = [:]
+        var receiptOrder: [TransactionKey] = []
+
+        /// Whether nothing is to be written.
+        public var isEmpty: Bool { walletOrder.isEmpty && receiptOrder.isEmpty && entries.isEmpty }
+
+        mutating func record(_ decision: LedgerDecision, owner: UUID, environment: Environment) {
+            if finalWallets.updateValue(decision.wallet, forKey: owner) == nil { walletOrder.append(owner) }
+            if let receipt = decision.receipt {
+                let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
+                if finalReceipts.updateValue(receipt, forKey: key) == nil { receiptOrder.append(key) }
+            }
+            if decision.appendsEntry, let entry = decision.entry { entries.append((environment, entry)) }
+        }
+    }
+
+    /// A transaction in an environment.
+    struct TransactionKey: Hashable, Sendable {
+        var environment: Environment
+        var transactionId: String
+    }
+
+    /// Decides a batch of requests from the state each needed as it stood before the batch (read at once by an
+    /// engine for whom each read is a round trip: PostgreSQL), in order, exactly as applying them one after
+    /// another would: a request sees what the requests before it in the batch did to its wallet, its
+    /// transaction's receipt and its key.
+    ///
+    /// - Parameters:
+    ///   - requests: The batch, in the order it applies.
+    ///   - states: Each request's state before the batch; `nil` where its user does not live in its environment.
+    /// - Returns: Each request's result, and what to write.
+    public static func decide(batch requests: [LedgerRequest], states: [State?]) -> (
+        results: [Result<LedgerResult, LedgerError>], write: BatchWrite
+    ) {
+        struct EntryKey: Hashable {
+            var owner: UUID
+            var environment: Environment
+            var key: IdempotencyKey
+        }
+        var write = BatchWrite()
+        var wallets: [UUID: Wallet] = [:]
+        var receipts: [TransactionKey: Receipt] = [:]
+        var entries: [EntryKey: LedgerEntry] = [:]
+        var results: [Result<LedgerResult, LedgerError>] = []
+        results.reserveCapacity(requests.count)
+        for (request, state) in zip(requests, states) {
+            guard let state else {
+                results.append(.failure(.unknownUser(request.owner)))
+                continue
+            }
+            let transaction = request.event.transaction.map {
+                TransactionKey(environment: request.environment, transactionId: $0.transactionId)
+            }
+            let entryKey = EntryKey(owner: request.owner, environment: request.environment, key: request.event.key)
+            let receipt = transaction.flatMap { receipts[$0] } ?? state.receipt
+            let (result, save) = decide(
+                request, wallet: wallets[request.owner] ?? state.wallet, receipt: receipt,
+                existing: entries[entryKey] ?? state.existing)
+            results.append(result)
+            guard let save else { continue }
+            write.record(save, owner: request.owner, environment: request.environment)
+            wallets[request.owner] = save.wallet
+            if let saved = save.receipt, let transaction { receipts[transaction] = saved }
+            // Found again by its own key, as a store finds it (a purchase signed refunded writes its revocation).
+            if save.appendsEntry, let entry = save.entry {
+                entries[EntryKey(owner: request.owner, environment: request.environment, key: entry.key)] = entry
+            }
+        }
+        return (results, write)
+    }
+
     /// The decision for a request given the state it needs, and what (if anything) to save.
     private static func decide(
         _ request: LedgerRequest, wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?

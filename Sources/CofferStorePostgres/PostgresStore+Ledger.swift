@@ -6,20 +6,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
-    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply.
-    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
-        try await write { connection in
-            var results: [Result<LedgerResult, LedgerError>] = []
-            for request in requests {
-                // The ledger refuses before it writes, so a refusal leaves the batch's other requests untouched.
-                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
-                results.append(try await LedgerWriter.apply(request, in: context))
-            }
-            return results
-        }
-    }
-
     /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
         try await first(

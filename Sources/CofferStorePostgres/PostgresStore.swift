@@ -37,6 +37,11 @@ public final class PostgresStore: CofferStore {
     ) async throws {
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = maximumConnections
+        // Every statement is planned for the tables as they are when it runs. A prepared statement's generic plan
+        // is made once per connection and kept: made on a new database's empty tables, it looked receipts up
+        // through whichever index was smallest, and went on scanning every receipt of the environment (an
+        // O(n) read per batch) long after the tables had grown.
+        configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_custom_plan"))
         configuration.options.connectTimeout = min(startupTimeout, .seconds(10))
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client

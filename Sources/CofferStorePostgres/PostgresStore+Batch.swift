@@ -1,0 +1,240 @@
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import PostgresNIO
+
+extension PostgresStore {
+    /// Applies ledger requests in order, all in one durable commit (group commit), in two statements whatever
+    /// the batch's size: one reads every request's state (locking the wallets, in one order for every batch, so
+    /// concurrent batches never wait on each other in a cycle), the core decides the batch
+    /// (``LedgerWriter/decide(batch:states:)``), one writes the wallets, entries and receipts. Both are
+    /// prepared once per connection. A request the ledger refuses gets its ``LedgerError`` and changes nothing;
+    /// the others still apply. A receipt another user's transaction committed meanwhile, or an entry a
+    /// concurrent batch wrote, makes the whole batch run again (``write(_:)``).
+    public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        guard !requests.isEmpty else { return [] }
+        return try await write { connection in
+            var states = [LedgerWriter.State?](repeating: nil, count: requests.count)
+            let load = LoadLedgerBatch(requests)
+            for try await (index, state) in try await connection.execute(load, logger: self.logger) {
+                guard states.indices.contains(index) else { throw StoreError.storage("batch row \(index) unasked") }
+                states[index] = state
+            }
+            let (results, batch) = LedgerWriter.decide(batch: requests, states: states)
+            guard !batch.isEmpty else { return results }
+            let save = try SaveLedgerBatch(batch)
+            var written = 0
+            for try await count in try await connection.execute(save, logger: self.logger) { written = count }
+            // A receipt of another owner, committed since it was read, is not overwritten: the batch runs again.
+            guard written == save.receipts else { throw LostRace() }
+            return results
+        }
+    }
+}
+
+/// Reads the state of every request of a batch: each row is a request's (by its position, from 0) wallet
+/// (locked), its transaction's receipt and its key's entry; a request whose user is gone has no row.
+struct LoadLedgerBatch: PostgresPreparedStatement {
+    static let sql = """
+        SELECT q.position - 1 AS position, w.balance AS w_balance, w.deficit AS w_deficit,
+            r.transaction_id AS r_transaction_id, r.owner AS r_owner,
+            r.original_transaction_id AS r_original_transaction_id, r.product_id AS r_product_id,
+            r.quantity AS r_quantity, r.purchase_date AS r_purchase_date, r.expires_date AS r_expires_date,
+            r.revocation_date AS r_revocation_date, r.family_shared AS r_family_shared, r.trial AS r_trial,
+            r.upgraded AS r_upgraded, r.delivered_credits AS r_delivered_credits,
+            r.delivered_at AS r_delivered_at, r.revoked_at AS r_revoked_at,
+            r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
+            r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment,
+            e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
+            e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
+            e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
+            e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at,
+            e.data_environment AS e_data_environment
+        FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
+            WITH ORDINALITY AS q(owner, environment, transaction_id, key, position)
+        JOIN users u ON u.id = q.owner AND u.environment = q.environment AND u.merged_into IS NULL
+        JOIN wallets w ON w.user_id = q.owner
+        LEFT JOIN receipts r ON r.environment = q.environment AND r.transaction_id = q.transaction_id
+        LEFT JOIN ledger_entries e ON e.environment = q.environment AND e.owner = q.owner AND e.key = q.key
+        ORDER BY q.owner COLLATE "C", q.position
+        FOR UPDATE OF w
+        """
+
+    typealias Row = (Int, LedgerWriter.State)
+
+    var owners: [String] = []
+    var environments: [String] = []
+    var transactionIds: NullableArray<String> = NullableArray([])
+    var keys: [String] = []
+
+    init(_ requests: [LedgerRequest]) {
+        for request in requests {
+            owners.append(request.owner.uuidString)
+            environments.append(request.environment.rawValue)
+            transactionIds.values.append(request.event.transaction?.transactionId)
+            keys.append(request.event.key.rawValue)
+        }
+    }
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 4)
+        bindings.append(owners)
+        bindings.append(environments)
+        try bindings.append(transactionIds)
+        bindings.append(keys)
+        return bindings
+    }
+
+    func decodeRow(_ postgresRow: PostgresRow) throws -> Row {
+        let row = postgresRow.makeRandomAccess()
+        let wallet = Wallet(balance: try Rows.value(row, "w_balance"), deficit: try Rows.value(row, "w_deficit"))
+        let receipt =
+            try Rows.value(row, "r_transaction_id", as: String?.self) == nil ? nil : try Rows.receipt(row, prefix: "r_")
+        let entry = try Rows.value(row, "e_key", as: String?.self) == nil ? nil : try Rows.entry(row, prefix: "e_")
+        return (
+            Int(try Rows.value(row, "position", as: Int64.self)),
+            .init(wallet: wallet, receipt: receipt, existing: entry)
+        )
+    }
+}
+
+/// Writes what a batch decided in one statement: the wallets as they end, the new entries in order, and the
+/// receipts (each transaction's last), a receipt never over another owner's. Answers how many receipts it wrote.
+struct SaveLedgerBatch: PostgresPreparedStatement {
+    static let sql = """
+        WITH wallet AS (
+            UPDATE wallets SET balance = v.balance, deficit = v.deficit
+            FROM unnest($1::text[], $2::int8[], $3::int8[]) AS v(user_id, balance, deficit)
+            WHERE wallets.user_id = v.user_id
+        ), entry AS (
+            INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
+                balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment)
+            SELECT environment, owner, key, kind, amount, balance_delta, deficit_delta, balance_after, deficit_after,
+                transaction_id, product_id, reason, created_at, data_environment
+            FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::int8[], $9::int8[], $10::int8[],
+                $11::int8[], $12::int8[], $13::text[], $14::text[], $15::text[], $16::int8[], $17::text[])
+                WITH ORDINALITY AS e(environment, owner, key, kind, amount, balance_delta, deficit_delta,
+                    balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment,
+                    position)
+            ORDER BY position
+        ), receipt AS (
+            INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
+                purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
+                delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment)
+            SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int8[],
+                $24::int8[], $25::int8[], $26::int8[], $27::bool[], $28::bool[], $29::bool[], $30::int8[],
+                $31::int8[], $32::int8[], $33::int8[], $34::int8[], $35::int8[], $36::text[])
+            ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
+                purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
+                delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
+                = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
+                excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
+                excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
+                excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
+                data_environment = COALESCE(excluded.data_environment, receipts.data_environment)
+            WHERE receipts.owner = excluded.owner
+            RETURNING 1
+        )
+        SELECT count(*)::int8 FROM receipt
+        """
+
+    typealias Row = Int
+
+    /// How many receipts the batch writes.
+    let receipts: Int
+    private var bindings = PostgresBindings(capacity: 36)
+
+    init(_ batch: LedgerWriter.BatchWrite) throws {
+        let wallets = batch.wallets
+        bindings.append(wallets.map(\.owner.uuidString))
+        bindings.append(wallets.map(\.wallet.balance))
+        bindings.append(wallets.map(\.wallet.deficit))
+
+        let entries = batch.entries
+        bindings.append(entries.map(\.environment.rawValue))
+        bindings.append(entries.map(\.entry.owner.uuidString))
+        bindings.append(entries.map(\.entry.key.rawValue))
+        bindings.append(entries.map(\.entry.key.kind.rawValue))
+        bindings.append(entries.map(\.entry.amount))
+        bindings.append(entries.map(\.entry.balanceDelta))
+        bindings.append(entries.map(\.entry.deficitDelta))
+        bindings.append(entries.map(\.entry.walletAfter.balance))
+        bindings.append(entries.map(\.entry.walletAfter.deficit))
+        try Self.append(entries.map(\.entry.transactionId), to: &bindings)
+        try Self.append(entries.map(\.entry.productId), to: &bindings)
+        try Self.append(entries.map(\.entry.reason), to: &bindings)
+        bindings.append(entries.map { Millis.from($0.entry.createdAt) })
+        try Self.append(entries.map(\.entry.dataEnvironment?.rawValue), to: &bindings)
+
+        let receipts = batch.receipts
+        self.receipts = receipts.count
+        let facts = receipts.map(\.receipt.transaction)
+        bindings.append(receipts.map(\.environment.rawValue))
+        bindings.append(facts.map(\.transactionId))
+        bindings.append(receipts.map(\.receipt.owner.uuidString))
+        bindings.append(facts.map(\.originalTransactionId))
+        bindings.append(facts.map(\.productId))
+        bindings.append(facts.map { Int64($0.quantity) })
+        bindings.append(facts.map { Millis.from($0.purchaseDate) })
+        try Self.append(facts.map { $0.expiresDate.map(Millis.from) }, to: &bindings)
+        try Self.append(facts.map { $0.revocationDate.map(Millis.from) }, to: &bindings)
+        bindings.append(facts.map(\.isFamilyShared))
+        bindings.append(facts.map(\.isTrial))
+        bindings.append(facts.map(\.isUpgraded))
+        try Self.append(receipts.map(\.receipt.deliveredCredits), to: &bindings)
+        try Self.append(receipts.map { $0.receipt.deliveredAt.map(Millis.from) }, to: &bindings)
+        try Self.append(receipts.map { $0.receipt.revokedAt.map(Millis.from) }, to: &bindings)
+        bindings.append(receipts.map(\.receipt.takenFromBalance))
+        bindings.append(receipts.map(\.receipt.addedToDeficit))
+        try Self.append(receipts.map { $0.receipt.reversedAt.map(Millis.from) }, to: &bindings)
+        try Self.append(facts.map(\.environment?.rawValue), to: &bindings)
+    }
+
+    /// A column whose values may be missing.
+    private static func append<Element: PostgresArrayEncodable & Sendable>(
+        _ values: [Element?], to bindings: inout PostgresBindings
+    )
+        throws
+    {
+        try bindings.append(NullableArray(values))
+    }
+
+    func makeBindings() throws -> PostgresBindings { bindings }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row { Int(try row.decode(Int64.self)) }
+}
+
+/// A one-dimensional PostgreSQL array whose elements may be NULL (PostgresNIO's arrays take no NULL), in the
+/// binary format PostgreSQL's `array_recv` reads: dimensions, the has-NULL flag, the element type, the length
+/// and lower bound, then each element as its length (-1 for NULL) and bytes.
+struct NullableArray<Element: PostgresArrayEncodable & Sendable>: PostgresEncodable, Sendable {
+    var values: [Element?]
+
+    init(_ values: [Element?]) { self.values = values }
+
+    static var psqlType: PostgresDataType { Element.psqlArrayType }
+    static var psqlFormat: PostgresFormat { .binary }
+
+    func encode<JSONEncoder: PostgresJSONEncoder>(
+        into buffer: inout ByteBuffer, context: PostgresEncodingContext<JSONEncoder>
+    ) throws {
+        buffer.writeInteger(values.isEmpty ? 0 : 1, as: Int32.self)
+        buffer.writeInteger(values.contains { $0 == nil } ? 1 : 0, as: Int32.self)
+        buffer.writeInteger(Element.psqlType.rawValue)
+        guard !values.isEmpty else { return }
+        buffer.writeInteger(Int32(values.count))
+        buffer.writeInteger(1, as: Int32.self)
+        for value in values {
+            guard let value else {
+                buffer.writeInteger(-1, as: Int32.self)
+                continue
+            }
+            let lengthIndex = buffer.writerIndex
+            buffer.writeInteger(0, as: Int32.self)
+            let start = buffer.writerIndex
+            try value.encode(into: &buffer, context: context)
+            buffer.setInteger(Int32(buffer.writerIndex - start), at: lengthIndex)
+        }
+    }
+}
