@@ -9,6 +9,33 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
     let connection: PostgresConnection
     let logger: Logger
 
+    /// The columns a request's state is read from: the wallet `w`, the receipt `r` and the entry `e`, prefixed.
+    static let stateColumns = """
+        w.balance AS w_balance, w.deficit AS w_deficit,
+            r.transaction_id AS r_transaction_id, r.owner AS r_owner,
+            r.original_transaction_id AS r_original_transaction_id, r.product_id AS r_product_id,
+            r.quantity AS r_quantity, r.purchase_date AS r_purchase_date, r.expires_date AS r_expires_date,
+            r.revocation_date AS r_revocation_date, r.family_shared AS r_family_shared, r.trial AS r_trial,
+            r.upgraded AS r_upgraded, r.delivered_credits AS r_delivered_credits,
+            r.delivered_at AS r_delivered_at, r.revoked_at AS r_revoked_at,
+            r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
+            r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment,
+            e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
+            e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
+            e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
+            e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at,
+            e.data_environment AS e_data_environment
+        """
+
+    /// A request's state from a row of ``stateColumns``.
+    static func state(_ row: PostgresRandomAccessRow) throws -> LedgerWriter.State {
+        let wallet = Wallet(balance: try Rows.value(row, "w_balance"), deficit: try Rows.value(row, "w_deficit"))
+        let receipt =
+            try Rows.value(row, "r_transaction_id", as: String?.self) == nil ? nil : try Rows.receipt(row, prefix: "r_")
+        let entry = try Rows.value(row, "e_key", as: String?.self) == nil ? nil : try Rows.entry(row, prefix: "e_")
+        return LedgerWriter.State(wallet: wallet, receipt: receipt, existing: entry)
+    }
+
     /// The wallet (locked), the receipt and the entry in one round trip: the receipt and the entry are
     /// joined to the wallet row, their columns prefixed `r_` and `e_`.
     func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
@@ -17,20 +44,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
         try await PostgresStore.first(
             connection,
             """
-            SELECT w.balance AS w_balance, w.deficit AS w_deficit,
-                r.transaction_id AS r_transaction_id, r.owner AS r_owner,
-                r.original_transaction_id AS r_original_transaction_id, r.product_id AS r_product_id,
-                r.quantity AS r_quantity, r.purchase_date AS r_purchase_date, r.expires_date AS r_expires_date,
-                r.revocation_date AS r_revocation_date, r.family_shared AS r_family_shared, r.trial AS r_trial,
-                r.upgraded AS r_upgraded, r.delivered_credits AS r_delivered_credits,
-                r.delivered_at AS r_delivered_at, r.revoked_at AS r_revoked_at,
-                r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
-                r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment,
-                e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
-                e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
-                e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
-                e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at,
-                e.data_environment AS e_data_environment
+            SELECT \(unescaped: Self.stateColumns)
             FROM users u JOIN wallets w ON w.user_id = u.id
             LEFT JOIN receipts r ON r.environment = \(environment.rawValue) AND r.transaction_id = \(transactionId)
             LEFT JOIN ledger_entries e ON e.environment = \(environment.rawValue) AND e.owner = u.id
@@ -39,14 +53,8 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
             FOR UPDATE OF w
             """, logger: logger
         ) { postgresRow in
-            let row = postgresRow.makeRandomAccess()
-            let wallet = Wallet(balance: try Rows.value(row, "w_balance"), deficit: try Rows.value(row, "w_deficit"))
-            let receipt =
-                try Rows.value(row, "r_transaction_id", as: String?.self) == nil
-                ? nil : try Rows.receipt(row, prefix: "r_")
-            let entry =
-                try Rows.value(row, "e_key", as: String?.self) == nil ? nil : try Rows.entry(row, prefix: "e_")
-            return (wallet, receipt, entry)
+            let state = try Self.state(postgresRow.makeRandomAccess())
+            return (state.wallet, state.receipt, state.existing)
         }
     }
 

@@ -37,20 +37,7 @@ extension PostgresStore {
 /// (locked), its transaction's receipt and its key's entry; a request whose user is gone has no row.
 struct LoadLedgerBatch: PostgresPreparedStatement {
     static let sql = """
-        SELECT q.position - 1 AS position, w.balance AS w_balance, w.deficit AS w_deficit,
-            r.transaction_id AS r_transaction_id, r.owner AS r_owner,
-            r.original_transaction_id AS r_original_transaction_id, r.product_id AS r_product_id,
-            r.quantity AS r_quantity, r.purchase_date AS r_purchase_date, r.expires_date AS r_expires_date,
-            r.revocation_date AS r_revocation_date, r.family_shared AS r_family_shared, r.trial AS r_trial,
-            r.upgraded AS r_upgraded, r.delivered_credits AS r_delivered_credits,
-            r.delivered_at AS r_delivered_at, r.revoked_at AS r_revoked_at,
-            r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
-            r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment,
-            e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
-            e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
-            e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
-            e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at,
-            e.data_environment AS e_data_environment
+        SELECT q.position - 1 AS position, \(PostgresLedgerContext.stateColumns)
         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])
             WITH ORDINALITY AS q(owner, environment, transaction_id, key, position)
         JOIN users u ON u.id = q.owner AND u.environment = q.environment AND u.merged_into IS NULL
@@ -88,14 +75,7 @@ struct LoadLedgerBatch: PostgresPreparedStatement {
 
     func decodeRow(_ postgresRow: PostgresRow) throws -> Row {
         let row = postgresRow.makeRandomAccess()
-        let wallet = Wallet(balance: try Rows.value(row, "w_balance"), deficit: try Rows.value(row, "w_deficit"))
-        let receipt =
-            try Rows.value(row, "r_transaction_id", as: String?.self) == nil ? nil : try Rows.receipt(row, prefix: "r_")
-        let entry = try Rows.value(row, "e_key", as: String?.self) == nil ? nil : try Rows.entry(row, prefix: "e_")
-        return (
-            Int(try Rows.value(row, "position", as: Int64.self)),
-            .init(wallet: wallet, receipt: receipt, existing: entry)
-        )
+        return (Int(try Rows.value(row, "position", as: Int64.self)), try PostgresLedgerContext.state(row))
     }
 }
 
