@@ -213,7 +213,7 @@ public enum StrictJSON {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
                 try stringNode()
                 let key = nodes.count - 1
-                if keys == nil, nodes[key].escaped || keyNodes.count >= 16 {
+                if keys == nil, nodes[key].escaped || keyNodes.count >= 32 {
                     keys = Set(try keyNodes.map { node throws(StrictJSONError) in try text(ofKey: node) })
                 }
                 if keys != nil {

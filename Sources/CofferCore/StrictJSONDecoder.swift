@@ -50,7 +50,7 @@ public struct StrictJSONDecoder: Sendable {
     ///   not fit `type`.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         let tape = try StrictJSON.tape(of: data, maximumDepth: maximumDepth, maximumSize: maximumSize)
-        return try TapeDecoder(tape: TapeBox(tape), node: 0, codingPath: [], dates: dateDecoding).decode(type)
+        return try TapeDecoder(tape: TapeBox(tape), node: 0, parentPath: [], key: nil, dates: dateDecoding).decode(type)
     }
 }
 
@@ -75,7 +75,11 @@ private struct TapeKey: CodingKey {
 private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
     let tape: TapeBox
     let node: Int
-    let codingPath: [any CodingKey]
+    /// The path to the value's container, and the value's key in it: the path is built only when asked for (an
+    /// error, a nested container), not for every value decoded.
+    let parentPath: [any CodingKey]
+    let key: (any CodingKey)?
+    var codingPath: [any CodingKey] { key.map { parentPath + [$0] } ?? parentPath }
     let dates: StrictJSONDecoder.DateDecoding
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
@@ -95,7 +99,7 @@ private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
 
     /// A decoder for another node, one level down.
     func child(_ node: Int, key: any CodingKey) -> TapeDecoder {
-        TapeDecoder(tape: tape, node: node, codingPath: codingPath + [key], dates: dates)
+        TapeDecoder(tape: tape, node: node, parentPath: codingPath, key: key, dates: dates)
     }
 
     func mismatch(_ type: Any.Type, _ expected: String) -> DecodingError {
@@ -198,33 +202,30 @@ private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
     }
 
     func decode<T: Decodable>(_ type: T.Type) throws -> T {
-        // The types JSONDecoder reads its own way, read here the same way.
-        let special: Any?
+        // The types JSONDecoder reads its own way, read here the same way. Each is returned as `T` only when `T`
+        // is its very type, which makes the cast an identity.
         if T.self == Date.self, case .millisecondsSince1970(let range) = dates {
             let milliseconds = try decode(Double.self)
             guard range.contains(milliseconds) else {
                 throw corrupted("a date must be milliseconds between the years 0 and 9999, not \(milliseconds)")
             }
-            special = Date(timeIntervalSince1970: milliseconds / 1_000)
-        } else if T.self == Data.self {
+            return unsafeBitCast(Date(timeIntervalSince1970: milliseconds / 1_000), to: T.self)
+        }
+        if T.self == Data.self {
             guard let data = Data(base64Encoded: try decode(String.self)) else {
                 throw corrupted("the string is not valid base64")
             }
-            special = data
-        } else if T.self == URL.self {
+            return unsafeBitCast(data, to: T.self)
+        }
+        if T.self == URL.self {
             guard let url = URL(string: try decode(String.self)) else { throw corrupted("the string is not a URL") }
-            special = url
-        } else if T.self == Decimal.self {
+            return unsafeBitCast(url, to: T.self)
+        }
+        if T.self == Decimal.self {
             guard kind == .number, let decimal = Decimal(string: String(tape.tape.text(node))) else {
                 throw mismatch(type, "a number")
             }
-            special = decimal
-        } else {
-            special = nil
-        }
-        if let special {
-            guard let value = special as? T else { throw corrupted("cannot read \(T.self)") }
-            return value
+            return unsafeBitCast(decimal, to: T.self)
         }
         return try T(from: self)
     }

@@ -126,7 +126,7 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
 /// retry is safe.
 struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
     let seconds: Int
-    /// Where requests wait for their deadline: one timer for all of them, not one per request.
+    /// Where requests' deadlines wait: one timer for all of them, not one per request.
     let timer: DeadlineTimer
 
     init(seconds: Int, timer: DeadlineTimer = DeadlineTimer()) {
@@ -139,105 +139,76 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
     {
         if request.uri.path == "/v1/me/events" { return try await next(request, context) }
         let limit = seconds
-        let deadline = ContinuousClock.now + .seconds(limit)
         return try await withoutActuallyEscaping(next) { next in
-            // Only the child task calls `next`, once, and the group ends before `next` goes out of scope.
+            // The work runs in a task of its own so the deadline can cancel it; it is always awaited before this
+            // returns, so `next` never outlives the call.
             nonisolated(unsafe) let work = next
-            return try await withThrowingTaskGroup(of: Response?.self) { group in
-                group.addTask { try await work(request, context) }
-                group.addTask {
-                    await timer.wait(until: deadline)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let response = first else {
-                    throw ServiceError.timeout(seconds: limit)
-                }
-                return response
+            let task = Task { try await work(request, context) }
+            let deadline = timer.schedule(at: ContinuousClock.now + .seconds(limit)) { task.cancel() }
+            let result = await withTaskCancellationHandler {
+                await task.result
+            } onCancel: {
+                task.cancel()
             }
+            // Past the deadline the answer is the timeout's, whatever the cancelled work made of it.
+            guard timer.cancel(deadline) else { throw ServiceError.timeout(seconds: limit) }
+            return try result.get()
         }
     }
 }
 
-/// Deadlines for many waiters on one clock: each ``wait(until:)`` returns at its deadline (within a tick of a
-/// quarter second) or when its task is cancelled. One ticking task runs while anyone waits, where a sleep per
-/// request would schedule a timer of the system's for each (a third of a delivery's overhead under load).
+/// Deadlines for many requests on one clock: an action scheduled with ``schedule(at:_:)`` runs at its deadline
+/// (within a tick of a quarter second) unless cancelled first. One ticking task runs while any is scheduled,
+/// where a sleep per request would set a timer of the system's for each (a tenth of a delivery's overhead under
+/// load).
 final class DeadlineTimer: Sendable {
     /// How late a deadline may be noticed.
     static let tick = Duration.milliseconds(250)
 
-    private enum Slot {
-        /// Registered; its continuation is not stored yet.
-        case pending
-        /// Cancelled before its continuation was stored: it resumes as soon as it is.
-        case cancelled
-        case waiting(ContinuousClock.Instant, CheckedContinuation<Void, Never>)
-    }
-
     private struct State {
         var next: UInt64 = 0
-        var slots: [UInt64: Slot] = [:]
+        var scheduled: [UInt64: (deadline: ContinuousClock.Instant, action: @Sendable () -> Void)] = [:]
         var ticking = false
     }
 
     private let state = Mutex(State())
 
-    /// Returns at `deadline`, or at once when the task is (or gets) cancelled.
-    func wait(until deadline: ContinuousClock.Instant) async {
-        // The slot exists from here until the wait ends, so a missing slot always means "resumed already".
-        let id = state.withLock { state in
+    /// Runs `action` at `deadline`, unless ``cancel(_:)`` comes first.
+    ///
+    /// - Returns: The deadline's id, for ``cancel(_:)``.
+    func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        let (id, start) = state.withLock { state -> (UInt64, Bool) in
             state.next &+= 1
-            state.slots[state.next] = .pending
-            return state.next
+            state.scheduled[state.next] = (deadline, action)
+            defer { state.ticking = true }
+            return (state.next, !state.ticking)
         }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let (resumeNow, startTicking) = state.withLock { state -> (Bool, Bool) in
-                    guard case .pending = state.slots[id] else {
-                        state.slots[id] = nil
-                        return (true, false)
-                    }
-                    state.slots[id] = .waiting(deadline, continuation)
-                    defer { state.ticking = true }
-                    return (false, !state.ticking)
-                }
-                if resumeNow { continuation.resume() }
-                if startTicking { Task { await self.run() } }
-            }
-        } onCancel: {
-            let continuation = state.withLock { state -> CheckedContinuation<Void, Never>? in
-                switch state.slots[id] {
-                case .pending:
-                    state.slots[id] = .cancelled
-                    return nil
-                case .waiting(_, let continuation):
-                    state.slots[id] = nil
-                    return continuation
-                case .cancelled, nil:
-                    return nil
-                }
-            }
-            continuation?.resume()
-        }
+        if start { Task { await self.run() } }
+        return id
     }
 
-    /// Resumes waiters whose deadline passed, every tick, until nobody waits.
+    /// Cancels a deadline.
+    ///
+    /// - Returns: Whether it was still waiting (`false`: its action ran).
+    func cancel(_ id: UInt64) -> Bool {
+        state.withLock { $0.scheduled.removeValue(forKey: id) != nil }
+    }
+
+    /// Runs the actions whose deadline passed, every tick, until none is scheduled.
     private func run() async {
         while true {
             try? await Task.sleep(for: Self.tick)
             let now = ContinuousClock.now
-            let (due, stop) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
-                var due: [CheckedContinuation<Void, Never>] = []
-                for (id, slot) in state.slots {
-                    if case .waiting(let deadline, let continuation) = slot, deadline <= now {
-                        due.append(continuation)
-                        state.slots[id] = nil
-                    }
+            let (due, stop) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
+                var due: [@Sendable () -> Void] = []
+                for (id, entry) in state.scheduled where entry.deadline <= now {
+                    due.append(entry.action)
+                    state.scheduled[id] = nil
                 }
-                if state.slots.isEmpty { state.ticking = false }
-                return (due, state.slots.isEmpty)
+                if state.scheduled.isEmpty { state.ticking = false }
+                return (due, state.scheduled.isEmpty)
             }
-            for continuation in due { continuation.resume() }
+            for action in due { action() }
             if stop { return }
         }
     }

@@ -250,6 +250,16 @@ enum PostgresMigrations {
             )
             """
         ),
+        // As SQLite's v11: an owner's receipts are found through (owner, product_id); refunds in a window through a
+        // partial index of the receipts refunded.
+        (
+            "v11 receipts' lighter indexes",
+            """
+            DROP INDEX receipts_by_owner;
+            DROP INDEX receipts_by_revoked;
+            CREATE INDEX receipts_by_revoked ON receipts (environment, revoked_at) WHERE revoked_at IS NOT NULL
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.
