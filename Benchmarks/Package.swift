@@ -31,6 +31,14 @@ let package = Package(
             dependencies: ["BenchmarkSupport"]
         ),
         .executableTarget(
+            name: "VerificationLoop",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "CofferAppStore", package: coffer),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
             name: "DeliveryLoad",
             dependencies: [
                 .product(name: "CofferCLI", package: coffer),

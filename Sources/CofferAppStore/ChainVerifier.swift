@@ -92,7 +92,7 @@ public struct ChainVerifier: Sendable {
     func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> LeafKey {
         // A header whose bytes were seen before, with a chain that verified and signed genuine data, was checked
         // then: the same bytes say the same algorithm and chain.
-        if let cache, let key = cache.chainKey(header: jws.headerBytes, trust: trustIdentity),
+        if let cache, let key = jws.withHeaderBytes({ cache.chainKey(header: $0, trust: trustIdentity) }),
             let cached = cache.publicKey(for: key, at: date, countingMiss: false)
         {
             return LeafKey(publicKey: cached, pending: nil)
@@ -332,6 +332,8 @@ public final class ChainCache: Sendable {
     private let entries = Mutex(TimedEntries<Key, VerifiedChain>())
     private let anchors = Mutex(TimedEntries<AnchorKey, VerifiedIntermediate>())
     private let headers = Mutex<[HeaderKey: Key]>([:])
+    /// The header found or remembered last, compared first.
+    private let lastHeader = Mutex<(trust: String, segment: Data, key: Key)?>(nil)
     private let counters = Mutex((hits: 0, misses: 0))
     private let intermediateCounter = Mutex(0)
 
@@ -380,20 +382,31 @@ public final class ChainCache: Sendable {
         }
     }
 
-    /// The chain a header seen before named, when its chain verified and signed genuine data.
-    func chainKey(header: Data, trust: String) -> Key? {
-        headers.withLock { $0[HeaderKey(trust: trust, segment: header)] }
+    /// The chain a header seen before named, when its chain verified and signed genuine data. The header Apple
+    /// signed with last is compared first, byte for byte, before any hashing: a steady stream of data comes
+    /// under one or a few leaves.
+    func chainKey(header: UnsafeRawBufferPointer, trust: String) -> Key? {
+        let last = lastHeader.withLock { last -> Key? in
+            guard let last, last.trust == trust, last.segment.count == header.count else { return nil }
+            return last.segment.withUnsafeBytes { $0.elementsEqual(header) } ? last.key : nil
+        }
+        if let last { return last }
+        let headerKey = HeaderKey(trust: trust, segment: Data(header))
+        guard let key = headers.withLock({ $0[headerKey] }) else { return nil }
+        lastHeader.withLock { $0 = (trust, headerKey.segment, key) }
+        return key
     }
 
     /// Remembers that `header` names the chain `key`: at most `capacity` headers are kept (a new one past it
     /// starts the list again, and a header forgotten is only decoded again).
     func remember(header: Data, trust: String, key: Key) {
+        // A copy of its own: the header given may be a slice that would keep the whole signed data alive.
+        let headerKey = HeaderKey(trust: trust, segment: Data(header))
         headers.withLock { headers in
-            // A copy of its own: the header given is a slice that would keep the whole signed data alive.
-            let headerKey = HeaderKey(trust: trust, segment: Data(header))
             if headers.count >= capacity, headers[headerKey] == nil { headers.removeAll(keepingCapacity: true) }
             headers[headerKey] = key
         }
+        lastHeader.withLock { $0 = (trust, headerKey.segment, key) }
     }
 
     /// An intermediate verified up to a trusted root within the time to live, valid with its root at `date`.

@@ -1,7 +1,9 @@
+import Crypto
 import Foundation
 
-/// A compact JWS split into its parts. The header is decoded on demand: a header already verified (the
-/// same leaf and intermediate) is recognised by its bytes. Nothing is trusted yet.
+/// A compact JWS split into its parts, without copying its text: the header and the signing input are read
+/// where they lie, only the payload and the signature are decoded. The header is decoded on demand: a header
+/// already verified (the same leaf and intermediate) is recognised by its bytes. Nothing is trusted yet.
 struct JWS: Sendable {
     struct Header: Decodable, Sendable {
         var alg: String?
@@ -13,34 +15,67 @@ struct JWS: Sendable {
     /// The largest JWS accepted: Apple's notifications with both nested JWS are about 10 KB.
     static let maximumLength = 64 * 1024
 
-    /// The header segment's bytes exactly as sent, base64url (what a header seen before is recognised by).
-    let headerBytes: Data
+    /// The compact serialization, its UTF-8 contiguous.
+    private let text: String
+    /// Where the header ends and the payload ends: the two dots.
+    private let dots: (Int, Int)
     let payload: Data
     let signature: Data
-    /// `BASE64URL(header) . BASE64URL(payload)`: the bytes the signature covers.
-    let signingInput: Data
 
     /// Splits and decodes a compact JWS strictly: three base64url segments, a JSON header without repeated
     /// keys, and nothing else.
     init(compact text: String) throws(VerificationError) {
-        let bytes = Array(text.utf8)
-        guard bytes.count <= Self.maximumLength else {
+        var text = text
+        text.makeContiguousUTF8()
+        guard text.utf8.count <= Self.maximumLength else {
             throw .verificationFailure("signed data is longer than \(Self.maximumLength) bytes")
         }
-        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
-        guard dots.count == 2 else {
-            throw .verificationFailure("a JWS has 3 parts separated by '.', found \(dots.count + 1)")
+        let split = Self.bytes(of: text) { bytes -> Result<((Int, Int), Data, Data), VerificationError> in
+            var dots: [Int] = []
+            for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: ".") {
+                dots.append(index)
+                if dots.count > 2 { break }
+            }
+            guard dots.count == 2 else {
+                return .failure(.verificationFailure("a JWS has 3 parts separated by '.', found \(dots.count + 1)"))
+            }
+            return Result { () throws(VerificationError) in
+                (
+                    (dots[0], dots[1]),
+                    try Base64.decode(url: bytes[(dots[0] + 1)..<dots[1]], what: "JWS payload"),
+                    try Base64.decode(url: bytes[(dots[1] + 1)...], what: "JWS signature")
+                )
+            }
         }
-        signingInput = Data(bytes[..<dots[1]])
-        // A slice of the signing input: the same bytes, not a copy.
-        headerBytes = signingInput.prefix(dots[0])
-        payload = try Base64.decode(url: bytes[(dots[0] + 1)..<dots[1]], what: "JWS payload")
-        signature = try Base64.decode(url: bytes[(dots[1] + 1)...], what: "JWS signature")
+        (dots, payload, signature) = try split.get()
+        self.text = text
+    }
+
+    /// Runs `body` over the string's UTF-8 bytes (contiguous: `makeContiguousUTF8` made them so).
+    private static func bytes<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        if let result = text.utf8.withContiguousStorageIfAvailable(body) { return result }
+        return Array(text.utf8).withUnsafeBufferPointer(body)
+    }
+
+    /// Runs `body` over the header segment's bytes exactly as sent, base64url (what a header seen before is
+    /// recognised by).
+    func withHeaderBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R {
+        Self.bytes(of: text) { bytes in body(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[..<dots.0]))) }
+    }
+
+    /// A copy of the header segment's bytes.
+    var headerBytes: Data { withHeaderBytes { Data($0) } }
+
+    /// The SHA-256 of `BASE64URL(header) . BASE64URL(payload)`: the bytes the signature covers.
+    var signingInputDigest: SHA256.Digest {
+        Self.bytes(of: text) { bytes in
+            SHA256.hash(data: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[..<dots.1])))
+        }
     }
 
     /// Decodes the header strictly.
     func header() throws(VerificationError) -> Header {
-        let json = try Base64.decode(url: Array(headerBytes)[...], what: "JWS header")
+        let json = try Base64.decode(url: headerBytes, what: "JWS header")
         do {
             return try AppleJSON.decode(Header.self, from: json)
         } catch {
@@ -63,7 +98,7 @@ public enum Base64URL {
 /// clear error.
 enum Base64 {
     /// Decodes base64url without padding.
-    static func decode(url segment: ArraySlice<UInt8>, what: String) throws(VerificationError) -> Data {
+    static func decode(url segment: some Collection<UInt8>, what: String) throws(VerificationError) -> Data {
         guard !segment.isEmpty else { throw .verificationFailure("\(what) is empty") }
         guard let data = decode(segment, alphabet: urlAlphabet) else {
             throw .verificationFailure("\(what) is not base64url without padding")
@@ -105,24 +140,40 @@ enum Base64 {
 
     /// Decodes unpadded base64 in the given alphabet; `nil` for any character outside it, an impossible
     /// length, or non-zero bits after the last byte.
-    private static func decode(_ input: ArraySlice<UInt8>, alphabet: [UInt8]) -> Data? {
+    private static func decode(_ input: some Collection<UInt8>, alphabet: [UInt8]) -> Data? {
+        if let decoded = input.withContiguousStorageIfAvailable({ decode(buffer: $0, alphabet: alphabet) }) {
+            return decoded
+        }
+        return Array(input).withUnsafeBufferPointer { decode(buffer: $0, alphabet: alphabet) }
+    }
+
+    /// The decoding itself, over contiguous bytes: four characters make three bytes, checked against the
+    /// alphabet's table as they are read.
+    private static func decode(buffer input: UnsafeBufferPointer<UInt8>, alphabet: [UInt8]) -> Data? {
         guard input.count % 4 != 1 else { return nil }
-        var output = [UInt8]()
-        output.reserveCapacity(input.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in input {
-            let value = alphabet[Int(byte)]
-            guard value != 0xFF else { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        let outputCount = input.count * 3 / 4
+        var output = Data(count: outputCount)
+        let valid = alphabet.withUnsafeBufferPointer { table in
+            output.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Bool in
+                var written = 0
+                var accumulator: UInt32 = 0
+                var bits = 0
+                for byte in input {
+                    let value = table[Int(byte)]
+                    guard value != 0xFF else { return false }
+                    accumulator = accumulator << 6 | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        guard written < buffer.count else { return false }
+                        buffer[written] = UInt8(truncatingIfNeeded: accumulator >> UInt32(bits))
+                        written += 1
+                        accumulator &= (1 << UInt32(bits)) - 1
+                    }
+                }
+                return accumulator == 0 && written == buffer.count
             }
         }
-        guard accumulator == 0 else { return nil }
-        return Data(output)
+        return valid ? output : nil
     }
 }

@@ -333,37 +333,37 @@ public enum StrictJSON {
             return hasEscape
         }
 
-        /// Unescapes a string body already checked by ``string()``.
+        /// Unescapes a string body already checked by ``string()``: runs of plain bytes are copied as they are,
+        /// each escape written as its character's UTF-8.
         static func unescape(_ raw: ArraySlice<UInt8>, offset: Int) throws(StrictJSONError) -> String {
-            var scanner = Scanner(bytes: Array(raw), maximumDepth: 0)
-            var scalars = String.UnicodeScalarView()
-            var run: [UInt8] = []
-            func flush() {
-                scalars.append(contentsOf: String(decoding: run, as: UTF8.self).unicodeScalars)
-                run.removeAll(keepingCapacity: true)
-            }
-            while !scanner.atEnd {
-                let byte = scanner.bytes[scanner.index]
-                scanner.index += 1
-                guard byte == UInt8(ascii: "\\") else {
-                    run.append(byte)
+            var output: [UInt8] = []
+            output.reserveCapacity(raw.count)
+            var index = raw.startIndex
+            while index < raw.endIndex {
+                let byte = raw[index]
+                guard byte == UInt8(ascii: "\\"), index + 1 < raw.endIndex else {
+                    output.append(byte)
+                    index += 1
                     continue
                 }
-                flush()
-                let escape = scanner.bytes[scanner.index]
-                scanner.index += 1
+                let escape = raw[index + 1]
+                index += 2
                 switch escape {
-                case UInt8(ascii: "b"): scalars.append("\u{08}")
-                case UInt8(ascii: "f"): scalars.append("\u{0C}")
-                case UInt8(ascii: "n"): scalars.append("\n")
-                case UInt8(ascii: "r"): scalars.append("\r")
-                case UInt8(ascii: "t"): scalars.append("\t")
-                case UInt8(ascii: "u"): scalars.append(try scanner.unicodeEscape())
-                default: scalars.append(Unicode.Scalar(escape))
+                case UInt8(ascii: "b"): output.append(0x08)
+                case UInt8(ascii: "f"): output.append(0x0C)
+                case UInt8(ascii: "n"): output.append(0x0A)
+                case UInt8(ascii: "r"): output.append(0x0D)
+                case UInt8(ascii: "t"): output.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scanner = Scanner(bytes: Array(raw[(index - 2)...].prefix(12)), maximumDepth: 0)
+                    scanner.index = 2
+                    let scalar = try scanner.unicodeEscape()
+                    index += scanner.index - 2
+                    output.append(contentsOf: String(Character(scalar)).utf8)
+                default: output.append(escape)
                 }
             }
-            flush()
-            return String(scalars)
+            return String(decoding: output, as: UTF8.self)
         }
 
         mutating func hexQuad() throws(StrictJSONError) -> UInt32 {

@@ -232,60 +232,105 @@ private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
 }
 
 /// An object's members, found by their key's bytes (a small object's by a scan, a large one's by a table, so a
-/// dictionary of many keys costs no quadratic time).
+/// dictionary of many keys costs no quadratic time). Each member carries a summary of its key (its length and
+/// first bytes), so a scan compares one integer per member and reads bytes only where the summaries agree.
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     /// Objects with more members than this are looked up through a table of their keys.
     static var scanLimit: Int { 64 }
 
-    let decoder: TapeDecoder
-    /// Each member's key node and value node, in document order.
-    let members: [(key: Int, value: Int)]
-    /// Each key's value node, for a large object.
-    let table: [String: Int]?
+    /// What the container reads, behind one reference: `KeyedDecodingContainer` copies its container on every
+    /// call.
+    private final class Storage {
+        let decoder: TapeDecoder
+        /// Each member's key summary, in document order.
+        let summaries: [UInt64]
+        /// Each member's key text (UTF-8) and value node, in document order.
+        let names: [[UInt8]]
+        let values: [Int]
+        /// Each key's value node, for a large object.
+        let table: [String: Int]?
+
+        init(decoder: TapeDecoder, summaries: [UInt64], names: [[UInt8]], values: [Int], table: [String: Int]?) {
+            self.decoder = decoder
+            self.summaries = summaries
+            self.names = names
+            self.values = values
+            self.table = table
+        }
+    }
+
+    private let storage: Storage
+    var decoder: TapeDecoder { storage.decoder }
 
     init(decoder: TapeDecoder) throws {
-        self.decoder = decoder
         let tape = decoder.tape.tape
-        var members: [(key: Int, value: Int)] = []
-        members.reserveCapacity(tape.nodes[decoder.node].count)
+        let count = tape.nodes[decoder.node].count
+        var summaries: [UInt64] = []
+        var names: [[UInt8]] = []
+        var values: [Int] = []
+        var table: [String: Int]?
         var cursor = decoder.node + 1
-        for _ in 0..<tape.nodes[decoder.node].count {
-            members.append((cursor, cursor + 1))
-            cursor = tape.nodes[cursor + 1].next
-        }
-        self.members = members
-        if members.count > Self.scanLimit {
-            var table: [String: Int] = [:]
-            table.reserveCapacity(members.count)
-            for member in members { table[try tape.string(member.key)] = member.value }
-            self.table = table
+        if count > Self.scanLimit {
+            var keys: [String: Int] = [:]
+            keys.reserveCapacity(count)
+            for _ in 0..<count {
+                keys[try tape.string(cursor)] = cursor + 1
+                cursor = tape.nodes[cursor + 1].next
+            }
+            table = keys
         } else {
-            table = nil
+            summaries.reserveCapacity(count)
+            names.reserveCapacity(count)
+            values.reserveCapacity(count)
+            for _ in 0..<count {
+                let node = tape.nodes[cursor]
+                // Keys of six bytes or fewer are told apart by their summary alone; longer ones keep their text.
+                let name =
+                    node.escaped ? Array(try tape.string(cursor).utf8) : Array(tape.bytes[node.start..<node.end])
+                summaries.append(name.withUnsafeBufferPointer(Self.summary))
+                names.append(name.count > 6 ? name : [])
+                values.append(cursor + 1)
+                cursor = tape.nodes[cursor + 1].next
+            }
         }
+        storage = Storage(decoder: decoder, summaries: summaries, names: names, values: values, table: table)
+    }
+
+    /// A key's length and first six bytes, in one integer.
+    static func summary(_ name: UnsafeBufferPointer<UInt8>) -> UInt64 {
+        var summary = UInt64(truncatingIfNeeded: name.count) << 48
+        for position in 0..<min(6, name.count) { summary |= UInt64(name[position]) << (UInt64(position) * 8) }
+        return summary
     }
 
     var codingPath: [any CodingKey] { decoder.codingPath }
 
     var allKeys: [Key] {
-        members.compactMap { member in (try? decoder.tape.tape.string(member.key)).flatMap { Key(stringValue: $0) } }
+        if let table = storage.table { return table.keys.compactMap { Key(stringValue: $0) } }
+        let tape = decoder.tape.tape
+        var keys: [Key] = []
+        var cursor = decoder.node + 1
+        for _ in 0..<storage.values.count {
+            if let name = try? tape.string(cursor), let key = Key(stringValue: name) { keys.append(key) }
+            cursor = tape.nodes[cursor + 1].next
+        }
+        return keys
     }
 
     /// The value node under `key`, if the object has it.
     func value(_ key: Key) -> Int? {
-        if let table { return table[key.stringValue] }
-        let tape = decoder.tape.tape
+        if let table = storage.table { return table[key.stringValue] }
         var name = key.stringValue
         return name.withUTF8 { wanted in
-            for member in members {
-                let node = tape.nodes[member.key]
-                if node.escaped {
-                    if (try? tape.string(member.key))?.utf8.elementsEqual(wanted) == true { return member.value }
-                    continue
+            let summary = Self.summary(wanted)
+            return storage.summaries.withUnsafeBufferPointer { summaries in
+                for position in summaries.indices where summaries[position] == summary {
+                    if wanted.count <= 6 || storage.names[position].elementsEqual(wanted) {
+                        return storage.values[position]
+                    }
                 }
-                guard node.end - node.start == wanted.count else { continue }
-                if tape.bytes[node.start..<node.end].elementsEqual(wanted) { return member.value }
+                return nil
             }
-            return nil
         }
     }
 

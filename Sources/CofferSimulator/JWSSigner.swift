@@ -21,8 +21,10 @@ public struct JWSSigner: Sendable {
         self.key = key
         let x5c = try chain.map { try $0.derBytes().base64EncodedString() }
         self.x5c = x5c
+        // Slashes unescaped, as Apple writes its headers.
         encodedHeader = Self.base64URL(
-            try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": x5c], options: [.sortedKeys]))
+            try JSONSerialization.data(
+                withJSONObject: ["alg": "ES256", "x5c": x5c], options: [.sortedKeys, .withoutEscapingSlashes]))
     }
 
     /// Signs a model, encoded the way Apple writes it (dates in milliseconds).

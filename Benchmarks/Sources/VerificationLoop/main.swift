@@ -1,0 +1,83 @@
+// Verification speed, every case side by side in one process: rounds of 1,000 verifications of each case,
+// interleaved so the machine's drift touches them all alike, then percentiles of the rounds.
+//
+//   VerificationLoop [--rounds 15] [--only raw|warm|new-leaf|cold]
+//
+// Cases: the raw ES256 check (swift-crypto, the floor of any JWS check); Coffer's verifier with a warm cache
+// (the steady state: one ES256 check plus splitting and decoding); a new leaf each time under an intermediate
+// verified before (Apple signs with new leaves under one intermediate); and cold (no cache: the whole chain
+// built and checked every time).
+import BenchmarkSupport
+import CofferAppStore
+import Crypto
+import Foundation
+
+let arguments = CommandLine.arguments
+func option(_ name: String) -> String? {
+    arguments.firstIndex(of: "--\(name)").flatMap { $0 + 1 < arguments.count ? arguments[$0 + 1] : nil }
+}
+let rounds = Int(option("rounds") ?? "15") ?? 15
+let only = option("only")
+let perRound = 1_000
+
+let payloads = try BenchmarkPayloads(count: perRound)
+let newLeaves = try BenchmarkPayloads.newLeaves(count: perRound + 1)
+func verifier(_ root: Data, cache: ChainCache?) throws -> SignedDataVerifier {
+    try SignedDataVerifier(
+        rootCertificates: [root], bundleId: BenchmarkPayloads.bundleId, appAppleId: nil, environment: .sandbox,
+        cache: cache)
+}
+let warm = try verifier(payloads.rootDER, cache: ChainCache())
+let cold = try verifier(payloads.rootDER, cache: nil)
+let key = P256.Signing.PrivateKey()
+let message = Data(payloads.transactions[0].utf8)
+let signature = try key.signature(for: message)
+
+/// Microseconds per verification of one round of `name`.
+func round(_ name: String) async throws -> Double {
+    var checked = 0
+    let started = ContinuousClock.now
+    switch name {
+    case "raw":
+        for _ in 0..<perRound where key.publicKey.isValidSignature(signature, for: message) { checked += 1 }
+    case "warm":
+        for payload in payloads.transactions {
+            checked += try await warm.verifyTransaction(payload).quantity.map(Int.init) ?? 0
+        }
+    case "new-leaf":
+        // A fresh verifier that has seen only the first payload (its intermediate), so every leaf after is new.
+        let fresh = try verifier(newLeaves.rootDER, cache: ChainCache(capacity: 2 * perRound))
+        _ = try await fresh.verifyTransaction(newLeaves.transactions[0])
+        let measured = ContinuousClock.now
+        for payload in newLeaves.transactions.dropFirst() {
+            checked += try await fresh.verifyTransaction(payload).quantity.map(Int.init) ?? 0
+        }
+        return Double((ContinuousClock.now - measured) / .microseconds(1)) / Double(perRound)
+    default:
+        for payload in payloads.transactions {
+            checked += try await cold.verifyTransaction(payload).quantity.map(Int.init) ?? 0
+        }
+    }
+    precondition(checked == perRound, "every verification must succeed")
+    return Double((ContinuousClock.now - started) / .microseconds(1)) / Double(perRound)
+}
+
+let cases = only.map { [$0] } ?? ["raw", "warm", "new-leaf", "cold"]
+var samples: [String: [Double]] = [:]
+for name in cases { _ = try await round(name) }  // warm-up
+for _ in 0..<rounds {
+    for name in cases { samples[name, default: []].append(try await round(name)) }
+}
+func percentile(_ values: [Double], _ p: Double) -> Double {
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
+}
+print("| case | p0 | p25 | p50 | p75 | max | p50 vs raw ES256 |")
+print("|---|---|---|---|---|---|---|")
+let raw = samples["raw"].map { percentile($0, 0.5) }
+for name in cases {
+    let values = samples[name] ?? []
+    let cells = [0, 0.25, 0.5, 0.75, 1].map { String(format: "%.0f µs", percentile(values, $0)) }
+    let share = raw.map { String(format: "%.0f%%", 100 * $0 / percentile(values, 0.5)) } ?? ""
+    print("| \(name) | " + cells.joined(separator: " | ") + " | \(share) |")
+}
