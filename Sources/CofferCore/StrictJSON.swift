@@ -301,6 +301,20 @@ public enum StrictJSON {
             var hasEscape = false
             var hasNonASCII = false
             while true {
+                // Plain ASCII runs first, a byte at a time without the checks below (a certificate or a JWS in a
+                // string is thousands of them).
+                let from = index
+                index = bytes.withUnsafeBufferPointer { buffer in
+                    var position = from
+                    while position < buffer.count {
+                        let byte = buffer[position]
+                        guard byte >= 0x20, byte < 0x80, byte != UInt8(ascii: "\""), byte != UInt8(ascii: "\\") else {
+                            break
+                        }
+                        position += 1
+                    }
+                    return position
+                }
                 guard index < bytes.count else { throw fail("unterminated string") }
                 let byte = bytes[index]
                 if byte == UInt8(ascii: "\"") { break }

@@ -370,7 +370,15 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
 
     // One lookup for an optional member, where the protocol's defaults look it up twice or three times.
     func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(key)?.decode(type) }
-    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(key)?.decode(type) }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? {
+        // The commonest member, read without a decoder of its own unless it is not a string.
+        guard let node = value(key) else { return nil }
+        switch decoder.tape.tape.nodes[node].kind {
+        case .string: return try decoder.tape.tape.string(node)
+        case .null: return nil
+        default: return try decoder.child(node, key: key).decode(type)
+        }
+    }
     func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(key)?.decode(type) }
     func decodeIfPresent(_ type: Float.Type, forKey key: Key) throws -> Float? { try present(key)?.decode(type) }
     func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(key)?.decode(type) }

@@ -1,12 +1,13 @@
 // Verification speed, every case side by side in one process: rounds of 1,000 verifications of each case,
 // interleaved so the machine's drift touches them all alike, then percentiles of the rounds.
 //
-//   VerificationLoop [--rounds 15] [--only raw|warm|new-leaf|cold]
+//   VerificationLoop [--rounds 15] [--only raw|warm|new-leaf|cold|decode|foundation]
 //
 // Cases: the raw ES256 check (swift-crypto, the floor of any JWS check); Coffer's verifier with a warm cache
 // (the steady state: one ES256 check plus splitting and decoding); a new leaf each time under an intermediate
-// verified before (Apple signs with new leaves under one intermediate); and cold (no cache: the whole chain
-// built and checked every time).
+// verified before (Apple signs with new leaves under one intermediate); cold (no cache: the whole chain
+// built and checked every time); and, for the payload alone, Coffer's strict decoder beside Foundation's
+// JSONDecoder (`decode`, `foundation`).
 import BenchmarkSupport
 import CofferAppStore
 import Crypto
@@ -32,12 +33,29 @@ let cold = try verifier(payloads.rootDER, cache: nil)
 let key = P256.Signing.PrivateKey()
 let message = Data(payloads.transactions[0].utf8)
 let signature = try key.signature(for: message)
+let decodedPayloads = payloads.transactions.map { jws -> Data in
+    var segment = String(jws.split(separator: ".")[1]).replacingOccurrences(of: "-", with: "+")
+        .replacingOccurrences(of: "_", with: "/")
+    while segment.count % 4 != 0 { segment += "=" }
+    return Data(base64Encoded: segment) ?? Data()
+}
 
 /// Microseconds per verification of one round of `name`.
 func round(_ name: String) async throws -> Double {
     var checked = 0
     let started = ContinuousClock.now
     switch name {
+    case "decode":
+        for payload in decodedPayloads {
+            checked +=
+                try AppleJSON.decode(JWSTransactionDecodedPayload.self, from: payload).quantity.map(Int.init) ?? 0
+        }
+    case "foundation":
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        for payload in decodedPayloads {
+            checked += try decoder.decode(JWSTransactionDecodedPayload.self, from: payload).quantity.map(Int.init) ?? 0
+        }
     case "raw":
         for _ in 0..<perRound where key.publicKey.isValidSignature(signature, for: message) { checked += 1 }
     case "warm":
@@ -62,7 +80,7 @@ func round(_ name: String) async throws -> Double {
     return Double((ContinuousClock.now - started) / .microseconds(1)) / Double(perRound)
 }
 
-let cases = only.map { [$0] } ?? ["raw", "warm", "new-leaf", "cold"]
+let cases = only.map { [$0] } ?? ["raw", "warm", "new-leaf", "cold", "decode", "foundation"]
 var samples: [String: [Double]] = [:]
 for name in cases { _ = try await round(name) }  // warm-up
 for _ in 0..<rounds {
