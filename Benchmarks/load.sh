@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 connections="${2:-1000}"
-transactions=$(( (seconds + 10) * 2400 ))
+transactions=$(( (seconds + 10) * 4000 ))
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 rm -f Benchmarks/.build/release.yaml
 swift build -c release --package-path Benchmarks --product DeliveryLoad

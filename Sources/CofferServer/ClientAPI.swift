@@ -131,12 +131,17 @@ struct ClientAPI: Sendable {
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws
         -> Response
     {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
         var fields = headers
         fields[.contentType] = "application/json"
-        return Response(
-            status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(data: try encoder.encode(value))))
+        let body: Data
+        if let text = value as? any JSONTextEncodable {
+            body = text.jsonText()
+        } else {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            encoder.dateEncodingStrategy = .iso8601
+            body = try encoder.encode(value)
+        }
+        return Response(status: status, headers: fields, body: .init(byteBuffer: ByteBuffer(data: body)))
     }
 }
