@@ -257,9 +257,40 @@ models = {
 
 def camel_raw(name): return 'raw'+name[0].upper()+name[1:]
 
+# How a member of each type is read by StrictJSONValue (CofferCore), for the generated StrictJSONReadable reader.
+readers = {'String': 'string()', 'Int32': 'int32()', 'Int64': 'int64()', 'Bool': 'bool()', 'Date': 'date()',
+           'UUID': 'uuid()', '[String]': 'strings()', 'JSONValue': 'decode(JSONValue.self)'}
+
+def reader(mname, fields):
+    """The model's StrictJSONReadable conformance: its members read one by one, keys told apart by length first."""
+    by_length = {}
+    for f in fields:
+        j, t = f[0], f[1]
+        prop = camel_raw(j) if len(f) > 3 else j
+        if t in readers: call = readers[t]
+        elif t.startswith('['): call = f'array(of: {t[1:-1]}.self)'
+        else: call = f'read({t}.self)'
+        by_length.setdefault(len(j.encode()), []).append((j, prop, call))
+    L = ['', f'extension {mname}: StrictJSONReadable {{',
+         '    /// Reads the value member by member, as its `Decodable` conformance would (unknown members are ignored).',
+         '    public init(reading object: StrictJSONValue) throws {',
+         '        self.init()',
+         '        try object.members { key, value in',
+         '            switch key.count {']
+    for length in sorted(by_length):
+        L.append(f'            case {length}:')
+        branches = by_length[length]
+        for index, (j, prop, call) in enumerate(branches):
+            keyword = 'if' if index == 0 else '} else if'
+            L.append(f'                {keyword} key == "{j}" {{')
+            L.append(f'                    {prop} = try value.{call}')
+        L.append('                }')
+    L += ['            default: break', '            }', '        }', '    }', '}']
+    return L
+
 for mname,(doc,signed,fields) in models.items():
     conform = 'Codable, Sendable, Hashable'
-    L=[HEADER,'import Foundation','',f'/// {doc}',f'public struct {mname}: {conform} {{']
+    L=[HEADER,'import CofferCore','import Foundation','',f'/// {doc}',f'public struct {mname}: {conform} {{']
     keys=[]
     for f in fields:
         j,t,d=f[0],f[1],f[2]; e=f[3] if len(f)>3 else None
@@ -287,5 +318,6 @@ for mname,(doc,signed,fields) in models.items():
         L.append(f'        case {k}' + (f' = "{j}"' if j else ''))
     L.append('    }')
     L.append('}')
+    L += reader(mname, fields)
     open(f'{OUT}/{mname}.swift','w').write('\n'.join(L)+'\n')
 

@@ -388,7 +388,11 @@ public final class ChainCache: Sendable {
     func chainKey(header: UnsafeRawBufferPointer, trust: String) -> Key? {
         let last = lastHeader.withLock { last -> Key? in
             guard let last, last.trust == trust, last.segment.count == header.count else { return nil }
-            return last.segment.withUnsafeBytes { $0.elementsEqual(header) } ? last.key : nil
+            let same = last.segment.withUnsafeBytes { segment in
+                guard let left = segment.baseAddress, let right = header.baseAddress else { return header.isEmpty }
+                return memcmp(left, right, header.count) == 0
+            }
+            return same ? last.key : nil
         }
         if let last { return last }
         let headerKey = HeaderKey(trust: trust, segment: Data(header))
@@ -433,7 +437,11 @@ public final class ChainCache: Sendable {
 
     func remember(_ chain: VerifiedChain, for key: Key) {
         let current = chain.verifiedAt.map { min($0, now()) } ?? now()
-        entries.withLock { $0.insert(chain, for: key, now: current, capacity: capacity) }
+        // Kept without its intermediate's certificate (remembered apart, as an anchor): each lookup copies the
+        // entry out, and a certificate is many references to retain and release.
+        var kept = chain
+        kept.anchor = nil
+        entries.withLock { $0.insert(kept, for: key, now: current, capacity: capacity) }
     }
 }
 

@@ -32,9 +32,13 @@ struct JWS: Sendable {
         }
         let split = Self.bytes(of: text) { bytes -> Result<((Int, Int), Data, Data), VerificationError> in
             var dots: [Int] = []
-            for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: ".") {
+            var from = 0
+            while dots.count < 3, from < bytes.count,
+                let found = memchr(bytes.baseAddress! + from, Int32(UInt8(ascii: ".")), bytes.count - from)
+            {
+                let index = bytes.baseAddress!.distance(to: found.assumingMemoryBound(to: UInt8.self))
                 dots.append(index)
-                if dots.count > 2 { break }
+                from = index + 1
             }
             guard dots.count == 2 else {
                 return .failure(.verificationFailure("a JWS has 3 parts separated by '.', found \(dots.count + 1)"))
@@ -156,9 +160,25 @@ enum Base64 {
         let valid = alphabet.withUnsafeBufferPointer { table in
             output.withUnsafeMutableBytes { (buffer: UnsafeMutableRawBufferPointer) -> Bool in
                 var written = 0
+                // Whole groups of four characters make three bytes at a time; the rest goes a character at a time.
+                let whole = input.count / 4 * 4
+                var position = 0
+                while position < whole {
+                    let a = table[Int(input[position])]
+                    let b = table[Int(input[position + 1])]
+                    let c = table[Int(input[position + 2])]
+                    let d = table[Int(input[position + 3])]
+                    guard a < 64, b < 64, c < 64, d < 64 else { return false }
+                    let group = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                    buffer[written] = UInt8(truncatingIfNeeded: group >> 16)
+                    buffer[written + 1] = UInt8(truncatingIfNeeded: group >> 8)
+                    buffer[written + 2] = UInt8(truncatingIfNeeded: group)
+                    written += 3
+                    position += 4
+                }
                 var accumulator: UInt32 = 0
                 var bits = 0
-                for byte in input {
+                for byte in input[whole...] {
                     let value = table[Int(byte)]
                     guard value != 0xFF else { return false }
                     accumulator = accumulator << 6 | UInt32(value)

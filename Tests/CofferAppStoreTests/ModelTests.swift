@@ -155,3 +155,48 @@ struct ModelTests {
         }
     }
 }
+
+/// The models' generated readers (``StrictJSONReadable``) answer as their `Decodable` conformances do.
+@Suite("Apple's models, read member by member")
+struct ModelReaderTests {
+    /// The `Decodable` path: Foundation's decoder, Apple's dates.
+    static func decodable<T: Decodable>(_ type: T.Type, _ data: Data) -> T? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return try? decoder.decode(type, from: data)
+    }
+
+    /// Apple's sample, then the sample with each member given each wrong kind of value in turn.
+    func check<T: Decodable & Equatable>(_ file: String, as type: T.Type) throws {
+        let original = try AppleFiles.data("models/\(file).json")
+        let read = try AppleJSON.decode(T.self, from: original)
+        #expect(read == Self.decodable(T.self, original), "\(file)")
+        let object = try #require(try JSONSerialization.jsonObject(with: original) as? [String: Any])
+        let wrong: [Any] = ["text", 7, 1.5, true, NSNull(), [String: Any](), [Any]()]
+        for key in object.keys {
+            for value in wrong {
+                var mutated = object
+                mutated[key] = value
+                let data = try JSONSerialization.data(withJSONObject: mutated)
+                #expect(
+                    (try? AppleJSON.decode(T.self, from: data)) == Self.decodable(T.self, data),
+                    "\(file) with \(key) = \(value)")
+            }
+        }
+    }
+
+    @Test("Apple's samples and every member given a wrong kind of value: the same answers")
+    func sameAnswers() throws {
+        try check("signedTransaction", as: JWSTransactionDecodedPayload.self)
+        try check("signedTransactionWithRevocation", as: JWSTransactionDecodedPayload.self)
+        try check("signedRenewalInfo", as: JWSRenewalInfoDecodedPayload.self)
+        try check("signedNotification", as: ResponseBodyV2DecodedPayload.self)
+        try check("signedSummaryNotification", as: ResponseBodyV2DecodedPayload.self)
+        try check("signedExternalPurchaseTokenNotification", as: ResponseBodyV2DecodedPayload.self)
+        try check("signedConsumptionRequestNotification", as: ResponseBodyV2DecodedPayload.self)
+        try check("appTransaction", as: AppTransaction.self)
+        try check("transactionHistoryResponse", as: HistoryResponse.self)
+        try check("getAllSubscriptionStatusesResponse", as: StatusResponse.self)
+        try check("getNotificationHistoryResponse", as: NotificationHistoryResponse.self)
+    }
+}
