@@ -63,7 +63,8 @@ schemas = {
                          required=["value"]),
     "BackupConflict": obj({"error": obj({"code": S(), "message": S()}), "current": NULLABLE(ref("Backup"))}),
     "Grant": obj({"id": S(format="uuid"), "credits": I(), "reason": S(), "createdAt": DATE,
-                  "claimedAt": NULLABLE(DATE)}, required=["id", "credits", "reason", "createdAt"]),
+                  "claimedAt": NULLABLE(DATE), "cancelledAt": NULLABLE(DATE)},
+                 required=["id", "credits", "reason", "createdAt"]),
     "GrantsResponse": obj({"grants": {"type": "array", "items": ref("Grant")}}),
     "ClaimResponse": obj({"grant": ref("Grant"), "balance": I()}),
     "SpendRequest": obj({"amount": I(minimum=1)}),
@@ -92,10 +93,11 @@ schemas = {
                              "matchedBy": S(enum=["all", "support-id", "transaction-id", "order-id", "nothing"]),
                              "page": I(), "hasMore": {"type": "boolean"}}),
     "GrantView": obj({"id": S(format="uuid"), "supportId": S(), "credits": I(), "reason": S(), "createdBy": S(),
-                      "createdAt": DATE, "claimedAt": DATE, "status": S(enum=["pending", "claimed"])},
+                      "createdAt": DATE, "claimedAt": DATE, "cancelledAt": DATE, "cancelledBy": S(),
+                      "status": S(enum=["pending", "claimed", "cancelled"])},
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
-                                                     "grant-claimed", "adjustment", "spend", "backup", "merge", "admin"]),
+                                                     "grant-claimed", "grant-cancelled", "adjustment", "spend", "backup", "merge", "admin"]),
                          "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S(),
                          "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
                                               "reversals): Sandbox on a Production server marks App Review and "
@@ -243,14 +245,16 @@ paths = {
     "/v1/me/grants": {"get": {
         "summary": "Support grants for the user", "operationId": "grants",
         "parameters": [{"name": "status", "in": "query", "required": False,
-                        "schema": {"type": "string", "enum": ["pending", "claimed"]}}],
+                        "schema": {"type": "string", "enum": ["pending", "claimed", "cancelled"]}}],
         "responses": {"200": answer("Newest first", "GrantsResponse"), "400": ERR("Unknown status"),
                       "401": ERR("No valid token")}}},
     "/v1/me/grants/{id}/claim": {"post": {
         "summary": "Claim a grant (idempotent)", "operationId": "claimGrant",
         "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}],
         "responses": {"200": answer("Claimed (again)", "ClaimResponse"),
-                      "404": ERR("No such grant for this user"), "401": ERR("No valid token")}}},
+                      "404": ERR("No such grant for this user"), "401": ERR("No valid token"),
+                      "409": ERR("grant-cancelled: support cancelled the grant before it was claimed; nothing "
+                                 "was credited, and the app should drop it")}}},
     "/v1/me/spend": {"post": {
         "summary": "Spend credits (server wallet)", "operationId": "spend",
         "parameters": [{"name": "Idempotency-Key", "in": "header", "required": True,
@@ -313,9 +317,16 @@ paths = {
     "/v1/admin/grants": {
         "get": admin("Grants, newest first", "adminGrants", "200", "GrantView",
                      parameters=[{"name": "status", "in": "query", "required": False,
-                                  "schema": {"type": "string", "enum": ["pending", "claimed", "all"]}}]),
+                                  "schema": {"type": "string",
+                                             "enum": ["pending", "claimed", "cancelled", "all"]}}]),
         "post": admin("Grant credits with a reason", "adminGrant", "201", "GrantView", body="GrantRequest",
                       errors={"400": ERR("Bad credits or reason"), "404": ERR("No such user here")})},
+    "/v1/admin/grants/{id}/cancel": {"post": admin(
+        "Cancel a grant the app has not claimed (Production too); audited. Cancelling again answers the "
+        "cancelled grant", "adminCancelGrant", "200", "GrantView",
+        parameters=[{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}],
+        errors={"400": ERR("The app claimed it already: answer it with a new adjustment"),
+                "404": ERR("No such grant here")})},
     "/v1/admin/grants/delete-all": {"post": admin(
         "Delete every grant (Sandbox only)", "adminDeleteGrants", "200", "DeletedGrants",
         errors={"403": ERR("Production's grants are never bulk-deleted")})},

@@ -223,14 +223,17 @@ public struct GrantBody: Codable, Sendable, Equatable {
     public var createdAt: Date
     /// When the app claimed it, `nil` while pending.
     public var claimedAt: Date?
+    /// When support cancelled it (before any claim); a cancelled grant is never credited.
+    public var cancelledAt: Date?
 
     /// Creates the body.
-    public init(id: UUID, credits: Int64, reason: String, createdAt: Date, claimedAt: Date?) {
+    public init(id: UUID, credits: Int64, reason: String, createdAt: Date, claimedAt: Date?, cancelledAt: Date? = nil) {
         self.id = id
         self.credits = credits
         self.reason = reason
         self.createdAt = createdAt
         self.claimedAt = claimedAt
+        self.cancelledAt = cancelledAt
     }
 }
 

@@ -131,30 +131,41 @@ public struct AdminService: Sendable {
         let backups = try await store.backupHistory(owner: user.id, environment: environment, limit: 200)
         let audit = try await store.auditEvents(
             environment: environment, subject: user.supportId.rawValue, limit: 200)
-        var timeline = entries.map { Self.item($0, environment: environment) }
+        var timeline = entries.map { Self.item($0, environment: environment, catalog: catalog) }
         // The history of the installs support merged into this customer is this customer's too.
         for merged in try await store.users(mergedInto: user.id) where merged.environment == environment {
             for entry in try await store.entries(owner: merged.id, environment: environment)
             where entry.key.kind != .merge {
-                var item = Self.item(entry, environment: environment)
+                var item = Self.item(entry, environment: environment, catalog: catalog)
                 item.summary = "\(merged.supportId) (merged here): " + item.summary
                 item.balanceAfter = nil
                 timeline.append(item)
             }
         }
-        timeline += grants.map { grant in
-            TimelineItem(
-                at: grant.createdAt, kind: .grantCreated,
-                summary: "\(grant.createdBy) granted \(grant.credits) credits: \(grant.reason)",
-                reference: grant.id.uuidString.lowercased())
+        for grant in grants {
+            timeline.append(
+                TimelineItem(
+                    at: grant.createdAt, kind: .grantCreated,
+                    summary: "\(grant.createdBy) granted \(PanelText.credits(grant.credits)) credits: \(grant.reason)",
+                    reference: grant.id.uuidString.lowercased()))
+            if let cancelledAt = grant.cancelledAt {
+                timeline.append(
+                    TimelineItem(
+                        at: cancelledAt, kind: .grantCancelled,
+                        summary:
+                            "\(grant.cancelledBy ?? "?") cancelled the grant of \(PanelText.credits(grant.credits)) "
+                            + "credits before the app claimed it: \(grant.reason)",
+                        reference: grant.id.uuidString.lowercased()))
+            }
         }
         timeline += backups.map { item in
             let record = item.record
             let summary =
                 switch record.writer {
-                case .device(let name): "Backup of \(record.value) from \(name) (version \(record.version))"
+                case .device(let name):
+                    "Backup of \(PanelText.credits(record.value)) from \(name) (version \(record.version))"
                 case .admin(let name):
-                    "\(name) set the backed-up balance to \(record.value) (version \(record.version))"
+                    "\(name) set the backed-up balance to \(PanelText.credits(record.value)) (version \(record.version))"
                 }
             return TimelineItem(
                 at: record.lastUpdated, kind: .backup, summary: summary,
@@ -214,6 +225,47 @@ public struct AdminService: Sendable {
         try await audit(
             environment, actor: actor, action: "grant.create", subject: user.supportId.rawValue, after: view)
         return view
+    }
+
+    /// One grant, with its recipient's Support ID.
+    public func grant(environment: Environment, id: String) async throws -> GrantView {
+        guard let uuid = UUID(uuidString: id), let grant = try await store.grant(id: uuid, environment: environment)
+        else { throw AdminError.notFound("grant \(id) in \(environment.rawValue)") }
+        let supportId = try await store.user(id: grant.recipient)?.supportId.rawValue ?? "?"
+        return GrantView(grant, supportId: supportId)
+    }
+
+    /// Cancels a grant the app has not claimed (in Production too), audited. A grant the app claimed already
+    /// is the customer's: it cannot be cancelled, only answered by a new adjustment (setting the balance).
+    ///
+    /// - Throws: ``AdminError/notFound(_:)`` for an unknown grant, ``AdminError/invalid(_:)`` for a claimed one.
+    public func cancelGrant(environment: Environment, id: String, actor: String) async throws -> GrantView {
+        guard let uuid = UUID(uuidString: id) else {
+            throw AdminError.notFound("grant \(id) in \(environment.rawValue)")
+        }
+        let before = try await grant(environment: environment, id: id)
+        let after: Grant
+        do {
+            after = try await store.cancelGrant(id: uuid, environment: environment, by: actor, at: now())
+        } catch StoreError.notFound {
+            throw AdminError.notFound("grant \(id) in \(environment.rawValue)")
+        }
+        let view = GrantView(after, supportId: before.supportId)
+        switch after.status {
+        case .claimed:
+            throw AdminError.invalid(
+                "the app claimed this grant already: the credits are the customer's; answer it with a new "
+                    + "adjustment (set the balance) instead")
+        case .cancelled where before.status == .cancelled:
+            return view  // Cancelled before: nothing changed, nothing to record again.
+        case .cancelled:
+            try await audit(
+                environment, actor: actor, action: "grant.cancel", subject: before.supportId, before: before,
+                after: view)
+            return view
+        case .pending:
+            throw AdminError.invalid("the grant could not be cancelled")
+        }
     }
 
     /// Merges an anonymous user into the customer an Apple account is, once: balance and deficit, receipts,
@@ -342,7 +394,7 @@ public struct AdminService: Sendable {
     }
 
     /// Audit actions the timeline shows as their own items already.
-    private static let shownElsewhere: Set<String> = ["grant.create", "balance.set"]
+    private static let shownElsewhere: Set<String> = ["grant.create", "grant.cancel", "balance.set"]
 
     /// A user support may change: not one merged into another (its balance and grants live there now).
     private func findChangeable(_ supportId: String, environment: Environment) async throws -> User {
@@ -407,8 +459,8 @@ public struct AdminService: Sendable {
         return reason
     }
 
-    private static func item(_ entry: LedgerEntry, environment: Environment) -> TimelineItem {
-        let product = entry.productId ?? "?"
+    private static func item(_ entry: LedgerEntry, environment: Environment, catalog: Catalog) -> TimelineItem {
+        let product = entry.productId.map { id in catalog.product(id: id)?.name.map { "\($0) (\(id))" } ?? id } ?? "?"
         var transaction = entry.transactionId ?? "?"
         if let data = entry.dataEnvironment, data != environment {
             transaction += ", \(data.rawValue) data" + (data == .sandbox ? ": App Review or TestFlight" : "")
@@ -419,19 +471,20 @@ public struct AdminService: Sendable {
             case .revocation:
                 (
                     .refund,
-                    "Refund of \(product) (transaction \(transaction)): \(-entry.balanceDelta) taken back"
-                        + (entry.deficitDelta > 0 ? ", \(entry.deficitDelta) owed" : "")
+                    "Refund of \(product) (transaction \(transaction)): \(PanelText.credits(-entry.balanceDelta)) taken back"
+                        + (entry.deficitDelta > 0 ? ", \(PanelText.credits(entry.deficitDelta)) owed" : "")
                 )
             case .reversal: (.reversal, "Refund of \(product) reversed by Apple (transaction \(transaction))")
             case .grant: (.grantClaimed, "Grant claimed by the app: \(entry.reason ?? "")")
-            case .adjustment: (.adjustment, "Balance adjusted by \(entry.amount): \(entry.reason ?? "")")
-            case .spend: (.spend, "Spent \(-entry.amount) (key \(entry.key.id))")
+            case .adjustment:
+                (.adjustment, "Balance adjusted by \(PanelText.change(entry.amount)): \(entry.reason ?? "")")
+            case .spend: (.spend, "Spent \(PanelText.credits(-entry.amount)) (key \(entry.key.id))")
             case .merge:
                 (
                     .merge,
                     entry.amount <= 0 && entry.walletAfter == .empty
                         ? "Merged into another customer: balance and history moved there"
-                        : "Another customer merged into this one: \(entry.balanceDelta) credits and its history"
+                        : "Another customer merged into this one: \(PanelText.credits(entry.balanceDelta)) credits and its history"
                 )
             }
         return TimelineItem(

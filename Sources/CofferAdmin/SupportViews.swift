@@ -86,7 +86,11 @@ public struct GrantView: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When the app picked it up.
     public var claimedAt: Date?
-    /// `pending` or `claimed`.
+    /// When support cancelled it.
+    public var cancelledAt: Date?
+    /// Who cancelled it.
+    public var cancelledBy: String?
+    /// `pending`, `claimed` or `cancelled`.
     public var status: GrantStatus
 
     /// The view of a grant.
@@ -98,6 +102,8 @@ public struct GrantView: Sendable, Hashable, Codable {
         createdBy = grant.createdBy
         createdAt = grant.createdAt
         claimedAt = grant.claimedAt
+        cancelledAt = grant.cancelledAt
+        cancelledBy = grant.cancelledBy
         status = grant.status
     }
 }
@@ -112,6 +118,8 @@ public enum TimelineKind: String, Sendable, Hashable, Codable, CaseIterable {
     case reversal
     /// Support created a grant.
     case grantCreated = "grant-created"
+    /// Support cancelled a grant before the app claimed it.
+    case grantCancelled = "grant-cancelled"
     /// The app claimed a grant.
     case grantClaimed = "grant-claimed"
     /// An admin changed the balance in the ledger.

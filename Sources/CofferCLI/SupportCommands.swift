@@ -126,6 +126,7 @@ protocol SupportBackend: Sendable {
     func user(_ supportId: String) async throws -> UserDetail
     func grants(status: GrantStatus?) async throws -> [GrantView]
     func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
+    func cancelGrant(id: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
     func merge(from: String, into: String) async throws -> MergeResponse
     func close() async
@@ -167,6 +168,9 @@ struct LocalSupport: SupportBackend {
         try await service.createGrant(
             environment: environment, supportId: supportId, credits: credits, reason: reason, actor: actor)
     }
+    func cancelGrant(id: String) async throws -> GrantView {
+        try await service.cancelGrant(environment: environment, id: id, actor: actor)
+    }
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
         try await service.setBalance(
             environment: environment, supportId: supportId, balance: balance, reason: reason, actor: actor)
@@ -207,6 +211,9 @@ struct RemoteSupport: SupportBackend {
     func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView {
         try await send(
             .POST, "/v1/admin/grants", body: GrantRequest(supportId: supportId, credits: credits, reason: reason))
+    }
+    func cancelGrant(id: String) async throws -> GrantView {
+        try await send(.POST, "/v1/admin/grants/\(URLText.escape(id))/cancel")
     }
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
         try await send(
@@ -438,9 +445,9 @@ struct UserCommand: AsyncParsableCommand {
 /// `coffer grants`: grants, newest first.
 struct GrantsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "grants", abstract: "List grants, newest first: all, pending or claimed.")
+        commandName: "grants", abstract: "List grants, newest first: all, pending, claimed or cancelled.")
 
-    @Option(help: "pending or claimed; all by default.")
+    @Option(help: "pending, claimed or cancelled; all by default.")
     var status: GrantStatus?
 
     @OptionGroup var options: SupportOptions
@@ -457,6 +464,26 @@ struct GrantsCommand: AsyncParsableCommand {
             ])
         }
         print(table.render())
+    }
+}
+
+/// `coffer cancel-grant`: takes back a grant the app has not claimed (Production too), audited.
+struct CancelGrantCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cancel-grant",
+        abstract: "Cancel a grant the app has not claimed yet; a claimed one is answered by set-balance instead.")
+
+    @Argument(help: "The grant's id, as `coffer grants` lists it.")
+    var id: String
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        let grant = try await withSupport(options) { try await $0.cancelGrant(id: id) }
+        if options.json { return print(try JSONText.encode(grant)) }
+        print(
+            "Cancelled the grant of \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); "
+                + "the app will not get it")
     }
 }
 

@@ -5,7 +5,9 @@ import Foundation
 
 extension CofferSDK {
     /// Picks up support's grants: each is applied once (its key is kept with the identity, so not even a
-    /// server that lists it again, or a reinstall, applies it twice), then claimed.
+    /// server that lists it again, or a reinstall, applies it twice), then claimed. A grant support cancelled
+    /// before the claim is answered `grant-cancelled`: nothing is credited, and the device wallet takes back
+    /// what it had applied, once (also when the app died between applying and claiming it).
     ///
     /// - Returns: The credits added.
     @discardableResult
@@ -15,11 +17,25 @@ extension CofferSDK {
         var added: Int64 = 0
         for grant in try await server.pendingGrants(token: token) {
             added += try await wallet.applyGrant(grant, for: user, self)
-            let claimed = try await server.claim(grant: grant.id, token: token)
+            guard let claimed = try await claimUnlessCancelled(grant.id, token: token) else {
+                added += try await wallet.grantCancelled(grant, self)
+                continue
+            }
             added += wallet.creditsClaimed(claimed, of: grant)
             try crashAfter(.grantClaimed)
         }
+        added += try await wallet.takeBackCancelledGrants(token: token, self)
         return added
+    }
+
+    /// Claims a grant; `nil` when the server answers that support cancelled it.
+    func claimUnlessCancelled(_ id: UUID, token: String) async throws(ServerClientError) -> ClaimResponse? {
+        do {
+            return try await server.claim(grant: id, token: token)
+        } catch {
+            if case .refused(_, let code, _) = error, code == "grant-cancelled" { return nil }
+            throw error
+        }
     }
 
     /// Applies the device wallet's mailbox: refunds, revocations and reversals the server learned from Apple,

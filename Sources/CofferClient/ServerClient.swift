@@ -97,6 +97,12 @@ public struct ServerClient: Sendable {
         return response.grants
     }
 
+    /// `GET /v1/me/grants?status=cancelled`: grants support cancelled before any claim.
+    public func cancelledGrants(token: String) async throws(ServerClientError) -> [GrantBody] {
+        let response: GrantsResponse = try await send("GET", "/v1/me/grants?status=cancelled", token: token)
+        return response.grants
+    }
+
     /// `POST /v1/me/grants/{id}/claim` (idempotent).
     public func claim(grant id: UUID, token: String) async throws(ServerClientError) -> ClaimResponse {
         try await send("POST", "/v1/me/grants/\(id.uuidString.lowercased())/claim", token: token)

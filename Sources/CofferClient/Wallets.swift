@@ -32,6 +32,16 @@ protocol WalletKeeper: Sendable {
     func applyGrant(_ grant: GrantBody, for user: LocalUser, _ sdk: isolated CofferSDK) async throws -> Int64
     /// The credits a claim added.
     func creditsClaimed(_ claim: ClaimResponse, of grant: GrantBody) -> Int64
+    /// Answers a claim the server refused because support cancelled the grant first: what ``applyGrant(_:for:_:)``
+    /// added is taken back, once.
+    ///
+    /// - Returns: The credits that changes (0 or negative).
+    func grantCancelled(_ grant: GrantBody, _ sdk: isolated CofferSDK) async throws -> Int64
+    /// Takes back the grants support cancelled that this install applied but never claimed (it died between the
+    /// two steps, or support cancelled in between), once each.
+    ///
+    /// - Returns: The credits that changes (0 or negative).
+    func takeBackCancelledGrants(token: String, _ sdk: isolated CofferSDK) async throws -> Int64
     /// Applies the server's findings (refunds, reversals, support's edits) the wallet does not see itself.
     ///
     /// - Returns: How many were applied now.
@@ -97,6 +107,37 @@ struct DeviceWallet: WalletKeeper {
 
     func creditsClaimed(_ claim: ClaimResponse, of grant: GrantBody) -> Int64 { 0 }
 
+    func grantCancelled(_ grant: GrantBody, _ sdk: isolated CofferSDK) async throws -> Int64 {
+        // Applied before the claim, the grant's credits are in the local ledger: support cancelled it in between,
+        // so they go back out, as far as the balance allows, once (an adjustment keyed by the grant, remembered).
+        let id = grant.id.uuidString.lowercased()
+        let takeBack = "grant-cancelled:" + id
+        guard try sdk.applied("grant:" + id), try !sdk.applied(takeBack) else { return 0 }
+        let user = try await sdk.localUser()
+        let key = IdempotencyKey(.adjustment, takeBack)
+        let done = try await sdk.ledger.entries(owner: user.id, environment: sdk.configuration.environment)
+            .contains { $0.key == key }
+        var changed: Int64 = 0
+        if !done {
+            let taken = min(try await sdk.localWallet().balance, grant.credits)
+            if taken > 0 {
+                _ = try await sdk.applyLocally(
+                    .adjustment(id: takeBack, delta: -taken, reason: "grant cancelled by support"))
+                changed = -taken
+            }
+        }
+        try sdk.remember(takeBack)
+        return changed
+    }
+
+    func takeBackCancelledGrants(token: String, _ sdk: isolated CofferSDK) async throws -> Int64 {
+        var changed: Int64 = 0
+        for grant in try await sdk.server.cancelledGrants(token: token) {
+            changed += try await grantCancelled(grant, sdk)
+        }
+        return changed
+    }
+
     func applyMailbox(_ sdk: isolated CofferSDK) async throws -> Int { try await sdk.applyMailboxToLedger() }
 
     func syncBackup(_ sdk: isolated CofferSDK) async throws -> BackupDecision { try await sdk.syncDeviceBackup() }
@@ -156,6 +197,10 @@ struct ServerWallet: WalletKeeper {
     func creditsClaimed(_ claim: ClaimResponse, of grant: GrantBody) -> Int64 {
         claim.grant.claimedAt != nil ? grant.credits : 0
     }
+
+    func grantCancelled(_ grant: GrantBody, _ sdk: isolated CofferSDK) async throws -> Int64 { 0 }
+
+    func takeBackCancelledGrants(token: String, _ sdk: isolated CofferSDK) async throws -> Int64 { 0 }
 
     func applyMailbox(_ sdk: isolated CofferSDK) async throws -> Int { 0 }
 

@@ -26,11 +26,14 @@ public struct Product: Sendable, Hashable, Codable {
     public var group: String?
     /// How long a non-renewing subscription lasts, in days; `nil` means it does not lapse.
     public var durationDays: Int?
+    /// The name support sees wherever the product appears (the panel, exports), e.g. "400,000 credits";
+    /// `nil` shows the id.
+    public var name: String?
 
     /// Creates a product.
     public init(
         id: String, kind: ProductKind, credits: Int64 = 0, entitlements: [String] = [], group: String? = nil,
-        durationDays: Int? = nil
+        durationDays: Int? = nil, name: String? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -38,7 +41,11 @@ public struct Product: Sendable, Hashable, Codable {
         self.entitlements = entitlements
         self.group = group
         self.durationDays = durationDays
+        self.name = name
     }
+
+    /// The name to show: ``name`` when the catalog gives one, else the id.
+    public var displayName: String { name ?? id }
 }
 
 /// The loyalty rule: `periods` paid, non-revoked subscription periods of `group` (not necessarily
@@ -86,6 +93,8 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
     case loyaltyInvalidPeriods(group: String, periods: Int)
     /// Two loyalty rules name the same group.
     case duplicateLoyaltyGroup(String)
+    /// A product's display name is empty or longer than 100 characters.
+    case invalidName(productId: String)
 
     /// A one-line, human-readable explanation.
     public var description: String {
@@ -104,6 +113,7 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
         case .loyaltyInvalidPeriods(let group, let periods):
             "loyalty rule for group \(group): periods must be at least 1 (got \(periods))"
         case .duplicateLoyaltyGroup(let group): "loyalty rule for group \(group) appears more than once"
+        case .invalidName(let id): "product \(id): a name has 1 to 100 characters"
         }
     }
 }
@@ -142,6 +152,10 @@ public struct Catalog: Sendable, Hashable {
             }
             if let days = product.durationDays, days < 1 {
                 throw .invalidDuration(productId: product.id, days: days)
+            }
+            if let name = product.name, name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty || name.count > 100
+            {
+                throw .invalidName(productId: product.id)
             }
             byId[product.id] = product
         }
@@ -185,7 +199,8 @@ public struct Catalog: Sendable, Hashable {
                     credits: entry.credits ?? 0,
                     entitlements: entry.entitlements ?? [],
                     group: entry.group,
-                    durationDays: entry.durationDays
+                    durationDays: entry.durationDays,
+                    name: entry.name
                 ))
         }
         let rules = (document.loyalty ?? []).map {
@@ -223,6 +238,7 @@ public struct Catalog: Sendable, Hashable {
             var entitlements: [String]?
             var group: String?
             var durationDays: Int?
+            var name: String?
         }
         struct Rule: Decodable {
             var group: String

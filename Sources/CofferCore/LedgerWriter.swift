@@ -244,6 +244,8 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongUser(String)
     /// The database refused or failed; the operation changed nothing.
     case storage(String)
+    /// The record was cancelled (a grant support took back before the app claimed it).
+    case cancelled(String)
 
     /// A one-line, human-readable explanation.
     public var description: String {
@@ -252,6 +254,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .notFound(let what): "not found: \(what)"
         case .wrongUser(let what): "belongs to another user: \(what)"
         case .storage(let detail): "storage failure: \(detail)"
+        case .cancelled(let what): "cancelled: \(what)"
         }
     }
 }

@@ -27,6 +27,7 @@ struct AdminAPI: Sendable {
         admin.get("grants", use: grants)
         admin.post("grants", use: createGrant)
         admin.post("grants/delete-all", use: deleteAllGrants)
+        admin.post("grants/:id/cancel", use: cancelGrant)
         admin.get("audit", use: audit)
         return routes
     }
@@ -68,14 +69,14 @@ struct AdminAPI: Sendable {
                 environment: try environment(request), from: body.from, into: body.into, actor: context.adminActor))
     }
 
-    /// `GET /v1/admin/grants[?status=pending|claimed|all]`.
+    /// `GET /v1/admin/grants[?status=pending|claimed|cancelled|all]`.
     func grants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let status: GrantStatus?
         switch request.uri.queryParameters.get("status") {
         case nil, "", "all": status = nil
         case let text?:
             guard let parsed = GrantStatus(rawValue: text) else {
-                throw ServiceError.badRequest("status must be pending, claimed or all")
+                throw ServiceError.badRequest("status must be pending, claimed, cancelled or all")
             }
             status = parsed
         }
@@ -90,6 +91,14 @@ struct AdminAPI: Sendable {
                 environment: try environment(request), supportId: body.supportId, credits: body.credits,
                 reason: body.reason, actor: context.adminActor),
             status: .created)
+    }
+
+    /// `POST /v1/admin/grants/{id}/cancel`: a grant the app has not claimed, in Production too.
+    func cancelGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try api.json(
+            try await service.cancelGrant(
+                environment: try environment(request), id: try context.parameters.require("id"),
+                actor: context.adminActor))
     }
 
     /// `POST /v1/admin/grants/delete-all` (Sandbox).

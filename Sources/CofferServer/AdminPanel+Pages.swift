@@ -17,11 +17,12 @@ extension AdminPanel {
             [
                 "title": "Dashboard", "onDashboard": true,
                 "figures": [
-                    "users": figures.users, "pendingGrants": figures.pendingGrants,
-                    "claimedGrants": figures.claimedGrants, "purchases": figures.purchases,
-                    "refunds": figures.refunds, "usersInDeficit": figures.usersInDeficit,
-                    "outstandingDeficit": figures.outstandingDeficit,
-                    "otherEnvironmentPurchases": figures.otherEnvironmentPurchases,
+                    "users": PanelText.count(figures.users), "pendingGrants": PanelText.count(figures.pendingGrants),
+                    "claimedGrants": PanelText.count(figures.claimedGrants),
+                    "purchases": PanelText.count(figures.purchases), "refunds": PanelText.count(figures.refunds),
+                    "usersInDeficit": PanelText.count(figures.usersInDeficit),
+                    "outstandingDeficit": PanelText.credits(figures.outstandingDeficit),
+                    "otherEnvironmentPurchases": PanelText.count(figures.otherEnvironmentPurchases),
                 ],
                 "otherEnvironment": session.environment == .production ? "Sandbox" : "Production",
                 "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0,
@@ -58,9 +59,10 @@ extension AdminPanel {
                 "title": "Users", "onUsers": true, "query": query, "matched": matched,
                 "users": result.users.map { user in
                     [
-                        "supportId": user.supportId, "created": Self.time(user.createdAt), "balance": user.balance,
-                        "deficit": user.deficit, "backupValue": user.backup.map { String($0.value) } ?? "–",
-                        "backedUp": user.backup.map { Self.time($0.lastUpdated) } ?? "–",
+                        "supportId": user.supportId, "created": Self.time(user.createdAt, context),
+                        "balance": PanelText.credits(user.balance), "deficit": PanelText.credits(user.deficit),
+                        "backupValue": user.backup.map { PanelText.credits($0.value) } ?? "–",
+                        "backedUp": user.backup.map { Self.time($0.lastUpdated, context) } ?? "–",
                     ] as [String: Any]
                 },
                 "previous": (pageNumber > 1 ? link(pageNumber - 1) : nil),
@@ -83,7 +85,7 @@ extension AdminPanel {
         }
         let backup = detail.user.backup
         let backupNote =
-            backup.map { "backup, written by \($0.writer) \($0.writerName) at \(Self.time($0.lastUpdated))" }
+            backup.map { "backup, written by \($0.writer) \($0.writerName) at \(Self.time($0.lastUpdated, context))" }
             ?? "no backup from the device yet"
         let balanceNote =
             detail.walletMode == "server"
@@ -94,24 +96,27 @@ extension AdminPanel {
             [
                 "title": detail.user.supportId, "onUsers": true, "walletMode": detail.walletMode,
                 "user": [
-                    "supportId": detail.user.supportId, "balance": detail.user.balance,
-                    "deficit": detail.user.deficit,
+                    "supportId": detail.user.supportId, "balance": PanelText.credits(detail.user.balance),
+                    "deficit": PanelText.credits(detail.user.deficit),
                 ],
                 "identity": detail.mergedInto.map { "Merged into \($0)" }
                     ?? detail.appleAccount.map { "Apple account customer (\($0.environment.rawValue) data)" }
                     ?? "Anonymous install",
                 "mergedInto": detail.mergedInto,
                 "canMerge": detail.appleAccount == nil && detail.mergedInto == nil,
-                "backupValue": backup.map { String($0.value) } ?? "–", "backupNote": backupNote,
+                "backupValue": backup.map { PanelText.credits($0.value) } ?? "–", "backupNote": backupNote,
+                "pendingGrants": [
+                    "grants": grantRows(detail.grants.filter { $0.status == .pending }, back: "user", context)
+                ],
                 "entitlementCount": detail.entitlements.count,
                 "entitlements": (detail.entitlements.isEmpty ? nil : detail.entitlements.joined(separator: ", ")),
                 "balanceNote": balanceNote, "error": error,
                 "notice": Self.notice(request.uri.queryParameters.get("notice")),
                 "timeline": detail.timeline.map { item in
                     [
-                        "at": Self.time(item.at), "kind": item.kind.rawValue, "summary": item.summary,
-                        "credits": item.credits.map { $0 > 0 ? "+\($0)" : String($0) } ?? "",
-                        "balanceAfter": item.balanceAfter.map(String.init) ?? "",
+                        "at": Self.time(item.at, context), "kind": item.kind.rawValue, "summary": item.summary,
+                        "credits": item.credits.map(PanelText.change) ?? "",
+                        "balanceAfter": item.balanceAfter.map(PanelText.credits) ?? "",
                         "otherEnvironment": item.dataEnvironment?.rawValue ?? "",
                         "fromOtherEnvironment": item.dataEnvironment.map { $0 != session.environment } ?? false,
                     ] as [String: Any]
@@ -119,15 +124,61 @@ extension AdminPanel {
             ], session: session, status: error == nil ? .ok : .badRequest)
     }
 
+    /// `POST /admin/users/{supportId}/balance`: first a page showing the balance before and after, then the
+    /// change, refused if the balance moved in between.
     func setBalance(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
         let supportId = try context.parameters.require("supportId")
-        guard let balance = Int64(form["balance"]?.trimmingCharacters(in: .whitespaces) ?? "") else {
-            return try await user(request, context, error: "The balance must be a whole number.")
+        guard let balance = PanelText.amount(form["balance"] ?? "") else {
+            return try await user(
+                request, context, error: "The balance must be a whole number, e.g. 1,200,000 or 1200000.")
+        }
+        let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let detail: UserDetail
+        do {
+            detail = try await service.user(environment: session.environment, supportId: supportId)
+        } catch let error as AdminError {
+            return try await user(request, context, error: error.description)
+        }
+        let current = detail.walletMode == "server" ? detail.user.balance : detail.user.backup?.value ?? 0
+        guard form["confirm"] == "yes" else {
+            guard !reason.isEmpty else {
+                return try await user(request, context, error: "A reason is required, e.g. \"Ticket #42\".")
+            }
+            let change = balance - current
+            return page(
+                "confirm",
+                [
+                    "title": "Set the balance", "onUsers": true,
+                    "heading": "Set the balance of \(detail.user.supportId) to \(PanelText.credits(balance))?",
+                    "explanation":
+                        (detail.walletMode == "server"
+                        ? "The ledger takes an adjustment of \(PanelText.change(change)) credits"
+                        : "Coffer writes an admin backup the app accepts on its next sync "
+                            + "(\(PanelText.change(change)) credits)")
+                        + ", recorded in the audit log with the reason \"\(reason)\".",
+                    "beforeAfter": [
+                        "label": detail.walletMode == "server" ? "Balance" : "Backed-up balance",
+                        "before": PanelText.credits(current), "after": PanelText.credits(balance),
+                    ],
+                    "action": "/admin/users/\(URLText.escape(detail.user.supportId))/balance",
+                    "button": "Set the balance to \(PanelText.credits(balance))",
+                    "cancel": "/admin/users/\(URLText.escape(detail.user.supportId))",
+                    "fields": [
+                        ["name": "balance", "value": String(balance)], ["name": "reason", "value": reason],
+                        ["name": "expected", "value": String(current)], ["name": "confirm", "value": "yes"],
+                    ],
+                ], session: session)
+        }
+        guard form["expected"] == String(current) else {
+            return try await user(
+                request, context,
+                error: "The balance changed since the confirmation page (it is \(PanelText.credits(current)) now), "
+                    + "so nothing was changed. Check it and set it again.")
         }
         do {
             _ = try await service.setBalance(
-                environment: session.environment, supportId: supportId, balance: balance, reason: form["reason"] ?? "",
+                environment: session.environment, supportId: supportId, balance: balance, reason: reason,
                 actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
@@ -187,14 +238,9 @@ extension AdminPanel {
             "grants",
             [
                 "title": "Grants", "onGrants": true, "allTab": status == nil, "pendingTab": status == .pending,
-                "claimedTab": status == .claimed, "error": error,
+                "claimedTab": status == .claimed, "cancelledTab": status == .cancelled, "error": error,
                 "notice": Self.notice(request.uri.queryParameters.get("notice")),
-                "grants": grants.map { grant in
-                    [
-                        "created": Self.time(grant.createdAt), "supportId": grant.supportId, "credits": grant.credits,
-                        "status": grant.status.rawValue, "createdBy": grant.createdBy, "reason": grant.reason,
-                    ] as [String: Any]
-                },
+                "grants": grantRows(grants, back: "grants", context),
             ], session: session, status: error == nil ? .ok : .badRequest)
     }
 
@@ -206,13 +252,42 @@ extension AdminPanel {
             if toUser { return try await user(request, context, supportId: supportId, error: text) }
             return try await grants(request, context, error: text)
         }
-        guard let credits = Int64(form["credits"]?.trimmingCharacters(in: .whitespaces) ?? "") else {
-            return try await refuse("Credits must be a whole number.")
+        guard let credits = PanelText.amount(form["credits"] ?? "") else {
+            return try await refuse("Credits must be a whole number, e.g. 400,000 or 400000.")
+        }
+        let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard form["confirm"] == "yes" else {
+            let detail: UserDetail
+            do {
+                guard credits > 0, credits <= AdminService.maximumCredits else {
+                    throw AdminError.invalid(
+                        "credits must be between 1 and \(PanelText.credits(AdminService.maximumCredits))")
+                }
+                guard !reason.isEmpty else { throw AdminError.invalid("a reason is required, e.g. \"Ticket #42\"") }
+                detail = try await service.user(environment: session.environment, supportId: supportId)
+            } catch let error as AdminError {
+                return try await refuse(error.description)
+            }
+            return page(
+                "confirm",
+                [
+                    "title": "Grant credits", "onGrants": !toUser, "onUsers": toUser,
+                    "heading": "Grant \(PanelText.credits(credits)) credits to \(detail.user.supportId)?",
+                    "explanation": grantExplanation(detail, credits: credits, reason: reason),
+                    "beforeAfter": beforeAfter(detail, credits: credits),
+                    "action": "/admin/grants", "button": "Grant \(PanelText.credits(credits)) credits",
+                    "cancel": toUser ? "/admin/users/\(URLText.escape(detail.user.supportId))" : "/admin/grants",
+                    "fields": [
+                        ["name": "supportId", "value": detail.user.supportId],
+                        ["name": "credits", "value": String(credits)], ["name": "reason", "value": reason],
+                        ["name": "back", "value": toUser ? "user" : "grants"], ["name": "confirm", "value": "yes"],
+                    ],
+                ], session: session)
         }
         let grant: GrantView
         do {
             grant = try await service.createGrant(
-                environment: session.environment, supportId: supportId, credits: credits, reason: form["reason"] ?? "",
+                environment: session.environment, supportId: supportId, credits: credits, reason: reason,
                 actor: context.adminActor)
         } catch let error as AdminError {
             return try await refuse(error.description)
@@ -221,6 +296,123 @@ extension AdminPanel {
             toUser
                 ? "/admin/users/\(URLText.escape(grant.supportId))?notice=granted"
                 : "/admin/grants?status=pending&notice=granted")
+    }
+
+    /// What granting does, in words, for the confirmation page.
+    func grantExplanation(_ detail: UserDetail, credits: Int64, reason: String) -> String {
+        let pending = detail.grants.filter { $0.status == .pending }
+        let waiting =
+            pending.isEmpty
+            ? ""
+            : " \(pending.count) grant\(pending.count == 1 ? "" : "s") of "
+                + "\(PanelText.credits(pending.reduce(0) { $0 + $1.credits })) credits \(pending.count == 1 ? "is" : "are") "
+                + "waiting for the app already."
+        return "Reason: \"\(reason)\". The app picks the grant up on its next launch, foreground or refresh, and "
+            + "it is recorded in the audit log. Until the app claims it, it can be cancelled." + waiting
+    }
+
+    /// The balance before and after a grant of `credits`, for the confirmation page.
+    func beforeAfter(_ detail: UserDetail, credits: Int64) -> [String: String] {
+        let now = detail.walletMode == "server" ? detail.user.balance : detail.user.backup?.value ?? 0
+        let (after, overflow) = now.addingReportingOverflow(credits)
+        return [
+            "label": detail.walletMode == "server"
+                ? "Balance, once the app claims it" : "Backed-up balance, once the app claims it",
+            "before": PanelText.credits(now), "after": overflow ? "–" : PanelText.credits(after),
+        ]
+    }
+
+    /// Grants as table rows, with a cancel button on the pending ones.
+    func grantRows(_ grants: [GrantView], back: String, _ context: CofferRequestContext) -> [[String: Any]] {
+        grants.map { grant in
+            [
+                "id": grant.id.uuidString.lowercased(), "created": Self.time(grant.createdAt, context),
+                "supportId": grant.supportId, "credits": PanelText.credits(grant.credits),
+                "status": grant.status.rawValue, "createdBy": grant.createdBy, "reason": grant.reason,
+                "cancellable": grant.status == .pending, "back": back,
+                "cancelledNote": grant.cancelledAt.map {
+                    "cancelled by \(grant.cancelledBy ?? "?") at \(Self.time($0, context))"
+                } ?? "",
+            ] as [String: Any]
+        }
+    }
+
+    /// `POST /admin/grants/{id}/cancel`: first a confirmation page, then the cancellation (Production too); a
+    /// grant the app claimed already is refused with what to do instead.
+    func cancelGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await checkedForm(request, context)
+        let id = try context.parameters.require("id")
+        let back = form["back"] == "user" ? "user" : "grants"
+        let grant: GrantView
+        do {
+            grant = try await service.grant(environment: session.environment, id: id)
+        } catch let error as AdminError {
+            return message(
+                "Not cancelled", error.description, link: "/admin/grants", linkText: "Back to grants",
+                session: session, status: error.status)
+        }
+        let backLink =
+            back == "user" ? "/admin/users/\(URLText.escape(grant.supportId))" : "/admin/grants?status=pending"
+        guard form["confirm"] == "yes" else {
+            guard grant.status == .pending else {
+                return message(
+                    "Not cancelled",
+                    grant.status == .claimed
+                        ? "The app claimed this grant already: the credits are the customer's. Answer it with a new "
+                            + "adjustment (set the balance) instead."
+                        : "This grant was cancelled already.", link: backLink, linkText: "Back",
+                    session: session, status: grant.status == .claimed ? .badRequest : .ok)
+            }
+            return page(
+                "confirm",
+                [
+                    "title": "Cancel a grant", "onGrants": back == "grants", "onUsers": back == "user",
+                    "heading": "Cancel the grant of \(PanelText.credits(grant.credits)) credits to \(grant.supportId)?",
+                    "explanation":
+                        "Created by \(grant.createdBy) at \(Self.time(grant.createdAt, context)): \"\(grant.reason)\". "
+                        + "The app will not get these credits; the cancellation is recorded in the audit log. "
+                        + "If the app claims it first, it is the customer's and cannot be cancelled.",
+                    "action": "/admin/grants/\(URLText.escape(grant.id.uuidString.lowercased()))/cancel",
+                    "button": "Cancel the grant", "cancel": backLink, "cancelText": "Keep it",
+                    "fields": [["name": "back", "value": back], ["name": "confirm", "value": "yes"]],
+                ], session: session)
+        }
+        do {
+            _ = try await service.cancelGrant(environment: session.environment, id: id, actor: context.adminActor)
+        } catch let error as AdminError {
+            return message(
+                "Not cancelled", error.description, link: backLink, linkText: "Back", session: session,
+                status: error.status)
+        }
+        return Self.redirect(backLink + (backLink.contains("?") ? "&" : "?") + "notice=cancelled")
+    }
+
+    /// `GET /admin/settings`: the signed-in admin's own settings (the time zone beside UTC).
+    func settings(_ request: Request, _ context: CofferRequestContext, error: String? = nil) async throws
+        -> Response
+    {
+        let session = try context.requireSession()
+        let current = context.adminTimeZone?.identifier ?? "UTC"
+        return page(
+            "settings",
+            [
+                "title": "Settings", "onSettings": true, "error": error,
+                "notice": Self.notice(request.uri.queryParameters.get("notice")),
+                "zones": PanelText.timeZones.map { ["name": $0, "selected": $0 == current] as [String: Any] },
+                "example": PanelText.time(now, in: context.adminTimeZone),
+            ], session: session, status: error == nil ? .ok : .badRequest)
+    }
+
+    /// `POST /admin/settings`.
+    func saveSettings(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await checkedForm(request, context)
+        let name = form["timeZone"] ?? ""
+        guard let zone = PanelText.timeZone(name) else {
+            return try await settings(request, context, error: "\(name) is not a time zone this server knows.")
+        }
+        let stored = zone.identifier == "UTC" || zone.identifier == "GMT" ? nil : zone.identifier
+        _ = try await store.setAdminTimeZone(name: session.adminName, timeZone: stored)
+        return Self.redirect("/admin/settings?notice=settings")
     }
 
     func confirmDeleteAll(_ context: CofferRequestContext) async throws -> Response {
@@ -286,7 +478,8 @@ extension AdminPanel {
         let session = try context.requireSession()
         let rows = try await service.auditLog(environment: session.environment).map { event -> [String: Any] in
             [
-                "at": Self.time(event.at), "actor": event.actor, "action": event.action, "subject": event.subject,
+                "at": Self.time(event.at, context), "actor": event.actor, "action": event.action,
+                "subject": event.subject,
                 "before": event.before ?? "", "after": event.after ?? "",
             ]
         }

@@ -45,11 +45,14 @@ struct AdminPanel: Sendable {
         panel.post("users/:supportId/merge") { request, context in try await merge(request, context) }
         panel.get("grants") { request, context in try await grants(request, context) }
         panel.post("grants") { request, context in try await createGrant(request, context) }
+        panel.post("grants/:id/cancel") { request, context in try await cancelGrant(request, context) }
         panel.get("grants/delete-all") { _, context in try await confirmDeleteAll(context) }
         panel.post("grants/delete-all") { request, context in try await deleteAll(request, context) }
         panel.get("environment") { request, context in try await confirmEnvironment(request, context) }
         panel.post("environment") { request, context in try await switchEnvironment(request, context) }
         panel.get("audit") { _, context in try await audit(context) }
+        panel.get("settings") { request, context in try await settings(request, context) }
+        panel.post("settings") { request, context in try await saveSettings(request, context) }
         panel.post("logout") { request, context in try await signOut(request, context) }
         return router
     }
@@ -122,17 +125,17 @@ struct AdminPanel: Sendable {
         case "granted": "Grant created. The app picks it up on its next launch, foreground or refresh."
         case "balance": "Balance set."
         case "deleted": "All Sandbox grants deleted."
+        case "cancelled": "Grant cancelled. The app will not get it."
+        case "settings": "Settings saved."
         case "merged":
             "Merged: the anonymous customer's balance, purchases, grants and history are this customer's now."
         default: nil
         }
     }
 
-    static func time(_ date: Date) -> String {
-        date.formatted(
-            .iso8601.year().month().day().dateSeparator(.dash).dateTimeSeparator(.space).time(
-                includingFractionalSeconds: false
-            ).timeSeparator(.colon))
+    /// A time as the pages show it: UTC, with the signed-in admin's time zone beside it.
+    static func time(_ date: Date, _ context: CofferRequestContext) -> String {
+        PanelText.time(date, in: context.adminTimeZone)
     }
 
     /// The fields of a URL-encoded form body (the first of a repeated name).
@@ -186,6 +189,8 @@ struct SessionMiddleware: RouterMiddleware {
         guard let session = try await panel.session(request) else { return AdminPanel.redirect("/admin/login") }
         var context = context
         context.adminSession = session
+        context.adminTimeZone = try await panel.store.admin(name: session.adminName)?.timeZone.flatMap(
+            PanelText.timeZone)
         // The audit log names the admin and the real client address (behind trusted proxies, the forwarded one).
         context.admin = "\(session.adminName) from \(context.clientAddress ?? "this machine")"
         do {

@@ -58,7 +58,7 @@ struct WalletAPI: Sendable {
         }
     }
 
-    /// `GET /v1/me/grants[?status=pending|claimed]`.
+    /// `GET /v1/me/grants[?status=pending|claimed|cancelled]`.
     func grants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await api.authenticate(request)
         let status: GrantStatus?
@@ -66,7 +66,7 @@ struct WalletAPI: Sendable {
         case nil: status = nil
         case let text?:
             guard let parsed = GrantStatus(rawValue: text) else {
-                throw ServiceError.badRequest("status is pending or claimed")
+                throw ServiceError.badRequest("status is pending, claimed or cancelled")
             }
             status = parsed
         }
@@ -107,6 +107,6 @@ struct WalletAPI: Sendable {
     static func body(_ grant: Grant) -> GrantBody {
         GrantBody(
             id: grant.id, credits: grant.credits, reason: grant.reason, createdAt: grant.createdAt,
-            claimedAt: grant.claimedAt)
+            claimedAt: grant.claimedAt, cancelledAt: grant.cancelledAt)
     }
 }

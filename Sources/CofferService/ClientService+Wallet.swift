@@ -54,7 +54,7 @@ extension ClientService {
     ///
     /// - Returns: The grant and the user's balance after.
     /// - Throws: ``ServiceError/notFound(_:)`` for a grant that does not exist or is another user's (nothing
-    ///   about another user's grant is revealed).
+    ///   about another user's grant is revealed), ``ServiceError/grantCancelled`` for one support cancelled.
     public func claimGrant(_ id: UUID?, for user: User) async throws -> (grant: Grant, balance: Int64) {
         guard let id else { throw ServiceError.notFound("no such grant") }
         let grant: Grant
@@ -64,6 +64,8 @@ extension ClientService {
                 crediting: configuration.wallet == .server ? configuration.deficitPolicy : nil, at: dependencies.now())
         } catch StoreError.notFound, StoreError.wrongUser {
             throw ServiceError.notFound("no such grant")
+        } catch StoreError.cancelled {
+            throw ServiceError.grantCancelled
         }
         return (grant, try await store.wallet(owner: user.id, environment: user.environment).balance)
     }

@@ -26,6 +26,8 @@ public enum ServiceError: Error, Sendable, Equatable {
     case notFound(String)
     /// The user has no backup yet.
     case noBackup
+    /// Support cancelled the grant before the app claimed it: nothing is credited.
+    case grantCancelled
     /// The catalog does not sell the product.
     case unknownProduct(String)
     /// The ledger refused the change.
@@ -86,6 +88,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .wrongUser, .ledger(.wrongUser): "wrong-user"
         case .notFound: "not-found"
         case .noBackup: "no-backup"
+        case .grantCancelled: "grant-cancelled"
         case .unknownProduct: "unknown-product"
         case .ledger(.insufficientBalance): "insufficient-balance"
         case .ledger(.keyReused): "key-reused"
@@ -111,6 +114,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .adminSignature(_, let message), .verification(_, let message), .unavailable(_, let message): message
         case .wrongUser, .ledger(.wrongUser): "the transaction belongs to another user"
         case .noBackup: "no backup yet"
+        case .grantCancelled: "support cancelled this grant before it was claimed; nothing was credited"
         case .ledger(.insufficientBalance(let balance, let requested)): "\(requested) requested, \(balance) available"
         case .ledger(.keyReused): "this Idempotency-Key was used for another amount"
         case .ledger(let error): error.description

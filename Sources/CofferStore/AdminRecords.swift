@@ -13,15 +13,21 @@ public struct Admin: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When the password was last set.
     public var passwordChangedAt: Date
+    /// The time zone the panel shows times in beside UTC (an IANA identifier such as `Europe/Paris`); `nil`
+    /// shows UTC only.
+    public var timeZone: String?
 
     /// Creates an admin record.
-    public init(id: UUID = UUID(), name: String, passwordHash: String, createdAt: Date, passwordChangedAt: Date? = nil)
-    {
+    public init(
+        id: UUID = UUID(), name: String, passwordHash: String, createdAt: Date, passwordChangedAt: Date? = nil,
+        timeZone: String? = nil
+    ) {
         self.id = id
         self.name = name
         self.passwordHash = passwordHash
         self.createdAt = createdAt
         self.passwordChangedAt = passwordChangedAt ?? createdAt
+        self.timeZone = timeZone
     }
 }
 

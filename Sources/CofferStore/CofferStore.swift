@@ -109,6 +109,8 @@ public protocol CofferStore: Sendable {
 
     /// Adds a grant.
     func createGrant(_ grant: Grant) async throws
+    /// The grant with this id in an environment.
+    func grant(id: UUID, environment: Environment) async throws -> Grant?
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant]
     /// Claims a grant as `claim` says (``Grant/claim(by:crediting:at:)``), in one transaction that holds the
@@ -119,6 +121,14 @@ public protocol CofferStore: Sendable {
     /// - Returns: The grant as it is after.
     /// - Throws: ``StoreError/notFound(_:)``, or what `claim` throws.
     func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
+        async throws -> Grant
+    /// Cancels a grant as `cancel` says (``Grant/cancel(by:at:)``), in one transaction that holds the grant, so
+    /// a claim and a cancellation never both happen: `cancel` is given the grant on file and answers it
+    /// cancelled, or `nil` to leave it.
+    ///
+    /// - Returns: The grant as it is after.
+    /// - Throws: ``StoreError/notFound(_:)``.
+    func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
 
     // MARK: Notifications
@@ -176,6 +186,10 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: `false` when there is no such admin.
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool
+    /// Sets the time zone an admin's pages show beside UTC; `nil` for UTC only.
+    ///
+    /// - Returns: `false` when there is no such admin.
+    func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool
     /// Stores a new session.
     func createSession(_ session: AdminSession) async throws
     /// The session with this token hash, expired or not.
@@ -235,13 +249,21 @@ extension CofferStore {
     /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the
     /// grant's credits are applied to the ledger (`grant:<id>`) in the same commit (server wallet).
     ///
-    /// - Throws: ``StoreError/notFound(_:)`` or ``StoreError/wrongUser(_:)``.
+    /// - Throws: ``StoreError/notFound(_:)``, ``StoreError/wrongUser(_:)``, or ``StoreError/cancelled(_:)`` for a
+    ///   grant support cancelled.
     public func claimGrant(
         id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date
     ) async throws -> Grant {
         try await claimGrant(id: id, environment: environment) { grant in
             try grant.claim(by: recipient, crediting: policy, at: at)
         }
+    }
+
+    /// Cancels a pending grant; a claimed one, or one cancelled before, is returned unchanged.
+    ///
+    /// - Throws: ``StoreError/notFound(_:)``.
+    public func cancelGrant(id: UUID, environment: Environment, by actor: String, at: Date) async throws -> Grant {
+        try await cancelGrant(id: id, environment: environment) { $0.cancel(by: actor, at: at) }
     }
 
     /// A user's entitlements now, by the core's rules: computed from the receipts of products that can unlock

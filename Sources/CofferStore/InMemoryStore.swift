@@ -305,6 +305,11 @@ public actor InMemoryStore: CofferStore {
         grantList.append(grant)
     }
 
+    /// The grant with this id in an environment.
+    public func grant(id: UUID, environment: Environment) -> Grant? {
+        grantList.first { $0.id == id && $0.environment == environment }
+    }
+
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) -> [Grant] {
         let matching = grantList.filter { grant in
@@ -333,6 +338,18 @@ public actor InMemoryStore: CofferStore {
         }
         grantList[index] = claimed.grant
         return claimed.grant
+    }
+
+    /// Cancels a grant as `cancel` says.
+    public func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+        throws -> Grant
+    {
+        guard let index = grantList.firstIndex(where: { $0.id == id && $0.environment == environment }) else {
+            throw StoreError.notFound("grant \(id)")
+        }
+        guard let cancelled = cancel(grantList[index]) else { return grantList[index] }
+        grantList[index] = cancelled
+        return cancelled
     }
 
     /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
@@ -476,6 +493,13 @@ public actor InMemoryStore: CofferStore {
         adminList[index].passwordChangedAt = at
         let id = adminList[index].id
         sessions = sessions.filter { $0.value.adminId != id }
+        return true
+    }
+
+    /// Sets the time zone an admin's pages show beside UTC.
+    public func setAdminTimeZone(name: String, timeZone: String?) -> Bool {
+        guard let index = adminList.firstIndex(where: { $0.name == name }) else { return false }
+        adminList[index].timeZone = timeZone
         return true
     }
 

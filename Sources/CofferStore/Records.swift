@@ -148,6 +148,8 @@ public enum GrantStatus: String, Sendable, Hashable, Codable, CaseIterable {
     case pending
     /// Delivered to the app.
     case claimed
+    /// Cancelled by support before the app claimed it: the app never gets it.
+    case cancelled
 }
 
 /// Credits support gives a user, with a reason; the app picks them up and claims them once.
@@ -168,11 +170,15 @@ public struct Grant: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When the app claimed it, `nil` while pending.
     public var claimedAt: Date?
+    /// When support cancelled it, `nil` unless cancelled.
+    public var cancelledAt: Date?
+    /// Who cancelled it.
+    public var cancelledBy: String?
 
     /// Creates a grant.
     public init(
         id: UUID = UUID(), environment: Environment, recipient: UUID, credits: Int64, reason: String, createdBy: String,
-        createdAt: Date, claimedAt: Date? = nil
+        createdAt: Date, claimedAt: Date? = nil, cancelledAt: Date? = nil, cancelledBy: String? = nil
     ) {
         self.id = id
         self.environment = environment
@@ -182,19 +188,36 @@ public struct Grant: Sendable, Hashable, Codable {
         self.createdBy = createdBy
         self.createdAt = createdAt
         self.claimedAt = claimedAt
+        self.cancelledAt = cancelledAt
+        self.cancelledBy = cancelledBy
     }
 
-    /// Pending or claimed.
-    public var status: GrantStatus { claimedAt == nil ? .pending : .claimed }
+    /// Pending, claimed or cancelled.
+    public var status: GrantStatus {
+        if claimedAt != nil { return .claimed }
+        return cancelledAt == nil ? .pending : .cancelled
+    }
+
+    /// What cancelling the grant does: the grant cancelled by `actor` at `at`, or `nil` when it is not pending
+    /// (claimed: the credits are the customer's, and only a new adjustment answers them; or cancelled before).
+    public func cancel(by actor: String, at: Date) -> Grant? {
+        guard status == .pending else { return nil }
+        var cancelled = self
+        cancelled.cancelledAt = at
+        cancelled.cancelledBy = actor
+        return cancelled
+    }
 
     /// What claiming the grant by `recipient` does: `nil` when it was claimed before (claiming again changes
     /// nothing), else the grant claimed at `at` and, with a `policy` (server wallet), the ledger request that
     /// credits it (`grant:<id>`), to apply in the same commit.
     ///
-    /// - Throws: ``StoreError/wrongUser(_:)`` when it is someone else's.
+    /// - Throws: ``StoreError/wrongUser(_:)`` when it is someone else's, ``StoreError/cancelled(_:)`` when
+    ///   support cancelled it.
     public func claim(by recipient: UUID, crediting policy: DeficitPolicy?, at: Date) throws -> GrantClaim? {
         guard self.recipient == recipient else { throw StoreError.wrongUser("grant \(id)") }
         guard claimedAt == nil else { return nil }
+        guard cancelledAt == nil else { throw StoreError.cancelled("grant \(id)") }
         var claimed = self
         claimed.claimedAt = at
         let credit = policy.map { policy in

@@ -260,6 +260,14 @@ enum PostgresMigrations {
             CREATE INDEX receipts_by_revoked ON receipts (environment, revoked_at) WHERE revoked_at IS NOT NULL
             """
         ),
+        (
+            "v12 grant cancellation, admin time zones",
+            """
+            ALTER TABLE grants ADD COLUMN cancelled_at BIGINT;
+            ALTER TABLE grants ADD COLUMN cancelled_by TEXT;
+            ALTER TABLE admins ADD COLUMN time_zone TEXT
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

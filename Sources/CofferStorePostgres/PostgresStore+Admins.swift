@@ -48,6 +48,15 @@ extension PostgresStore {
         }
     }
 
+    /// Sets the time zone an admin's pages show beside UTC.
+    public func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
+        try await write { connection in
+            try await Self.first(
+                connection, "UPDATE admins SET time_zone = \(timeZone) WHERE name = \(name) RETURNING id",
+                logger: self.logger, { try $0.decode(String.self) }) != nil
+        }
+    }
+
     /// Stores a new session.
     public func createSession(_ session: AdminSession) async throws {
         try await write { connection in

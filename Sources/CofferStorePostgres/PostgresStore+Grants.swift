@@ -24,6 +24,13 @@ extension PostgresStore {
         }
     }
 
+    /// The grant with this id in an environment.
+    public func grant(id: UUID, environment: Environment) async throws -> Grant? {
+        try await all(
+            "SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)", Rows.grant
+        ).first
+    }
+
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
         -> [Grant]
@@ -34,8 +41,9 @@ extension PostgresStore {
             SELECT * FROM grants WHERE environment = \(environment.rawValue)
             AND (\(recipient?.uuidString)::text IS NULL OR recipient = \(recipient?.uuidString))
             AND (\(statusName)::text IS NULL
-                OR (\(statusName) = 'pending' AND claimed_at IS NULL)
-                OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL))
+                OR (\(statusName) = 'pending' AND claimed_at IS NULL AND cancelled_at IS NULL)
+                OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL)
+                OR (\(statusName) = 'cancelled' AND claimed_at IS NULL AND cancelled_at IS NOT NULL))
             ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT \(max(0, limit))
             """, Rows.grant)
     }
@@ -45,14 +53,7 @@ extension PostgresStore {
         id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
         try await write { connection in
-            guard
-                let grant = try await Self.first(
-                    connection,
-                    """
-                    SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)
-                    FOR UPDATE
-                    """, logger: self.logger, Rows.grant)
-            else { throw StoreError.notFound("grant \(id)") }
+            let grant = try await self.lockedGrant(connection, id: id, environment: environment)
             guard let claimed = try claim(grant) else { return grant }
             if let credit = claimed.credit {
                 let context = PostgresLedgerContext(connection: connection, logger: self.logger)
@@ -63,5 +64,34 @@ extension PostgresStore {
                 logger: self.logger)
             return claimed.grant
         }
+    }
+
+    /// Cancels a grant as `cancel` says, in a transaction that holds the grant's row.
+    public func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+        async throws -> Grant
+    {
+        try await write { connection in
+            let grant = try await self.lockedGrant(connection, id: id, environment: environment)
+            guard let cancelled = cancel(grant) else { return grant }
+            try await connection.query(
+                """
+                UPDATE grants SET cancelled_at = \(cancelled.cancelledAt.map(Millis.from)),
+                    cancelled_by = \(cancelled.cancelledBy) WHERE id = \(id.uuidString)
+                """, logger: self.logger)
+            return cancelled
+        }
+    }
+
+    /// The grant, its row locked for the transaction, or ``StoreError/notFound(_:)``.
+    func lockedGrant(_ connection: PostgresConnection, id: UUID, environment: Environment) async throws -> Grant {
+        guard
+            let grant = try await Self.first(
+                connection,
+                """
+                SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)
+                FOR UPDATE
+                """, logger: self.logger, Rows.grant)
+        else { throw StoreError.notFound("grant \(id)") }
+        return grant
     }
 }

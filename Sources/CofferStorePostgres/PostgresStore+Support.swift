@@ -27,7 +27,8 @@ extension PostgresStore {
                 SELECT
                     (SELECT count(*) FROM users u WHERE u.environment = \(env)
                         AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)) AS users,
-                    (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NULL) AS pending,
+                    (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NULL
+                        AND cancelled_at IS NULL) AS pending,
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL
                         AND (data_environment IS NULL OR data_environment = environment)) AS purchases,

@@ -134,7 +134,8 @@ enum Rows {
         return Admin(
             id: try uuid(row, "id"), name: try value(row, "name"), passwordHash: try value(row, "password_hash"),
             createdAt: Millis.date(try value(row, "created_at")),
-            passwordChangedAt: Millis.date(try value(row, "password_changed_at")))
+            passwordChangedAt: Millis.date(try value(row, "password_changed_at")),
+            timeZone: try value(row, "time_zone"))
     }
 
     static func session(_ postgresRow: PostgresRow) throws -> AdminSession {
@@ -166,7 +167,8 @@ enum Rows {
             id: try uuid(row, "id"), environment: try environment(row), recipient: try uuid(row, "recipient"),
             credits: try value(row, "credits"), reason: try value(row, "reason"),
             createdBy: try value(row, "created_by"),
-            createdAt: Millis.date(try value(row, "created_at")), claimedAt: try date(row, "claimed_at"))
+            createdAt: Millis.date(try value(row, "created_at")), claimedAt: try date(row, "claimed_at"),
+            cancelledAt: try date(row, "cancelled_at"), cancelledBy: try value(row, "cancelled_by"))
     }
 
     static func audit(_ postgresRow: PostgresRow) throws -> AuditEvent {

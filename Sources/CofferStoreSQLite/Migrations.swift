@@ -206,6 +206,14 @@ extension SQLiteStore {
                     CREATE INDEX receipts_by_revoked ON receipts (environment, revoked_at) WHERE revoked_at IS NOT NULL;
                     """)
         }
+        migrator.registerMigration("v12 grant cancellation, admin time zones") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE grants ADD COLUMN cancelled_at INTEGER;
+                    ALTER TABLE grants ADD COLUMN cancelled_by TEXT;
+                    ALTER TABLE admins ADD COLUMN time_zone TEXT;
+                    """)
+        }
         return migrator
     }
 }

@@ -45,6 +45,14 @@ extension SQLiteStore {
         }
     }
 
+    /// Sets the time zone an admin's pages show beside UTC.
+    public func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
+        try await write { db in
+            try db.execute(sql: "UPDATE admins SET time_zone = ? WHERE name = ?", arguments: [timeZone, name])
+            return db.changesCount > 0
+        }
+    }
+
     /// Stores a new session.
     public func createSession(_ session: AdminSession) async throws {
         try await write { db in

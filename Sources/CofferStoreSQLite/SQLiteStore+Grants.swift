@@ -27,6 +27,12 @@ extension SQLiteStore {
         }
     }
 
+    /// The grant with this id in an environment.
+    public func grant(id: UUID, environment: Environment) async throws -> Grant? {
+        try await one(
+            "SELECT * FROM grants WHERE id = ? AND environment = ?", [id.uuidString, environment.rawValue], Self.grant)
+    }
+
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
         -> [Grant]
@@ -39,8 +45,9 @@ extension SQLiteStore {
                 arguments += [recipient.uuidString]
             }
             switch status {
-            case .pending: sql += " AND claimed_at IS NULL"
+            case .pending: sql += " AND claimed_at IS NULL AND cancelled_at IS NULL"
             case .claimed: sql += " AND claimed_at IS NOT NULL"
+            case .cancelled: sql += " AND claimed_at IS NULL AND cancelled_at IS NOT NULL"
             case nil: break
             }
             sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
@@ -54,12 +61,7 @@ extension SQLiteStore {
         id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
         try await write { db in
-            guard
-                let grant = try Row.fetchOne(
-                    db, sql: "SELECT * FROM grants WHERE id = ? AND environment = ?",
-                    arguments: [id.uuidString, environment.rawValue]
-                ).map(Self.grant)
-            else { throw StoreError.notFound("grant \(id)") }
+            let grant = try Self.grant(db, id: id, environment: environment)
             guard let claimed = try claim(grant) else { return grant }
             if let credit = claimed.credit {
                 var context = SQLiteLedgerContext(db: db)
@@ -70,5 +72,30 @@ extension SQLiteStore {
                 arguments: [claimed.grant.claimedAt.map(Millis.from), id.uuidString])
             return claimed.grant
         }
+    }
+
+    /// Cancels a grant as `cancel` says, in a write transaction.
+    public func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+        async throws -> Grant
+    {
+        try await write { db in
+            let grant = try Self.grant(db, id: id, environment: environment)
+            guard let cancelled = cancel(grant) else { return grant }
+            try db.execute(
+                sql: "UPDATE grants SET cancelled_at = ?, cancelled_by = ? WHERE id = ?",
+                arguments: [cancelled.cancelledAt.map(Millis.from), cancelled.cancelledBy, id.uuidString])
+            return cancelled
+        }
+    }
+
+    /// The grant inside a write transaction, or ``StoreError/notFound(_:)``.
+    static func grant(_ db: Database, id: UUID, environment: Environment) throws -> Grant {
+        guard
+            let grant = try Row.fetchOne(
+                db, sql: "SELECT * FROM grants WHERE id = ? AND environment = ?",
+                arguments: [id.uuidString, environment.rawValue]
+            ).map(Self.grant)
+        else { throw StoreError.notFound("grant \(id)") }
+        return grant
     }
 }

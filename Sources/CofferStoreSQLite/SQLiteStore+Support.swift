@@ -51,7 +51,7 @@ extension SQLiteStore {
             return DashboardFigures(
                 users: try count("SELECT COUNT(*) FROM users u WHERE u.environment = ? \(Self.ownAccounts)"),
                 pendingGrants: try count(
-                    "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NULL"),
+                    "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NULL AND cancelled_at IS NULL"),
                 claimedGrants: try count(
                     "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NOT NULL"),
                 purchases: try count(

@@ -207,7 +207,8 @@ public final class SQLiteStore: CofferStore {
     static func admin(_ row: Row) throws -> Admin {
         Admin(
             id: try RowValue.uuid(row, "id"), name: row["name"], passwordHash: row["password_hash"],
-            createdAt: Millis.date(row["created_at"]), passwordChangedAt: Millis.date(row["password_changed_at"]))
+            createdAt: Millis.date(row["created_at"]), passwordChangedAt: Millis.date(row["password_changed_at"]),
+            timeZone: row["time_zone"])
     }
 
     static func adminKey(_ row: Row) -> AdminKey {
@@ -223,6 +224,7 @@ public final class SQLiteStore: CofferStore {
             recipient: try RowValue.uuid(row, "recipient"),
             credits: row["credits"], reason: row["reason"], createdBy: row["created_by"],
             createdAt: Millis.date(row["created_at"]),
-            claimedAt: (row["claimed_at"] as Int64?).map(Millis.date))
+            claimedAt: (row["claimed_at"] as Int64?).map(Millis.date),
+            cancelledAt: (row["cancelled_at"] as Int64?).map(Millis.date), cancelledBy: row["cancelled_by"])
     }
 }

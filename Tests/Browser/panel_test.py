@@ -39,7 +39,7 @@ from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 CHECKS = []
 
@@ -228,17 +228,26 @@ def main():
             shot("users")
             click(By.LINK_TEXT, support_id)
             check(driver.find_element(By.ID, "support-id").text == support_id, "the user page opens")
-            check(driver.find_element(By.ID, "balance").text == "800000", "the user page shows the balance")
+            check(driver.find_element(By.ID, "balance").text == "800,000",
+                  "the user page shows the balance with thousands separators")
             timeline = driver.find_element(By.ID, "timeline").text
             check("purchase" in timeline and "refund" in timeline and "backup" in timeline,
                   "the timeline shows purchases, the refund and the backup")
 
-            # Grant credits with a reason; it is pending until the app claims it.
+            # Grant credits with a reason: a confirmation with the balance before and after first; the grant is
+            # pending until the app claims it.
             driver.find_element(By.ID, "grant-credits").send_keys("400000")
             driver.find_element(By.ID, "grant-reason").send_keys("Ticket #42")
             click(By.ID, "grant-button")
+            check("Grant 400,000 credits to" in driver.find_element(By.TAG_NAME, "h1").text,
+                  "granting asks for a confirmation first")
+            check(driver.find_element(By.ID, "before").text == "800,000"
+                  and driver.find_element(By.ID, "after").text == "1,200,000",
+                  "the confirmation shows the balance before and after")
+            shot("confirm-grant")
+            click(By.ID, "confirm")
             check("Grant created" in driver.find_element(By.ID, "notice").text, "the grant is created")
-            check("granted 400000 credits: Ticket #42" in driver.find_element(By.ID, "timeline").text,
+            check("granted 400,000 credits: Ticket #42" in driver.find_element(By.ID, "timeline").text,
                   "the timeline shows the grant with its reason")
             driver.set_window_size(1280, 1300)
             shot("user")
@@ -259,21 +268,59 @@ def main():
             check(support_id in driver.find_element(By.ID, "grants").text and "claimed" in
                   driver.find_element(By.ID, "grants").text, "the grant is listed as claimed")
 
-            # Set the balance as an admin override.
+            # A grant made by mistake is cancelled before the app claims it (a confirmation first).
             driver.get(base + f"/admin/users/{support_id}")
-            driver.find_element(By.ID, "balance-value").send_keys("5000")
+            driver.find_element(By.ID, "grant-credits").send_keys("1200000")
+            driver.find_element(By.ID, "grant-reason").send_keys("Ticket #44, typo")
+            click(By.ID, "grant-button")
+            click(By.ID, "confirm")
+            pending_rows = driver.find_elements(By.CSS_SELECTOR, "#pending-grants tbody tr")
+            check(len(pending_rows) == 1 and "1,200,000" in pending_rows[0].text,
+                  "the customer page lists the pending grant with a cancel button")
+            click(By.CSS_SELECTOR, "#pending-grants .cancel-grant")
+            check("Cancel the grant of 1,200,000 credits" in driver.find_element(By.TAG_NAME, "h1").text,
+                  "cancelling asks for a confirmation")
+            shot("cancel-grant")
+            click(By.ID, "confirm")
+            check("Grant cancelled" in driver.find_element(By.ID, "notice").text, "the grant is cancelled")
+            check("None waiting" in driver.find_element(By.ID, "pending-grants").text,
+                  "no grant is pending any more")
+            check("cancelled the grant of 1,200,000 credits" in driver.find_element(By.ID, "timeline").text,
+                  "the timeline shows the cancellation")
+            status, pending = http("GET", base + "/v1/me/grants?status=pending", headers=bearer)
+            check(status == 200 and pending["grants"] == [], "the app is offered no cancelled grant")
+
+            # Set the balance as an admin override: a confirmation with before and after first.
+            driver.find_element(By.ID, "balance-value").send_keys("5,000")
             driver.find_element(By.ID, "balance-reason").send_keys("Ticket #43")
             click(By.ID, "balance-button")
-            check(driver.find_element(By.ID, "balance").text == "5000", "the balance is set")
+            check(driver.find_element(By.ID, "before").text == "1,200,000"
+                  and driver.find_element(By.ID, "after").text == "5,000",
+                  "setting the balance shows it before and after first")
+            shot("confirm-balance")
+            click(By.ID, "confirm")
+            check(driver.find_element(By.ID, "balance").text == "5,000", "the balance is set")
             check(http("GET", base + "/v1/me", headers=bearer)[1]["balance"] == 5000, "the app sees the new balance")
 
             click(By.LINK_TEXT, "Audit log")
             audit = driver.find_element(By.ID, "audit").text
-            check("grant.create" in audit and "balance.set" in audit and "admin" in audit,
-                  "the audit log records both actions and who did them")
+            check("grant.create" in audit and "grant.cancel" in audit and "balance.set" in audit and "admin" in audit,
+                  "the audit log records the grants, the cancellation and the balance, and who did them")
             check('"balance":1200000' in audit and '"balance":5000' in audit,
                   "the audit log keeps the balance before and after")
             shot("audit")
+
+            # Each admin's own time zone, shown beside UTC on every page.
+            click(By.LINK_TEXT, "Settings")
+            Select(driver.find_element(By.ID, "time-zone")).select_by_visible_text("Asia/Tokyo")
+            click(By.ID, "save-settings")
+            check("Settings saved" in driver.find_element(By.ID, "notice").text
+                  and "Asia/Tokyo" in driver.find_element(By.ID, "time-example").text,
+                  "an admin chooses a time zone, shown beside UTC")
+            shot("settings")
+            click(By.LINK_TEXT, "Audit log")
+            check("UTC" in driver.find_element(By.ID, "audit").text and "Asia/Tokyo" in
+                  driver.find_element(By.ID, "audit").text, "times show in UTC with the admin's zone beside them")
 
             # Production is a confirmed switch; no page mixes the two.
             click(By.ID, "switch-production")

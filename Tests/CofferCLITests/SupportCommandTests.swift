@@ -64,6 +64,20 @@ struct SupportCommandTests {
         let claimedList = try JSONSerialization.jsonObject(with: Data(claimed.stdout.utf8)) as? [[String: Any]]
         #expect(claimedList?.map { $0["supportId"] as? String } == [supportId])
 
+        // A grant made by mistake is cancelled before the app claims it; a claimed one cannot be.
+        let mistaken = try CofferProcess.run(
+            ["grant", "--recipient", supportId, "--credits", "5", "--reason", "typo", "--json"], in: folder,
+            environment: remote)
+        let mistakenId = try #require(
+            (try JSONSerialization.jsonObject(with: Data(mistaken.stdout.utf8)) as? [String: Any])?["id"] as? String)
+        let cancelled = try CofferProcess.run(["cancel-grant", mistakenId], in: folder, environment: remote)
+        #expect(cancelled.status == 0 && cancelled.stdout.contains("Cancelled the grant of 5 credits"))
+        let listedCancelled = try CofferProcess.run(["grants", "--status", "cancelled"], in: folder)
+        #expect(listedCancelled.stdout.contains("typo") && listedCancelled.stdout.contains("cancelled"))
+        let claimedOne = try CofferProcess.run(["cancel-grant", grantId.lowercased()], in: folder)
+        #expect(claimedOne.status != 0 && claimedOne.stderr.contains("claimed this grant already"))
+        #expect(try await serve.request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 400_000)
+
         let set = try CofferProcess.run(
             ["set-balance", "--recipient", supportId, "--balance", "1000", "--reason", "Ticket #43"], in: folder,
             environment: remote)
@@ -94,7 +108,7 @@ struct SupportCommandTests {
         let local = try CofferProcess.run(["user", supportId, "--json"], in: folder)
         let detail = try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any]
         #expect((detail?["user"] as? [String: Any])?["balance"] as? Int == 1_000)
-        #expect((detail?["timeline"] as? [Any])?.count == 3)
+        #expect((detail?["timeline"] as? [Any])?.count == 5)
 
         // Mistakes are clear and change nothing.
         let nobody = try CofferProcess.run(

@@ -64,6 +64,34 @@ struct SupportFlowTests {
         }
     }
 
+    @Test("a grant support cancels after the app applied it but before its claim is taken back, once")
+    func cancelledGrant() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let first = try world.app()
+            try await first.launch()
+            let user = try await Self.serverUser(world, first)
+            let grant = Grant(
+                environment: .sandbox, recipient: user.id, credits: 400, reason: "Ticket #42", createdBy: "support",
+                createdAt: Date())
+            try await world.serverStore.createGrant(grant)
+            // The app applies the grant and dies before claiming it; support cancels it meanwhile.
+            let dying = try world.app(crashAfter: .grantRemembered)
+            await #expect(throws: PurchaseFlowTests.ProcessDied(step: .grantRemembered)) { try await dying.launch() }
+            #expect(try await dying.localWallet().balance == 400)
+            _ = try await world.serverStore.cancelGrant(id: grant.id, environment: .sandbox, by: "support", at: Date())
+            let next = try world.app()
+            let report = try await next.launch()
+            #expect(report.granted == -400)
+            #expect(try await next.balance() == 0)
+            #expect(try await world.serverStore.grant(id: grant.id, environment: .sandbox)?.status == .cancelled)
+            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 0)
+            // Launching again takes nothing more.
+            let again = try world.app()
+            #expect(try await again.launch().granted == 0)
+            #expect(try await again.balance() == 0)
+        }
+    }
+
     @Test(
         "a refund the server learned from Apple reaches the device through the mailbox once, even after a crash",
         arguments: [SDKStep.adjustmentApplied, .adjustmentRemembered])

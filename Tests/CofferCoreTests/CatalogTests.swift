@@ -22,6 +22,19 @@ struct CatalogTests {
         #expect(catalog.loyalty == [LoyaltyRule(group: "pro", periods: 12, entitlements: ["premium", "lifetime"])])
     }
 
+    @Test("a product's optional name is what support sees; without one, its id")
+    func displayName() throws {
+        let json =
+            #"{"products": [{"id": "a", "kind": "consumable", "credits": 5, "name": "Five credits"}, "#
+            + #"{"id": "b", "kind": "consumable", "credits": 6}]}"#
+        let catalog = try Catalog(json: Data(json.utf8))
+        #expect(catalog.product(id: "a")?.name == "Five credits")
+        #expect(catalog.product(id: "a")?.displayName == "Five credits")
+        #expect(catalog.product(id: "b")?.name == nil)
+        #expect(catalog.product(id: "b")?.displayName == "b")
+        #expect(try Fixture.catalog().product(id: "com.example.credits.400k")?.displayName == "400,000 credits")
+    }
+
     @Test("loyalty periods default to 12")
     func loyaltyDefault() throws {
         let json = """
@@ -65,6 +78,12 @@ struct CatalogTests {
             (
                 #"{"products": [{"id": "a", "kind": "autoRenewable", "group": "g"}], "loyalty": [{"group": "g", "entitlements": []}, {"group": "g", "entitlements": []}]}"#,
                 .duplicateLoyaltyGroup("g")
+            ),
+            (#"{"products": [{"id": "a", "kind": "consumable", "name": " "}]}"#, .invalidName(productId: "a")),
+            (
+                #"{"products": [{"id": "a", "kind": "consumable", "name": ""#
+                    + String(repeating: "x", count: 101) + #""}]}"#,
+                .invalidName(productId: "a")
             ),
         ])
     func refusesBadCatalogs(json: String, expected: CatalogError) {

@@ -112,6 +112,12 @@ final class CountingStore: CofferStore {
     func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
     { try await base.claimGrant(id: id, environment: environment, claim) }
+    func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+        async throws -> Grant
+    { try await base.cancelGrant(id: id, environment: environment, cancel) }
+    func grant(id: UUID, environment: Environment) async throws -> Grant? {
+        try await base.grant(id: id, environment: environment)
+    }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await base.recordNotification(record)
     }
@@ -154,6 +160,9 @@ final class CountingStore: CofferStore {
     func admins() async throws -> [Admin] { try await base.admins() }
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
         try await base.setAdminPassword(name: name, passwordHash: passwordHash, at: at)
+    }
+    func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
+        try await base.setAdminTimeZone(name: name, timeZone: timeZone)
     }
     func createSession(_ session: AdminSession) async throws { try await base.createSession(session) }
     func session(tokenHash: String) async throws -> AdminSession? { try await base.session(tokenHash: tokenHash) }

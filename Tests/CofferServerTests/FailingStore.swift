@@ -48,6 +48,10 @@ struct FailingStore: CofferStore {
     func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
     { throw Self.failure }
+    func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+        async throws -> Grant
+    { throw Self.failure }
+    func grant(id: UUID, environment: Environment) async throws -> Grant? { throw Self.failure }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw Self.failure }
     func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? { throw Self.failure }
     func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
@@ -72,6 +76,7 @@ struct FailingStore: CofferStore {
     func admin(name: String) async throws -> Admin? { throw Self.failure }
     func admins() async throws -> [Admin] { throw Self.failure }
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool { throw Self.failure }
+    func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool { throw Self.failure }
     func createSession(_ session: AdminSession) async throws { throw Self.failure }
     func session(tokenHash: String) async throws -> AdminSession? { throw Self.failure }
     func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw Self.failure }

@@ -145,7 +145,11 @@ struct PanelTests {
                     == nil)
 
             let csrf = try Browser.csrf(try await browser.get(client, "/admin/grants"))
-            let created = try await browser.post(client, "/admin/grants", grant + [("csrf", csrf)])
+            // First the confirmation page, which changes nothing; then the grant.
+            let confirm = try await browser.post(client, "/admin/grants", grant + [("csrf", csrf)])
+            #expect(confirm.status == .ok && String(buffer: confirm.body).contains("Grant 400,000 credits to"))
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+            let created = try await browser.post(client, "/admin/grants", grant + [("confirm", "yes"), ("csrf", csrf)])
             #expect(created.status == .seeOther)
             let grants = try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10)
             #expect(grants.map(\.credits) == [400_000] && grants.first?.createdBy.hasPrefix("ada from ") == true)
@@ -238,7 +242,7 @@ struct PanelTests {
             _ = try await browser.post(
                 client, "/admin/grants",
                 [
-                    ("supportId", user.supportId), ("credits", "5"), ("reason", "test"),
+                    ("supportId", user.supportId), ("credits", "5"), ("reason", "test"), ("confirm", "yes"),
                     ("csrf", csrf),
                 ])
             // Without the confirmation the switch only leads to the confirmation page.
@@ -338,6 +342,149 @@ struct PanelTests {
                 [("into", "_abcdef123456"), ("confirm", "yes"), ("csrf", csrf)])
             #expect(again.status == .badRequest && String(buffer: again.body).contains("merged already"))
             #expect(try await store.auditEvents(environment: .sandbox, subject: "_abcdef123456", limit: 5).count == 1)
+        }
+    }
+
+    @Test(
+        "grants and balance edits show the balance before and after first; a balance that moved meanwhile is refused",
+        arguments: ServerEngine.allCases)
+    func confirmations(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let page = try await browser.get(client, "/admin/users/\(user.supportId)")
+            let csrf = try Browser.csrf(page)
+            let grant = [
+                ("supportId", user.supportId), ("credits", "1,200,000"), ("reason", "Ticket #9"), ("back", "user"),
+                ("csrf", csrf),
+            ]
+            let confirm = String(buffer: try await browser.post(client, "/admin/grants", grant).body)
+            #expect(confirm.contains("Grant 1,200,000 credits to \(user.supportId)?"))
+            #expect(confirm.contains(#"id="before">0<"#) && confirm.contains(#"id="after"><b>1,200,000</b>"#))
+            #expect(confirm.contains(#"name="credits" value="1200000""#))
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+            let badGrouping = try await browser.post(
+                client, "/admin/grants",
+                [("supportId", user.supportId), ("credits", "1,20,000"), ("reason", "x"), ("csrf", csrf)])
+            #expect(badGrouping.status == .badRequest)
+
+            // The balance (the device wallet: an admin backup): 0 now; the page shows 0 -> 5,000, and the confirmed
+            // edit lands.
+            let balance = [("balance", "5 000"), ("reason", "Ticket #10"), ("csrf", csrf)]
+            let uri = "/admin/users/\(user.supportId)/balance"
+            let check = String(buffer: try await browser.post(client, uri, balance).body)
+            #expect(check.contains("Set the balance of \(user.supportId) to 5,000?"))
+            #expect(check.contains(#"id="before">0<"#) && check.contains(#"id="after"><b>5,000</b>"#))
+            #expect(check.contains(#"name="expected" value="0""#))
+            let owner = try #require(await storeUser(store, user))
+            #expect(try await store.backup(owner: owner.id, environment: .sandbox) == nil)
+            let done = try await browser.post(client, uri, balance + [("expected", "0"), ("confirm", "yes")])
+            #expect(done.status == .seeOther)
+            #expect(try await store.backup(owner: owner.id, environment: .sandbox)?.value == 5_000)
+            // Confirmed against a balance that has moved since (5,000 now, not 0): refused, nothing changed.
+            let stale = try await browser.post(
+                client, uri,
+                [("balance", "7000"), ("reason", "x"), ("expected", "0"), ("confirm", "yes"), ("csrf", csrf)])
+            #expect(stale.status == .badRequest && String(buffer: stale.body).contains("changed since"))
+            #expect(try await store.backup(owner: owner.id, environment: .sandbox)?.value == 5_000)
+            let shown = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(shown.contains(#"id="backup">5,000<"#))
+            #expect(shown.contains("set the backed-up balance to 5,000"))
+        }
+    }
+
+    @Test(
+        "a pending grant is cancelled after a confirmation, in Production too, audited; the app's claim then answers grant-cancelled; a claimed grant is refused",
+        arguments: ServerEngine.allCases)
+    func cancelGrant(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let csrf = try Browser.csrf(try await browser.get(client, "/admin"))
+            _ = try await browser.post(
+                client, "/admin/environment", [("environment", "Production"), ("confirm", "yes"), ("csrf", csrf)])
+            let customer = User(
+                environment: .production, supportId: try #require(SupportID("_abcdef123456")), tokenHash: "customer",
+                createdAt: AdminAPITests.now)
+            try await store.createUser(customer)
+            func grant(_ credits: Int64) async throws -> Grant {
+                let grant = Grant(
+                    environment: .production, recipient: customer.id, credits: credits, reason: "Ticket #3",
+                    createdBy: "ada", createdAt: AdminAPITests.now)
+                try await store.createGrant(grant)
+                return grant
+            }
+            let mistaken = try await grant(120_000)
+            let claimed = try await grant(5)
+            _ = try await store.claimGrant(
+                id: claimed.id, recipient: customer.id, environment: .production, crediting: .collect,
+                at: AdminAPITests.now)
+            let page = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
+            #expect(page.contains(#"action="/admin/grants/\#(mistaken.id.uuidString.lowercased())/cancel""#))
+            #expect(!page.contains(#"action="/admin/grants/\#(claimed.id.uuidString.lowercased())/cancel""#))
+
+            let uri = "/admin/grants/\(mistaken.id.uuidString.lowercased())/cancel"
+            let confirm = String(buffer: try await browser.post(client, uri, [("back", "user"), ("csrf", csrf)]).body)
+            #expect(confirm.contains("Cancel the grant of 120,000 credits to _abcdef123456?"))
+            #expect(try await store.grant(id: mistaken.id, environment: .production)?.status == .pending)
+            let done = try await browser.post(client, uri, [("back", "user"), ("confirm", "yes"), ("csrf", csrf)])
+            #expect(done.headers[.location] == "/admin/users/_abcdef123456?notice=cancelled")
+            #expect(try await store.grant(id: mistaken.id, environment: .production)?.status == .cancelled)
+            let audit = try await store.auditEvents(environment: .production, subject: "_abcdef123456", limit: 5)
+            #expect(audit.map(\.action) == ["grant.cancel"] && audit.first?.actor.hasPrefix("ada from ") == true)
+            let after = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
+            #expect(after.contains("cancelled the grant of 120,000 credits before the app claimed it"))
+
+            #expect(try await store.wallet(owner: customer.id, environment: .production).balance == 5)
+
+            let claimedUri = "/admin/grants/\(claimed.id.uuidString.lowercased())/cancel"
+            let refused = try await browser.post(client, claimedUri, [("confirm", "yes"), ("csrf", csrf)])
+            #expect(refused.status == .badRequest && String(buffer: refused.body).contains("new adjustment"))
+            #expect(try await store.grant(id: claimed.id, environment: .production)?.status == .claimed)
+            #expect(try await store.auditEvents(environment: .production, subject: nil, limit: 5).count == 1)
+
+            // In this (Sandbox) server's own environment, the app's claim of a cancelled grant: refused (409
+            // grant-cancelled), nothing credited; the app's list of pending grants no longer has it.
+            _ = try await browser.post(client, "/admin/environment", [("environment", "Sandbox"), ("csrf", csrf)])
+            let owner = try #require(await storeUser(store, user))
+            let sandboxGrant = Grant(
+                environment: .sandbox, recipient: owner.id, credits: 7, reason: "Ticket #4", createdBy: "ada",
+                createdAt: AdminAPITests.now)
+            try await store.createGrant(sandboxGrant)
+            let id = sandboxGrant.id.uuidString.lowercased()
+            _ = try await browser.post(client, "/admin/grants/\(id)/cancel", [("confirm", "yes"), ("csrf", csrf)])
+            let bearer: HTTPFields = [.authorization: "Bearer \(user.token)"]
+            let claim = try await client.execute(uri: "/v1/me/grants/\(id)/claim", method: .post, headers: bearer)
+            #expect(claim.status == .conflict && String(buffer: claim.body).contains("grant-cancelled"))
+            #expect(try await store.wallet(owner: owner.id, environment: .sandbox).balance == 0)
+            let pending = try await client.execute(uri: "/v1/me/grants?status=pending", method: .get, headers: bearer)
+            #expect(String(buffer: pending.body) == #"{"grants":[]}"#)
+            let cancelled = try await client.execute(
+                uri: "/v1/me/grants?status=cancelled", method: .get, headers: bearer)
+            #expect(String(buffer: cancelled.body).contains(#""cancelledAt""#))
+        }
+    }
+
+    @Test("times show in UTC with the admin's own time zone beside them; a zone the server does not know is refused")
+    func timeZones() async throws {
+        let store = InMemoryStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let settings = try await browser.get(client, "/admin/settings")
+            let csrf = try Browser.csrf(settings)
+            #expect(String(buffer: settings.body).contains("<option selected>UTC</option>"))
+            let saved = try await browser.post(
+                client, "/admin/settings", [("timeZone", "Asia/Tokyo"), ("csrf", csrf)])
+            #expect(saved.headers[.location] == "/admin/settings?notice=settings")
+            #expect(try await store.admin(name: "ada")?.timeZone == "Asia/Tokyo")
+            let page = String(buffer: try await browser.get(client, "/admin/users").body)
+            // Created at AdminAPITests.now: the UTC time with Tokyo's (UTC+9) beside it.
+            #expect(page.contains(PanelText.time(AdminAPITests.now, in: TimeZone(identifier: "Asia/Tokyo"))))
+            #expect(page.contains("Asia/Tokyo"))
+            let refused = try await browser.post(
+                client, "/admin/settings", [("timeZone", "Mars/Olympus_Mons"), ("csrf", csrf)])
+            #expect(refused.status == .badRequest)
+            #expect(try await store.admin(name: "ada")?.timeZone == "Asia/Tokyo")
+            _ = try await browser.post(client, "/admin/settings", [("timeZone", "UTC"), ("csrf", csrf)])
+            #expect(try await store.admin(name: "ada")?.timeZone == nil)
+            _ = user
         }
     }
 

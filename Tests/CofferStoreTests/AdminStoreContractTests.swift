@@ -224,4 +224,67 @@ struct AdminStoreContractTests {
         #expect(try await store.grants(environment: .production, recipient: nil, status: nil, limit: 10).count == 1)
         #expect(try await store.wallet(owner: alice.id, environment: .sandbox).balance == 5)
     }
+
+    @Test(
+        "a pending grant is cancelled once, never claimed after; a claimed one is never cancelled",
+        arguments: StoreEngine.allCases)
+    func cancelGrants(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1", in: .production)
+        try await store.createUser(alice)
+        func grant(_ credits: Int64) async throws -> Grant {
+            let grant = Grant(
+                environment: .production, recipient: alice.id, credits: credits, reason: "Ticket #7", createdBy: "ada",
+                createdAt: Make.start)
+            try await store.createGrant(grant)
+            return grant
+        }
+        let pending = try await grant(5)
+        let claimed = try await grant(6)
+        _ = try await store.claimGrant(
+            id: claimed.id, recipient: alice.id, environment: .production, crediting: .collect, at: Make.start)
+        let later = Make.start.addingTimeInterval(60)
+
+        let cancelled = try await store.cancelGrant(id: pending.id, environment: .production, by: "ada", at: later)
+        #expect(cancelled.status == .cancelled && cancelled.cancelledAt == later && cancelled.cancelledBy == "ada")
+        #expect(try await store.grant(id: pending.id, environment: .production) == cancelled)
+        // Again: unchanged, the first cancellation kept.
+        let again = try await store.cancelGrant(
+            id: pending.id, environment: .production, by: "bob", at: later.addingTimeInterval(1))
+        #expect(again == cancelled)
+        await #expect(throws: StoreError.cancelled("grant \(pending.id)")) {
+            try await store.claimGrant(
+                id: pending.id, recipient: alice.id, environment: .production, crediting: .collect, at: later)
+        }
+        // The claimed one stays claimed, its credits the customer's.
+        let kept = try await store.cancelGrant(id: claimed.id, environment: .production, by: "ada", at: later)
+        #expect(kept.status == .claimed && kept.cancelledAt == nil)
+        #expect(try await store.wallet(owner: alice.id, environment: .production).balance == 6)
+        await #expect(throws: StoreError.notFound("grant \(pending.id)")) {
+            try await store.cancelGrant(id: pending.id, environment: .sandbox, by: "ada", at: later)
+        }
+        #expect(try await store.grant(id: pending.id, environment: .sandbox) == nil)
+
+        func ids(_ status: GrantStatus?) async throws -> [UUID] {
+            try await store.grants(environment: .production, recipient: alice.id, status: status, limit: 10).map(\.id)
+        }
+        #expect(try await ids(.pending).isEmpty)
+        #expect(try await ids(.cancelled) == [pending.id])
+        #expect(try await ids(.claimed) == [claimed.id])
+        #expect(try await Set(ids(nil)) == [pending.id, claimed.id])
+        let figures = try await store.dashboard(environment: .production, days: 1, now: later)
+        #expect(figures.pendingGrants == 0 && figures.claimedGrants == 1)
+    }
+
+    @Test("an admin's time zone is kept", arguments: StoreEngine.allCases)
+    func timeZone(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        try await store.createAdmin(Admin(name: "ada", passwordHash: "h", createdAt: Make.start))
+        #expect(try await store.admin(name: "ada")?.timeZone == nil)
+        #expect(try await store.setAdminTimeZone(name: "ada", timeZone: "Europe/Paris"))
+        #expect(try await store.admin(name: "ada")?.timeZone == "Europe/Paris")
+        #expect(try await store.setAdminTimeZone(name: "ada", timeZone: nil))
+        #expect(try await store.admin(name: "ada")?.timeZone == nil)
+        #expect(try await !store.setAdminTimeZone(name: "nobody", timeZone: "UTC"))
+    }
 }

@@ -1,0 +1,65 @@
+import CofferAdmin
+import Foundation
+import Testing
+
+/// How the panel writes amounts and times, and reads the amounts support types.
+@Suite("Panel text")
+struct PanelTextTests {
+    @Test("amounts have thousands separators; changes a sign")
+    func amounts() {
+        #expect(PanelText.credits(0) == "0")
+        #expect(PanelText.credits(999) == "999")
+        #expect(PanelText.credits(120_000) == "120,000")
+        #expect(PanelText.credits(1_200_000) == "1,200,000")
+        #expect(PanelText.credits(-5_000) == "-5,000")
+        #expect(PanelText.credits(.max) == "9,223,372,036,854,775,807")
+        #expect(PanelText.credits(.min) == "-9,223,372,036,854,775,808")
+        #expect(PanelText.change(400_000) == "+400,000")
+        #expect(PanelText.change(-1) == "-1")
+        #expect(PanelText.change(0) == "0")
+        #expect(PanelText.count(12_345) == "12,345")
+    }
+
+    @Test("typed amounts: plain or grouped in threes, nothing else, never past Int64")
+    func reading() {
+        for (text, value) in [
+            ("1200000", Int64(1_200_000)), ("1,200,000", 1_200_000), ("1 200 000", 1_200_000), ("1_200", 1_200),
+            (" 400000 ", 400_000), ("0", 0), ("9223372036854775807", .max), ("9,223,372,036,854,775,807", .max),
+        ] {
+            #expect(PanelText.amount(text) == value, "\(text)")
+        }
+        for text in [
+            "", "-5", "+5", "1,20,000", "1,2000", ",100", "100,", "1.5", "١٢٣", "12e3", "9223372036854775808",
+            "99999999999999999999", "0x10", "1,,000", "lots",
+        ] {
+            #expect(PanelText.amount(text) == nil, "\(text)")
+        }
+    }
+
+    @Test("every amount written reads back as itself")
+    func roundTrip() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2_000 {
+            let value = Int64.random(in: 0 ... .max, using: &generator) >> Int64.random(in: 0...62, using: &generator)
+            #expect(PanelText.amount(PanelText.credits(value)) == value)
+        }
+    }
+
+    @Test("times: UTC, with the admin's zone beside it (its date only when the day differs)")
+    func times() throws {
+        let date = Date(timeIntervalSince1970: 1_764_110_401)  // 2025-11-25 22:40:01 UTC
+        #expect(PanelText.utc(date) == "2025-11-25 22:40:01 UTC")
+        #expect(PanelText.time(date, in: nil) == "2025-11-25 22:40:01 UTC")
+        #expect(PanelText.time(date, in: TimeZone(identifier: "UTC")) == "2025-11-25 22:40:01 UTC")
+        #expect(
+            PanelText.time(date, in: TimeZone(identifier: "America/New_York"))
+                == "2025-11-25 22:40:01 UTC · 17:40 America/New_York")
+        #expect(
+            PanelText.time(date, in: TimeZone(identifier: "Asia/Tokyo"))
+                == "2025-11-25 22:40:01 UTC · 2025-11-26 07:40 Asia/Tokyo")
+        #expect(PanelText.timeZone("Europe/Paris")?.identifier == "Europe/Paris")
+        #expect(PanelText.timeZone("Mars/Olympus_Mons") == nil)
+        #expect(PanelText.timeZone("") == nil)
+        #expect(PanelText.timeZones.first == "UTC" && PanelText.timeZones.contains("Europe/Paris"))
+    }
+}
