@@ -183,7 +183,10 @@ private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
             return Double(try integer(Int64.self))
         }
         let text = tape.tape.text(node)
-        guard let value = Double(text), value.isFinite else {
+        // As JSONDecoder: a number too large for Double, or one too small that would read as 0, is refused.
+        guard let value = Double(text), value.isFinite,
+            value != 0 || !text.prefix { $0 != "e" && $0 != "E" }.contains(where: { ("1"..."9").contains($0) })
+        else {
             throw corrupted("the number \(text) is not representable as Double")
         }
         return value
@@ -191,7 +194,8 @@ private struct TapeDecoder: Decoder, SingleValueDecodingContainer {
 
     func decode(_ type: Float.Type) throws -> Float {
         let value = try decode(Double.self)
-        guard abs(value) <= Double(Float.greatestFiniteMagnitude) else {
+        // As JSONDecoder: too large for Float, or so small it would read as 0, is refused.
+        guard abs(value) <= Double(Float.greatestFiniteMagnitude), Float(value) != 0 || value == 0 else {
             throw corrupted("the number \(value) does not fit in Float")
         }
         return Float(value)
