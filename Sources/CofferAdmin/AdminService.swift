@@ -207,12 +207,21 @@ public struct AdminService: Sendable {
 
     // MARK: Changing
 
-    /// Grants credits to a user; the app picks them up on its next refresh.
-    public func createGrant(environment: Environment, supportId: String, credits: Int64, reason: String, actor: String)
-        async throws -> GrantView
-    {
+    /// Grants credits to a user; the app picks them up on its next refresh. `ceiling` is the acting admin's
+    /// grant limit (a support admin's; `nil` for an owner, a signed key or the CLI).
+    ///
+    /// - Throws: ``AdminError/forbidden(_:)`` over the limit.
+    public func createGrant(
+        environment: Environment, supportId: String, credits: Int64, reason: String, actor: String,
+        ceiling: Int64? = nil
+    ) async throws -> GrantView {
         guard credits > 0, credits <= Self.maximumCredits else {
             throw AdminError.invalid("credits must be between 1 and \(Self.maximumCredits)")
+        }
+        if let ceiling, credits > ceiling {
+            throw AdminError.forbidden(
+                "\(PanelText.credits(credits)) credits is over your grant limit of \(PanelText.credits(ceiling)): "
+                    + "ask an owner to grant it or to raise your limit")
         }
         let reason = try Self.reason(reason)
         let user = try await findChangeable(supportId, environment: environment)

@@ -8,8 +8,8 @@ import Foundation
 struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
-        abstract: "Create panel admins, reset their passwords, and list them.",
-        subcommands: [Create.self, ResetPassword.self, List.self]
+        abstract: "Create panel admins, set their roles, reset their passwords or two-factor, and list them.",
+        subcommands: [Create.self, SetRole.self, ResetPassword.self, ResetTwoFactor.self, List.self]
     )
 
     /// The password options both commands share.
@@ -38,12 +38,25 @@ struct AdminCommand: AsyncParsableCommand {
 
         @OptionGroup var password: PasswordOptions
 
+        @Option(help: "owner (everything) or support (reads, grants up to --grant-limit, cancels pending grants).")
+        var role: AdminRole = .owner
+
+        @Option(help: "For support: the most credits one grant may carry.")
+        var grantLimit: Int64?
+
+        func validate() throws {
+            if role == .support, !(0...AdminService.maximumCredits).contains(grantLimit ?? -1) {
+                throw ValidationError("a support admin needs --grant-limit, from 0 to \(AdminService.maximumCredits)")
+            }
+        }
+
         func run() async throws {
             let (secret, generated) = try password.password()
             let (store, environment) = try await password.options.open()
             do {
                 let admin = Admin(
-                    name: password.name, passwordHash: await PasswordHasher().hash(secret), createdAt: Date())
+                    name: password.name, passwordHash: await PasswordHasher().hash(secret), createdAt: Date(),
+                    role: role, grantLimit: role == .support ? grantLimit : nil)
                 try await store.createAdmin(admin)
                 try await LocalSupport.audit(store, environment, action: "admin.create", subject: "admin \(admin.name)")
                 await LocalDatabase.close(store)
@@ -54,7 +67,56 @@ struct AdminCommand: AsyncParsableCommand {
                 await LocalDatabase.close(store)
                 throw error
             }
-            print("Created admin \(password.name)" + (generated ? " with password \(secret) (shown once)" : ""))
+            print(
+                "Created \(role.rawValue) \(password.name)" + (generated ? " with password \(secret) (shown once)" : "")
+            )
+        }
+    }
+
+    /// `coffer admin set-role --name NAME --role owner|support [--grant-limit N]`.
+    struct SetRole: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-role", abstract: "Set an admin's role and, for support, grant limit.")
+
+        @Option(help: "The admin's name.")
+        var name: String
+
+        @Option(help: "owner or support.")
+        var role: AdminRole
+
+        @Option(help: "For support: the most credits one grant may carry.")
+        var grantLimit: Int64?
+
+        @OptionGroup var options: KeysCommand.Options
+
+        func run() async throws {
+            let admin = try await options.withAdminService { service, environment in
+                try await service.setRole(
+                    environment: environment, name: name, role: role, grantLimit: grantLimit, actor: LocalSupport.actor)
+            }
+            print(
+                "\(admin.name) is \(admin.role.rawValue)"
+                    + (admin.grantLimit.map { " with a grant limit of \($0) credits" } ?? ""))
+        }
+    }
+
+    /// `coffer admin reset-two-factor --name NAME`: for an admin who lost their phone and recovery codes.
+    struct ResetTwoFactor: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "reset-two-factor",
+            abstract: "Turn an admin's two-factor sign-in off (a lost phone and lost recovery codes).")
+
+        @Option(help: "The admin's name.")
+        var name: String
+
+        @OptionGroup var options: KeysCommand.Options
+
+        func run() async throws {
+            try await options.withAdminService { service, environment in
+                try await service.disableTwoFactor(
+                    environment: environment, name: name, code: nil, actor: LocalSupport.actor)
+            }
+            print("Two-factor sign-in is off for \(name): they sign in with their password and can turn it on again")
         }
     }
 
@@ -99,13 +161,37 @@ struct AdminCommand: AsyncParsableCommand {
             let admins = try await store.admins()
             await LocalDatabase.close(store)
             guard !admins.isEmpty else { return print("no admins (the first `coffer serve` creates one)") }
-            var table = TextTable(["name", "created (UTC)", "password set (UTC)"])
+            var table = TextTable(["name", "role", "grant limit", "two-factor", "created (UTC)", "password set (UTC)"])
             for admin in admins {
                 table.add([
-                    admin.name, JSONText.timestamp(admin.createdAt), JSONText.timestamp(admin.passwordChangedAt),
+                    admin.name, admin.role.rawValue, admin.grantCeiling.map(String.init) ?? "-",
+                    admin.hasTwoFactor ? "on" : "off", JSONText.timestamp(admin.createdAt),
+                    JSONText.timestamp(admin.passwordChangedAt),
                 ])
             }
             print(table.render())
+        }
+    }
+}
+
+extension AdminRole: ExpressibleByArgument {}
+
+extension KeysCommand.Options {
+    /// Runs `body` with the support service over the server's database, closed after; a refusal is the
+    /// command's failure, in words.
+    func withAdminService<T>(_ body: (AdminService, Environment) async throws -> T) async throws -> T {
+        let (store, environment) = try await open()
+        let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .device)
+        do {
+            let result = try await body(service, environment)
+            await LocalDatabase.close(store)
+            return result
+        } catch let error as AdminError {
+            await LocalDatabase.close(store)
+            throw CommandFailure(error.description)
+        } catch {
+            await LocalDatabase.close(store)
+            throw error
         }
     }
 }

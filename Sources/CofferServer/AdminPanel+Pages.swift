@@ -27,7 +27,7 @@ extension AdminPanel {
                 "otherEnvironment": session.environment == .production ? "Sandbox" : "Production",
                 "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0,
                 "chart": DashboardChart.svg(figures.days),
-            ], session: session)
+            ], context: context)
     }
 
     func users(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
@@ -41,7 +41,7 @@ extension AdminPanel {
         } catch let error as AdminError {
             return page(
                 "users", ["title": "Users", "onUsers": true, "query": query, "error": error.description],
-                session: session, status: .badRequest)
+                context: context, status: .badRequest)
         }
         let link = { (number: Int) in
             "/admin/users?page=\(number)" + (query.isEmpty ? "" : "&q=" + URLText.escape(query))
@@ -67,12 +67,13 @@ extension AdminPanel {
                 },
                 "previous": (pageNumber > 1 ? link(pageNumber - 1) : nil),
                 "next": (result.hasMore ? link(pageNumber + 1) : nil),
-            ], session: session)
+            ], context: context)
     }
 
-    func user(_ request: Request, _ context: CofferRequestContext, supportId: String? = nil, error: String? = nil)
-        async throws -> Response
-    {
+    func user(
+        _ request: Request, _ context: CofferRequestContext, supportId: String? = nil, error: String? = nil,
+        errorStatus: HTTPResponse.Status = .badRequest
+    ) async throws -> Response {
         let session = try context.requireSession()
         let supportId = try supportId ?? context.parameters.require("supportId")
         let detail: UserDetail
@@ -81,7 +82,7 @@ extension AdminPanel {
         } catch let failure as AdminError {
             return message(
                 "No such user", failure.description, link: "/admin/users", linkText: "Back to users",
-                session: session, status: failure.status)
+                context: context, status: failure.status)
         }
         let backup = detail.user.backup
         let backupNote =
@@ -121,13 +122,14 @@ extension AdminPanel {
                         "fromOtherEnvironment": item.dataEnvironment.map { $0 != session.environment } ?? false,
                     ] as [String: Any]
                 },
-            ], session: session, status: error == nil ? .ok : .badRequest)
+            ], context: context, status: error == nil ? .ok : errorStatus)
     }
 
     /// `POST /admin/users/{supportId}/balance`: first a page showing the balance before and after, then the
     /// change, refused if the balance moved in between.
     func setBalance(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
+        _ = try context.requireOwner()
         let supportId = try context.parameters.require("supportId")
         guard let balance = PanelText.amount(form["balance"] ?? "") else {
             return try await user(
@@ -168,7 +170,7 @@ extension AdminPanel {
                         ["name": "balance", "value": String(balance)], ["name": "reason", "value": reason],
                         ["name": "expected", "value": String(current)], ["name": "confirm", "value": "yes"],
                     ],
-                ], session: session)
+                ], context: context)
         }
         guard form["expected"] == String(current) else {
             return try await user(
@@ -189,6 +191,7 @@ extension AdminPanel {
     /// `POST /admin/users/{supportId}/merge`: first a confirmation page naming both customers, then the merge.
     func merge(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
+        _ = try context.requireOwner()
         let supportId = try context.parameters.require("supportId")
         let into = (form["into"] ?? "").trimmingCharacters(in: .whitespaces)
         guard form["confirm"] == "yes" else {
@@ -218,7 +221,7 @@ extension AdminPanel {
                     "fields": [
                         ["name": "into", "value": account.user.supportId], ["name": "confirm", "value": "yes"],
                     ],
-                ], session: session)
+                ], context: context)
         }
         let done: MergeResponse
         do {
@@ -230,7 +233,10 @@ extension AdminPanel {
         return Self.redirect("/admin/users/\(URLText.escape(done.into))?notice=merged")
     }
 
-    func grants(_ request: Request, _ context: CofferRequestContext, error: String? = nil) async throws -> Response {
+    func grants(
+        _ request: Request, _ context: CofferRequestContext, error: String? = nil,
+        errorStatus: HTTPResponse.Status = .badRequest
+    ) async throws -> Response {
         let session = try context.requireSession()
         let status = request.uri.queryParameters.get("status").flatMap { GrantStatus(rawValue: String($0)) }
         let grants = try await service.grants(environment: session.environment, status: status)
@@ -241,16 +247,18 @@ extension AdminPanel {
                 "claimedTab": status == .claimed, "cancelledTab": status == .cancelled, "error": error,
                 "notice": Self.notice(request.uri.queryParameters.get("notice")),
                 "grants": grantRows(grants, back: "grants", context),
-            ], session: session, status: error == nil ? .ok : .badRequest)
+            ], context: context, status: error == nil ? .ok : errorStatus)
     }
 
     func createGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
         let supportId = (form["supportId"] ?? "").trimmingCharacters(in: .whitespaces)
         let toUser = form["back"] == "user"
-        func refuse(_ text: String) async throws -> Response {
-            if toUser { return try await user(request, context, supportId: supportId, error: text) }
-            return try await grants(request, context, error: text)
+        func refuse(_ text: String, status: HTTPResponse.Status = .badRequest) async throws -> Response {
+            if toUser {
+                return try await user(request, context, supportId: supportId, error: text, errorStatus: status)
+            }
+            return try await grants(request, context, error: text, errorStatus: status)
         }
         guard let credits = PanelText.amount(form["credits"] ?? "") else {
             return try await refuse("Credits must be a whole number, e.g. 400,000 or 400000.")
@@ -264,9 +272,14 @@ extension AdminPanel {
                         "credits must be between 1 and \(PanelText.credits(AdminService.maximumCredits))")
                 }
                 guard !reason.isEmpty else { throw AdminError.invalid("a reason is required, e.g. \"Ticket #42\"") }
+                if let ceiling = context.panelAdmin?.grantCeiling, credits > ceiling {
+                    throw AdminError.forbidden(
+                        "\(PanelText.credits(credits)) credits is over your grant limit of "
+                            + "\(PanelText.credits(ceiling)): ask an owner to grant it or to raise your limit")
+                }
                 detail = try await service.user(environment: session.environment, supportId: supportId)
             } catch let error as AdminError {
-                return try await refuse(error.description)
+                return try await refuse(error.description, status: error.status)
             }
             return page(
                 "confirm",
@@ -282,15 +295,15 @@ extension AdminPanel {
                         ["name": "credits", "value": String(credits)], ["name": "reason", "value": reason],
                         ["name": "back", "value": toUser ? "user" : "grants"], ["name": "confirm", "value": "yes"],
                     ],
-                ], session: session)
+                ], context: context)
         }
         let grant: GrantView
         do {
             grant = try await service.createGrant(
                 environment: session.environment, supportId: supportId, credits: credits, reason: reason,
-                actor: context.adminActor)
+                actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling)
         } catch let error as AdminError {
-            return try await refuse(error.description)
+            return try await refuse(error.description, status: error.status)
         }
         return Self.redirect(
             toUser
@@ -349,7 +362,7 @@ extension AdminPanel {
         } catch let error as AdminError {
             return message(
                 "Not cancelled", error.description, link: "/admin/grants", linkText: "Back to grants",
-                session: session, status: error.status)
+                context: context, status: error.status)
         }
         let backLink =
             back == "user" ? "/admin/users/\(URLText.escape(grant.supportId))" : "/admin/grants?status=pending"
@@ -361,7 +374,7 @@ extension AdminPanel {
                         ? "The app claimed this grant already: the credits are the customer's. Answer it with a new "
                             + "adjustment (set the balance) instead."
                         : "This grant was cancelled already.", link: backLink, linkText: "Back",
-                    session: session, status: grant.status == .claimed ? .badRequest : .ok)
+                    context: context, status: grant.status == .claimed ? .badRequest : .ok)
             }
             return page(
                 "confirm",
@@ -375,13 +388,13 @@ extension AdminPanel {
                     "action": "/admin/grants/\(URLText.escape(grant.id.uuidString.lowercased()))/cancel",
                     "button": "Cancel the grant", "cancel": backLink, "cancelText": "Keep it",
                     "fields": [["name": "back", "value": back], ["name": "confirm", "value": "yes"]],
-                ], session: session)
+                ], context: context)
         }
         do {
             _ = try await service.cancelGrant(environment: session.environment, id: id, actor: context.adminActor)
         } catch let error as AdminError {
             return message(
-                "Not cancelled", error.description, link: backLink, linkText: "Back", session: session,
+                "Not cancelled", error.description, link: backLink, linkText: "Back", context: context,
                 status: error.status)
         }
         return Self.redirect(backLink + (backLink.contains("?") ? "&" : "?") + "notice=cancelled")
@@ -400,7 +413,11 @@ extension AdminPanel {
                 "notice": Self.notice(request.uri.queryParameters.get("notice")),
                 "zones": PanelText.timeZones.map { ["name": $0, "selected": $0 == current] as [String: Any] },
                 "example": PanelText.time(now, in: context.adminTimeZone),
-            ], session: session, status: error == nil ? .ok : .badRequest)
+                "twoFactorOn": context.panelAdmin?.hasTwoFactor == true,
+                "recoveryCodesLeft": context.panelAdmin?.recoveryCodeHashes.count ?? 0,
+                "role": context.panelAdmin?.role.rawValue ?? "",
+                "grantLimit": context.panelAdmin?.grantCeiling.map(PanelText.credits) ?? "no limit",
+            ], context: context, status: error == nil ? .ok : .badRequest)
     }
 
     /// `POST /admin/settings`.
@@ -416,11 +433,11 @@ extension AdminPanel {
     }
 
     func confirmDeleteAll(_ context: CofferRequestContext) async throws -> Response {
-        let session = try context.requireSession()
+        let session = try context.requireOwner()
         guard session.environment == .sandbox else {
             return message(
                 "Not in Production", "Grants can be deleted in bulk in Sandbox only.", link: "/admin/grants",
-                linkText: "Back to grants", session: session, status: .forbidden)
+                linkText: "Back to grants", context: context, status: .forbidden)
         }
         return page(
             "confirm",
@@ -431,18 +448,19 @@ extension AdminPanel {
                     + "stay in the ledger. Production is not touched.",
                 "action": "/admin/grants/delete-all", "button": "Delete all Sandbox grants",
                 "cancel": "/admin/grants", "fields": [["name": "confirm", "value": "yes"]],
-            ], session: session)
+            ], context: context)
     }
 
     func deleteAll(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
+        _ = try context.requireOwner()
         guard form["confirm"] == "yes" else { return try await confirmDeleteAll(context) }
         do {
             _ = try await service.deleteAllGrants(environment: session.environment, actor: context.adminActor)
         } catch let error as AdminError {
             return message(
                 "Not deleted", error.description, link: "/admin/grants", linkText: "Back to grants",
-                session: session, status: error.status)
+                context: context, status: error.status)
         }
         return Self.redirect("/admin/grants?notice=deleted")
     }
@@ -459,7 +477,7 @@ extension AdminPanel {
                     + "data, and grants and balance changes will reach real customers.",
                 "action": "/admin/environment", "button": "Switch to Production", "cancel": "/admin",
                 "fields": [["name": "environment", "value": "Production"], ["name": "confirm", "value": "yes"]],
-            ], session: session)
+            ], context: context)
     }
 
     func switchEnvironment(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
@@ -483,6 +501,6 @@ extension AdminPanel {
                 "before": event.before ?? "", "after": event.after ?? "",
             ]
         }
-        return page("audit", ["title": "Audit log", "onAudit": true, "events": rows], session: session)
+        return page("audit", ["title": "Audit log", "onAudit": true, "events": rows], context: context)
     }
 }

@@ -50,28 +50,12 @@ extension AdminPanel {
                 request, context, error: "Wrong name or password.", status: .unauthorized)
         }
         let attempt: LoginThrottle.Attempt
-        var decision = await throttle.begin(account: name, address: RateLimiter.key(address), now: now)
-        // All password checks busy: wait up to 2 seconds for one, so a flood elsewhere does not turn support away.
-        for _ in 0..<20 where decision == .busy {
-            try await Task.sleep(for: .milliseconds(100))
-            decision = await throttle.begin(account: name, address: RateLimiter.key(address), now: now)
-        }
-        switch decision {
-        case .proceed(let reserved):
-            attempt = reserved
-        case .wait(let wait):
-            let seconds = Int(wait.rounded(.up))
-            let when = seconds < 120 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
+        switch try await reserveAttempt(account: name, address: address) {
+        case .success(let reserved): attempt = reserved
+        case .failure(let refusal):
             var response = try await loginPage(
-                request, context, error: "Too many failed sign-ins. Try again in \(when).", name: name,
-                status: .tooManyRequests)
-            response.headers[.retryAfter] = String(max(1, seconds))
-            return response
-        case .busy:
-            var response = try await loginPage(
-                request, context, error: "Too many sign-ins at once. Try again in a moment.", name: name,
-                status: .tooManyRequests)
-            response.headers[.retryAfter] = "1"
+                request, context, error: refusal.message, name: name, status: .tooManyRequests)
+            response.headers[.retryAfter] = String(refusal.retryAfter)
             return response
         }
         let admin: Admin?
@@ -89,21 +73,115 @@ extension AdminPanel {
             return try await loginPage(
                 request, context, error: "Wrong name or password.", name: name, status: .unauthorized)
         }
+        // With two-factor sign-in the session opens only the code page, for five minutes, until the code is given.
+        let pending = admin.hasTwoFactor
+        let seconds = pending ? Self.codeSeconds : configuration.sessionHours * 3_600
         let token = Secrets.random()
         let started = now
         try await store.createSession(
             AdminSession(
                 tokenHash: Secrets.hash(token), adminId: admin.id, adminName: admin.name, csrfToken: Secrets.random(),
                 environment: api.configuration.environment, createdAt: started,
-                expiresAt: started.addingTimeInterval(TimeInterval(configuration.sessionHours * 3_600))))
+                expiresAt: started.addingTimeInterval(TimeInterval(seconds)), twoFactorPending: pending))
         _ = try? await store.deleteSessions(expiredBefore: started)
-        context.logger.info("panel sign-in: \(admin.name) from \(address)")
-        var response = Self.redirect("/admin")
-        response.setCookie(sessionCookie(token, maxAge: configuration.sessionHours * 3_600))
+        context.logger.info("panel sign-in: \(admin.name) from \(address)\(pending ? ", code next" : "")")
+        var response = Self.redirect(pending ? "/admin/login/code" : "/admin")
+        response.setCookie(sessionCookie(token, maxAge: seconds))
         response.setCookie(
             Cookie(
                 name: Self.loginCookie, value: "", maxAge: 0, path: "/admin/login",
                 secure: configuration.secureCookies, httpOnly: true, sameSite: .strict))
+        return response
+    }
+
+    /// How long the code page waits for the code after a right password.
+    static let codeSeconds = 300
+
+    /// Why a sign-in attempt may not be checked now, and when to try again.
+    struct ThrottleRefusal: Error {
+        var message: String
+        var retryAfter: Int
+    }
+
+    /// Reserves a password or code check for `account` from `address` with the sign-in throttle.
+    func reserveAttempt(account: String, address: String) async throws
+        -> Result<LoginThrottle.Attempt, ThrottleRefusal>
+    {
+        var decision = await throttle.begin(account: account, address: RateLimiter.key(address), now: now)
+        // All checks busy: wait up to 2 seconds for one, so a flood elsewhere does not turn support away.
+        for _ in 0..<20 where decision == .busy {
+            try await Task.sleep(for: .milliseconds(100))
+            decision = await throttle.begin(account: account, address: RateLimiter.key(address), now: now)
+        }
+        switch decision {
+        case .proceed(let reserved): return .success(reserved)
+        case .wait(let wait):
+            let seconds = Int(wait.rounded(.up))
+            let when = seconds < 120 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
+            return .failure(
+                ThrottleRefusal(
+                    message: "Too many failed sign-ins. Try again in \(when).", retryAfter: max(1, seconds)))
+        case .busy:
+            return .failure(
+                ThrottleRefusal(message: "Too many sign-ins at once. Try again in a moment.", retryAfter: 1))
+        }
+    }
+
+    /// `GET /admin/login/code`: the second step of a sign-in with two-factor on.
+    func codePage(
+        _ request: Request, _ context: CofferRequestContext, error: String? = nil, status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        guard let session = try await session(request), session.twoFactorPending else {
+            return Self.redirect("/admin/login")
+        }
+        return page(
+            "login-code",
+            ["title": "Two-factor sign-in", "codeCsrf": session.csrfToken, "name": session.adminName, "error": error],
+            environment: api.configuration.environment, status: status)
+    }
+
+    /// `POST /admin/login/code`: a current code of the admin's app (used once) or a recovery code (used up); the
+    /// same throttle as passwords.
+    func checkCode(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        guard let session = try await session(request), session.twoFactorPending else {
+            return Self.redirect("/admin/login")
+        }
+        let form = try await Self.form(request)
+        guard Secrets.same(form["csrf"] ?? "", session.csrfToken) else {
+            return try await codePage(
+                request, context, error: "The form expired. Please try again.", status: .forbidden)
+        }
+        let address = context.clientAddress ?? "local"
+        let attempt: LoginThrottle.Attempt
+        switch try await reserveAttempt(account: session.adminName, address: address) {
+        case .success(let reserved): attempt = reserved
+        case .failure(let refusal):
+            var response = try await codePage(request, context, error: refusal.message, status: .tooManyRequests)
+            response.headers[.retryAfter] = String(refusal.retryAfter)
+            return response
+        }
+        let valid: Bool
+        do {
+            valid = try await service.checkSecondFactor(name: session.adminName, form["code"] ?? "")
+        } catch {
+            await throttle.finish(attempt, succeeded: false)
+            throw error
+        }
+        await throttle.finish(attempt, succeeded: valid)
+        guard valid else {
+            context.logger.notice("panel sign-in code refused for \(session.adminName) from \(address)")
+            return try await codePage(
+                request, context, error: "That code is not right, or was used already. Try the next one.",
+                status: .unauthorized)
+        }
+        let seconds = configuration.sessionHours * 3_600
+        guard
+            try await store.completeTwoFactor(
+                tokenHash: session.tokenHash, expiresAt: now.addingTimeInterval(TimeInterval(seconds)))
+        else { return Self.redirect("/admin/login") }
+        context.logger.info("panel sign-in: \(session.adminName) from \(address), code given")
+        var response = Self.redirect("/admin")
+        response.setCookie(sessionCookie(request.cookies[cookieName]?.value ?? "", maxAge: seconds))
         return response
     }
 

@@ -37,6 +37,8 @@ struct AdminPanel: Sendable {
                     limiter: RateLimiter(limit: configuration.signInLimit), what: "sign-in requests"))
         open.get { request, context in try await loginPage(request, context) }
         open.post { request, context in try await signIn(request, context) }
+        open.get("code") { request, context in try await codePage(request, context) }
+        open.post("code") { request, context in try await checkCode(request, context) }
         let panel = router.group("admin").add(middleware: local).add(middleware: SessionMiddleware(panel: self))
         panel.get { _, context in try await dashboard(context) }
         panel.get("users") { request, context in try await users(request, context) }
@@ -53,6 +55,15 @@ struct AdminPanel: Sendable {
         panel.get("audit") { _, context in try await audit(context) }
         panel.get("settings") { request, context in try await settings(request, context) }
         panel.post("settings") { request, context in try await saveSettings(request, context) }
+        panel.post("settings/two-factor/begin") { request, context in try await beginTwoFactor(request, context) }
+        panel.post("settings/two-factor") { request, context in try await enableTwoFactor(request, context) }
+        panel.post("settings/two-factor/off") { request, context in try await disableTwoFactor(request, context) }
+        panel.get("admins") { request, context in try await admins(request, context) }
+        panel.post("admins") { request, context in try await createAdmin(request, context) }
+        panel.post("admins/:name/role") { request, context in try await setRole(request, context) }
+        panel.post("admins/:name/two-factor-reset") { request, context in
+            try await resetTwoFactor(request, context)
+        }
         panel.post("logout") { request, context in try await signOut(request, context) }
         return router
     }
@@ -69,12 +80,16 @@ struct AdminPanel: Sendable {
         return (session, form)
     }
 
-    func page(_ template: String, _ values: [String: Any?], session: AdminSession, status: HTTPResponse.Status = .ok)
-        -> Response
-    {
+    func page(
+        _ template: String, _ values: [String: Any?], context: CofferRequestContext, status: HTTPResponse.Status = .ok
+    ) -> Response {
         var values = values
+        guard let session = context.adminSession else {
+            return page(template, values, environment: api.configuration.environment, status: status)
+        }
         values["adminName"] = session.adminName
         values["csrf"] = session.csrfToken
+        values["isOwner"] = context.panelAdmin?.role == .owner
         return page(template, values, environment: session.environment, status: status)
     }
 
@@ -91,12 +106,12 @@ struct AdminPanel: Sendable {
     }
 
     func message(
-        _ heading: String, _ text: String, link: String, linkText: String, session: AdminSession,
+        _ heading: String, _ text: String, link: String, linkText: String, context: CofferRequestContext,
         status: HTTPResponse.Status
     ) -> Response {
         page(
             "message", ["title": heading, "heading": heading, "message": text, "link": link, "linkText": linkText],
-            session: session, status: status)
+            context: context, status: status)
     }
 
     static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
@@ -127,6 +142,9 @@ struct AdminPanel: Sendable {
         case "deleted": "All Sandbox grants deleted."
         case "cancelled": "Grant cancelled. The app will not get it."
         case "settings": "Settings saved."
+        case "two-factor-off": "Two-factor sign-in is off."
+        case "role": "Role saved."
+        case "two-factor-reset": "Two-factor sign-in reset: they sign in with their password and can turn it on again."
         case "merged":
             "Merged: the anonymous customer's balance, purchases, grants and history are this customer's now."
         default: nil
@@ -163,6 +181,8 @@ struct AdminPanel: Sendable {
 enum PanelRefusal: Error {
     case csrf
     case tooLarge
+    /// The page or action is an owner's; the signed-in admin is support.
+    case ownerOnly
 }
 
 extension AdminError {
@@ -174,6 +194,13 @@ extension CofferRequestContext {
     func requireSession() throws -> AdminSession {
         guard let adminSession else { throw PanelRefusal.csrf }
         return adminSession
+    }
+
+    /// The session of an owner; a support admin's request is refused (403) before anything is done.
+    func requireOwner() throws -> AdminSession {
+        let session = try requireSession()
+        guard panelAdmin?.role == .owner else { throw PanelRefusal.ownerOnly }
+        return session
     }
 }
 
@@ -187,10 +214,16 @@ struct SessionMiddleware: RouterMiddleware {
         async throws -> Response
     {
         guard let session = try await panel.session(request) else { return AdminPanel.redirect("/admin/login") }
+        // The password was right but the code is still to come: only the code page opens.
+        guard !session.twoFactorPending else { return AdminPanel.redirect("/admin/login/code") }
+        guard let admin = try await panel.store.admin(name: session.adminName) else {
+            return AdminPanel.redirect("/admin/login")
+        }
         var context = context
         context.adminSession = session
-        context.adminTimeZone = try await panel.store.admin(name: session.adminName)?.timeZone.flatMap(
-            PanelText.timeZone)
+        // The admin as stored now: a role an owner changed applies to the next request.
+        context.panelAdmin = admin
+        context.adminTimeZone = admin.timeZone.flatMap(PanelText.timeZone)
         // The audit log names the admin and the real client address (behind trusted proxies, the forwarded one).
         context.admin = "\(session.adminName) from \(context.clientAddress ?? "this machine")"
         do {
@@ -200,10 +233,14 @@ struct SessionMiddleware: RouterMiddleware {
                 "Not done",
                 "This form is out of date or did not come from this panel, so nothing was changed. "
                     + "Go back, reload the page and try again.", link: "/admin", linkText: "Dashboard",
-                session: session, status: .forbidden)
+                context: context, status: .forbidden)
+        } catch PanelRefusal.ownerOnly {
+            return panel.message(
+                "Not done", "Only an owner can do this, so nothing was changed. Ask an owner of this Coffer.",
+                link: "/admin", linkText: "Dashboard", context: context, status: .forbidden)
         } catch PanelRefusal.tooLarge {
             return panel.message(
-                "Not done", "The form was too large.", link: "/admin", linkText: "Dashboard", session: session,
+                "Not done", "The form was too large.", link: "/admin", linkText: "Dashboard", context: context,
                 status: .contentTooLarge)
         }
     }

@@ -161,6 +161,8 @@ public struct CofferRequestContext: RequestContext {
     public var adminSession: AdminSession?
     /// The signed-in admin's time zone, shown beside UTC on the panel's pages.
     public var adminTimeZone: TimeZone?
+    /// The signed-in admin as stored now (role, grant limit, two-factor).
+    public var panelAdmin: Admin?
     /// The peer's address (a reverse proxy's, behind one).
     public let remoteAddress: SocketAddress?
     /// The client's address: the peer's, or behind a trusted proxy the one it forwards.

@@ -1,6 +1,14 @@
 import CofferCore
 import Foundation
 
+/// What an admin may do.
+public enum AdminRole: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Everything: balances, merges, cleanup, admins and their roles.
+    case owner
+    /// Support: reads every page, grants up to the limit an owner set, cancels pending grants.
+    case support
+}
+
 /// A person who signs in to the admin panel.
 public struct Admin: Sendable, Hashable, Codable {
     /// The admin's id.
@@ -16,11 +24,22 @@ public struct Admin: Sendable, Hashable, Codable {
     /// The time zone the panel shows times in beside UTC (an IANA identifier such as `Europe/Paris`); `nil`
     /// shows UTC only.
     public var timeZone: String?
+    /// What the admin may do.
+    public var role: AdminRole
+    /// For support: the most credits one grant may carry (0 or `nil`: no grants). Owners have no limit.
+    public var grantLimit: Int64?
+    /// The shared secret of two-factor sign-in (TOTP), `nil` while it is off.
+    public var twoFactorSecret: String?
+    /// The last 30-second step whose code signed in, so no code works twice.
+    public var twoFactorLastStep: Int64?
+    /// SHA-256 hashes of the recovery codes not used yet.
+    public var recoveryCodeHashes: [String]
 
     /// Creates an admin record.
     public init(
         id: UUID = UUID(), name: String, passwordHash: String, createdAt: Date, passwordChangedAt: Date? = nil,
-        timeZone: String? = nil
+        timeZone: String? = nil, role: AdminRole = .owner, grantLimit: Int64? = nil, twoFactorSecret: String? = nil,
+        twoFactorLastStep: Int64? = nil, recoveryCodeHashes: [String] = []
     ) {
         self.id = id
         self.name = name
@@ -28,6 +47,34 @@ public struct Admin: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.passwordChangedAt = passwordChangedAt ?? createdAt
         self.timeZone = timeZone
+        self.role = role
+        self.grantLimit = grantLimit
+        self.twoFactorSecret = twoFactorSecret
+        self.twoFactorLastStep = twoFactorLastStep
+        self.recoveryCodeHashes = recoveryCodeHashes
+    }
+
+    /// Whether sign-in asks for a code after the password.
+    public var hasTwoFactor: Bool { twoFactorSecret != nil }
+
+    /// The most credits one grant by this admin may carry: `nil` for no limit (an owner).
+    public var grantCeiling: Int64? { role == .owner ? nil : max(0, grantLimit ?? 0) }
+
+    /// The admin having signed in with the code of `step`: `nil` when that step (or a later one) was used
+    /// already, so a code seen over a shoulder does not sign in twice.
+    public func using(step: Int64) -> Admin? {
+        if let last = twoFactorLastStep, step <= last { return nil }
+        var used = self
+        used.twoFactorLastStep = step
+        return used
+    }
+
+    /// The admin having used the recovery code with this hash: `nil` when it is not one of theirs (or was used).
+    public func using(recoveryCodeHash hash: String) -> Admin? {
+        guard let index = recoveryCodeHashes.firstIndex(of: hash) else { return nil }
+        var used = self
+        used.recoveryCodeHashes.remove(at: index)
+        return used
     }
 }
 
@@ -47,12 +94,16 @@ public struct AdminSession: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When it ends.
     public var expiresAt: Date
+    /// Whether the password was right but the two-factor code is still to come: such a session opens only the
+    /// code page.
+    public var twoFactorPending: Bool
 
     /// Creates a session record.
     public init(
         tokenHash: String, adminId: UUID, adminName: String, csrfToken: String, environment: Environment,
-        createdAt: Date, expiresAt: Date
+        createdAt: Date, expiresAt: Date, twoFactorPending: Bool = false
     ) {
+        self.twoFactorPending = twoFactorPending
         self.tokenHash = tokenHash
         self.adminId = adminId
         self.adminName = adminName
@@ -184,5 +235,16 @@ extension DashboardFigures {
                 day: Date(timeIntervalSince1970: TimeInterval(day * secondsPerDay)),
                 purchases: purchases[day] ?? 0, refunds: refunds[day] ?? 0)
         }
+    }
+}
+
+/// How the engines keep an admin's recovery code hashes in one text column.
+public enum AdminColumns {
+    /// The hashes, space-separated.
+    public static func text(_ hashes: [String]) -> String { hashes.joined(separator: " ") }
+
+    /// The hashes of a column's text.
+    public static func codes(_ text: String?) -> [String] {
+        (text ?? "").split(separator: " ").map(String.init)
     }
 }

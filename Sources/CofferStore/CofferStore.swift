@@ -190,6 +190,16 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: `false` when there is no such admin.
     func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool
+    /// Changes an admin as `change` says (``Admin/using(step:)``, a role, two-factor on or off), in one
+    /// transaction that holds the admin: `change` is given the admin on file and answers the admin changed,
+    /// or `nil` to leave it. The name, id, password and creation date stay.
+    ///
+    /// - Returns: The admin as changed, or `nil` when there is no such admin or `change` left it.
+    func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin?
+    /// Marks a session's two-factor code given, to last until `expiresAt`.
+    ///
+    /// - Returns: `false` when there is no such pending session.
+    func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool
     /// Stores a new session.
     func createSession(_ session: AdminSession) async throws
     /// The session with this token hash, expired or not.

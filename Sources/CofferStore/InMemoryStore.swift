@@ -503,6 +503,26 @@ public actor InMemoryStore: CofferStore {
         return true
     }
 
+    /// Changes an admin as `change` says.
+    public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) -> Admin? {
+        guard let index = adminList.firstIndex(where: { $0.name == name }), var changed = change(adminList[index])
+        else { return nil }
+        // The name, id, password and creation date stay.
+        let current = adminList[index]
+        (changed.id, changed.name, changed.passwordHash) = (current.id, current.name, current.passwordHash)
+        (changed.createdAt, changed.passwordChangedAt) = (current.createdAt, current.passwordChangedAt)
+        adminList[index] = changed
+        return changed
+    }
+
+    /// Marks a session's two-factor code given.
+    public func completeTwoFactor(tokenHash: String, expiresAt: Date) -> Bool {
+        guard sessions[tokenHash]?.twoFactorPending == true else { return false }
+        sessions[tokenHash]?.twoFactorPending = false
+        sessions[tokenHash]?.expiresAt = expiresAt
+        return true
+    }
+
     /// Stores a new session.
     public func createSession(_ session: AdminSession) throws {
         guard sessions[session.tokenHash] == nil else { throw StoreError.alreadyExists("session") }

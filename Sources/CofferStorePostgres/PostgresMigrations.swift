@@ -268,6 +268,17 @@ enum PostgresMigrations {
             ALTER TABLE admins ADD COLUMN time_zone TEXT
             """
         ),
+        (
+            "v13 admin roles and two-factor sign-in",
+            """
+            ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'support'));
+            ALTER TABLE admins ADD COLUMN grant_limit BIGINT;
+            ALTER TABLE admins ADD COLUMN two_factor_secret TEXT;
+            ALTER TABLE admins ADD COLUMN two_factor_last_step BIGINT;
+            ALTER TABLE admins ADD COLUMN recovery_codes TEXT NOT NULL DEFAULT '';
+            ALTER TABLE admin_sessions ADD COLUMN two_factor_pending BOOLEAN NOT NULL DEFAULT false
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -12,9 +12,12 @@ extension PostgresStore {
             do {
                 try await connection.query(
                     """
-                    INSERT INTO admins (id, name, password_hash, created_at, password_changed_at)
+                    INSERT INTO admins (id, name, password_hash, created_at, password_changed_at, time_zone, role,
+                        grant_limit, two_factor_secret, two_factor_last_step, recovery_codes)
                     VALUES (\(admin.id.uuidString), \(admin.name), \(admin.passwordHash), \(Millis.from(admin.createdAt)),
-                        \(Millis.from(admin.passwordChangedAt)))
+                        \(Millis.from(admin.passwordChangedAt)), \(admin.timeZone), \(admin.role.rawValue),
+                        \(admin.grantLimit), \(admin.twoFactorSecret), \(admin.twoFactorLastStep),
+                        \(AdminColumns.text(admin.recoveryCodeHashes)))
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("admin \(admin.name)")
@@ -57,6 +60,38 @@ extension PostgresStore {
         }
     }
 
+    /// Changes an admin as `change` says, in a transaction that holds the admin's row.
+    public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
+        try await write { connection in
+            guard
+                let admin = try await Self.first(
+                    connection, "SELECT * FROM admins WHERE name = \(name) FOR UPDATE", logger: self.logger, Rows.admin),
+                let changed = change(admin)
+            else { return nil }
+            try await connection.query(
+                """
+                UPDATE admins SET time_zone = \(changed.timeZone), role = \(changed.role.rawValue),
+                    grant_limit = \(changed.grantLimit), two_factor_secret = \(changed.twoFactorSecret),
+                    two_factor_last_step = \(changed.twoFactorLastStep),
+                    recovery_codes = \(AdminColumns.text(changed.recoveryCodeHashes))
+                WHERE id = \(admin.id.uuidString)
+                """, logger: self.logger)
+            return changed
+        }
+    }
+
+    /// Marks a session's two-factor code given.
+    public func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool {
+        try await write { connection in
+            try await Self.first(
+                connection,
+                """
+                UPDATE admin_sessions SET two_factor_pending = false, expires_at = \(Millis.from(expiresAt))
+                WHERE token_hash = \(tokenHash) AND two_factor_pending RETURNING token_hash
+                """, logger: self.logger, { try $0.decode(String.self) }) != nil
+        }
+    }
+
     /// Stores a new session.
     public func createSession(_ session: AdminSession) async throws {
         try await write { connection in
@@ -64,9 +99,10 @@ extension PostgresStore {
                 try await connection.query(
                     """
                     INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment, created_at,
-                        expires_at)
+                        expires_at, two_factor_pending)
                     VALUES (\(session.tokenHash), \(session.adminId.uuidString), \(session.adminName), \(session.csrfToken),
-                        \(session.environment.rawValue), \(Millis.from(session.createdAt)), \(Millis.from(session.expiresAt)))
+                        \(session.environment.rawValue), \(Millis.from(session.createdAt)), \(Millis.from(session.expiresAt)),
+                        \(session.twoFactorPending))
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("session")

@@ -135,7 +135,10 @@ enum Rows {
             id: try uuid(row, "id"), name: try value(row, "name"), passwordHash: try value(row, "password_hash"),
             createdAt: Millis.date(try value(row, "created_at")),
             passwordChangedAt: Millis.date(try value(row, "password_changed_at")),
-            timeZone: try value(row, "time_zone"))
+            timeZone: try value(row, "time_zone"), role: AdminRole(rawValue: try value(row, "role")) ?? .support,
+            grantLimit: try value(row, "grant_limit"), twoFactorSecret: try value(row, "two_factor_secret"),
+            twoFactorLastStep: try value(row, "two_factor_last_step"),
+            recoveryCodeHashes: AdminColumns.codes(try value(row, "recovery_codes")))
     }
 
     static func session(_ postgresRow: PostgresRow) throws -> AdminSession {
@@ -144,7 +147,8 @@ enum Rows {
             tokenHash: try value(row, "token_hash"), adminId: try uuid(row, "admin_id"),
             adminName: try value(row, "admin_name"), csrfToken: try value(row, "csrf_token"),
             environment: try environment(row), createdAt: Millis.date(try value(row, "created_at")),
-            expiresAt: Millis.date(try value(row, "expires_at")))
+            expiresAt: Millis.date(try value(row, "expires_at")),
+            twoFactorPending: try value(row, "two_factor_pending"))
     }
 
     static func adminKey(_ postgresRow: PostgresRow) throws -> AdminKey {

@@ -214,6 +214,18 @@ extension SQLiteStore {
                     ALTER TABLE admins ADD COLUMN time_zone TEXT;
                     """)
         }
+        migrator.registerMigration("v13 admin roles and two-factor sign-in") { db in
+            // Admins from before roles could do everything: they stay owners.
+            try db.execute(
+                sql: """
+                    ALTER TABLE admins ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'support'));
+                    ALTER TABLE admins ADD COLUMN grant_limit INTEGER;
+                    ALTER TABLE admins ADD COLUMN two_factor_secret TEXT;
+                    ALTER TABLE admins ADD COLUMN two_factor_last_step INTEGER;
+                    ALTER TABLE admins ADD COLUMN recovery_codes TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE admin_sessions ADD COLUMN two_factor_pending INTEGER NOT NULL DEFAULT 0;
+                    """)
+        }
         return migrator
     }
 }

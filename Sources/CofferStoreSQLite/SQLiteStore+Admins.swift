@@ -9,12 +9,16 @@ extension SQLiteStore {
     public func createAdmin(_ admin: Admin) async throws {
         let arguments: StatementArguments = [
             admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
-            Millis.from(admin.passwordChangedAt),
+            Millis.from(admin.passwordChangedAt), admin.timeZone, admin.role.rawValue, admin.grantLimit,
+            admin.twoFactorSecret, admin.twoFactorLastStep, AdminColumns.text(admin.recoveryCodeHashes),
         ]
         try await write { db in
             do {
-                let sql =
-                    "INSERT INTO admins (id, name, password_hash, created_at, password_changed_at) VALUES (?, ?, ?, ?, ?)"
+                let sql = """
+                    INSERT INTO admins (id, name, password_hash, created_at, password_changed_at, time_zone, role,
+                        grant_limit, two_factor_secret, two_factor_last_step, recovery_codes)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """
                 try db.execute(sql: sql, arguments: arguments)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("admin \(admin.name)")
@@ -53,6 +57,40 @@ extension SQLiteStore {
         }
     }
 
+    /// Changes an admin as `change` says, in one write transaction.
+    public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
+        try await write { db in
+            guard
+                let admin = try Row.fetchOne(db, sql: "SELECT * FROM admins WHERE name = ?", arguments: [name])
+                    .map(Self.admin), let changed = change(admin)
+            else { return nil }
+            try db.execute(
+                sql: """
+                    UPDATE admins SET time_zone = ?, role = ?, grant_limit = ?, two_factor_secret = ?,
+                        two_factor_last_step = ?, recovery_codes = ?
+                    WHERE id = ?
+                    """,
+                arguments: [
+                    changed.timeZone, changed.role.rawValue, changed.grantLimit, changed.twoFactorSecret,
+                    changed.twoFactorLastStep, AdminColumns.text(changed.recoveryCodeHashes), admin.id.uuidString,
+                ])
+            return changed
+        }
+    }
+
+    /// Marks a session's two-factor code given.
+    public func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE admin_sessions SET two_factor_pending = 0, expires_at = ?
+                    WHERE token_hash = ? AND two_factor_pending = 1
+                    """,
+                arguments: [Millis.from(expiresAt), tokenHash])
+            return db.changesCount > 0
+        }
+    }
+
     /// Stores a new session.
     public func createSession(_ session: AdminSession) async throws {
         try await write { db in
@@ -60,12 +98,13 @@ extension SQLiteStore {
                 try db.execute(
                     sql: """
                         INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment,
-                            created_at, expires_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                            created_at, expires_at, two_factor_pending)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         session.tokenHash, session.adminId.uuidString, session.adminName, session.csrfToken,
                         session.environment.rawValue, Millis.from(session.createdAt), Millis.from(session.expiresAt),
+                        session.twoFactorPending,
                     ])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("session")
@@ -82,7 +121,7 @@ extension SQLiteStore {
                         tokenHash: row["token_hash"], adminId: try RowValue.uuid(row, "admin_id"),
                         adminName: row["admin_name"], csrfToken: row["csrf_token"],
                         environment: try RowValue.environment(row), createdAt: Millis.date(row["created_at"]),
-                        expiresAt: Millis.date(row["expires_at"]))
+                        expiresAt: Millis.date(row["expires_at"]), twoFactorPending: row["two_factor_pending"])
                 }
         }
     }

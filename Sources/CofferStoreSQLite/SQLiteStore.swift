@@ -208,7 +208,10 @@ public final class SQLiteStore: CofferStore {
         Admin(
             id: try RowValue.uuid(row, "id"), name: row["name"], passwordHash: row["password_hash"],
             createdAt: Millis.date(row["created_at"]), passwordChangedAt: Millis.date(row["password_changed_at"]),
-            timeZone: row["time_zone"])
+            timeZone: row["time_zone"], role: AdminRole(rawValue: row["role"]) ?? .support,
+            grantLimit: row["grant_limit"], twoFactorSecret: row["two_factor_secret"],
+            twoFactorLastStep: row["two_factor_last_step"],
+            recoveryCodeHashes: AdminColumns.codes(row["recovery_codes"]))
     }
 
     static func adminKey(_ row: Row) -> AdminKey {

@@ -17,12 +17,14 @@ import argparse
 import base64
 import datetime
 import hashlib
+import hmac
 import json
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -78,6 +80,13 @@ def http(method, url, body=None, headers=None, raw=None):
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
+
+
+def totp(secret, step):
+    """RFC 6238's code (HMAC-SHA1, six digits) for a 30-second step, written here apart from Coffer's Swift."""
+    digest = hmac.new(secret.encode(), struct.pack(">Q", step), hashlib.sha1).digest()
+    offset = digest[-1] & 15
+    return "%06d" % ((struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF) % 1_000_000)
 
 
 def signed_headers(key, key_id, method, host, path, body=b"", date=None):
@@ -355,6 +364,61 @@ def main():
             driver.get(base + f"/admin/users/{support_id}")
             shot("user-phone")
             driver.set_window_size(1280, 900)
+
+            # An owner makes a support admin who may grant up to 50,000 credits.
+            click(By.LINK_TEXT, "Admins")
+            driver.find_element(By.ID, "new-admin-name").send_keys("sam")
+            Select(driver.find_element(By.ID, "new-admin-role")).select_by_visible_text("support")
+            driver.find_element(By.ID, "new-admin-limit").send_keys("50,000")
+            click(By.ID, "new-admin-button")
+            found = re.search(r"with the password (\w{20})", driver.find_element(By.ID, "created").text)
+            check(found is not None, "a new support admin's password is shown once")
+            sam_password = found.group(1)
+            check("50,000" in driver.find_element(By.ID, "admin-sam").text, "the admins page shows sam's limit")
+            shot("admins")
+
+            # The owner turns on two-factor sign-in with an authenticator app (here: TOTP computed in Python).
+            click(By.LINK_TEXT, "Settings")
+            click(By.ID, "two-factor-begin")
+            secret = driver.find_element(By.NAME, "secret").get_attribute("value")
+            check("otpauth://totp/Coffer:admin" in driver.find_element(By.ID, "authenticator-url").get_attribute("href"),
+                  "setting up two-factor gives the key and an otpauth link")
+            shot("two-factor-setup")
+            step = int(time.time()) // 30
+            driver.find_element(By.ID, "two-factor-code").send_keys(totp(secret, step))
+            click(By.ID, "two-factor-confirm")
+            codes = driver.find_elements(By.CSS_SELECTOR, "#recovery-codes li")
+            check(len(codes) == 10, "turning two-factor on shows ten recovery codes once")
+            click(By.ID, "sign-out")
+            driver.find_element(By.ID, "name").send_keys("admin")
+            driver.find_element(By.ID, "password").send_keys(password)
+            click(By.ID, "sign-in")
+            check(driver.current_url.endswith("/admin/login/code"), "with two-factor on, the password leads to the code")
+            driver.find_element(By.ID, "code").send_keys("000000" if totp(secret, step + 1) != "000000" else "111111")
+            click(By.ID, "check-code")
+            check("not right" in driver.find_element(By.ID, "error").text, "a wrong code is refused")
+            shot("login-code")
+            driver.get(base + "/admin")
+            check(driver.current_url.endswith("/admin/login/code"), "no page opens before the code")
+            driver.find_element(By.ID, "code").send_keys(totp(secret, step + 1))
+            click(By.ID, "check-code")
+            check(driver.current_url == base + "/admin", "the right code signs in")
+            click(By.ID, "sign-out")
+
+            # Support signs in and cannot grant over the limit an owner set.
+            driver.find_element(By.ID, "name").send_keys("sam")
+            driver.find_element(By.ID, "password").send_keys(sam_password)
+            click(By.ID, "sign-in")
+            driver.get(base + f"/admin/users/{support_id}")
+            check(len(driver.find_elements(By.ID, "balance-form")) == 0, "support is not offered the balance form")
+            driver.find_element(By.ID, "grant-credits").send_keys("60,000")
+            driver.find_element(By.ID, "grant-reason").send_keys("Ticket #45")
+            click(By.ID, "grant-button")
+            check("over your grant limit of 50,000" in driver.find_element(By.ID, "error").text,
+                  "a support admin over the grant limit is refused")
+            shot("support-over-limit")
+            status, pending = http("GET", base + "/v1/me/grants?status=pending", headers=bearer)
+            check(pending["grants"] == [], "the refused grant was not made")
 
             click(By.ID, "sign-out")
             check(driver.current_url.endswith("/admin/login"), "signing out returns to sign-in")

@@ -166,7 +166,17 @@ struct SupportCommandTests {
         #expect(again.contains("Admin panel") && !again.contains("password"), Comment(rawValue: again))
 
         let created = try CofferProcess.run(["admin", "create", "--name", "bob"], in: folder)
-        #expect(created.status == 0 && created.stdout.contains("Created admin bob with password "))
+        #expect(created.status == 0 && created.stdout.contains("Created owner bob with password "))
+        let support = try CofferProcess.run(
+            ["admin", "create", "--name", "sam", "--role", "support", "--grant-limit", "50000"], in: folder)
+        #expect(support.status == 0 && support.stdout.contains("Created support sam"))
+        let noLimit = try CofferProcess.run(["admin", "create", "--name", "kim", "--role", "support"], in: folder)
+        #expect(noLimit.status != 0 && noLimit.stderr.contains("--grant-limit"))
+        let raised = try CofferProcess.run(
+            ["admin", "set-role", "--name", "sam", "--role", "support", "--grant-limit", "90000"], in: folder)
+        #expect(raised.status == 0 && raised.stdout.contains("sam is support with a grant limit of 90000 credits"))
+        let noTwoFactor = try CofferProcess.run(["admin", "reset-two-factor", "--name", "sam"], in: folder)
+        #expect(noTwoFactor.status != 0 && noTwoFactor.stderr.contains("two-factor sign-in is off for sam"))
         let twice = try CofferProcess.run(["admin", "create", "--name", "bob"], in: folder)
         #expect(twice.status != 0 && twice.stderr.contains("exists"))
         let badName = try CofferProcess.run(["admin", "create", "--name", "bob smith"], in: folder)
@@ -177,6 +187,7 @@ struct SupportCommandTests {
         #expect(nobody.status != 0 && nobody.stderr.contains("no admin named carol"))
         let list = try CofferProcess.run(["admin", "list"], in: folder)
         #expect(list.stdout.contains("admin") && list.stdout.contains("bob"))
+        #expect(list.stdout.contains("support") && list.stdout.contains("90000"))
         #expect(!list.stdout.contains("$2"))
     }
 

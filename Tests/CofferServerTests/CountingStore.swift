@@ -164,6 +164,12 @@ final class CountingStore: CofferStore {
     func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
         try await base.setAdminTimeZone(name: name, timeZone: timeZone)
     }
+    func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
+        try await base.updateAdmin(name: name, change)
+    }
+    func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool {
+        try await base.completeTwoFactor(tokenHash: tokenHash, expiresAt: expiresAt)
+    }
     func createSession(_ session: AdminSession) async throws { try await base.createSession(session) }
     func session(tokenHash: String) async throws -> AdminSession? { try await base.session(tokenHash: tokenHash) }
     func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {

@@ -77,6 +77,10 @@ struct FailingStore: CofferStore {
     func admins() async throws -> [Admin] { throw Self.failure }
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool { throw Self.failure }
     func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool { throw Self.failure }
+    func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
+        throw Self.failure
+    }
+    func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool { throw Self.failure }
     func createSession(_ session: AdminSession) async throws { throw Self.failure }
     func session(tokenHash: String) async throws -> AdminSession? { throw Self.failure }
     func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw Self.failure }

@@ -68,12 +68,12 @@ struct PanelTests {
         }
 
         /// Signs in and returns the session's CSRF token.
-        mutating func signIn(_ client: some TestClientProtocol, password: String = PanelTests.password) async throws
-            -> TestResponse
-        {
+        mutating func signIn(
+            _ client: some TestClientProtocol, name: String = "ada", password: String = PanelTests.password
+        ) async throws -> TestResponse {
             let form = try await get(client, "/admin/login")
             return try await post(
-                client, "/admin/login", [("csrf", try Self.csrf(form)), ("name", "ada"), ("password", password)])
+                client, "/admin/login", [("csrf", try Self.csrf(form)), ("name", name), ("password", password)])
         }
     }
 
@@ -485,6 +485,147 @@ struct PanelTests {
             _ = try await browser.post(client, "/admin/settings", [("timeZone", "UTC"), ("csrf", csrf)])
             #expect(try await store.admin(name: "ada")?.timeZone == nil)
             _ = user
+        }
+    }
+
+    @Test(
+        "two-factor sign-in: on with a code from the app; then a wrong code is refused, a code works once, a recovery code once",
+        arguments: ServerEngine.allCases)
+    func twoFactor(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, _, browser in
+            let csrf = try Browser.csrf(try await browser.get(client, "/admin/settings"))
+            let setup = String(
+                buffer: try await browser.post(client, "/admin/settings/two-factor/begin", [("csrf", csrf)]).body)
+            let secret = String(try #require(setup.firstMatch(of: /name="secret" value="([A-Za-z0-9]{20})"/)).1)
+            #expect(setup.contains("otpauth://totp/Coffer:ada?secret="))
+            // A wrong code turns nothing on.
+            let wrong = try await browser.post(
+                client, "/admin/settings/two-factor", [("secret", secret), ("code", "000000"), ("csrf", csrf)])
+            #expect(wrong.status == .badRequest)
+            #expect(try await store.admin(name: "ada")?.hasTwoFactor == false)
+            let now = AdminAPITests.now
+            let step = TwoFactor.step(at: now)
+            let on = String(
+                buffer: try await browser.post(
+                    client, "/admin/settings/two-factor",
+                    [("secret", secret), ("code", TwoFactor.code(secret: secret, step: step - 1)), ("csrf", csrf)]
+                ).body)
+            let codes = on.matches(of: /<li>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/li>/).map { String($0.1) }
+            #expect(codes.count == 10)
+            #expect(try await store.admin(name: "ada")?.twoFactorSecret == secret)
+            #expect(
+                try await store.auditEvents(environment: .sandbox, subject: "admin ada", limit: 5).map(\.action)
+                    == ["admin.two-factor.on"])
+
+            // Signing in again: the password opens only the code page.
+            _ = try await browser.post(client, "/admin/logout", [("csrf", csrf)])
+            let password = try await browser.signIn(client)
+            #expect(password.headers[.location] == "/admin/login/code")
+            #expect(try await browser.get(client, "/admin").headers[.location] == "/admin/login/code")
+            let codePage = try await browser.get(client, "/admin/login/code")
+            let codeCsrf = try Browser.csrf(codePage)
+            let refused = try await browser.post(client, "/admin/login/code", [("code", "123456"), ("csrf", codeCsrf)])
+            #expect(refused.status == .unauthorized && String(buffer: refused.body).contains("not right"))
+            // The step used to turn it on does not sign in again; the next one does, once.
+            let replay = try await browser.post(
+                client, "/admin/login/code",
+                [("code", TwoFactor.code(secret: secret, step: step - 1)), ("csrf", codeCsrf)])
+            #expect(replay.status == .unauthorized)
+            let good = TwoFactor.code(secret: secret, step: step)
+            let signedIn = try await browser.post(client, "/admin/login/code", [("code", good), ("csrf", codeCsrf)])
+            #expect(signedIn.headers[.location] == "/admin")
+            #expect(try await browser.get(client, "/admin").status == .ok)
+
+            // Another sign-in: the same code is used; a recovery code works, once.
+            var other = Browser()
+            _ = try await other.signIn(client)
+            let otherCsrf = try Browser.csrf(try await other.get(client, "/admin/login/code"))
+            #expect(
+                try await other.post(client, "/admin/login/code", [("code", good), ("csrf", otherCsrf)]).status
+                    == .unauthorized)
+            let recovered = try await other.post(
+                client, "/admin/login/code", [("code", codes[0].uppercased()), ("csrf", otherCsrf)])
+            #expect(recovered.headers[.location] == "/admin")
+            var third = Browser()
+            _ = try await third.signIn(client)
+            let thirdCsrf = try Browser.csrf(try await third.get(client, "/admin/login/code"))
+            #expect(
+                try await third.post(client, "/admin/login/code", [("code", codes[0]), ("csrf", thirdCsrf)]).status
+                    == .unauthorized)
+            #expect(try await store.admin(name: "ada")?.recoveryCodeHashes.count == 9)
+        }
+    }
+
+    @Test(
+        "roles: support reads and grants up to its limit; balances, merges, cleanup and admins are an owner's",
+        arguments: ServerEngine.allCases)
+    func roles(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, owner in
+            // The owner creates a support admin with a limit of 50,000 credits.
+            let csrf = try Browser.csrf(try await owner.get(client, "/admin/admins"))
+            let created = String(
+                buffer: try await owner.post(
+                    client, "/admin/admins",
+                    [("name", "sam"), ("role", "support"), ("limit", "50,000"), ("csrf", csrf)]
+                ).body)
+            let password = String(try #require(created.firstMatch(of: /with the password ([A-Za-z0-9]{20})/)).1)
+            #expect(try await store.admin(name: "sam")?.grantCeiling == 50_000)
+            // The only owner cannot stop being one.
+            let demote = try await owner.post(
+                client, "/admin/admins/ada/role", [("role", "support"), ("limit", "5"), ("csrf", csrf)])
+            #expect(demote.status == .badRequest && String(buffer: demote.body).contains("only owner"))
+
+            var support = Browser()
+            #expect(try await support.signIn(client, name: "sam", password: password).headers[.location] == "/admin")
+            let page = try await support.get(client, "/admin/users/\(user.supportId)")
+            #expect(page.status == .ok)
+            let body = String(buffer: page.body)
+            #expect(!body.contains("balance-form") && !body.contains("/admin/admins"))
+            let samCsrf = try Browser.csrf(page)
+            let over = try await support.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "50001"), ("reason", "x"), ("confirm", "yes"),
+                    ("csrf", samCsrf),
+                ])
+            #expect(over.status == .forbidden && String(buffer: over.body).contains("over your grant limit of 50,000"))
+            let within = try await support.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "50000"), ("reason", "x"), ("confirm", "yes"),
+                    ("csrf", samCsrf),
+                ])
+            #expect(within.status == .seeOther)
+            #expect(
+                try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 5).map(\.credits) == [
+                    50_000
+                ])
+            for (uri, fields) in [
+                ("/admin/users/\(user.supportId)/balance", [("balance", "1"), ("reason", "x"), ("confirm", "yes")]),
+                ("/admin/users/\(user.supportId)/merge", [("into", "_abcdef123456")]),
+                ("/admin/grants/delete-all", [("confirm", "yes")]),
+                ("/admin/admins", [("name", "eve"), ("role", "owner")]),
+                ("/admin/admins/sam/role", [("role", "owner")]),
+            ] {
+                let refused = try await support.post(client, uri, fields + [("csrf", samCsrf)])
+                #expect(refused.status == .forbidden, "\(uri)")
+            }
+            #expect(try await support.get(client, "/admin/admins").status == .forbidden)
+            #expect(try await store.admin(name: "eve") == nil)
+            #expect(try await store.admin(name: "sam")?.role == .support)
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 5).count == 1)
+            // The owner raises the limit; it applies to sam's next request.
+            _ = try await owner.post(
+                client, "/admin/admins/sam/role", [("role", "support"), ("limit", "100000"), ("csrf", csrf)])
+            let raised = try await support.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "50001"), ("reason", "x"), ("confirm", "yes"),
+                    ("csrf", samCsrf),
+                ])
+            #expect(raised.status == .seeOther)
         }
     }
 

@@ -287,4 +287,50 @@ struct AdminStoreContractTests {
         #expect(try await store.admin(name: "ada")?.timeZone == nil)
         #expect(try await !store.setAdminTimeZone(name: "nobody", timeZone: "UTC"))
     }
+
+    @Test(
+        "roles, grant limits and two-factor are kept; an admin changes in one step; a pending session is completed once",
+        arguments: StoreEngine.allCases)
+    func rolesAndTwoFactor(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let sam = Admin(
+            name: "sam", passwordHash: "h", createdAt: Make.start, role: .support, grantLimit: 50_000,
+            twoFactorSecret: "ABCDEFGHIJKLMNOPQRST", twoFactorLastStep: 7, recoveryCodeHashes: ["a1", "b2"])
+        try await store.createAdmin(sam)
+        #expect(try await store.admin(name: "sam") == sam)
+        try await store.createAdmin(Admin(name: "ada", passwordHash: "h", createdAt: Make.start))
+        #expect(try await store.admin(name: "ada")?.role == .owner)
+
+        // A used step is refused; a later one is kept; a recovery code is used up once.
+        #expect(try await store.updateAdmin(name: "sam") { $0.using(step: 7) } == nil)
+        #expect(try await store.updateAdmin(name: "sam") { $0.using(step: 8) }?.twoFactorLastStep == 8)
+        #expect(try await store.updateAdmin(name: "sam") { $0.using(recoveryCodeHash: "b2") } != nil)
+        #expect(try await store.updateAdmin(name: "sam") { $0.using(recoveryCodeHash: "b2") } == nil)
+        #expect(try await store.updateAdmin(name: "nobody") { $0 } == nil)
+        let promoted = try await store.updateAdmin(name: "sam") { admin in
+            var changed = admin
+            changed.role = .owner
+            changed.grantLimit = nil
+            changed.twoFactorSecret = nil
+            changed.recoveryCodeHashes = []
+            // The name and password are not the change's to make.
+            changed.passwordHash = "other"
+            return changed
+        }
+        let stored = try #require(try await store.admin(name: "sam"))
+        #expect(promoted?.role == .owner && stored.role == .owner && stored.grantLimit == nil)
+        #expect(stored.twoFactorSecret == nil && stored.recoveryCodeHashes.isEmpty && stored.twoFactorLastStep == 8)
+        #expect(stored.passwordHash == "h")
+
+        let pending = AdminSession(
+            tokenHash: "t-sam", adminId: sam.id, adminName: "sam", csrfToken: "c", environment: .sandbox,
+            createdAt: Make.start, expiresAt: Make.start.addingTimeInterval(300), twoFactorPending: true)
+        try await store.createSession(pending)
+        #expect(try await store.session(tokenHash: "t-sam") == pending)
+        let later = Make.start.addingTimeInterval(8 * 3_600)
+        #expect(try await store.completeTwoFactor(tokenHash: "t-sam", expiresAt: later))
+        #expect(try await !store.completeTwoFactor(tokenHash: "t-sam", expiresAt: later))
+        let completed = try #require(try await store.session(tokenHash: "t-sam"))
+        #expect(!completed.twoFactorPending && completed.expiresAt == later)
+    }
 }
