@@ -331,8 +331,14 @@ paths = {
         "Delete every grant (Sandbox only)", "adminDeleteGrants", "200", "DeletedGrants",
         errors={"403": ERR("Production's grants are never bulk-deleted")})},
     "/v1/admin/audit": {"get": admin(
-        "The audit log, newest first", "adminAudit", "200", "AuditEvent",
-        parameters=[{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer"}}])},
+        "The audit log, newest first; filtered by admin (an actor, or NAME from ADDRESS), customer (the subject) "
+        "and action (exact, or a family: grant matches grant.create and grant.cancel)", "adminAudit", "200",
+        "AuditEvent",
+        parameters=[{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer"}},
+                    {"name": "admin", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {"name": "customer", "in": "query", "required": False, "schema": {"type": "string"}},
+                    {"name": "action", "in": "query", "required": False, "schema": {"type": "string"}}],
+        errors={"400": ERR("A bad limit, or a filter over 200 characters")})},
     "/healthz": {"get": {"summary": "Alive", "operationId": "healthz", "security": [],
                          "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": S()}}}}}},
     "/readyz": {"get": {"summary": "Ready: the database answers", "operationId": "readyz", "security": [],

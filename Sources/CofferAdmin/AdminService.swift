@@ -200,9 +200,57 @@ public struct AdminService: Sendable {
         return views
     }
 
-    /// The audit log, newest first.
-    public func auditLog(environment: Environment, limit: Int = 200) async throws -> [AuditEvent] {
-        try await store.auditEvents(environment: environment, subject: nil, limit: min(max(1, limit), 1_000))
+    /// The audit log, newest first: all of it, or what `query` asks for (an admin, a customer, an action).
+    public func auditLog(environment: Environment, query: AuditQuery = AuditQuery(), limit: Int = 200) async throws
+        -> [AuditEvent]
+    {
+        for text in [query.subject, query.admin, query.action].compactMap({ $0 }) where text.utf8.count > 200 {
+            throw AdminError.invalid("a filter has at most 200 characters")
+        }
+        return try await store.auditEvents(
+            environment: environment, query: query, limit: min(max(1, limit), Self.auditExportLimit))
+    }
+
+    /// The most audit events one read or export gives.
+    public static let auditExportLimit = 10_000
+
+    /// A customer's history for a support ticket or a data request (App Store guideline 5.1.1): everything
+    /// support sees of them, as ``UserDetail``, recorded in the audit log as `customer.export`.
+    public func exportUser(environment: Environment, supportId: String, format: String, actor: String) async throws
+        -> UserDetail
+    {
+        let detail = try await user(environment: environment, supportId: supportId)
+        try await audit(
+            environment, actor: actor, action: "customer.export", subject: detail.user.supportId,
+            after: ["format": format])
+        return detail
+    }
+
+    /// A customer's timeline as CSV: one line per item, times in UTC.
+    public static func timelineCSV(_ detail: UserDetail) -> String {
+        CSVText.document(
+            header: ["at (UTC)", "kind", "credits", "balance after", "summary", "reference", "data environment"],
+            rows: detail.timeline.map { item in
+                [
+                    Self.isoTime(item.at), item.kind.rawValue, item.credits.map(String.init) ?? "",
+                    item.balanceAfter.map(String.init) ?? "", item.summary, item.reference ?? "",
+                    item.dataEnvironment?.rawValue ?? "",
+                ]
+            })
+    }
+
+    /// Audit events as CSV, times in UTC.
+    public static func auditCSV(_ events: [AuditEvent]) -> String {
+        CSVText.document(
+            header: ["at (UTC)", "admin", "action", "subject", "before", "after"],
+            rows: events.map {
+                [Self.isoTime($0.at), $0.actor, $0.action, $0.subject, $0.before ?? "", $0.after ?? ""]
+            }
+        )
+    }
+
+    static func isoTime(_ date: Date) -> String {
+        PanelText.utc(date).replacingOccurrences(of: " UTC", with: "Z").replacingOccurrences(of: " ", with: "T")
     }
 
     // MARK: Changing

@@ -108,13 +108,15 @@ struct AdminAPI: Sendable {
         return try api.json(DeletedGrants(deleted: deleted))
     }
 
-    /// `GET /v1/admin/audit[?limit=]`.
+    /// `GET /v1/admin/audit[?limit=&admin=&customer=&action=]`.
     func audit(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let text = request.uri.queryParameters.get("limit") ?? "200"
         guard text.utf8.count <= 4, let limit = Int(text), (1...1_000).contains(limit) else {
             throw ServiceError.badRequest("limit must be a whole number from 1 to 1000")
         }
-        return try api.json(try await service.auditLog(environment: try environment(request), limit: limit))
+        return try api.json(
+            try await service.auditLog(
+                environment: try environment(request), query: AdminPanel.auditQuery(request), limit: limit))
     }
 
     /// The environment a request names, the server's own by default.

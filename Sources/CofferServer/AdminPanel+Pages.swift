@@ -492,15 +492,81 @@ extension AdminPanel {
         return Self.redirect("/admin")
     }
 
-    func audit(_ context: CofferRequestContext) async throws -> Response {
+    /// The audit log's filter from a query: an admin, a customer (Support ID) and an action (or family).
+    static func auditQuery(_ request: Request) -> AuditQuery {
+        func value(_ name: String) -> String? {
+            let text = (request.uri.queryParameters.get(name) ?? "").trimmingCharacters(in: .whitespaces)
+            return text.isEmpty ? nil : text
+        }
+        return AuditQuery(subject: value("customer"), admin: value("admin"), action: value("action"))
+    }
+
+    /// `GET /admin/audit[?admin=&customer=&action=]`: the newest 200 matching, and a CSV link for all (to 10,000).
+    func audit(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
-        let rows = try await service.auditLog(environment: session.environment).map { event -> [String: Any] in
+        let query = Self.auditQuery(request)
+        let events: [AuditEvent]
+        do {
+            events = try await service.auditLog(environment: session.environment, query: query)
+        } catch let error as AdminError {
+            return page(
+                "audit", ["title": "Audit log", "onAudit": true, "error": error.description], context: context,
+                status: .badRequest)
+        }
+        let rows = events.map { event -> [String: Any] in
             [
                 "at": Self.time(event.at, context), "actor": event.actor, "action": event.action,
                 "subject": event.subject,
                 "before": event.before ?? "", "after": event.after ?? "",
             ]
         }
-        return page("audit", ["title": "Audit log", "onAudit": true, "events": rows], context: context)
+        var csv = "/admin/audit.csv"
+        let filters = [("admin", query.admin), ("customer", query.subject), ("action", query.action)]
+            .compactMap { name, value in value.map { "\(name)=\(URLText.escape($0))" } }
+        if !filters.isEmpty { csv += "?" + filters.joined(separator: "&") }
+        return page(
+            "audit",
+            [
+                "title": "Audit log", "onAudit": true, "events": rows, "admin": query.admin ?? "",
+                "customer": query.subject ?? "", "action": query.action ?? "", "csv": csv,
+                "filtered": !filters.isEmpty,
+            ], context: context)
+    }
+
+    /// `GET /admin/audit.csv[?admin=&customer=&action=]`: the matching events, newest first, up to 10,000.
+    func auditCSV(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let session = try context.requireSession()
+        let events = try await service.auditLog(
+            environment: session.environment, query: Self.auditQuery(request), limit: AdminService.auditExportLimit)
+        return Self.download(
+            AdminService.auditCSV(events), type: "text/csv; charset=utf-8",
+            filename: "coffer-audit-\(session.environment.rawValue.lowercased()).csv")
+    }
+
+    /// `GET /admin/users/{supportId}/export.json|csv`: the customer's history for a ticket or a data request,
+    /// audited.
+    func exportUser(_ request: Request, _ context: CofferRequestContext, format: String) async throws -> Response {
+        let session = try context.requireSession()
+        let supportId = try context.parameters.require("supportId")
+        let detail: UserDetail
+        do {
+            detail = try await service.exportUser(
+                environment: session.environment, supportId: supportId, format: format, actor: context.adminActor)
+        } catch let error as AdminError {
+            return message(
+                "No such user", error.description, link: "/admin/users", linkText: "Back to users", context: context,
+                status: error.status)
+        }
+        let name = "coffer-\(detail.user.supportId)"
+        if format == "csv" {
+            return Self.download(
+                AdminService.timelineCSV(detail), type: "text/csv; charset=utf-8", filename: name + ".csv")
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return Self.download(
+            String(decoding: try encoder.encode(detail), as: UTF8.self), type: "application/json",
+            filename: name + ".json")
     }
 }

@@ -52,7 +52,14 @@ struct AdminPanel: Sendable {
         panel.post("grants/delete-all") { request, context in try await deleteAll(request, context) }
         panel.get("environment") { request, context in try await confirmEnvironment(request, context) }
         panel.post("environment") { request, context in try await switchEnvironment(request, context) }
-        panel.get("audit") { _, context in try await audit(context) }
+        panel.get("audit") { request, context in try await audit(request, context) }
+        panel.get("audit.csv") { request, context in try await auditCSV(request, context) }
+        panel.get("users/:supportId/export.json") { request, context in
+            try await exportUser(request, context, format: "json")
+        }
+        panel.get("users/:supportId/export.csv") { request, context in
+            try await exportUser(request, context, format: "csv")
+        }
         panel.get("settings") { request, context in try await settings(request, context) }
         panel.post("settings") { request, context in try await saveSettings(request, context) }
         panel.post("settings/two-factor/begin") { request, context in try await beginTwoFactor(request, context) }
@@ -118,6 +125,14 @@ struct AdminPanel: Sendable {
         var headers = securityHeaders
         headers[.contentType] = "text/html; charset=utf-8"
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// A file to download: `type`, named `filename`, with the panel's headers.
+    static func download(_ text: String, type: String, filename: String) -> Response {
+        var headers = securityHeaders
+        headers[.contentType] = type
+        headers[.contentDisposition] = "attachment; filename=\"\(filename)\""
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
     static func redirect(_ location: String) -> Response {

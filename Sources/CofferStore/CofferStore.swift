@@ -159,8 +159,8 @@ public protocol CofferStore: Sendable {
 
     /// Appends an audit event.
     func recordAudit(_ event: AuditEvent) async throws
-    /// Audit events of an environment, newest first; with a `subject`, only those about it.
-    func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent]
+    /// Audit events of an environment that `query` matches (``AuditQuery/matches(_:)``), newest first.
+    func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent]
 
     // MARK: Support
 
@@ -267,6 +267,11 @@ extension CofferStore {
         try await claimGrant(id: id, environment: environment) { grant in
             try grant.claim(by: recipient, crediting: policy, at: at)
         }
+    }
+
+    /// Audit events of an environment, newest first; with a `subject`, only those about it.
+    public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+        try await auditEvents(environment: environment, query: AuditQuery(subject: subject), limit: limit)
     }
 
     /// Cancels a pending grant; a claimed one, or one cancelled before, is returned unchanged.

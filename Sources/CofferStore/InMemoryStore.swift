@@ -410,11 +410,9 @@ public actor InMemoryStore: CofferStore {
     /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) { audit.append(event) }
 
-    /// Audit events of an environment, newest first; with a `subject`, only those about it.
-    public func auditEvents(environment: Environment, subject: String?, limit: Int) -> [AuditEvent] {
-        Array(
-            audit.filter { $0.environment == environment && (subject == nil || $0.subject == subject) }.reversed()
-                .prefix(max(0, limit)))
+    /// Audit events of an environment that `query` matches, newest first.
+    public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) -> [AuditEvent] {
+        Array(audit.filter { $0.environment == environment && query.matches($0) }.reversed().prefix(max(0, limit)))
     }
 
     // MARK: Support

@@ -430,3 +430,29 @@ public protocol EventBroadcast: Sendable {
     /// (then it throws, and the caller listens again).
     func listen(_ deliver: @escaping @Sendable (BroadcastMessage) async -> Void) async throws
 }
+
+/// Which audit events to read: every one of an environment, or those about one subject, by one admin, or of one
+/// action (or family of actions).
+public struct AuditQuery: Sendable, Hashable {
+    /// Exactly this subject: a Support ID, `admin NAME`, `grants`.
+    public var subject: String?
+    /// This admin: the actor is the name itself (a key id, `cli:USER`) or `NAME from ADDRESS` (the panel).
+    public var admin: String?
+    /// This action (`grant.create`) or family (`grant`: `grant.create`, `grant.cancel`).
+    public var action: String?
+
+    /// A query; `nil` fields do not filter.
+    public init(subject: String? = nil, admin: String? = nil, action: String? = nil) {
+        self.subject = subject
+        self.admin = admin
+        self.action = action
+    }
+
+    /// Whether `event` is one of those asked for (what every engine's query selects).
+    public func matches(_ event: AuditEvent) -> Bool {
+        if let subject, event.subject != subject { return false }
+        if let admin, event.actor != admin, !event.actor.hasPrefix(admin + " from ") { return false }
+        if let action, event.action != action, !event.action.hasPrefix(action + ".") { return false }
+        return true
+    }
+}

@@ -18,19 +18,18 @@ extension PostgresStore {
         }
     }
 
-    /// Audit events of an environment, newest first; with a `subject`, only those about it.
-    public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
-        if let subject {
-            return try await all(
-                """
-                SELECT * FROM audit_events WHERE environment = \(environment.rawValue) AND subject = \(subject)
-                ORDER BY seq DESC LIMIT \(max(0, limit))
-                """, Rows.audit)
-        }
-        return try await all(
+    /// Audit events of an environment that `query` matches, newest first.
+    public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
+        // Prefixes compared with left(), so no character of the text is a pattern.
+        try await all(
             """
-            SELECT * FROM audit_events WHERE environment = \(environment.rawValue) ORDER BY seq DESC
-            LIMIT \(max(0, limit))
+            SELECT * FROM audit_events WHERE environment = \(environment.rawValue)
+            AND (\(query.subject)::text IS NULL OR subject = \(query.subject))
+            AND (\(query.admin)::text IS NULL OR actor = \(query.admin)
+                OR left(actor, length(\(query.admin)) + 6) = \(query.admin) || ' from ')
+            AND (\(query.action)::text IS NULL OR action = \(query.action)
+                OR left(action, length(\(query.action)) + 1) = \(query.action) || '.')
+            ORDER BY seq DESC LIMIT \(max(0, limit))
             """, Rows.audit)
     }
 }

@@ -20,15 +20,25 @@ extension SQLiteStore {
         }
     }
 
-    /// Audit events of an environment, newest first; with a `subject`, only those about it.
-    public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+    /// Audit events of an environment that `query` matches, newest first.
+    public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         try await read { db in
-            let sql =
-                subject == nil
-                ? "SELECT * FROM audit_events WHERE environment = ? ORDER BY seq DESC LIMIT ?"
-                : "SELECT * FROM audit_events WHERE environment = ? AND subject = ? ORDER BY seq DESC LIMIT ?"
+            var sql = "SELECT * FROM audit_events WHERE environment = ?"
             var arguments: StatementArguments = [environment.rawValue]
-            if let subject { arguments += [subject] }
+            if let subject = query.subject {
+                sql += " AND subject = ?"
+                arguments += [subject]
+            }
+            // Prefixes compared with substr, so no character of the text is a pattern.
+            if let admin = query.admin {
+                sql += " AND (actor = ? OR substr(actor, 1, length(?) + 6) = ? || ' from ')"
+                arguments += [admin, admin, admin]
+            }
+            if let action = query.action {
+                sql += " AND (action = ? OR substr(action, 1, length(?) + 1) = ? || '.')"
+                arguments += [action, action, action]
+            }
+            sql += " ORDER BY seq DESC LIMIT ?"
             arguments += [max(0, limit)]
             return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
                 AuditEvent(

@@ -317,6 +317,14 @@ def main():
                   "the audit log records the grants, the cancellation and the balance, and who did them")
             check('"balance":1200000' in audit and '"balance":5000' in audit,
                   "the audit log keeps the balance before and after")
+            driver.find_element(By.ID, "filter-action").send_keys("grant")
+            click(By.ID, "filter-button")
+            actions = [row.find_elements(By.TAG_NAME, "td")[2].text
+                       for row in driver.find_elements(By.CSS_SELECTOR, "#audit tbody tr")]
+            check(actions and all(action.startswith("grant.") for action in actions) and "grant.cancel" in actions,
+                  "the audit log filters by action family")
+            check(driver.find_element(By.ID, "audit-csv").get_attribute("href").endswith("/admin/audit.csv?action=grant"),
+                  "the filtered log exports as CSV")
             shot("audit")
 
             # Each admin's own time zone, shown beside UTC on every page.

@@ -143,8 +143,8 @@ final class CountingStore: CofferStore {
         try await base.saveCursor(name, value: value, environment: environment)
     }
     func recordAudit(_ event: AuditEvent) async throws { try await base.recordAudit(event) }
-    func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
-        try await base.auditEvents(environment: environment, subject: subject, limit: limit)
+    func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
+        try await base.auditEvents(environment: environment, query: query, limit: limit)
     }
     func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
         try await base.backupHistory(owner: owner, environment: environment, limit: limit)

@@ -62,7 +62,7 @@ struct FailingStore: CofferStore {
     func cursor(_ name: String, environment: Environment) async throws -> String? { throw Self.failure }
     func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw Self.failure }
     func recordAudit(_ event: AuditEvent) async throws { throw Self.failure }
-    func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+    func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         throw Self.failure
     }
     func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {

@@ -629,6 +629,59 @@ struct PanelTests {
         }
     }
 
+    @Test(
+        "the audit log is filtered by admin, customer and action and exported as CSV; a customer's history as CSV and JSON, audited",
+        arguments: ServerEngine.allCases)
+    func auditAndExports(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let csrf = try Browser.csrf(try await browser.get(client, "/admin"))
+            for (credits, reason) in [("5", "=HYPERLINK(\"http://evil\")"), ("6", "Ticket #2")] {
+                _ = try await browser.post(
+                    client, "/admin/grants",
+                    [
+                        ("supportId", user.supportId), ("credits", credits), ("reason", reason), ("confirm", "yes"),
+                        ("csrf", csrf),
+                    ])
+            }
+            try await store.recordAudit(
+                AuditEvent(
+                    environment: .sandbox, actor: "cli:root", action: "key.create", subject: "key",
+                    at: AdminAPITests.now))
+            let filtered = String(buffer: try await browser.get(client, "/admin/audit?admin=ada&action=grant").body)
+            #expect(filtered.components(separatedBy: "<td class=\"mono\">grant.create</td>").count == 3)
+            #expect(!filtered.contains("key.create"))
+            #expect(filtered.contains(#"href="/admin/audit.csv?admin=ada&amp;action=grant""#))
+            let csv = try await browser.get(client, "/admin/audit.csv?admin=ada&action=grant")
+            #expect(csv.headers[.contentType] == "text/csv; charset=utf-8")
+            #expect(csv.headers[.contentDisposition]?.contains("attachment") == true)
+            let text = String(buffer: csv.body)
+            #expect(text.hasPrefix("\"at (UTC)\",\"admin\",\"action\""))
+            #expect(text.components(separatedBy: "\r\n").count == 4 && !text.contains("key.create"))
+            #expect(text.contains("\"grant.create\""))
+            let all = String(buffer: try await browser.get(client, "/admin/audit.csv").body)
+            #expect(all.contains("key.create"))
+
+            let exportCSV = try await browser.get(client, "/admin/users/\(user.supportId)/export.csv")
+            let timeline = String(buffer: exportCSV.body)
+            #expect(exportCSV.headers[.contentDisposition] == "attachment; filename=\"coffer-\(user.supportId).csv\"")
+            // A reason that is a formula stays inside its quoted field, its quotes doubled, never a field's start.
+            #expect(timeline.contains(#"granted 5 credits: =HYPERLINK(""http://evil"")""#))
+            #expect(!timeline.contains(#","=HYPERLINK"#))
+            let exportJSON = try await browser.get(client, "/admin/users/\(user.supportId)/export.json")
+            let decoder = JSONDecoder()
+            decoder.dateDecodingStrategy = .iso8601
+            let detail = try decoder.decode(UserDetail.self, from: Data(buffer: exportJSON.body))
+            #expect(detail.user.supportId == user.supportId && detail.grants.count == 2)
+            let exports = try await store.auditEvents(
+                environment: .sandbox, query: AuditQuery(subject: user.supportId, action: "customer.export"), limit: 5)
+            #expect(exports.count == 2)
+            #expect(try await browser.get(client, "/admin/users/_000000000000/export.json").status == .notFound)
+            let tooLong = try await browser.get(client, "/admin/audit?admin=" + String(repeating: "a", count: 201))
+            #expect(tooLong.status == .badRequest)
+        }
+    }
+
     @Test("behind TLS the session cookie is Secure with the __Host- prefix")
     func secureCookies() async throws {
         let store = InMemoryStore()

@@ -63,3 +63,18 @@ struct PanelTextTests {
         #expect(PanelText.timeZones.first == "UTC" && PanelText.timeZones.contains("Europe/Paris"))
     }
 }
+
+/// The CSV the panel exports.
+@Suite("CSV exports")
+struct CSVTextTests {
+    @Test("fields are quoted, quotes doubled, and text a spreadsheet would run as a formula is defused")
+    func fields() {
+        #expect(CSVText.line(["a", "b,c", "say \"hi\""]) == "\"a\",\"b,c\",\"say \"\"hi\"\"\"\r\n")
+        #expect(CSVText.field("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")
+        #expect(CSVText.field("+1+cmd") == "\"'+1+cmd\"")
+        #expect(CSVText.field("@SUM(A1)") == "\"'@SUM(A1)\"")
+        #expect(CSVText.field("-400000") == "\"-400000\"")
+        #expect(CSVText.field("line\nbreak") == "\"line\nbreak\"")
+        #expect(CSVText.document(header: ["h"], rows: [["1"], ["2"]]) == "\"h\"\r\n\"1\"\r\n\"2\"\r\n")
+    }
+}

@@ -333,4 +333,46 @@ struct AdminStoreContractTests {
         let completed = try #require(try await store.session(tokenHash: "t-sam"))
         #expect(!completed.twoFactorPending && completed.expiresAt == later)
     }
+
+    @Test(
+        "the audit log filters by admin, customer and action family; no character of a filter is a pattern",
+        arguments: StoreEngine.allCases)
+    func auditQuery(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let events = [
+            ("ada from 127.0.0.1", "grant.create", "_aaaaaaaaaaa1"),
+            ("ada from 10.0.0.2", "grant.cancel", "_aaaaaaaaaaa1"),
+            ("adam from 127.0.0.1", "balance.set", "_bbbbbbbbbbb2"), ("cli:root", "grants.delete-all", "grants"),
+            ("k_1%", "grant.create", "_bbbbbbbbbbb2"),
+        ]
+        for (offset, (actor, action, subject)) in events.enumerated() {
+            try await store.recordAudit(
+                AuditEvent(
+                    environment: .sandbox, actor: actor, action: action, subject: subject,
+                    at: Make.start.addingTimeInterval(Double(offset))))
+        }
+        try await store.recordAudit(
+            AuditEvent(
+                environment: .production, actor: "ada from 127.0.0.1", action: "grant.create", subject: "x",
+                at: Make.start))
+        func actions(_ query: AuditQuery) async throws -> [String] {
+            try await store.auditEvents(environment: .sandbox, query: query, limit: 10).map(\.action)
+        }
+        #expect(try await actions(AuditQuery()).count == 5)
+        #expect(try await actions(AuditQuery(admin: "ada")) == ["grant.cancel", "grant.create"])
+        #expect(try await actions(AuditQuery(admin: "adam")) == ["balance.set"])
+        #expect(try await actions(AuditQuery(admin: "cli:root")) == ["grants.delete-all"])
+        #expect(try await actions(AuditQuery(admin: "k_1%")) == ["grant.create"])
+        #expect(try await actions(AuditQuery(admin: "k%")).isEmpty)
+        #expect(try await actions(AuditQuery(admin: "ad")).isEmpty)
+        #expect(try await actions(AuditQuery(action: "grant")) == ["grant.create", "grant.cancel", "grant.create"])
+        #expect(try await actions(AuditQuery(action: "grants")) == ["grants.delete-all"])
+        #expect(try await actions(AuditQuery(action: "grant.create")) == ["grant.create", "grant.create"])
+        #expect(try await actions(AuditQuery(action: "gr%")).isEmpty)
+        #expect(
+            try await actions(AuditQuery(subject: "_aaaaaaaaaaa1", admin: "ada", action: "grant.cancel"))
+                == ["grant.cancel"])
+        #expect(
+            try await store.auditEvents(environment: .sandbox, query: AuditQuery(admin: "ada"), limit: 1).count == 1)
+    }
 }
