@@ -25,11 +25,14 @@ public enum AdminAccounts {
         return password
     }
 
-    /// Checks an admin name: 1 to 64 letters, digits, dots, dashes or underscores.
+    /// Checks an admin name: 1 to 64 ASCII letters, digits, dots, dashes or underscores, not dots alone (a
+    /// name is a path segment of the panel's Admins page).
     public static func check(name: String) throws(AdminError) {
-        let allowed = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "._-"))
-        guard (1...64).contains(name.count), name.unicodeScalars.allSatisfy({ allowed.contains($0) }) else {
-            throw .invalid("an admin name has 1 to 64 letters, digits, dots, dashes or underscores")
+        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+        guard (1...64).contains(name.unicodeScalars.count), name.unicodeScalars.allSatisfy({ allowed.contains($0) }),
+            !name.allSatisfy({ $0 == "." })
+        else {
+            throw .invalid("an admin name has 1 to 64 ASCII letters, digits, dots, dashes or underscores")
         }
     }
 }

@@ -67,6 +67,22 @@ public struct AdminService: Sendable {
         try await store.dashboard(environment: environment, days: 30, now: now())
     }
 
+    /// Apple's health for the dashboard: the newest notification, the last 7 days' by type, and the recovery
+    /// service's last run.
+    public func appleHealth(environment: Environment) async throws -> AppleHealth {
+        let last = try await store.notifications(environment: environment, transactionId: nil, outcome: nil, limit: 1)
+        let counts = try await store.notificationCounts(
+            environment: environment, since: now().addingTimeInterval(-7 * 86_400))
+        let recovery = try await store.cursor(RecoveryRun.cursorName, environment: environment).flatMap(
+            RecoveryRun.init(text:))
+        return AppleHealth(
+            lastNotification: last.first,
+            lastWeek: counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map {
+                AppleHealth.TypeCount(type: $0.key, count: $0.value)
+            },
+            recovery: recovery)
+    }
+
     /// The pages a user search may ask for: far more than any list, small enough that no offset overflows.
     public static let pages = 1...1_000_000
 

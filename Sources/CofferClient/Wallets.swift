@@ -130,9 +130,19 @@ struct DeviceWallet: WalletKeeper {
         return changed
     }
 
+    /// The grants support cancelled; none from a server from before cancellation (it answers 400).
+    static func cancelledGrants(_ server: ServerClient, token: String) async throws(ServerClientError) -> [GrantBody] {
+        do {
+            return try await server.cancelledGrants(token: token)
+        } catch {
+            if case .refused(400, _, _) = error { return [] }
+            throw error
+        }
+    }
+
     func takeBackCancelledGrants(token: String, _ sdk: isolated CofferSDK) async throws -> Int64 {
         var changed: Int64 = 0
-        for grant in try await sdk.server.cancelledGrants(token: token) {
+        for grant in try await Self.cancelledGrants(sdk.server, token: token) {
             changed += try await grantCancelled(grant, sdk)
         }
         return changed

@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferAdmin
 import CofferCore
 import CofferService
@@ -43,6 +44,8 @@ extension AdminPanel {
                 secret: secret.isEmpty ? TwoFactor.newSecret() : secret, admin: session.adminName, context: context,
                 error: error.description, status: .badRequest)
         }
+        // Sessions signed in with the password alone end: from now on every one has given a code.
+        _ = try await store.deleteSessions(adminId: session.adminId, except: session.tokenHash)
         return page(
             "two-factor",
             [
@@ -54,11 +57,20 @@ extension AdminPanel {
     /// `POST /admin/settings/two-factor/off`: with a current code (or a recovery code).
     func disableTwoFactor(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
+        // The code is checked under the sign-in throttle: a stolen session cannot try every code.
+        let attempt: LoginThrottle.Attempt
+        switch try await reserveAttempt(account: "2fa:" + session.adminName, address: context.clientAddress ?? "local")
+        {
+        case .success(let reserved): attempt = reserved
+        case .failure(let refusal): return try await settings(request, context, error: refusal.message)
+        }
         do {
             try await service.disableTwoFactor(
                 environment: session.environment, name: session.adminName, code: form["code"] ?? "",
                 actor: context.adminActor)
+            await throttle.finish(attempt, succeeded: true)
         } catch let error as AdminError {
+            await throttle.finish(attempt, succeeded: false)
             return try await settings(request, context, error: error.description)
         }
         return Self.redirect("/admin/settings?notice=two-factor-off")
@@ -77,7 +89,8 @@ extension AdminPanel {
                 "notice": Self.notice(request.uri.queryParameters.get("notice")),
                 "admins": admins.map { admin in
                     [
-                        "name": admin.name, "owner": admin.role == .owner, "support": admin.role == .support,
+                        "name": admin.name, "path": URLText.escape(admin.name), "owner": admin.role == .owner,
+                        "support": admin.role == .support,
                         "role": admin.role.rawValue,
                         "limit": admin.grantLimit.map { String($0) } ?? "",
                         "limitText": admin.role == .owner ? "no limit" : PanelText.credits(admin.grantLimit ?? 0),
@@ -141,11 +154,19 @@ extension AdminPanel {
         let (session, _) = try await checkedForm(request, context)
         _ = try context.requireOwner()
         let name = try context.parameters.require("name")
+        guard name != session.adminName else {
+            return try await admins(
+                request, context, error: "Turn your own two-factor sign-in off in Settings, with a code.")
+        }
         do {
             try await service.disableTwoFactor(
                 environment: session.environment, name: name, code: nil, actor: context.adminActor)
         } catch let error as AdminError {
             return try await admins(request, context, error: error.description)
+        }
+        // Whoever holds their sessions now signs in again.
+        if let admin = try await store.admin(name: name) {
+            _ = try await store.deleteSessions(adminId: admin.id, except: nil)
         }
         return Self.redirect("/admin/admins?notice=two-factor-reset")
     }

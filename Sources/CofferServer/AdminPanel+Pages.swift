@@ -12,6 +12,7 @@ extension AdminPanel {
     func dashboard(_ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
         let figures = try await service.dashboard(environment: session.environment)
+        let health = try await service.appleHealth(environment: session.environment)
         return page(
             "dashboard",
             [
@@ -27,7 +28,61 @@ extension AdminPanel {
                 "otherEnvironment": session.environment == .production ? "Sandbox" : "Production",
                 "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0,
                 "chart": DashboardChart.svg(figures.days),
+                "apple": appleHealth(health, context),
             ], context: context)
+    }
+
+    /// The dashboard's Apple card: what arrived, what was refused, what recovery found, each in words, with a
+    /// warning when something needs a look.
+    func appleHealth(_ health: AppleHealth, _ context: CofferRequestContext) -> [String: Any] {
+        let now = now
+        var card: [String: Any] = [:]
+        if let last = health.lastNotification {
+            let hours = now.timeIntervalSince(last.receivedAt) / 3_600
+            card["last"] =
+                "\(last.type)\(last.subtype.map { " (\($0))" } ?? "") at \(Self.time(last.receivedAt, context)), "
+                + "\(Self.ago(hours)), from \(last.source == "recovery" ? "the recovery service" : "Apple")"
+            // A live app with customers hears from Apple every day or two; three quiet days want a look.
+            if hours > 72 {
+                card["quiet"] =
+                    "Nothing from Apple for \(Self.ago(hours).replacingOccurrences(of: " ago", with: "")): check the "
+                    + "notification URL in App Store Connect (`coffer appstore test-notification` sends a test)."
+            }
+        } else {
+            card["quiet"] =
+                "No notification from Apple yet: set this server's /v1/apple/notifications as the App Store Server "
+                + "Notifications URL (version 2) in App Store Connect."
+        }
+        card["types"] = health.lastWeek.map { ["type": $0.type, "count": PanelText.count($0.count)] }
+        let refusals = api.dependencies.metrics.notificationRefusals
+        card["refusals"] =
+            refusals.count == 0
+            ? "None refused on this instance since \(Self.time(refusals.since, context))."
+            : "\(PanelText.count(refusals.count)) refused on this instance since \(Self.time(refusals.since, context)); "
+                + "the last at \(refusals.lastAt.map { Self.time($0, context) } ?? "?"): \(refusals.lastStatus ?? "?")"
+        card["refusalsWarn"] = refusals.count > 0
+        if api.dependencies.appStoreAPI == nil {
+            card["recovery"] =
+                "Off: without the App Store Server API key (appstore.key.*), missed notifications are not recovered."
+            card["recoveryWarn"] = true
+        } else if let run = health.recovery {
+            card["recovery"] =
+                run.error.map { "The last run, at \(Self.time(run.at, context)), failed: \($0)" }
+                ?? "The last run, at \(Self.time(run.at, context)), read \(PanelText.count(run.read)) notifications "
+                + "from Apple's history, \(PanelText.count(run.new)) not seen before, and delivered "
+                + "\(PanelText.count(run.filled)) missing transactions."
+            card["recoveryWarn"] = run.error != nil
+        } else {
+            card["recovery"] = "On; it has not finished a run yet."
+        }
+        return card
+    }
+
+    /// "5 minutes ago", "3 hours ago", "4 days ago".
+    static func ago(_ hours: Double) -> String {
+        if hours < 1 { return "\(max(0, Int(hours * 60))) minutes ago" }
+        if hours < 48 { return "\(Int(hours)) hours ago" }
+        return "\(Int(hours / 24)) days ago"
     }
 
     func users(_ request: Request, _ context: CofferRequestContext) async throws -> Response {

@@ -12,7 +12,14 @@ extension AdminPanel {
         _ request: Request, _ context: CofferRequestContext, error: String? = nil, name: String = "",
         status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        if error == nil, try await session(request) != nil { return Self.redirect("/admin") }
+        if let open = try await session(request) {
+            // "Start again" from the code page ends the half-open session; any other visit goes on.
+            if open.twoFactorPending, request.uri.queryParameters.get("restart") == "1" {
+                try await store.deleteSession(tokenHash: open.tokenHash)
+            } else if error == nil {
+                return Self.redirect("/admin")
+            }
+        }
         let token = Secrets.random()
         var response = page(
             "login",
@@ -96,6 +103,8 @@ extension AdminPanel {
 
     /// How long the code page waits for the code after a right password.
     static let codeSeconds = 300
+    /// Wrong codes a half-open session may take before the password is asked again.
+    static let codeTries = 3
 
     /// Why a sign-in attempt may not be checked now, and when to try again.
     struct ThrottleRefusal: Error {
@@ -153,7 +162,8 @@ extension AdminPanel {
         }
         let address = context.clientAddress ?? "local"
         let attempt: LoginThrottle.Attempt
-        switch try await reserveAttempt(account: session.adminName, address: address) {
+        // Codes count apart from passwords (a right password must not clear the count of wrong codes).
+        switch try await reserveAttempt(account: "2fa:" + session.adminName, address: address) {
         case .success(let reserved): attempt = reserved
         case .failure(let refusal):
             var response = try await codePage(request, context, error: refusal.message, status: .tooManyRequests)
@@ -170,18 +180,29 @@ extension AdminPanel {
         await throttle.finish(attempt, succeeded: valid)
         guard valid else {
             context.logger.notice("panel sign-in code refused for \(session.adminName) from \(address)")
+            // Three wrong codes end the half-open session: the password is asked again (bcrypt, throttled).
+            if codeFailures.failed(session.tokenHash) >= Self.codeTries {
+                try await store.deleteSession(tokenHash: session.tokenHash)
+                return try await loginPage(
+                    request, context, error: "Too many wrong codes: sign in again.", status: .unauthorized)
+            }
             return try await codePage(
                 request, context, error: "That code is not right, or was used already. Try the next one.",
                 status: .unauthorized)
         }
+        codeFailures.forget(session.tokenHash)
+        // A new token for the signed-in session: the half-open one's ends here.
+        try await store.deleteSession(tokenHash: session.tokenHash)
         let seconds = configuration.sessionHours * 3_600
-        guard
-            try await store.completeTwoFactor(
-                tokenHash: session.tokenHash, expiresAt: now.addingTimeInterval(TimeInterval(seconds)))
-        else { return Self.redirect("/admin/login") }
+        let token = Secrets.random()
+        try await store.createSession(
+            AdminSession(
+                tokenHash: Secrets.hash(token), adminId: session.adminId, adminName: session.adminName,
+                csrfToken: Secrets.random(), environment: session.environment, createdAt: now,
+                expiresAt: now.addingTimeInterval(TimeInterval(seconds))))
         context.logger.info("panel sign-in: \(session.adminName) from \(address), code given")
         var response = Self.redirect("/admin")
-        response.setCookie(sessionCookie(request.cookies[cookieName]?.value ?? "", maxAge: seconds))
+        response.setCookie(sessionCookie(token, maxAge: seconds))
         return response
     }
 

@@ -6,6 +6,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Synchronization
 
 /// The admin panel at `/admin`: server-rendered pages over ``AdminService``, behind a sign-in with sessions in
 /// HttpOnly SameSite=Strict cookies and a CSRF token on every form.
@@ -16,6 +17,8 @@ struct AdminPanel: Sendable {
     let hasher: PasswordHasher
     let throttle: LoginThrottle
     let configuration: PanelConfiguration
+    /// Wrong codes per half-open session, on this instance.
+    let codeFailures = CodeFailures()
 
     var store: any CofferStore { api.dependencies.store }
     var now: Date { api.dependencies.now() }
@@ -283,5 +286,27 @@ struct LoopbackOnlyMiddleware: RouterMiddleware {
                 status: .misdirectedRequest)
         }
         return try await next(request, context)
+    }
+}
+
+/// Wrong two-factor codes per half-open session (by its token's hash), kept in memory and bounded: a session
+/// that reaches ``AdminPanel/codeTries`` is ended.
+final class CodeFailures: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    /// Counts a wrong code; the session's count so far.
+    func failed(_ session: String) -> Int {
+        counts.withLock { counts in
+            // Half-open sessions last five minutes: a full table is mostly stale, and starting over only gives
+            // back a few tries.
+            if counts.count > 10_000 { counts.removeAll() }
+            counts[session, default: 0] += 1
+            return counts[session] ?? 0
+        }
+    }
+
+    /// Forgets a session's count.
+    func forget(_ session: String) {
+        _ = counts.withLock { $0.removeValue(forKey: session) }
     }
 }

@@ -59,6 +59,7 @@ public struct NotificationIntake: ServiceOnParts {
             verified()
         } catch {
             dependencies.metrics.verificationFailed(status: error.status)
+            dependencies.metrics.notificationRefused(status: error.status, at: dependencies.now())
             logger.warning("notification refused", metadata: ["status": "\(error.status)"])
             throw ServiceError(error)
         }

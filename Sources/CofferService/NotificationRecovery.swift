@@ -60,14 +60,21 @@ public struct NotificationRecovery: Service {
     /// the next interval.
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            var run: RecoveryRun
             do {
                 let report = try await runOnce()
                 logger.info(
                     "notification recovery",
                     metadata: ["read": "\(report.read)", "new": "\(report.new)", "filled": "\(report.filled)"])
+                run = RecoveryRun(
+                    at: intake.dependencies.now(), read: report.read, new: report.new, filled: report.filled)
             } catch {
                 logger.error("notification recovery failed; retrying at the next interval: \(error)")
+                run = RecoveryRun(at: intake.dependencies.now(), read: 0, new: 0, filled: 0, error: "\(error)")
             }
+            // The dashboard shows the last run; a store that does not answer now is logged above already.
+            run.error = run.error.map { String($0.prefix(500)) }
+            try? await store.saveCursor(RecoveryRun.cursorName, value: run.text, environment: environment)
             do {
                 try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(interval)) }
             } catch {

@@ -1,3 +1,4 @@
+import Foundation
 import Prometheus
 import Synchronization
 
@@ -18,9 +19,37 @@ public final class ServerMetrics: Sendable {
     /// builds the labels and takes the registry's lock on every call).
     private let requestMetrics = Mutex<[RequestLabels: (counter: Counter, histogram: DurationHistogram)]>([:])
 
+    /// Apple's notifications refused as not verifying, on this instance since it started (the dashboard's
+    /// health).
+    public struct RefusalTally: Sendable, Equatable {
+        /// When counting began: the instance's start.
+        public var since: Date
+        /// How many.
+        public var count = 0
+        /// When the last one came.
+        public var lastAt: Date?
+        /// Its verification status (`INVALID_CHAIN`, `INVALID_ENVIRONMENT`, ...).
+        public var lastStatus: String?
+    }
+
+    private let refusals: Mutex<RefusalTally>
+
+    /// The notifications refused so far.
+    public var notificationRefusals: RefusalTally { refusals.withLock { $0 } }
+
     /// Creates the metrics in a new registry.
-    public init() {
+    public init(started: Date = Date()) {
         registry = PrometheusCollectorRegistry()
+        refusals = Mutex(RefusalTally(since: started))
+    }
+
+    /// Counts a notification refused as not verifying.
+    func notificationRefused(status: String, at date: Date) {
+        refusals.withLock { tally in
+            tally.count += 1
+            tally.lastAt = date
+            tally.lastStatus = status
+        }
     }
 
     private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {

@@ -144,6 +144,8 @@ public protocol CofferStore: Sendable {
     func notifications(
         environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) async throws -> [NotificationRecord]
+    /// How many notifications of each type an environment received at or after `since`.
+    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int]
     /// Saves a subscription chain's renewal state unless the stored one was signed later.
     ///
     /// - Returns: `true` when saved.
@@ -196,10 +198,11 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: The admin as changed, or `nil` when there is no such admin or `change` left it.
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin?
-    /// Marks a session's two-factor code given, to last until `expiresAt`.
+    /// Ends an admin's sessions but the one `kept` (after two-factor is turned on, every other session must sign
+    /// in with a code).
     ///
-    /// - Returns: `false` when there is no such pending session.
-    func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool
+    /// - Returns: How many ended.
+    func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int
     /// Stores a new session.
     func createSession(_ session: AdminSession) async throws
     /// The session with this token hash, expired or not.

@@ -364,8 +364,14 @@ public actor InMemoryStore: CofferStore {
         notificationLog.first { $0.uuid == uuid && $0.environment == environment }
     }
 
-    /// Notifications of an environment, latest received first, optionally about one transaction or with
-    /// one outcome.
+    /// How many notifications of each type an environment received at or after `since`.
+    public func notificationCounts(environment: Environment, since: Date) -> [String: Int] {
+        notificationLog.filter { $0.environment == environment && $0.receivedAt >= since }
+            .reduce(into: [:]) { counts, record in counts[record.type, default: 0] += 1 }
+    }
+
+    /// Notifications of an environment, latest received first, optionally about one transaction or with one
+    /// outcome.
     public func notifications(
         environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) -> [NotificationRecord] {
@@ -513,12 +519,11 @@ public actor InMemoryStore: CofferStore {
         return changed
     }
 
-    /// Marks a session's two-factor code given.
-    public func completeTwoFactor(tokenHash: String, expiresAt: Date) -> Bool {
-        guard sessions[tokenHash]?.twoFactorPending == true else { return false }
-        sessions[tokenHash]?.twoFactorPending = false
-        sessions[tokenHash]?.expiresAt = expiresAt
-        return true
+    /// Ends an admin's sessions but `kept`.
+    public func deleteSessions(adminId: UUID, except kept: String?) -> Int {
+        let before = sessions.count
+        sessions = sessions.filter { $0.value.adminId != adminId || $0.key == kept }
+        return before - sessions.count
     }
 
     /// Stores a new session.

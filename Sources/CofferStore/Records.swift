@@ -456,3 +456,46 @@ public struct AuditQuery: Sendable, Hashable {
         return true
     }
 }
+
+/// What the notification recovery service's last run did, kept as a named position of the store so every
+/// instance's dashboard shows it.
+public struct RecoveryRun: Sendable, Hashable, Codable {
+    /// The name it is kept under (``CofferStore/saveCursor(_:value:environment:)``).
+    public static let cursorName = "notification-recovery.last-run"
+
+    /// When the run ended.
+    public var at: Date
+    /// Notifications read from Apple's Notification History.
+    public var read: Int
+    /// Of those, the ones not seen before.
+    public var new: Int
+    /// Transactions delivered from Transaction History that nothing else had brought.
+    public var filled: Int
+    /// Why the run failed, `nil` when it finished.
+    public var error: String?
+
+    /// A run's record.
+    public init(at: Date, read: Int, new: Int, filled: Int, error: String? = nil) {
+        self.at = at
+        self.read = read
+        self.new = new
+        self.filled = filled
+        self.error = error
+    }
+
+    /// The text kept.
+    public var text: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// The record of a kept text, `nil` when it is not one.
+    public init?(text: String) {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        guard let run = try? decoder.decode(Self.self, from: Data(text.utf8)) else { return nil }
+        self = run
+    }
+}

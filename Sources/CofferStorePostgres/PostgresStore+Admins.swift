@@ -80,15 +80,17 @@ extension PostgresStore {
         }
     }
 
-    /// Marks a session's two-factor code given.
-    public func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool {
+    /// Ends an admin's sessions but `kept`.
+    public func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
         try await write { connection in
-            try await Self.first(
+            try await Self.count(
                 connection,
                 """
-                UPDATE admin_sessions SET two_factor_pending = false, expires_at = \(Millis.from(expiresAt))
-                WHERE token_hash = \(tokenHash) AND two_factor_pending RETURNING token_hash
-                """, logger: self.logger, { try $0.decode(String.self) }) != nil
+                WITH deleted AS (
+                    DELETE FROM admin_sessions WHERE admin_id = \(adminId.uuidString) AND token_hash <> \(kept ?? "")
+                    RETURNING 1)
+                SELECT count(*) FROM deleted
+                """, logger: self.logger)
         }
     }
 

@@ -45,6 +45,20 @@ extension PostgresStore {
             """, Rows.notification)
     }
 
+    /// How many notifications of each type an environment received at or after `since`.
+    public func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
+        let rows = try await all(
+            """
+            SELECT type, count(*) AS n FROM notifications
+            WHERE environment = \(environment.rawValue) AND received_at >= \(Millis.from(since)) GROUP BY type
+            """
+        ) { row -> (String, Int) in
+            let (type, count) = try row.decode((String, Int64).self)
+            return (type, Int(count))
+        }
+        return Dictionary(rows, uniquingKeysWith: +)
+    }
+
     /// Saves a subscription chain's renewal state unless the stored one was signed later.
     public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await write { connection in

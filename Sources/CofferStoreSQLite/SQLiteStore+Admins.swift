@@ -78,16 +78,13 @@ extension SQLiteStore {
         }
     }
 
-    /// Marks a session's two-factor code given.
-    public func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool {
+    /// Ends an admin's sessions but `kept`.
+    public func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
         try await write { db in
             try db.execute(
-                sql: """
-                    UPDATE admin_sessions SET two_factor_pending = 0, expires_at = ?
-                    WHERE token_hash = ? AND two_factor_pending = 1
-                    """,
-                arguments: [Millis.from(expiresAt), tokenHash])
-            return db.changesCount > 0
+                sql: "DELETE FROM admin_sessions WHERE admin_id = ? AND token_hash <> ?",
+                arguments: [adminId.uuidString, kept ?? ""])
+            return db.changesCount
         }
     }
 

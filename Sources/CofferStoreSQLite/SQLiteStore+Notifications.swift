@@ -57,6 +57,23 @@ extension SQLiteStore {
         }
     }
 
+    /// How many notifications of each type an environment received at or after `since`.
+    public func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
+        try await read { db in
+            var counts: [String: Int] = [:]
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT type, COUNT(*) AS n FROM notifications WHERE environment = ? AND received_at >= ?
+                    GROUP BY type
+                    """, arguments: [environment.rawValue, Millis.from(since)])
+            {
+                counts[row["type"]] = row["n"]
+            }
+            return counts
+        }
+    }
+
     /// Saves a subscription chain's renewal state unless the stored one was signed later.
     public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await write { db in

@@ -226,7 +226,12 @@ def main():
             check(driver.find_element(By.ID, "refunds-count").text == "1", "the dashboard counts 1 refund")
             check(len(driver.find_elements(By.CSS_SELECTOR, "#chart rect")) >= 2,
                   "the chart draws today's purchases and refunds")
+            apple = driver.find_element(By.ID, "apple-health").text
+            check("Last notification: REFUND" in apple and "REFUND 1" in apple,
+                  "the dashboard shows Apple's last notification and the week's by type")
+            driver.set_window_size(1280, 1250)
             shot("dashboard")
+            driver.set_window_size(1280, 900)
 
             # Find the customer by a Support ID prefix, typed in capitals without the underscore.
             click(By.LINK_TEXT, "Users")

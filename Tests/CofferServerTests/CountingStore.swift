@@ -121,6 +121,9 @@ final class CountingStore: CofferStore {
     func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await base.recordNotification(record)
     }
+    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
+        try await base.notificationCounts(environment: environment, since: since)
+    }
     func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
         try await base.notification(uuid: uuid, environment: environment)
     }
@@ -167,8 +170,8 @@ final class CountingStore: CofferStore {
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await base.updateAdmin(name: name, change)
     }
-    func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool {
-        try await base.completeTwoFactor(tokenHash: tokenHash, expiresAt: expiresAt)
+    func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
+        try await base.deleteSessions(adminId: adminId, except: kept)
     }
     func createSession(_ session: AdminSession) async throws { try await base.createSession(session) }
     func session(tokenHash: String) async throws -> AdminSession? { try await base.session(tokenHash: tokenHash) }

@@ -54,6 +54,7 @@ struct FailingStore: CofferStore {
     func grant(id: UUID, environment: Environment) async throws -> Grant? { throw Self.failure }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw Self.failure }
     func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? { throw Self.failure }
+    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] { throw Self.failure }
     func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
         async throws -> [NotificationRecord]
     { throw Self.failure }
@@ -80,7 +81,7 @@ struct FailingStore: CofferStore {
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         throw Self.failure
     }
-    func completeTwoFactor(tokenHash: String, expiresAt: Date) async throws -> Bool { throw Self.failure }
+    func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int { throw Self.failure }
     func createSession(_ session: AdminSession) async throws { throw Self.failure }
     func session(tokenHash: String) async throws -> AdminSession? { throw Self.failure }
     func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw Self.failure }

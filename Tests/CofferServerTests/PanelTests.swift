@@ -494,6 +494,9 @@ struct PanelTests {
     func twoFactor(engine: ServerEngine) async throws {
         let store = try await engine.makeStore()
         try await Self.signedIn(store) { client, _, browser in
+            // Another session, signed in with the password alone before two-factor was on.
+            var earlier = Browser()
+            #expect(try await earlier.signIn(client).headers[.location] == "/admin")
             let csrf = try Browser.csrf(try await browser.get(client, "/admin/settings"))
             let setup = String(
                 buffer: try await browser.post(client, "/admin/settings/two-factor/begin", [("csrf", csrf)]).body)
@@ -514,6 +517,9 @@ struct PanelTests {
             let codes = on.matches(of: /<li>([a-z2-7]{4}-[a-z2-7]{4}-[a-z2-7]{4})<\/li>/).map { String($0.1) }
             #expect(codes.count == 10)
             #expect(try await store.admin(name: "ada")?.twoFactorSecret == secret)
+            // The password-only session ends; this one goes on.
+            #expect(try await earlier.get(client, "/admin").headers[.location] == "/admin/login")
+            #expect(try await browser.get(client, "/admin").status == .ok)
             #expect(
                 try await store.auditEvents(environment: .sandbox, subject: "admin ada", limit: 5).map(\.action)
                     == ["admin.two-factor.on"])
@@ -554,6 +560,17 @@ struct PanelTests {
                 try await third.post(client, "/admin/login/code", [("code", codes[0]), ("csrf", thirdCsrf)]).status
                     == .unauthorized)
             #expect(try await store.admin(name: "ada")?.recoveryCodeHashes.count == 9)
+
+            // Three wrong codes end the half-open session: the password is asked again.
+            var guesser = Browser()
+            _ = try await guesser.signIn(client)
+            let guesserCsrf = try Browser.csrf(try await guesser.get(client, "/admin/login/code"))
+            var last: TestResponse?
+            for guess in ["111111", "222222", "333333"] {
+                last = try await guesser.post(client, "/admin/login/code", [("code", guess), ("csrf", guesserCsrf)])
+            }
+            #expect(String(buffer: try #require(last).body).contains("Too many wrong codes"))
+            #expect(try await guesser.get(client, "/admin/login/code").headers[.location] == "/admin/login")
         }
     }
 
@@ -679,6 +696,42 @@ struct PanelTests {
             #expect(try await browser.get(client, "/admin/users/_000000000000/export.json").status == .notFound)
             let tooLong = try await browser.get(client, "/admin/audit?admin=" + String(repeating: "a", count: 201))
             #expect(tooLong.status == .badRequest)
+        }
+    }
+
+    @Test(
+        "the dashboard's Apple card: no notification yet, then the last one and the week's by type, refusals on this instance, recovery",
+        arguments: ServerEngine.allCases)
+    func appleHealth(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, _, browser in
+            var card = String(buffer: try await browser.get(client, "/admin").body)
+            #expect(card.contains("No notification from Apple yet"))
+            #expect(card.contains("None refused on this instance"))
+            #expect(card.contains("Off: without the App Store Server API key"))
+            let now = AdminAPITests.now
+            for (index, type) in ["DID_RENEW", "DID_RENEW", "REFUND"].enumerated() {
+                #expect(
+                    try await store.recordNotification(
+                        NotificationRecord(
+                            uuid: "n-\(index)", environment: .sandbox, type: type, signedDate: now,
+                            receivedAt: now.addingTimeInterval(Double(index - 3) * 3_600), outcome: .logged)))
+            }
+            #expect(
+                try await store.recordNotification(
+                    NotificationRecord(
+                        uuid: "old", environment: .sandbox, type: "TEST", signedDate: now,
+                        receivedAt: now.addingTimeInterval(-8 * 86_400), outcome: .logged)))
+            // Something that is not Apple's signed data, posted to Apple's route: refused and counted.
+            let forged = try await client.execute(
+                uri: "/v1/apple/notifications", method: .post, headers: [.contentType: "application/json"],
+                body: ByteBuffer(string: #"{"signedPayload": "a.b.c"}"#))
+            #expect(forged.status == .unprocessableContent)
+            card = String(buffer: try await browser.get(client, "/admin").body)
+            #expect(card.contains("REFUND at ") && card.contains("1 hours ago, from Apple"))
+            #expect(card.contains("DID_RENEW 2") && card.contains("REFUND 1") && !card.contains("TEST 1"))
+            #expect(!card.contains("apple-quiet"))
+            #expect(card.contains("1 refused on this instance"))
         }
     }
 

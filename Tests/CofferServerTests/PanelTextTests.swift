@@ -1,4 +1,5 @@
 import CofferAdmin
+import CofferStore
 import Foundation
 import Testing
 
@@ -76,5 +77,17 @@ struct CSVTextTests {
         #expect(CSVText.field("-400000") == "\"-400000\"")
         #expect(CSVText.field("line\nbreak") == "\"line\nbreak\"")
         #expect(CSVText.document(header: ["h"], rows: [["1"], ["2"]]) == "\"h\"\r\n\"1\"\r\n\"2\"\r\n")
+    }
+}
+
+/// The recovery service's last run, as every instance's dashboard reads it.
+@Suite("Recovery run record")
+struct RecoveryRunTests {
+    @Test("a run is kept as text and read back; anything else is no run")
+    func roundTrip() throws {
+        let run = RecoveryRun(
+            at: Date(timeIntervalSince1970: 1_764_110_401.5), read: 3, new: 2, filled: 1, error: "Apple said 401")
+        #expect(RecoveryRun(text: run.text) == run)
+        #expect(RecoveryRun(text: "{}") == nil && RecoveryRun(text: "not json") == nil)
     }
 }

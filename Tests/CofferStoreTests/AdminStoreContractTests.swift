@@ -327,11 +327,21 @@ struct AdminStoreContractTests {
             createdAt: Make.start, expiresAt: Make.start.addingTimeInterval(300), twoFactorPending: true)
         try await store.createSession(pending)
         #expect(try await store.session(tokenHash: "t-sam") == pending)
-        let later = Make.start.addingTimeInterval(8 * 3_600)
-        #expect(try await store.completeTwoFactor(tokenHash: "t-sam", expiresAt: later))
-        #expect(try await !store.completeTwoFactor(tokenHash: "t-sam", expiresAt: later))
-        let completed = try #require(try await store.session(tokenHash: "t-sam"))
-        #expect(!completed.twoFactorPending && completed.expiresAt == later)
+        for token in ["t-sam-2", "t-sam-3"] {
+            var other = pending
+            other.tokenHash = token
+            try await store.createSession(other)
+        }
+        let ada = try #require(try await store.admin(name: "ada"))
+        try await store.createSession(
+            AdminSession(
+                tokenHash: "t-ada", adminId: ada.id, adminName: "ada", csrfToken: "c", environment: .sandbox,
+                createdAt: Make.start, expiresAt: Make.start.addingTimeInterval(300)))
+        #expect(try await store.deleteSessions(adminId: sam.id, except: "t-sam-2") == 2)
+        #expect(try await store.session(tokenHash: "t-sam-2") != nil)
+        #expect(try await store.session(tokenHash: "t-sam") == nil)
+        #expect(try await store.session(tokenHash: "t-ada") != nil)
+        #expect(try await store.deleteSessions(adminId: sam.id, except: nil) == 1)
     }
 
     @Test(
