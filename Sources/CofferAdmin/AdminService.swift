@@ -193,12 +193,19 @@ public struct AdminService: Sendable {
         timeline.sort { ($0.at, $0.kind.rawValue) > ($1.at, $1.kind.rawValue) }
         var mergedInto: String?
         if let id = user.mergedInto { mergedInto = try await store.user(id: id)?.supportId.rawValue }
+        let subscriptionProducts = Set(catalog.products.filter { $0.kind == .autoRenewable }.map(\.id))
+        let subscriptions = SubscriptionView.groups(
+            receipts: subscriptionProducts.isEmpty
+                ? []
+                : try await store.receipts(owner: user.id, environment: environment, productIds: subscriptionProducts),
+            renewals: try await store.renewalStates(owner: user.id, environment: environment), catalog: catalog,
+            at: now())
         return UserDetail(
             user: summary, environment: environment, walletMode: walletMode.rawValue,
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
-            mergedInto: mergedInto)
+            mergedInto: mergedInto, subscriptions: subscriptions)
     }
 
     /// Grants of an environment, newest first.

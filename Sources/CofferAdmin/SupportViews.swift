@@ -186,12 +186,16 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var appleAccount: AppleAccount?
     /// The Support ID of the customer this anonymous user was merged into.
     public var mergedInto: String?
+    /// The customer's subscription groups, their state and dates.
+    public var subscriptions: [SubscriptionView]
 
     /// Creates a detail view.
     public init(
         user: UserSummary, environment: Environment, walletMode: String, entitlements: [String], grants: [GrantView],
-        timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil
+        timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil,
+        subscriptions: [SubscriptionView] = []
     ) {
+        self.subscriptions = subscriptions
         self.user = user
         self.environment = environment
         self.walletMode = walletMode

@@ -161,6 +161,20 @@ extension AdminPanel {
                 "mergedInto": detail.mergedInto,
                 "canMerge": detail.appleAccount == nil && detail.mergedInto == nil,
                 "backupValue": backup.map { PanelText.credits($0.value) } ?? "–", "backupNote": backupNote,
+                "walletStory": Self.walletStory(detail, context),
+                "subscriptions": detail.subscriptions.map { subscription in
+                    [
+                        "group": subscription.group, "product": subscription.product,
+                        "state": subscription.state.rawValue,
+                        "stateClass": subscription.state.rawValue.replacingOccurrences(of: " ", with: "-"),
+                        "sentence": subscription.sentence { Self.time($0, context) },
+                        "started": subscription.startedAt.map { Self.time($0, context) } ?? "–",
+                        "periods": PanelText.count(subscription.paidPeriods),
+                        "otherEnvironment": subscription.dataEnvironment.map { $0 != session.environment } ?? false,
+                        "dataEnvironment": subscription.dataEnvironment?.rawValue ?? "",
+                        "originalTransactionId": subscription.originalTransactionId,
+                    ] as [String: Any]
+                },
                 "pendingGrants": [
                     "grants": grantRows(detail.grants.filter { $0.status == .pending }, back: "user", context)
                 ],
@@ -182,6 +196,33 @@ extension AdminPanel {
 
     /// `POST /admin/users/{supportId}/balance`: first a page showing the balance before and after, then the
     /// change, refused if the balance moved in between.
+    /// The device's backup beside the server's ledger, in words: which one is the balance, and why they can
+    /// differ.
+    static func walletStory(_ detail: UserDetail, _ context: CofferRequestContext) -> String {
+        let ledger = PanelText.credits(detail.user.balance)
+        guard let backup = detail.user.backup else {
+            return detail.walletMode == "server"
+                ? "The server keeps this customer's balance: \(ledger) credits in its ledger."
+                : "The app keeps the balance on the device and has not backed it up here yet; the server's ledger "
+                    + "holds \(ledger) credits of purchases and grants it delivered."
+        }
+        let copy = PanelText.credits(backup.value)
+        let when = Self.time(backup.lastUpdated, context)
+        let writer = backup.writer == "admin" ? "support (\(backup.writerName))" : "the device \(backup.writerName)"
+        if detail.walletMode == "server" {
+            return "The server keeps this customer's balance: \(ledger) credits in its ledger. The backup "
+                + "(\(copy), written by \(writer) at \(when)) is the app's own copy and is not the balance."
+        }
+        let difference =
+            backup.value == detail.user.balance
+            ? "The two agree."
+            : "They differ by \(PanelText.change(backup.value - detail.user.balance)): what the app spent or earned on "
+                + "the device, which only the backup knows."
+        return "The app keeps the balance on the device: \(copy) credits, backed up by \(writer) at \(when), and "
+            + "restored from there after a reinstall. The server's ledger holds \(ledger) credits of the purchases, "
+            + "grants and refunds it handled. " + difference
+    }
+
     func setBalance(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
         _ = try context.requireOwner()

@@ -247,6 +247,10 @@ def main():
             timeline = driver.find_element(By.ID, "timeline").text
             check("purchase" in timeline and "refund" in timeline and "backup" in timeline,
                   "the timeline shows purchases, the refund and the backup")
+            check("Purchase of 400,000 credits (com.example.credits.400k)" in timeline,
+                  "purchases show the catalog's name for the product")
+            check("The server keeps this customer's balance" in driver.find_element(By.ID, "wallet-story").text,
+                  "the page says in words which balance is the customer's and what the backup is")
 
             # Grant credits with a reason: a confirmation with the balance before and after first; the grant is
             # pending until the app claims it.

@@ -33,6 +33,9 @@ struct ClientAPITests {
             let catalog = try Catalog(products: [
                 Product(id: "com.example.credits", kind: .consumable, credits: 100),
                 Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+                Product(
+                    id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                    name: "Pro, monthly"),
             ])
             store = SimulatedAppStore(
                 catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234),

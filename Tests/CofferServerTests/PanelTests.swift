@@ -735,6 +735,32 @@ struct PanelTests {
         }
     }
 
+    @Test(
+        "a customer's page shows subscriptions by group with their state and the wallet in words",
+        arguments: ServerEngine.allCases)
+    func subscriptions(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let owner = try #require(await storeUser(store, user))
+            let fact = TransactionFact(
+                transactionId: "2000000555", productId: "com.example.pro.monthly",
+                purchaseDate: AdminAPITests.now.addingTimeInterval(-86_400),
+                expiresDate: AdminAPITests.now.addingTimeInterval(29 * 86_400), environment: .sandbox)
+            _ = try await store.apply(
+                LedgerRequest(
+                    owner: owner.id, environment: .sandbox, event: .purchase(fact, credits: 0), at: AdminAPITests.now))
+            _ = try await store.saveRenewalState(
+                RenewalState(
+                    originalTransactionId: "2000000555", environment: .sandbox, owner: owner.id, autoRenews: false,
+                    signedDate: AdminAPITests.now))
+            let page = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(page.contains("<td>pro</td><td>Pro, monthly</td>"))
+            #expect(page.contains(#"<span class="tag expiring">expiring</span>"#))
+            #expect(page.contains("Set not to renew: access ends at"))
+            #expect(page.contains("The app keeps the balance on the device and has not backed it up here yet"))
+        }
+    }
+
     @Test("behind TLS the session cookie is Secure with the __Host- prefix")
     func secureCookies() async throws {
         let store = InMemoryStore()

@@ -1,0 +1,107 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+/// A subscription group as support sees it on a customer's page: its state now and the dates that matter, from
+/// the receipts of its auto-renewable products and Apple's renewal info.
+public struct SubscriptionView: Sendable, Hashable, Codable {
+    /// Where a subscription stands.
+    public enum State: String, Sendable, Hashable, Codable {
+        /// Paid up; renews at ``SubscriptionView/expiresAt``.
+        case active
+        /// Paid up, but set not to renew: it ends at ``SubscriptionView/expiresAt``.
+        case expiring
+        /// The renewal failed and Apple keeps access open until ``SubscriptionView/graceUntil``.
+        case inGrace = "in grace"
+        /// The renewal failed; Apple keeps trying to charge, without access.
+        case inBillingRetry = "in billing retry"
+        /// Ended.
+        case expired
+        /// Refunded or revoked.
+        case refunded
+    }
+
+    /// The catalog's subscription group.
+    public var group: String
+    /// The product of the current period (its catalog name).
+    public var product: String
+    /// The state now.
+    public var state: State
+    /// When the chain began (its first purchase on record).
+    public var startedAt: Date?
+    /// When the current period ends (renews, or expires).
+    public var expiresAt: Date?
+    /// When the grace period ends, while in grace.
+    public var graceUntil: Date?
+    /// The product it renews into when that is another one (an upgrade or downgrade at renewal).
+    public var renewsInto: String?
+    /// Apple's `originalTransactionId` of the chain.
+    public var originalTransactionId: String
+    /// The environment Apple's data came from.
+    public var dataEnvironment: Environment?
+    /// Paid periods on record in this group (what loyalty counts), refunds left out.
+    public var paidPeriods: Int
+
+    /// The customer's subscription groups, from their receipts and renewal states, at `now`.
+    public static func groups(receipts: [Receipt], renewals: [RenewalState], catalog: Catalog, at now: Date)
+        -> [SubscriptionView]
+    {
+        let renewalByChain = Dictionary(renewals.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { $1 })
+        var byGroup: [String: [(Receipt, Product)]] = [:]
+        for receipt in receipts {
+            guard let product = catalog.product(id: receipt.transaction.productId), product.kind == .autoRenewable,
+                let group = product.group
+            else { continue }
+            byGroup[group, default: []].append((receipt, product))
+        }
+        return byGroup.keys.sorted().compactMap { group in
+            let items = byGroup[group] ?? []
+            // The period that matters: the latest-ending one not upgraded away (an upgrade's own receipt ends later).
+            let current =
+                items.filter { !$0.0.transaction.isUpgraded }.max { a, b in
+                    (a.0.transaction.expiresDate ?? a.0.transaction.purchaseDate)
+                        < (b.0.transaction.expiresDate ?? b.0.transaction.purchaseDate)
+                } ?? items.max { $0.0.transaction.purchaseDate < $1.0.transaction.purchaseDate }
+            guard let (receipt, product) = current else { return nil }
+            let fact = receipt.transaction
+            let renewal = renewalByChain[fact.originalTransactionId]
+            let chain = items.filter { $0.0.transaction.originalTransactionId == fact.originalTransactionId }
+            let state: State
+            var grace: Date?
+            if receipt.isRevoked {
+                state = .refunded
+            } else if let expires = fact.expiresDate, expires > now {
+                state = renewal?.autoRenews == false ? .expiring : .active
+            } else if let until = renewal?.gracePeriodExpiresDate, until > now {
+                state = .inGrace
+                grace = until
+            } else if renewal?.inBillingRetry == true {
+                state = .inBillingRetry
+            } else {
+                state = .expired
+            }
+            let next = renewal?.autoRenewProductId.flatMap { $0 == fact.productId ? nil : $0 }
+            return SubscriptionView(
+                group: group, product: product.displayName, state: state,
+                startedAt: chain.map(\.0.transaction.purchaseDate).min(), expiresAt: fact.expiresDate,
+                graceUntil: grace, renewsInto: next.map { catalog.product(id: $0)?.displayName ?? $0 },
+                originalTransactionId: fact.originalTransactionId, dataEnvironment: fact.environment,
+                paidPeriods: items.filter { !$0.0.isRevoked && !$0.0.transaction.isTrial }.count)
+        }
+    }
+
+    /// The state and its dates in one sentence, times from `time`.
+    public func sentence(_ time: (Date) -> String) -> String {
+        let ends = expiresAt.map(time) ?? "?"
+        switch state {
+        case .active:
+            return "Active: renews at \(ends)" + (renewsInto.map { " into \($0)" } ?? "") + "."
+        case .expiring: return "Set not to renew: access ends at \(ends)."
+        case .inGrace:
+            return "The renewal failed; Apple keeps access open until \(graceUntil.map(time) ?? "?") while it retries."
+        case .inBillingRetry: return "The renewal failed at \(ends); Apple keeps trying to charge (no access)."
+        case .expired: return "Expired at \(ends)."
+        case .refunded: return "Refunded: access taken back."
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import CofferAdmin
+import CofferCore
+import CofferStore
+import Foundation
+import Testing
+
+/// A customer's subscription groups as support reads them: the state now and its dates.
+@Suite("Subscriptions on the customer page")
+struct SubscriptionViewTests {
+    static let now = Date(timeIntervalSince1970: 1_764_110_400)
+    static let owner = UUID()
+    static func catalog() throws -> Catalog {
+        try Catalog(
+            products: [
+                Product(id: "m", kind: .autoRenewable, entitlements: ["premium"], group: "pro", name: "Pro, monthly"),
+                Product(id: "y", kind: .autoRenewable, entitlements: ["premium"], group: "pro", name: "Pro, yearly"),
+                Product(id: "c", kind: .consumable, credits: 5),
+            ])
+    }
+
+    static func receipt(
+        _ id: String, chain: String = "1", product: String = "m", days: (Double, Double), trial: Bool = false,
+        upgraded: Bool = false, refunded: Bool = false
+    ) -> Receipt {
+        var receipt = Receipt(
+            owner: owner,
+            transaction: TransactionFact(
+                transactionId: id, originalTransactionId: chain, productId: product,
+                purchaseDate: now.addingTimeInterval(days.0 * 86_400),
+                expiresDate: now.addingTimeInterval(days.1 * 86_400), isTrial: trial, isUpgraded: upgraded,
+                environment: .sandbox))
+        if refunded { receipt.revokedAt = now }
+        return receipt
+    }
+
+    static func renewal(autoRenews: Bool = true, retry: Bool = false, grace: Double? = nil, next: String? = nil)
+        -> RenewalState
+    {
+        RenewalState(
+            originalTransactionId: "1", environment: .sandbox, owner: owner, autoRenewProductId: next,
+            autoRenews: autoRenews, inBillingRetry: retry,
+            gracePeriodExpiresDate: grace.map { now.addingTimeInterval($0 * 86_400) }, signedDate: now)
+    }
+
+    static func view(_ receipts: [Receipt], _ renewals: [RenewalState] = []) throws -> SubscriptionView {
+        let groups = SubscriptionView.groups(receipts: receipts, renewals: renewals, catalog: try catalog(), at: now)
+        #expect(groups.count == 1)
+        return try #require(groups.first)
+    }
+
+    @Test("active, set not to renew, in grace, in billing retry, expired, refunded")
+    func states() throws {
+        let paid = [Self.receipt("a", days: (-40, -10), trial: true), Self.receipt("b", days: (-10, 20))]
+        let active = try Self.view(paid, [Self.renewal()])
+        #expect(active.state == .active && active.product == "Pro, monthly" && active.paidPeriods == 1)
+        #expect(active.startedAt == Self.now.addingTimeInterval(-40 * 86_400))
+        #expect(active.sentence { _ in "T" } == "Active: renews at T.")
+        #expect(try Self.view(paid, [Self.renewal(autoRenews: false)]).state == .expiring)
+        let lapsed = [Self.receipt("a", days: (-40, -10)), Self.receipt("b", days: (-10, -1))]
+        let grace = try Self.view(lapsed, [Self.renewal(retry: true, grace: 5)])
+        #expect(grace.state == .inGrace && grace.graceUntil == Self.now.addingTimeInterval(5 * 86_400))
+        #expect(try Self.view(lapsed, [Self.renewal(retry: true, grace: -1)]).state == .inBillingRetry)
+        #expect(try Self.view(lapsed, [Self.renewal(autoRenews: false)]).state == .expired)
+        #expect(try Self.view(lapsed).state == .expired)
+        #expect(try Self.view([Self.receipt("b", days: (-10, 20), refunded: true)]).state == .refunded)
+    }
+
+    @Test("an upgrade shows the period it became, and a change at renewal is named")
+    func upgrades() throws {
+        let upgraded = [
+            Self.receipt("a", days: (-10, 20), upgraded: true),
+            Self.receipt("b", product: "y", days: (-1, 364)),
+        ]
+        let view = try Self.view(upgraded, [Self.renewal(next: "y")])
+        #expect(view.product == "Pro, yearly" && view.state == .active && view.renewsInto == nil)
+        let downgrade = try Self.view([Self.receipt("b", product: "y", days: (-1, 364))], [Self.renewal(next: "m")])
+        #expect(downgrade.renewsInto == "Pro, monthly")
+        #expect(downgrade.sentence { _ in "T" } == "Active: renews at T into Pro, monthly.")
+        let none = SubscriptionView.groups(
+            receipts: [
+                Receipt(
+                    owner: Self.owner,
+                    transaction: TransactionFact(transactionId: "c1", productId: "c", purchaseDate: Self.now))
+            ], renewals: [], catalog: try Self.catalog(), at: Self.now)
+        #expect(none.isEmpty)
+    }
+}
