@@ -272,11 +272,26 @@ public struct AdminService: Sendable {
         )
     }
 
-    static func isoTime(_ date: Date) -> String {
-        PanelText.utc(date).replacingOccurrences(of: " UTC", with: "Z").replacingOccurrences(of: " ", with: "T")
-    }
+    static func isoTime(_ date: Date) -> String { date.formatted(.iso8601) }
 
     // MARK: Changing
+
+    /// Checks a grant before anything is read or written (the panel's confirmation page asks the same):
+    /// credits in range and within `ceiling`, a reason.
+    ///
+    /// - Returns: The reason, trimmed.
+    /// - Throws: ``AdminError/invalid(_:)``, or ``AdminError/forbidden(_:)`` over the limit.
+    public static func checkGrant(credits: Int64, reason: String, ceiling: Int64?) throws(AdminError) -> String {
+        guard credits > 0, credits <= maximumCredits else {
+            throw .invalid("credits must be between 1 and \(PanelText.credits(maximumCredits))")
+        }
+        if let ceiling, credits > ceiling {
+            throw .forbidden(
+                "\(PanelText.credits(credits)) credits is over your grant limit of \(PanelText.credits(ceiling)): "
+                    + "ask an owner to grant it or to raise your limit")
+        }
+        return try Self.reason(reason)
+    }
 
     /// Grants credits to a user; the app picks them up on its next refresh. `ceiling` is the acting admin's
     /// grant limit (a support admin's; `nil` for an owner, a signed key or the CLI).
@@ -286,15 +301,7 @@ public struct AdminService: Sendable {
         environment: Environment, supportId: String, credits: Int64, reason: String, actor: String,
         ceiling: Int64? = nil
     ) async throws -> GrantView {
-        guard credits > 0, credits <= Self.maximumCredits else {
-            throw AdminError.invalid("credits must be between 1 and \(Self.maximumCredits)")
-        }
-        if let ceiling, credits > ceiling {
-            throw AdminError.forbidden(
-                "\(PanelText.credits(credits)) credits is over your grant limit of \(PanelText.credits(ceiling)): "
-                    + "ask an owner to grant it or to raise your limit")
-        }
-        let reason = try Self.reason(reason)
+        let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
         let user = try await findChangeable(supportId, environment: environment)
         let grant = Grant(
             environment: environment, recipient: user.id, credits: credits, reason: reason, createdBy: actor,
@@ -532,10 +539,10 @@ public struct AdminService: Sendable {
         return digits.count <= 12 && digits.allSatisfy(\.isHexDigit)
     }
 
-    private static func reason(_ text: String) throws -> String {
+    private static func reason(_ text: String) throws(AdminError) -> String {
         let reason = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !reason.isEmpty else { throw AdminError.invalid("a reason is required, e.g. \"Ticket #42\"") }
-        guard reason.count <= 500 else { throw AdminError.invalid("a reason has at most 500 characters") }
+        guard !reason.isEmpty else { throw .invalid("a reason is required, e.g. \"Ticket #42\"") }
+        guard reason.count <= 500 else { throw .invalid("a reason has at most 500 characters") }
         return reason
     }
 

@@ -359,20 +359,12 @@ extension AdminPanel {
         guard let credits = PanelText.amount(form["credits"] ?? "") else {
             return try await refuse("Credits must be a whole number, e.g. 400,000 or 400000.")
         }
-        let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        var reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard form["confirm"] == "yes" else {
             let detail: UserDetail
             do {
-                guard credits > 0, credits <= AdminService.maximumCredits else {
-                    throw AdminError.invalid(
-                        "credits must be between 1 and \(PanelText.credits(AdminService.maximumCredits))")
-                }
-                guard !reason.isEmpty else { throw AdminError.invalid("a reason is required, e.g. \"Ticket #42\"") }
-                if let ceiling = context.panelAdmin?.grantCeiling, credits > ceiling {
-                    throw AdminError.forbidden(
-                        "\(PanelText.credits(credits)) credits is over your grant limit of "
-                            + "\(PanelText.credits(ceiling)): ask an owner to grant it or to raise your limit")
-                }
+                reason = try AdminService.checkGrant(
+                    credits: credits, reason: reason, ceiling: context.panelAdmin?.grantCeiling)
                 detail = try await service.user(environment: session.environment, supportId: supportId)
             } catch let error as AdminError {
                 return try await refuse(error.description, status: error.status)

@@ -54,6 +54,19 @@ public struct Admin: Sendable, Hashable, Codable {
         self.recoveryCodeHashes = recoveryCodeHashes
     }
 
+    /// This admin with what ``CofferStore/updateAdmin(name:_:)`` may change taken from `changed` (time zone, role,
+    /// grant limit, two-factor); the id, name, password and dates stay.
+    public func adopting(_ changed: Admin) -> Admin {
+        var adopted = self
+        adopted.timeZone = changed.timeZone
+        adopted.role = changed.role
+        adopted.grantLimit = changed.grantLimit
+        adopted.twoFactorSecret = changed.twoFactorSecret
+        adopted.twoFactorLastStep = changed.twoFactorLastStep
+        adopted.recoveryCodeHashes = changed.recoveryCodeHashes
+        return adopted
+    }
+
     /// Whether sign-in asks for a code after the password.
     public var hasTwoFactor: Bool { twoFactorSecret != nil }
 

@@ -188,10 +188,6 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: `false` when there is no such admin.
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool
-    /// Sets the time zone an admin's pages show beside UTC; `nil` for UTC only.
-    ///
-    /// - Returns: `false` when there is no such admin.
-    func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool
     /// Changes an admin as `change` says (``Admin/using(step:)``, a role, two-factor on or off), in one
     /// transaction that holds the admin: `change` is given the admin on file and answers the admin changed,
     /// or `nil` to leave it. The name, id, password and creation date stay.
@@ -275,6 +271,17 @@ extension CofferStore {
     /// Audit events of an environment, newest first; with a `subject`, only those about it.
     public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
         try await auditEvents(environment: environment, query: AuditQuery(subject: subject), limit: limit)
+    }
+
+    /// Sets the time zone an admin's pages show beside UTC; `nil` for UTC only.
+    ///
+    /// - Returns: `false` when there is no such admin.
+    public func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
+        try await updateAdmin(name: name) { admin in
+            var changed = admin
+            changed.timeZone = timeZone
+            return changed
+        } != nil
     }
 
     /// Cancels a pending grant; a claimed one, or one cancelled before, is returned unchanged.

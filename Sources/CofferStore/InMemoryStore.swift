@@ -500,23 +500,12 @@ public actor InMemoryStore: CofferStore {
         return true
     }
 
-    /// Sets the time zone an admin's pages show beside UTC.
-    public func setAdminTimeZone(name: String, timeZone: String?) -> Bool {
-        guard let index = adminList.firstIndex(where: { $0.name == name }) else { return false }
-        adminList[index].timeZone = timeZone
-        return true
-    }
-
     /// Changes an admin as `change` says.
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) -> Admin? {
-        guard let index = adminList.firstIndex(where: { $0.name == name }), var changed = change(adminList[index])
+        guard let index = adminList.firstIndex(where: { $0.name == name }), let changed = change(adminList[index])
         else { return nil }
-        // The name, id, password and creation date stay.
-        let current = adminList[index]
-        (changed.id, changed.name, changed.passwordHash) = (current.id, current.name, current.passwordHash)
-        (changed.createdAt, changed.passwordChangedAt) = (current.createdAt, current.passwordChangedAt)
-        adminList[index] = changed
-        return changed
+        adminList[index] = adminList[index].adopting(changed)
+        return adminList[index]
     }
 
     /// Ends an admin's sessions but `kept`.

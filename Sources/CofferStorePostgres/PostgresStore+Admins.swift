@@ -51,23 +51,15 @@ extension PostgresStore {
         }
     }
 
-    /// Sets the time zone an admin's pages show beside UTC.
-    public func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
-        try await write { connection in
-            try await Self.first(
-                connection, "UPDATE admins SET time_zone = \(timeZone) WHERE name = \(name) RETURNING id",
-                logger: self.logger, { try $0.decode(String.self) }) != nil
-        }
-    }
-
     /// Changes an admin as `change` says, in a transaction that holds the admin's row.
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await write { connection in
             guard
                 let admin = try await Self.first(
                     connection, "SELECT * FROM admins WHERE name = \(name) FOR UPDATE", logger: self.logger, Rows.admin),
-                let changed = change(admin)
+                let requested = change(admin)
             else { return nil }
+            let changed = admin.adopting(requested)
             try await connection.query(
                 """
                 UPDATE admins SET time_zone = \(changed.timeZone), role = \(changed.role.rawValue),

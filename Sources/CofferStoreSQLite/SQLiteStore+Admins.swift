@@ -49,21 +49,14 @@ extension SQLiteStore {
         }
     }
 
-    /// Sets the time zone an admin's pages show beside UTC.
-    public func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
-        try await write { db in
-            try db.execute(sql: "UPDATE admins SET time_zone = ? WHERE name = ?", arguments: [timeZone, name])
-            return db.changesCount > 0
-        }
-    }
-
     /// Changes an admin as `change` says, in one write transaction.
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await write { db in
             guard
                 let admin = try Row.fetchOne(db, sql: "SELECT * FROM admins WHERE name = ?", arguments: [name])
-                    .map(Self.admin), let changed = change(admin)
+                    .map(Self.admin), let requested = change(admin)
             else { return nil }
+            let changed = admin.adopting(requested)
             try db.execute(
                 sql: """
                     UPDATE admins SET time_zone = ?, role = ?, grant_limit = ?, two_factor_secret = ?,

@@ -164,9 +164,6 @@ final class CountingStore: CofferStore {
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
         try await base.setAdminPassword(name: name, passwordHash: passwordHash, at: at)
     }
-    func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool {
-        try await base.setAdminTimeZone(name: name, timeZone: timeZone)
-    }
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await base.updateAdmin(name: name, change)
     }

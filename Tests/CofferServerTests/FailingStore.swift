@@ -77,7 +77,6 @@ struct FailingStore: CofferStore {
     func admin(name: String) async throws -> Admin? { throw Self.failure }
     func admins() async throws -> [Admin] { throw Self.failure }
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool { throw Self.failure }
-    func setAdminTimeZone(name: String, timeZone: String?) async throws -> Bool { throw Self.failure }
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         throw Self.failure
     }
