@@ -111,6 +111,17 @@ schemas = {
                              "originalTransactionId": S(), "dataEnvironment": S(enum=["Sandbox", "Production"]),
                              "paidPeriods": I()},
                             required=["group", "product", "state", "originalTransactionId", "paidPeriods"]),
+    "PurchaseView": obj({"transactionId": S(), "productId": S(), "product": S("The catalog's name, or the id"),
+                         "purchaseDate": DATE, "quantity": I(),
+                         "price": I("What Apple's data says the customer paid, in milliunits of currency"),
+                         "currency": S("ISO 4217"), "storefront": S("ISO 3166-1 alpha-3"),
+                         "dataEnvironment": S(enum=["Sandbox", "Production"]), "familyShared": {"type": "boolean"},
+                         "status": S(enum=["pending", "delivered", "revoked", "restored"]),
+                         "credits": I("Credits it delivered"), "refundedAt": DATE,
+                         "refundReason": I("Apple's revocationReason while refunded: 0 another reason, 1 an issue "
+                                           "in the app")},
+                        required=["transactionId", "productId", "product", "purchaseDate", "quantity",
+                                  "familyShared", "status"]),
     "UserDetail": obj({"user": ref("UserSummary"), "environment": S(enum=["Sandbox", "Production"]),
                        "walletMode": S(enum=["device", "server"]), "entitlements": {"type": "array", "items": S()},
                        "grants": {"type": "array", "items": ref("GrantView")},
@@ -120,7 +131,9 @@ schemas = {
                                            description="The Apple account the customer is; absent for an "
                                                        "anonymous install"),
                        "mergedInto": S("The Support ID this anonymous customer was merged into"),
-                       "subscriptions": {"type": "array", "items": ref("SubscriptionView")}},
+                       "subscriptions": {"type": "array", "items": ref("SubscriptionView")},
+                       "purchases": {"type": "array", "items": ref("PurchaseView"),
+                                     "description": "Newest first"}},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
     "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500)}),
     "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500)}),
@@ -139,7 +152,22 @@ schemas = {
                              "days": {"type": "array", "items": ref("DayFigures")},
                              "otherEnvironmentPurchases": I(
                                  description="Purchases made with the other environment's data (App Review and "
-                                             "TestFlight on a Production server), left out of the other figures")}),
+                                             "TestFlight on a Production server), left out of the other figures"),
+                             "revenue": {"type": "array", "items": ref("MoneyFigures"),
+                                         "description": "What Apple's prices say was paid for purchases delivered in "
+                                                        "the window, per UTC day, product and currency"},
+                             "refunded": {"type": "array", "items": ref("MoneyFigures"),
+                                          "description": "What the refunds recorded in the window had paid"},
+                             "activeSubscriptions": I("Subscriptions in a period now and not refunded"),
+                             "loyaltyLifetimes": {"type": "array", "items": ref("GroupCount"),
+                                                  "description": "Customers who earned each group's loyalty "
+                                                                 "lifetime"}},
+                            required=["users", "pendingGrants", "claimedGrants", "purchases", "refunds",
+                                      "usersInDeficit", "outstandingDeficit", "days", "otherEnvironmentPurchases",
+                                      "revenue", "refunded", "activeSubscriptions", "loyaltyLifetimes"]),
+    "MoneyFigures": obj({"day": DATE, "productId": S(), "currency": S("ISO 4217"), "count": I(),
+                         "amount": I("Prices summed, in milliunits of the currency")}),
+    "GroupCount": obj({"group": S(), "count": I()}),
 }
 
 def json_body(name):

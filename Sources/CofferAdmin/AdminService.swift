@@ -147,7 +147,20 @@ public struct AdminService: Sendable {
         let backups = try await store.backupHistory(owner: user.id, environment: environment, limit: 200)
         let audit = try await store.auditEvents(
             environment: environment, subject: user.supportId.rawValue, limit: 200)
-        var timeline = entries.map { Self.item($0, environment: environment, catalog: catalog) }
+        let receipts = try await store.receipts(owner: user.id, environment: environment)
+        let refundReasons = Dictionary(
+            receipts.compactMap { receipt in
+                Payment.revocationReasonText(receipt.transaction.revocationReason).map {
+                    (receipt.transaction.transactionId, $0)
+                }
+            }, uniquingKeysWith: { first, _ in first })
+        var timeline = entries.map { entry in
+            var item = Self.item(entry, environment: environment, catalog: catalog)
+            if entry.key.kind == .revocation, let id = entry.transactionId, let reason = refundReasons[id] {
+                item.summary += ". \(reason)"
+            }
+            return item
+        }
         // The history of the installs support merged into this customer is this customer's too.
         for merged in try await store.users(mergedInto: user.id) where merged.environment == environment {
             for entry in try await store.entries(owner: merged.id, environment: environment)
@@ -195,9 +208,7 @@ public struct AdminService: Sendable {
         if let id = user.mergedInto { mergedInto = try await store.user(id: id)?.supportId.rawValue }
         let subscriptionProducts = Set(catalog.products.filter { $0.kind == .autoRenewable }.map(\.id))
         let subscriptions = SubscriptionView.groups(
-            receipts: subscriptionProducts.isEmpty
-                ? []
-                : try await store.receipts(owner: user.id, environment: environment, productIds: subscriptionProducts),
+            receipts: receipts.filter { subscriptionProducts.contains($0.transaction.productId) },
             renewals: try await store.renewalStates(owner: user.id, environment: environment), catalog: catalog,
             at: now())
         return UserDetail(
@@ -205,7 +216,8 @@ public struct AdminService: Sendable {
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
-            mergedInto: mergedInto, subscriptions: subscriptions)
+            mergedInto: mergedInto, subscriptions: subscriptions,
+            purchases: receipts.reversed().map { PurchaseView($0, catalog: catalog) })
     }
 
     /// Grants of an environment, newest first.

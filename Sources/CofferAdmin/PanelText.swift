@@ -15,6 +15,29 @@ public enum PanelText {
         return amount < 0 ? "-" + grouped : grouped
     }
 
+    /// Currencies without minor units (ISO 4217 exponent 0), shown without decimals.
+    static let wholeCurrencies: Set<String> = [
+        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF", "XOF",
+        "XPF",
+    ]
+
+    /// An amount of Apple's milliunits in its currency: `4.99 USD`, `1,200.00 EUR`, `120 JPY`; a thousandth shown
+    /// only where there is one (`0.995 USD`).
+    public static func money(_ milliunits: Int64, currency: String) -> String {
+        let units = credits(milliunits / 1_000)
+        let thousandths = Int(milliunits.magnitude % 1_000)
+        let sign = milliunits < 0 && units == "0" ? "-" : ""
+        let fraction: String
+        if thousandths % 10 != 0 {
+            fraction = "." + String(String(thousandths + 1_000).dropFirst())
+        } else if thousandths == 0, wholeCurrencies.contains(currency) {
+            fraction = ""
+        } else {
+            fraction = "." + String(String(thousandths / 10 + 100).dropFirst())
+        }
+        return "\(sign)\(units)\(fraction) \(currency)"
+    }
+
     /// A count: `12,345`.
     public static func count(_ value: Int) -> String { credits(Int64(value)) }
 

@@ -167,6 +167,69 @@ public struct TimelineItem: Sendable, Hashable, Codable {
     }
 }
 
+/// One purchase as support sees it: the product by name, what the customer paid, where it stands, and Apple's
+/// reason for a refund.
+public struct PurchaseView: Sendable, Hashable, Codable {
+    /// Apple's transaction id.
+    public var transactionId: String
+    /// The product's id.
+    public var productId: String
+    /// The product's display name from the catalog, or its id.
+    public var product: String
+    /// When Apple says it was bought.
+    public var purchaseDate: Date
+    /// Units bought.
+    public var quantity: Int
+    /// What Apple's data says the customer paid, in milliunits of ``currency``, where it said.
+    public var price: Int64?
+    /// The price's currency.
+    public var currency: String?
+    /// The App Store storefront (country) it was bought in.
+    public var storefront: String?
+    /// The environment Apple's data came from, where it said.
+    public var dataEnvironment: Environment?
+    /// Whether it came through Family Sharing.
+    public var familyShared: Bool
+    /// Where it stands: pending, delivered, revoked (refunded) or restored (refund reversed).
+    public var status: ReceiptStatus
+    /// Credits it delivered.
+    public var credits: Int64?
+    /// When Apple refunded it, while the refund stands.
+    public var refundedAt: Date?
+    /// Apple's `revocationReason` (0 another reason, 1 an issue in the app), where Apple's data gave it.
+    public var refundReason: Int?
+
+    /// A receipt as support sees it, named from the catalog.
+    public init(_ receipt: Receipt, catalog: Catalog) {
+        let fact = receipt.transaction
+        transactionId = fact.transactionId
+        productId = fact.productId
+        product = catalog.product(id: fact.productId)?.name ?? fact.productId
+        purchaseDate = fact.purchaseDate
+        quantity = fact.quantity
+        price = fact.price
+        currency = fact.currency
+        storefront = fact.storefront
+        dataEnvironment = fact.environment
+        familyShared = fact.isFamilyShared
+        status = receipt.status
+        credits = receipt.deliveredCredits
+        refundedAt = receipt.isRevoked ? receipt.revokedAt : nil
+        refundReason = receipt.isRevoked ? fact.revocationReason : nil
+    }
+
+    /// The price in words (`4.99 USD`), or `nil` where Apple's data gave none.
+    public var priceText: String? {
+        guard let price, let currency else { return nil }
+        return PanelText.money(price, currency: currency)
+    }
+
+    /// Apple's refund reason in words, while refunded.
+    public var refundReasonText: String? {
+        status == .revoked ? Payment.revocationReasonText(refundReason) ?? "Apple gave no reason" : nil
+    }
+}
+
 /// Everything support sees about one user.
 public struct UserDetail: Sendable, Hashable, Codable {
     /// The user's figures.
@@ -188,14 +251,17 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var mergedInto: String?
     /// The customer's subscription groups, their state and dates.
     public var subscriptions: [SubscriptionView]
+    /// The purchases, newest first.
+    public var purchases: [PurchaseView] = []
 
     /// Creates a detail view.
     public init(
         user: UserSummary, environment: Environment, walletMode: String, entitlements: [String], grants: [GrantView],
         timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil,
-        subscriptions: [SubscriptionView] = []
+        subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = []
     ) {
         self.subscriptions = subscriptions
+        self.purchases = purchases
         self.user = user
         self.environment = environment
         self.walletMode = walletMode

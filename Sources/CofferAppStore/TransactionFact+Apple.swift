@@ -14,7 +14,9 @@ extension TransactionFact {
             expiresDate: transaction.expiresDate, revocationDate: transaction.revocationDate,
             isFamilyShared: transaction.inAppOwnershipType == .familyShared,
             isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false,
-            environment: transaction.environment?.ledgerEnvironment)
+            environment: transaction.environment?.ledgerEnvironment, price: transaction.price,
+            currency: transaction.currency, storefront: transaction.storefront,
+            revocationReason: transaction.rawRevocationReason.map(Int.init))
     }
 
     /// The facts of one in-app purchase record of a legacy app receipt, or `nil` when it lacks its id, product

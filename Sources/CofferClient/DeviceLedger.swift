@@ -40,6 +40,10 @@ final class DeviceLedger: Sendable {
             guard try !db.columns(in: "receipts").contains(where: { $0.name == "data_environment" }) else { return }
             try db.execute(sql: LedgerTables.v2)
         }
+        migrator.registerMigration("device v3 payment") { db in
+            guard try !db.columns(in: "receipts").contains(where: { $0.name == "price" }) else { return }
+            try db.execute(sql: LedgerTables.v3)
+        }
         try migrator.migrate(queue)
         legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
     }

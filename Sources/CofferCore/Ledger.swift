@@ -500,6 +500,7 @@ public enum Ledger {
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
         receipt.transaction = fact
         receipt.transaction.environment = fact.environment ?? existing?.transaction.environment
+        receipt.transaction.keepPayment(of: existing?.transaction)
         receipt.transaction.revocationDate = nil
         receipt.deliveredCredits = credits
         receipt.deliveredAt = now
@@ -525,6 +526,7 @@ public enum Ledger {
             var receipt = existing
             receipt.revokedAt = revokedAt
             receipt.transaction.revocationDate = revokedAt
+            receipt.transaction.learnRefund(from: fact)
             return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: receipt, entry: nil)
         }
         if let existing, let reversedAt = existing.reversedAt, revokedAt <= reversedAt {
@@ -534,6 +536,7 @@ public enum Ledger {
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
         receipt.revokedAt = revokedAt
         receipt.transaction.revocationDate = revokedAt
+        receipt.transaction.learnRefund(from: fact)
         let taken = receipt.deliveredCredits ?? 0
         let after = takeBack(taken, from: wallet)
         receipt.takenFromBalance = wallet.balance - after.balance
@@ -564,6 +567,7 @@ public enum Ledger {
         let wasRevoked = receipt.isRevoked
         receipt.reversedAt = reversedAt
         receipt.transaction.revocationDate = nil
+        receipt.transaction.keepPayment(of: fact)
         var after = wallet
         var restored: Int64 = 0
         if wasRevoked, let delivered = receipt.deliveredCredits {

@@ -27,12 +27,23 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// Production server it can be Sandbox: App Review and TestFlight buy in the sandbox with the production
     /// build, and such a purchase stays marked Sandbox on its receipt and ledger entries.
     public var environment: Environment?
+    /// What the customer paid (Apple's `price`, in milliunits of ``currency``), or `nil` where the source did not
+    /// say (a legacy receipt). Always in ``Payment/prices``.
+    public var price: Int64?
+    /// Apple's `currency` (ISO 4217, three capital letters) of ``price``.
+    public var currency: String?
+    /// Apple's `storefront` (ISO 3166-1 alpha-3, three capital letters).
+    public var storefront: String?
+    /// Why Apple refunded it (Apple's `revocationReason`: 0 for another reason, such as an accidental purchase; 1
+    /// for an issue in the app), or `nil` where the source did not say.
+    public var revocationReason: Int?
 
     /// Creates a transaction fact.
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
         purchaseDate: Date, expiresDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
-        isTrial: Bool = false, isUpgraded: Bool = false, environment: Environment? = nil
+        isTrial: Bool = false, isUpgraded: Bool = false, environment: Environment? = nil, price: Int64? = nil,
+        currency: String? = nil, storefront: String? = nil, revocationReason: Int? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId
@@ -45,5 +56,52 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         self.isTrial = isTrial
         self.isUpgraded = isUpgraded
         self.environment = environment
+        self.price = price.flatMap { Payment.prices.contains($0) ? $0 : nil }
+        self.currency = currency.flatMap(Payment.code)
+        self.storefront = storefront.flatMap(Payment.code)
+        self.revocationReason = revocationReason.flatMap { Payment.revocationReasons.contains($0) ? $0 : nil }
+    }
+
+    /// Takes what `earlier` knew and this one does not say: the price, currency, storefront and refund reason
+    /// (a legacy receipt or a notification without them must not erase what Apple's signed data said).
+    public mutating func keepPayment(of earlier: TransactionFact?) {
+        guard let earlier else { return }
+        if price == nil || currency == nil {
+            price = earlier.price
+            currency = earlier.currency
+        }
+        storefront = storefront ?? earlier.storefront
+        revocationReason = revocationReason ?? earlier.revocationReason
+    }
+
+    /// Takes Apple's word on a refund from `newer`: its refund reason, and what this one does not know of the
+    /// payment.
+    public mutating func learnRefund(from newer: TransactionFact) {
+        revocationReason = newer.revocationReason ?? revocationReason
+        keepPayment(of: newer)
+    }
+}
+
+/// The ranges Apple's payment fields are read into: anything outside is not kept (never trusted to arithmetic).
+public enum Payment {
+    /// Prices kept, in milliunits: up to a thousand million units of any currency, so that sums of prices
+    /// over millions of purchases stay far inside 64 bits.
+    public static let prices: ClosedRange<Int64> = 0...1_000_000_000_000
+    /// Refund reasons kept: Apple's 0 and 1, with room for values Apple may add.
+    public static let revocationReasons: ClosedRange<Int> = 0...99
+
+    /// A currency or storefront code as kept: three ASCII capital letters, or `nil`.
+    public static func code(_ text: String) -> String? {
+        text.utf8.count == 3 && text.utf8.allSatisfy { $0 >= 0x41 && $0 <= 0x5A } ? text : nil
+    }
+
+    /// Apple's refund reason in words, for support screens.
+    public static func revocationReasonText(_ reason: Int?) -> String? {
+        switch reason {
+        case nil: nil
+        case 0: "Apple refunded for another reason, such as an accidental purchase"
+        case 1: "Apple refunded because of an issue in the app"
+        case .some(let other): "Apple refunded (reason \(other))"
+        }
     }
 }

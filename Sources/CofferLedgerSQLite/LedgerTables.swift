@@ -61,4 +61,13 @@ public enum LedgerTables {
             CHECK (data_environment IN ('Sandbox', 'Production'));
         UPDATE receipts SET data_environment = environment;
         """
+
+    /// Keeps what Apple's signed data says the customer paid (`price` in milliunits, `currency`), where
+    /// (`storefront`), and why Apple refunded (`revocation_reason`). Receipts written before know none of it.
+    public static let v3 = """
+        ALTER TABLE receipts ADD COLUMN price INTEGER;
+        ALTER TABLE receipts ADD COLUMN currency TEXT;
+        ALTER TABLE receipts ADD COLUMN storefront TEXT;
+        ALTER TABLE receipts ADD COLUMN revocation_reason INTEGER;
+        """
 }

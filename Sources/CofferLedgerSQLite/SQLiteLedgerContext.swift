@@ -110,8 +110,9 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 sql: """
                     INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                         purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
-                        delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment,
+                        price, currency, storefront, revocation_reason)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (environment, transaction_id) DO UPDATE SET
                         original_transaction_id = excluded.original_transaction_id, quantity = excluded.quantity,
                         purchase_date = excluded.purchase_date, expires_date = excluded.expires_date,
@@ -120,7 +121,9 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                         delivered_credits = excluded.delivered_credits, delivered_at = excluded.delivered_at,
                         revoked_at = excluded.revoked_at, taken_from_balance = excluded.taken_from_balance,
                         added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at,
-                        data_environment = COALESCE(excluded.data_environment, data_environment)
+                        data_environment = COALESCE(excluded.data_environment, data_environment),
+                        price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
+                        revocation_reason = excluded.revocation_reason
                     """
             ).execute(arguments: [
                 environment.rawValue, fact.transactionId, receipt.owner.uuidString, fact.originalTransactionId,
@@ -128,7 +131,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 fact.revocationDate.map(Millis.from), fact.isFamilyShared, fact.isTrial, fact.isUpgraded,
                 receipt.deliveredCredits, receipt.deliveredAt.map(Millis.from), receipt.revokedAt.map(Millis.from),
                 receipt.takenFromBalance, receipt.addedToDeficit, receipt.reversedAt.map(Millis.from),
-                fact.environment?.rawValue,
+                fact.environment?.rawValue, fact.price, fact.currency, fact.storefront, fact.revocationReason,
             ])
         }
         if decision.appendsEntry, let entry = decision.entry {
@@ -160,7 +163,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
             isFamilyShared: row["family_shared"],
             isTrial: row["trial"],
             isUpgraded: row["upgraded"],
-            environment: try RowValue.dataEnvironment(row))
+            environment: try RowValue.dataEnvironment(row), price: row["price"], currency: row["currency"],
+            storefront: row["storefront"], revocationReason: row["revocation_reason"])
         var receipt = Receipt(owner: try RowValue.uuid(row, "owner"), transaction: fact)
         receipt.deliveredCredits = row["delivered_credits"]
         receipt.deliveredAt = (row["delivered_at"] as Int64?).map(Millis.date)

@@ -29,7 +29,77 @@ extension AdminPanel {
                 "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0,
                 "chart": DashboardChart.svg(figures.days),
                 "apple": appleHealth(health, context),
+                "money": money(figures),
             ], context: context)
+    }
+
+    /// The dashboard's money: what Apple's price fields say was paid and refunded over the window, per currency,
+    /// per product and per day, with the refund rate, the active subscriptions and the loyalty lifetimes earned.
+    func money(_ figures: DashboardFigures) -> [String: Any] {
+        let revenue = DashboardFigures.totals(figures.revenue) { _ in "" }
+        let refunded = DashboardFigures.totals(figures.refunded) { _ in "" }
+        let currencies = Set(revenue.map(\.currency) + refunded.map(\.currency)).sorted()
+        func amount(
+            _ rows: [(key: String, currency: String, count: Int, amount: Int64)], _ key: String, _ currency: String
+        )
+            -> (count: Int, amount: Int64)
+        {
+            rows.first { $0.key == key && $0.currency == currency }.map { ($0.count, $0.amount) } ?? (0, 0)
+        }
+        let byProduct = DashboardFigures.totals(figures.revenue, by: \.productId)
+        let refundedByProduct = DashboardFigures.totals(figures.refunded, by: \.productId)
+        let productKeys = Set(
+            byProduct.map { [$0.key, $0.currency] } + refundedByProduct.map { [$0.key, $0.currency] }
+        )
+        .sorted { ($0[1], $0[0]) < ($1[1], $1[0]) }
+        let dayKey: (MoneyFigures) -> String = { Self.day($0.day) }
+        let byDay = DashboardFigures.totals(figures.revenue, by: dayKey)
+        let refundedByDay = DashboardFigures.totals(figures.refunded, by: dayKey)
+        let dayKeys = Set(byDay.map { [$0.key, $0.currency] } + refundedByDay.map { [$0.key, $0.currency] })
+            .sorted { ($0[0], $0[1]) > ($1[0], $1[1]) }
+        return [
+            "currencies": currencies.map { currency in
+                let paid = amount(revenue, "", currency)
+                let back = amount(refunded, "", currency)
+                return [
+                    "currency": currency, "revenue": PanelText.money(paid.amount, currency: currency),
+                    "purchases": PanelText.count(paid.count),
+                    "refunded": PanelText.money(back.amount, currency: currency),
+                    "refunds": PanelText.count(back.count),
+                    "net": PanelText.money(paid.amount &- back.amount, currency: currency),
+                ]
+            },
+            "products": productKeys.map { key in
+                let paid = amount(byProduct, key[0], key[1])
+                let back = amount(refundedByProduct, key[0], key[1])
+                return [
+                    "product": service.catalog.product(id: key[0])?.name.map { "\($0) (\(key[0]))" } ?? key[0],
+                    "currency": key[1], "purchases": PanelText.count(paid.count),
+                    "revenue": PanelText.money(paid.amount, currency: key[1]), "refunds": PanelText.count(back.count),
+                    "refunded": PanelText.money(back.amount, currency: key[1]),
+                ]
+            },
+            "days": dayKeys.map { key in
+                let paid = amount(byDay, key[0], key[1])
+                let back = amount(refundedByDay, key[0], key[1])
+                return [
+                    "day": key[0], "currency": key[1], "purchases": PanelText.count(paid.count),
+                    "revenue": PanelText.money(paid.amount, currency: key[1]),
+                    "refunded": PanelText.money(back.amount, currency: key[1]),
+                ]
+            },
+            "refundRate": String(format: "%.1f%%", figures.refundRate * 100),
+            "windowRefunds": PanelText.count(figures.windowRefunds),
+            "windowPurchases": PanelText.count(figures.windowPurchases),
+            "activeSubscriptions": PanelText.count(figures.activeSubscriptions),
+            "loyaltyTotal": PanelText.count(figures.loyaltyLifetimes.reduce(0) { $0 + $1.count }),
+            "loyalty": figures.loyaltyLifetimes.map { ["group": $0.group, "count": PanelText.count($0.count)] },
+        ]
+    }
+
+    /// A UTC day as `2026-11-26`.
+    static func day(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day())
     }
 
     /// The dashboard's Apple card: what arrived, what was refused, what recovery found, each in words, with a
@@ -182,6 +252,22 @@ extension AdminPanel {
                 "entitlements": (detail.entitlements.isEmpty ? nil : detail.entitlements.joined(separator: ", ")),
                 "balanceNote": balanceNote, "error": error,
                 "notice": Self.notice(request.uri.queryParameters.get("notice")),
+                "purchases": detail.purchases.map { purchase in
+                    [
+                        "at": Self.time(purchase.purchaseDate, context), "product": purchase.product,
+                        "productId": purchase.productId,
+                        "quantity": purchase.quantity > 1 ? "× \(PanelText.count(purchase.quantity))" : "",
+                        "price": purchase.priceText ?? "–", "storefront": purchase.storefront ?? "",
+                        "status": purchase.status == .revoked ? "refunded" : purchase.status.rawValue,
+                        "credits": purchase.credits.map(PanelText.credits) ?? "",
+                        "refund": purchase.refundedAt.map {
+                            "\(Self.time($0, context)): \(purchase.refundReasonText ?? "")"
+                        } ?? "",
+                        "familyShared": purchase.familyShared, "transactionId": purchase.transactionId,
+                        "otherEnvironment": purchase.dataEnvironment?.rawValue ?? "",
+                        "fromOtherEnvironment": purchase.dataEnvironment.map { $0 != session.environment } ?? false,
+                    ] as [String: Any]
+                },
                 "timeline": detail.timeline.map { item in
                     [
                         "at": Self.time(item.at, context), "kind": item.kind.rawValue, "summary": item.summary,

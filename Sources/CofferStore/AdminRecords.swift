@@ -189,6 +189,17 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
     /// Purchases delivered whose data came from the other environment: on a Production server, App Review's
     /// and TestFlight's sandbox purchases. They are left out of every other figure and of ``days``.
     public var otherEnvironmentPurchases: Int
+    /// What Apple's price fields say customers paid for the purchases delivered in the window, per UTC day of
+    /// delivery, product and currency (purchases Apple's data gave no price for are left out).
+    public var revenue: [MoneyFigures] = []
+    /// What the refunds recorded in the window (and standing now) had paid, per UTC day of the refund, product
+    /// and currency.
+    public var refunded: [MoneyFigures] = []
+    /// Subscriptions whose paid or trial period has not ended and that are not refunded, once per subscription
+    /// (Apple's original transaction).
+    public var activeSubscriptions: Int = 0
+    /// Customers who have earned each subscription group's loyalty lifetime, by group.
+    public var loyaltyLifetimes: [GroupCount] = []
 
     /// Creates the figures.
     public init(
@@ -204,6 +215,50 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
         self.outstandingDeficit = outstandingDeficit
         self.days = days
         self.otherEnvironmentPurchases = otherEnvironmentPurchases
+    }
+}
+
+/// Money of one UTC day, product and currency.
+public struct MoneyFigures: Sendable, Hashable, Codable {
+    /// The day's start (00:00 UTC).
+    public var day: Date
+    /// The product.
+    public var productId: String
+    /// The currency (ISO 4217).
+    public var currency: String
+    /// Purchases counted.
+    public var count: Int
+    /// Their prices summed, in milliunits of the currency.
+    public var amount: Int64
+
+    /// Creates a day's money figures.
+    public init(day: Date, productId: String, currency: String, count: Int, amount: Int64) {
+        self.day = day
+        self.productId = productId
+        self.currency = currency
+        self.count = count
+        self.amount = amount
+    }
+
+    /// Money figures from an engine's grouped row, with the day as days since 1970.
+    public init(dayNumber: Int64, productId: String, currency: String, count: Int64, amount: Int64) {
+        self.init(
+            day: Date(timeIntervalSince1970: TimeInterval(dayNumber * DashboardFigures.secondsPerDay)),
+            productId: productId, currency: currency, count: Int(count), amount: amount)
+    }
+}
+
+/// How many of something one group has.
+public struct GroupCount: Sendable, Hashable, Codable {
+    /// The group.
+    public var group: String
+    /// How many.
+    public var count: Int
+
+    /// Creates a count.
+    public init(group: String, count: Int) {
+        self.group = group
+        self.count = count
     }
 }
 
@@ -225,6 +280,35 @@ public struct DayFigures: Sendable, Hashable, Codable {
 }
 
 extension DashboardFigures {
+    /// The name a loyalty lifetime's milestone starts with; the group follows.
+    public static let loyaltyMilestonePrefix = "loyalty:"
+
+    /// Purchases delivered in the window.
+    public var windowPurchases: Int { days.reduce(0) { $0 + $1.purchases } }
+
+    /// Refunds recorded in the window.
+    public var windowRefunds: Int { days.reduce(0) { $0 + $1.refunds } }
+
+    /// Refunds in the window for each purchase delivered in it (0 when nothing was delivered).
+    public var refundRate: Double {
+        windowPurchases == 0 ? 0 : Double(windowRefunds) / Double(windowPurchases)
+    }
+
+    /// Money figures summed by `key` (counts and amounts, saturating), ordered by currency then key.
+    public static func totals<Key: Hashable & Comparable>(
+        _ figures: [MoneyFigures], by key: (MoneyFigures) -> Key
+    ) -> [(key: Key, currency: String, count: Int, amount: Int64)] {
+        var sums: [KeyAndCurrency<Key>: (count: Int, amount: Int64)] = [:]
+        for figure in figures {
+            let slot = KeyAndCurrency(key: key(figure), currency: figure.currency)
+            let sum = sums[slot] ?? (0, 0)
+            let (amount, overflow) = sum.amount.addingReportingOverflow(figure.amount)
+            sums[slot] = (sum.count + figure.count, overflow ? .max : amount)
+        }
+        return sums.map { (key: $0.key.key, currency: $0.key.currency, count: $0.value.count, amount: $0.value.amount) }
+            .sorted { ($0.currency, $0.key) < ($1.currency, $1.key) }
+    }
+
     /// Seconds in a day.
     public static let secondsPerDay: Int64 = 86_400
 
@@ -249,6 +333,11 @@ extension DashboardFigures {
                 purchases: purchases[day] ?? 0, refunds: refunds[day] ?? 0)
         }
     }
+}
+
+private struct KeyAndCurrency<Key: Hashable>: Hashable {
+    var key: Key
+    var currency: String
 }
 
 /// How the engines keep an admin's recovery code hashes in one text column.

@@ -455,7 +455,7 @@ public actor InMemoryStore: CofferStore {
         let ownIds = Set(own.map(\.id))
         let deficits = state.wallets.filter { ownIds.contains($0.key) && $0.value.deficit > 0 }
         let grants = grantList.filter { $0.environment == environment }
-        return DashboardFigures(
+        var figures = DashboardFigures(
             users: own.count,
             pendingGrants: grants.count { $0.status == .pending },
             claimedGrants: grants.count { $0.status == .claimed },
@@ -465,6 +465,51 @@ public actor InMemoryStore: CofferStore {
             outstandingDeficit: deficits.values.reduce(0) { $0 + $1.deficit },
             days: DashboardFigures.fill(days: days, from: start, purchases: purchasesByDay, refunds: refundsByDay),
             otherEnvironmentPurchases: all.count { $0.deliveredAt != nil } - receipts.count { $0.deliveredAt != nil })
+        var revenue: [MoneyKey: (count: Int64, amount: Int64)] = [:]
+        for receipt in receipts {
+            guard let price = receipt.transaction.price, let currency = receipt.transaction.currency else { continue }
+            func count(refund: Bool, on date: Date?) {
+                guard let date, let key = day(date) else { return }
+                let slot = MoneyKey(
+                    refund: refund, day: key, productId: receipt.transaction.productId, currency: currency)
+                revenue[slot, default: (0, 0)].count += 1
+                revenue[slot, default: (0, 0)].amount += price
+            }
+            count(refund: false, on: receipt.deliveredAt)
+            count(refund: true, on: receipt.isRevoked ? receipt.revokedAt : nil)
+        }
+        for (slot, sum) in revenue.sorted(by: {
+            ($0.key.day, $0.key.productId, $0.key.currency) < ($1.key.day, $1.key.productId, $1.key.currency)
+        }) {
+            let item = MoneyFigures(
+                dayNumber: slot.day, productId: slot.productId, currency: slot.currency, count: sum.count,
+                amount: sum.amount)
+            if slot.refund { figures.refunded.append(item) } else { figures.revenue.append(item) }
+        }
+        figures.activeSubscriptions =
+            Set(
+                receipts.filter {
+                    $0.deliveredAt != nil && !$0.isRevoked && ($0.transaction.expiresDate.map { $0 > now } ?? false)
+                }.map(\.transaction.originalTransactionId)
+            ).count
+        let prefix = DashboardFigures.loyaltyMilestonePrefix
+        var loyalty: [String: Int] = [:]
+        for milestone in milestones {
+            let parts = milestone.split(separator: "/", maxSplits: 1)
+            guard parts.count == 2, parts[1].hasPrefix(prefix), let owner = UUID(uuidString: String(parts[0])),
+                state.users[owner]?.environment == environment
+            else { continue }
+            loyalty[String(parts[1].dropFirst(prefix.count)), default: 0] += 1
+        }
+        figures.loyaltyLifetimes = loyalty.sorted { $0.key < $1.key }.map { GroupCount(group: $0.key, count: $0.value) }
+        return figures
+    }
+
+    private struct MoneyKey: Hashable {
+        var refund: Bool
+        var day: Int64
+        var productId: String
+        var currency: String
     }
 
     /// Deletes every grant of an environment.

@@ -279,6 +279,15 @@ enum PostgresMigrations {
             ALTER TABLE admin_sessions ADD COLUMN two_factor_pending BOOLEAN NOT NULL DEFAULT false
             """
         ),
+        (
+            "v14 what the customer paid and why Apple refunded",
+            """
+            ALTER TABLE receipts ADD COLUMN price BIGINT;
+            ALTER TABLE receipts ADD COLUMN currency TEXT;
+            ALTER TABLE receipts ADD COLUMN storefront TEXT;
+            ALTER TABLE receipts ADD COLUMN revocation_reason BIGINT
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -101,10 +101,12 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
         ), receipt AS (
             INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                 purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
-                delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment)
+                delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment, price,
+                currency, storefront, revocation_reason)
             SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int8[],
                 $24::int8[], $25::int8[], $26::int8[], $27::bool[], $28::bool[], $29::bool[], $30::int8[],
-                $31::int8[], $32::int8[], $33::int8[], $34::int8[], $35::int8[], $36::text[])
+                $31::int8[], $32::int8[], $33::int8[], $34::int8[], $35::int8[], $36::text[], $37::int8[],
+                $38::text[], $39::text[], $40::int8[])
             ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
                 purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                 delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
@@ -112,7 +114,9 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
                 excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
                 excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
                 excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
-                data_environment = COALESCE(excluded.data_environment, receipts.data_environment)
+                data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
+                price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
+                revocation_reason = excluded.revocation_reason
             WHERE receipts.owner = excluded.owner
             RETURNING 1
         )
@@ -123,7 +127,7 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
 
     /// How many receipts the batch writes.
     let receipts: Int
-    private var bindings = PostgresBindings(capacity: 36)
+    private var bindings = PostgresBindings(capacity: 40)
 
     init(_ batch: LedgerWriter.BatchWrite) throws {
         let wallets = batch.wallets
@@ -169,6 +173,10 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
         bindings.append(receipts.map(\.receipt.addedToDeficit))
         try Self.append(receipts.map { $0.receipt.reversedAt.map(Millis.from) }, to: &bindings)
         try Self.append(facts.map(\.environment?.rawValue), to: &bindings)
+        try Self.append(facts.map(\.price), to: &bindings)
+        try Self.append(facts.map(\.currency), to: &bindings)
+        try Self.append(facts.map(\.storefront), to: &bindings)
+        try Self.append(facts.map { $0.revocationReason.map(Int64.init) }, to: &bindings)
     }
 
     /// A column whose values may be missing.

@@ -69,12 +69,56 @@ extension PostgresStore {
             for try await (kind, day, n) in rows.decode((String, Int64, Int64).self) {
                 if kind == "p" { purchases[day] = Int(n) } else { refunds[day] = Int(n) }
             }
-            return DashboardFigures(
+            var figures = DashboardFigures(
                 users: Int(totals[0]), pendingGrants: Int(totals[1]), claimedGrants: Int(totals[2]),
                 purchases: Int(totals[3]), refunds: Int(totals[4]), usersInDeficit: Int(totals[5]),
                 outstandingDeficit: totals[6],
                 days: DashboardFigures.fill(days: days, from: start, purchases: purchases, refunds: refunds),
                 otherEnvironmentPurchases: Int(totals[7]))
+            let money = try await connection.query(
+                """
+                SELECT 'p' AS kind, delivered_at / 86400000 AS day, product_id, currency, count(*) AS n,
+                    SUM(price)::BIGINT AS amount FROM receipts
+                WHERE environment = \(env) AND delivered_at >= \(since)
+                    AND (data_environment IS NULL OR data_environment = environment)
+                    AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                UNION ALL
+                SELECT 'r' AS kind, revoked_at / 86400000 AS day, product_id, currency, count(*) AS n,
+                    SUM(price)::BIGINT AS amount FROM receipts
+                WHERE environment = \(env) AND revoked_at >= \(since)
+                    AND (data_environment IS NULL OR data_environment = environment)
+                    AND (reversed_at IS NULL OR revoked_at > reversed_at)
+                    AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                ORDER BY day, product_id, currency
+                """, logger: self.logger)
+            for try await (kind, day, product, currency, n, amount) in money.decode(
+                (String, Int64, String, String, Int64, Int64).self)
+            {
+                let item = MoneyFigures(
+                    dayNumber: day, productId: product, currency: currency, count: n, amount: amount)
+                if kind == "p" { figures.revenue.append(item) } else { figures.refunded.append(item) }
+            }
+            let nowMillis = Millis.from(now)
+            figures.activeSubscriptions = Int(
+                try await Self.count(
+                    connection,
+                    """
+                    SELECT count(DISTINCT original_transaction_id) FROM receipts
+                    WHERE environment = \(env) AND expires_date > \(nowMillis) AND delivered_at IS NOT NULL
+                        AND (data_environment IS NULL OR data_environment = environment)
+                        AND (revoked_at IS NULL OR revoked_at <= reversed_at)
+                    """, logger: self.logger))
+            let prefix = DashboardFigures.loyaltyMilestonePrefix
+            let loyalty = try await connection.query(
+                """
+                SELECT substr(m.name, \(Int32(prefix.count + 1))) AS grp, count(*) AS n
+                FROM milestones m JOIN users u ON u.id = m.owner
+                WHERE u.environment = \(env) AND starts_with(m.name, \(prefix)) GROUP BY m.name ORDER BY m.name
+                """, logger: self.logger)
+            for try await (group, n) in loyalty.decode((String, Int64).self) {
+                figures.loyaltyLifetimes.append(GroupCount(group: group, count: Int(n)))
+            }
+            return figures
         }
     }
 

@@ -81,7 +81,12 @@ enum Rows {
             revocationDate: try date(row, prefix + "revocation_date"),
             isFamilyShared: try value(row, prefix + "family_shared"), isTrial: try value(row, prefix + "trial"),
             isUpgraded: try value(row, prefix + "upgraded"),
-            environment: try dataEnvironment(row, prefix + "data_environment"))
+            environment: try dataEnvironment(row, prefix + "data_environment"),
+            price: try value(row, prefix + "price"), currency: try value(row, prefix + "currency"),
+            storefront: try value(row, prefix + "storefront"),
+            revocationReason: try value(row, prefix + "revocation_reason", as: Int64?.self).map {
+                Int(clamping: $0)
+            })
         var receipt = Receipt(owner: try uuid(row, prefix + "owner"), transaction: fact)
         receipt.deliveredCredits = try value(row, prefix + "delivered_credits")
         receipt.deliveredAt = try date(row, prefix + "delivered_at")

@@ -226,6 +226,9 @@ extension SQLiteStore {
                     ALTER TABLE admin_sessions ADD COLUMN two_factor_pending INTEGER NOT NULL DEFAULT 0;
                     """)
         }
+        migrator.registerMigration("v14 what the customer paid and why Apple refunded") { db in
+            try db.execute(sql: LedgerTables.v3)
+        }
         return migrator
     }
 }

@@ -48,7 +48,7 @@ extension SQLiteStore {
                         AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)
                     """,
                 arguments: [env])
-            return DashboardFigures(
+            var figures = DashboardFigures(
                 users: try count("SELECT COUNT(*) FROM users u WHERE u.environment = ? \(Self.ownAccounts)"),
                 pendingGrants: try count(
                     "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NULL AND cancelled_at IS NULL"),
@@ -70,15 +70,63 @@ extension SQLiteStore {
                 otherEnvironmentPurchases: try count(
                     "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"
                         + " AND data_environment <> environment"))
+            let now = Millis.from(now)
+            for row in try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT 'p' AS kind, delivered_at / 86400000 AS day, product_id, currency, COUNT(*) AS n,
+                        SUM(price) AS amount FROM receipts
+                    WHERE environment = ? AND delivered_at >= ? \(Self.ownEnvironment)
+                        AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                    UNION ALL
+                    SELECT 'r' AS kind, revoked_at / 86400000 AS day, product_id, currency, COUNT(*) AS n,
+                        SUM(price) AS amount FROM receipts
+                    WHERE environment = ? AND revoked_at >= ? \(Self.ownEnvironment)
+                        AND (reversed_at IS NULL OR revoked_at > reversed_at)
+                        AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                    ORDER BY day, product_id, currency
+                    """,
+                arguments: [env, Millis.from(start), env, Millis.from(start)])
+            {
+                let money = MoneyFigures(
+                    dayNumber: row["day"], productId: row["product_id"], currency: row["currency"], count: row["n"],
+                    amount: row["amount"])
+                if (row["kind"] as String) == "p" {
+                    figures.revenue.append(money)
+                } else {
+                    figures.refunded.append(money)
+                }
+            }
+            figures.activeSubscriptions =
+                try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COUNT(DISTINCT original_transaction_id) FROM receipts
+                        WHERE environment = ? AND expires_date > ? AND delivered_at IS NOT NULL \(Self.ownEnvironment)
+                            AND (revoked_at IS NULL OR revoked_at <= reversed_at)
+                        """, arguments: [env, now]) ?? 0
+            figures.loyaltyLifetimes = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT substr(m.name, ?) AS grp, COUNT(*) AS n FROM milestones m JOIN users u ON u.id = m.owner
+                    WHERE u.environment = ? AND substr(m.name, 1, ?) = ? GROUP BY m.name ORDER BY m.name
+                    """,
+                arguments: [
+                    DashboardFigures.loyaltyMilestonePrefix.count + 1, env,
+                    DashboardFigures.loyaltyMilestonePrefix.count,
+                    DashboardFigures.loyaltyMilestonePrefix,
+                ]
+            ).map { GroupCount(group: $0["grp"], count: $0["n"]) }
+            return figures
         }
     }
 
-    /// The dashboard's filter for receipts whose data came from the server's own environment (not App Review's
-    /// sandbox purchases on a Production server).
     /// The dashboard's filter for users who are not App Review's or TestFlight's sandbox accounts (`users u`).
     static let ownAccounts =
         "AND (u.app_transaction_environment IS NULL OR u.app_transaction_environment = u.environment)"
 
+    /// The dashboard's filter for receipts whose data came from the server's own environment (not App Review's
+    /// sandbox purchases on a Production server).
     static let ownEnvironment = "AND (data_environment IS NULL OR data_environment = environment)"
 
     /// Deletes every grant of an environment.

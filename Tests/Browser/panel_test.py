@@ -226,10 +226,16 @@ def main():
             check(driver.find_element(By.ID, "refunds-count").text == "1", "the dashboard counts 1 refund")
             check(len(driver.find_elements(By.CSS_SELECTOR, "#chart rect")) >= 2,
                   "the chart draws today's purchases and refunds")
+            money = driver.find_element(By.ID, "money-currencies").text
+            check("2.97 USD" in money and "0.99 USD" in money and "1.98 USD" in money,
+                  "the dashboard's money: 2.97 USD paid, 0.99 USD refunded, 1.98 USD net (Apple's prices)")
+            check("400,000 credits (com.example.credits.400k)" in driver.find_element(By.ID, "money-products").text,
+                  "the dashboard's money per product")
+            check(driver.find_element(By.ID, "refund-rate").text == "33.3%", "the refund rate: 1 of 3")
             apple = driver.find_element(By.ID, "apple-health").text
             check("Last notification: REFUND" in apple and "REFUND 1" in apple,
                   "the dashboard shows Apple's last notification and the week's by type")
-            driver.set_window_size(1280, 1250)
+            driver.set_window_size(1280, 2000)
             shot("dashboard")
             driver.set_window_size(1280, 900)
 
@@ -249,6 +255,11 @@ def main():
                   "the timeline shows purchases, the refund and the backup")
             check("Purchase of 400,000 credits (com.example.credits.400k)" in timeline,
                   "purchases show the catalog's name for the product")
+            purchases = driver.find_element(By.ID, "purchases").text
+            check(purchases.count("0.99 USD") == 3 and "USA" in purchases,
+                  "each purchase shows its price, currency and storefront")
+            check("refunded" in purchases and "Apple refunded for another reason" in purchases,
+                  "the refund shows Apple's reason")
             check("The server keeps this customer's balance" in driver.find_element(By.ID, "wallet-story").text,
                   "the page says in words which balance is the customer's and what the backup is")
 
@@ -267,7 +278,7 @@ def main():
             check("Grant created" in driver.find_element(By.ID, "notice").text, "the grant is created")
             check("granted 400,000 credits: Ticket #42" in driver.find_element(By.ID, "timeline").text,
                   "the timeline shows the grant with its reason")
-            driver.set_window_size(1280, 1300)
+            driver.set_window_size(1280, 1900)
             shot("user")
             driver.set_window_size(1280, 900)
             click(By.LINK_TEXT, "Grants")

@@ -58,6 +58,53 @@ struct LedgerTests {
         #expect(book.audit.isEmpty)
     }
 
+    @Test("Apple's price, currency, storefront and refund reason are kept, and never erased by data without them")
+    func payment() throws {
+        var book = Book()
+        var paid = t1
+        paid.price = 990
+        paid.currency = "USD"
+        paid.storefront = "USA"
+        // A pending receipt (a reversal arrived first) learns the payment when the purchase arrives.
+        try book.apply(.reversal(t1, at: Fixture.start))
+        try book.buy(paid)
+        #expect(book.receipts["t1"]?.transaction.price == 990)
+        var refund = t1
+        refund.revocationDate = Fixture.start.addingTimeInterval(60)
+        refund.revocationReason = 1
+        try book.apply(.revocation(refund))
+        let refunded = try #require(book.receipts["t1"])
+        #expect(refunded.transaction.price == 990 && refunded.transaction.currency == "USD")
+        #expect(refunded.transaction.storefront == "USA" && refunded.transaction.revocationReason == 1)
+        // A later refund without a reason keeps Apple's reason; a reversal keeps the payment.
+        refund.revocationDate = Fixture.start.addingTimeInterval(120)
+        refund.revocationReason = nil
+        try book.apply(.revocation(refund))
+        #expect(book.receipts["t1"]?.transaction.revocationReason == 1)
+        try book.apply(.reversal(t1, at: Fixture.start.addingTimeInterval(180)))
+        #expect(book.receipts["t1"]?.transaction.price == 990)
+        #expect(book.receipts["t1"]?.status == .restored)
+    }
+
+    @Test("payment fields outside their ranges are not kept")
+    func paymentRanges() {
+        func fact(price: Int64?, currency: String?, storefront: String? = "USA", reason: Int? = 0) -> TransactionFact {
+            TransactionFact(
+                transactionId: "t", productId: "p", purchaseDate: Fixture.start, price: price, currency: currency,
+                storefront: storefront, revocationReason: reason)
+        }
+        #expect(fact(price: -1, currency: "USD").price == nil)
+        #expect(fact(price: .max, currency: "USD").price == nil)
+        #expect(fact(price: Payment.prices.upperBound, currency: "USD").price == Payment.prices.upperBound)
+        #expect(fact(price: 0, currency: "usd").currency == nil)
+        #expect(fact(price: 0, currency: "USDX").currency == nil)
+        #expect(fact(price: 0, currency: "ÜSD").currency == nil)
+        #expect(fact(price: 0, currency: "EUR", storefront: "F<a").storefront == nil)
+        #expect(fact(price: 0, currency: "EUR", reason: -1).revocationReason == nil)
+        #expect(fact(price: 0, currency: "EUR", reason: 1).revocationReason == 1)
+        #expect(Payment.revocationReasonText(1) == "Apple refunded because of an issue in the app")
+    }
+
     @Test("a revocation takes back exactly what the purchase delivered, once")
     func revokesExactly() throws {
         var book = Book()

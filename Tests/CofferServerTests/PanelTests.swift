@@ -302,9 +302,44 @@ struct PanelTests {
             #expect(dashboard.contains(#"id="purchases-count">1<"#))
             #expect(dashboard.contains("Left out of these figures: 1 purchases made with Sandbox data"))
             let page = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
-            #expect(page.components(separatedBy: #"<span class="tag environment""#).count == 2)
+            // One badge in the purchases, one in the timeline: the sandbox purchase only.
+            #expect(page.components(separatedBy: #"<span class="tag environment""#).count == 3)
             #expect(page.contains("transaction 2000000111, Sandbox data: App Review or TestFlight"))
             #expect(page.contains("(transaction 1000000222)"))
+        }
+    }
+
+    @Test(
+        "the customer page shows prices and Apple's refund reason; the dashboard shows the money",
+        arguments: ServerEngine.allCases)
+    func money(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let supportId = try #require(SupportID(user.supportId))
+            let owner = try #require(try await store.user(supportId: supportId, environment: .sandbox)).id
+            for (id, price, currency) in [("2000000001", 4_990, "EUR"), ("2000000002", 120_000, "JPY")] {
+                let fact = TransactionFact(
+                    transactionId: id, productId: "com.example.credits.400k", purchaseDate: AdminAPITests.now,
+                    price: Int64(price), currency: currency, storefront: "FRA")
+                _ = try await store.apply(
+                    LedgerRequest(
+                        owner: owner, environment: .sandbox, event: .purchase(fact, credits: 400),
+                        at: AdminAPITests.now))
+            }
+            let refund = TransactionFact(
+                transactionId: "2000000001", productId: "com.example.credits.400k", purchaseDate: AdminAPITests.now,
+                revocationDate: AdminAPITests.now, revocationReason: 1)
+            _ = try await store.apply(
+                LedgerRequest(owner: owner, environment: .sandbox, event: .revocation(refund), at: AdminAPITests.now))
+            let page = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(page.contains("4.99 EUR"))
+            #expect(page.contains("120 JPY"))
+            #expect(page.contains("Apple refunded because of an issue in the app"))
+            #expect(page.contains(#"<span class="tag refunded">refunded</span>"#))
+            let dashboard = String(buffer: try await browser.get(client, "/admin").body)
+            #expect(dashboard.contains("<td>EUR</td><td class=\"num\">1</td><td class=\"num\">4.99 EUR</td>"))
+            #expect(dashboard.contains("<td class=\"num\">0.00 EUR</td>"))  // net: refunded in full
+            #expect(dashboard.contains(#"id="refund-rate">50.0%"#))
         }
     }
 

@@ -21,6 +21,19 @@ struct PanelTextTests {
         #expect(PanelText.count(12_345) == "12,345")
     }
 
+    @Test("money: Apple's milliunits in the currency's units, grouped, a thousandth only where there is one")
+    func money() {
+        #expect(PanelText.money(4_990, currency: "USD") == "4.99 USD")
+        #expect(PanelText.money(1_200_000, currency: "EUR") == "1,200.00 EUR")
+        #expect(PanelText.money(0, currency: "USD") == "0.00 USD")
+        #expect(PanelText.money(995, currency: "USD") == "0.995 USD")
+        #expect(PanelText.money(120_000, currency: "JPY") == "120 JPY")
+        #expect(PanelText.money(1_234_567_890, currency: "KRW") == "1,234,567.89 KRW")
+        #expect(PanelText.money(-500, currency: "USD") == "-0.50 USD")
+        #expect(PanelText.money(-4_990, currency: "USD") == "-4.99 USD")
+        #expect(PanelText.money(.min, currency: "USD") == "-9,223,372,036,854,775.808 USD")
+    }
+
     @Test("typed amounts: plain or grouped in threes, nothing else, never past Int64")
     func reading() {
         for (text, value) in [

@@ -200,6 +200,81 @@ struct AdminStoreContractTests {
         #expect(production.days.map(\.purchases).reduce(0, +) == 1)
     }
 
+    @Test(
+        "dashboard money: revenue and refunds per day, product and currency, active subscriptions, loyalty lifetimes",
+        arguments: StoreEngine.allCases)
+    func dashboardMoney(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let bob = Make.user("_bbbbbbbbbbb2")
+        let carol = Make.user("_ccccccccccc3", in: .production)
+        for user in [alice, bob, carol] { try await store.createUser(user) }
+        let day = TimeInterval(86_400)
+        func buy(
+            _ id: String, _ user: User, price: Int64?, currency: String = "EUR", product: String = "credits",
+            on dayNumber: Double = 0, expires: Date? = nil, data: Environment? = nil
+        ) async throws {
+            var fact = Make.fact(id)
+            fact.productId = product
+            fact.price = price
+            fact.currency = currency
+            fact.expiresDate = expires
+            fact.environment = data
+            _ = try await store.apply(
+                LedgerRequest(
+                    owner: user.id, environment: user.environment, event: .purchase(fact, credits: 400),
+                    at: Make.start.addingTimeInterval(dayNumber * day + 5)))
+        }
+        try await buy("t1", alice, price: 4_990)
+        try await buy("t2", alice, price: 4_990, on: 2)
+        try await buy(
+            "t3", bob, price: 990, currency: "USD", product: "pro", expires: Make.start.addingTimeInterval(40 * day))
+        try await buy(
+            "t4", bob, price: 990, currency: "USD", product: "pro", expires: Make.start.addingTimeInterval(day))
+        try await buy("t5", bob, price: nil)
+        try await buy("t6", bob, price: 120_000, currency: "JPY", data: .production)
+        try await buy(
+            "p1", carol, price: 990, currency: "USD", product: "pro", expires: Make.start.addingTimeInterval(40 * day))
+        var refund = Make.fact("t2", revoked: true)
+        refund.productId = "credits"
+        refund.revocationDate = Make.start.addingTimeInterval(3 * day + 1)
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .revocation(refund),
+                at: Make.start.addingTimeInterval(3 * day + 2)))
+        #expect(try await store.recordMilestone(owner: alice.id, name: "loyalty:pro", at: Make.start))
+        #expect(try await store.recordMilestone(owner: bob.id, name: "loyalty:pro", at: Make.start))
+        #expect(try await store.recordMilestone(owner: bob.id, name: "loyalty:plus", at: Make.start))
+        #expect(try await store.recordMilestone(owner: bob.id, name: "welcome", at: Make.start))
+        #expect(try await store.recordMilestone(owner: carol.id, name: "loyalty:pro", at: Make.start))
+
+        let now = Make.start.addingTimeInterval(3 * day + 100)
+        let figures = try await store.dashboard(environment: .sandbox, days: 30, now: now)
+        let first = Make.start
+        let third = Make.start.addingTimeInterval(2 * day)
+        #expect(
+            figures.revenue == [
+                MoneyFigures(day: first, productId: "credits", currency: "EUR", count: 1, amount: 4_990),
+                MoneyFigures(day: first, productId: "pro", currency: "USD", count: 2, amount: 1_980),
+                MoneyFigures(day: third, productId: "credits", currency: "EUR", count: 1, amount: 4_990),
+            ])
+        #expect(
+            figures.refunded == [
+                MoneyFigures(
+                    day: Make.start.addingTimeInterval(3 * day), productId: "credits", currency: "EUR", count: 1,
+                    amount: 4_990)
+            ])
+        #expect(figures.activeSubscriptions == 1)
+        #expect(figures.loyaltyLifetimes == [GroupCount(group: "plus", count: 1), GroupCount(group: "pro", count: 2)])
+        #expect(figures.windowPurchases == 5 && figures.windowRefunds == 1 && figures.refundRate == 0.2)
+        let totals = DashboardFigures.totals(figures.revenue) { $0.productId }
+        #expect(totals.map(\.currency) == ["EUR", "USD"] && totals.map(\.amount) == [9_980, 1_980])
+
+        let production = try await store.dashboard(environment: .production, days: 30, now: now)
+        #expect(production.revenue.map(\.amount) == [990] && production.activeSubscriptions == 1)
+        #expect(production.loyaltyLifetimes == [GroupCount(group: "pro", count: 1)])
+    }
+
     @Test("deleting grants removes one environment's grants and keeps the ledger", arguments: StoreEngine.allCases)
     func deleteGrants(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()

@@ -351,6 +351,44 @@ struct StoreContractTests {
         #expect(try await store.dashboard(environment: .production, days: 30, now: Make.start).users == 2)
     }
 
+    @Test(
+        "what the customer paid and Apple's refund reason survive storage, one by one and in a batch",
+        arguments: StoreEngine.allCases)
+    func payments(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        func paid(_ id: String) -> LedgerRequest {
+            var fact = Make.fact(id)
+            fact.price = 4_990
+            fact.currency = "EUR"
+            fact.storefront = "FRA"
+            return LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .purchase(fact, credits: 400), at: Make.start)
+        }
+        let batch = try await store.apply([paid("t1"), paid("t2")])
+        #expect(try batch.map { try $0.get().outcome } == [.applied, .applied])
+        _ = try await store.apply(paid("t3"))
+        for id in ["t1", "t2", "t3"] {
+            let fact = try #require(try await store.receipt(transactionId: id, environment: .sandbox)).transaction
+            #expect(fact.price == 4_990 && fact.currency == "EUR" && fact.storefront == "FRA")
+            #expect(fact.revocationReason == nil)
+        }
+        // A refund whose data has no price (a notification without it) keeps the price and adds Apple's reason.
+        var refund = Make.fact("t2", revoked: true)
+        refund.revocationReason = 1
+        _ = try await store.apply(
+            LedgerRequest(owner: alice.id, environment: .sandbox, event: .revocation(refund), at: Make.start))
+        let refunded = try #require(try await store.receipt(transactionId: "t2", environment: .sandbox))
+        #expect(refunded.status == .revoked)
+        #expect(refunded.transaction.price == 4_990 && refunded.transaction.currency == "EUR")
+        #expect(refunded.transaction.revocationReason == 1)
+        #expect(
+            try await store.receipts(owner: alice.id, environment: .sandbox).map(\.transaction.price) == [
+                4_990, 4_990, 4_990,
+            ])
+    }
+
     @Test("refunds, deficits and reversals survive storage", arguments: StoreEngine.allCases)
     func refunds(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()
