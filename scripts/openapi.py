@@ -48,6 +48,11 @@ schemas = {
                              "environment": S("The APNs the token belongs to; default production",
                                               enum=["sandbox", "production"])},
                             required=["token"]),
+    "VerifyReportRequest": obj({"items": {"type": "array", "maxItems": 500, "items": obj({
+        "transactionId": S("1 to 64 printable ASCII characters"), "productId": S("1 to 200 printable ASCII characters"),
+        "finished": {"type": "boolean"}, "verified": {"type": "boolean"},
+        "verdict": S(enum=["deliverNow", "alreadyRecorded", "finishOnly", "couldNotBeVerified"])})}}),
+    "VerifyReportResponse": obj({"items": I("The items kept")}),
     "MilestoneRequest": obj({"name": S("The milestone, e.g. loyalty:pro (1 to 64 of a-z, 0-9, '.', '_', '-', ':')")}),
     "MilestoneResponse": obj({"name": S(), "first": {"type": "boolean",
                                                      "description": "Whether this is the first time for the customer"}}),
@@ -88,7 +93,19 @@ schemas = {
     "BackupView": obj({"value": I(), "lastUpdated": DATE, "version": I(), "writer": S(enum=["device", "admin"]),
                        "writerName": S()}),
     "UserSummary": obj({"supportId": S(), "createdAt": DATE, "balance": I(), "deficit": I(),
-                        "backup": ref("BackupView")}, required=["supportId", "createdAt", "balance", "deficit"]),
+                        "backup": ref("BackupView"),
+                        "deletedAt": {**DATE, "description": "When support deleted the customer at their request"}},
+                       required=["supportId", "createdAt", "balance", "deficit"]),
+    "DeletionView": obj({"supportId": S(), "closedBalance": I("The balance the closing ledger entry took to zero"),
+                         "closedDeficit": I("The deficit it took to zero"),
+                         "users": I("User records anonymised: the customer and the installs merged into them"),
+                         "cancelledGrants": I("Pending grants cancelled")}),
+    "ReconciliationItem": obj({"transaction": obj({"transactionId": S(), "productId": S(),
+                                                   "isFinished": {"type": "boolean"},
+                                                   "isVerified": {"type": "boolean"}}),
+                               "verdict": S(enum=["deliverNow", "alreadyRecorded", "finishOnly",
+                                                  "couldNotBeVerified"])}),
+    "VerifyReportView": obj({"reportedAt": DATE, "items": {"type": "array", "items": ref("ReconciliationItem")}}),
     "UserSearchResult": obj({"users": {"type": "array", "items": ref("UserSummary")},
                              "matchedBy": S(enum=["all", "support-id", "transaction-id", "order-id", "nothing"]),
                              "page": I(), "hasMore": {"type": "boolean"}}),
@@ -133,7 +150,8 @@ schemas = {
                        "mergedInto": S("The Support ID this anonymous customer was merged into"),
                        "subscriptions": {"type": "array", "items": ref("SubscriptionView")},
                        "purchases": {"type": "array", "items": ref("PurchaseView"),
-                                     "description": "Newest first"}},
+                                     "description": "Newest first"},
+                       "verifyReport": ref("VerifyReportView")},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
     "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500)}),
     "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500)}),
@@ -255,6 +273,12 @@ paths = {
         "operationId": "recordMilestone", "requestBody": json_body("MilestoneRequest"),
         "responses": {"200": answer("Recorded", "MilestoneResponse"), "400": ERR("Not a milestone name"),
                       "401": ERR("No valid token")}}},
+    "/v1/me/verify-report": {"put": {
+        "summary": "The app's last Verify Purchases results, for support's customer page (replaces the one before)",
+        "operationId": "saveVerifyReport", "requestBody": json_body("VerifyReportRequest"),
+        "responses": {"200": answer("Kept", "VerifyReportResponse"),
+                      "400": ERR("More than 500 items, a bad id or product, or an unknown verdict"),
+                      "401": ERR("No valid token")}}},
     "/v1/me": {"get": {"summary": "The user's balance, deficit, entitlements and backup", "operationId": "me",
                        "responses": {"200": answer("The user", "MeResponse"), "401": ERR("No valid token")}}},
     "/v1/transactions": {"post": {
@@ -344,6 +368,13 @@ paths = {
         "Set the balance: a ledger adjustment (server wallet) or an admin backup (device wallet)",
         "adminSetBalance", "200", "BalanceChange", parameters=[SID], body="BalanceRequest",
         errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here")})},
+    "/v1/admin/users/{supportId}/delete": {"post": admin(
+        "Delete a customer at their request (App Store guideline 5.1.1(v)), once: a ledger entry closes the "
+        "wallet; tokens, push tokens, backups, the Apple account link and support's written reasons go; pending "
+        "grants are cancelled; receipts and the ledger's amounts stay, anonymised; audited customer.delete",
+        "adminDeleteUser", "200", "DeletionView", parameters=[SID],
+        errors={"400": ERR("Not a Support ID, merged into another customer, or deleted already"),
+                "404": ERR("No such user here")})},
     "/v1/admin/users/merge": {"post": admin(
         "Merge an anonymous user into an Apple account's customer, once: balance and deficit (server wallet; "
         "in the device wallet the balance the anonymous install last backed up, delivered to the account's "

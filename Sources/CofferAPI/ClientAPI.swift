@@ -52,6 +52,48 @@ public struct MilestoneResponse: Codable, Sendable, Equatable {
     }
 }
 
+/// The body of `PUT /v1/me/verify-report`: what the app's "Verify Purchases" found, for support's customer page.
+/// It replaces the install's report before.
+public struct VerifyReportRequest: Codable, Sendable, Equatable {
+    /// One item per transaction, at most 500.
+    public var items: [VerifyReportItem]
+
+    /// Creates the body.
+    public init(items: [VerifyReportItem]) { self.items = items }
+}
+
+/// One transaction of a Verify Purchases report.
+public struct VerifyReportItem: Codable, Sendable, Equatable {
+    /// Apple's transaction id: 1 to 64 printable ASCII characters.
+    public var transactionId: String
+    /// The product: 1 to 200 printable ASCII characters.
+    public var productId: String
+    /// Whether the app had finished the transaction.
+    public var finished: Bool
+    /// Whether StoreKit verified its signature.
+    public var verified: Bool
+    /// The verdict: `deliverNow`, `alreadyRecorded`, `finishOnly` or `couldNotBeVerified`.
+    public var verdict: String
+
+    /// Creates an item.
+    public init(transactionId: String, productId: String, finished: Bool, verified: Bool, verdict: String) {
+        self.transactionId = transactionId
+        self.productId = productId
+        self.finished = finished
+        self.verified = verified
+        self.verdict = verdict
+    }
+}
+
+/// `PUT /v1/me/verify-report` answers with this.
+public struct VerifyReportResponse: Codable, Sendable, Equatable {
+    /// The items kept.
+    public var items: Int
+
+    /// Creates the answer.
+    public init(items: Int) { self.items = items }
+}
+
 /// `POST /v1/users` answers with this: 201 for a new user, 200 for another device of an Apple account Coffer
 /// knows (the same Support ID and appAccountToken, a token of the device's own). The token is shown once; the
 /// server keeps only its hash.

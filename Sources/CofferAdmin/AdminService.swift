@@ -33,6 +33,8 @@ public struct AdminService: Sendable {
         case backup(version: Int64)
         /// Support merged this (anonymous) user into another: its token names that user now.
         case merged
+        /// Support deleted the customer at their request: their tokens sign in no more.
+        case deleted
     }
 
     /// Receives ``Change``s with the id of the user they are about.
@@ -217,7 +219,10 @@ public struct AdminService: Sendable {
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
             mergedInto: mergedInto, subscriptions: subscriptions,
-            purchases: receipts.reversed().map { PurchaseView($0, catalog: catalog) })
+            purchases: receipts.reversed().map { PurchaseView($0, catalog: catalog) },
+            verifyReport: try await store.verifyReport(owner: user.id, environment: environment).map {
+                VerifyReportView(reportedAt: $0.reportedAt, items: $0.items)
+            })
     }
 
     /// Grants of an environment, newest first.
@@ -386,6 +391,9 @@ public struct AdminService: Sendable {
             throw AdminError.invalid("\(account.supportId) is not an Apple account's customer")
         }
         guard merged.mergedInto == nil else { throw AdminError.invalid("\(merged.supportId) was merged already") }
+        guard merged.deletedAt == nil, account.deletedAt == nil else {
+            throw AdminError.invalid("a customer deleted at their request cannot be merged")
+        }
         let result: UserMergeResult
         do {
             result = try await store.mergeUser(
@@ -410,6 +418,36 @@ public struct AdminService: Sendable {
         try await audit(
             environment, actor: actor, action: "user.merge", subject: merged.supportId.rawValue, after: answer)
         return answer
+    }
+
+    /// Deletes a customer at their request (App Store guideline 5.1.1(v)), once: the wallet is closed by a
+    /// ledger entry, the tokens, push tokens, backups, the Apple account link and every free-text reason are
+    /// removed, pending grants are cancelled; the receipts and the ledger's amounts stay, anonymised, so no
+    /// transaction is ever credited twice and the totals add up. The app's token stops working at once on this
+    /// instance (within the token cache's minute on others).
+    /// Audited `customer.delete`.
+    ///
+    /// - Throws: ``AdminError/notFound(_:)`` for an unknown Support ID; ``AdminError/invalid(_:)`` for one
+    ///   merged into another customer (delete that one) or deleted already.
+    public func deleteUser(environment: Environment, supportId: String, actor: String) async throws -> DeletionView {
+        if let deletedAt = try await find(supportId, environment: environment).deletedAt {
+            throw AdminError.invalid("\(supportId) was deleted already, on \(PanelText.utc(deletedAt))")
+        }
+        let user = try await findChangeable(supportId, environment: environment)
+        let result: UserDeletionResult
+        do {
+            result = try await store.deleteUser(
+                UserDeletion(user: user.id, environment: environment, actor: actor, at: now()))
+        } catch StoreError.alreadyExists {
+            throw AdminError.invalid("\(user.supportId) was deleted already")
+        }
+        let view = DeletionView(
+            supportId: user.supportId.rawValue, closedBalance: result.closed.balance,
+            closedDeficit: result.closed.deficit, users: result.users, cancelledGrants: result.cancelledGrants)
+        await onChange?(user.id, .deleted)
+        try await audit(
+            environment, actor: actor, action: "customer.delete", subject: user.supportId.rawValue, after: view)
+        return view
     }
 
     /// Deletes every grant of Sandbox (test data). Refused in Production.
@@ -498,6 +536,11 @@ public struct AdminService: Sendable {
     /// A user support may change: not one merged into another (its balance and grants live there now).
     private func findChangeable(_ supportId: String, environment: Environment) async throws -> User {
         let user = try await find(supportId, environment: environment)
+        if let deletedAt = user.deletedAt {
+            throw AdminError.invalid(
+                "\(user.supportId) was deleted at the customer's request on \(PanelText.utc(deletedAt)): nothing more "
+                    + "can be given to it")
+        }
         if let into = user.mergedInto {
             let target = try await store.user(id: into)?.supportId.rawValue ?? "another customer"
             throw AdminError.invalid("\(user.supportId) was merged into \(target): act on \(target)")
@@ -527,7 +570,7 @@ public struct AdminService: Sendable {
         let backup = try await store.backup(owner: user.id, environment: user.environment)
         return UserSummary(
             supportId: user.supportId.rawValue, createdAt: user.createdAt, balance: wallet.balance,
-            deficit: wallet.deficit, backup: backup.map(BackupView.init))
+            deficit: wallet.deficit, backup: backup.map(BackupView.init), deletedAt: user.deletedAt)
     }
 
     private func owners(ofTransactions ids: [String], environment: Environment) async throws -> [User] {

@@ -39,9 +39,14 @@ public struct UserSummary: Sendable, Hashable, Codable {
     public var deficit: Int64
     /// The device's backup, if any.
     public var backup: BackupView?
+    /// When the customer was deleted at their request, if they were.
+    public var deletedAt: Date?
 
     /// Creates a summary.
-    public init(supportId: String, createdAt: Date, balance: Int64, deficit: Int64, backup: BackupView?) {
+    public init(
+        supportId: String, createdAt: Date, balance: Int64, deficit: Int64, backup: BackupView?, deletedAt: Date? = nil
+    ) {
+        self.deletedAt = deletedAt
         self.supportId = supportId
         self.createdAt = createdAt
         self.balance = balance
@@ -230,6 +235,41 @@ public struct PurchaseView: Sendable, Hashable, Codable {
     }
 }
 
+/// The last Verify Purchases the customer's app ran, as it reported it.
+public struct VerifyReportView: Sendable, Hashable, Codable {
+    /// When the server received it.
+    public var reportedAt: Date
+    /// What the app found, one item per transaction.
+    public var items: [ReconciliationItem]
+
+    /// Creates the view.
+    public init(reportedAt: Date, items: [ReconciliationItem]) {
+        self.reportedAt = reportedAt
+        self.items = items
+    }
+
+    /// A verdict in words, for support.
+    public static func words(_ verdict: ReconciliationVerdict) -> String {
+        switch verdict {
+        case .deliverNow: "delivered now (it had never been fulfilled)"
+        case .alreadyRecorded: "already recorded"
+        case .finishOnly: "finished (it had been delivered before)"
+        case .couldNotBeVerified: "could not be verified: the customer was told to contact support"
+        }
+    }
+
+    /// The report in one sentence: how many transactions, and how many of each verdict.
+    public var summary: String {
+        let order: [ReconciliationVerdict] = [.couldNotBeVerified, .deliverNow, .finishOnly, .alreadyRecorded]
+        let parts = order.compactMap { verdict -> String? in
+            let count = items.count { $0.verdict == verdict }
+            return count == 0 ? nil : "\(PanelText.count(count)) \(Self.words(verdict).split(separator: ":")[0])"
+        }
+        let transactions = items.count == 1 ? "1 transaction" : "\(PanelText.count(items.count)) transactions"
+        return parts.isEmpty ? "no transactions" : "\(transactions): " + parts.joined(separator: ", ")
+    }
+}
+
 /// Everything support sees about one user.
 public struct UserDetail: Sendable, Hashable, Codable {
     /// The user's figures.
@@ -253,13 +293,16 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var subscriptions: [SubscriptionView]
     /// The purchases, newest first.
     public var purchases: [PurchaseView] = []
+    /// The last Verify Purchases the customer's app reported.
+    public var verifyReport: VerifyReportView?
 
     /// Creates a detail view.
     public init(
         user: UserSummary, environment: Environment, walletMode: String, entitlements: [String], grants: [GrantView],
         timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil,
-        subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = []
+        subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], verifyReport: VerifyReportView? = nil
     ) {
+        self.verifyReport = verifyReport
         self.subscriptions = subscriptions
         self.purchases = purchases
         self.user = user
@@ -312,6 +355,29 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
         case .forbidden(let why): why
         case .unavailable(let why): why
         }
+    }
+}
+
+/// What deleting a customer at their request did.
+public struct DeletionView: Sendable, Hashable, Codable {
+    /// The customer's Support ID (kept, anonymised, so a ticket can still name it).
+    public var supportId: String
+    /// The balance the closing ledger entry took to zero.
+    public var closedBalance: Int64
+    /// The deficit it took to zero.
+    public var closedDeficit: Int64
+    /// User records anonymised: the customer and the installs merged into them.
+    public var users: Int
+    /// Pending grants cancelled.
+    public var cancelledGrants: Int
+
+    /// Creates the view.
+    public init(supportId: String, closedBalance: Int64, closedDeficit: Int64, users: Int, cancelledGrants: Int) {
+        self.supportId = supportId
+        self.closedBalance = closedBalance
+        self.closedDeficit = closedDeficit
+        self.users = users
+        self.cancelledGrants = cancelledGrants
     }
 }
 

@@ -13,7 +13,7 @@ public struct Coffer: AsyncParsableCommand {
         subcommands: [
             CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
             AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self, AdminCommand.self, KeysCommand.self,
-            GrantCommand.self, CancelGrantCommand.self,
+            GrantCommand.self, CancelGrantCommand.self, DeleteCustomerCommand.self,
             UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self, SimulateCommand.self,
         ]
     )

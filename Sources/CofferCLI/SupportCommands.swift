@@ -129,6 +129,7 @@ protocol SupportBackend: Sendable {
     func cancelGrant(id: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
     func merge(from: String, into: String) async throws -> MergeResponse
+    func deleteCustomer(_ supportId: String) async throws -> DeletionView
     func close() async
 }
 
@@ -178,6 +179,9 @@ struct LocalSupport: SupportBackend {
     func merge(from: String, into: String) async throws -> MergeResponse {
         try await service.mergeUsers(environment: environment, from: from, into: into, actor: actor)
     }
+    func deleteCustomer(_ supportId: String) async throws -> DeletionView {
+        try await service.deleteUser(environment: environment, supportId: supportId, actor: actor)
+    }
     func close() async { await LocalDatabase.close(store) }
 }
 
@@ -222,6 +226,9 @@ struct RemoteSupport: SupportBackend {
     }
     func merge(from: String, into: String) async throws -> MergeResponse {
         try await send(.POST, "/v1/admin/users/merge", body: MergeRequest(from: from, into: into))
+    }
+    func deleteCustomer(_ supportId: String) async throws -> DeletionView {
+        try await send(.POST, "/v1/admin/users/\(URLText.escape(supportId))/delete")
     }
     func close() async { try? await http.shutdown() }
 
@@ -484,6 +491,35 @@ struct CancelGrantCommand: AsyncParsableCommand {
         print(
             "Cancelled the grant of \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); "
                 + "the app will not get it")
+    }
+}
+
+/// `coffer delete-customer`: a customer's data request (App Store guideline 5.1.1(v)), audited.
+struct DeleteCustomerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete-customer",
+        abstract: "Delete a customer at their request: sign-in, devices, backups and written reasons removed; "
+            + "the purchases and the ledger kept, anonymised, so totals add up.")
+
+    @Argument(help: "The customer's Support ID.")
+    var supportId: String
+
+    @Flag(help: "Confirm: this cannot be undone.")
+    var yes = false
+
+    @OptionGroup var options: SupportOptions
+
+    func run() async throws {
+        guard yes else {
+            throw CommandFailure(
+                "deleting \(supportId) cannot be undone: run again with --yes to confirm the customer's request")
+        }
+        let done = try await withSupport(options) { try await $0.deleteCustomer(supportId) }
+        if options.json { return print(try JSONText.encode(done)) }
+        print(
+            "Deleted \(done.supportId) at the customer's request: balance \(done.closedBalance) and deficit "
+                + "\(done.closedDeficit) closed in the ledger, \(done.users) user record(s) anonymised, "
+                + "\(done.cancelledGrants) pending grant(s) cancelled")
     }
 }
 

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferCore
 import Foundation
 import Synchronization
 
@@ -64,6 +65,21 @@ public struct ServerClient: Sendable {
     /// `POST /v1/me/milestones`: records a milestone once per customer; answers whether this was the first time.
     public func milestone(_ name: String, bearer: String) async throws(ServerClientError) -> MilestoneResponse {
         try await send("POST", "/v1/me/milestones", token: bearer, body: MilestoneRequest(name: name))
+    }
+
+    /// `PUT /v1/me/verify-report`: what Verify Purchases found, for support.
+    public func reportVerification(_ items: [ReconciliationItem], bearer: String) async throws(ServerClientError)
+        -> VerifyReportResponse
+    {
+        try await send(
+            "PUT", "/v1/me/verify-report", token: bearer,
+            body: VerifyReportRequest(
+                items: items.prefix(500).map {
+                    VerifyReportItem(
+                        transactionId: $0.transaction.transactionId, productId: $0.transaction.productId,
+                        finished: $0.transaction.isFinished, verified: $0.transaction.isVerified,
+                        verdict: $0.verdict.rawValue)
+                }))
     }
 
     /// `POST /v1/transactions`: the server verifies and delivers once.

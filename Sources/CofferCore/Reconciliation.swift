@@ -36,6 +36,12 @@ public struct ReconciliationItem: Sendable, Hashable, Codable {
     public var transaction: DeviceTransaction
     /// The verdict.
     public var verdict: ReconciliationVerdict
+
+    /// Creates a report line.
+    public init(transaction: DeviceTransaction, verdict: ReconciliationVerdict) {
+        self.transaction = transaction
+        self.verdict = verdict
+    }
 }
 
 /// "Verify Purchases" (True Count's Plan D), as a pure function.

@@ -24,6 +24,7 @@ struct AdminAPI: Sendable {
         admin.get("users/:supportId", use: user)
         admin.post("users/:supportId/balance", use: setBalance)
         admin.post("users/merge", use: merge)
+        admin.post("users/:supportId/delete", use: deleteUser)
         admin.get("grants", use: grants)
         admin.post("grants", use: createGrant)
         admin.post("grants/delete-all", use: deleteAllGrants)
@@ -67,6 +68,14 @@ struct AdminAPI: Sendable {
         return try api.json(
             try await service.mergeUsers(
                 environment: try environment(request), from: body.from, into: body.into, actor: context.adminActor))
+    }
+
+    /// `POST /v1/admin/users/{supportId}/delete`: the customer deleted at their request, once.
+    func deleteUser(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try api.json(
+            try await service.deleteUser(
+                environment: try environment(request), supportId: try context.parameters.require("supportId"),
+                actor: context.adminActor))
     }
 
     /// `GET /v1/admin/grants[?status=pending|claimed|cancelled|all]`.

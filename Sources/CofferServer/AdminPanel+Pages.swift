@@ -188,6 +188,7 @@ extension AdminPanel {
                         "balance": PanelText.credits(user.balance), "deficit": PanelText.credits(user.deficit),
                         "backupValue": user.backup.map { PanelText.credits($0.value) } ?? "–",
                         "backedUp": user.backup.map { Self.time($0.lastUpdated, context) } ?? "–",
+                        "deleted": user.deletedAt != nil,
                     ] as [String: Any]
                 },
                 "previous": (pageNumber > 1 ? link(pageNumber - 1) : nil),
@@ -229,7 +230,13 @@ extension AdminPanel {
                     ?? detail.appleAccount.map { "Apple account customer (\($0.environment.rawValue) data)" }
                     ?? "Anonymous install",
                 "mergedInto": detail.mergedInto,
-                "canMerge": detail.appleAccount == nil && detail.mergedInto == nil,
+                "canMerge": detail.appleAccount == nil && detail.mergedInto == nil && detail.user.deletedAt == nil,
+                "canChange": detail.user.deletedAt == nil && detail.mergedInto == nil,
+                "deleted": detail.user.deletedAt.map {
+                    "Deleted at the customer's request on \(Self.time($0, context)): the app's sign-in, devices, "
+                        + "backups, the Apple account link and written reasons are removed; the purchases and the "
+                        + "ledger stay, anonymised, so totals add up."
+                },
                 "backupValue": backup.map { PanelText.credits($0.value) } ?? "–", "backupNote": backupNote,
                 "walletStory": Self.walletStory(detail, context),
                 "subscriptions": detail.subscriptions.map { subscription in
@@ -266,6 +273,22 @@ extension AdminPanel {
                         "familyShared": purchase.familyShared, "transactionId": purchase.transactionId,
                         "otherEnvironment": purchase.dataEnvironment?.rawValue ?? "",
                         "fromOtherEnvironment": purchase.dataEnvironment.map { $0 != session.environment } ?? false,
+                    ] as [String: Any]
+                },
+                "verify": detail.verifyReport.map { report in
+                    [
+                        "at": Self.time(report.reportedAt, context), "summary": report.summary,
+                        "items": report.items.prefix(100).map { item in
+                            [
+                                "transactionId": item.transaction.transactionId,
+                                "product": service.catalog.product(id: item.transaction.productId)?.name
+                                    ?? item.transaction.productId,
+                                "verdict": VerifyReportView.words(item.verdict),
+                                "warn": item.verdict == .couldNotBeVerified,
+                                "state": (item.transaction.isFinished ? "finished" : "unfinished")
+                                    + (item.transaction.isVerified ? "" : ", not verified by StoreKit"),
+                            ] as [String: Any]
+                        },
                     ] as [String: Any]
                 },
                 "timeline": detail.timeline.map { item in
@@ -391,9 +414,10 @@ extension AdminPanel {
                     "title": "Merge customers", "onUsers": true,
                     "heading": "Merge \(from.user.supportId) into \(account.user.supportId)?",
                     "explanation":
-                        "\(from.user.supportId) (anonymous, balance \(from.user.balance), deficit \(from.user.deficit), "
-                        + "backup \(from.user.backup.map { String($0.value) } ?? "none")) joins "
-                        + "\(account.user.supportId) (Apple account, balance \(account.user.balance)). Its "
+                        "\(from.user.supportId) (anonymous, balance \(PanelText.credits(from.user.balance)), deficit "
+                        + "\(PanelText.credits(from.user.deficit)), backup "
+                        + "\(from.user.backup.map { PanelText.credits($0.value) } ?? "none")) joins "
+                        + "\(account.user.supportId) (Apple account, balance \(PanelText.credits(account.user.balance))). Its "
                         + (from.walletMode == "server" ? "balance and deficit" : "last backed-up balance")
                         + ", purchases, grants and history move once, and its app signs in as "
                         + "\(account.user.supportId) from now on. This cannot be undone.",
@@ -413,6 +437,52 @@ extension AdminPanel {
             return try await user(request, context, error: error.description)
         }
         return Self.redirect("/admin/users/\(URLText.escape(done.into))?notice=merged")
+    }
+
+    /// `POST /admin/users/{supportId}/delete` (owners): first a confirmation page saying what is removed and
+    /// what stays, then the deletion.
+    func deleteCustomer(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await checkedForm(request, context)
+        _ = try context.requireOwner()
+        let supportId = try context.parameters.require("supportId")
+        guard form["confirm"] == "yes" else {
+            let detail: UserDetail
+            do {
+                detail = try await service.user(environment: session.environment, supportId: supportId)
+            } catch let error as AdminError {
+                return try await user(request, context, error: error.description)
+            }
+            let id = detail.user.supportId
+            return page(
+                "confirm",
+                [
+                    "title": "Delete customer", "onUsers": true,
+                    "heading": "Delete \(id) at the customer's request?",
+                    "explanation":
+                        "For a data request (App Store guideline 5.1.1(v)). The app's sign-in stops working (within a "
+                        + "minute on every instance); "
+                        + "its devices, push tokens, backups, the link to the Apple account and every reason written "
+                        + "on its grants and ledger entries are removed; pending grants are cancelled. A closing "
+                        + "entry takes the balance of \(PanelText.credits(detail.user.balance)) and the deficit of "
+                        + "\(PanelText.credits(detail.user.deficit)) to zero. The purchases and the ledger's amounts "
+                        + "stay, anonymised, so no purchase is ever credited twice and the totals still add up; the "
+                        + "audit log keeps who deleted it. This cannot be undone.",
+                    "beforeAfter": [
+                        "label": "Balance", "before": PanelText.credits(detail.user.balance), "after": "0",
+                    ],
+                    "action": "/admin/users/\(URLText.escape(id))/delete",
+                    "button": "Delete \(id)",
+                    "cancel": "/admin/users/\(URLText.escape(id))",
+                    "fields": [["name": "confirm", "value": "yes"]],
+                ], context: context)
+        }
+        do {
+            _ = try await service.deleteUser(
+                environment: session.environment, supportId: supportId, actor: context.adminActor)
+        } catch let error as AdminError {
+            return try await user(request, context, error: error.description)
+        }
+        return Self.redirect("/admin/users/\(URLText.escape(supportId))?notice=customer-deleted")
     }
 
     func grants(

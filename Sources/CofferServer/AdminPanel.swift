@@ -48,6 +48,7 @@ struct AdminPanel: Sendable {
         panel.get("users/:supportId") { request, context in try await user(request, context) }
         panel.post("users/:supportId/balance") { request, context in try await setBalance(request, context) }
         panel.post("users/:supportId/merge") { request, context in try await merge(request, context) }
+        panel.post("users/:supportId/delete") { request, context in try await deleteCustomer(request, context) }
         panel.get("grants") { request, context in try await grants(request, context) }
         panel.post("grants") { request, context in try await createGrant(request, context) }
         panel.post("grants/:id/cancel") { request, context in try await cancelGrant(request, context) }
@@ -163,6 +164,7 @@ struct AdminPanel: Sendable {
         case "two-factor-off": "Two-factor sign-in is off."
         case "role": "Role saved."
         case "two-factor-reset": "Two-factor sign-in reset: they sign in with their password and can turn it on again."
+        case "customer-deleted": "Customer deleted at their request."
         case "merged":
             "Merged: the anonymous customer's balance, purchases, grants and history are this customer's now."
         default: nil

@@ -141,9 +141,9 @@ func adminService(
                 // Support's balance edit in the device wallet: the app takes it from the backup, so wake it.
                 await events.publish(ServerEventBody(type: .backup, key: String(version)), to: user, wakes: true)
                 return
-            case .merged:
-                // The merged install's token signs in as the account's customer from now on: forgotten here at
-                // once (other instances within the token cache's minute).
+            case .merged, .deleted:
+                // A merged install's token signs in as the account's customer from now on, a deleted customer's
+                // not at all: forgotten here at once (other instances within the token cache's minute).
                 forgetTokens(user)
                 return
             }

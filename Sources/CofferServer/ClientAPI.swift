@@ -29,6 +29,7 @@ struct ClientAPI: Sendable {
         routes.put("v1/me/push-token", use: registerPushToken)
         routes.delete("v1/me/push-token", use: unregisterPushToken)
         routes.post("v1/me/milestones", use: recordMilestone)
+        routes.put("v1/me/verify-report", use: saveVerifyReport)
         routes.get("v1/me/purchases", use: purchases)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
@@ -83,6 +84,13 @@ struct ClientAPI: Sendable {
         let user = try await authenticate(request)
         let body: MilestoneRequest = try await decode(request)
         return try json(try await service.recordMilestone(body, user: user))
+    }
+
+    /// `PUT /v1/me/verify-report`: the install's latest Verify Purchases results, for support.
+    func saveVerifyReport(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        let body: VerifyReportRequest = try await decode(request)
+        return try json(try await service.saveVerifyReport(body, user: user))
     }
 
     /// `GET /v1/me`.

@@ -50,6 +50,40 @@ extension ClientService {
         return MilestoneResponse(name: request.name, first: first)
     }
 
+    /// The most items a Verify Purchases report keeps.
+    public static let verifyReportItems = 500
+
+    /// Keeps the install's Verify Purchases report for support, replacing the one before.
+    ///
+    /// - Throws: ``ServiceError/badRequest(_:)`` for more than ``verifyReportItems`` items, an id or product
+    ///   that is not printable ASCII of its length, or an unknown verdict.
+    public func saveVerifyReport(_ request: VerifyReportRequest, user: User) async throws -> VerifyReportResponse {
+        guard request.items.count <= Self.verifyReportItems else {
+            throw ServiceError.badRequest("a report has at most \(Self.verifyReportItems) items")
+        }
+        func printable(_ text: String, upTo limit: Int) -> Bool {
+            (1...limit).contains(text.utf8.count) && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        }
+        let items = try request.items.map { item throws(ServiceError) -> ReconciliationItem in
+            guard printable(item.transactionId, upTo: 64), printable(item.productId, upTo: 200) else {
+                throw ServiceError.badRequest(
+                    "transactionId is 1 to 64 and productId 1 to 200 printable ASCII characters")
+            }
+            guard let verdict = ReconciliationVerdict(rawValue: item.verdict) else {
+                throw ServiceError.badRequest(
+                    "verdict must be deliverNow, alreadyRecorded, finishOnly or couldNotBeVerified")
+            }
+            return ReconciliationItem(
+                transaction: DeviceTransaction(
+                    transactionId: item.transactionId, productId: item.productId, isFinished: item.finished,
+                    isVerified: item.verified),
+                verdict: verdict)
+        }
+        try await store.saveVerifyReport(
+            VerifyReport(owner: user.id, environment: user.environment, reportedAt: dependencies.now(), items: items))
+        return VerifyReportResponse(items: items.count)
+    }
+
     static func pushToken(_ request: PushTokenRequest) throws -> (String, PushToken.Gateway) {
         guard APNsClient.isDeviceToken(request.token) else {
             throw ServiceError.badRequest("token must be the device token in hex (16 to 100 bytes)")

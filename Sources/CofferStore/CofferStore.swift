@@ -32,6 +32,18 @@ public protocol CofferStore: Sendable {
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult
     /// The users support merged into `user`, oldest first.
     func users(mergedInto user: UUID) async throws -> [User]
+    /// Deletes a customer at their request, in one transaction: the wallet closed by a ledger entry
+    /// (``UserDeletion/closing(owner:wallet:at:)``); the customer and the installs merged into them
+    /// anonymised (tokens, push tokens, backups, the Apple account link and the `appAccountToken` replaced or
+    /// removed, `deletedAt` set); pending grants cancelled; the reasons support wrote on their grants, grant
+    /// entries and adjustments replaced. Receipts, entries and amounts stay, so no transaction is credited twice and totals add up.
+    /// Throws ``StoreError/notFound(_:)`` for no such user in the environment, ``StoreError/alreadyExists(_:)``
+    /// for one deleted already.
+    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult
+    /// Keeps an install's latest Verify Purchases report, replacing the one before.
+    func saveVerifyReport(_ report: VerifyReport) async throws
+    /// A user's latest Verify Purchases report.
+    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport?
     /// Revokes one token (its hash): the user's other tokens stay valid.
     ///
     /// - Returns: Whether a valid token was revoked.

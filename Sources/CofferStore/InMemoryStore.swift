@@ -63,6 +63,7 @@ public actor InMemoryStore: CofferStore {
     private var deviceTokens: [String: (owner: UUID, revokedAt: Date?)] = [:]
     private var pushTokenRecords: [String: PushToken] = [:]
     private var milestones: Set<String> = []
+    private var verifyReports: [UUID: VerifyReport] = [:]
 
     /// Creates an empty store.
     public init() {}
@@ -197,6 +198,57 @@ public actor InMemoryStore: CofferStore {
         }
         state.users[from.id]?.mergedInto = into.id
         return UserMergeResult(moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
+    }
+
+    /// Deletes a customer at their request.
+    public func deleteUser(_ deletion: UserDeletion) throws -> UserDeletionResult {
+        guard let user = state.users[deletion.user], user.environment == deletion.environment,
+            let wallet = state.wallet(owner: user.id, environment: user.environment)
+        else { throw StoreError.notFound("user") }
+        guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
+        let ids = Set([user.id] + state.users.values.filter { $0.mergedInto == user.id }.map(\.id))
+        let closing = try UserDeletion.closing(owner: user.id, wallet: wallet, at: deletion.at)
+        deviceTokens = deviceTokens.filter { !ids.contains($0.value.owner) }
+        pushTokenRecords = pushTokenRecords.filter { !ids.contains($0.value.owner) }
+        backupLog.removeAll { ids.contains($0.owner) }
+        for id in ids {
+            backups[id] = nil
+            verifyReports[id] = nil
+            state.users[id]?.tokenHash = "deleted:" + id.uuidString
+            state.users[id]?.appAccountToken = UUID()
+            state.users[id]?.appleAccount = nil
+            state.users[id]?.deletedAt = deletion.at
+        }
+        var cancelled = 0
+        for index in grantList.indices where ids.contains(grantList[index].recipient) {
+            if grantList[index].status == .pending {
+                grantList[index].cancelledAt = deletion.at
+                grantList[index].cancelledBy = deletion.actor
+                cancelled += 1
+            }
+            grantList[index].reason = UserDeletion.removedReason
+        }
+        for index in state.entries.indices where ids.contains(state.entries[index].owner) {
+            // Support writes the reasons of grants and adjustments; the others are Coffer's own words.
+            if state.entries[index].reason != nil, [.grant, .adjustment].contains(state.entries[index].key.kind) {
+                state.entries[index].reason = UserDeletion.removedReason
+            }
+        }
+        if let closing { state.save(closing, owner: user.id, environment: user.environment) }
+        return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+    }
+
+    /// Keeps an install's latest Verify Purchases report.
+    public func saveVerifyReport(_ report: VerifyReport) throws {
+        guard state.users[report.owner]?.environment == report.environment else {
+            throw StoreError.notFound("user \(report.owner)")
+        }
+        verifyReports[report.owner] = report
+    }
+
+    /// A user's latest Verify Purchases report.
+    public func verifyReport(owner: UUID, environment: Environment) -> VerifyReport? {
+        verifyReports[owner].flatMap { $0.environment == environment ? $0 : nil }
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`

@@ -21,12 +21,17 @@ public struct User: Sendable, Hashable, Codable {
     /// The account user support merged this anonymous user into: its tokens, appAccountToken, receipts,
     /// grants and balance are that user's now.
     public var mergedInto: UUID?
+    /// When support deleted the customer at their request (``CofferStore/deleteUser(_:)``): the record stays,
+    /// anonymised, so the ledger's totals still add up; nothing signs in as it.
+    public var deletedAt: Date?
 
     /// Creates a user record.
     public init(
         id: UUID = UUID(), environment: Environment, supportId: SupportID, tokenHash: String,
-        appAccountToken: UUID = UUID(), createdAt: Date, appleAccount: AppleAccount? = nil, mergedInto: UUID? = nil
+        appAccountToken: UUID = UUID(), createdAt: Date, appleAccount: AppleAccount? = nil, mergedInto: UUID? = nil,
+        deletedAt: Date? = nil
     ) {
+        self.deletedAt = deletedAt
         self.id = id
         self.environment = environment
         self.supportId = supportId
@@ -84,6 +89,96 @@ public struct UserMergeResult: Sendable, Hashable, Codable {
         self.wallet = wallet
         self.receipts = receipts
         self.grants = grants
+    }
+}
+
+/// Support deleting a customer at their request (App Store guideline 5.1.1(v)), with the installs support
+/// merged into them (``CofferStore/deleteUser(_:)``).
+public struct UserDeletion: Sendable, Hashable {
+    /// The customer.
+    public var user: UUID
+    /// Their environment.
+    public var environment: Environment
+    /// The admin, for the grants it cancels.
+    public var actor: String
+    /// When.
+    public var at: Date
+
+    /// Creates a deletion.
+    public init(user: UUID, environment: Environment, actor: String, at: Date) {
+        self.user = user
+        self.environment = environment
+        self.actor = actor
+        self.at = at
+    }
+
+    /// The text that replaces every free-text reason on the customer's grants and ledger entries.
+    public static let removedReason = "removed at the customer's request"
+    /// The reason of the entry that closes the wallet.
+    public static let closingReason = "customer deleted at their request"
+    /// The id of the adjustment that closes the wallet (`adjustment:customer-deleted`).
+    public static let closingId = "customer-deleted"
+
+    /// What closing a wallet writes to the ledger: an entry taking the balance and the deficit to zero, so
+    /// the entries still sum to the wallet; `nil` for an empty wallet.
+    public static func closing(owner: UUID, wallet: Wallet, at: Date) throws -> LedgerDecision? {
+        guard wallet != .empty else { return nil }
+        return try Ledger.decide(
+            .restore(id: closingId, wallet: .empty, reason: closingReason), owner: owner, wallet: wallet,
+            receipt: nil, existing: nil, policy: .collect, at: at)
+    }
+}
+
+/// What deleting a customer did.
+public struct UserDeletionResult: Sendable, Hashable, Codable {
+    /// The balance and deficit the closing entry took to zero.
+    public var closed: Wallet
+    /// User records anonymised: the customer and the installs merged into them.
+    public var users: Int
+    /// Pending grants cancelled.
+    public var cancelledGrants: Int
+
+    /// Creates the result.
+    public init(closed: Wallet, users: Int, cancelledGrants: Int) {
+        self.closed = closed
+        self.users = users
+        self.cancelledGrants = cancelledGrants
+    }
+}
+
+/// The last "Verify Purchases" an install ran and reported (``CofferStore/saveVerifyReport(_:)``).
+public struct VerifyReport: Sendable, Hashable, Codable {
+    /// The user.
+    public var owner: UUID
+    /// Their environment.
+    public var environment: Environment
+    /// When the server received it.
+    public var reportedAt: Date
+    /// What the install found, one item per transaction.
+    public var items: [ReconciliationItem]
+
+    /// Creates a report.
+    public init(owner: UUID, environment: Environment, reportedAt: Date, items: [ReconciliationItem]) {
+        self.owner = owner
+        self.environment = environment
+        self.reportedAt = reportedAt
+        self.items = items
+    }
+
+    /// The items as stored: a JSON array.
+    public var itemsText: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(items)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"
+    }
+
+    /// Items from their stored text.
+    public static func items(_ text: String) throws -> [ReconciliationItem] {
+        do {
+            return try JSONDecoder().decode([ReconciliationItem].self, from: Data(text.utf8))
+        } catch {
+            throw StoreError.storage("corrupt verify report")
+        }
     }
 }
 

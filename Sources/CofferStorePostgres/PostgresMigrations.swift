@@ -288,6 +288,18 @@ enum PostgresMigrations {
             ALTER TABLE receipts ADD COLUMN revocation_reason BIGINT
             """
         ),
+        (
+            "v15 deleted customers, Verify Purchases reports",
+            """
+            ALTER TABLE users ADD COLUMN deleted_at BIGINT;
+            CREATE TABLE verify_reports (
+                owner TEXT PRIMARY KEY REFERENCES users (id),
+                environment TEXT NOT NULL,
+                reported_at BIGINT NOT NULL,
+                items TEXT NOT NULL
+            )
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

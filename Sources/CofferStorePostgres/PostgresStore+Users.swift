@@ -196,6 +196,105 @@ extension PostgresStore {
         }
     }
 
+    /// Deletes a customer at their request, in one transaction.
+    public func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
+        try await write { connection in
+            let id = deletion.user.uuidString
+            let env = deletion.environment.rawValue
+            // The wallet locked first, as every ledger write locks it, so a purchase waits for the deletion.
+            let wallet = try await Self.first(
+                connection,
+                """
+                SELECT w.balance, w.deficit FROM wallets w JOIN users u ON u.id = w.user_id
+                WHERE w.user_id = \(id) AND u.environment = \(env) AND u.merged_into IS NULL FOR UPDATE OF w
+                """, logger: self.logger
+            ) { row in
+                let (balance, deficit) = try row.decode((Int64, Int64).self)
+                return Wallet(balance: balance, deficit: deficit)
+            }
+            guard let wallet,
+                let user = try await Self.first(
+                    connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user)
+            else { throw StoreError.notFound("user") }
+            guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
+            var ids = [id]
+            for try await merged in try await connection.query(
+                "SELECT id FROM users WHERE merged_into = \(id)", logger: self.logger
+            ).decode(String.self) {
+                ids.append(merged)
+            }
+            try await connection.query(
+                """
+                WITH a AS (DELETE FROM user_tokens WHERE owner = ANY(\(ids))),
+                    b AS (DELETE FROM push_tokens WHERE owner = ANY(\(ids))),
+                    c AS (DELETE FROM backups WHERE owner = ANY(\(ids))),
+                    d AS (DELETE FROM backup_history WHERE owner = ANY(\(ids)))
+                DELETE FROM verify_reports WHERE owner = ANY(\(ids))
+                """, logger: self.logger)
+            let at = Millis.from(deletion.at)
+            for owner in ids {
+                // A token hash no token has, and a fresh appAccountToken Apple never saw: nothing finds the record.
+                try await connection.query(
+                    """
+                    UPDATE users SET token_hash = \("deleted:" + owner), app_account_token = \(UUID().uuidString),
+                        app_transaction_id = NULL, app_transaction_environment = NULL, deleted_at = \(at)
+                    WHERE id = \(owner)
+                    """, logger: self.logger)
+            }
+            let cancelled = try await Self.count(
+                connection,
+                """
+                WITH cancelled AS (
+                    UPDATE grants SET cancelled_at = \(at), cancelled_by = \(deletion.actor)
+                    WHERE recipient = ANY(\(ids)) AND claimed_at IS NULL AND cancelled_at IS NULL RETURNING 1)
+                SELECT count(*) FROM cancelled
+                """, logger: self.logger)
+            try await connection.query(
+                "UPDATE grants SET reason = \(UserDeletion.removedReason) WHERE recipient = ANY(\(ids))",
+                logger: self.logger)
+            try await connection.query(
+                """
+                UPDATE ledger_entries SET reason = \(UserDeletion.removedReason)
+                WHERE owner = ANY(\(ids)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
+                """, logger: self.logger)
+            if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
+                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+                try await context.save(closing, owner: deletion.user, environment: deletion.environment)
+            }
+            return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+        }
+    }
+
+    /// Keeps an install's latest Verify Purchases report.
+    public func saveVerifyReport(_ report: VerifyReport) async throws {
+        try await write { connection in
+            try await Self.requireUser(connection, report.owner, report.environment, logger: self.logger)
+            try await connection.query(
+                """
+                INSERT INTO verify_reports (owner, environment, reported_at, items)
+                VALUES (\(report.owner.uuidString), \(report.environment.rawValue), \(Millis.from(report.reportedAt)),
+                    \(report.itemsText))
+                ON CONFLICT (owner) DO UPDATE SET environment = excluded.environment,
+                    reported_at = excluded.reported_at, items = excluded.items
+                """, logger: self.logger)
+        }
+    }
+
+    /// A user's latest Verify Purchases report.
+    public func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
+        try await first(
+            """
+            SELECT reported_at, items FROM verify_reports
+            WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)
+            """
+        ) { row in
+            let (reportedAt, items) = try row.decode((Int64, String).self)
+            return VerifyReport(
+                owner: owner, environment: environment, reportedAt: Millis.date(reportedAt),
+                items: try VerifyReport.items(items))
+        }
+    }
+
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     /// (case-insensitive).
     public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws

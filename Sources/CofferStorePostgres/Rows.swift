@@ -54,7 +54,8 @@ enum Rows {
             id: try uuid(row, "id"), environment: try environment(row), supportId: supportId,
             tokenHash: try value(row, "token_hash"), appAccountToken: try uuid(row, "app_account_token"),
             createdAt: Millis.date(try value(row, "created_at")), appleAccount: try appleAccount(row),
-            mergedInto: try value(row, "merged_into", as: String?.self) == nil ? nil : try uuid(row, "merged_into"))
+            mergedInto: try value(row, "merged_into", as: String?.self) == nil ? nil : try uuid(row, "merged_into"),
+            deletedAt: try date(row, "deleted_at"))
     }
 
     /// The `app_transaction_id` and `app_transaction_environment` columns.

@@ -229,6 +229,18 @@ extension SQLiteStore {
         migrator.registerMigration("v14 what the customer paid and why Apple refunded") { db in
             try db.execute(sql: LedgerTables.v3)
         }
+        migrator.registerMigration("v15 deleted customers, Verify Purchases reports") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE users ADD COLUMN deleted_at INTEGER;
+                    CREATE TABLE verify_reports (
+                        owner TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
+                        environment TEXT NOT NULL,
+                        reported_at INTEGER NOT NULL,
+                        items TEXT NOT NULL
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

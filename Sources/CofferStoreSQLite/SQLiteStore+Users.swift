@@ -155,6 +155,94 @@ extension SQLiteStore {
         }
     }
 
+    /// Deletes a customer at their request, in one write transaction.
+    public func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
+        try await write { db in
+            let id = deletion.user.uuidString
+            // A user merged into another is gone for the ledger: delete the one it joined.
+            let context = SQLiteLedgerContext(db: db, excludingMerged: true)
+            guard
+                let user = try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(
+                    Self.user),
+                user.environment == deletion.environment,
+                let wallet = try context.wallet(owner: deletion.user, environment: deletion.environment)
+            else { throw StoreError.notFound("user") }
+            guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
+            let ids =
+                [id] + (try String.fetchAll(db, sql: "SELECT id FROM users WHERE merged_into = ?", arguments: [id]))
+            let marks = databaseQuestionMarks(count: ids.count)
+            let owners = StatementArguments(ids)
+            for statement in [
+                "DELETE FROM user_tokens WHERE owner IN (\(marks))",
+                "DELETE FROM push_tokens WHERE owner IN (\(marks))",
+                "DELETE FROM backups WHERE owner IN (\(marks))", "DELETE FROM backup_history WHERE owner IN (\(marks))",
+                "DELETE FROM verify_reports WHERE owner IN (\(marks))",
+            ] {
+                try db.execute(sql: statement, arguments: owners)
+            }
+            for owner in ids {
+                // A token hash no token has, and a fresh appAccountToken Apple never saw: nothing finds the record.
+                try db.execute(
+                    sql: """
+                        UPDATE users SET token_hash = ?, app_account_token = ?, app_transaction_id = NULL,
+                            app_transaction_environment = NULL, deleted_at = ?
+                        WHERE id = ?
+                        """,
+                    arguments: ["deleted:" + owner, UUID().uuidString, Millis.from(deletion.at), owner])
+            }
+            try db.execute(
+                sql: """
+                    UPDATE grants SET cancelled_at = ?, cancelled_by = ?
+                    WHERE recipient IN (\(marks)) AND claimed_at IS NULL AND cancelled_at IS NULL
+                    """, arguments: [Millis.from(deletion.at), deletion.actor] + owners)
+            let cancelled = db.changesCount
+            try db.execute(
+                sql: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
+                arguments: [UserDeletion.removedReason] + owners)
+            try db.execute(
+                sql: """
+                    UPDATE ledger_entries SET reason = ?
+                    WHERE owner IN (\(marks)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
+                    """,
+                arguments: [UserDeletion.removedReason] + owners)
+            if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
+                try context.save(closing, owner: deletion.user, environment: deletion.environment)
+            }
+            return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+        }
+    }
+
+    /// Keeps an install's latest Verify Purchases report.
+    public func saveVerifyReport(_ report: VerifyReport) async throws {
+        try await write { db in
+            guard try Self.userExists(db, id: report.owner, environment: report.environment) else {
+                throw StoreError.notFound("user \(report.owner)")
+            }
+            try db.execute(
+                sql: """
+                    INSERT INTO verify_reports (owner, environment, reported_at, items) VALUES (?, ?, ?, ?)
+                    ON CONFLICT (owner) DO UPDATE SET environment = excluded.environment,
+                        reported_at = excluded.reported_at, items = excluded.items
+                    """,
+                arguments: [
+                    report.owner.uuidString, report.environment.rawValue, Millis.from(report.reportedAt),
+                    report.itemsText,
+                ])
+        }
+    }
+
+    /// A user's latest Verify Purchases report.
+    public func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
+        try await one(
+            "SELECT * FROM verify_reports WHERE owner = ? AND environment = ?",
+            [owner.uuidString, environment.rawValue]
+        ) { row in
+            VerifyReport(
+                owner: owner, environment: environment, reportedAt: Millis.date(row["reported_at"]),
+                items: try VerifyReport.items(row["items"]))
+        }
+    }
+
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
         -> [User]

@@ -160,7 +160,8 @@ public final class SQLiteStore: CofferStore {
             appAccountToken: try RowValue.uuid(row, "app_account_token"),
             createdAt: Millis.date(row["created_at"]),
             appleAccount: try appleAccount(row),
-            mergedInto: try (row["merged_into"] as String?).map { _ in try RowValue.uuid(row, "merged_into") })
+            mergedInto: try (row["merged_into"] as String?).map { _ in try RowValue.uuid(row, "merged_into") },
+            deletedAt: (row["deleted_at"] as Int64?).map(Millis.date))
     }
 
     /// The `app_transaction_id` and `app_transaction_environment` columns.

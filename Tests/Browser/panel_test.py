@@ -178,6 +178,16 @@ def main():
         check(http("GET", base + "/v1/me", headers=bearer)[1]["balance"] == 800_000,
               "the refund notification took one purchase back")
         http("PUT", base + "/v1/me/backup", {"value": 800_000, "device": "iPhone"}, bearer)
+        # The app's Verify Purchases results, as the SDK reports them.
+        status, _ = http("PUT", base + "/v1/me/verify-report", {"items": [
+            {"transactionId": transactions[0], "productId": "com.example.credits.400k", "finished": True,
+             "verified": True, "verdict": "alreadyRecorded"},
+            {"transactionId": "2000000999", "productId": "com.example.credits.400k", "finished": True,
+             "verified": True, "verdict": "couldNotBeVerified"}]}, bearer)
+        check(status == 200, "the app reports its Verify Purchases results")
+        # A second customer, who will ask for their account to be deleted.
+        status, leaving = http("POST", base + "/v1/users")
+        check(status == 201, "a second customer is created")
 
         options = webdriver.ChromeOptions()
         for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,900"]:
@@ -255,6 +265,10 @@ def main():
                   "the timeline shows purchases, the refund and the backup")
             check("Purchase of 400,000 credits (com.example.credits.400k)" in timeline,
                   "purchases show the catalog's name for the product")
+            check("2 transactions: 1 could not be verified, 1 already recorded" in
+                  driver.find_element(By.ID, "verify-summary").text
+                  and "2000000999" in driver.find_element(By.ID, "verify-report").text,
+                  "the customer page shows the app's last Verify Purchases")
             purchases = driver.find_element(By.ID, "purchases").text
             check(purchases.count("0.99 USD") == 3 and "USA" in purchases,
                   "each purchase shows its price, currency and storefront")
@@ -358,6 +372,21 @@ def main():
             click(By.LINK_TEXT, "Audit log")
             check("UTC" in driver.find_element(By.ID, "audit").text and "Asia/Tokyo" in
                   driver.find_element(By.ID, "audit").text, "times show in UTC with the admin's zone beside them")
+
+            # A data request: the customer asks for their account to be deleted.
+            driver.get(base + "/admin/users/" + leaving["supportId"])
+            click(By.ID, "delete-button")
+            check("at the customer's request?" in driver.find_element(By.TAG_NAME, "h1").text,
+                  "deleting a customer asks for confirmation, saying what goes and what stays")
+            shot("delete-customer")
+            click(By.ID, "confirm")
+            check("Customer deleted" in driver.find_element(By.ID, "notice").text
+                  and "Deleted at the customer's request" in driver.find_element(By.ID, "deleted").text,
+                  "the customer is deleted and the page says so")
+            check(len(driver.find_elements(By.ID, "grant-form")) == 0, "a deleted customer is offered no grant")
+            shot("customer-deleted")
+            status, _ = http("GET", base + "/v1/me", headers={"Authorization": f"Bearer {leaving['token']}"})
+            check(status == 401, "the deleted customer's app token is refused")
 
             # Production is a confirmed switch; no page mixes the two.
             click(By.ID, "switch-production")

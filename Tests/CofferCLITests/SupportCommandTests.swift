@@ -98,6 +98,16 @@ struct SupportCommandTests {
         let otherId = try #require(other.json["supportId"] as? String)
         let notAccount = try CofferProcess.run(["users", "merge", supportId, otherId], in: folder)
         #expect(notAccount.status != 0 && notAccount.stderr.contains("is not an Apple account's customer"))
+        // A data request: refused without --yes; then deleted once, through the admin API; the app's token stops.
+        let otherToken = try #require(other.json["token"] as? String)
+        let unconfirmed = try CofferProcess.run(["delete-customer", otherId], in: folder, environment: remote)
+        #expect(unconfirmed.status != 0 && unconfirmed.stderr.contains("--yes"))
+        #expect(try await serve.request("GET", base + "/v1/me", token: otherToken).status == 200)
+        let deleted = try CofferProcess.run(["delete-customer", otherId, "--yes"], in: folder, environment: remote)
+        #expect(deleted.status == 0 && deleted.stdout.contains("Deleted \(otherId) at the customer's request"))
+        #expect(try await serve.request("GET", base + "/v1/me", token: otherToken).status == 401)
+        let twice = try CofferProcess.run(["delete-customer", otherId, "--yes"], in: folder)
+        #expect(twice.status != 0 && twice.stderr.contains("deleted already"))
         let story = try CofferProcess.run(["user", supportId], in: folder, environment: remote)
         #expect(story.status == 0)
         for line in ["balance 1000", "grant-created", "grant-claimed", "adjustment", "Ticket #42"] {

@@ -1,5 +1,6 @@
 import CofferClient
 import CofferCore
+import CofferStore
 import CofferStoreKit
 import Foundation
 import Testing
@@ -99,6 +100,17 @@ struct EntitlementsTests {
             #expect(await world.apple.unfinishedTransactions(account: "alice").isEmpty)
             let again = try await app.verifyPurchases()
             #expect(again.map(\.verdict) == [.alreadyRecorded, .alreadyRecorded])
+            // Support sees the last run on the customer's page.
+            var reports: [VerifyReport] = []
+            for user in try await world.serverStore.users(
+                environment: .sandbox, supportIdPrefix: nil, limit: 10, offset: 0)
+            {
+                if let report = try await world.serverStore.verifyReport(owner: user.id, environment: .sandbox) {
+                    reports.append(report)
+                }
+            }
+            #expect(reports.count == 1)
+            #expect(reports.first?.items == again)
         }
     }
 }

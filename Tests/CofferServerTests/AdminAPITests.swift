@@ -315,6 +315,83 @@ struct AdminAPITests {
         }
     }
 
+    @Test(
+        "the app's Verify Purchases report reaches support; a data request deletes the customer once, audited",
+        arguments: ServerEngine.allCases)
+    func verifyReportAndDeletion(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let setup = try Fixture.Setup(store: store, wallet: .server)
+        let signer = try await Self.key(in: store)
+        try await setup.app.test(.router) { client in
+            let user = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let bought = try await setup.store.purchase(
+                account: "alice", productId: "com.example.credits", quantity: 1, appAccountToken: user.appAccountToken)
+            let transactionId = try #require(bought.transactionIds.first)
+            let delivered = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Fixture.bearer(user.token),
+                body: try Fixture.body(
+                    TransactionRequest(signedTransaction: try await setup.store.signedTransaction(id: transactionId))))
+            #expect(delivered.status == .ok)
+
+            func report(_ items: [VerifyReportItem]) async throws -> TestResponse {
+                try await client.execute(
+                    uri: "/v1/me/verify-report", method: .put, headers: Fixture.bearer(user.token),
+                    body: try Fixture.body(VerifyReportRequest(items: items)))
+            }
+            let good = VerifyReportItem(
+                transactionId: transactionId, productId: "com.example.credits", finished: true, verified: true,
+                verdict: "alreadyRecorded")
+            var lost = good
+            lost.transactionId = "2000000999"
+            lost.verdict = "couldNotBeVerified"
+            let saved = try await report([good, lost])
+            #expect(saved.status == .ok)
+            #expect(try Fixture.decode(VerifyReportResponse.self, saved).items == 2)
+            var bad = good
+            bad.verdict = "maybe"
+            #expect(try await report([bad]).status == .badRequest)
+            bad = good
+            bad.transactionId = "2000 0001"
+            #expect(try await report([bad]).status == .badRequest)
+            #expect(try await report(Array(repeating: good, count: 501)).status == .badRequest)
+            let unsigned = try await client.execute(
+                uri: "/v1/me/verify-report", method: .put,
+                body: try Fixture.body(VerifyReportRequest(items: [good])))
+            #expect(unsigned.status == .unauthorized)
+
+            let detail = try Self.decode(
+                UserDetail.self, try await Self.send(client, signer, .get, "/v1/admin/users/\(user.supportId)"))
+            let verify = try #require(detail.verifyReport)
+            #expect(verify.items.map(\.verdict) == [.alreadyRecorded, .couldNotBeVerified])
+            #expect(verify.summary == "2 transactions: 1 could not be verified, 1 already recorded")
+            #expect(detail.purchases.map(\.transactionId) == [transactionId])
+            #expect(detail.purchases.first?.priceText != nil)
+
+            // The data request: the closing entry, the token refused at once, nothing more given, once.
+            let deleted = try await Self.send(client, signer, .post, "/v1/admin/users/\(user.supportId)/delete")
+            #expect(deleted.status == .ok)
+            let done = try Self.decode(DeletionView.self, deleted)
+            #expect(done.supportId == user.supportId && done.closedBalance == 100 && done.users == 1)
+            let me = try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(user.token))
+            #expect(me.status == .unauthorized)
+            let grant = try await Self.send(
+                client, signer, .post, "/v1/admin/grants",
+                body: GrantRequest(supportId: user.supportId, credits: 5, reason: "after deletion"))
+            #expect(grant.status == .badRequest)
+            let again = try await Self.send(client, signer, .post, "/v1/admin/users/\(user.supportId)/delete")
+            #expect(again.status == .badRequest)
+            let after = try Self.decode(
+                UserDetail.self, try await Self.send(client, signer, .get, "/v1/admin/users/\(user.supportId)"))
+            #expect(after.user.deletedAt == Self.now && after.user.balance == 0 && after.verifyReport == nil)
+            #expect(after.purchases.map(\.transactionId) == [transactionId])
+            let audit = try Self.decode(
+                [AuditEvent].self, try await Self.send(client, signer, .get, "/v1/admin/audit"))
+            #expect(audit.map(\.action) == ["customer.delete"])
+            #expect(audit.first?.after?.contains(#""closedBalance":100"#) == true)
+        }
+    }
+
     @Test("a customer's order id (from Apple's receipt email) finds them through Look Up Order ID")
     func orderId() async throws {
         let setup = try NotificationTests.Setup(store: InMemoryStore())

@@ -68,6 +68,11 @@ final class CountingStore: CofferStore {
     }
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { try await base.mergeUser(merge) }
     func users(mergedInto user: UUID) async throws -> [User] { try await base.users(mergedInto: user) }
+    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult { try await base.deleteUser(deletion) }
+    func saveVerifyReport(_ report: VerifyReport) async throws { try await base.saveVerifyReport(report) }
+    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
+        try await base.verifyReport(owner: owner, environment: environment)
+    }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
         try await base.user(appAccountToken: appAccountToken, environment: environment)
     }

@@ -21,6 +21,9 @@ struct FailingStore: CofferStore {
     func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw Self.failure }
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw Self.failure }
     func users(mergedInto user: UUID) async throws -> [User] { throw Self.failure }
+    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult { throw Self.failure }
+    func saveVerifyReport(_ report: VerifyReport) async throws { throw Self.failure }
+    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? { throw Self.failure }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw Self.failure }
     func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
         throw Self.failure

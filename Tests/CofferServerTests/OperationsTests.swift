@@ -121,7 +121,7 @@ struct OpenAPITests {
         let all = serverRoutes(configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
         let routes = all.filter { !$0.contains(" /admin") }
         #expect(routes.count >= 16)
-        #expect(all.count - routes.count == 30, "the panel's pages: \(all.filter { $0.contains(" /admin") })")
+        #expect(all.count - routes.count == 31, "the panel's pages: \(all.filter { $0.contains(" /admin") })")
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/CofferServer/openapi.json")
         let kept = try Data(contentsOf: repository)

@@ -344,6 +344,41 @@ struct PanelTests {
     }
 
     @Test(
+        "deleting a customer at their request: a confirmation first, then once; the page says so and offers nothing more",
+        arguments: ServerEngine.allCases)
+    func deleteCustomer(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await Self.signedIn(store) { client, user, browser in
+            let page = try await browser.get(client, "/admin/users/\(user.supportId)")
+            #expect(String(buffer: page.body).contains(#"id="delete-button""#))
+            let csrf = try Browser.csrf(page)
+            let confirm = try await browser.post(client, "/admin/users/\(user.supportId)/delete", [("csrf", csrf)])
+            #expect(String(buffer: confirm.body).contains("Delete \(user.supportId) at the customer&#39;s request?"))
+            let supportId = try #require(SupportID(user.supportId))
+            #expect(try await store.user(supportId: supportId, environment: .sandbox)?.deletedAt == nil)
+            let done = try await browser.post(
+                client, "/admin/users/\(user.supportId)/delete", [("confirm", "yes"), ("csrf", csrf)])
+            #expect(
+                done.status == .seeOther
+                    && done.headers[.location] == "/admin/users/\(user.supportId)?notice=customer-deleted")
+            #expect(try await store.user(supportId: supportId, environment: .sandbox)?.deletedAt == AdminAPITests.now)
+            let me = try await client.execute(uri: "/v1/me", method: .get, headers: ClientAPITests.bearer(user.token))
+            #expect(me.status == .unauthorized)
+            let after = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(after.contains(#"id="deleted""#) && !after.contains(#"id="grant-form""#))
+            #expect(!after.contains(#"id="delete-button""#))
+            let users = String(buffer: try await browser.get(client, "/admin/users").body)
+            #expect(users.contains("deleted</span>"))
+            let again = try await browser.post(
+                client, "/admin/users/\(user.supportId)/delete", [("confirm", "yes"), ("csrf", csrf)])
+            #expect(again.status == .badRequest)
+            #expect(
+                try await store.auditEvents(environment: .sandbox, subject: user.supportId, limit: 10).map(\.action)
+                    == ["customer.delete"])
+        }
+    }
+
+    @Test(
         "merging an anonymous customer into an Apple account's: a confirmation first, then once, shown on both pages",
         arguments: ServerEngine.allCases)
     func merge(engine: ServerEngine) async throws {
@@ -657,6 +692,7 @@ struct PanelTests {
             for (uri, fields) in [
                 ("/admin/users/\(user.supportId)/balance", [("balance", "1"), ("reason", "x"), ("confirm", "yes")]),
                 ("/admin/users/\(user.supportId)/merge", [("into", "_abcdef123456")]),
+                ("/admin/users/\(user.supportId)/delete", [("confirm", "yes")]),
                 ("/admin/grants/delete-all", [("confirm", "yes")]),
                 ("/admin/admins", [("name", "eve"), ("role", "owner")]),
                 ("/admin/admins/sam/role", [("role", "owner")]),

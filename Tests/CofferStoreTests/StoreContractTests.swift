@@ -389,6 +389,120 @@ struct StoreContractTests {
             ])
     }
 
+    @Test(
+        "deleting a customer: tokens, devices, backups, the Apple account and reasons go; the ledger stays and adds up",
+        arguments: StoreEngine.allCases)
+    func deleteUser(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        var alice = Make.user("_aaaaaaaaaaa1")
+        alice.appleAccount = AppleAccount(appTransactionId: "705000000000001", environment: .sandbox)
+        let install = Make.user("_bbbbbbbbbbb2")
+        let carol = Make.user("_ccccccccccc3")
+        for user in [alice, install, carol] { try await store.createUser(user) }
+        try await store.addToken(tokenHash: "alice-phone", owner: alice.id, at: Make.start)
+        _ = try await store.mergeUser(
+            UserMerge(
+                from: install.id, fromSupportId: install.supportId, into: alice.id, environment: .sandbox,
+                movesBackup: false, at: Make.start))
+        _ = try await store.apply(Make.purchase("t1", for: alice))
+        _ = try await store.apply(
+            LedgerRequest(owner: alice.id, environment: .sandbox, event: .spend(key: "k1", amount: 300), at: Make.start)
+        )
+        let claimed = Grant(
+            environment: .sandbox, recipient: alice.id, credits: 50, reason: "Ticket 7, alice@example.com",
+            createdBy: "ada", createdAt: Make.start)
+        try await store.createGrant(claimed)
+        _ = try await store.claimGrant(
+            id: claimed.id, recipient: alice.id, environment: .sandbox, crediting: .collect, at: Make.start)
+        let pending = Grant(
+            environment: .sandbox, recipient: alice.id, credits: 70, reason: "Ticket 8", createdBy: "ada",
+            createdAt: Make.start)
+        try await store.createGrant(pending)
+        try await store.savePushToken(
+            PushToken(token: "aa", owner: alice.id, environment: .sandbox, gateway: .sandbox, updatedAt: Make.start))
+        _ = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 150, precondition: .absent,
+            writer: .device("Alice's iPhone"), at: Make.start)
+        try await store.saveVerifyReport(
+            VerifyReport(owner: alice.id, environment: .sandbox, reportedAt: Make.start, items: []))
+        try await store.createGrant(
+            Grant(
+                environment: .sandbox, recipient: carol.id, credits: 5, reason: "Carol's", createdBy: "ada",
+                createdAt: Make.start))
+
+        let at = Make.start.addingTimeInterval(60)
+        let result = try await store.deleteUser(
+            UserDeletion(user: alice.id, environment: .sandbox, actor: "ada", at: at))
+        #expect(result == UserDeletionResult(closed: Wallet(balance: 150, deficit: 0), users: 2, cancelledGrants: 1))
+        #expect(try await store.wallet(owner: alice.id, environment: .sandbox) == .empty)
+        for hash in [alice.tokenHash, install.tokenHash, "alice-phone"] {
+            #expect(try await store.user(tokenHash: hash) == nil)
+        }
+        #expect(try await store.user(appAccountToken: alice.appAccountToken, environment: .sandbox) == nil)
+        #expect(try await store.user(appAccountToken: install.appAccountToken, environment: .sandbox) == nil)
+        #expect(try await store.user(appleAccount: try #require(alice.appleAccount), environment: .sandbox) == nil)
+        let deleted = try #require(try await store.user(id: alice.id))
+        #expect(deleted.deletedAt == at && deleted.appleAccount == nil && deleted.supportId == alice.supportId)
+        #expect(try await store.user(id: install.id)?.deletedAt == at)
+        #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox).isEmpty)
+        #expect(try await store.backup(owner: alice.id, environment: .sandbox) == nil)
+        #expect(try await store.backupHistory(owner: alice.id, environment: .sandbox, limit: 10).isEmpty)
+        #expect(try await store.verifyReport(owner: alice.id, environment: .sandbox) == nil)
+        let grants = try await store.grants(environment: .sandbox, recipient: alice.id, status: nil, limit: 10)
+        #expect(grants.allSatisfy { $0.reason == UserDeletion.removedReason })
+        #expect(grants.first { $0.id == pending.id }?.status == .cancelled)
+        #expect(grants.first { $0.id == pending.id }?.cancelledBy == "ada")
+        #expect(grants.first { $0.id == claimed.id }?.status == .claimed)
+        let carols = try await store.grants(environment: .sandbox, recipient: carol.id, status: nil, limit: 10)
+        #expect(carols.map(\.reason) == ["Carol's"])
+        // The entries stay, anonymised, and still sum to the wallet; the receipt keeps the transaction once.
+        let entries = try await store.entries(owner: alice.id, environment: .sandbox)
+        #expect(entries.map(\.key.kind) == [.merge, .purchase, .spend, .grant, .adjustment])
+        #expect(entries.last?.key.id == UserDeletion.closingId)
+        #expect(
+            entries.compactMap(\.reason) == [
+                "merged from another user", UserDeletion.removedReason, UserDeletion.closingReason,
+            ])
+        #expect(LedgerAudit.discrepancies(entries: entries, wallet: .empty).isEmpty)
+        #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.owner == alice.id)
+        // A refund Apple sends later is still taken back from the record, as a deficit.
+        let refund = try await store.apply(
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .revocation(Make.fact("t1", revoked: true)), at: at))
+        #expect(refund.wallet == Wallet(balance: 0, deficit: 400))
+
+        await #expect(throws: StoreError.self) {
+            try await store.deleteUser(UserDeletion(user: alice.id, environment: .sandbox, actor: "ada", at: at))
+        }
+        await #expect(throws: StoreError.notFound("user")) {
+            try await store.deleteUser(UserDeletion(user: carol.id, environment: .production, actor: "ada", at: at))
+        }
+        #expect(try await store.user(id: carol.id)?.deletedAt == nil)
+    }
+
+    @Test(
+        "a Verify Purchases report is kept per user, the newest replacing the one before",
+        arguments: StoreEngine.allCases)
+    func verifyReports(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        let item = ReconciliationItem(
+            transaction: DeviceTransaction(transactionId: "t1", productId: "p", isFinished: true, isVerified: false),
+            verdict: .couldNotBeVerified)
+        try await store.saveVerifyReport(
+            VerifyReport(owner: alice.id, environment: .sandbox, reportedAt: Make.start, items: [item, item]))
+        let later = VerifyReport(
+            owner: alice.id, environment: .sandbox, reportedAt: Make.start.addingTimeInterval(1), items: [item])
+        try await store.saveVerifyReport(later)
+        #expect(try await store.verifyReport(owner: alice.id, environment: .sandbox) == later)
+        #expect(try await store.verifyReport(owner: alice.id, environment: .production) == nil)
+        await #expect(throws: StoreError.notFound("user \(alice.id)")) {
+            try await store.saveVerifyReport(
+                VerifyReport(owner: alice.id, environment: .production, reportedAt: Make.start, items: []))
+        }
+    }
+
     @Test("refunds, deficits and reversals survive storage", arguments: StoreEngine.allCases)
     func refunds(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()
