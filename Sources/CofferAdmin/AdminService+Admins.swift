@@ -78,6 +78,17 @@ extension AdminService {
                     return changed
                 })
         else { throw AdminError.notFound("admin \(name)") }
+        // Counted again after the change: two owners demoting each other at once both see the other still an
+        // owner before; whoever counts none after puts their admin back, so an owner always stays.
+        if before.role == .owner, role != .owner, try await store.admins().count(where: { $0.role == .owner }) == 0 {
+            _ = try await store.updateAdmin(name: name) { admin in
+                var restored = admin
+                restored.role = before.role
+                restored.grantLimit = before.grantLimit
+                return restored
+            }
+            throw AdminError.invalid("\(name) is the only owner: make another admin an owner first")
+        }
         try await audit(
             environment, actor: actor, action: "admin.role", subject: "admin \(name)", before: AdminView(before),
             after: AdminView(after))

@@ -349,8 +349,9 @@ public struct AdminService: Sendable {
         }
         let before = try await grant(environment: environment, id: id)
         let after: Grant
+        let at = now()
         do {
-            after = try await store.cancelGrant(id: uuid, environment: environment, by: actor, at: now())
+            after = try await store.cancelGrant(id: uuid, environment: environment, by: actor, at: at)
         } catch StoreError.notFound {
             throw AdminError.notFound("grant \(id) in \(environment.rawValue)")
         }
@@ -360,8 +361,8 @@ public struct AdminService: Sendable {
             throw AdminError.invalid(
                 "the app claimed this grant already: the credits are the customer's; answer it with a new "
                     + "adjustment (set the balance) instead")
-        case .cancelled where before.status == .cancelled:
-            return view  // Cancelled before: nothing changed, nothing to record again.
+        case .cancelled where before.status == .cancelled || after.cancelledAt != at || after.cancelledBy != actor:
+            return view  // Cancelled before (or by a request racing this one): nothing to record again.
         case .cancelled:
             try await audit(
                 environment, actor: actor, action: "grant.cancel", subject: before.supportId, before: before,

@@ -1,4 +1,5 @@
 import CofferAdmin
+import CofferCore
 import CofferStore
 import Foundation
 import Testing
@@ -62,5 +63,28 @@ struct TwoFactorTests {
         #expect(used.recoveryCodeHashes.count == 9)
         #expect(used.using(recoveryCodeHash: TwoFactor.recoveryHash(codes[3])) == nil)
         #expect(admin.using(recoveryCodeHash: TwoFactor.recoveryHash("aaaa-bbbb-cccc")) == nil)
+    }
+}
+
+/// Roles under concurrency: the last owner stays one however demotions race.
+@Suite("Admin roles")
+struct AdminRoleTests {
+    @Test("two owners demoting each other at the same moment leave an owner", arguments: 0..<20)
+    func racingDemotions(round: Int) async throws {
+        let store = InMemoryStore()
+        let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .server)
+        for name in ["ada", "bob"] {
+            try await store.createAdmin(Admin(name: name, passwordHash: "h", createdAt: Date(timeIntervalSince1970: 0)))
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (name, actor) in [("ada", "bob"), ("bob", "ada")] {
+                group.addTask {
+                    _ = try? await service.setRole(
+                        environment: .sandbox, name: name, role: .support, grantLimit: 10, actor: actor)
+                }
+            }
+        }
+        let owners = try await store.admins().filter { $0.role == .owner }
+        #expect(!owners.isEmpty, "round \(round)")
     }
 }
