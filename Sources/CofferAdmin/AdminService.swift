@@ -42,6 +42,9 @@ public struct AdminService: Sendable {
 
     /// The most credits one grant or balance may carry.
     public static let maximumCredits: Int64 = 1_000_000_000_000
+    /// How many purchases a customer's page shows, newest first.
+    public static let purchaseLimit = 200
+
     /// How many items a timeline shows.
     public static let timelineLimit = 500
 
@@ -66,7 +69,15 @@ public struct AdminService: Sendable {
 
     /// The dashboard: totals and 30 days of purchases and refunds.
     public func dashboard(environment: Environment) async throws -> DashboardFigures {
-        try await store.dashboard(environment: environment, days: 30, now: now())
+        var figures = try await store.dashboard(environment: environment, days: 30, now: now())
+        // Only the catalog's loyalty groups count: any app user can post a milestone of any name.
+        let prefix = DashboardFigures.loyaltyMilestonePrefix
+        figures.loyaltyLifetimes = catalog.loyalty.map { rule in
+            let name = String(LoyaltyRule.milestoneName(rule.group).dropFirst(prefix.count))
+            return GroupCount(
+                group: rule.group, count: figures.loyaltyLifetimes.first { $0.group == name }?.count ?? 0)
+        }
+        return figures
     }
 
     /// Apple's health for the dashboard: the newest notification, the last 7 days' by type, and the recovery
@@ -219,7 +230,7 @@ public struct AdminService: Sendable {
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
             mergedInto: mergedInto, subscriptions: subscriptions,
-            purchases: receipts.reversed().map { PurchaseView($0, catalog: catalog) },
+            purchases: receipts.suffix(Self.purchaseLimit).reversed().map { PurchaseView($0, catalog: catalog) },
             verifyReport: try await store.verifyReport(owner: user.id, environment: environment).map {
                 VerifyReportView(reportedAt: $0.reportedAt, items: $0.items)
             })

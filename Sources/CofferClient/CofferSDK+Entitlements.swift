@@ -64,10 +64,7 @@ extension CofferSDK {
     }
 
     /// The server's name of a group's loyalty milestone: `loyalty:` and the group in the characters it takes.
-    static func milestoneName(_ group: String) -> String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789._-")
-        return "loyalty:" + String(group.lowercased().map { allowed.contains($0) ? $0 : "-" }.prefix(56))
-    }
+    static func milestoneName(_ group: String) -> String { LoyaltyRule.milestoneName(group) }
 
     /// The loyalty lifetimes earned whose celebration the app has not shown yet (``acknowledgeMilestone(_:)``),
     /// so one earned while no screen listened is still shown once.

@@ -54,6 +54,13 @@ public struct LoyaltyRule: Sendable, Hashable, Codable {
     /// The number of paid periods a lifetime is earned after when a catalog does not say.
     public static let defaultPeriods = 12
 
+    /// The server's name of a group's loyalty milestone: `loyalty:` and the group in the characters a
+    /// milestone takes (lowercase letters, digits, `.`, `_`, `-`; anything else as `-`), at most 64 in all.
+    public static func milestoneName(_ group: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789._-")
+        return "loyalty:" + String(group.lowercased().map { allowed.contains($0) ? $0 : "-" }.prefix(56))
+    }
+
     /// The subscription group whose periods count.
     public var group: String
     /// How many paid periods earn the entitlements.

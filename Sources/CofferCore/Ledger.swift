@@ -489,7 +489,11 @@ public enum Ledger {
             return unchanged(.revoked, wallet)
         }
         if let existing, existing.deliveredCredits != nil {
-            return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existingEntry)
+            // Delivered before from data without the payment (a legacy receipt): learn it now, credit nothing.
+            var learned = existing
+            learned.transaction.keepPayment(of: fact)
+            return LedgerDecision(
+                outcome: .duplicate, wallet: wallet, receipt: learned == existing ? nil : learned, entry: existingEntry)
         }
         if let revoked = fact.revocationDate, existing?.reversedAt.map({ revoked > $0 }) ?? true {
             // Signed data that already says "refunded": record the revocation, credit nothing.

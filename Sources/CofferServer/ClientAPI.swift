@@ -89,7 +89,8 @@ struct ClientAPI: Sendable {
     /// `PUT /v1/me/verify-report`: the install's latest Verify Purchases results, for support.
     func saveVerifyReport(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await authenticate(request)
-        let body: VerifyReportRequest = try await decode(request)
+        // 500 items of the longest ids and products fit; the server's body limit may be smaller.
+        let body: VerifyReportRequest = try await decode(request, limit: 256 * 1024)
         return try json(try await service.saveVerifyReport(body, user: user))
     }
 

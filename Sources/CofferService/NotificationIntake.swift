@@ -135,7 +135,10 @@ public struct NotificationIntake: ServiceOnParts {
             ).first(where: { ($0.transaction.environment ?? environment) == (fact.environment ?? environment) })?
             .owner
         else { return nil }
-        return try await store.user(id: chainOwner)
+        // A customer deleted at their request gets nothing new: a renewal of their chain waits for the app to
+        // present it (under whoever it signs in as now). A transaction delivered to them before still finds them
+        // above, so Apple's refunds are still taken back.
+        return try await store.user(id: chainOwner).flatMap { $0.deletedAt == nil ? $0 : nil }
     }
 
     private func apply(_ notification: VerifiedNotification, fact: TransactionFact, to user: User, logger: Logger)
@@ -241,6 +244,11 @@ public struct NotificationIntake: ServiceOnParts {
     private func answerConsumptionRequest(fact: TransactionFact, user: User, logger: Logger) async {
         guard configuration.consumption.answer, let client = dependencies.appStoreAPI else {
             logger.info("consumption request not answered (consumption answers are off)")
+            return
+        }
+        guard user.deletedAt == nil else {
+            // Their consent and their balance went with the deletion: Apple decides without Coffer's word.
+            logger.info("consumption request about a customer deleted at their request not answered")
             return
         }
         guard (fact.environment ?? user.environment) == user.environment else {

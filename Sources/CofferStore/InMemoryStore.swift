@@ -96,9 +96,14 @@ public actor InMemoryStore: CofferStore {
 
     /// The user whose token hashes to `tokenHash`.
     public func user(tokenHash: String) -> User? {
-        if let token = deviceTokens[tokenHash] { return token.revokedAt == nil ? state.users[token.owner] : nil }
-        return state.users.values.first { $0.tokenHash == tokenHash }
+        if let token = deviceTokens[tokenHash] {
+            return token.revokedAt == nil && isLive(token.owner) ? state.users[token.owner] : nil
+        }
+        return state.users.values.first { $0.tokenHash == tokenHash && $0.deletedAt == nil }
     }
+
+    /// Whether the user exists and was not deleted at the customer's request.
+    private func isLive(_ id: UUID) -> Bool { state.users[id].map { $0.deletedAt == nil } ?? false }
 
     /// The user who is this Apple account in `environment`.
     public func user(appleAccount: AppleAccount, environment: Environment) -> User? {
@@ -107,7 +112,7 @@ public actor InMemoryStore: CofferStore {
 
     /// Gives a user another device's token.
     public func addToken(tokenHash: String, owner: UUID, at date: Date) throws {
-        guard state.users[owner] != nil else { throw StoreError.notFound("user \(owner)") }
+        guard isLive(owner) else { throw StoreError.notFound("user \(owner)") }
         guard deviceTokens[tokenHash] == nil, !state.users.values.contains(where: { $0.tokenHash == tokenHash })
         else { throw StoreError.alreadyExists("token") }
         deviceTokens[tokenHash] = (owner, nil)
@@ -115,13 +120,13 @@ public actor InMemoryStore: CofferStore {
 
     /// Records a milestone once.
     public func recordMilestone(owner: UUID, name: String, at date: Date) throws -> Bool {
-        guard state.users[owner] != nil else { throw StoreError.notFound("user \(owner)") }
+        guard isLive(owner) else { throw StoreError.notFound("user \(owner)") }
         return milestones.insert("\(owner)/\(name)").inserted
     }
 
     /// Registers a push token.
     public func savePushToken(_ token: PushToken) throws {
-        guard state.users[token.owner] != nil else { throw StoreError.notFound("user \(token.owner)") }
+        guard isLive(token.owner) else { throw StoreError.notFound("user \(token.owner)") }
         pushTokenRecords[token.token] = token
     }
 
@@ -170,6 +175,7 @@ public actor InMemoryStore: CofferStore {
             let into = state.users[merge.into], into.environment == merge.environment
         else { throw StoreError.notFound("user") }
         guard from.mergedInto == nil else { throw StoreError.alreadyExists("merge of \(from.supportId)") }
+        guard from.deletedAt == nil, into.deletedAt == nil else { throw StoreError.notFound("user") }
         let fromWallet = state.wallets[from.id] ?? .empty
         let intoWallet = state.wallets[into.id] ?? .empty
         let moving =
@@ -234,13 +240,24 @@ public actor InMemoryStore: CofferStore {
                 state.entries[index].reason = UserDeletion.removedReason
             }
         }
+        let supportIds = Set(ids.compactMap { state.users[$0]?.supportId.rawValue })
+        for index in audit.indices
+        where audit[index].environment == user.environment && supportIds.contains(audit[index].subject) {
+            audit[index].before = UserDeletion.anonymised(audit[index].before)
+            audit[index].after = UserDeletion.anonymised(audit[index].after)
+        }
+        for (key, receipt) in state.receipts
+        where ids.contains(receipt.owner) && receipt.deliveredCredits == 0 && receipt.revokedAt == nil {
+            state.receipts[key] = nil
+            state.receiptOrder.removeAll { $0 == key }
+        }
         if let closing { state.save(closing, owner: user.id, environment: user.environment) }
         return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
     }
 
     /// Keeps an install's latest Verify Purchases report.
     public func saveVerifyReport(_ report: VerifyReport) throws {
-        guard state.users[report.owner]?.environment == report.environment else {
+        guard isLive(report.owner), state.users[report.owner]?.environment == report.environment else {
             throw StoreError.notFound("user \(report.owner)")
         }
         verifyReports[report.owner] = report
@@ -333,7 +350,9 @@ public actor InMemoryStore: CofferStore {
     public func writeBackup(
         owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
     ) throws -> (current: BackupRecord?, written: BackupRecord?) {
-        guard state.users[owner]?.environment == environment else { throw StoreError.notFound("user \(owner)") }
+        guard isLive(owner), state.users[owner]?.environment == environment else {
+            throw StoreError.notFound("user \(owner)")
+        }
         let current = backup(owner: owner, environment: environment)
         guard let record = decide(current) else { return (current, nil) }
         backups[owner] = (environment, record)
@@ -348,7 +367,7 @@ public actor InMemoryStore: CofferStore {
 
     /// Adds a grant.
     public func createGrant(_ grant: Grant) throws {
-        guard state.users[grant.recipient]?.environment == grant.environment else {
+        guard isLive(grant.recipient), state.users[grant.recipient]?.environment == grant.environment else {
             throw StoreError.notFound("user \(grant.recipient)")
         }
         guard !grantList.contains(where: { $0.id == grant.id }) else {
@@ -519,13 +538,17 @@ public actor InMemoryStore: CofferStore {
             otherEnvironmentPurchases: all.count { $0.deliveredAt != nil } - receipts.count { $0.deliveredAt != nil })
         var revenue: [MoneyKey: (count: Int64, amount: Int64)] = [:]
         for receipt in receipts {
-            guard let price = receipt.transaction.price, let currency = receipt.transaction.currency else { continue }
+            // A family member's copy is not a payment: the purchaser's transaction counts it.
+            guard !receipt.transaction.isFamilyShared, let price = receipt.transaction.price,
+                let currency = receipt.transaction.currency
+            else { continue }
             func count(refund: Bool, on date: Date?) {
                 guard let date, let key = day(date) else { return }
                 let slot = MoneyKey(
                     refund: refund, day: key, productId: receipt.transaction.productId, currency: currency)
-                revenue[slot, default: (0, 0)].count += 1
-                revenue[slot, default: (0, 0)].amount += price
+                let sum = revenue[slot] ?? (0, 0)
+                let (amount, overflow) = sum.amount.addingReportingOverflow(price)
+                revenue[slot] = (sum.count + 1, overflow ? .max : amount)
             }
             count(refund: false, on: receipt.deliveredAt)
             count(refund: true, on: receipt.isRevoked ? receipt.revokedAt : nil)

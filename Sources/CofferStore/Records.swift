@@ -119,6 +119,18 @@ public struct UserDeletion: Sendable, Hashable {
     /// The id of the adjustment that closes the wallet (`adjustment:customer-deleted`).
     public static let closingId = "customer-deleted"
 
+    /// An audit event's JSON with its `reason` replaced by ``removedReason``; anything else unchanged.
+    public static func anonymised(_ json: String?) -> String? {
+        guard let json, var object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+            object["reason"] != nil
+        else { return json }
+        object["reason"] = removedReason
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+            return json
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
     /// What closing a wallet writes to the ledger: an entry taking the balance and the deficit to zero, so
     /// the entries still sum to the wallet; `nil` for an empty wallet.
     public static func closing(owner: UUID, wallet: Wallet, at: Date) throws -> LedgerDecision? {

@@ -25,7 +25,9 @@ extension PostgresStore {
                     connection,
                     """
                     SELECT 1 FROM users u JOIN wallets w ON w.user_id = u.id
-                    WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue) FOR UPDATE OF w
+                    WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
+                        AND u.deleted_at IS NULL
+                    FOR UPDATE OF w
                     """, logger: self.logger)
             else { throw StoreError.notFound("user \(owner)") }
             let current = try await Self.first(

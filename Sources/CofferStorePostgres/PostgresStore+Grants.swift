@@ -9,7 +9,7 @@ extension PostgresStore {
     /// Adds a grant.
     public func createGrant(_ grant: Grant) async throws {
         try await write { connection in
-            try await Self.requireUser(connection, grant.recipient, grant.environment, logger: self.logger)
+            try await Self.requireUser(connection, grant.recipient, grant.environment, live: true, logger: self.logger)
             do {
                 try await connection.query(
                     """

@@ -10,7 +10,8 @@ extension PostgresStore {
         try await write { connection in
             guard
                 try await Self.exists(
-                    connection, "SELECT 1 FROM users WHERE id = \(owner.uuidString)", logger: self.logger)
+                    connection, "SELECT 1 FROM users WHERE id = \(owner.uuidString) AND deleted_at IS NULL",
+                    logger: self.logger)
             else { throw StoreError.notFound("user \(owner)") }
             return try await Self.exists(
                 connection,

@@ -81,14 +81,14 @@ extension PostgresStore {
                     SUM(price)::BIGINT AS amount FROM receipts
                 WHERE environment = \(env) AND delivered_at >= \(since)
                     AND (data_environment IS NULL OR data_environment = environment)
-                    AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                    AND price IS NOT NULL AND currency IS NOT NULL AND NOT family_shared GROUP BY day, product_id, currency
                 UNION ALL
                 SELECT 'r' AS kind, revoked_at / 86400000 AS day, product_id, currency, count(*) AS n,
                     SUM(price)::BIGINT AS amount FROM receipts
                 WHERE environment = \(env) AND revoked_at >= \(since)
                     AND (data_environment IS NULL OR data_environment = environment)
                     AND (reversed_at IS NULL OR revoked_at > reversed_at)
-                    AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                    AND price IS NOT NULL AND currency IS NOT NULL AND NOT family_shared GROUP BY day, product_id, currency
                 ORDER BY day, product_id, currency
                 """, logger: self.logger)
             for try await (kind, day, product, currency, n, amount) in money.decode(

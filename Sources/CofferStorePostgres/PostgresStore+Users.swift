@@ -45,9 +45,9 @@ extension PostgresStore {
         try await first(
             """
             SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
-            WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL
+            WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL AND u.deleted_at IS NULL
             UNION ALL
-            SELECT * FROM users WHERE token_hash = \(tokenHash)
+            SELECT * FROM users WHERE token_hash = \(tokenHash) AND deleted_at IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
             LIMIT 1
             """, Rows.user)
@@ -72,7 +72,7 @@ extension PostgresStore {
                     """
                     INSERT INTO user_tokens (token_hash, owner, created_at)
                     SELECT \(tokenHash), id, \(Millis.from(date)) FROM users WHERE id = \(owner.uuidString)
-                        AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
+                        AND deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
                     RETURNING 1
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
@@ -143,7 +143,7 @@ extension PostgresStore {
             for try await (id, balance, deficit) in try await connection.query(
                 """
                 SELECT w.user_id, w.balance, w.deficit FROM wallets w JOIN users u ON u.id = w.user_id
-                WHERE w.user_id IN (\(from), \(into)) AND u.environment = \(env)
+                WHERE w.user_id IN (\(from), \(into)) AND u.environment = \(env) AND u.deleted_at IS NULL
                 ORDER BY w.user_id FOR UPDATE OF w
                 """, logger: self.logger
             ).decode((String, Int64, Int64).self) {
@@ -257,6 +257,26 @@ extension PostgresStore {
                 UPDATE ledger_entries SET reason = \(UserDeletion.removedReason)
                 WHERE owner = ANY(\(ids)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
                 """, logger: self.logger)
+            // The audit log keeps who did what to the customer, without the reasons support wrote.
+            try await connection.query(
+                """
+                UPDATE audit_events SET
+                    before = CASE WHEN before LIKE '{%' AND before::jsonb ? 'reason'
+                        THEN (before::jsonb || jsonb_build_object('reason', \(UserDeletion.removedReason)::text))::text
+                        ELSE before END,
+                    after = CASE WHEN after LIKE '{%' AND after::jsonb ? 'reason'
+                        THEN (after::jsonb || jsonb_build_object('reason', \(UserDeletion.removedReason)::text))::text
+                        ELSE after END
+                WHERE environment = \(env)
+                    AND subject IN (SELECT support_id FROM users WHERE id = ANY(\(ids)))
+                """, logger: self.logger)
+            // What delivered no credits (a non-consumable, a subscription's access) is Apple's to give again: the
+            // customer's next account restores it. What delivered credits stays theirs, never credited twice.
+            try await connection.query(
+                """
+                DELETE FROM receipts
+                WHERE owner = ANY(\(ids)) AND delivered_credits = 0 AND revoked_at IS NULL
+                """, logger: self.logger)
             if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
                 let context = PostgresLedgerContext(connection: connection, logger: self.logger)
                 try await context.save(closing, owner: deletion.user, environment: deletion.environment)
@@ -268,7 +288,7 @@ extension PostgresStore {
     /// Keeps an install's latest Verify Purchases report.
     public func saveVerifyReport(_ report: VerifyReport) async throws {
         try await write { connection in
-            try await Self.requireUser(connection, report.owner, report.environment, logger: self.logger)
+            try await Self.requireUser(connection, report.owner, report.environment, live: true, logger: self.logger)
             try await connection.query(
                 """
                 INSERT INTO verify_reports (owner, environment, reported_at, items)

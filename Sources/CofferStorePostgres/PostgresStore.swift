@@ -189,13 +189,19 @@ public final class PostgresStore: CofferStore {
     }
 
     /// Throws ``StoreError/notFound(_:)`` unless the user lives in `environment`.
-    static func requireUser(_ connection: PostgresConnection, _ owner: UUID, _ environment: Environment, logger: Logger)
-        async throws
-    {
+    /// With `live`, a user deleted at the customer's request counts as none (nothing personal is written for
+    /// them; Apple's word on their transactions still is).
+    static func requireUser(
+        _ connection: PostgresConnection, _ owner: UUID, _ environment: Environment, live: Bool = false,
+        logger: Logger
+    ) async throws {
         guard
             try await exists(
                 connection,
-                "SELECT 1 FROM users WHERE id = \(owner.uuidString) AND environment = \(environment.rawValue)",
+                """
+                SELECT 1 FROM users WHERE id = \(owner.uuidString) AND environment = \(environment.rawValue)
+                    AND (deleted_at IS NULL OR NOT \(live))
+                """,
                 logger: logger)
         else { throw StoreError.notFound("user \(owner)") }
     }

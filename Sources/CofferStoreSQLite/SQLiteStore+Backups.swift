@@ -15,7 +15,7 @@ extension SQLiteStore {
         owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { db in
-            guard try Self.userExists(db, id: owner, environment: environment) else {
+            guard try Self.userExists(db, id: owner, environment: environment, live: true) else {
                 throw StoreError.notFound("user \(owner)")
             }
             let current = try Self.backup(db, owner: owner, environment: environment)

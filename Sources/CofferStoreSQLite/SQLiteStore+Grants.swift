@@ -8,7 +8,7 @@ extension SQLiteStore {
     /// Adds a grant.
     public func createGrant(_ grant: Grant) async throws {
         try await write { db in
-            guard try Self.userExists(db, id: grant.recipient, environment: grant.environment) else {
+            guard try Self.userExists(db, id: grant.recipient, environment: grant.environment, live: true) else {
                 throw StoreError.notFound("user \(grant.recipient)")
             }
             do {

@@ -11,7 +11,8 @@ extension SQLiteStore {
         try await write { db in
             guard
                 try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [owner.uuidString]) == true
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL)",
+                    arguments: [owner.uuidString]) == true
             else { throw StoreError.notFound("user \(owner)") }
             try db.execute(
                 sql: "INSERT INTO milestones (owner, name, reached_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",

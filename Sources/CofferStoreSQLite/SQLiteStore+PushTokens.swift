@@ -10,7 +10,8 @@ extension SQLiteStore {
         try await write { db in
             guard
                 try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [token.owner.uuidString])
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL)",
+                    arguments: [token.owner.uuidString])
                     == true
             else { throw StoreError.notFound("user \(token.owner)") }
             try db.execute(

@@ -77,13 +77,13 @@ extension SQLiteStore {
                     SELECT 'p' AS kind, delivered_at / 86400000 AS day, product_id, currency, COUNT(*) AS n,
                         SUM(price) AS amount FROM receipts
                     WHERE environment = ? AND delivered_at >= ? \(Self.ownEnvironment)
-                        AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                        AND price IS NOT NULL AND currency IS NOT NULL AND family_shared = 0 GROUP BY day, product_id, currency
                     UNION ALL
                     SELECT 'r' AS kind, revoked_at / 86400000 AS day, product_id, currency, COUNT(*) AS n,
                         SUM(price) AS amount FROM receipts
                     WHERE environment = ? AND revoked_at >= ? \(Self.ownEnvironment)
                         AND (reversed_at IS NULL OR revoked_at > reversed_at)
-                        AND price IS NOT NULL AND currency IS NOT NULL GROUP BY day, product_id, currency
+                        AND price IS NOT NULL AND currency IS NOT NULL AND family_shared = 0 GROUP BY day, product_id, currency
                     ORDER BY day, product_id, currency
                     """,
                 arguments: [env, Millis.from(start), env, Millis.from(start)])

@@ -47,9 +47,9 @@ extension SQLiteStore {
         try await one(
             """
             SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
-            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL
+            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL
             UNION ALL
-            SELECT * FROM users WHERE token_hash = ?1
+            SELECT * FROM users WHERE token_hash = ?1 AND deleted_at IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?1)
             LIMIT 1
             """, [tokenHash], Self.user)
@@ -68,7 +68,8 @@ extension SQLiteStore {
         try await write { db in
             guard
                 try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [owner.uuidString]) == true
+                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL)",
+                    arguments: [owner.uuidString]) == true
             else { throw StoreError.notFound("user \(owner)") }
             let taken = try Bool.fetchOne(
                 db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE token_hash = ?)", arguments: [tokenHash])
@@ -126,7 +127,10 @@ extension SQLiteStore {
                 let intoWallet = try context.wallet(owner: merge.into, environment: merge.environment)
             else { throw StoreError.notFound("user") }
             try db.execute(
-                sql: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL", arguments: [into, from])
+                sql: """
+                    UPDATE users SET merged_into = ?1 WHERE id = ?2 AND merged_into IS NULL AND deleted_at IS NULL
+                        AND EXISTS (SELECT 1 FROM users WHERE id = ?1 AND deleted_at IS NULL)
+                    """, arguments: [into, from])
             guard db.changesCount == 1 else { throw StoreError.alreadyExists("merge of user \(from)") }
             let backup = try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from])
             let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: fromWallet.deficit) : fromWallet
@@ -205,6 +209,26 @@ extension SQLiteStore {
                     WHERE owner IN (\(marks)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
                     """,
                 arguments: [UserDeletion.removedReason] + owners)
+            // The audit log keeps who did what to the customer, without the reasons support wrote.
+            let supportIds = try String.fetchAll(
+                db, sql: "SELECT support_id FROM users WHERE id IN (\(marks))", arguments: owners)
+            for column in ["before", "after"] {
+                try db.execute(
+                    sql: """
+                        UPDATE audit_events SET \(column) = json_set(\(column), '$.reason', ?)
+                        WHERE environment = ? AND subject IN (\(databaseQuestionMarks(count: supportIds.count)))
+                            AND json_valid(\(column)) AND json_type(\(column), '$.reason') IS NOT NULL
+                        """,
+                    arguments: [UserDeletion.removedReason, deletion.environment.rawValue]
+                        + StatementArguments(supportIds))
+            }
+            // What delivered no credits (a non-consumable, a subscription's access) is Apple's to give again: the
+            // customer's next account restores it. What delivered credits stays theirs, so it is never credited
+            // twice.
+            try db.execute(
+                sql: """
+                    DELETE FROM receipts WHERE owner IN (\(marks)) AND delivered_credits = 0 AND revoked_at IS NULL
+                    """, arguments: owners)
             if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
                 try context.save(closing, owner: deletion.user, environment: deletion.environment)
             }
@@ -215,7 +239,7 @@ extension SQLiteStore {
     /// Keeps an install's latest Verify Purchases report.
     public func saveVerifyReport(_ report: VerifyReport) async throws {
         try await write { db in
-            guard try Self.userExists(db, id: report.owner, environment: report.environment) else {
+            guard try Self.userExists(db, id: report.owner, environment: report.environment, live: true) else {
                 throw StoreError.notFound("user \(report.owner)")
             }
             try db.execute(

@@ -142,9 +142,13 @@ public final class SQLiteStore: CofferStore {
         try pool.read(body)
     }
 
-    static func userExists(_ db: Database, id: UUID, environment: Environment) throws -> Bool {
+    /// Whether the user lives in `environment`; with `live`, only while not deleted at the customer's request
+    /// (nothing personal is written for a deleted customer; Apple's word on their transactions still is).
+    static func userExists(_ db: Database, id: UUID, environment: Environment, live: Bool = false) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND environment = ?)",
+            db,
+            sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND environment = ?"
+                + (live ? " AND deleted_at IS NULL)" : ")"),
             arguments: [id.uuidString, environment.rawValue]) ?? false
     }
 

@@ -86,6 +86,20 @@ struct LedgerTests {
         #expect(book.receipts["t1"]?.status == .restored)
     }
 
+    @Test(
+        "a purchase delivered from data without its price learns it when Apple's signed data comes, crediting nothing")
+    func paymentLearned() throws {
+        var book = Book()
+        try book.buy(t1, credits: 400)
+        var signed = t1
+        signed.price = 4_990
+        signed.currency = "EUR"
+        let again = try book.buy(signed, credits: 400)
+        #expect(again.outcome == .duplicate && again.receipt?.transaction.price == 4_990)
+        #expect(book.wallet.balance == 400 && book.entries.count == 1)
+        #expect(try book.buy(signed, credits: 400).receipt == nil)
+    }
+
     @Test("payment fields outside their ranges are not kept")
     func paymentRanges() {
         func fact(price: Int64?, currency: String?, storefront: String? = "USA", reason: Int? = 0) -> TransactionFact {

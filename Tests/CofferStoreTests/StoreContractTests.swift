@@ -405,9 +405,14 @@ struct StoreContractTests {
                 from: install.id, fromSupportId: install.supportId, into: alice.id, environment: .sandbox,
                 movesBackup: false, at: Make.start))
         _ = try await store.apply(Make.purchase("t1", for: alice))
+        _ = try await store.apply(Make.purchase("lifetime", for: alice, credits: 0))
         _ = try await store.apply(
             LedgerRequest(owner: alice.id, environment: .sandbox, event: .spend(key: "k1", amount: 300), at: Make.start)
         )
+        try await store.recordAudit(
+            AuditEvent(
+                environment: .sandbox, actor: "ada", action: "grant.create", subject: alice.supportId.rawValue,
+                after: #"{"credits":50,"reason":"Ticket 7, alice@example.com"}"#, at: Make.start))
         let claimed = Grant(
             environment: .sandbox, recipient: alice.id, credits: 50, reason: "Ticket 7, alice@example.com",
             createdBy: "ada", createdAt: Make.start)
@@ -457,7 +462,7 @@ struct StoreContractTests {
         #expect(carols.map(\.reason) == ["Carol's"])
         // The entries stay, anonymised, and still sum to the wallet; the receipt keeps the transaction once.
         let entries = try await store.entries(owner: alice.id, environment: .sandbox)
-        #expect(entries.map(\.key.kind) == [.merge, .purchase, .spend, .grant, .adjustment])
+        #expect(entries.map(\.key.kind) == [.merge, .purchase, .purchase, .spend, .grant, .adjustment])
         #expect(entries.last?.key.id == UserDeletion.closingId)
         #expect(
             entries.compactMap(\.reason) == [
@@ -465,6 +470,40 @@ struct StoreContractTests {
             ])
         #expect(LedgerAudit.discrepancies(entries: entries, wallet: .empty).isEmpty)
         #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.owner == alice.id)
+        // What delivered no credits is Apple's to give again: the customer's next account restores it.
+        #expect(try await store.receipt(transactionId: "lifetime", environment: .sandbox) == nil)
+        let next = Make.user("_ddddddddddd4")
+        try await store.createUser(next)
+        #expect(try await store.apply(Make.purchase("lifetime", for: next, credits: 0)).outcome == .applied)
+        // The audit log keeps the action, not the reason support wrote.
+        let audit = try await store.auditEvents(environment: .sandbox, subject: alice.supportId.rawValue, limit: 10)
+        let after = try #require(audit.first?.after)
+        let fields = try JSONSerialization.jsonObject(with: Data(after.utf8)) as? [String: Any]
+        #expect(audit.count == 1 && fields?["reason"] as? String == UserDeletion.removedReason)
+        #expect(fields?["credits"] as? Int == 50)
+        // Nothing personal is written for the record again, and nothing signs in as it.
+        await #expect(throws: StoreError.self) { try await store.addToken(tokenHash: "new", owner: alice.id, at: at) }
+        await #expect(throws: StoreError.self) {
+            try await store.savePushToken(
+                PushToken(token: "bb", owner: alice.id, environment: .sandbox, gateway: .sandbox, updatedAt: at))
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.recordMilestone(owner: alice.id, name: "loyalty:pro", at: at)
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.saveBackup(
+                owner: alice.id, environment: .sandbox, value: 1, precondition: .absent, writer: .device("x"), at: at)
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.saveVerifyReport(
+                VerifyReport(owner: alice.id, environment: .sandbox, reportedAt: at, items: []))
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.mergeUser(
+                UserMerge(
+                    from: next.id, fromSupportId: next.supportId, into: alice.id, environment: .sandbox,
+                    movesBackup: false, at: at))
+        }
         // A refund Apple sends later is still taken back from the record, as a deficit.
         let refund = try await store.apply(
             LedgerRequest(
