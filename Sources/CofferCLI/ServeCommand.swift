@@ -123,7 +123,7 @@ struct ServeCommand: AsyncParsableCommand {
         let store: any CofferStore
         let location: String
         do {
-            (store, location) = try await settings.database.open()
+            (store, location) = try await settings.database.open(timeout: settings.databaseTimeout)
         } catch {
             FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
             throw ExitCode(2)

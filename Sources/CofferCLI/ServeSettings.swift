@@ -36,6 +36,11 @@ struct ServeSettings: Sendable {
             help:
                 "`sqlite:PATH` (or a plain path) or `postgres://user:password@host:port/db`. Default sqlite:coffer.sqlite."
         ),
+        .init(
+            key: "database.timeout",
+            help:
+                "Seconds a request waits on PostgreSQL (for a connection and its answers) before it is answered 503 "
+                + "database-unavailable with Retry-After. Default 5."),
         .init(key: "environment", help: "Sandbox or Production. Default Sandbox."),
         .init(key: "bundle.id", help: "The app's bundle id. Required."),
         .init(key: "app.apple.id", help: "The app's Apple id. Required in Production."),
@@ -150,12 +155,14 @@ struct ServeSettings: Sendable {
         }
 
         /// Opens the store (migrating it), with a description of where it is for people.
-        func open() async throws -> (store: any CofferStore, location: String) {
+        ///
+        /// - Parameter timeout: Seconds an operation waits on PostgreSQL.
+        func open(timeout: Int = 5) async throws -> (store: any CofferStore, location: String) {
             switch self {
             case .sqlite(let path):
                 return (try SQLiteStore(path: path), "SQLite \(path)")
             case .postgres(let url):
-                let store = try await PostgresStore(url: url)
+                let store = try await PostgresStore(url: url, operationTimeout: .seconds(timeout))
                 let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"
                 return (store, "PostgreSQL \(host)")
             }
@@ -177,6 +184,8 @@ struct ServeSettings: Sendable {
     var appStoreKey: AppStoreKey?
     var apnsKey: APNsKey?
     var logLevel: String
+    /// Seconds an operation waits on PostgreSQL (`database.timeout`).
+    var databaseTimeout: Int
 
     /// The APNs key, when configured.
     struct APNsKey: Sendable {
@@ -314,6 +323,7 @@ struct ServeSettings: Sendable {
             names: "undeclared, grant, decline or none")
 
         database = try Database(url: text("database.url") ?? "sqlite:coffer.sqlite")
+        databaseTimeout = try number("database.timeout", default: 5, in: 1...300)
         // One group commit in flight per instance, for either engine: a PostgreSQL batch is two statements whatever
         // its size, and more batches at once only split the requests into smaller ones and wait on each
         // other's wallet locks (measured: 3,190 deliveries/s with one, 2,950 with two, 2,210 with four).

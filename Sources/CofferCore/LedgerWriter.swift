@@ -246,6 +246,10 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case storage(String)
     /// The record was cancelled (a grant support took back before the app claimed it).
     case cancelled(String)
+    /// The database did not answer within its deadline, lost its connection, or could not write now (a full
+    /// disk, an I/O error): nothing uncommitted was kept, and the same request again is safe (a change whose
+    /// commit was under way may have landed: asking again answers it as a duplicate).
+    case unavailable(String)
 
     /// A one-line, human-readable explanation.
     public var description: String {
@@ -255,6 +259,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongUser(let what): "belongs to another user: \(what)"
         case .storage(let detail): "storage failure: \(detail)"
         case .cancelled(let what): "cancelled: \(what)"
+        case .unavailable(let detail): "database unavailable: \(detail)"
         }
     }
 }

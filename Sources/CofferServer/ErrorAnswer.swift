@@ -36,7 +36,12 @@ extension ServiceError: HTTPResponseError {
     /// The answer (``ErrorAnswer``).
     var response: Response {
         var retryAfter: Int?
-        if case .rateLimited(let seconds, _) = self { retryAfter = seconds }
+        switch self {
+        case .rateLimited(let seconds, _): retryAfter = seconds
+        // The database or Apple may answer again in a moment: clients wait a second before the same request.
+        case .unavailable, .timeout: retryAfter = 1
+        default: break
+        }
         return ErrorAnswer.response(status, code: code, message: message, retryAfter: retryAfter)
     }
 }

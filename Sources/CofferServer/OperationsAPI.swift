@@ -1,6 +1,7 @@
 import CofferAdmin
 import CofferCore
 import CofferService
+import CofferStore
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -153,63 +154,6 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
             // Past the deadline the answer is the timeout's, whatever the cancelled work made of it.
             guard timer.cancel(deadline) else { throw ServiceError.timeout(seconds: limit) }
             return try result.get()
-        }
-    }
-}
-
-/// Deadlines for many requests on one clock: an action scheduled with ``schedule(at:_:)`` runs at its deadline
-/// (within a tick of a quarter second) unless cancelled first. One ticking task runs while any is scheduled,
-/// where a sleep per request would set a timer of the system's for each (a tenth of a delivery's overhead under
-/// load).
-final class DeadlineTimer: Sendable {
-    /// How late a deadline may be noticed.
-    static let tick = Duration.milliseconds(250)
-
-    private struct State {
-        var next: UInt64 = 0
-        var scheduled: [UInt64: (deadline: ContinuousClock.Instant, action: @Sendable () -> Void)] = [:]
-        var ticking = false
-    }
-
-    private let state = Mutex(State())
-
-    /// Runs `action` at `deadline`, unless ``cancel(_:)`` comes first.
-    ///
-    /// - Returns: The deadline's id, for ``cancel(_:)``.
-    func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> UInt64 {
-        let (id, start) = state.withLock { state -> (UInt64, Bool) in
-            state.next &+= 1
-            state.scheduled[state.next] = (deadline, action)
-            defer { state.ticking = true }
-            return (state.next, !state.ticking)
-        }
-        if start { Task { await self.run() } }
-        return id
-    }
-
-    /// Cancels a deadline.
-    ///
-    /// - Returns: Whether it was still waiting (`false`: its action ran).
-    func cancel(_ id: UInt64) -> Bool {
-        state.withLock { $0.scheduled.removeValue(forKey: id) != nil }
-    }
-
-    /// Runs the actions whose deadline passed, every tick, until none is scheduled.
-    private func run() async {
-        while true {
-            try? await Task.sleep(for: Self.tick)
-            let now = ContinuousClock.now
-            let (due, stop) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
-                var due: [@Sendable () -> Void] = []
-                for (id, entry) in state.scheduled where entry.deadline <= now {
-                    due.append(entry.action)
-                    state.scheduled[id] = nil
-                }
-                if state.scheduled.isEmpty { state.ticking = false }
-                return (due, state.scheduled.isEmpty)
-            }
-            for action in due { action() }
-            if stop { return }
         }
     }
 }

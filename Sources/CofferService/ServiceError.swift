@@ -72,6 +72,11 @@ public enum ServiceError: Error, Sendable, Equatable {
             case .unavailable(let why): self = .unavailable(code: "unavailable", message: why)
             }
         case let error as AdminAuthError: self = .adminSignature(code: Self.code(error), message: error.description)
+        case StoreError.unavailable:
+            self = .unavailable(
+                code: "database-unavailable",
+                message: "the database did not answer in time or cannot write now; nothing was changed that was not "
+                    + "committed: try again (a change already committed answers as a duplicate)")
         default: return nil
         }
     }

@@ -20,6 +20,9 @@ public final class PostgresStore: CofferStore {
     let client: PostgresClient
     let runner: Task<Void, Never>
     let logger: Logger
+    /// How long one operation (a read, or a write's transaction) may wait on the database.
+    let operationTimeout: Duration
+    private let deadlines = DeadlineTimer()
 
     /// Connects (the pool opens connections as needed) and migrates.
     ///
@@ -28,13 +31,16 @@ public final class PostgresStore: CofferStore {
     ///     (default prefer) and `sslrootcert=PATH` as libpq takes them (see ``configuration(url:)``).
     ///   - maximumConnections: The pool's size.
     ///   - startupTimeout: How long opening may take (connecting and migrating) before it fails.
+    ///   - operationTimeout: How long a read, or a write's whole transaction, may wait on the database (for a
+    ///     connection, and for its answers) before it fails with ``StoreError/unavailable(_:)``.
     ///   - logger: Where the pool logs.
     /// - Throws: ``StoreError/storage(_:)`` when the URL does not parse, the server does not answer in
     ///   time, or the database cannot be migrated.
     public init(
         url: String, maximumConnections: Int = 20, startupTimeout: Duration = .seconds(30),
-        logger: Logger = Logger(label: "coffer.postgres")
+        operationTimeout: Duration = .seconds(5), logger: Logger = Logger(label: "coffer.postgres")
     ) async throws {
+        self.operationTimeout = operationTimeout
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = maximumConnections
         // Every statement is planned for the tables as they are when it runs. A prepared statement's generic plan
@@ -42,7 +48,9 @@ public final class PostgresStore: CofferStore {
         // through whichever index was smallest, and went on scanning every receipt of the environment (an
         // O(n) read per batch) long after the tables had grown.
         configuration.options.additionalStartupParameters.append(("plan_cache_mode", "force_custom_plan"))
-        configuration.options.connectTimeout = min(startupTimeout, .seconds(10))
+        // A connection that takes longer to open than an operation may wait is of no use to that operation; a
+        // short attempt is retried sooner once the database answers again.
+        configuration.options.connectTimeout = max(.seconds(1), min(startupTimeout, operationTimeout, .seconds(10)))
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
         self.logger = logger
@@ -120,7 +128,19 @@ public final class PostgresStore: CofferStore {
 
     /// Runs `body` in a transaction; a transaction that lost a race (a unique key taken by a concurrent
     /// commit, a serialization failure or a deadlock) is rolled back and run again.
-    func write<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    ///
+    /// The whole of it (every attempt) waits on the database at most ``operationTimeout``; past it, or on a
+    /// lost connection, it throws ``StoreError/unavailable(_:)``.
+    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let work: @Sendable () async throws -> T = { try await self.writeNow(body) }
+        return try await deadlines.run(within: operationTimeout, orThrow: { self.timedOut }, work)
+    }
+
+    private var timedOut: StoreError {
+        StoreError.unavailable("PostgreSQL did not answer within \(operationTimeout)")
+    }
+
+    private func writeNow<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 0
         while true {
             attempt += 1
@@ -142,26 +162,52 @@ public final class PostgresStore: CofferStore {
             } catch is LostRace where attempt < 20 {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1...(5 * attempt))))
             } catch let error as PSQLError {
-                throw StoreError.storage(Self.describe(error))
+                throw Self.storeError(error)
             } catch is LostRace {
                 throw StoreError.storage("gave up after \(attempt) conflicting attempts")
             }
         }
     }
 
-    func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            return try await client.withConnection { connection in try await body(connection) }
-        } catch let error as PSQLError {
-            throw StoreError.storage(Self.describe(error))
+    /// Runs `body` on a connection, waiting on the database at most ``operationTimeout``.
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let work: @Sendable () async throws -> T = {
+            do {
+                return try await self.client.withConnection { connection in try await body(connection) }
+            } catch let error as PSQLError {
+                throw Self.storeError(error)
+            }
         }
+        return try await deadlines.run(within: operationTimeout, orThrow: { self.timedOut }, work)
     }
 
-    func first<T: Sendable>(_ query: PostgresQuery, _ decode: (PostgresRow) throws -> T) async throws -> T? {
+    /// A PostgreSQL failure as the store's: a lost or refused connection (the server restarting, a backend
+    /// killed, too many connections) is ``StoreError/unavailable(_:)``, anything else ``StoreError/storage(_:)``.
+    static func storeError(_ error: PSQLError) -> StoreError {
+        let connectionCodes: [PSQLError.Code] = [
+            .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed,
+        ]
+        let state = error.sqlState ?? ""
+        // Class 08: connection exceptions; 57P01-57P03: the server shutting down or starting; 53300: too many
+        // connections.
+        if connectionCodes.contains(error.code) || state.hasPrefix("08")
+            || ["57P01", "57P02", "57P03", "53300"]
+                .contains(state)
+        {
+            return .unavailable(describe(error))
+        }
+        return .storage(describe(error))
+    }
+
+    func first<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T)
+        async throws -> T?
+    {
         try await read { connection in try await Self.first(connection, query, logger: self.logger, decode) }
     }
 
-    func all<T: Sendable>(_ query: PostgresQuery, _ decode: (PostgresRow) throws -> T) async throws -> [T] {
+    func all<T: Sendable>(_ query: PostgresQuery, _ decode: @escaping @Sendable (PostgresRow) throws -> T)
+        async throws -> [T]
+    {
         try await read { connection in
             var values: [T] = []
             for try await row in try await connection.query(query, logger: self.logger) {

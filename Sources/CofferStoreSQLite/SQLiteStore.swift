@@ -36,7 +36,9 @@ public final class SQLiteStore: CofferStore {
     /// - Parameters:
     ///   - path: The database file.
     ///   - durability: The commit durability; see ``SQLiteDurability``.
-    public init(path: String, durability: SQLiteDurability = .full) throws {
+    ///   - pageLimit: The most pages the file may grow to (SQLite's `max_page_count`; never below its size
+    ///     now), or `nil` for SQLite's own limit. A write past it fails as on a full disk.
+    public init(path: String, durability: SQLiteDurability = .full, pageLimit: Int? = nil) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.label = "coffer"
@@ -44,6 +46,7 @@ public final class SQLiteStore: CofferStore {
         let background = path != ":memory:"
         configuration.prepareDatabase { db in
             try db.execute(sql: pragma)
+            if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(max(1, pageLimit))") }
             // The checkpointer below does this work; a threshold of its own for the writer (20,000 pages, where
             // SQLite's default is 1,000) stays as a bound on the log's growth should the checkpointer fall behind.
             if background { try db.execute(sql: "PRAGMA wal_autocheckpoint = 20000") }
@@ -110,8 +113,18 @@ public final class SQLiteStore: CofferStore {
             defer { checkpointer?.committed() }
             return try await pool.write(body)
         } catch let error as DatabaseError {
-            throw StoreError.storage(error.description)
+            throw Self.storeError(error)
         }
+    }
+
+    /// A SQLite failure as the store's: a full disk, an I/O error or a database held too long by another
+    /// process is ``StoreError/unavailable(_:)`` (the transaction rolled back; the same request serves again
+    /// once the cause is gone), anything else ``StoreError/storage(_:)``.
+    static func storeError(_ error: DatabaseError) -> StoreError {
+        let transient: [ResultCode] = [
+            .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_NOMEM, .SQLITE_CANTOPEN,
+        ]
+        return transient.contains(error.resultCode) ? .unavailable(error.description) : .storage(error.description)
     }
 
     /// Runs a read on the calling thread. Reads in WAL mode never wait for the writer, and Coffer's are
@@ -120,7 +133,7 @@ public final class SQLiteStore: CofferStore {
         do {
             return try Self.readNow(pool, body)
         } catch let error as DatabaseError {
-            throw StoreError.storage(error.description)
+            throw Self.storeError(error)
         }
     }
 

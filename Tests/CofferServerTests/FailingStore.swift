@@ -7,97 +7,99 @@ import Foundation
 struct FailingStore: CofferStore {
     static let failure = StoreError.storage("the database does not answer")
     var delay: Duration = .zero
+    /// What every operation throws.
+    var error = Self.failure
 
-    func createUser(_ user: User) async throws { throw Self.failure }
-    func user(id: UUID) async throws -> User? { throw Self.failure }
-    func user(supportId: SupportID, environment: Environment) async throws -> User? { throw Self.failure }
-    func user(tokenHash: String) async throws -> User? { throw Self.failure }
-    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? { throw Self.failure }
-    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws { throw Self.failure }
-    func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw Self.failure }
-    func savePushToken(_ token: PushToken) async throws { throw Self.failure }
-    func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw Self.failure }
-    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] { throw Self.failure }
-    func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw Self.failure }
-    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw Self.failure }
-    func users(mergedInto user: UUID) async throws -> [User] { throw Self.failure }
-    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult { throw Self.failure }
-    func saveVerifyReport(_ report: VerifyReport) async throws { throw Self.failure }
-    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? { throw Self.failure }
-    func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw Self.failure }
+    func createUser(_ user: User) async throws { throw error }
+    func user(id: UUID) async throws -> User? { throw error }
+    func user(supportId: SupportID, environment: Environment) async throws -> User? { throw error }
+    func user(tokenHash: String) async throws -> User? { throw error }
+    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? { throw error }
+    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws { throw error }
+    func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw error }
+    func savePushToken(_ token: PushToken) async throws { throw error }
+    func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw error }
+    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] { throw error }
+    func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw error }
+    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw error }
+    func users(mergedInto user: UUID) async throws -> [User] { throw error }
+    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult { throw error }
+    func saveVerifyReport(_ report: VerifyReport) async throws { throw error }
+    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? { throw error }
+    func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw error }
     func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
-        throw Self.failure
+        throw error
     }
     func userCount(environment: Environment) async throws -> Int {
         try await Task.sleep(for: delay)
-        throw Self.failure
+        throw error
     }
-    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw Self.failure }
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet { throw Self.failure }
-    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] { throw Self.failure }
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? { throw Self.failure }
-    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] { throw Self.failure }
+    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw error }
+    func wallet(owner: UUID, environment: Environment) async throws -> Wallet { throw error }
+    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] { throw error }
+    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? { throw error }
+    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] { throw error }
     func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
-        throw Self.failure
+        throw error
     }
-    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? { throw Self.failure }
+    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? { throw error }
     func writeBackup(
         owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
-    ) async throws -> (current: BackupRecord?, written: BackupRecord?) { throw Self.failure }
-    func createGrant(_ grant: Grant) async throws { throw Self.failure }
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?) { throw error }
+    func createGrant(_ grant: Grant) async throws { throw error }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
-        throw Self.failure
+        throw error
     }
     func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
-    { throw Self.failure }
+    { throw error }
     func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
-    { throw Self.failure }
-    func grant(id: UUID, environment: Environment) async throws -> Grant? { throw Self.failure }
-    func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw Self.failure }
-    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? { throw Self.failure }
-    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] { throw Self.failure }
+    { throw error }
+    func grant(id: UUID, environment: Environment) async throws -> Grant? { throw error }
+    func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw error }
+    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? { throw error }
+    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] { throw error }
     func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
         async throws -> [NotificationRecord]
-    { throw Self.failure }
-    func saveRenewalState(_ state: RenewalState) async throws -> Bool { throw Self.failure }
-    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] { throw Self.failure }
-    func cursor(_ name: String, environment: Environment) async throws -> String? { throw Self.failure }
-    func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw Self.failure }
-    func recordAudit(_ event: AuditEvent) async throws { throw Self.failure }
+    { throw error }
+    func saveRenewalState(_ state: RenewalState) async throws -> Bool { throw error }
+    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] { throw error }
+    func cursor(_ name: String, environment: Environment) async throws -> String? { throw error }
+    func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw error }
+    func recordAudit(_ event: AuditEvent) async throws { throw error }
     func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
-        throw Self.failure
+        throw error
     }
     func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
-        throw Self.failure
+        throw error
     }
     func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
-        throw Self.failure
+        throw error
     }
-    func deleteGrants(environment: Environment) async throws -> Int { throw Self.failure }
-    func createAdmin(_ admin: Admin) async throws { throw Self.failure }
-    func admin(name: String) async throws -> Admin? { throw Self.failure }
-    func admins() async throws -> [Admin] { throw Self.failure }
-    func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool { throw Self.failure }
+    func deleteGrants(environment: Environment) async throws -> Int { throw error }
+    func createAdmin(_ admin: Admin) async throws { throw error }
+    func admin(name: String) async throws -> Admin? { throw error }
+    func admins() async throws -> [Admin] { throw error }
+    func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool { throw error }
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
-        throw Self.failure
+        throw error
     }
-    func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int { throw Self.failure }
-    func createSession(_ session: AdminSession) async throws { throw Self.failure }
-    func session(tokenHash: String) async throws -> AdminSession? { throw Self.failure }
-    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw Self.failure }
-    func deleteSession(tokenHash: String) async throws { throw Self.failure }
-    func deleteSessions(expiredBefore date: Date) async throws -> Int { throw Self.failure }
-    func createAdminKey(_ key: AdminKey) async throws { throw Self.failure }
-    func adminKey(id: String) async throws -> AdminKey? { throw Self.failure }
-    func adminKeys() async throws -> [AdminKey] { throw Self.failure }
-    func revokeAdminKey(id: String, at: Date) async throws -> Bool { throw Self.failure }
-    func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool { throw Self.failure }
+    func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int { throw error }
+    func createSession(_ session: AdminSession) async throws { throw error }
+    func session(tokenHash: String) async throws -> AdminSession? { throw error }
+    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw error }
+    func deleteSession(tokenHash: String) async throws { throw error }
+    func deleteSessions(expiredBefore date: Date) async throws -> Int { throw error }
+    func createAdminKey(_ key: AdminKey) async throws { throw error }
+    func adminKey(id: String) async throws -> AdminKey? { throw error }
+    func adminKeys() async throws -> [AdminKey] { throw error }
+    func revokeAdminKey(id: String, at: Date) async throws -> Bool { throw error }
+    func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool { throw error }
     func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
-        throw Self.failure
+        throw error
     }
     func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry] {
-        throw Self.failure
+        throw error
     }
 }

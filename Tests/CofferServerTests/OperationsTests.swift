@@ -56,6 +56,21 @@ struct OperationsTests {
         }
     }
 
+    @Test("a database that is unavailable answers 503 database-unavailable with Retry-After, so Apple and apps retry")
+    func databaseUnavailable() async throws {
+        let setup = try NotificationTests.Setup(store: FailingStore(error: .unavailable("no answer within 5 s")))
+        try await setup.app.test(.router) { client in
+            _ = try await setup.apple.purchase(account: "ida", productId: "com.example.credits")
+            let notification = try #require(await setup.apple.sentNotifications().first)
+            let answer = try await NotificationTests.post(notification.signedPayload, with: client)
+            #expect(answer.status == .serviceUnavailable)
+            #expect(answer.headers[.retryAfter] == "1")
+            #expect(try ClientAPITests.decode(ErrorResponse.self, answer).error.code == "database-unavailable")
+            let me = try await client.execute(uri: "/v1/me", method: .get, headers: ClientAPITests.bearer("any token"))
+            #expect(me.status == .serviceUnavailable && me.headers[.retryAfter] == "1")
+        }
+    }
+
     @Test("a request that takes longer than request.timeout is answered 503 timeout")
     func timeout() async throws {
         var configuration = NotificationTests.Setup.defaultConfiguration()
