@@ -41,6 +41,11 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
     public var dataEnvironment: Environment?
     /// Paid periods on record in this group (what loyalty counts), refunds left out.
     public var paidPeriods: Int
+    /// The product the customer upgraded from into the current period's, when the current period began as an
+    /// upgrade (Apple's `isUpgraded` on the period it replaced).
+    public var upgradedFrom: String? = nil
+    /// When that upgrade happened (the current period's purchase).
+    public var upgradedAt: Date? = nil
 
     /// The customer's subscription groups, from their receipts and renewal states, at `now`.
     public static func groups(receipts: [Receipt], renewals: [RenewalState], catalog: Catalog, at now: Date)
@@ -81,17 +86,28 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
                 state = .expired
             }
             let next = renewal?.autoRenewProductId.flatMap { $0 == fact.productId ? nil : $0 }
+            // The period this one replaced by an upgrade, in the same chain: the latest upgraded-away one before it.
+            let replaced = chain.filter {
+                $0.0.transaction.isUpgraded && $0.0.transaction.productId != fact.productId
+                    && $0.0.transaction.purchaseDate <= fact.purchaseDate
+            }.max { $0.0.transaction.purchaseDate < $1.0.transaction.purchaseDate }
             return SubscriptionView(
                 group: group, product: product.displayName, state: state,
                 startedAt: chain.map(\.0.transaction.purchaseDate).min(), expiresAt: fact.expiresDate,
                 graceUntil: grace, renewsInto: next.map { catalog.product(id: $0)?.displayName ?? $0 },
                 originalTransactionId: fact.originalTransactionId, dataEnvironment: fact.environment,
-                paidPeriods: items.filter { !$0.0.isRevoked && !$0.0.transaction.isTrial }.count)
+                paidPeriods: items.filter { !$0.0.isRevoked && !$0.0.transaction.isTrial }.count,
+                upgradedFrom: replaced?.1.displayName, upgradedAt: replaced.map { _ in fact.purchaseDate })
         }
     }
 
     /// The state and its dates in one sentence, times from `time`.
     public func sentence(_ time: (Date) -> String) -> String {
+        let upgrade = upgradedFrom.map { " Upgraded from \($0) at \(upgradedAt.map(time) ?? "?")." } ?? ""
+        return stateSentence(time) + upgrade
+    }
+
+    private func stateSentence(_ time: (Date) -> String) -> String {
         let ends = expiresAt.map(time) ?? "?"
         switch state {
         case .active:

@@ -358,6 +358,26 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
+extension UserDetail {
+    /// Decodes a detail; what an older server does not send (subscriptions, purchases, the Verify Purchases
+    /// report) is empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            user: try container.decode(UserSummary.self, forKey: .user),
+            environment: try container.decode(Environment.self, forKey: .environment),
+            walletMode: try container.decode(String.self, forKey: .walletMode),
+            entitlements: try container.decode([String].self, forKey: .entitlements),
+            grants: try container.decode([GrantView].self, forKey: .grants),
+            timeline: try container.decode([TimelineItem].self, forKey: .timeline),
+            appleAccount: try container.decodeIfPresent(AppleAccount.self, forKey: .appleAccount),
+            mergedInto: try container.decodeIfPresent(String.self, forKey: .mergedInto),
+            subscriptions: try container.decodeIfPresent([SubscriptionView].self, forKey: .subscriptions) ?? [],
+            purchases: try container.decodeIfPresent([PurchaseView].self, forKey: .purchases) ?? [],
+            verifyReport: try container.decodeIfPresent(VerifyReportView.self, forKey: .verifyReport))
+    }
+}
+
 /// What deleting a customer at their request did.
 public struct DeletionView: Sendable, Hashable, Codable {
     /// The customer's Support ID (kept, anonymised, so a ticket can still name it).

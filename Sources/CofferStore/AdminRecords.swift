@@ -280,6 +280,25 @@ public struct DayFigures: Sendable, Hashable, Codable {
 }
 
 extension DashboardFigures {
+    /// Decodes the figures; those an older server does not send (money, subscriptions, loyalty) are empty.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            users: try container.decode(Int.self, forKey: .users),
+            pendingGrants: try container.decode(Int.self, forKey: .pendingGrants),
+            claimedGrants: try container.decode(Int.self, forKey: .claimedGrants),
+            purchases: try container.decode(Int.self, forKey: .purchases),
+            refunds: try container.decode(Int.self, forKey: .refunds),
+            usersInDeficit: try container.decode(Int.self, forKey: .usersInDeficit),
+            outstandingDeficit: try container.decode(Int64.self, forKey: .outstandingDeficit),
+            days: try container.decode([DayFigures].self, forKey: .days),
+            otherEnvironmentPurchases: try container.decodeIfPresent(Int.self, forKey: .otherEnvironmentPurchases) ?? 0)
+        revenue = try container.decodeIfPresent([MoneyFigures].self, forKey: .revenue) ?? []
+        refunded = try container.decodeIfPresent([MoneyFigures].self, forKey: .refunded) ?? []
+        activeSubscriptions = try container.decodeIfPresent(Int.self, forKey: .activeSubscriptions) ?? 0
+        loyaltyLifetimes = try container.decodeIfPresent([GroupCount].self, forKey: .loyaltyLifetimes) ?? []
+    }
+
     /// The name a loyalty lifetime's milestone starts with; the group follows.
     public static let loyaltyMilestonePrefix = "loyalty:"
 

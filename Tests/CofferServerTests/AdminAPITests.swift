@@ -392,6 +392,21 @@ struct AdminAPITests {
         }
     }
 
+    @Test("the CLI reads an older server's figures and customer detail, without the fields added since")
+    func olderServer() throws {
+        let figures = Data(
+            (#"{"users":1,"pendingGrants":0,"claimedGrants":0,"purchases":2,"refunds":0,"usersInDeficit":0,"#
+                + #""outstandingDeficit":0,"days":[],"otherEnvironmentPurchases":0}"#).utf8)
+        let read = try AdminJSON.decoder.decode(DashboardFigures.self, from: figures)
+        #expect(read.purchases == 2 && read.revenue.isEmpty && read.loyaltyLifetimes.isEmpty)
+        let detail = Data(
+            (#"{"user":{"supportId":"_aaaaaaaaaaa1","createdAt":"2026-01-01T00:00:00Z","balance":5,"deficit":0},"#
+                + #""environment":"Sandbox","walletMode":"device","entitlements":[],"grants":[],"timeline":[]}"#).utf8)
+        let user = try AdminJSON.decoder.decode(UserDetail.self, from: detail)
+        #expect(user.user.balance == 5 && user.purchases.isEmpty && user.subscriptions.isEmpty)
+        #expect(user.verifyReport == nil)
+    }
+
     @Test("a customer's order id (from Apple's receipt email) finds them through Look Up Order ID")
     func orderId() async throws {
         let setup = try NotificationTests.Setup(store: InMemoryStore())

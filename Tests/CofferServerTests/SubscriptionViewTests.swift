@@ -73,8 +73,10 @@ struct SubscriptionViewTests {
         ]
         let view = try Self.view(upgraded, [Self.renewal(next: "y")])
         #expect(view.product == "Pro, yearly" && view.state == .active && view.renewsInto == nil)
+        #expect(view.upgradedFrom == "Pro, monthly" && view.upgradedAt == Self.now.addingTimeInterval(-86_400))
+        #expect(view.sentence { _ in "T" } == "Active: renews at T. Upgraded from Pro, monthly at T.")
         let downgrade = try Self.view([Self.receipt("b", product: "y", days: (-1, 364))], [Self.renewal(next: "m")])
-        #expect(downgrade.renewsInto == "Pro, monthly")
+        #expect(downgrade.renewsInto == "Pro, monthly" && downgrade.upgradedFrom == nil)
         #expect(downgrade.sentence { _ in "T" } == "Active: renews at T into Pro, monthly.")
         let none = SubscriptionView.groups(
             receipts: [
