@@ -278,6 +278,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             resources: [.copy("Apple")],
             swiftSettings: strictSettings

@@ -56,9 +56,15 @@ public struct EntitlementState: Sendable, Hashable, Codable {
 
 /// The entitlement rules, as a pure function of the transaction history.
 public enum Entitlements {
+    /// How far after `now` a transaction may be dated and still count: its date is Apple's clock, and this
+    /// machine's may trail it (an NTP correction steps it back), so a purchase made this minute is not hidden
+    /// from its customer. A transaction dated later than this is a history evaluated at a past moment.
+    public static let clockTolerance: TimeInterval = 3_600
+
     /// Computes what a user is entitled to from every transaction Apple reports for them.
     ///
-    /// - Only the latest transaction of each product counts (buy, refund, buy again: entitled).
+    /// - Only the latest transaction of each product counts (buy, refund, buy again: entitled); one dated after
+    ///   `now` counts within ``clockTolerance``.
     /// - A subscription is active until `expiresDate`, or until its grace period ends; never once revoked
     ///   or upgraded away.
     /// - Loyalty counts paid periods of a group: not revoked, not a free trial, not family-shared, not
@@ -78,7 +84,7 @@ public enum Entitlements {
     ) -> EntitlementState {
         var unique: [String: TransactionFact] = [:]
         for fact in transactions { unique[fact.transactionId] = fact }
-        let history = unique.values.filter { $0.purchaseDate <= now }
+        let history = unique.values.filter { $0.purchaseDate <= now.addingTimeInterval(clockTolerance) }
 
         var latest: [String: TransactionFact] = [:]
         for fact in history {

@@ -87,7 +87,9 @@ struct RequestLogMiddleware<Context: RequestContext>: RouterMiddleware {
             {
                 sent
             } else {
-                context.id
+                // Hummingbird's id lives in the logger's metadata (`context.id` traps where a log handler keeps
+                // none): read it, or make one.
+                context.logger[metadataKey: "hb.request.id"]?.description ?? UUID().uuidString.lowercased()
             }
         context.logger[metadataKey: "request_id"] = "\(id)"
         let started = ContinuousClock.now

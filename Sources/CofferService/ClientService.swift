@@ -68,7 +68,8 @@ public struct ClientService: ServiceOnParts {
             throw ServiceError.verification(code: "VERIFICATION_FAILURE", message: "the app transaction is undated")
         }
         let age = now.timeIntervalSince(signedAt)
-        guard age <= TimeInterval(configuration.appTransactionMaxAge), age >= -300 else {
+        // Signed "in the future" only by a clock that trails Apple's (an NTP step back): as far as entitlements allow.
+        guard age <= TimeInterval(configuration.appTransactionMaxAge), age >= -Entitlements.clockTolerance else {
             throw ServiceError.verification(
                 code: "stale-app-transaction",
                 message: "the app transaction was signed \(Int(age)) s ago; at most "

@@ -10,6 +10,10 @@ public struct OutgoingNotification: Sendable, Equatable {
     public var uuid: String
     /// The signed payload Apple posts as `{"signedPayload": ...}`.
     public var signedPayload: String
+    /// Its `notificationType`, e.g. `REFUND`.
+    public var type: String = ""
+    /// The transaction it is about, if any.
+    public var transactionId: String?
 }
 
 /// Posts every notification of a ``SimulatedAppStore`` to the app's server URL as Apple does: a JSON body

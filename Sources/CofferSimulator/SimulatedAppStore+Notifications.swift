@@ -13,7 +13,10 @@ extension SimulatedAppStore {
 
     /// Every notification created so far, oldest first, as Apple posts them.
     public func sentNotifications() -> [OutgoingNotification] {
-        notifications.map { OutgoingNotification(uuid: $0.uuid, signedPayload: $0.signedPayload) }
+        notifications.map {
+            OutgoingNotification(
+                uuid: $0.uuid, signedPayload: $0.signedPayload, type: $0.type, transactionId: $0.transactionId)
+        }
     }
 
     /// Sends a TEST notification and returns its UUID (Request a Test Notification).
@@ -63,7 +66,8 @@ extension SimulatedAppStore {
                 uuid: payload.notificationUUID ?? "", type: type, subtype: subtype, transactionId: transactionId,
                 signedPayload: signed, created: clock.now()))
         notificationContinuation?.yield(
-            OutgoingNotification(uuid: payload.notificationUUID ?? "", signedPayload: signed))
+            OutgoingNotification(
+                uuid: payload.notificationUUID ?? "", signedPayload: signed, type: type, transactionId: transactionId))
         var report = SimulatorReport()
         report.notifications.append(subtype.map { "\(type)/\($0)" } ?? type)
         return report

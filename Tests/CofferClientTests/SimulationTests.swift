@@ -38,19 +38,7 @@ import Testing
 @Suite("Deterministic simulation", .timeLimit(.minutes(10)))
 struct SimulationTests {
     /// The seeds to run: `COFFER_SIMULATION_SEEDS` as `N`, `A-B` or `A,B,C`; 1-12 by default.
-    static let seeds: [UInt64] = {
-        let text = ProcessInfo.processInfo.environment["COFFER_SIMULATION_SEEDS"] ?? "1-12"
-        var seeds: [UInt64] = []
-        for part in text.split(separator: ",") {
-            let bounds = part.split(separator: "-").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
-            if bounds.count == 2, bounds[0] <= bounds[1] {
-                seeds += Array(bounds[0]...bounds[1])
-            } else if let seed = bounds.first {
-                seeds.append(seed)
-            }
-        }
-        return seeds
-    }()
+    static let seeds = SeedList.parse(ProcessInfo.processInfo.environment["COFFER_SIMULATION_SEEDS"], fallback: "1-12")
 
     /// Steps per seed: `COFFER_SIMULATION_STEPS`, 40 by default.
     static let steps = Int(ProcessInfo.processInfo.environment["COFFER_SIMULATION_STEPS"] ?? "") ?? 40

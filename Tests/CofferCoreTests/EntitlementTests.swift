@@ -108,6 +108,14 @@ struct EntitlementTests {
         #expect(state.names.isEmpty)
     }
 
+    @Test("a purchase dated up to an hour after now counts: Apple's clock, which this machine's may trail")
+    func clockTolerance() {
+        let bought = noAds("t", day: 1)
+        let tolerance = Entitlements.clockTolerance
+        #expect(evaluate([bought], at: bought.purchaseDate.addingTimeInterval(-tolerance)).isUnlocked("adFree"))
+        #expect(!evaluate([bought], at: bought.purchaseDate.addingTimeInterval(-tolerance - 1)).isUnlocked("adFree"))
+    }
+
     @Test("non-renewing subscriptions lapse after their duration")
     func nonRenewing() throws {
         let catalog = try Catalog(products: [

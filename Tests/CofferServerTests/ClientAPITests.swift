@@ -26,7 +26,8 @@ struct ClientAPITests {
 
         init(
             store cofferStore: any CofferStore = InMemoryStore(), wallet: WalletMode = .device,
-            panel: PanelConfiguration = PanelConfiguration()
+            panel: PanelConfiguration = PanelConfiguration(),
+            now: @escaping @Sendable () -> Date = { start.addingTimeInterval(3_600) }
         ) throws {
             let pki = try SimulatorPKI(
                 validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -49,7 +50,7 @@ struct ClientAPITests {
             app = buildApplication(
                 configuration: configuration,
                 dependencies: try ServerDependencies(
-                    store: cofferStore, verifier: verifier, catalog: catalog, now: { start.addingTimeInterval(3_600) },
+                    store: cofferStore, verifier: verifier, catalog: catalog, now: now,
                     passwordHasher: PasswordHasher(cost: 4)))
         }
     }

@@ -4,7 +4,8 @@ import Foundation
 import Synchronization
 
 /// A store that forwards to another and counts the commits `apply` makes, each taking at least `commitTime`
-/// (as an fsync does), so group commit can be seen. Hooks run once, right after a read answered and before
+/// (as an fsync does), so group commit can be seen; its ``FaultPlan`` makes the database go away for one
+/// operation, before it runs or after it committed (the answer lost). Hooks run once, right after a read answered and before
 /// its caller sees the answer, so a test can slip another request into the window a read leaves.
 final class CountingStore: CofferStore {
     /// A read a hook can follow.
@@ -34,167 +35,269 @@ final class CountingStore: CofferStore {
         if let hook = hooks.withLock({ $0.removeValue(forKey: read) }) { try await hook() }
     }
 
+    /// Database faults to inject (none unless armed).
+    let faults = FaultPlan()
+
+    /// Runs one operation of the base store through the fault plan.
+    private func gate<T>(_ name: String, write: Bool, _ work: () async throws -> T) async throws -> T {
+        try faults.before(name)
+        let value = try await work()
+        try faults.after(name, write: write)
+        return value
+    }
+
     /// How many times `apply` ran.
     var commits: Int { counter.withLock { $0 } }
 
-    func createUser(_ user: User) async throws { try await base.createUser(user) }
-    func user(id: UUID) async throws -> User? { try await base.user(id: id) }
-    func user(supportId: SupportID, environment: Environment) async throws -> User? {
-        try await base.user(supportId: supportId, environment: environment)
+    func createUser(_ user: User) async throws {
+        try await gate("createUser", write: true) { try await base.createUser(user) }
     }
-    func user(tokenHash: String) async throws -> User? { try await base.user(tokenHash: tokenHash) }
+    func user(id: UUID) async throws -> User? { try await gate("user", write: false) { try await base.user(id: id) } }
+    func user(supportId: SupportID, environment: Environment) async throws -> User? {
+        try await gate("user", write: false) { try await base.user(supportId: supportId, environment: environment) }
+    }
+    func user(tokenHash: String) async throws -> User? {
+        try await gate("user", write: false) { try await base.user(tokenHash: tokenHash) }
+    }
     func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
-        try await base.user(appleAccount: appleAccount, environment: environment)
+        try await gate("user", write: false) {
+            try await base.user(appleAccount: appleAccount, environment: environment)
+        }
     }
     func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
-        try await base.addToken(tokenHash: tokenHash, owner: owner, at: date)
+        try await gate("addToken", write: true) {
+            try await base.addToken(tokenHash: tokenHash, owner: owner, at: date)
+        }
     }
-    func savePushToken(_ token: PushToken) async throws { try await base.savePushToken(token) }
+    func savePushToken(_ token: PushToken) async throws {
+        try await gate("savePushToken", write: true) { try await base.savePushToken(token) }
+    }
 
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
-        try await base.recordMilestone(owner: owner, name: name, at: date)
+        try await gate("recordMilestone", write: true) {
+            try await base.recordMilestone(owner: owner, name: name, at: date)
+        }
     }
 
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
-        try await base.pushTokens(owner: owner, environment: environment)
+        try await gate("pushTokens", write: false) { try await base.pushTokens(owner: owner, environment: environment) }
     }
 
     func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {
-        try await base.deletePushToken(token, owner: owner)
+        try await gate("deletePushToken", write: true) { try await base.deletePushToken(token, owner: owner) }
     }
 
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
-        try await base.revokeToken(tokenHash: tokenHash, at: date)
+        try await gate("revokeToken", write: true) { try await base.revokeToken(tokenHash: tokenHash, at: date) }
     }
-    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { try await base.mergeUser(merge) }
-    func users(mergedInto user: UUID) async throws -> [User] { try await base.users(mergedInto: user) }
-    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult { try await base.deleteUser(deletion) }
-    func saveVerifyReport(_ report: VerifyReport) async throws { try await base.saveVerifyReport(report) }
+    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
+        try await gate("mergeUser", write: true) { try await base.mergeUser(merge) }
+    }
+    func users(mergedInto user: UUID) async throws -> [User] {
+        try await gate("users", write: false) { try await base.users(mergedInto: user) }
+    }
+    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
+        try await gate("deleteUser", write: true) { try await base.deleteUser(deletion) }
+    }
+    func saveVerifyReport(_ report: VerifyReport) async throws {
+        try await gate("saveVerifyReport", write: true) { try await base.saveVerifyReport(report) }
+    }
     func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
-        try await base.verifyReport(owner: owner, environment: environment)
+        try await gate("verifyReport", write: false) {
+            try await base.verifyReport(owner: owner, environment: environment)
+        }
     }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
-        try await base.user(appAccountToken: appAccountToken, environment: environment)
+        try await gate("user", write: false) {
+            try await base.user(appAccountToken: appAccountToken, environment: environment)
+        }
     }
     func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
-        try await base.users(environment: environment, supportIdPrefix: supportIdPrefix, limit: limit, offset: offset)
+        try await gate("users", write: false) {
+            try await base.users(
+                environment: environment, supportIdPrefix: supportIdPrefix, limit: limit, offset: offset)
+        }
     }
-    func userCount(environment: Environment) async throws -> Int { try await base.userCount(environment: environment) }
+    func userCount(environment: Environment) async throws -> Int {
+        try await gate("userCount", write: false) { try await base.userCount(environment: environment) }
+    }
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         counter.withLock { $0 += 1 }
         if commitTime > .zero { try await Task.sleep(for: commitTime) }
-        return try await base.apply(requests)
+        return try await gate("apply", write: true) { try await base.apply(requests) }
     }
     func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
-        try await base.wallet(owner: owner, environment: environment)
+        try await gate("wallet", write: false) { try await base.wallet(owner: owner, environment: environment) }
     }
     func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
-        try await base.entries(owner: owner, environment: environment)
+        try await gate("entries", write: false) { try await base.entries(owner: owner, environment: environment) }
     }
     func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
-        try await base.receipt(transactionId: transactionId, environment: environment)
+        try await gate("receipt", write: false) {
+            try await base.receipt(transactionId: transactionId, environment: environment)
+        }
     }
     func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
-        try await base.receipts(owner: owner, environment: environment)
+        try await gate("receipts", write: false) { try await base.receipts(owner: owner, environment: environment) }
     }
     func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
-        let receipts = try await base.receipts(originalTransactionId: originalTransactionId, environment: environment)
+        let receipts = try await gate("receipts", write: false) {
+            try await base.receipts(originalTransactionId: originalTransactionId, environment: environment)
+        }
         try await runHook(.chainReceipts)
         return receipts
     }
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
-        try await base.backup(owner: owner, environment: environment)
+        try await gate("backup", write: false) { try await base.backup(owner: owner, environment: environment) }
     }
     func writeBackup(
         owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
-        try await base.writeBackup(owner: owner, environment: environment, decide)
+        try await gate("writeBackup", write: true) {
+            try await base.writeBackup(owner: owner, environment: environment, decide)
+        }
     }
-    func createGrant(_ grant: Grant) async throws { try await base.createGrant(grant) }
+    func createGrant(_ grant: Grant) async throws {
+        try await gate("createGrant", write: true) { try await base.createGrant(grant) }
+    }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
-        try await base.grants(environment: environment, recipient: recipient, status: status, limit: limit)
+        try await gate("grants", write: false) {
+            try await base.grants(environment: environment, recipient: recipient, status: status, limit: limit)
+        }
     }
     func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
         async throws -> Grant
-    { try await base.claimGrant(id: id, environment: environment, claim) }
+    { try await gate("claimGrant", write: true) { try await base.claimGrant(id: id, environment: environment, claim) } }
     func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
-    { try await base.cancelGrant(id: id, environment: environment, cancel) }
+    {
+        try await gate("cancelGrant", write: true) {
+            try await base.cancelGrant(id: id, environment: environment, cancel)
+        }
+    }
     func grant(id: UUID, environment: Environment) async throws -> Grant? {
-        try await base.grant(id: id, environment: environment)
+        try await gate("grant", write: false) { try await base.grant(id: id, environment: environment) }
     }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool {
-        try await base.recordNotification(record)
+        try await gate("recordNotification", write: true) { try await base.recordNotification(record) }
     }
     func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
-        try await base.notificationCounts(environment: environment, since: since)
+        try await gate("notificationCounts", write: false) {
+            try await base.notificationCounts(environment: environment, since: since)
+        }
     }
     func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
-        try await base.notification(uuid: uuid, environment: environment)
+        try await gate("notification", write: false) {
+            try await base.notification(uuid: uuid, environment: environment)
+        }
     }
     func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
         async throws -> [NotificationRecord]
     {
-        let records = try await base.notifications(
-            environment: environment, transactionId: transactionId, outcome: outcome, limit: limit)
+        let records = try await gate("notifications", write: false) {
+            try await base.notifications(
+                environment: environment, transactionId: transactionId, outcome: outcome, limit: limit)
+        }
         try await runHook(.notifications)
         return records
     }
-    func saveRenewalState(_ state: RenewalState) async throws -> Bool { try await base.saveRenewalState(state) }
+    func saveRenewalState(_ state: RenewalState) async throws -> Bool {
+        try await gate("saveRenewalState", write: true) { try await base.saveRenewalState(state) }
+    }
     func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
-        try await base.renewalStates(owner: owner, environment: environment)
+        try await gate("renewalStates", write: false) {
+            try await base.renewalStates(owner: owner, environment: environment)
+        }
     }
     func cursor(_ name: String, environment: Environment) async throws -> String? {
-        try await base.cursor(name, environment: environment)
+        try await gate("cursor", write: false) { try await base.cursor(name, environment: environment) }
     }
     func saveCursor(_ name: String, value: String, environment: Environment) async throws {
-        try await base.saveCursor(name, value: value, environment: environment)
+        try await gate("saveCursor", write: true) {
+            try await base.saveCursor(name, value: value, environment: environment)
+        }
     }
-    func recordAudit(_ event: AuditEvent) async throws { try await base.recordAudit(event) }
+    func recordAudit(_ event: AuditEvent) async throws {
+        try await gate("recordAudit", write: true) { try await base.recordAudit(event) }
+    }
     func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
-        try await base.auditEvents(environment: environment, query: query, limit: limit)
+        try await gate("auditEvents", write: false) {
+            try await base.auditEvents(environment: environment, query: query, limit: limit)
+        }
     }
     func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
-        try await base.backupHistory(owner: owner, environment: environment, limit: limit)
+        try await gate("backupHistory", write: false) {
+            try await base.backupHistory(owner: owner, environment: environment, limit: limit)
+        }
     }
     func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
-        try await base.dashboard(environment: environment, days: days, now: now)
+        try await gate("dashboard", write: false) {
+            try await base.dashboard(environment: environment, days: days, now: now)
+        }
     }
     func deleteGrants(environment: Environment) async throws -> Int {
-        try await base.deleteGrants(environment: environment)
+        try await gate("deleteGrants", write: true) { try await base.deleteGrants(environment: environment) }
     }
-    func createAdmin(_ admin: Admin) async throws { try await base.createAdmin(admin) }
-    func admin(name: String) async throws -> Admin? { try await base.admin(name: name) }
-    func admins() async throws -> [Admin] { try await base.admins() }
+    func createAdmin(_ admin: Admin) async throws {
+        try await gate("createAdmin", write: true) { try await base.createAdmin(admin) }
+    }
+    func admin(name: String) async throws -> Admin? {
+        try await gate("admin", write: false) { try await base.admin(name: name) }
+    }
+    func admins() async throws -> [Admin] { try await gate("admins", write: false) { try await base.admins() } }
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
-        try await base.setAdminPassword(name: name, passwordHash: passwordHash, at: at)
+        try await gate("setAdminPassword", write: true) {
+            try await base.setAdminPassword(name: name, passwordHash: passwordHash, at: at)
+        }
     }
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
-        try await base.updateAdmin(name: name, change)
+        try await gate("updateAdmin", write: true) { try await base.updateAdmin(name: name, change) }
     }
     func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
-        try await base.deleteSessions(adminId: adminId, except: kept)
+        try await gate("deleteSessions", write: true) { try await base.deleteSessions(adminId: adminId, except: kept) }
     }
-    func createSession(_ session: AdminSession) async throws { try await base.createSession(session) }
-    func session(tokenHash: String) async throws -> AdminSession? { try await base.session(tokenHash: tokenHash) }
+    func createSession(_ session: AdminSession) async throws {
+        try await gate("createSession", write: true) { try await base.createSession(session) }
+    }
+    func session(tokenHash: String) async throws -> AdminSession? {
+        try await gate("session", write: false) { try await base.session(tokenHash: tokenHash) }
+    }
     func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
-        try await base.setSessionEnvironment(tokenHash: tokenHash, environment: environment)
+        try await gate("setSessionEnvironment", write: true) {
+            try await base.setSessionEnvironment(tokenHash: tokenHash, environment: environment)
+        }
     }
-    func deleteSession(tokenHash: String) async throws { try await base.deleteSession(tokenHash: tokenHash) }
+    func deleteSession(tokenHash: String) async throws {
+        try await gate("deleteSession", write: true) { try await base.deleteSession(tokenHash: tokenHash) }
+    }
     func deleteSessions(expiredBefore date: Date) async throws -> Int {
-        try await base.deleteSessions(expiredBefore: date)
+        try await gate("deleteSessions", write: true) { try await base.deleteSessions(expiredBefore: date) }
     }
-    func createAdminKey(_ key: AdminKey) async throws { try await base.createAdminKey(key) }
-    func adminKey(id: String) async throws -> AdminKey? { try await base.adminKey(id: id) }
-    func adminKeys() async throws -> [AdminKey] { try await base.adminKeys() }
-    func revokeAdminKey(id: String, at: Date) async throws -> Bool { try await base.revokeAdminKey(id: id, at: at) }
+    func createAdminKey(_ key: AdminKey) async throws {
+        try await gate("createAdminKey", write: true) { try await base.createAdminKey(key) }
+    }
+    func adminKey(id: String) async throws -> AdminKey? {
+        try await gate("adminKey", write: false) { try await base.adminKey(id: id) }
+    }
+    func adminKeys() async throws -> [AdminKey] {
+        try await gate("adminKeys", write: false) { try await base.adminKeys() }
+    }
+    func revokeAdminKey(id: String, at: Date) async throws -> Bool {
+        try await gate("revokeAdminKey", write: true) { try await base.revokeAdminKey(id: id, at: at) }
+    }
     func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
-        try await base.recordSignature(digest, at: at, forgetBefore: forgetBefore)
+        try await gate("recordSignature", write: true) {
+            try await base.recordSignature(digest, at: at, forgetBefore: forgetBefore)
+        }
     }
     func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
-        try await base.receipts(owner: owner, environment: environment, productIds: productIds)
+        try await gate("receipts", write: false) {
+            try await base.receipts(owner: owner, environment: environment, productIds: productIds)
+        }
     }
     func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry] {
-        try await base.entries(owner: owner, environment: environment, kinds: kinds)
+        try await gate("entries", write: false) {
+            try await base.entries(owner: owner, environment: environment, kinds: kinds)
+        }
     }
 }

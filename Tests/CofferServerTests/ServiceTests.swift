@@ -10,15 +10,25 @@ import Testing
 /// The application layer called directly, with no HTTP: what the routes do is decided here.
 @Suite("Client service", .timeLimit(.minutes(1)))
 struct ServiceTests {
-    /// A client service over an in-memory store, and the simulator that signs its transactions.
-    static func make(wallet: WalletMode) throws -> (ClientService, SimulatedAppStore) {
-        let start = ClientAPITests.start
+    /// Apple selling `products` (one consumable of 100 credits) from `start`: its signing chain, the catalog and
+    /// the simulator.
+    static func apple(
+        at start: Date,
+        selling products: [Product] = [Product(id: "com.example.credits", kind: .consumable, credits: 100)]
+    ) throws -> (SimulatorPKI, Catalog, SimulatedAppStore) {
         let pki = try SimulatorPKI(
-            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
-        let catalog = try Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)])
+            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400))
+        let catalog = try Catalog(products: products)
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: .init(bundleId: ClientAPITests.bundleId, appAppleId: 1_234),
             signer: try pki.signer(), clock: SimulatorClock(start: start))
+        return (pki, catalog, apple)
+    }
+
+    /// A client service over an in-memory store, and the simulator that signs its transactions.
+    static func make(wallet: WalletMode) throws -> (ClientService, SimulatedAppStore) {
+        let start = ClientAPITests.start
+        let (pki, catalog, apple) = try Self.apple(at: start)
         var configuration = ServerConfiguration(bundleId: ClientAPITests.bundleId)
         configuration.wallet = wallet
         let store = InMemoryStore()

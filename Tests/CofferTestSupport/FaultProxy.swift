@@ -3,8 +3,9 @@
     import NIOPosix
     import Synchronization
 
-    /// A TCP proxy on loopback that injects the faults a database connection meets: every byte passes, or the
-    /// connections are cut, or the traffic goes into a black hole (accepted, never answered), as a test says.
+    /// A TCP proxy on loopback that injects the faults a database connection meets: every byte passes (on time or
+    /// late), or the connections are cut, or the traffic goes into a black hole (accepted, never answered), or new
+    /// connections are refused, as a test says.
     ///
     /// ```swift
     /// let proxy = try await FaultProxy(to: "127.0.0.1", port: 5432)
@@ -14,12 +15,15 @@
     /// ```
     public final class FaultProxy: Sendable {
         /// What the proxy does with traffic.
-        public enum Mode: Sendable {
+        public enum Mode: Sendable, Equatable {
             /// Forwards every byte both ways.
             case pass
+            /// Forwards every byte both ways, each read `milliseconds` late (a slow or congested network).
+            case delay(milliseconds: Int)
             /// Accepts connections and reads their bytes, and forwards nothing either way.
             case blackHole
-            /// Refuses new connections (accepted, then closed at once).
+            /// Refuses new connections (accepted, then closed at once); those open already go on. After
+            /// ``cutAll()``, a database restarting.
             case refuse
         }
 
@@ -110,8 +114,19 @@
             }
 
             func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-                guard state.withLock({ $0.mode }) == .pass else { return }
-                peer.writeAndFlush(unwrapInboundIn(data), promise: nil)
+                let bytes = unwrapInboundIn(data)
+                switch state.withLock({ $0.mode }) {
+                case .pass, .refuse:
+                    peer.writeAndFlush(bytes, promise: nil)
+                case .delay(let milliseconds):
+                    // Reads of one connection keep their order: each is scheduled the same time after it came.
+                    let peer = peer
+                    context.eventLoop.scheduleTask(in: .milliseconds(Int64(milliseconds))) {
+                        peer.writeAndFlush(bytes, promise: nil)
+                    }
+                case .blackHole:
+                    return
+                }
             }
         }
     }

@@ -25,3 +25,21 @@ public struct Broken: Error, CustomStringConvertible {
     /// A broken promise.
     public init(description: String) { self.description = description }
 }
+
+/// Seeds to run, as a long-running test reads them from its environment variable: `N`, `A-B` or `A,B,C`
+/// (mixed, e.g. `1-100,512`).
+public enum SeedList {
+    /// The seeds `text` names; `fallback` when it names none.
+    public static func parse(_ text: String?, fallback: String) -> [UInt64] {
+        var seeds: [UInt64] = []
+        for part in (text ?? fallback).split(separator: ",") {
+            let bounds = part.split(separator: "-").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+            if bounds.count == 2, bounds[0] <= bounds[1] {
+                seeds += Array(bounds[0]...bounds[1])
+            } else if let seed = bounds.first {
+                seeds.append(seed)
+            }
+        }
+        return seeds.isEmpty && text != nil ? parse(nil, fallback: fallback) : seeds
+    }
+}

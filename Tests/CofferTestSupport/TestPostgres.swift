@@ -43,6 +43,28 @@ public enum TestPostgres {
         guard let fresh = components.string else { throw TestPostgresError(message: "cannot build the URL") }
         return fresh
     }
+
+    /// Kills every backend serving `database` (as an operator's `pg_terminate_backend` or an out-of-memory kill
+    /// does): their connections drop mid-conversation. Returns how many it killed.
+    @discardableResult
+    public static func killBackends(of database: String) async throws -> Int {
+        guard let url, let components = URLComponents(string: url), let host = components.host,
+            let user = components.user
+        else { throw TestPostgresError(message: missing) }
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: "postgres", tls: .disable)
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 2,
+            logger: Logger(label: "coffer.tests.postgres"))
+        defer { Task { try? await connection.close() } }
+        let rows = try await connection.query(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = \(database) AND pid <> pg_backend_pid()",
+            logger: Logger(label: "coffer.tests.postgres"))
+        var killed = 0
+        for try await _ in rows { killed += 1 }
+        return killed
+    }
 }
 
 /// PostgreSQL is not there for a test that needs it.
