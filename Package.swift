@@ -314,7 +314,7 @@ let package = Package(
             dependencies: [
                 "CofferCLI", "CofferAdmin", "CofferAppStore", "CofferStoreSQLite", "CofferStorePostgres",
                 "CofferSimulator",
-                "CofferTestSupport",
+                "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
             ],
             resources: [.copy("Apple")],

@@ -10,11 +10,13 @@ public struct Coffer: AsyncParsableCommand {
             Coffer keeps an exactly-once credit ledger for App Store purchases, takes refunds back with a \
             recorded deficit, and gives support a purchase story for every customer.
             """,
+        version: CofferVersion.current,
         subcommands: [
             CatalogCommand.self, LedgerCommand.self, MigrateCommand.self, VerifyCommand.self, ReceiptCommand.self,
             AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self, AdminCommand.self, KeysCommand.self,
             GrantCommand.self, CancelGrantCommand.self, DeleteCustomerCommand.self,
             UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self, SimulateCommand.self,
+            BackupCommand.self, RestoreCommand.self,
         ]
     )
 
@@ -35,4 +37,10 @@ struct DatabaseOptions: ParsableArguments {
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+/// The version of this build of Coffer, as `coffer --version` prints it and CHANGELOG.md records it.
+public enum CofferVersion {
+    /// The version: the latest in CHANGELOG.md, with `-dev` while changes listed under "Unreleased" are in it.
+    public static let current = "0.22.0-dev"
 }

@@ -60,6 +60,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "In Production, also accept Sandbox purchases (App Review, TestFlight): true (default) or false.")
     var sandboxInProduction: Bool?
 
+    @Option(help: "Log lines as text (default) or json (one object each, with the request id).")
+    var logFormat: String?
+
+    @Option(help: "The least severe log level written: trace, debug, info (default), notice, warning, error, critical.")
+    var logLevel: String?
+
     /// The flags given, as configuration values above every other source.
     var flagValues: [AbsoluteConfigKey: ConfigValue] {
         var values: [AbsoluteConfigKey: ConfigValue] = [:]
@@ -76,6 +82,8 @@ struct ServeCommand: AsyncParsableCommand {
         set("wallet", wallet)
         set("apple.roots", appleRoots.isEmpty ? nil : appleRoots.joined(separator: ","))
         set("sandbox.in.production", sandboxInProduction.map(String.init))
+        set("log.format", logFormat)
+        set("log.level", logLevel)
         return values
     }
 
@@ -120,16 +128,18 @@ struct ServeCommand: AsyncParsableCommand {
         let verifier = try SignedDataVerifier(
             rootCertificates: roots, bundleId: server.bundleId, appAppleId: server.appAppleId,
             environment: appStoreEnvironment, acceptsSandbox: server.sandboxInProduction)
+        let level = Logger.Level(rawValue: settings.logLevel) ?? .info
+        let logger = settings.logFormat.logger(label: "coffer", level: level)
         let store: any CofferStore
         let location: String
         do {
-            (store, location) = try await settings.database.open(timeout: settings.databaseTimeout)
+            (store, location) = try await settings.database.open(
+                timeout: settings.databaseTimeout,
+                logger: settings.logFormat.logger(label: "coffer.postgres", level: level))
         } catch {
             FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        var logger = Logger(label: "coffer")
-        logger.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         var appStoreAPI: AppStoreServerAPIClient?
         if let key = settings.appStoreKey, let pem {
@@ -172,8 +182,16 @@ struct ServeCommand: AsyncParsableCommand {
             + "on http://\(server.host):\(server.port), \(location)"
             + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
             + (push == nil ? "; no APNs key: apps hear of grants and refunds when they open" : "")
-        // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it.
-        FileHandle.standardOutput.write(Data((banner + "\n").utf8))
+        // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it; in the
+        // JSON log format, as log lines like every other.
+        let say: (String) -> Void = { text in
+            if settings.logFormat == .json {
+                for line in text.split(separator: "\n") { logger.notice("\(line)") }
+            } else {
+                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            }
+        }
+        say(banner)
         let panelHost = server.host == "0.0.0.0" || server.host == "::" ? "127.0.0.1" : server.host
         var panel = "Admin panel: http://\(panelHost):\(server.port)/admin"
         panel += server.panel.allowRemote ? " (open to other machines)" : " (this machine only)"
@@ -198,7 +216,7 @@ struct ServeCommand: AsyncParsableCommand {
                     + " (owner-only; delete the file once you have signed in, or \(change))"
             }
         }
-        FileHandle.standardOutput.write(Data((panel + "\n").utf8))
+        say(panel)
         do {
             try await app.runService()
         } catch {

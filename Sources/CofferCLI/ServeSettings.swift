@@ -7,6 +7,7 @@ import CofferStorePostgres
 import CofferStoreSQLite
 import Configuration
 import Foundation
+import Logging
 
 /// One setting of `coffer serve`: its key in the config file, its environment variable and its flag.
 struct SettingKey: Sendable {
@@ -133,6 +134,9 @@ struct ServeSettings: Sendable {
             key: "metrics.token",
             help: "A secret: when set, /metrics answers only Authorization: Bearer <token>. Default none (open)."),
         .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
+        .init(
+            key: "log.format",
+            help: "text (one line each) or json (one JSON object each, with the request id). Default text."),
     ]
 
     /// Where the data lives.
@@ -156,13 +160,17 @@ struct ServeSettings: Sendable {
 
         /// Opens the store (migrating it), with a description of where it is for people.
         ///
-        /// - Parameter timeout: Seconds an operation waits on PostgreSQL.
-        func open(timeout: Int = 5) async throws -> (store: any CofferStore, location: String) {
+        /// - Parameters:
+        ///   - timeout: Seconds an operation waits on PostgreSQL.
+        ///   - logger: Where PostgreSQL's client logs.
+        func open(timeout: Int = 5, logger: Logger = Logger(label: "coffer.postgres")) async throws
+            -> (store: any CofferStore, location: String)
+        {
             switch self {
             case .sqlite(let path):
                 return (try SQLiteStore(path: path), "SQLite \(path)")
             case .postgres(let url):
-                let store = try await PostgresStore(url: url, operationTimeout: .seconds(timeout))
+                let store = try await PostgresStore(url: url, operationTimeout: .seconds(timeout), logger: logger)
                 let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"
                 return (store, "PostgreSQL \(host)")
             }
@@ -184,6 +192,8 @@ struct ServeSettings: Sendable {
     var appStoreKey: AppStoreKey?
     var apnsKey: APNsKey?
     var logLevel: String
+    /// How log lines are written (`log.format`).
+    var logFormat: LogFormat
     /// Seconds an operation waits on PostgreSQL (`database.timeout`).
     var databaseTimeout: Int
 
@@ -374,6 +384,11 @@ struct ServeSettings: Sendable {
             throw SettingsError(
                 key: "log.level", value: logLevel, expected: "trace, debug, info, notice, warning, error or critical")
         }
+        let format = text("log.format") ?? "text"
+        guard let logFormat = LogFormat(rawValue: format) else {
+            throw SettingsError(key: "log.format", value: format, expected: "text or json")
+        }
+        self.logFormat = logFormat
     }
 }
 

@@ -1,0 +1,196 @@
+import CofferCLI
+import CofferCore
+import CofferStoreSQLite
+import CofferTestSupport
+import Foundation
+import GRDB
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What an operator runs besides `coffer serve`: the version, structured logs, backups and their restore.
+@Suite("Operating coffer", .serialized, .timeLimit(.minutes(3)))
+struct OperatorCommandTests {
+    let serve = ServeCommandTests()
+
+    /// `coffer serve` in `folder` on `port`, once it answers its health check.
+    func serving(
+        in folder: URL, port: UInt16, flags: [String] = [], environment: [String: String] = [:], output: Pipe? = nil
+    ) async throws -> Process {
+        let server = try serve.start(
+            ["serve", "--bundle-id", "com.example.app", "--port", String(port)] + flags, in: folder,
+            environment: environment.merging(["COFFER_RECOVERY_INTERVAL": "0"]) { first, _ in first }, output: output)
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready = (try? await serve.request("GET", "http://127.0.0.1:\(port)/healthz"))?.status == 200
+            if !ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(ready)
+        return server
+    }
+
+    @Test("coffer --version prints the build's version, the one CHANGELOG.md names")
+    func version() throws {
+        let output = try CofferProcess.run(["--version"])
+        #expect(output.status == 0)
+        #expect(output.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == CofferVersion.current)
+        let changelog = try String(
+            contentsOf: serve.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let heading = try Regex(#"\n## ([0-9]+\.[0-9]+\.[0-9]+) "#)
+        let released = try #require(changelog.firstMatch(of: heading)?.output[1].substring)
+        #expect(CofferVersion.current == "\(released)" || CofferVersion.current == "\(released)-dev")
+    }
+
+    @Test("log.format json: every line of the server's output is one JSON object; requests carry their id")
+    func jsonLogs() async throws {
+        let folder = try serve.temporaryFolder()
+        let port = try LocalPort.free()
+        let output = Pipe()
+        let server = try await serving(in: folder, port: port, flags: ["--log-format", "json"], output: output)
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let base = "http://127.0.0.1:\(port)"
+        let created = try await serve.request("POST", base + "/v1/users")
+        #expect(created.status == 201)
+        var text = ""
+        var lines: [[String: Any]] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline, !lines.contains(where: { ($0["path"] as? String) == "/v1/users" }) {
+            text += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+            let complete = text.split(separator: "\n", omittingEmptySubsequences: true)
+            lines = try complete.dropLast(text.hasSuffix("\n") ? 0 : 1).map { line in
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
+                return try #require(object as? [String: Any], "not one JSON object: \(line)")
+            }
+        }
+        #expect(lines.contains { ($0["message"] as? String)?.hasPrefix("Coffer serving com.example.app") == true })
+        for line in lines {
+            #expect(line["time"] is String && line["level"] is String && line["message"] is String)
+        }
+        let request = try #require(lines.first { ($0["path"] as? String) == "/v1/users" })
+        #expect((request["request_id"] as? String)?.isEmpty == false)
+        #expect(request["status"] as? String == "201")
+
+        let wrong = try CofferProcess.run(["serve", "--bundle-id", "com.example.app", "--log-format", "xml"])
+        #expect(wrong.status != 0)
+        #expect(wrong.stderr.contains("log.format is \"xml\"; expected text or json"), "\(wrong.stderr)")
+    }
+
+    @Test("coffer backup under load: nothing acknowledged before it began is missing; a server on the copy serves it")
+    func backupUnderLoad() async throws {
+        let folder = try serve.temporaryFolder()
+        let port = try LocalPort.free()
+        let server = try await serving(
+            in: folder, port: port,
+            environment: ["COFFER_LIMIT_USERS_BURST": "100000", "COFFER_LIMIT_USERS_RATE": "100000"])
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let base = "http://127.0.0.1:\(port)"
+        // Customers keep arriving while the copy is taken; each acknowledged one is noted in order.
+        let acknowledged = Mutex<[(supportId: String, token: String)]>([])
+        let stop = Mutex(false)
+        let load = Task {
+            while !stop.withLock({ $0 }) {
+                let created = try await serve.request("POST", base + "/v1/users")
+                if created.status == 201, let id = created.json["supportId"] as? String,
+                    let token = created.json["token"] as? String
+                {
+                    acknowledged.withLock { $0.append((id, token)) }
+                }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(700))
+        let before = acknowledged.withLock { $0 }
+        let backup = try await CofferProcess.runDetached(["backup", "copy.sqlite"], in: folder)
+        try await Task.sleep(for: .milliseconds(300))
+        stop.withLock { $0 = true }
+        try await load.value
+        #expect(backup.status == 0, "\(backup.stderr)")
+        #expect(backup.stdout.contains("Backed up coffer.sqlite to copy.sqlite"), "\(backup.stdout)")
+        #expect(before.count > 10)
+        let copy = folder.appendingPathComponent("copy.sqlite").path
+        let mode = try FileManager.default.attributesOfItem(atPath: copy)[.posixPermissions] as? NSNumber
+        #expect(mode?.intValue == 0o600)
+        // Every customer acknowledged before the copy began is in it.
+        let summary = try SQLiteBackup.inspect(copy)
+        #expect(summary.migrations == SQLiteBackup.migrations)
+        #expect(summary.users >= before.count)
+        let reader = try DatabaseQueue(
+            path: copy,
+            configuration: {
+                var c = Configuration()
+                c.readonly = true
+                return c
+            }())
+        let inCopy = Set(try await reader.read { db in try String.fetchAll(db, sql: "SELECT support_id FROM users") })
+        try reader.close()
+        #expect(before.allSatisfy { inCopy.contains($0.supportId) })
+        #expect(try CofferProcess.run(["backup", "copy.sqlite"], in: folder).stderr.contains("exists already"))
+
+        // Restored into a new folder, a server started on it serves a customer acknowledged before the copy.
+        let restored = try serve.temporaryFolder()
+        let restore = try CofferProcess.run(
+            ["restore", copy, "--database-url", "sqlite:coffer.sqlite"], in: restored)
+        #expect(restore.status == 0, "\(restore.stderr)")
+        let again = try CofferProcess.run(["restore", copy], in: restored)
+        #expect(again.status != 0 && again.stderr.contains("--yes"), "\(again.stderr)")
+        let replaced = try CofferProcess.run(["restore", copy, "--yes"], in: restored)
+        #expect(replaced.status == 0 && replaced.stdout.contains("kept as"), "\(replaced.stdout)")
+        let restoredPort = try LocalPort.free()
+        let second = try await serving(in: restored, port: restoredPort)
+        defer {
+            kill(second.processIdentifier, SIGKILL)
+            second.waitUntilExit()
+        }
+        let customer = try #require(before.first)
+        var me: (status: Int, json: [String: Any]) = (0, [:])
+        for _ in 0..<100 where me.status != 200 {
+            me =
+                (try? await serve.request("GET", "http://127.0.0.1:\(restoredPort)/v1/me", token: customer.token)) ?? (
+                    0, [:]
+                )
+            if me.status != 200 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(me.status == 200)
+        #expect(me.json["supportId"] as? String == customer.supportId)
+    }
+
+    @Test("coffer restore refuses a copy of another schema version, a damaged file and one that is not Coffer's")
+    func restoreRefuses() throws {
+        let folder = try serve.temporaryFolder()
+        let original = folder.appendingPathComponent("coffer.sqlite").path
+        _ = try SQLiteStore(path: original)
+        #expect(try CofferProcess.run(["backup", "old.sqlite"], in: folder).status == 0)
+        // An older Coffer's copy: its last migration was never applied.
+        let old = try DatabaseQueue(path: folder.appendingPathComponent("old.sqlite").path)
+        try old.write { db in
+            try db.execute(
+                sql: "DELETE FROM grdb_migrations WHERE identifier = ?", arguments: [SQLiteBackup.migrations.last])
+        }
+        try old.close()
+        let target = folder.appendingPathComponent("target.sqlite").path
+        let refused = try CofferProcess.run(["restore", "old.sqlite", "--database-url", target], in: folder)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("restore it with the Coffer version that made it"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: target))
+        try Data("not a database at all, just some bytes".utf8).write(
+            to: folder.appendingPathComponent("junk.sqlite"))
+        let junk = try CofferProcess.run(["restore", "junk.sqlite", "--database-url", target], in: folder)
+        #expect(junk.status != 0 && !FileManager.default.fileExists(atPath: target), "\(junk.stderr)")
+        let other = try DatabaseQueue(path: folder.appendingPathComponent("other.sqlite").path)
+        try other.write { db in try db.execute(sql: "CREATE TABLE notes (text TEXT)") }
+        try other.close()
+        let foreign = try CofferProcess.run(["restore", "other.sqlite", "--database-url", target], in: folder)
+        #expect(foreign.stderr.contains("not a Coffer database"), "\(foreign.stderr)")
+        let postgres = try CofferProcess.run(
+            ["backup", "x.sqlite", "--database-url", "postgres://coffer@127.0.0.1/coffer"], in: folder)
+        #expect(postgres.stderr.contains("pg_dump"), "\(postgres.stderr)")
+    }
+}
