@@ -40,8 +40,8 @@ struct ServeSettings: Sendable {
         .init(
             key: "database.timeout",
             help:
-                "Seconds a request waits on PostgreSQL (for a connection and its answers) before it is answered 503 "
-                + "database-unavailable with Retry-After. Default 5."),
+                "Seconds a request waits on PostgreSQL (for a connection and its answers), or on SQLite for another "
+                + "process's write, before it is answered 503 database-unavailable with Retry-After. Default 5."),
         .init(key: "environment", help: "Sandbox or Production. Default Sandbox."),
         .init(key: "bundle.id", help: "The app's bundle id. Required."),
         .init(key: "app.apple.id", help: "The app's Apple id. Required in Production."),
@@ -161,14 +161,14 @@ struct ServeSettings: Sendable {
         /// Opens the store (migrating it), with a description of where it is for people.
         ///
         /// - Parameters:
-        ///   - timeout: Seconds an operation waits on PostgreSQL.
+        ///   - timeout: Seconds an operation waits on PostgreSQL, or on SQLite for another process's write.
         ///   - logger: Where PostgreSQL's client logs.
         func open(timeout: Int = 5, logger: Logger = Logger(label: "coffer.postgres")) async throws
             -> (store: any CofferStore, location: String)
         {
             switch self {
             case .sqlite(let path):
-                return (try SQLiteStore(path: path), "SQLite \(path)")
+                return (try SQLiteStore(path: path, busyTimeout: TimeInterval(timeout)), "SQLite \(path)")
             case .postgres(let url):
                 let store = try await PostgresStore(url: url, operationTimeout: .seconds(timeout), logger: logger)
                 let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"

@@ -183,8 +183,10 @@ struct SignedRequestMiddleware: RouterMiddleware {
         } catch {
             throw ServiceError(error)
         }
+        // Kept a day, far past the signature's own window: a clock stepped forward and back again (an NTP
+        // correction) must not forget a signature its date would let through again.
         let fresh = try await store.recordSignature(
-            digest, at: now, forgetBefore: now.addingTimeInterval(-2 * AdminRequestSignature.window))
+            digest, at: now, forgetBefore: now.addingTimeInterval(-max(2 * AdminRequestSignature.window, 86_400)))
         guard fresh else { throw ServiceError(AdminAuthError.replayed) }
         // A write names its environment: a signed grant never lands in an environment its signer did not see.
         if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {

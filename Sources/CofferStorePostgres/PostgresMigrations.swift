@@ -310,6 +310,8 @@ enum PostgresMigrations {
         do {
             try await client.withConnection { connection in
                 try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
+                // A migration may take long on a large database: no statement limit while it runs.
+                try await connection.query("SET statement_timeout = 0", logger: logger)
                 do {
                     try await connection.query(
                         """
@@ -336,9 +338,11 @@ enum PostgresMigrations {
                     }
                 } catch {
                     _ = try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+                    _ = try? await connection.query("RESET statement_timeout", logger: logger)
                     throw error
                 }
                 try await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
+                try await connection.query("RESET statement_timeout", logger: logger)
             }
         } catch let error as PSQLError {
             throw StoreError.storage("migration failed: \(PostgresStore.describe(error))")

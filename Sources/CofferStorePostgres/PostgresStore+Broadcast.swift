@@ -11,10 +11,8 @@ extension PostgresStore: EventBroadcast {
     /// `NOTIFY coffer_events` with the message as JSON.
     public func broadcast(_ message: BroadcastMessage) async throws {
         let payload = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
-        do {
-            try await client.query("SELECT pg_notify(\(Self.eventChannel), \(payload))", logger: logger)
-        } catch let error as PSQLError {
-            throw StoreError.storage(Self.describe(error))
+        try await read { connection in
+            _ = try await connection.query("SELECT pg_notify(\(Self.eventChannel), \(payload))", logger: self.logger)
         }
     }
 
@@ -36,7 +34,9 @@ extension PostgresStore: EventBroadcast {
                 }
             }
         } catch let error as PSQLError {
-            throw StoreError.storage(Self.describe(error))
+            throw Self.storeError(error)
+        } catch let error where Self.isPoolRefusal(error) {
+            throw StoreError.unavailable("PostgreSQL cannot be reached: \(error)")
         }
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOSSL
 import PostgresNIO
+import Synchronization
 
 /// The ``CofferStore`` for several server instances: PostgreSQL through postgres-nio. Migrates when
 /// opened (under an advisory lock, so instances starting together migrate once).
@@ -17,12 +18,27 @@ import PostgresNIO
 /// let store = try await PostgresStore(url: "postgres://coffer:secret@127.0.0.1:5432/coffer")
 /// ```
 public final class PostgresStore: CofferStore {
-    let client: PostgresClient
-    let runner: Task<Void, Never>
+    /// The pool, renewed when the database answers again after a run of failures (see ``renewIfStuck()``).
+    private let pool: Mutex<Pool>
+    /// What a new pool is made from.
+    private let configuration: PostgresClient.Configuration
     let logger: Logger
     /// How long one operation (a read, or a write's transaction) may wait on the database.
     let operationTimeout: Duration
     private let deadlines = DeadlineTimer()
+
+    /// The pool in use and its failures.
+    private struct Pool {
+        var client: PostgresClient
+        var runner: Task<Void, Never>
+        /// Since when every operation has failed as unavailable, if they do.
+        var failingSince: ContinuousClock.Instant?
+        /// When the pool was last made.
+        var madeAt: ContinuousClock.Instant
+    }
+
+    /// The pool in use.
+    var client: PostgresClient { pool.withLock { $0.client } }
 
     /// Connects (the pool opens connections as needed) and migrates.
     ///
@@ -51,33 +67,77 @@ public final class PostgresStore: CofferStore {
         // A connection that takes longer to open than an operation may wait is of no use to that operation; a
         // short attempt is retried sooner once the database answers again.
         configuration.options.connectTimeout = max(.seconds(1), min(startupTimeout, operationTimeout, .seconds(10)))
+        // Work abandoned at its deadline (a client that went away, a network that swallowed the answer) is
+        // stopped by the server too, so it holds no connection and no row lock for long: a statement runs at
+        // most twice the deadline, a transaction left open idles at most that long. (Migrations lift the first.)
+        let serverLimit = Int(min(operationTimeout * 2, .seconds(3_600)) / .milliseconds(1))
+        configuration.options.additionalStartupParameters += [
+            ("statement_timeout", String(serverLimit)), ("idle_in_transaction_session_timeout", String(serverLimit)),
+        ]
+        self.configuration = configuration
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.client = client
+        pool = Mutex(Pool(client: client, runner: Task { await client.run() }, madeAt: .now))
         self.logger = logger
-        runner = Task { await client.run() }
         let target = "\(configuration.host ?? "?"):\(configuration.port ?? 5432)"
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await PostgresMigrations.migrate(client, logger: logger) }
-                group.addTask {
-                    try await Task.sleep(for: startupTimeout)
-                    throw StoreError.storage("PostgreSQL at \(target) did not answer within \(startupTimeout)")
-                }
-                try await group.next()
-                group.cancelAll()
-            }
+            // Abandoned at the deadline, never waited on: a migration stuck behind a lock fails the start.
+            try await deadlines.run(
+                within: startupTimeout,
+                orThrow: { StoreError.storage("PostgreSQL at \(target) did not answer within \(startupTimeout)") },
+                { try await PostgresMigrations.migrate(client, logger: logger) })
         } catch {
-            runner.cancel()
+            close()
             throw error
         }
     }
 
     /// Closes the pool; the store cannot be used afterwards.
     public func close() {
-        runner.cancel()
+        pool.withLock { $0.runner.cancel() }
     }
 
-    deinit { runner.cancel() }
+    deinit { close() }
+
+    /// Notes how an operation went. postgres-nio's pool waits longer and longer between connection attempts
+    /// while they fail (up to a minute, and past 15 s without a connection it refuses every request at
+    /// once); after a second of failures the pool is made anew, at most once a second, so an instance serves
+    /// again within about a second of the database answering, however long it was away.
+    private func noteOutcome(unavailable: Bool) {
+        let now = ContinuousClock.now
+        let stale: Task<Void, Never>? = pool.withLock { pool in
+            guard unavailable else {
+                pool.failingSince = nil
+                return nil
+            }
+            guard let since = pool.failingSince else {
+                pool.failingSince = now
+                return nil
+            }
+            guard now - since > .seconds(1), now - pool.madeAt > .seconds(1) else { return nil }
+            let old = pool.runner
+            let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+            pool.client = client
+            pool.runner = Task { await client.run() }
+            pool.madeAt = now
+            return old
+        }
+        if let stale {
+            logger.notice("PostgreSQL has not answered for a while: connecting anew")
+            stale.cancel()
+        }
+    }
+
+    /// Runs `work` within the operation deadline, noting whether the database answered.
+    private func timed<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            let value = try await deadlines.run(within: operationTimeout, orThrow: { self.timedOut }, work)
+            noteOutcome(unavailable: false)
+            return value
+        } catch let error as StoreError {
+            if case .unavailable = error { noteOutcome(unavailable: true) }
+            throw error
+        }
+    }
 
     /// Parses a `postgres://` URL. Its `sslmode` query parameter works as libpq's: `disable` (plain),
     /// `prefer` (the default: TLS when the server offers it, unverified, else plain), `require` (TLS,
@@ -132,8 +192,7 @@ public final class PostgresStore: CofferStore {
     /// The whole of it (every attempt) waits on the database at most ``operationTimeout``; past it, or on a
     /// lost connection, it throws ``StoreError/unavailable(_:)``.
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let work: @Sendable () async throws -> T = { try await self.writeNow(body) }
-        return try await deadlines.run(within: operationTimeout, orThrow: { self.timedOut }, work)
+        try await timed { try await self.writeNow(body) }
     }
 
     private var timedOut: StoreError {
@@ -165,20 +224,29 @@ public final class PostgresStore: CofferStore {
                 throw Self.storeError(error)
             } catch is LostRace {
                 throw StoreError.storage("gave up after \(attempt) conflicting attempts")
+            } catch let error where Self.isPoolRefusal(error) {
+                throw StoreError.unavailable("PostgreSQL cannot be reached: \(error)")
             }
         }
     }
 
     /// Runs `body` on a connection, waiting on the database at most ``operationTimeout``.
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        let work: @Sendable () async throws -> T = {
+        try await timed {
             do {
                 return try await self.client.withConnection { connection in try await body(connection) }
             } catch let error as PSQLError {
                 throw Self.storeError(error)
+            } catch let error where Self.isPoolRefusal(error) {
+                throw StoreError.unavailable("PostgreSQL cannot be reached: \(error)")
             }
         }
-        return try await deadlines.run(within: operationTimeout, orThrow: { self.timedOut }, work)
+    }
+
+    /// Whether `error` is the pool refusing a request (its circuit breaker, open after failing to connect for a
+    /// while), which postgres-nio reports as its own type rather than a `PSQLError`.
+    static func isPoolRefusal(_ error: any Error) -> Bool {
+        String(reflecting: type(of: error)).hasSuffix("ConnectionPoolError")
     }
 
     /// A PostgreSQL failure as the store's: a lost or refused connection (the server restarting, a backend
@@ -189,10 +257,10 @@ public final class PostgresStore: CofferStore {
         ]
         let state = error.sqlState ?? ""
         // Class 08: connection exceptions; 57P01-57P03: the server shutting down or starting; 53300: too many
-        // connections.
+        // connections; 53100: disk full; 58030: an I/O error; 57014: a statement cancelled (its statement_timeout);
+        // 25006: a read-only transaction (a standby after a failover).
         if connectionCodes.contains(error.code) || state.hasPrefix("08")
-            || ["57P01", "57P02", "57P03", "53300"]
-                .contains(state)
+            || ["57P01", "57P02", "57P03", "53300", "53100", "58030", "57014", "25006"].contains(state)
         {
             return .unavailable(describe(error))
         }

@@ -38,9 +38,13 @@ public final class SQLiteStore: CofferStore {
     ///   - durability: The commit durability; see ``SQLiteDurability``.
     ///   - pageLimit: The most pages the file may grow to (SQLite's `max_page_count`; never below its size
     ///     now), or `nil` for SQLite's own limit. A write past it fails as on a full disk.
-    public init(path: String, durability: SQLiteDurability = .full, pageLimit: Int? = nil) throws {
+    ///   - busyTimeout: How long a write waits for another process holding the database (`database.timeout`)
+    ///     before it fails with ``StoreError/unavailable(_:)``.
+    public init(
+        path: String, durability: SQLiteDurability = .full, pageLimit: Int? = nil, busyTimeout: TimeInterval = 5
+    ) throws {
         var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(min(max(busyTimeout, 0.1), 300))
         configuration.label = "coffer"
         let pragma = durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
         let background = path != ":memory:"
@@ -117,12 +121,13 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
-    /// A SQLite failure as the store's: a full disk, an I/O error or a database held too long by another
-    /// process is ``StoreError/unavailable(_:)`` (the transaction rolled back; the same request serves again
+    /// A SQLite failure as the store's: a full disk, an I/O error, a file system remounted read-only or a
+    /// database held too long by another process is ``StoreError/unavailable(_:)`` (the transaction rolled back; the same request serves again
     /// once the cause is gone), anything else ``StoreError/storage(_:)``.
     static func storeError(_ error: DatabaseError) -> StoreError {
         let transient: [ResultCode] = [
             .SQLITE_FULL, .SQLITE_IOERR, .SQLITE_BUSY, .SQLITE_LOCKED, .SQLITE_NOMEM, .SQLITE_CANTOPEN,
+            .SQLITE_READONLY,
         ]
         return transient.contains(error.resultCode) ? .unavailable(error.description) : .storage(error.description)
     }

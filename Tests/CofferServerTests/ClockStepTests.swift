@@ -8,6 +8,7 @@ import CofferSimulator
 import CofferStore
 import CofferTestSupport
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Synchronization
@@ -191,6 +192,34 @@ struct ClockStepTests {
             #expect(try await browser.signIn(client).status == .seeOther)
             step.seconds = 0
             #expect(try await browser.get(client, "/admin").status == .ok)
+        }
+    }
+
+    @Test("a signed admin request stays a replay when the clock steps forward past its window and back")
+    func signatureReplay() async throws {
+        let step = ClockStep()
+        let store = InMemoryStore()
+        let signer = try await AdminAPITests.key(in: store)
+        let setup = try ClientAPITests.Setup(store: store, now: step.clock { AdminAPITests.now })
+        try await setup.app.test(.router) { client in
+            var headers = HTTPFields()
+            for header in try signer.headers(
+                method: "GET", host: "localhost", body: Data(), path: "/v1/admin/users", at: AdminAPITests.now)
+            {
+                headers[HTTPField.Name(header.name)!] = header.value
+            }
+            let first = try await client.execute(uri: "/v1/admin/users", method: .get, headers: headers)
+            #expect(first.status == .ok)
+            // An hour ahead, another request is signed and served (its record-keeping forgets what it may).
+            step.seconds = 3_600
+            let later = try await AdminAPITests.send(
+                client, signer, .get, "/v1/admin/users", at: AdminAPITests.now.addingTimeInterval(3_600))
+            #expect(later.status == .ok)
+            // NTP steps the clock back: the first request, inside its window again, is still a replay.
+            step.seconds = 0
+            let again = try await client.execute(uri: "/v1/admin/users", method: .get, headers: headers)
+            #expect(again.status == .unauthorized)
+            #expect(try AdminAPITests.errorCode(again) == "replayed")
         }
     }
 }
