@@ -155,7 +155,10 @@ schemas = {
                                      "description": "Newest first"},
                        "verifyReport": ref("VerifyReportView")},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
-    "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500)}),
+    "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500),
+                         "id": S("The grant's id, chosen by the caller: the same request again (after a lost "
+                                 "answer) answers this grant, never a second", format="uuid")},
+                        required=["supportId", "credits", "reason"]),
     "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500)}),
     "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"])}),
     "DeletedGrants": obj({"deleted": I()}),

@@ -8,12 +8,16 @@ public struct GrantRequest: Sendable, Hashable, Codable {
     public var credits: Int64
     /// Why, e.g. "Ticket #42".
     public var reason: String
+    /// The grant's id, chosen by the caller (a UUID), so that asking again after a lost answer returns the same
+    /// grant instead of making a second; `nil` for one the server names.
+    public var id: String?
 
     /// Creates a request.
-    public init(supportId: String, credits: Int64, reason: String) {
+    public init(supportId: String, credits: Int64, reason: String, id: String? = nil) {
         self.supportId = supportId
         self.credits = credits
         self.reason = reason
+        self.id = id
     }
 }
 

@@ -324,22 +324,44 @@ public struct AdminService: Sendable {
     /// Grants credits to a user; the app picks them up on its next refresh. `ceiling` is the acting admin's
     /// grant limit (a support admin's; `nil` for an owner, a signed key or the CLI).
     ///
-    /// - Throws: ``AdminError/forbidden(_:)`` over the limit.
+    /// With an `id`, asking again is safe: after an answer that was lost (a 503 from a database that went away
+    /// after the grant was written), the same request answers the grant made the first time, never a second
+    /// one. Its audit entry carries the grant's id, written once.
+    ///
+    /// - Throws: ``AdminError/forbidden(_:)`` over the limit, ``AdminError/invalid(_:)`` for an `id` that
+    ///   names another grant.
     public func createGrant(
         environment: Environment, supportId: String, credits: Int64, reason: String, actor: String,
-        ceiling: Int64? = nil
+        ceiling: Int64? = nil, id: UUID? = nil
     ) async throws -> GrantView {
         let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
         let user = try await findChangeable(supportId, environment: environment)
         let grant = Grant(
-            environment: environment, recipient: user.id, credits: credits, reason: reason, createdBy: actor,
-            createdAt: now())
-        try await store.createGrant(grant)
+            id: id ?? UUID(), environment: environment, recipient: user.id, credits: credits, reason: reason,
+            createdBy: actor, createdAt: now())
+        do {
+            try await store.createGrant(grant)
+        } catch StoreError.alreadyExists where id != nil {
+            guard let made = try await store.grant(id: grant.id, environment: environment),
+                made.recipient == grant.recipient, made.credits == grant.credits, made.reason == grant.reason
+            else { throw AdminError.invalid("grant id \(grant.id) names another grant") }
+            let view = GrantView(made, supportId: user.supportId.rawValue)
+            // The first answer may have been lost before its audit entry was written; written now if so.
+            try? await auditGrant(view, environment: environment, actor: made.createdBy)
+            return view
+        }
         await onChange?(user.id, .grant(id: grant.id))
         let view = GrantView(grant, supportId: user.supportId.rawValue)
-        try await audit(
-            environment, actor: actor, action: "grant.create", subject: user.supportId.rawValue, after: view)
+        try await auditGrant(view, environment: environment, actor: actor)
         return view
+    }
+
+    /// The audit entry of a new grant, keyed by the grant's id (a second write of it is refused by the store).
+    private func auditGrant(_ view: GrantView, environment: Environment, actor: String) async throws {
+        try await store.recordAudit(
+            AuditEvent(
+                id: view.id, environment: environment, actor: actor, action: "grant.create", subject: view.supportId,
+                after: try Self.json(view), at: view.createdAt))
     }
 
     /// One grant, with its recipient's Support ID.

@@ -95,10 +95,15 @@ struct AdminAPI: Sendable {
     /// `POST /v1/admin/grants`.
     func createGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let body: GrantRequest = try await api.decode(request)
+        var id: UUID?
+        if let text = body.id {
+            guard let parsed = UUID(uuidString: text) else { throw ServiceError.badRequest("id is not a UUID") }
+            id = parsed
+        }
         return try api.json(
             try await service.createGrant(
                 environment: try environment(request), supportId: body.supportId, credits: body.credits,
-                reason: body.reason, actor: context.adminActor),
+                reason: body.reason, actor: context.adminActor, id: id),
             status: .created)
     }
 

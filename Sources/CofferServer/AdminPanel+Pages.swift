@@ -538,6 +538,8 @@ extension AdminPanel {
                         ["name": "supportId", "value": detail.user.supportId],
                         ["name": "credits", "value": String(credits)], ["name": "reason", "value": reason],
                         ["name": "back", "value": toUser ? "user" : "grants"], ["name": "confirm", "value": "yes"],
+                        // Sent again (a retry after the database went away), it makes this grant, not a second.
+                        ["name": "grantId", "value": UUID().uuidString.lowercased()],
                     ],
                 ], context: context)
         }
@@ -545,7 +547,8 @@ extension AdminPanel {
         do {
             grant = try await service.createGrant(
                 environment: session.environment, supportId: supportId, credits: credits, reason: reason,
-                actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling)
+                actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling,
+                id: form["grantId"].flatMap(UUID.init(uuidString:)))
         } catch let error as AdminError {
             return try await refuse(error.description, status: error.status)
         }

@@ -485,7 +485,10 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Appends an audit event.
-    public func recordAudit(_ event: AuditEvent) { audit.append(event) }
+    public func recordAudit(_ event: AuditEvent) throws {
+        guard !audit.contains(where: { $0.id == event.id }) else { throw StoreError.alreadyExists("audit \(event.id)") }
+        audit.append(event)
+    }
 
     /// Audit events of an environment that `query` matches, newest first.
     public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) -> [AuditEvent] {

@@ -9,12 +9,16 @@ extension PostgresStore {
     /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) async throws {
         try await write { connection in
-            try await connection.query(
-                """
-                INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
-                VALUES (\(event.id.uuidString), \(event.environment.rawValue), \(event.actor), \(event.action),
-                    \(event.subject), \(event.before), \(event.after), \(Millis.from(event.at)))
-                """, logger: self.logger)
+            do {
+                try await connection.query(
+                    """
+                    INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
+                    VALUES (\(event.id.uuidString), \(event.environment.rawValue), \(event.actor), \(event.action),
+                        \(event.subject), \(event.before), \(event.after), \(Millis.from(event.at)))
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("audit \(event.id)")
+            }
         }
     }
 

@@ -8,15 +8,19 @@ extension SQLiteStore {
     /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) async throws {
         try await write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    event.id.uuidString, event.environment.rawValue, event.actor, event.action, event.subject,
-                    event.before, event.after, Millis.from(event.at),
-                ])
+            do {
+                try db.execute(
+                    sql: """
+                        INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        event.id.uuidString, event.environment.rawValue, event.actor, event.action, event.subject,
+                        event.before, event.after, Millis.from(event.at),
+                    ])
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("audit \(event.id)")
+            }
         }
     }
 

@@ -18,7 +18,7 @@ import Testing
 /// Thousands of seeded schedules, fast: Apple (the simulator, signing every transaction and notification), two
 /// server instances' services over one store (in memory, or SQLite on a RAM-backed file), three customers, and
 /// support, in one process on virtual time with no sleeps. Customers buy, present, spend (again with the same
-/// key), claim grants; Apple refunds, reverses refunds and renews subscriptions, and its notifications arrive
+/// key), claim grants (support's grants and balance edits meet the faults too); Apple refunds, reverses refunds and renews subscriptions, and its notifications arrive
 /// late, twice and out of order; support sets balances; Apple's clock moves forward and the server's clock
 /// steps back and forward (NTP corrections) around it; the database goes away during requests, before an
 /// operation or after a commit whose answer is lost. ``MoneyModel``, written apart from the ledger, predicts
@@ -333,9 +333,16 @@ final class ModelRun {
                 note("step \(step): \(customer.account)'s app claims grant \(old.id) again")
                 grant = try await support.grant(environment: .sandbox, id: old.id.uuidString)
             } else {
-                grant = try await support.createGrant(
-                    environment: .sandbox, supportId: customer.supportId, credits: credits, reason: "model simulation",
-                    actor: "support")
+                // Support's grant, asked again with its id after a lost answer: one grant.
+                let id = UUID(uuidString: String(format: "00000000-0000-4000-8000-%012llx", seed &* 1_000 &+ UInt64(step)))
+                (grant, _) = try await request("grant", store: store) {
+                    try await support.createGrant(
+                        environment: .sandbox, supportId: customer.supportId, credits: credits,
+                        reason: "model simulation", actor: "support", id: id)
+                }
+                guard grant.id == id, grants.allSatisfy({ $0.id != grant.id }) else {
+                    throw Broken(description: "step \(step): support's grant asked again made another")
+                }
                 grants.append((grant.id, credits, index))
                 note("step \(step): support grants \(credits) to \(customer.account); the app claims it")
             }
@@ -350,10 +357,16 @@ final class ModelRun {
         case 84..<87:
             let balance = Int64.random(in: 0...1_000, using: &random)
             note("step \(step): support sets \(customer.account)'s balance to \(balance)")
-            _ = try await support.setBalance(
-                environment: .sandbox, supportId: customer.supportId, balance: balance, reason: "model simulation",
-                actor: "support")
+            // Setting a balance says what it becomes: asked again after a lost answer, it changes nothing more.
+            let (change, _) = try await request("set balance", store: store) {
+                try await support.setBalance(
+                    environment: .sandbox, supportId: customer.supportId, balance: balance, reason: "model simulation",
+                    actor: "support")
+            }
             model.setBalance(balance, customer: index)
+            guard change.after == balance else {
+                throw Broken(description: "step \(step): the balance was set to \(change.after), not \(balance)")
+            }
         case 87..<93:
             let seconds = TimeInterval(Int.random(in: 3_600...(20 * 86_400), using: &random))
             note("step \(step): Apple's clock moves \(Int(seconds)) s")

@@ -432,6 +432,13 @@ struct PanelTests {
             #expect(confirm.contains(#"id="before">0<"#) && confirm.contains(#"id="after"><b>1,200,000</b>"#))
             #expect(confirm.contains(#"name="credits" value="1200000""#))
             #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).isEmpty)
+            // The confirmation sent twice (a retry after a lost answer) makes one grant.
+            let grantId = try #require(confirm.firstMatch(of: /name="grantId" value="([0-9a-f-]+)"/)?.1)
+            let confirmed = grant + [("confirm", "yes"), ("grantId", String(grantId))]
+            #expect(try await browser.post(client, "/admin/grants", confirmed).status == .seeOther)
+            #expect(try await browser.post(client, "/admin/grants", confirmed).status == .seeOther)
+            let made = try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10)
+            #expect(made.map(\.id.uuidString.localizedLowercase) == [String(grantId)])
             let badGrouping = try await browser.post(
                 client, "/admin/grants",
                 [("supportId", user.supportId), ("credits", "1,20,000"), ("reason", "x"), ("csrf", csrf)])

@@ -419,6 +419,17 @@ struct AdminStoreContractTests {
         #expect(try await store.deleteSessions(adminId: sam.id, except: nil) == 1)
     }
 
+    @Test("an audit entry's id is written once: a second write of it is refused", arguments: StoreEngine.allCases)
+    func auditOnce(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let event = AuditEvent(
+            environment: .sandbox, actor: "ada", action: "grant.create", subject: "_aaaaaaaaaaa1", at: Make.start)
+        try await store.recordAudit(event)
+        await #expect(throws: StoreError.alreadyExists("audit \(event.id)")) { try await store.recordAudit(event) }
+        #expect(
+            try await store.auditEvents(environment: .sandbox, query: AuditQuery(), limit: 10).map(\.id) == [event.id])
+    }
+
     @Test(
         "the audit log filters by admin, customer and action family; no character of a filter is a pattern",
         arguments: StoreEngine.allCases)
