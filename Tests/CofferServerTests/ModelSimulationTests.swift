@@ -334,7 +334,8 @@ final class ModelRun {
                 grant = try await support.grant(environment: .sandbox, id: old.id.uuidString)
             } else {
                 // Support's grant, asked again with its id after a lost answer: one grant.
-                let id = UUID(uuidString: String(format: "00000000-0000-4000-8000-%012llx", seed &* 1_000 &+ UInt64(step)))
+                let id = UUID(
+                    uuidString: String(format: "00000000-0000-4000-8000-%012llx", seed &* 1_000 &+ UInt64(step)))
                 (grant, _) = try await request("grant", store: store) {
                     try await support.createGrant(
                         environment: .sandbox, supportId: customer.supportId, credits: credits,
