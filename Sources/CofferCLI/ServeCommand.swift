@@ -27,82 +27,10 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "A JSON config file (keys as in the README, e.g. {\"database\": {\"url\": \"...\"}}).")
-    var config: String?
-
-    @Option(help: "The address to listen on (default 127.0.0.1).")
-    var host: String?
-
-    @Option(help: "The port to listen on (default 8080).")
-    var port: Int?
-
-    @Option(help: "sqlite:PATH (default sqlite:coffer.sqlite) or postgres://user:password@host:port/db.")
-    var databaseURL: String?
-
-    @Option(help: "The environment served: Sandbox (default) or Production.")
-    var environment: String?
-
-    @Option(help: "The app's bundle id.")
-    var bundleId: String?
-
-    @Option(help: "The app's Apple id (required in Production).")
-    var appAppleId: Int64?
-
-    @Option(help: "The catalog of products (JSON, default catalog.json).")
-    var catalog: String?
-
-    @Option(help: "Who owns the balance: device (default, the app) or server.")
-    var wallet: String?
-
-    @Option(name: .customLong("apple-root"), help: "A DER root to trust as well, Sandbox only (repeatable).")
-    var appleRoots: [String] = []
-
-    @Option(help: "In Production, also accept Sandbox purchases (App Review, TestFlight): true (default) or false.")
-    var sandboxInProduction: Bool?
-
-    @Option(help: "Log lines as text (default) or json (one object each, with the request id).")
-    var logFormat: String?
-
-    @Option(help: "The least severe log level written: trace, debug, info (default), notice, warning, error, critical.")
-    var logLevel: String?
-
-    /// The flags given, as configuration values above every other source.
-    var flagValues: [AbsoluteConfigKey: ConfigValue] {
-        var values: [AbsoluteConfigKey: ConfigValue] = [:]
-        func set(_ key: String, _ value: String?) {
-            if let value { values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(.string(value), isSecret: false) }
-        }
-        set("host", host)
-        set("port", port.map(String.init))
-        set("database.url", databaseURL)
-        set("environment", environment)
-        set("bundle.id", bundleId)
-        set("app.apple.id", appAppleId.map(String.init))
-        set("catalog", catalog)
-        set("wallet", wallet)
-        set("apple.roots", appleRoots.isEmpty ? nil : appleRoots.joined(separator: ","))
-        set("sandbox.in.production", sandboxInProduction.map(String.init))
-        set("log.format", logFormat)
-        set("log.level", logLevel)
-        return values
-    }
+    @OptionGroup var flags: ServeFlags
 
     func run() async throws {
-        let settings: ServeSettings
-        do {
-            var providers: [any ConfigProvider] = [
-                InMemoryProvider(name: "flags", values: flagValues),
-                EnvironmentVariablesProvider().prefixKeys(with: "coffer"),
-            ]
-            if let config {
-                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
-            }
-            settings = try ServeSettings(reader: ConfigReader(providers: providers))
-        } catch let error as SettingsError {
-            throw ValidationError(error.description)
-        } catch {
-            throw ValidationError("cannot read the config file \(config ?? ""): \(error)")
-        }
+        let settings = try await flags.settings()
         let server = settings.server
         guard let appStoreEnvironment = AppStoreEnvironment(name: server.environment.rawValue) else {
             throw ValidationError("unknown environment \(server.environment.rawValue)")
@@ -235,6 +163,90 @@ struct ServeCommand: AsyncParsableCommand {
             return URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent(name).path
         case .postgres:
             return FileManager.default.currentDirectoryPath + "/" + name
+        }
+    }
+}
+
+/// The flags of `coffer serve` (and `coffer doctor`, which checks what serve would run with): each one a
+/// setting above the `COFFER_*` variables and the `--config` file.
+struct ServeFlags: ParsableArguments {
+    @Option(help: "A JSON config file (keys as in the README, e.g. {\"database\": {\"url\": \"...\"}}).")
+    var config: String?
+
+    @Option(help: "The address to listen on (default 127.0.0.1).")
+    var host: String?
+
+    @Option(help: "The port to listen on (default 8080).")
+    var port: Int?
+
+    @Option(help: "sqlite:PATH (default sqlite:coffer.sqlite) or postgres://user:password@host:port/db.")
+    var databaseURL: String?
+
+    @Option(help: "The environment served: Sandbox (default) or Production.")
+    var environment: String?
+
+    @Option(help: "The app's bundle id.")
+    var bundleId: String?
+
+    @Option(help: "The app's Apple id (required in Production).")
+    var appAppleId: Int64?
+
+    @Option(help: "The catalog of products (JSON, default catalog.json).")
+    var catalog: String?
+
+    @Option(help: "Who owns the balance: device (default, the app) or server.")
+    var wallet: String?
+
+    @Option(name: .customLong("apple-root"), help: "A DER root to trust as well, Sandbox only (repeatable).")
+    var appleRoots: [String] = []
+
+    @Option(help: "In Production, also accept Sandbox purchases (App Review, TestFlight): true (default) or false.")
+    var sandboxInProduction: Bool?
+
+    @Option(help: "Log lines as text (default) or json (one object each, with the request id).")
+    var logFormat: String?
+
+    @Option(help: "The least severe log level written: trace, debug, info (default), notice, warning, error, critical.")
+    var logLevel: String?
+
+    /// The flags given, as configuration values above every other source.
+    var flagValues: [AbsoluteConfigKey: ConfigValue] {
+        var values: [AbsoluteConfigKey: ConfigValue] = [:]
+        func set(_ key: String, _ value: String?) {
+            if let value { values[AbsoluteConfigKey(ConfigKey(key))] = ConfigValue(.string(value), isSecret: false) }
+        }
+        set("host", host)
+        set("port", port.map(String.init))
+        set("database.url", databaseURL)
+        set("environment", environment)
+        set("bundle.id", bundleId)
+        set("app.apple.id", appAppleId.map(String.init))
+        set("catalog", catalog)
+        set("wallet", wallet)
+        set("apple.roots", appleRoots.isEmpty ? nil : appleRoots.joined(separator: ","))
+        set("sandbox.in.production", sandboxInProduction.map(String.init))
+        set("log.format", logFormat)
+        set("log.level", logLevel)
+        return values
+    }
+
+    /// The settings these flags, the environment and the config file give.
+    ///
+    /// - Throws: `ValidationError` naming the key of a value that does not parse, or the unreadable config file.
+    func settings() async throws -> ServeSettings {
+        do {
+            var providers: [any ConfigProvider] = [
+                InMemoryProvider(name: "flags", values: flagValues),
+                EnvironmentVariablesProvider().prefixKeys(with: "coffer"),
+            ]
+            if let config {
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
+            }
+            return try ServeSettings(reader: ConfigReader(providers: providers))
+        } catch let error as SettingsError {
+            throw ValidationError(error.description)
+        } catch {
+            throw ValidationError("cannot read the config file \(config ?? ""): \(error)")
         }
     }
 }

@@ -339,3 +339,41 @@ extension PSQLError {
     /// The server's SQLSTATE, e.g. `23505` for a unique violation.
     var sqlState: String? { serverInfo?[.sqlState] }
 }
+
+extension PostgresStore {
+    /// The migrations of this build, oldest first.
+    public static var migrations: [String] { PostgresMigrations.all.map(\.name) }
+
+    /// The migrations applied to the database at `url`, read without changing anything (no migration runs), or
+    /// `[]` for a database Coffer has not used yet.
+    ///
+    /// - Throws: ``StoreError/unavailable(_:)`` when the database does not answer within `timeout`.
+    public static func inspect(
+        url: String, timeout: Duration = .seconds(5), logger: Logger = Logger(label: "coffer.postgres")
+    )
+        async throws -> [String]
+    {
+        var configuration = try configuration(url: url)
+        configuration.options.connectTimeout = timeout
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        defer { runner.cancel() }
+        let read: @Sendable () async throws -> [String] = {
+            do {
+                return try await client.withConnection { connection in
+                    let exists = try await connection.query(
+                        "SELECT to_regclass('coffer_migrations') IS NOT NULL", logger: logger)
+                    var found = false
+                    for try await value in exists.decode(Bool.self) { found = value }
+                    return found ? try await PostgresMigrations.applied(connection, logger: logger) : []
+                }
+            } catch let error as PSQLError {
+                throw storeError(error)
+            } catch let error where isPoolRefusal(error) {
+                throw StoreError.unavailable("PostgreSQL cannot be reached: \(error)")
+            }
+        }
+        return try await DeadlineTimer().run(
+            within: timeout, orThrow: { StoreError.unavailable("PostgreSQL did not answer within \(timeout)") }, read)
+    }
+}

@@ -2,6 +2,7 @@ import CofferCLI
 import CofferCore
 import CofferStoreSQLite
 import CofferTestSupport
+import Crypto
 import Foundation
 import GRDB
 import Synchronization
@@ -192,5 +193,55 @@ struct OperatorCommandTests {
         let postgres = try CofferProcess.run(
             ["backup", "x.sqlite", "--database-url", "postgres://coffer@127.0.0.1/coffer"], in: folder)
         #expect(postgres.stderr.contains("pg_dump"), "\(postgres.stderr)")
+    }
+
+    @Test("coffer doctor: settings, catalog, database, key files and what Production still needs; 1 on a problem")
+    func doctor() throws {
+        let folder = try serve.temporaryFolder()
+        let missing = try CofferProcess.run(["doctor"], in: folder)
+        #expect(missing.status == 1)
+        #expect(missing.stdout.contains("FAIL  settings: bundle.id is missing"), "\(missing.stdout)")
+
+        _ = try SQLiteStore(path: folder.appendingPathComponent("coffer.sqlite").path)
+        let key = P256.Signing.PrivateKey()
+        let keyFile = folder.appendingPathComponent("AuthKey_TEST123456.p8")
+        try key.pemRepresentation.write(to: keyFile, atomically: true, encoding: .utf8)
+        chmod(keyFile.path, 0o644)
+        let arguments = ["doctor", "--bundle-id", "com.example.app"]
+        let environment = [
+            "COFFER_APPSTORE_KEY_ID": "TEST123456", "COFFER_APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a",
+            "COFFER_APPSTORE_PRIVATE_KEY": keyFile.path,
+        ]
+        let good = try CofferProcess.run(arguments, in: folder, environment: environment)
+        #expect(good.status == 0, "\(good.stdout)")
+        #expect(good.stdout.contains("ok    catalog: catalog.json, 4 products"))
+        #expect(good.stdout.contains("schema up to date (\(SQLiteBackup.migrations.count) migrations)"))
+        #expect(good.stdout.contains("App Store Server API key TEST123456: a signed token made"))
+        #expect(good.stdout.contains("warn  appstore.private.key: \(keyFile.path) can be read by others"))
+        #expect(good.stdout.contains("environment is Sandbox: set environment=Production"))
+
+        try "not a key".write(to: keyFile, atomically: true, encoding: .utf8)
+        let broken = try CofferProcess.run(arguments, in: folder, environment: environment)
+        #expect(broken.status == 1)
+        #expect(broken.stdout.contains("FAIL  App Store Server API key TEST123456"), "\(broken.stdout)")
+        let noCatalog = try CofferProcess.run(arguments + ["--catalog", "missing.json"], in: folder)
+        #expect(noCatalog.status == 1 && noCatalog.stdout.contains("FAIL  catalog: missing.json"))
+    }
+
+    @Test(
+        "coffer doctor on PostgreSQL: a fresh database answers with its migrations to come; a closed port fails fast",
+        .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
+    func doctorPostgres() async throws {
+        let folder = try serve.temporaryFolder()
+        let url = try await TestPostgres.freshDatabase()
+        let fresh = try CofferProcess.run(
+            ["doctor", "--bundle-id", "com.example.app", "--database-url", url], in: folder)
+        #expect(fresh.status == 0, "\(fresh.stdout)")
+        #expect(fresh.stdout.contains("migrations to apply at the next start"), "\(fresh.stdout)")
+        let closed = try CofferProcess.run(
+            ["doctor", "--bundle-id", "com.example.app", "--database-url", "postgres://coffer@127.0.0.1:1/none"],
+            in: folder, environment: ["COFFER_DATABASE_TIMEOUT": "2"])
+        #expect(closed.status == 1)
+        #expect(closed.stdout.contains("FAIL  database: PostgreSQL 127.0.0.1:1/none"), "\(closed.stdout)")
     }
 }
