@@ -20,11 +20,12 @@ struct CofferProcess {
         return folder.appendingPathComponent("coffer")
     }
 
-    static func run(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:]) throws
-        -> Output
-    {
+    static func run(
+        _ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:],
+        executable other: String? = nil
+    ) throws -> Output {
         let process = Process()
-        process.executableURL = executable
+        process.executableURL = other.map(URL.init(fileURLWithPath:)) ?? executable
         process.arguments = arguments
         if let folder { process.currentDirectoryURL = folder }
         if !environment.isEmpty {

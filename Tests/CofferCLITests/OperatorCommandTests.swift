@@ -244,4 +244,59 @@ struct OperatorCommandTests {
         #expect(closed.status == 1)
         #expect(closed.stdout.contains("FAIL  database: PostgreSQL 127.0.0.1:1/none"), "\(closed.stdout)")
     }
+
+    @Test(
+        "deploy/install.sh lays out the binary, the data folder 0700 and a config coffer doctor accepts; the unit verifies"
+    )
+    func deploy() throws {
+        let stage = try serve.temporaryFolder().appendingPathComponent("root")
+        let install = Process()
+        install.executableURL = serve.root.appendingPathComponent("deploy/install.sh")
+        install.arguments = ["--root", stage.path, "--binary", CofferProcess.executable.path]
+        install.standardOutput = FileHandle.nullDevice
+        try install.run()
+        install.waitUntilExit()
+        #expect(install.terminationStatus == 0)
+        func mode(_ path: String) -> Int? { DoctorMode.of(stage.appendingPathComponent(path).path) }
+        #expect(mode("var/lib/coffer") == 0o700)
+        #expect(mode("etc/coffer") == 0o750)
+        #expect(mode("etc/coffer/coffer.json") == 0o640 && mode("etc/coffer/coffer.env") == 0o640)
+        let coffer = stage.appendingPathComponent("usr/local/bin/coffer").path
+        let version = try CofferProcess.run(["--version"], executable: coffer)
+        #expect(version.stdout.contains(CofferVersion.current))
+        // The config it installs, with the staged paths in place of /etc and /var/lib, passes coffer doctor.
+        let doctor = try CofferProcess.run(
+            ["doctor", "--config", stage.appendingPathComponent("etc/coffer/coffer.json").path],
+            environment: [
+                "COFFER_CATALOG": stage.appendingPathComponent("etc/coffer/catalog.json").path,
+                "COFFER_DATABASE_URL": "sqlite:" + stage.appendingPathComponent("var/lib/coffer/coffer.sqlite").path,
+            ])
+        #expect(doctor.status == 0, "\(doctor.stdout)")
+        #expect(!doctor.stdout.contains("database folder"), "the data folder is owner-only: \(doctor.stdout)")
+        // The unit, with the staged binary in place of /usr/local/bin/coffer, passes systemd-analyze verify.
+        guard
+            let analyze = ["/usr/bin/systemd-analyze", "/bin/systemd-analyze"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
+            #expect(ProcessInfo.processInfo.environment["CI"] != "true", "systemd-analyze is missing under CI")
+            print("NOT RUN: systemd-analyze is not installed, so deploy/coffer.service is not verified")
+            return
+        }
+        let unit = try String(
+            contentsOf: serve.root.appendingPathComponent("deploy/coffer.service"),
+            encoding: .utf8
+        ).replacingOccurrences(of: "/usr/local/bin/coffer", with: coffer)
+        let unitFile = stage.appendingPathComponent("coffer.service")
+        try unit.write(to: unitFile, atomically: true, encoding: .utf8)
+        let verify = try CofferProcess.run(["verify", unitFile.path], executable: analyze)
+        #expect(verify.status == 0, "\(verify.stderr)")
+    }
+}
+
+/// A file's permission bits.
+enum DoctorMode {
+    static func of(_ path: String) -> Int? {
+        (try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+    }
 }
