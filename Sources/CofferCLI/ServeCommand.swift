@@ -21,7 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the Coffer server: users, verified purchases delivered once, balances and entitlements.",
         discussion: """
             Every setting comes from (highest first) a flag, a COFFER_* environment variable, or the JSON \
-            file named by --config; the README lists them all. Defaults: a SQLite database coffer.sqlite in the \
+            file named by --config; coffer settings and docs/operations.md list them all. Defaults: a SQLite database coffer.sqlite in the \
             working folder, 127.0.0.1:8080, Sandbox. Apple Root CA - G3 is always trusted; --apple-root adds a \
             root (the App Store simulator's), accepted in Sandbox only. Stops gracefully on SIGINT and SIGTERM.
             """
@@ -170,7 +170,7 @@ struct ServeCommand: AsyncParsableCommand {
 /// The flags of `coffer serve` (and `coffer doctor`, which checks what serve would run with): each one a
 /// setting above the `COFFER_*` variables and the `--config` file.
 struct ServeFlags: ParsableArguments {
-    @Option(help: "A JSON config file (keys as in the README, e.g. {\"database\": {\"url\": \"...\"}}).")
+    @Option(help: "A JSON config file (keys as in docs/operations.md, e.g. {\"database\": {\"url\": \"...\"}}).")
     var config: String?
 
     @Option(help: "The address to listen on (default 127.0.0.1).")

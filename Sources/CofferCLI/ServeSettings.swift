@@ -23,12 +23,23 @@ struct SettingKey: Sendable {
 
     /// The command-line flag, when there is one: the key with dashes.
     var flag: String { "--" + key.replacingOccurrences(of: ".", with: "-") }
+
+    /// The flag `coffer serve` takes for this key, if it takes one.
+    var serveFlag: String? {
+        switch key {
+        case "apple.roots": "--apple-root"
+        case "host", "port", "database.url", "environment", "bundle.id", "app.apple.id", "catalog", "wallet",
+            "sandbox.in.production", "log.format", "log.level":
+            flag
+        default: nil
+        }
+    }
 }
 
 /// Everything `coffer serve` reads, from (highest first) its flags, `COFFER_*` environment variables,
 /// and a JSON config file (`--config`). Each value is checked here, with an error naming the key.
 struct ServeSettings: Sendable {
-    /// Every key, in the order the README documents them.
+    /// Every key, in the order docs/operations.md lists them (`coffer settings` prints that table).
     static let keys: [SettingKey] = [
         .init(key: "host", help: "Address to listen on. Default 127.0.0.1."),
         .init(key: "port", help: "Port to listen on. Default 8080."),

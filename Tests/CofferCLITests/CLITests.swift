@@ -47,12 +47,15 @@ struct CofferProcess {
     /// ``run(_:in:environment:)`` on a thread of its own: waiting for a command that takes seconds must not
     /// hold one of the few threads Swift concurrency runs every suite on (on 2 cores, two such waits stall
     /// every test in the process).
-    static func runDetached(_ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:])
-        async throws -> Output
-    {
+    static func runDetached(
+        _ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:], executable: String? = nil
+    ) async throws -> Output {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result { try run(arguments, in: folder, environment: environment) })
+                continuation.resume(
+                    with: Result {
+                        try run(arguments, in: folder, environment: environment, executable: executable)
+                    })
             }.start()
         }
     }

@@ -179,14 +179,16 @@ struct ServeCommandTests {
         #expect(badProxy.stderr.contains("server.trusted.proxies"))
     }
 
-    @Test("the README documents every setting with its variable")
+    @Test("docs/operations.md documents every setting with its variable")
     func documented() throws {
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
         let help = try CofferProcess.run(["serve", "--help"]).stdout
         #expect(help.contains("--config"))
         for setting in ServeSettings.keys {
-            #expect(readme.contains("`\(setting.key)`"), "README lacks \(setting.key)")
-            #expect(readme.contains("`\(setting.environmentVariable)`"), "README lacks \(setting.environmentVariable)")
+            #expect(readme.contains("`\(setting.key)`"), "docs/operations.md lacks \(setting.key)")
+            #expect(
+                readme.contains("`\(setting.environmentVariable)`"),
+                "docs/operations.md lacks \(setting.environmentVariable)")
         }
     }
 

@@ -60,7 +60,8 @@ struct DatabaseFaultTests {
         while ContinuousClock.now - away < .seconds(20) {
             let started = ContinuousClock.now
             #expect(await Self.unavailable { _ = try await store.wallet(owner: alice.id, environment: .sandbox) })
-            #expect(ContinuousClock.now - started < .seconds(3))
+            // The deadline is 1 s; the bound leaves room for a test run that keeps both cores busy beside it.
+            #expect(ContinuousClock.now - started < .seconds(5))
             attempts += 1
             try await Task.sleep(for: .milliseconds(200))
         }
