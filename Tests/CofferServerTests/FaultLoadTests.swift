@@ -19,9 +19,9 @@ import Testing
 
 /// Two server instances on one PostgreSQL, each with its own connections through a fault-injecting proxy, under a
 /// load of deliveries, spends, grant claims and Apple's notifications (purchases and refunds) while the
-/// connections are cut, backends are killed, the network is slow, a black hole swallows the traffic and the
-/// database restarts (connections cut, new ones refused). Clients retry a 503 as the SDK does (the same request, the same key);
-/// Apple retries its notifications until answered 200.
+/// connections are cut, backends are killed, the network is slow (within and past the deadline), a black hole
+/// swallows the traffic and the database restarts (connections cut, new ones refused). Clients retry a 503 as
+/// the SDK does (the same request, the same key); Apple retries its notifications until answered 200.
 @Suite(
     "Faults under load", .timeLimit(.minutes(3)),
     .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
@@ -172,6 +172,9 @@ struct FaultLoadTests {
                     try await Task.sleep(for: .milliseconds(400))
                     proxy.mode = .delay(milliseconds: 150)
                     try await Task.sleep(for: .milliseconds(1_200))
+                    // Slower than the deadline: every operation times out, answered 503 at its deadline.
+                    proxy.mode = .delay(milliseconds: 1_500)
+                    try await Task.sleep(for: .milliseconds(1_000))
                     proxy.mode = .blackHole
                     try await Task.sleep(for: .milliseconds(1_500))
                     // The black hole kept what it swallowed: those connections are broken; the database restarts.
