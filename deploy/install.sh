@@ -44,7 +44,7 @@ install -m 0755 "$binary" "$root/usr/local/bin/coffer"
 install -m 0644 deploy/coffer.service "$root/etc/systemd/system/coffer.service"
 install -m 0644 README.md CHANGELOG.md LICENSE "$root/usr/local/share/doc/coffer/"
 install -d -m 0750 "$root/etc/coffer"
-install -d -m 0700 "$root/var/lib/coffer"
+install -d -m 0700 "$root/var/lib/coffer" "$root/var/lib/coffer/backups"
 if [ ! -e "$root/etc/coffer/coffer.json" ]; then
     install -m 0640 deploy/coffer.json "$root/etc/coffer/coffer.json"
 fi
@@ -62,7 +62,7 @@ if $system; then
     if ! id coffer >/dev/null 2>&1; then
         useradd --system --home-dir /var/lib/coffer --shell /usr/sbin/nologin --user-group coffer
     fi
-    chown coffer:coffer /var/lib/coffer
+    chown coffer:coffer /var/lib/coffer /var/lib/coffer/backups
     chown root:coffer /etc/coffer /etc/coffer/coffer.json /etc/coffer/catalog.json /etc/coffer/coffer.env
     systemctl daemon-reload
     systemctl enable coffer

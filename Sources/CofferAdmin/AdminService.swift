@@ -347,7 +347,7 @@ public struct AdminService: Sendable {
             else { throw AdminError.invalid("grant id \(grant.id) names another grant") }
             let view = GrantView(made, supportId: user.supportId.rawValue)
             // The first answer may have been lost before its audit entry was written; written now if so.
-            try? await auditGrant(view, environment: environment, actor: made.createdBy)
+            try await auditGrant(view, environment: environment, actor: made.createdBy)
             return view
         }
         await onChange?(user.id, .grant(id: grant.id))
@@ -356,12 +356,30 @@ public struct AdminService: Sendable {
         return view
     }
 
-    /// The audit entry of a new grant, keyed by the grant's id (a second write of it is refused by the store).
+    /// The audit entry of a grant, written once: keyed by the grant's id, so a request asked again finds it
+    /// written. When another entry holds that id (a caller chose a grant id equal to an audit entry's), this
+    /// grant's entry is written under an id of its own: no grant goes unaudited.
     private func auditGrant(_ view: GrantView, environment: Environment, actor: String) async throws {
-        try await store.recordAudit(
+        let after = try Self.json(view)
+        func entry(_ id: UUID) -> AuditEvent {
             AuditEvent(
-                id: view.id, environment: environment, actor: actor, action: "grant.create", subject: view.supportId,
-                after: try Self.json(view), at: view.createdAt))
+                id: id, environment: environment, actor: actor, action: "grant.create", subject: view.supportId,
+                after: after, at: view.createdAt)
+        }
+        do {
+            try await store.recordAudit(entry(view.id))
+        } catch StoreError.alreadyExists {
+            let written = try await store.auditEvents(
+                environment: environment, query: AuditQuery(subject: view.supportId, action: "grant.create"),
+                limit: 1_000)
+            let grantId = view.id.uuidString.lowercased()
+            guard
+                !written.contains(where: {
+                    $0.action == "grant.create" && $0.after?.lowercased().contains(grantId) == true
+                })
+            else { return }
+            try await store.recordAudit(entry(UUID()))
+        }
     }
 
     /// One grant, with its recipient's Support ID.

@@ -41,6 +41,7 @@ struct CommandFailure: Error, CustomStringConvertible {
 
 /// The version of this build of Coffer, as `coffer --version` prints it and CHANGELOG.md records it.
 public enum CofferVersion {
-    /// The version: the latest in CHANGELOG.md, with `-dev` while changes listed under "Unreleased" are in it.
-    public static let current = "0.22.0-dev"
+    /// The version: the latest in CHANGELOG.md once released; before that, the next one with `-dev` (what
+    /// CHANGELOG.md lists under "Unreleased" is in it).
+    public static let current = "0.23.0-dev"
 }

@@ -61,7 +61,8 @@ struct JSONLogHandler: LogHandler {
                 withJSONObject: members, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
         line.append(0x0A)
-        Self.output.withLock { _ in FileHandle.standardOutput.write(line) }
+        // A closed pipe or a full disk loses the line; it never stops the server.
+        Self.output.withLock { _ in try? FileHandle.standardOutput.write(contentsOf: line) }
     }
 
     /// A metadata value as JSON: strings and string-convertibles as strings, arrays and dictionaries as such.

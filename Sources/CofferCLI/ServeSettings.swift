@@ -163,8 +163,11 @@ struct ServeSettings: Sendable {
             }
             let path = url.hasPrefix("sqlite:") ? String(url.dropFirst("sqlite:".count)) : url
             guard !path.isEmpty, !path.contains("://") else {
+                var shown = URLComponents(string: url)
+                if shown?.password != nil { shown?.password = "(hidden)" }
                 throw SettingsError(
-                    key: "database.url", value: url, expected: "sqlite:PATH, a file path, or postgres://...")
+                    key: "database.url", value: shown?.string ?? "(hidden)",
+                    expected: "sqlite:PATH, a file path, or postgres://...")
             }
             self = .sqlite(path: path)
         }

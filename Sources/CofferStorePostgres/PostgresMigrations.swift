@@ -309,9 +309,10 @@ enum PostgresMigrations {
     static func migrate(_ client: PostgresClient, logger: Logger) async throws {
         do {
             try await client.withConnection { connection in
-                try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
-                // A migration may take long on a large database: no statement limit while it runs.
+                // A migration may take long on a large database, and another instance may wait for it behind
+                // the lock: no statement limit while migrating.
                 try await connection.query("SET statement_timeout = 0", logger: logger)
+                try await connection.query("SELECT pg_advisory_lock(\(lockKey))", logger: logger)
                 do {
                     try await connection.query(
                         """

@@ -35,6 +35,8 @@ public final class PostgresStore: CofferStore {
         var failingSince: ContinuousClock.Instant?
         /// When the pool was last made.
         var madeAt: ContinuousClock.Instant
+        /// Whether the store was closed: no pool is made anew then.
+        var closed = false
     }
 
     /// The pool in use.
@@ -93,7 +95,10 @@ public final class PostgresStore: CofferStore {
 
     /// Closes the pool; the store cannot be used afterwards.
     public func close() {
-        pool.withLock { $0.runner.cancel() }
+        pool.withLock { pool in
+            pool.closed = true
+            pool.runner.cancel()
+        }
     }
 
     deinit { close() }
@@ -105,7 +110,7 @@ public final class PostgresStore: CofferStore {
     private func noteOutcome(unavailable: Bool) {
         let now = ContinuousClock.now
         let stale: Task<Void, Never>? = pool.withLock { pool in
-            guard unavailable else {
+            guard unavailable, !pool.closed else {
                 pool.failingSince = nil
                 return nil
             }

@@ -106,6 +106,10 @@ public enum SQLiteBackup {
     public static func restore(_ backup: String, to path: String, at now: Date = Date()) throws
         -> (summary: SQLiteBackupSummary, keptAs: String?)
     {
+        // The copy itself, never what a link points at (a link would become the database path's target).
+        guard (try? FileManager.default.destinationOfSymbolicLink(atPath: backup)) == nil else {
+            throw SQLiteRestoreError(description: "\(backup) is a symbolic link: name the file itself")
+        }
         let summary = try inspect(backup)
         guard summary.migrations == migrations else {
             let theirs = summary.migrations.last ?? "none"
@@ -125,6 +129,12 @@ public enum SQLiteBackup {
         chmod(staging, 0o600)
         var keptAs: String?
         if manager.fileExists(atPath: path) {
+            // The restored file belongs to whoever owned the one it replaces (run with sudo, it stays the
+            // service user's, who must open it).
+            let owner = try manager.attributesOfItem(atPath: path)
+            if let uid = owner[.ownerAccountID] as? NSNumber, let gid = owner[.groupOwnerAccountID] as? NSNumber {
+                _ = chown(staging, uid_t(truncatingIfNeeded: uid.intValue), gid_t(truncatingIfNeeded: gid.intValue))
+            }
             let stamp = now.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false))
                 .replacingOccurrences(of: ":", with: "")
             let kept = "\(path).before-restore-\(stamp)"

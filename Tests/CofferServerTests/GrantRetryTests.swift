@@ -49,6 +49,31 @@ struct GrantRetryTests {
         #expect(try await base.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).count == 1)
     }
 
+    @Test("a grant id that another audit entry holds still leaves the grant audited, once")
+    func auditIdTaken() async throws {
+        let store = InMemoryStore()
+        let user = User(
+            environment: .sandbox, supportId: try #require(SupportID("_9a47e7e7e702")), tokenHash: "h",
+            createdAt: AdminAPITests.now)
+        try await store.createUser(user)
+        let taken = AuditEvent(
+            environment: .sandbox, actor: "ada", action: "balance.set", subject: "_9a47e7e7e702", at: AdminAPITests.now)
+        try await store.recordAudit(taken)
+        let service = AdminService(
+            store: store, catalog: try Catalog(products: []), walletMode: .server, now: { AdminAPITests.now })
+        for _ in 0..<2 {
+            let grant = try await service.createGrant(
+                environment: .sandbox, supportId: "_9a47e7e7e702", credits: 9, reason: "Ticket #3", actor: "ada",
+                id: taken.id)
+            #expect(grant.id == taken.id)
+        }
+        let audited = try await store.auditEvents(environment: .sandbox, query: AuditQuery(), limit: 10)
+        let grants = audited.filter { $0.action == "grant.create" }
+        #expect(grants.count == 1)
+        #expect(grants.first?.after?.lowercased().contains(taken.id.uuidString.lowercased()) == true)
+        #expect(audited.contains { $0.id == taken.id && $0.action == "balance.set" })
+    }
+
     @Test("the admin API: POST /v1/admin/grants with an id twice makes one grant; a bad id is refused")
     func adminAPI() async throws {
         let store = InMemoryStore()
