@@ -2,7 +2,6 @@ import ArgumentParser
 import CofferStoreSQLite
 import Configuration
 import Foundation
-import SystemPackage
 
 /// Where the database is, found as `coffer serve` finds it: `--database-url`, then `COFFER_DATABASE_URL`, then the
 /// `--config` file's `database.url`, else `coffer.sqlite` in the working folder.
@@ -15,24 +14,12 @@ struct DatabaseLocationOptions: ParsableArguments {
 
     /// The database these options name.
     func database() async throws -> ServeSettings.Database {
-        var providers: [any ConfigProvider] = [EnvironmentVariablesProvider().prefixKeys(with: "coffer")]
+        var flags: [AbsoluteConfigKey: ConfigValue] = [:]
         if let databaseURL {
-            providers.insert(
-                InMemoryProvider(
-                    name: "flags",
-                    values: [
-                        AbsoluteConfigKey(ConfigKey("database.url")): ConfigValue(.string(databaseURL), isSecret: false)
-                    ]),
-                at: 0)
+            flags[AbsoluteConfigKey(ConfigKey("database.url"))] = ConfigValue(.string(databaseURL), isSecret: false)
         }
-        if let config {
-            do {
-                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
-            } catch {
-                throw ValidationError("cannot read the config file \(config): \(error)")
-            }
-        }
-        let url = ConfigReader(providers: providers).string(forKey: "database.url") ?? "sqlite:coffer.sqlite"
+        let reader = try await ServeFlags.reader(flags: flags, config: config)
+        let url = reader.string(forKey: "database.url") ?? "sqlite:coffer.sqlite"
         do {
             return try ServeSettings.Database(url: url)
         } catch {

@@ -235,18 +235,27 @@ struct ServeFlags: ParsableArguments {
     /// - Throws: `ValidationError` naming the key of a value that does not parse, or the unreadable config file.
     func settings() async throws -> ServeSettings {
         do {
-            var providers: [any ConfigProvider] = [
-                InMemoryProvider(name: "flags", values: flagValues),
-                EnvironmentVariablesProvider().prefixKeys(with: "coffer"),
-            ]
-            if let config {
-                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
-            }
-            return try ServeSettings(reader: ConfigReader(providers: providers))
+            return try ServeSettings(reader: try await Self.reader(flags: flagValues, config: config))
         } catch let error as SettingsError {
             throw ValidationError(error.description)
-        } catch {
-            throw ValidationError("cannot read the config file \(config ?? ""): \(error)")
         }
+    }
+
+    /// Where every command that reads `coffer serve`'s settings reads them: `flags` first, then `COFFER_*`
+    /// variables, then the JSON file `config`.
+    ///
+    /// - Throws: `ValidationError` for a config file that cannot be read.
+    static func reader(flags: [AbsoluteConfigKey: ConfigValue], config: String?) async throws -> ConfigReader {
+        var providers: [any ConfigProvider] = [
+            InMemoryProvider(name: "flags", values: flags), EnvironmentVariablesProvider().prefixKeys(with: "coffer"),
+        ]
+        if let config {
+            do {
+                providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
+            } catch {
+                throw ValidationError("cannot read the config file \(config): \(error)")
+            }
+        }
+        return ConfigReader(providers: providers)
     }
 }
