@@ -39,7 +39,7 @@ struct DatabaseFaultTests {
     }
 
     @Test(
-        "PostgreSQL away for 20 s (new connections refused): unavailable throughout, serving within a second of its return",
+        "PostgreSQL away for 20 s (new connections refused): unavailable throughout, serving within seconds of its return",
         .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
     func longOutage() async throws {
         let url = try await TestPostgres.freshDatabase()
@@ -70,7 +70,10 @@ struct DatabaseFaultTests {
             _ = try await store.apply(Make.purchase("t1", for: alice))
         }
         print("database faults: served again \(back) after a 20 s outage of \(attempts) failed requests")
-        #expect(back < .seconds(1), "served again \(back) after the database answered")
+        // Alone it serves again in well under a second (BENCHMARKS.md); the pool's own wait between connection
+        // attempts grows with the outage, up to a minute. The bound leaves room for a run that keeps both cores busy beside it
+        // (seen: 3.6 s while the model simulation ran).
+        #expect(back < .seconds(8), "served again \(back) after the database answered")
         #expect(try await store.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         await proxy.stop()
     }
