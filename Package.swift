@@ -177,6 +177,7 @@ let package = Package(
             dependencies: [
                 "CofferCore", "CofferAppStore", "CofferStoreKit",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOFoundationCompat", package: "swift-nio", condition: server),
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),

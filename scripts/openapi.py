@@ -56,6 +56,11 @@ schemas = {
     "MilestoneRequest": obj({"name": S("The milestone, e.g. loyalty:pro (1 to 64 of a-z, 0-9, '.', '_', '-', ':')")}),
     "MilestoneResponse": obj({"name": S(), "first": {"type": "boolean",
                                                      "description": "Whether this is the first time for the customer"}}),
+    "CloudKitClaimRequest": obj({"userRecordName": S("The customer's CloudKit user record name "
+                                                     "(CKContainer.userRecordID().recordName)",
+                                                     minLength=1, maxLength=255),
+                                 "claimKey": S("A random secret this install chose and kept before asking",
+                                               minLength=16, maxLength=128)}),
     "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
                              required=[]),
     "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
@@ -107,7 +112,8 @@ schemas = {
                                                   "couldNotBeVerified"])}),
     "VerifyReportView": obj({"reportedAt": DATE, "items": {"type": "array", "items": ref("ReconciliationItem")}}),
     "UserSearchResult": obj({"users": {"type": "array", "items": ref("UserSummary")},
-                             "matchedBy": S(enum=["all", "support-id", "transaction-id", "order-id", "nothing"]),
+                             "matchedBy": S(enum=["all", "support-id", "transaction-id", "order-id",
+                                                  "cloudkit-record-name", "nothing"]),
                              "page": I(), "hasMore": {"type": "boolean"}}),
     "GrantView": obj({"id": S(format="uuid"), "supportId": S(), "credits": I(), "reason": S(), "createdBy": S(),
                       "createdAt": DATE, "claimedAt": DATE, "cancelledAt": DATE, "cancelledBy": S(),
@@ -197,9 +203,10 @@ def json_body(name):
     return {"required": True, "content": {"application/json": {"schema": ref(name)}}}
 
 def answer(description, name=None, headers=None):
+    """A response: `name` is a schema's name under components/schemas, or a schema itself (a list, ...)."""
     response = {"description": description}
     if name:
-        response["content"] = {"application/json": {"schema": ref(name)}}
+        response["content"] = {"application/json": {"schema": ref(name) if isinstance(name, str) else name}}
     if headers:
         response["headers"] = headers
     return response
@@ -213,10 +220,17 @@ ENV = {"name": "environment", "in": "query", "required": False,
 SID = {"name": "supportId", "in": "path", "required": True, "schema": {"type": "string"}}
 REFUSED = ERR("Not signed, unknown or revoked key, bad signature, stale date or replay (the code says which)")
 
+BAD_ENVIRONMENT = ("an environment other than Sandbox or Production, or a write that names none "
+                   "(environment-required)")
+
 def admin(summary, operation, ok, name, parameters=(), body=None, errors=None):
+    errors = dict(errors or {})
+    # Every admin operation reads ?environment=, and every write must name it.
+    specific = errors.get("400", {}).get("description")
+    errors["400"] = ERR(f"{specific}; or {BAD_ENVIRONMENT}" if specific else f"Bad environment: {BAD_ENVIRONMENT}")
     operation_object = {"summary": summary, "operationId": operation, "security": SIGNED,
                         "parameters": [ENV, *parameters],
-                        "responses": {ok: answer("Done", name), "401": REFUSED, **(errors or {})}}
+                        "responses": {ok: answer("Done", name), "401": REFUSED, **errors}}
     if body:
         operation_object["requestBody"] = json_body(body)
     return operation_object
@@ -252,6 +266,28 @@ paths = {
                       "429": ERR("Too many new users from this address (rate-limited); "
                                  "see Retry-After"),
                       "503": ERR("Verification could not be completed now: try again")}}},
+    "/v1/users/cloudkit": {"post": {
+        "summary": "Claim the customer `coffer import cloudkit` brought in, by their CloudKit user record name",
+        "operationId": "claimCloudKitCustomer",
+        "security": [],
+        "description": "Moving in from a CloudKit setup (docs/cloudkit.md): the app names the CloudKit user record "
+                       "name it reads on the device and a random claimKey it kept before asking. The first claim "
+                       "keeps the customer: it answers the customer's Support ID and appAccountToken with a token "
+                       "of this install's own; the same claimKey claims again (an answer lost on the way); any "
+                       "other key is refused with 409. A customer support merged since answers as the customer it "
+                       "was merged into. Rate-limited per address like POST /v1/users.",
+        "requestBody": {"required": True,
+                        "content": {"application/json": {"schema": ref("CloudKitClaimRequest")}}},
+        "responses": {"200": answer("Claimed; the token is shown once", "CreateUserResponse"),
+                      "400": ERR("Not JSON, a userRecordName that is not 1 to 255 printable ASCII characters, or a "
+                                 "claimKey that is not 16 to 128"),
+                      "404": ERR("No customer was imported from CloudKit with this name (or it was deleted at the "
+                                 "customer's request): register as new"),
+                      "409": ERR("already-claimed: another install claimed this customer; register as new (support "
+                                 "can merge the two)"),
+                      "413": ERR("Body too large"),
+                      "429": ERR("Too many claims from this address (rate-limited); see Retry-After"),
+                      "503": ERR("The database did not answer in time: try again with the same claimKey")}}},
     "/v1/me/purchases": {"get": {
         "summary": "Every purchase the server recorded for the customer, from any of its devices, oldest first",
         "operationId": "purchases",
@@ -328,7 +364,8 @@ paths = {
         "requestBody": json_body("SpendRequest"),
         "responses": {"200": answer("The balance after", "BalanceResponse"),
                       "409": ERR("insufficient-balance, or device-wallet"),
-                      "422": ERR("key-reused for another amount"), "400": ERR("No Idempotency-Key"),
+                      "422": ERR("key-reused for another amount, or refused (an amount below 1)"),
+                      "400": ERR("No Idempotency-Key"),
                       "401": ERR("No valid token")}}},
     "/v1/me/adjustments": {"get": {
         "summary": "The device wallet's mailbox: refunds, reversals and admin edits to apply once",
@@ -345,7 +382,7 @@ paths = {
         "summary": "Deliver the purchases of a legacy app receipt", "operationId": "verifyReceipt",
         "requestBody": json_body("ReceiptVerifyRequest"),
         "responses": {"200": answer("One outcome per purchase", "ReceiptVerifyResponse"),
-                      "401": ERR("No valid token"),
+                      "400": ERR("Not JSON, or no receiptData"), "401": ERR("No valid token"),
                       "422": ERR("Refused: VERIFICATION_FAILURE, INVALID_CHAIN, INVALID_APP_IDENTIFIER, "
                                  "INVALID_ENVIRONMENT")}}},
     "/v1/apple/notifications": {"post": {
@@ -365,7 +402,8 @@ paths = {
         "adminUsers", "200", "UserSearchResult",
         parameters=[{"name": "search", "in": "query", "required": False, "schema": {"type": "string"}},
                     {"name": "page", "in": "query", "required": False, "schema": {"type": "integer"}}],
-        errors={"400": ERR("Bad environment or search")})},
+        errors={"400": ERR("A bad page, a search over 200 characters, or an order id looked up outside the "
+                           "server's environment")})},
     "/v1/admin/users/{supportId}": {"get": admin(
         "A user's figures, entitlements, grants and timeline", "adminUser", "200", "UserDetail",
         parameters=[SID], errors={"400": ERR("Not a Support ID"), "404": ERR("No such user here")})},
@@ -388,10 +426,11 @@ paths = {
         errors={"400": ERR("Not an anonymous user and an account user, the same user, or merged already"),
                 "404": ERR("No such user here")})},
     "/v1/admin/grants": {
-        "get": admin("Grants, newest first", "adminGrants", "200", "GrantView",
+        "get": admin("Grants, newest first", "adminGrants", "200", {"type": "array", "items": ref("GrantView")},
                      parameters=[{"name": "status", "in": "query", "required": False,
                                   "schema": {"type": "string",
-                                             "enum": ["pending", "claimed", "cancelled", "all"]}}]),
+                                             "enum": ["pending", "claimed", "cancelled", "all"]}}],
+                     errors={"400": ERR("An unknown status")}),
         "post": admin("Grant credits with a reason", "adminGrant", "201", "GrantView", body="GrantRequest",
                       errors={"400": ERR("Bad credits or reason"), "404": ERR("No such user here")})},
     "/v1/admin/grants/{id}/cancel": {"post": admin(
@@ -406,7 +445,7 @@ paths = {
     "/v1/admin/audit": {"get": admin(
         "The audit log, newest first; filtered by admin (an actor, or NAME from ADDRESS), customer (the subject) "
         "and action (exact, or a family: grant matches grant.create and grant.cancel)", "adminAudit", "200",
-        "AuditEvent",
+        {"type": "array", "items": ref("AuditEvent")},
         parameters=[{"name": "limit", "in": "query", "required": False, "schema": {"type": "integer"}},
                     {"name": "admin", "in": "query", "required": False, "schema": {"type": "string"}},
                     {"name": "customer", "in": "query", "required": False, "schema": {"type": "string"}},
@@ -416,14 +455,37 @@ paths = {
                          "responses": {"200": {"description": "ok", "content": {"text/plain": {"schema": S()}}}}}},
     "/readyz": {"get": {"summary": "Ready: the database answers", "operationId": "readyz", "security": [],
                         "responses": {"200": {"description": "ready", "content": {"text/plain": {"schema": S()}}},
-                                      "503": {"description": "the store does not answer"}}}},
+                                      "503": {"description": "the store does not answer",
+                                              "content": {"text/plain": {"schema": S()}}}}}},
     "/metrics": {"get": {"summary": "Prometheus metrics", "operationId": "metrics", "security": [],
+                         "description": "Open unless metrics.token is set; then `Authorization: Bearer TOKEN` "
+                                        "with that token",
                          "responses": {"200": {"description": "Text exposition format",
-                                               "content": {"text/plain": {"schema": S()}}}}}},
+                                               "content": {"text/plain": {"schema": S()}}},
+                                       "401": ERR("metrics.token is set and the request does not carry it")}}},
     "/openapi.json": {"get": {"summary": "This document", "operationId": "openapi", "security": [],
                               "responses": {"200": {"description": "OpenAPI 3.1",
                                                     "content": {"application/json": {"schema": {"type": "object"}}}}}}},
 }
+
+# What every route may answer besides its own: a body over the limit (413, before any route reads it), and a
+# database that does not answer or a request past request.timeout (503 with Retry-After). The operations that never
+# touch the store (healthz, metrics, this document) are left out; readyz says so in its own 503.
+TOO_LARGE = "Body too large (body-too-large)"
+UNAVAILABLE = ("The database did not answer (database-unavailable) or the request took longer than request.timeout "
+               "(timeout); Retry-After says when to try again")
+for path, item in paths.items():
+    for method, operation in item.items():
+        responses = operation["responses"]
+        if "requestBody" in operation and "413" not in responses:
+            responses["413"] = ERR(TOO_LARGE)
+        if path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+            continue
+        if "503" in responses:
+            if "database" not in responses["503"]["description"].lower():
+                responses["503"] = ERR(f"{responses['503']['description']}; or: {UNAVAILABLE}")
+        else:
+            responses["503"] = ERR(UNAVAILABLE)
 
 document = {
     "openapi": "3.1.0",

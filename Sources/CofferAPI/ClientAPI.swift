@@ -10,6 +10,22 @@ public struct CreateUserRequest: Codable, Sendable, Equatable {
     public init(signedAppTransaction: String? = nil) { self.signedAppTransaction = signedAppTransaction }
 }
 
+/// The body of `POST /v1/users/cloudkit`: an app claiming the customer `coffer import cloudkit` brought in from
+/// the app's CloudKit records, by the CloudKit user record name the device reads (`CKContainer.userRecordID()`).
+public struct CloudKitClaimRequest: Codable, Sendable, Equatable {
+    /// The customer's CloudKit user record name, e.g. `_0123456789abcdef0123456789abcdef`.
+    public var userRecordName: String
+    /// A random secret the install chose and kept before asking (16 to 128 characters): the first claim's key
+    /// keeps the customer, and the same key claims again after a lost answer.
+    public var claimKey: String
+
+    /// Creates the body.
+    public init(userRecordName: String, claimKey: String) {
+        self.userRecordName = userRecordName
+        self.claimKey = claimKey
+    }
+}
+
 /// The body of `PUT /v1/me/push-token` (and `DELETE /v1/me/push-token`): this device's APNs token, so the
 /// server can wake the app with a background push when support grants or edits a balance, or a refund touches
 /// the customer.

@@ -129,6 +129,15 @@ public struct AdminService: Sendable {
                     page: page, hasMore: users.count > pageSize)
             }
         }
+        // A customer from before the move to Coffer quotes their old Support ID: the CloudKit user record name.
+        if Self.isExternalId(text),
+            let imported = try await store.importedCustomer(
+                source: Self.cloudKitSource, externalId: text, environment: environment),
+            let user = try await store.user(id: imported.user)
+        {
+            return UserSearchResult(
+                users: try await summaries([user]), matchedBy: "cloudkit-record-name", page: 1, hasMore: false)
+        }
         if text.allSatisfy(\.isNumber) {
             let owners = try await owners(ofTransactions: [text], environment: environment)
             if !owners.isEmpty {
@@ -687,7 +696,7 @@ public struct AdminService: Sendable {
             dataEnvironment: entry.dataEnvironment)
     }
 
-    private static func json(_ value: some Encodable) throws -> String {
+    static func json(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .iso8601

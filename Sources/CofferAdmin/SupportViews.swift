@@ -59,7 +59,8 @@ public struct UserSummary: Sendable, Hashable, Codable {
 public struct UserSearchResult: Sendable, Hashable, Codable {
     /// The users, newest first.
     public var users: [UserSummary]
-    /// How the query matched: `all`, `support-id`, `transaction-id` or `order-id`.
+    /// How the query matched: `all`, `support-id`, `transaction-id`, `order-id`, `cloudkit-record-name` (a
+    /// customer `coffer import cloudkit` brought in, by their old Support ID) or `nothing`.
     public var matchedBy: String
     /// The page, from 1.
     public var page: Int

@@ -25,8 +25,18 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             Init.self, Serve.self, Purchase.self, AskToBuy.self, Refund.self, RequestRefund.self, DeclineRefund.self,
             ReverseRefund.self, Renew.self, Expire.self, AutoRenew.self, Billing.self, AdvanceClock.self,
             Family.self, LeaveFamily.self, History.self, Signed.self, Receipt.self, RedeemOfferCode.self,
+            CloudKitRecords.self,
         ]
     )
+
+    /// The CloudKit server-to-server key `init` writes next to the chain (its public half is what CloudKit Console
+    /// would hold): `coffer import cloudkit` signs with it.
+    struct CloudKitKeyFile: Codable {
+        static let file = "cloudkit-key.json"
+        static let pem = "cloudkit-key.pem"
+        var keyId: String
+        var privateKeyFile: String
+    }
 
     /// The API key files `init` writes next to the chain.
     struct APIKey: Codable {
@@ -71,6 +81,15 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             try OwnerOnlyFile.write(Data(key.pemRepresentation.utf8), to: keyURL.path, exclusive: false)
             let apiKey = APIKey(keyId: keyId, issuerId: UUID().uuidString.lowercased(), privateKeyFile: keyFile)
             try JSONEncoder.pretty.encode(apiKey).write(to: url.appendingPathComponent(APIKey.file))
+            let cloudKitKey = P256.Signing.PrivateKey()
+            let cloudKit = CloudKitKeyFile(
+                keyId: Data(SHA256.hash(data: cloudKitKey.publicKey.derRepresentation)).prefix(32).map {
+                    String(format: "%02x", $0)
+                }.joined(), privateKeyFile: CloudKitKeyFile.pem)
+            try OwnerOnlyFile.write(
+                Data(cloudKitKey.pemRepresentation.utf8), to: url.appendingPathComponent(CloudKitKeyFile.pem).path,
+                exclusive: false)
+            try JSONEncoder.pretty.encode(cloudKit).write(to: url.appendingPathComponent(CloudKitKeyFile.file))
             print(
                 """
                 created the simulator's chain and API key in \(folder)
@@ -78,6 +97,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                   leaf.pem, leaf-key.pem  what the simulator signs with
                   receipt-root.der        the root of its app receipts (coffer receipt --root \(folder)/receipt-root.der)
                   \(keyFile)  App Store Server API key \(keyId), issuer \(apiKey.issuerId)
+                  \(CloudKitKeyFile.pem)        CloudKit server-to-server key \(cloudKit.keyId)
                 next: coffer appstore-sim serve --folder \(folder) --catalog CATALOG.json --bundle-id ID
                 """)
         }
@@ -144,6 +164,9 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         @Option(help: "The currency prices are shown in (ISO 4217).")
         var currency = "USD"
 
+        @Option(help: "The CloudKit container whose public database is simulated (default iCloud. and the bundle id).")
+        var cloudkitContainer: String?
+
         @Flag(
             help: """
                 Keep finished consumables in the device's Transaction.all, as an app with                 SKIncludeConsumableInAppPurchaseHistory does (by default they leave it, as on an iPhone).
@@ -193,8 +216,20 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             )
             let tokens = APITokenVerifier(
                 keys: [apiKey.keyId: publicKey], issuerId: apiKey.issuerId, bundleId: bundleId)
+            // A folder made before the simulator had CloudKit has no CloudKit key: its requests are all refused.
+            let cloudKitFile = folderURL.appendingPathComponent(CloudKitKeyFile.file)
+            var cloudKitKeys: [String: P256.Signing.PublicKey] = [:]
+            if FileManager.default.fileExists(atPath: cloudKitFile.path) {
+                let key = try JSONDecoder().decode(CloudKitKeyFile.self, from: Data(contentsOf: cloudKitFile))
+                cloudKitKeys[key.keyId] = try P256.Signing.PrivateKey(
+                    pemRepresentation: String(
+                        contentsOf: folderURL.appendingPathComponent(key.privateKeyFile), encoding: .utf8)
+                ).publicKey
+            }
+            let container = cloudkitContainer ?? "iCloud.\(bundleId)"
+            let cloudKit = SimulatedCloudKit(container: container, keys: cloudKitKeys)
             let app = Application(
-                router: SimulatorServer.router(store: store, tokens: tokens),
+                router: SimulatorServer.router(store: store, tokens: tokens, cloudKit: cloudKit),
                 configuration: .init(address: .hostname(host, port: port), serverName: "coffer-appstore-sim"))
             let base = "http://\(host):\(port)"
             print(
@@ -204,6 +239,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                   verifyReceipt           \(base)/verifyReceipt/production  \(base)/verifyReceipt/sandbox
                   App Store Server API    \(base)/inApps/...  (key \(apiKey.keyId), issuer \(apiKey.issuerId))
                   notifications           \(notify ?? "not sent (no --notify)")
+                  CloudKit Web Services   \(base)/database/1/\(container)/...  (\(cloudKitKeys.isEmpty
+                    ? "no key in the folder: every request refused" : "key \(cloudKitKeys.keys.joined())"))
                   drive it                coffer appstore-sim purchase --server \(base) ...
                 """)
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -310,6 +347,41 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 body["appAccountToken"] = appAccountToken
             }
             try await remote.control("purchase", body)
+        }
+    }
+
+    /// `coffer appstore-sim cloudkit-records FILE`.
+    struct CloudKitRecords: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "cloudkit-records",
+            abstract: "Save records in the simulated CloudKit public database (to rehearse coffer import cloudkit).",
+            discussion: """
+                FILE holds {"records": [...]} as CloudKit Web Services writes records: recordName, recordType and \
+                fields such as {"ownerRecordName": {"value": "_abc", "type": "STRING"}, "bankroll": {"value": 5000, \
+                "type": "INT64"}}. Records of the same name are replaced.
+                """)
+        @OptionGroup var remote: Remote
+        @Argument(help: "The JSON file of records.") var file: String
+        @Option(help: "development or production.") var cloudkitEnvironment = "development"
+
+        func run() async throws {
+            let data: Data
+            do {
+                data = try Data(contentsOf: URL(fileURLWithPath: file))
+            } catch {
+                throw ValidationError("cannot read \(file): \(error.localizedDescription)")
+            }
+            guard let body = try? JSONSerialization.jsonObject(with: data) as? [String: any Sendable],
+                body["records"] is [Any]
+            else { throw ValidationError("\(file) must hold {\"records\": [...]}") }
+            let answer = try await remote.send(
+                .POST, "/simulator/cloudkit/records?environment=\(cloudkitEnvironment)", body: body)
+            if remote.json {
+                print(String(decoding: answer, as: UTF8.self))
+            } else {
+                let saved = (try? JSONSerialization.jsonObject(with: answer) as? [String: Any])?["saved"] ?? 0
+                print("saved \(saved) records in the simulated CloudKit (\(cloudkitEnvironment))")
+            }
         }
     }
 

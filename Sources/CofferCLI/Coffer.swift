@@ -16,7 +16,7 @@ public struct Coffer: AsyncParsableCommand {
             AppStoreCommand.self, AppStoreSimCommand.self, ServeCommand.self, AdminCommand.self, KeysCommand.self,
             GrantCommand.self, CancelGrantCommand.self, DeleteCustomerCommand.self,
             UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self, SimulateCommand.self,
-            BackupCommand.self, RestoreCommand.self, DoctorCommand.self, SettingsCommand.self,
+            BackupCommand.self, RestoreCommand.self, DoctorCommand.self, SettingsCommand.self, ImportCommand.self,
         ]
     )
 

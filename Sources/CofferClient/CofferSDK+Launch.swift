@@ -133,6 +133,7 @@ extension CofferSDK {
     /// asking StoreKit for a fresh AppTransaction when the server finds the cached one too old; a user of the
     /// install's own when the system has no AppTransaction the server takes, or with ``SDKIdentity/install``.
     func register() async throws(ServerClientError) -> CreateUserResponse {
+        if let imported = try await claimImportedCustomer() { return imported }
         guard configuration.identity == .appleAccount, let cached = await storeKit.appTransaction(refresh: false)
         else { return try await server.createUser() }
         do {
@@ -147,6 +148,62 @@ extension CofferSDK {
             // No appTransactionId (an older system), or an AppTransaction this server does not take.
         }
         return try await server.createUser()
+    }
+
+    static let cloudKitClaimKey = "import.cloudkit.claimKey"
+    static let cloudKitClaimDone = "import.cloudkit.done"
+
+    /// The customer `coffer import cloudkit` brought in under the device's CloudKit user record name, claimed by
+    /// this install: `nil` when there is no reader, no iCloud account, or the server has no such customer for this
+    /// install (none imported, or another install claimed it: then the install registers as new, and support can
+    /// merge). The claim's key is kept before asking, so a claim whose answer was lost is asked again with it;
+    /// CloudKit or the server not answering now is a transport failure, tried again later, never a new customer.
+    func claimImportedCustomer() async throws(ServerClientError) -> CreateUserResponse? {
+        guard let read = configuration.cloudKitUserRecordName, (try? state.value(Self.cloudKitClaimDone)) == nil
+        else { return nil }
+        let name: String?
+        do {
+            name = try await Self.within(.seconds(10), read)
+        } catch {
+            throw .transport("CloudKit did not give the user record name: \(error)")
+        }
+        guard let name, !name.isEmpty else { return nil }  // no iCloud account: nothing to claim
+        let key: String
+        do {
+            if let kept = try state.value(Self.cloudKitClaimKey), !kept.isEmpty {
+                key = kept
+            } else {
+                key = UUID().uuidString + UUID().uuidString
+                try state.set(Self.cloudKitClaimKey, key)
+            }
+        } catch {
+            return nil  // no place to keep the key: a lost answer could not be asked again, so do not ask
+        }
+        do {
+            let claimed = try await server.claimCloudKit(userRecordName: name, claimKey: key)
+            try? state.set(Self.cloudKitClaimDone, "claimed")
+            try? state.set(Self.cloudKitClaimKey, "")  // the credentials are the install's now
+            return claimed
+        } catch .refused(let status, _, _) where status == 404 || status == 409 || status == 400 {
+            try? state.set(Self.cloudKitClaimDone, "none")
+            return nil
+        }
+    }
+
+    /// `body`'s answer, or a timeout error after `limit`.
+    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T)
+        async throws -> T
+    {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                throw CancellationError()
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            return first
+        }
     }
 
     /// The user: from the credential store (which survives reinstalls), else from the server. On a first

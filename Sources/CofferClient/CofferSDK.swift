@@ -29,6 +29,11 @@ public struct SDKConfiguration: Sendable {
     /// ``CofferSDK/spend(_:key:)``) before it is backed up; changes in between share one backup. Default 2;
     /// `nil` leaves backups to launch, foreground, background and ``CofferSDK/runBackups(every:)``.
     public var backupDelay: TimeInterval? = 2
+    /// Moving in from CloudKit: reads the customer's CloudKit user record name on the device (on Apple platforms,
+    /// ``SDKConfiguration/cloudKitUserRecordName(container:)``): `nil` for no iCloud account, an error when CloudKit
+    /// cannot tell now (the SDK asks again later). With it, a first launch claims the customer `coffer import
+    /// cloudkit` brought in under that name, once (docs/cloudkit.md), before registering as new.
+    public var cloudKitUserRecordName: (@Sendable () async throws -> String?)?
 
     /// Creates a configuration.
     public init(

@@ -38,6 +38,16 @@ public struct ServerClient: Sendable {
             "POST", "/v1/users", body: CreateUserRequest(signedAppTransaction: signedAppTransaction))
     }
 
+    /// `POST /v1/users/cloudkit`: the customer imported from CloudKit under this user record name, claimed by
+    /// this install (its `claimKey` kept before asking).
+    public func claimCloudKit(userRecordName: String, claimKey: String) async throws(ServerClientError)
+        -> CreateUserResponse
+    {
+        try await send(
+            "POST", "/v1/users/cloudkit", body: CloudKitClaimRequest(userRecordName: userRecordName, claimKey: claimKey)
+        )
+    }
+
     /// `GET /v1/me`.
     public func me(token: String) async throws(ServerClientError) -> MeResponse {
         try await send("GET", "/v1/me", token: token)

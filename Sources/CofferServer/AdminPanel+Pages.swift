@@ -175,7 +175,10 @@ extension AdminPanel {
             switch result.matchedBy {
             case "transaction-id": "Found by transaction id."
             case "order-id": "Found by order id (looked up with Apple)."
-            case "nothing": "Nothing matches \(query): try a Support ID prefix, a transaction id or an order id."
+            case "cloudkit-record-name": "Found by the old Support ID (the CloudKit user record name imported)."
+            case "nothing":
+                "Nothing matches \(query): try a Support ID prefix, a transaction id, an order id or an old Support ID "
+                    + "from CloudKit."
             default: nil
             }
         return page(

@@ -24,6 +24,12 @@ struct ClientAPI: Sendable {
                     limiter: RateLimiter(limit: configuration.userCreationLimit), what: "new users")
             )
             .post(use: createUser)
+        routes.group("v1/users/cloudkit")
+            .add(
+                middleware: RateLimitMiddleware(
+                    limiter: RateLimiter(limit: configuration.userCreationLimit), what: "claims")
+            )
+            .post(use: claimCloudKit)
         routes.get("v1/me", use: me)
         routes.delete("v1/me/token", use: revokeToken)
         routes.put("v1/me/push-token", use: registerPushToken)
@@ -48,6 +54,13 @@ struct ClientAPI: Sendable {
         }
         let (answer, created) = try await service.register(signedAppTransaction: signed)
         return try json(answer, status: created ? .created : .ok)
+    }
+
+    /// `POST /v1/users/cloudkit`: the customer `coffer import cloudkit` brought in, claimed by the install that
+    /// names their CloudKit user record name first (200 with credentials; 404 `not-found`; 409 `already-claimed`).
+    func claimCloudKit(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let body: CloudKitClaimRequest = try await decode(request)
+        return try json(try await service.claimCloudKit(body))
     }
 
     /// `GET /v1/me/purchases`: what the server recorded for the customer.
@@ -86,11 +99,15 @@ struct ClientAPI: Sendable {
         return try json(try await service.recordMilestone(body, user: user))
     }
 
+    /// The largest Verify Purchases report taken, whatever `body.limit` says: 500 items of the longest ids and
+    /// products fit.
+    static let verifyReportLimit = 256 * 1024
+
     /// `PUT /v1/me/verify-report`: the install's latest Verify Purchases results, for support.
     func saveVerifyReport(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await authenticate(request)
-        // 500 items of the longest ids and products fit; the server's body limit may be smaller.
-        let body: VerifyReportRequest = try await decode(request, limit: 256 * 1024)
+        let body: VerifyReportRequest = try await decode(
+            request, limit: max(Self.verifyReportLimit, configuration.maximumBodySize))
         return try json(try await service.saveVerifyReport(body, user: user))
     }
 

@@ -164,11 +164,17 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
 /// answers an oversized upload the same way (413), whatever else it would have checked first. Bodies without
 /// a length (chunked) are bounded where each route reads them.
 struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The server's limit (`body.limit`).
     let limit: Int
+    /// Routes that take more by design, by path: a legacy receipt (1 MiB), a Verify Purchases report (256 KiB).
+    static var routeLimits: [String: Int] {
+        ["/v1/receipts/verify": ReceiptsAPI.maximumBodySize, "/v1/me/verify-report": ClientAPI.verifyReportLimit]
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
+        let limit = max(limit, Self.routeLimits[request.uri.path] ?? 0)
         if let text = request.headers[.contentLength], let length = Int(text), length > limit {
             throw ServiceError.bodyTooLarge(limit: limit)
         }

@@ -94,6 +94,67 @@ public struct ClientService: ServiceOnParts {
         }
     }
 
+    /// The source ``claimCloudKit(_:)`` claims from, as `coffer import cloudkit` records it.
+    public static let cloudKitSource = AdminService.cloudKitSource
+    /// How long after the first claim its key may claim again (a lost answer): a day.
+    public static let claimRetryWindow: TimeInterval = 86_400
+
+    /// Claims the customer `coffer import cloudkit` brought in with this CloudKit user record name: answers the
+    /// customer's Support ID and appAccountToken with a token of this install's own, once. The install that
+    /// claims first keeps the customer; its key (kept before asking) claims again after a lost answer; another
+    /// key is refused. The threat model is docs/cloudkit.md's: the record name is what the seeds' app trusted.
+    ///
+    /// - Throws: ``ServiceError/notFound(_:)`` for a name no import brought in (or a customer deleted since),
+    ///   ``ServiceError/alreadyClaimed`` for one another install claimed, ``ServiceError/badRequest(_:)``.
+    public func claimCloudKit(_ request: CloudKitClaimRequest) async throws -> CreateUserResponse {
+        guard AdminService.isExternalId(request.userRecordName) else {
+            throw ServiceError.badRequest("userRecordName must be 1 to 255 printable ASCII characters")
+        }
+        guard (16...128).contains(request.claimKey.utf8.count),
+            request.claimKey.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
+        else { throw ServiceError.badRequest("claimKey must be 16 to 128 printable ASCII characters") }
+        let environment = configuration.environment
+        let notImported = ServiceError.notFound("no customer imported from CloudKit with this user record name")
+        guard
+            let before = try await store.importedCustomer(
+                source: Self.cloudKitSource, externalId: request.userRecordName, environment: environment)
+        else { throw notImported }
+        // The user before the claim: an import stopped before making it answers 503 and uses up nothing.
+        guard var user = try await store.user(id: before.user) else {
+            throw ServiceError.unavailable(
+                code: "try-again", message: "this customer's import is not finished; try again later")
+        }
+        // Support may have merged the customer since the import: the customer lives where the merges lead.
+        for _ in 0..<8 {
+            guard let into = user.mergedInto, let target = try await store.user(id: into) else { break }
+            user = target
+        }
+        guard user.deletedAt == nil, user.mergedInto == nil else { throw notImported }
+        let now = dependencies.now()
+        let keyHash = Self.hash(request.claimKey)
+        guard
+            let claimed = try await store.claimImport(
+                source: Self.cloudKitSource, externalId: request.userRecordName, environment: environment,
+                keyHash: keyHash, at: now)
+        else { throw ServiceError.alreadyClaimed }
+        // The same key claims again only for a while (an answer lost on the way), not as a lasting credential.
+        if let claimedAt = claimed.claimedAt, now.timeIntervalSince(claimedAt) > Self.claimRetryWindow {
+            throw ServiceError.alreadyClaimed
+        }
+        // Support sees when the customer's app took over the imported customer: written once, however often the
+        // claim is asked.
+        do {
+            try await store.recordAudit(
+                AuditEvent(
+                    id: AdminService.stableId("cloudkit-claim:\(environment.rawValue):\(request.userRecordName)"),
+                    environment: environment, actor: "app", action: "customer.claim",
+                    subject: user.supportId.rawValue, after: #"{"source":"cloudkit"}"#, at: now))
+        } catch StoreError.alreadyExists {}
+        let token = Secrets.random()
+        try await store.addToken(tokenHash: Self.hash(token), owner: user.id, at: now)
+        return Self.answer(user, token: token)
+    }
+
     /// Forgets the tokens remembered for a user (support merged it into another: they name that one now).
     public func forgetTokens(of user: UUID) {
         tokens.forget(user: user)

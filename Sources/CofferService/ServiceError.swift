@@ -28,6 +28,8 @@ public enum ServiceError: Error, Sendable, Equatable {
     case noBackup
     /// Support cancelled the grant before the app claimed it: nothing is credited.
     case grantCancelled
+    /// An imported customer was claimed by another install (409 `already-claimed`).
+    case alreadyClaimed
     /// The catalog does not sell the product.
     case unknownProduct(String)
     /// The ledger refused the change.
@@ -94,6 +96,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .notFound: "not-found"
         case .noBackup: "no-backup"
         case .grantCancelled: "grant-cancelled"
+        case .alreadyClaimed: "already-claimed"
         case .unknownProduct: "unknown-product"
         case .ledger(.insufficientBalance): "insufficient-balance"
         case .ledger(.keyReused): "key-reused"
@@ -120,6 +123,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .wrongUser, .ledger(.wrongUser): "the transaction belongs to another user"
         case .noBackup: "no backup yet"
         case .grantCancelled: "support cancelled this grant before it was claimed; nothing was credited"
+        case .alreadyClaimed: "another install claimed this customer; support can merge the two (Support IDs)"
         case .ledger(.insufficientBalance(let balance, let requested)): "\(requested) requested, \(balance) available"
         case .ledger(.keyReused): "this Idempotency-Key was used for another amount"
         case .ledger(let error): error.description

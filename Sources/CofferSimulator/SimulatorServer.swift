@@ -11,7 +11,8 @@ import NIOFoundationCompat
 ///   hosts (21007 and 21008 included);
 /// - `/inApps/...`: the App Store Server API endpoints, behind the same JWT check Apple makes;
 /// - `/simulator/...`: the controls `coffer appstore-sim` drives (purchase, refund, renew, advance the
-///   clock, history), each answering with a ``SimulatorReport``.
+///   clock, history), each answering with a ``SimulatorReport``;
+/// - `/database/1/...`: the app's CloudKit public database, when given one (``SimulatedCloudKit``).
 public enum SimulatorServer {
     /// The largest request body accepted.
     public static let maximumBodySize = 1 << 20
@@ -21,8 +22,12 @@ public enum SimulatorServer {
     /// - Parameters:
     ///   - store: The simulated App Store.
     ///   - tokens: Checks App Store Server API bearer tokens.
-    public static func router(store: SimulatedAppStore, tokens: APITokenVerifier) -> Router<BasicRequestContext> {
+    ///   - cloudKit: The app's CloudKit public database, when simulated (``SimulatedCloudKit``).
+    public static func router(store: SimulatedAppStore, tokens: APITokenVerifier, cloudKit: SimulatedCloudKit? = nil)
+        -> Router<BasicRequestContext>
+    {
         let router = Router()
+        cloudKit?.addRoutes(to: router)
         addVerifyReceipt(to: router, store: store)
         addServerAPI(to: router.group("inApps").add(middleware: TokenMiddleware(tokens: tokens)), store: store)
         addControls(to: router.group("simulator"), store: store)

@@ -103,6 +103,24 @@ public protocol CofferStore: Sendable {
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool
 
+    // MARK: Imported customers
+
+    /// Records a customer brought in from another system, unless one of that source and external id is on file
+    /// in its environment already.
+    ///
+    /// - Returns: The record on file: `customer` when this call wrote it, else the earlier one (an import run
+    ///   twice finds the user it made the first time).
+    func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer
+    /// The imported customer of this source and external id.
+    func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+        -> ImportedCustomer?
+    /// Claims an imported customer for the app presenting `keyHash`: the first claim keeps its key and time;
+    /// a later claim succeeds only with the same key.
+    ///
+    /// - Returns: The record as claimed, or `nil` when none is on file or another key claimed it.
+    func claimImport(source: String, externalId: String, environment: Environment, keyHash: String, at date: Date)
+        async throws -> ImportedCustomer?
+
     // MARK: Backups
 
     /// A user's backup.

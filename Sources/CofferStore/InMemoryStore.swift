@@ -118,6 +118,39 @@ public actor InMemoryStore: CofferStore {
         deviceTokens[tokenHash] = (owner, nil)
     }
 
+    private var imports: [String: ImportedCustomer] = [:]
+
+    private static func importKey(_ source: String, _ externalId: String, _ environment: Environment) -> String {
+        "\(environment.rawValue)/\(source)/\(externalId)"
+    }
+
+    /// Records an imported customer unless one is on file.
+    public func recordImport(_ customer: ImportedCustomer) -> ImportedCustomer {
+        let key = Self.importKey(customer.source, customer.externalId, customer.environment)
+        if let found = imports[key] { return found }
+        imports[key] = customer
+        return customer
+    }
+
+    /// The imported customer of this source and external id.
+    public func importedCustomer(source: String, externalId: String, environment: Environment) -> ImportedCustomer? {
+        imports[Self.importKey(source, externalId, environment)]
+    }
+
+    /// Claims an imported customer with `keyHash`, once.
+    public func claimImport(
+        source: String, externalId: String, environment: Environment, keyHash: String, at date: Date
+    ) -> ImportedCustomer? {
+        let key = Self.importKey(source, externalId, environment)
+        guard var found = imports[key], found.claimKeyHash == nil || found.claimKeyHash == keyHash else { return nil }
+        if found.claimKeyHash == nil {
+            found.claimKeyHash = keyHash
+            found.claimedAt = date
+            imports[key] = found
+        }
+        return found
+    }
+
     /// Records a milestone once.
     public func recordMilestone(owner: UUID, name: String, at date: Date) throws -> Bool {
         guard isLive(owner) else { throw StoreError.notFound("user \(owner)") }

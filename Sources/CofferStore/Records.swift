@@ -606,3 +606,38 @@ public struct RecoveryRun: Sendable, Hashable, Codable {
         self = run
     }
 }
+
+/// A customer brought in from the system an app used before Coffer (``source``, e.g. `cloudkit`), known there by
+/// ``externalId`` (for CloudKit, the customer's `userRecordName`): the Coffer user made for them, and whether an
+/// app has claimed it. An app claims it once: the first claim's key is kept, and only that key claims again (a
+/// claim whose answer was lost is asked again with the same key).
+public struct ImportedCustomer: Sendable, Hashable, Codable {
+    /// The environment the user lives in.
+    public var environment: Environment
+    /// The system the customer came from, e.g. `cloudkit`.
+    public var source: String
+    /// The customer's id in that system.
+    public var externalId: String
+    /// The Coffer user made for them.
+    public var user: UUID
+    /// When they were first imported.
+    public var importedAt: Date
+    /// When an app first claimed them.
+    public var claimedAt: Date?
+    /// A hash of the key the claiming app chose.
+    public var claimKeyHash: String?
+
+    /// Creates a record.
+    public init(
+        environment: Environment, source: String, externalId: String, user: UUID, importedAt: Date,
+        claimedAt: Date? = nil, claimKeyHash: String? = nil
+    ) {
+        self.environment = environment
+        self.source = source
+        self.externalId = externalId
+        self.user = user
+        self.importedAt = importedAt
+        self.claimedAt = claimedAt
+        self.claimKeyHash = claimKeyHash
+    }
+}

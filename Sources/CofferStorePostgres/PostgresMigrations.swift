@@ -300,6 +300,21 @@ enum PostgresMigrations {
             )
             """
         ),
+        (
+            "v16 customers imported from another system",
+            """
+            CREATE TABLE imported_customers (
+                environment TEXT NOT NULL,
+                source TEXT NOT NULL,
+                external_id TEXT NOT NULL,
+                user_id TEXT NOT NULL,
+                imported_at BIGINT NOT NULL,
+                claimed_at BIGINT,
+                claim_key_hash TEXT,
+                PRIMARY KEY (environment, source, external_id)
+            )
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

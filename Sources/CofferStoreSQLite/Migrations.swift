@@ -241,6 +241,23 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        // The user an import names is made after its record (an import stopped between the two makes it when run
+        // again), so no foreign key.
+        migrator.registerMigration("v16 customers imported from another system") { db in
+            try db.execute(
+                sql: """
+                    CREATE TABLE imported_customers (
+                        environment TEXT NOT NULL,
+                        source TEXT NOT NULL,
+                        external_id TEXT NOT NULL,
+                        user_id TEXT NOT NULL,
+                        imported_at INTEGER NOT NULL,
+                        claimed_at INTEGER,
+                        claim_key_hash TEXT,
+                        PRIMARY KEY (environment, source, external_id)
+                    ) WITHOUT ROWID;
+                    """)
+        }
         return migrator
     }
 }

@@ -13,6 +13,34 @@ struct AppStoreSimCommandTests {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
 
+    /// `coffer appstore-sim serve` on a free port for the folder `init` made (bundle id `com.example.app`), once it
+    /// answers; kill the process when done.
+    static func serve(_ folder: URL, _ options: [String] = []) async throws -> (Process, port: Int) {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let port = try LocalPort.free()
+        let server = Process()
+        server.executableURL = CofferProcess.executable
+        server.arguments =
+            [
+                "appstore-sim", "serve", "--folder", folder.path, "--catalog",
+                root.appendingPathComponent("Tests/CofferTestSupport/Fixtures/catalog.json").path, "--bundle-id",
+                "com.example.app", "--port", String(port),
+            ] + options
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        var ready = false
+        for _ in 0..<100 where !ready {
+            ready =
+                try CofferProcess.run(["appstore-sim", "history", "nobody", "--server", "http://127.0.0.1:\(port)"])
+                .status == 0
+            if !ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(ready, "the simulator did not start")
+        return (server, Int(port))
+    }
+
     @Test("init, serve, purchase, advance-clock, refund, history; signed data verifies in Sandbox only")
     func session() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sim-\(UUID().uuidString)")
@@ -21,28 +49,12 @@ struct AppStoreSimCommandTests {
         #expect(initialized.stdout.contains("root.der"))
         #expect(try CofferProcess.run(["appstore-sim", "init", folder.path]).status != 0)  // never overwrites
 
-        let port = try LocalPort.free()
-        let server = Process()
-        server.executableURL = CofferProcess.executable
-        server.arguments = [
-            "appstore-sim", "serve", "--folder", folder.path, "--catalog",
-            root.appendingPathComponent("Tests/CofferTestSupport/Fixtures/catalog.json").path, "--bundle-id",
-            "com.example.app", "--port", String(port), "--offer-code", "SPRING=com.example.credits.400k",
-        ]
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let (server, port) = try await Self.serve(folder, ["--offer-code", "SPRING=com.example.credits.400k"])
         defer {
             kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
         }
         let remote = ["--server", "http://127.0.0.1:\(port)"]
-        var ready = false
-        for _ in 0..<100 where !ready {
-            ready = try CofferProcess.run(["appstore-sim", "history", "nobody"] + remote).status == 0
-            if !ready { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        #expect(ready, "the simulator did not start")
 
         let bought = try CofferProcess.run(
             [

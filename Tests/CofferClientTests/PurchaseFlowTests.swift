@@ -41,16 +41,24 @@ struct PurchaseFlowTests {
         ///   - device: The device's StoreKit (a new one of Alice's devices unless given).
         ///   - offline: The server is out of reach.
         ///   - startingBalance: What a new player starts with (device wallet).
+        ///   - cloudKitUserRecordName: The CloudKit user record name the device reads (moving in from CloudKit);
+        ///     `unavailable` stands for CloudKit not answering.
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
             device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0,
-            backupDelay: TimeInterval? = 0.05
+            backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             var configuration = SDKConfiguration(
                 wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity)
             configuration.startingBalance = startingBalance
             configuration.backupDelay = backupDelay
+            if let cloudKitUserRecordName {
+                configuration.cloudKitUserRecordName = {
+                    guard cloudKitUserRecordName != "unavailable" else { throw URLError(.notConnectedToInternet) }
+                    return cloudKitUserRecordName
+                }
+            }
             return try CofferSDK(
                 configuration: configuration,
                 storeKit: device ?? apple.device(account: "alice"),

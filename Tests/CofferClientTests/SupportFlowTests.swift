@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferClient
 import CofferCore
 import CofferSimulator
@@ -61,6 +62,46 @@ struct SupportFlowTests {
             let report = try await again.launch()
             #expect(report.granted == 0 && !report.offline)
             #expect(try await again.balance() == 400)
+        }
+    }
+
+    @Test(
+        "a first launch claims the customer imported from CloudKit (balance and grant), once; other installs start anew",
+        arguments: [WalletMode.device, .server])
+    func importedCustomer(wallet: WalletMode) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: wallet) { world in
+            let admin = AdminService(store: world.serverStore, catalog: world.catalog, walletMode: wallet)
+            let report = try await admin.importCustomers(
+                [
+                    CustomerImport(
+                        externalId: "_0123456789abcdef", balance: 5_000,
+                        grants: [.init(externalId: "grant-1", credits: 400, reason: "Ticket #42")])
+                ], source: "cloudkit", environment: .sandbox, actor: "test")
+            let imported = try #require(report.customers.first?.supportId)
+            // CloudKit does not answer on the first launch: no new customer is made in its place.
+            let offline = try world.app(cloudKitUserRecordName: "unavailable")
+            _ = try? await offline.launch()
+            #expect(await offline.credentials == nil)
+            let app = try world.app(cloudKitUserRecordName: "_0123456789abcdef")
+            try await app.launch()
+            #expect(await app.credentials?.supportId == imported)
+            #expect(try await app.balance() == 5_400)
+            // Launched again: the same customer, nothing claimed twice.
+            let again = try world.app(cloudKitUserRecordName: "_0123456789abcdef")
+            try await again.launch()
+            #expect(await again.credentials?.supportId == imported)
+            #expect(try await again.balance() == 5_400)
+            // Another install with the same iCloud user: the customer is claimed; it starts as a new one (support
+            // can merge), and never sees the imported balance.
+            let other = try world.app(install: "ipad", cloudKitUserRecordName: "_0123456789abcdef")
+            try await other.launch()
+            let otherId = try #require(await other.credentials?.supportId)
+            #expect(otherId != imported)
+            #expect(try await other.balance() == 0)
+            // A name no import brought in: a new customer too.
+            let stranger = try world.app(install: "stranger", cloudKitUserRecordName: "_ffffffffffffffff")
+            try await stranger.launch()
+            #expect(await stranger.credentials?.supportId != imported)
         }
     }
 

@@ -79,6 +79,27 @@ final class CountingStore: CofferStore {
         }
     }
 
+    func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
+        try await gate("recordImport", write: true) { try await base.recordImport(customer) }
+    }
+
+    func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+        -> ImportedCustomer?
+    {
+        try await gate("importedCustomer", write: false) {
+            try await base.importedCustomer(source: source, externalId: externalId, environment: environment)
+        }
+    }
+
+    func claimImport(source: String, externalId: String, environment: Environment, keyHash: String, at date: Date)
+        async throws -> ImportedCustomer?
+    {
+        try await gate("claimImport", write: true) {
+            try await base.claimImport(
+                source: source, externalId: externalId, environment: environment, keyHash: keyHash, at: date)
+        }
+    }
+
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
         try await gate("pushTokens", write: false) { try await base.pushTokens(owner: owner, environment: environment) }
     }

@@ -19,6 +19,13 @@ struct FailingStore: CofferStore {
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw error }
     func savePushToken(_ token: PushToken) async throws { throw error }
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw error }
+    func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer { throw error }
+    func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+        -> ImportedCustomer?
+    { throw error }
+    func claimImport(source: String, externalId: String, environment: Environment, keyHash: String, at date: Date)
+        async throws -> ImportedCustomer?
+    { throw error }
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] { throw error }
     func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw error }
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw error }

@@ -129,6 +129,10 @@ struct OperationsTests {
 /// `scripts/openapi.py`) against the routes the server really has.
 @Suite("OpenAPI document")
 struct OpenAPITests {
+    /// `Sources/CofferServer/openapi.json` in the repository.
+    static let documentURL = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/CofferServer/openapi.json")
+
     @Test("every route is in /openapi.json and every documented path is a route; the served document is the repo's")
     func everyRoute() async throws {
         let setup = try NotificationTests.Setup()
@@ -137,9 +141,7 @@ struct OpenAPITests {
         let routes = all.filter { !$0.contains(" /admin") }
         #expect(routes.count >= 16)
         #expect(all.count - routes.count == 31, "the panel's pages: \(all.filter { $0.contains(" /admin") })")
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("Sources/CofferServer/openapi.json")
-        let kept = try Data(contentsOf: repository)
+        let kept = try Data(contentsOf: Self.documentURL)
         try await setup.app.test(.router) { client in
             let served = try await client.execute(uri: "/openapi.json", method: .get)
             #expect(served.status == .ok)

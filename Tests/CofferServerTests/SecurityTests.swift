@@ -24,7 +24,7 @@ struct SecurityTests {
     /// Routes anyone may call, and what they answer a stranger.
     static let open: Set<String> = [
         "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "POST /v1/users",
-        "POST /v1/apple/notifications", "GET /admin/login", "POST /admin/login",
+        "POST /v1/users/cloudkit", "POST /v1/apple/notifications", "GET /admin/login", "POST /admin/login",
     ]
 
     /// A route as `METHOD /path` with sample values for its parameters.
@@ -143,7 +143,15 @@ struct SecurityTests {
             for route in jsonRoutes {
                 let (method, uri) = Self.request(route)
                 let big = try await client.execute(uri: uri, method: method, headers: headers, body: oversized)
-                #expect(big.status == .contentTooLarge, "\(route) answered \(big.status) to 70 KB")
+                if ["POST /v1/receipts/verify", "PUT /v1/me/verify-report"].contains(route) {
+                    // These two take more by design (1 MiB, 256 KiB): 70 KB reaches the route, which refuses
+                    // what it is not; the OpenAPI conformance sweep checks 413 above every route's limit.
+                    #expect(
+                        [.badRequest, .unprocessableContent].contains(big.status),
+                        "\(route) answered \(big.status) to 70 KB")
+                } else {
+                    #expect(big.status == .contentTooLarge, "\(route) answered \(big.status) to 70 KB")
+                }
                 for body in [nested, deepObject] {
                     // A clear refusal: the body is not what the route reads (400), or the route refuses for a
                     // reason it checks first (no such grant, the device wallet has no spending on the server).

@@ -25,6 +25,61 @@ struct StoreContractTests {
     }
 
     @Test(
+        "imported customers: recorded once per source and id in an environment; claimed once, again only by its key",
+        arguments: StoreEngine.allCases)
+    func importedCustomers(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let at = Date(timeIntervalSince1970: 1_767_225_600)
+        let first = ImportedCustomer(
+            environment: .sandbox, source: "cloudkit", externalId: "_0123abcd", user: UUID(), importedAt: at)
+        #expect(try await store.recordImport(first) == first)
+        // Run again (another user id chosen): the first one is on file and answered.
+        var again = first
+        again.user = UUID()
+        again.importedAt = at.addingTimeInterval(60)
+        #expect(try await store.recordImport(again) == first)
+        // Another environment, or another source, is another customer.
+        var production = again
+        production.environment = .production
+        #expect(try await store.recordImport(production) == production)
+        var other = again
+        other.source = "other"
+        #expect(try await store.recordImport(other) == other)
+        #expect(
+            try await store.importedCustomer(source: "cloudkit", externalId: "_0123abcd", environment: .sandbox)
+                == first)
+        #expect(
+            try await store.importedCustomer(source: "cloudkit", externalId: "_unknown", environment: .sandbox) == nil)
+
+        // Claimed once: the first key keeps it; the same key claims again (a lost answer); another key cannot.
+        let claimedAt = at.addingTimeInterval(120)
+        let claimed = try #require(
+            try await store.claimImport(
+                source: "cloudkit", externalId: "_0123abcd", environment: .sandbox, keyHash: "key-1", at: claimedAt))
+        #expect(claimed.user == first.user && claimed.claimKeyHash == "key-1" && claimed.claimedAt == claimedAt)
+        let repeated = try await store.claimImport(
+            source: "cloudkit", externalId: "_0123abcd", environment: .sandbox, keyHash: "key-1",
+            at: claimedAt.addingTimeInterval(60))
+        #expect(repeated == claimed)
+        #expect(
+            try await store.claimImport(
+                source: "cloudkit", externalId: "_0123abcd", environment: .sandbox, keyHash: "key-2", at: claimedAt)
+                == nil)
+        #expect(
+            try await store.claimImport(
+                source: "cloudkit", externalId: "_unknown", environment: .sandbox, keyHash: "key-1", at: claimedAt)
+                == nil)
+        #expect(
+            try await store.importedCustomer(source: "cloudkit", externalId: "_0123abcd", environment: .sandbox)
+                == claimed)
+        // The production customer of the same id is claimed apart.
+        #expect(
+            try await store.claimImport(
+                source: "cloudkit", externalId: "_0123abcd", environment: .production, keyHash: "key-2", at: claimedAt)?
+                .user == production.user)
+    }
+
+    @Test(
         "push tokens: registered per device, newest first, moved to the user who registers them last, forgotten",
         arguments: StoreEngine.allCases)
     func pushTokens(engine: StoreEngine) async throws {

@@ -1,0 +1,269 @@
+import ArgumentParser
+import AsyncHTTPClient
+import CofferAdmin
+import CofferAppStore
+import CofferCore
+import CofferService
+import CofferStore
+import Configuration
+import Foundation
+
+/// `coffer import ...`: customers brought in from the system an app used before Coffer.
+struct ImportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "import",
+        abstract: "Bring customers in from the system the app used before Coffer.",
+        subcommands: [ImportCloudKitCommand.self])
+}
+
+/// `coffer import cloudkit`: the seeds' CloudKit setup (`BankrollBackup` and `CreditGrant` records in the public
+/// database) read through CloudKit Web Services and brought into Coffer's database.
+struct ImportCloudKitCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cloudkit",
+        abstract: "Import customers' balances and unclaimed grants from the app's CloudKit public database.",
+        discussion: """
+            Reads every BankrollBackup record (ownerRecordName, bankroll, lastUpdated) and CreditGrant record \
+            (targetUserRecordName, credits, reason, processed) of the container's public database with a \
+            server-to-server key, and makes a Coffer user per CloudKit user record name holding the balance (a \
+            ledger adjustment in the server wallet, the backup in the device wallet) and a grant per unclaimed \
+            CreditGrant. Safe to run twice: what an earlier run brought in is found and left. The app claims its \
+            customer once, on first launch, with the user record name it reads on the device (docs/cloudkit.md). \
+            Writes to the database coffer serve uses (found as it finds it); the server may be running.
+            """)
+
+    @Option(help: "The CloudKit container, e.g. iCloud.com.example.app.")
+    var container: String
+
+    @Option(help: "The CloudKit environment to read: development or production.")
+    var cloudkitEnvironment = "production"
+
+    @Option(help: "The server-to-server key's id from CloudKit Console (or COFFER_CLOUDKIT_KEY_ID).")
+    var keyId: String?
+
+    @Option(help: "The server-to-server private key, PEM (or COFFER_CLOUDKIT_KEY_FILE).")
+    var keyFile: String?
+
+    @Option(help: "CloudKit Web Services' address (the simulator's, to rehearse).")
+    var cloudkitURL = CloudKitClient.appleURL
+
+    @Option(
+        help: """
+            The Coffer environment to import into: Sandbox or Production (default: as coffer serve's settings say, \
+            else Production for CloudKit's production, Sandbox for development).
+            """)
+    var environment: String?
+
+    @Option(help: "device or server: the wallet coffer serve runs (default: as its settings say, else device).")
+    var wallet: String?
+
+    @Option(
+        name: .customLong("grant-creator"),
+        help: """
+            The user record name that created support's CreditGrant records (the developer's, or the key's); \
+            repeat for several. Given, grants anyone else created are skipped (an app can create them too).
+            """)
+    var grantCreators: [String] = []
+
+    @OptionGroup var database: DatabaseLocationOptions
+
+    @Flag(help: "Read CloudKit and report what would be imported; change nothing.")
+    var dryRun = false
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func run() async throws {
+        guard ["development", "production"].contains(cloudkitEnvironment) else {
+            throw ValidationError("--cloudkit-environment is development or production")
+        }
+        let variables = ProcessInfo.processInfo.environment
+        guard let keyId = keyId ?? variables["COFFER_CLOUDKIT_KEY_ID"],
+            let keyFile = keyFile ?? variables["COFFER_CLOUDKIT_KEY_FILE"]
+        else { throw ValidationError("--key-id and --key-file (the CloudKit server-to-server key) are needed") }
+        let (environment, walletMode) = try await settings()
+        let key: CloudKitKey
+        do {
+            key = try CloudKitKey(keyId: keyId, pemFile: keyFile)
+        } catch {
+            throw CommandFailure(error.description)
+        }
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let customers: [CustomerImport]
+        let skipped: [String]
+        do {
+            let client = try CloudKitClient(
+                httpClient: http, container: container, environment: cloudkitEnvironment, key: key,
+                baseURL: cloudkitURL)
+            let backups = try await client.allRecords(ofType: CloudKitCustomers.backupType)
+            let grants = try await client.allRecords(ofType: CloudKitCustomers.grantType)
+            (customers, skipped) = CloudKitCustomers.customers(
+                backups: backups, grants: grants, grantCreators: Set(grantCreators))
+            try await http.shutdown()
+        } catch {
+            try? await http.shutdown()
+            throw CommandFailure("\(error)")
+        }
+        for line in skipped { FileHandle.standardError.write(Data("skipped: \(line)\n".utf8)) }
+        if dryRun {
+            let grants = customers.reduce(0) { $0 + $1.grants.count }
+            print(
+                "would import \(customers.count) customers (\(customers.count { $0.balance != nil }) balances, "
+                    + "\(grants) unclaimed grants) into \(environment.rawValue); nothing changed")
+            return
+        }
+        let store: any CofferStore
+        do {
+            store = try await database.database().open().store
+        } catch {
+            throw CommandFailure("cannot open the database: \(error)")
+        }
+        let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: walletMode)
+        let report: ImportReport
+        do {
+            report = try await service.importCustomers(
+                customers, source: ClientService.cloudKitSource, environment: environment,
+                actor: "import:cloudkit:" + LocalSupport.actor)
+            await LocalDatabase.close(store)
+        } catch {
+            await LocalDatabase.close(store)
+            throw CommandFailure("the import stopped (run it again to go on; nothing is made twice): \(error)")
+        }
+        if json {
+            print(try JSONText.encode(report))
+        } else {
+            print(Self.summary(report, skipped: skipped.count))
+        }
+        if report.problems > 0 { throw ExitCode(1) }
+    }
+
+    /// The environment and wallet: the options, else coffer serve's settings sources, else the defaults.
+    private func settings() async throws -> (Environment, WalletMode) {
+        var flags: [AbsoluteConfigKey: ConfigValue] = [:]
+        if let environment {
+            flags[AbsoluteConfigKey(ConfigKey("environment"))] = ConfigValue(.string(environment), isSecret: false)
+        }
+        if let wallet { flags[AbsoluteConfigKey(ConfigKey("wallet"))] = ConfigValue(.string(wallet), isSecret: false) }
+        let reader = try await ServeFlags.reader(flags: flags, config: database.config)
+        let environmentText =
+            reader.string(forKey: "environment") ?? (cloudkitEnvironment == "production" ? "Production" : "Sandbox")
+        guard let environment = Environment(rawValue: environmentText) else {
+            throw ValidationError("environment must be Sandbox or Production, not \(environmentText)")
+        }
+        let walletText = reader.string(forKey: "wallet") ?? "device"
+        guard let walletMode = WalletMode(rawValue: walletText) else {
+            throw ValidationError("wallet must be device or server, not \(walletText)")
+        }
+        return (environment, walletMode)
+    }
+
+    static func summary(_ report: ImportReport, skipped: Int) -> String {
+        var lines = [
+            "imported from CloudKit into \(report.environment.rawValue): \(report.customers.count) customers, "
+                + "\(report.usersCreated) users made, \(report.balancesImported) balances, "
+                + "\(report.grantsCreated) grants made"
+                + (skipped > 0 ? ", \(skipped) records skipped" : "")
+        ]
+        let onFile = report.customers.count {
+            !$0.created && !["imported", "updated"].contains($0.balance) && $0.grantsCreated == 0
+                && $0.grantsWithdrawn == 0
+        }
+        if onFile > 0 { lines.append("\(onFile) customers were on file from an earlier run: left as they are") }
+        var table = TextTable(["USER RECORD NAME", "SUPPORT ID", "USER", "BALANCE", "GRANTS", "NOTES"])
+        for line in report.customers {
+            table.add([
+                line.externalId, line.supportId ?? "-", line.created ? "made" : "on file", line.balance,
+                "\(line.grantsCreated) made, \(line.grantsOnFile) on file"
+                    + (line.grantsWithdrawn > 0 ? ", \(line.grantsWithdrawn) withdrawn" : ""),
+                (line.problems.map { "PROBLEM: " + $0 } + line.notes).joined(separator: "; "),
+            ])
+        }
+        lines.append(table.render())
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The seeds' CloudKit records as Coffer customers.
+enum CloudKitCustomers {
+    /// The record type of a customer's balance backup.
+    static let backupType = "BankrollBackup"
+    /// The record type of support's grants.
+    static let grantType = "CreditGrant"
+
+    /// A customer per user record name named by a backup or an unclaimed grant: the balance of the backup
+    /// updated last (a customer may have several), and the unclaimed grants (`processed == 0`).
+    ///
+    /// - Returns: The customers in user record name order, and why records were skipped.
+    /// The fields are written by apps (a patched one writes what it likes); what CloudKit itself stamps is
+    /// trusted over them: a backup counts only when its creator is its owner, the latest by CloudKit's own
+    /// modification time; a grant a customer created for themself is refused, and with `grantCreators` only
+    /// grants created by those user records (support's) count.
+    static func customers(backups: [CloudKitRecord], grants: [CloudKitRecord], grantCreators: Set<String> = [])
+        -> ([CustomerImport], [String])
+    {
+        var skipped: [String] = []
+        var latest: [String: (balance: Int64, updated: Int64, name: String)] = [:]
+        for record in backups {
+            let fields = record.fields ?? [:]
+            guard let owner = fields["ownerRecordName"]?.string, AdminService.isExternalId(owner) else {
+                skipped.append("\(backupType) \(record.recordName): no valid ownerRecordName")
+                continue
+            }
+            if let creator = record.created?.userRecordName, creator != owner {
+                skipped.append("\(backupType) \(record.recordName): created by \(creator), not its owner \(owner)")
+                continue
+            }
+            guard let balance = fields["bankroll"]?.int64, balance >= 0, balance <= AdminService.maximumCredits
+            else {
+                skipped.append("\(backupType) \(record.recordName): bankroll missing or outside 0...1e12")
+                continue
+            }
+            let updated = record.modified?.timestamp ?? fields["lastUpdated"]?.int64 ?? 0
+            if let seen = latest[owner], (seen.updated, seen.name) >= (updated, record.recordName) { continue }
+            latest[owner] = (balance, updated, record.recordName)
+        }
+        var pending: [String: [CustomerImport.PendingGrant]] = [:]
+        var claimed: [String: [String]] = [:]
+        for record in grants {
+            let fields = record.fields ?? [:]
+            guard let target = fields["targetUserRecordName"]?.string, AdminService.isExternalId(target),
+                AdminService.isExternalId(record.recordName)
+            else {
+                skipped.append("\(grantType) \(record.recordName): no valid targetUserRecordName")
+                continue
+            }
+            let creator = record.created?.userRecordName
+            if creator == target {
+                skipped.append("\(grantType) \(record.recordName): created by its own recipient")
+                continue
+            }
+            if !grantCreators.isEmpty, !grantCreators.contains(creator ?? "") {
+                skipped.append(
+                    "\(grantType) \(record.recordName): created by \(creator ?? "nobody known"), not support")
+                continue
+            }
+            guard fields["processed"]?.int64 ?? 0 == 0 else {
+                claimed[target, default: []].append(record.recordName)  // the old app credited it
+                continue
+            }
+            guard let credits = fields["credits"]?.int64, credits > 0, credits <= AdminService.maximumCredits else {
+                skipped.append("\(grantType) \(record.recordName): credits missing or outside 1...1e12")
+                continue
+            }
+            let reason = fields["reason"]?.string.map { String($0.prefix(200)) } ?? ""
+            pending[target, default: []].append(
+                .init(
+                    externalId: record.recordName, credits: credits,
+                    reason: reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
+                        ? "Imported from CloudKit" : reason))
+        }
+        let names = Set(latest.keys).union(pending.keys).sorted()
+        let customers = names.map { name in
+            CustomerImport(
+                externalId: name, balance: latest[name]?.balance,
+                grants: (pending[name] ?? []).sorted { $0.externalId < $1.externalId },
+                claimedGrants: (claimed[name] ?? []).sorted())
+        }
+        return (customers, skipped)
+    }
+}

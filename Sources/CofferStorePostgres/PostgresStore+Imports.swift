@@ -1,0 +1,74 @@
+import CofferCore
+import CofferStore
+import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    /// Records an imported customer unless one of that source and external id is on file; answers the one on file.
+    public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
+        try await write { connection in
+            try await connection.query(
+                """
+                INSERT INTO imported_customers (environment, source, external_id, user_id, imported_at)
+                VALUES (\(customer.environment.rawValue), \(customer.source), \(customer.externalId),
+                    \(customer.user.uuidString), \(Millis.from(customer.importedAt)))
+                ON CONFLICT DO NOTHING
+                """, logger: self.logger)
+            guard
+                let found = try await Self.importedCustomer(
+                    connection, customer.source, customer.externalId, customer.environment, logger: self.logger)
+            else { throw StoreError.storage("the imported customer just written is not on file") }
+            return found
+        }
+    }
+
+    /// The imported customer of this source and external id.
+    public func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+        -> ImportedCustomer?
+    {
+        try await read { connection in
+            try await Self.importedCustomer(connection, source, externalId, environment, logger: self.logger)
+        }
+    }
+
+    /// Claims an imported customer with `keyHash`: the first claim keeps its key; only that key claims again.
+    public func claimImport(
+        source: String, externalId: String, environment: Environment, keyHash: String, at date: Date
+    ) async throws -> ImportedCustomer? {
+        try await write { connection in
+            try await connection.query(
+                """
+                UPDATE imported_customers SET claimed_at = \(Millis.from(date)), claim_key_hash = \(keyHash)
+                WHERE environment = \(environment.rawValue) AND source = \(source) AND external_id = \(externalId)
+                    AND claim_key_hash IS NULL
+                """, logger: self.logger)
+            guard
+                let found = try await Self.importedCustomer(
+                    connection, source, externalId, environment, logger: self.logger),
+                found.claimKeyHash == keyHash
+            else { return nil }
+            return found
+        }
+    }
+
+    static func importedCustomer(
+        _ connection: PostgresConnection, _ source: String, _ externalId: String, _ environment: Environment,
+        logger: Logger
+    ) async throws -> ImportedCustomer? {
+        try await first(
+            connection,
+            """
+            SELECT * FROM imported_customers
+            WHERE environment = \(environment.rawValue) AND source = \(source) AND external_id = \(externalId)
+            """, logger: logger
+        ) { postgresRow in
+            let row = postgresRow.makeRandomAccess()
+            return ImportedCustomer(
+                environment: environment, source: try Rows.value(row, "source"),
+                externalId: try Rows.value(row, "external_id"), user: try Rows.uuid(row, "user_id"),
+                importedAt: Millis.date(try Rows.value(row, "imported_at")),
+                claimedAt: try Rows.date(row, "claimed_at"),
+                claimKeyHash: try Rows.value(row, "claim_key_hash", as: String?.self))
+        }
+    }
+}

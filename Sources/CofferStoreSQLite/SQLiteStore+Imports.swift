@@ -1,0 +1,68 @@
+import CofferCore
+import CofferLedgerSQLite
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// Records an imported customer unless one of that source and external id is on file; answers the one on file.
+    public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO imported_customers (environment, source, external_id, user_id, imported_at)
+                    VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [
+                    customer.environment.rawValue, customer.source, customer.externalId, customer.user.uuidString,
+                    Millis.from(customer.importedAt),
+                ])
+            guard let found = try Self.importedCustomer(db, customer.source, customer.externalId, customer.environment)
+            else { throw StoreError.storage("the imported customer just written is not on file") }
+            return found
+        }
+    }
+
+    /// The imported customer of this source and external id.
+    public func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+        -> ImportedCustomer?
+    {
+        try await read { db in try Self.importedCustomer(db, source, externalId, environment) }
+    }
+
+    /// Claims an imported customer with `keyHash`: the first claim keeps its key; only that key claims again.
+    public func claimImport(
+        source: String, externalId: String, environment: Environment, keyHash: String, at date: Date
+    ) async throws -> ImportedCustomer? {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE imported_customers SET claimed_at = ?, claim_key_hash = ?
+                    WHERE environment = ? AND source = ? AND external_id = ? AND claim_key_hash IS NULL
+                    """,
+                arguments: [Millis.from(date), keyHash, environment.rawValue, source, externalId])
+            guard let found = try Self.importedCustomer(db, source, externalId, environment),
+                found.claimKeyHash == keyHash
+            else { return nil }
+            return found
+        }
+    }
+
+    static func importedCustomer(_ db: Database, _ source: String, _ externalId: String, _ environment: Environment)
+        throws -> ImportedCustomer?
+    {
+        guard
+            let row = try Row.fetchOne(
+                db,
+                sql: "SELECT * FROM imported_customers WHERE environment = ? AND source = ? AND external_id = ?",
+                arguments: [environment.rawValue, source, externalId])
+        else { return nil }
+        guard let user = UUID(uuidString: row["user_id"]) else {
+            throw StoreError.storage("corrupt user_id in imported_customers")
+        }
+        return ImportedCustomer(
+            environment: environment, source: row["source"], externalId: row["external_id"], user: user,
+            importedAt: Millis.date(row["imported_at"]),
+            claimedAt: (row["claimed_at"] as Int64?).map(Millis.date), claimKeyHash: row["claim_key_hash"])
+    }
+}
