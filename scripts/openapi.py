@@ -60,7 +60,11 @@ schemas = {
                                                      "(CKContainer.userRecordID().recordName)",
                                                      minLength=1, maxLength=255),
                                  "claimKey": S("A random secret this install chose and kept before asking",
-                                               minLength=16, maxLength=128)}),
+                                               minLength=16, maxLength=128),
+                                 "signedAppTransaction": S("StoreKit's AppTransaction, signed (JWS), when the app "
+                                                           "registers by Apple account: the customer becomes that "
+                                                           "account's unless it has one already")},
+                                required=["userRecordName", "claimKey"]),
     "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
                              required=[]),
     "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
@@ -274,8 +278,11 @@ paths = {
                        "name it reads on the device and a random claimKey it kept before asking. The first claim "
                        "keeps the customer: it answers the customer's Support ID and appAccountToken with a token "
                        "of this install's own; the same claimKey claims again (an answer lost on the way); any "
-                       "other key is refused with 409. A customer support merged since answers as the customer it "
-                       "was merged into. Rate-limited per address like POST /v1/users.",
+                       "other key is refused with 409 (and the same key a day after the first claim). With "
+                       "signedAppTransaction (verified like POST /v1/users's), the customer becomes that Apple "
+                       "account's when neither has the other yet, so the account's other devices register to it. "
+                       "A customer support merged since answers as the customer it was merged into. "
+                       "Rate-limited per address like POST /v1/users.",
         "requestBody": {"required": True,
                         "content": {"application/json": {"schema": ref("CloudKitClaimRequest")}}},
         "responses": {"200": answer("Claimed; the token is shown once", "CreateUserResponse"),
@@ -287,7 +294,8 @@ paths = {
                                  "can merge the two)"),
                       "413": ERR("Body too large"),
                       "429": ERR("Too many claims from this address (rate-limited); see Retry-After"),
-                      "503": ERR("The database did not answer in time: try again with the same claimKey")}}},
+                      "503": ERR("The database did not answer in time, or the customer's import is not finished "
+                                 "(try-again): try again with the same claimKey")}}},
     "/v1/me/purchases": {"get": {
         "summary": "Every purchase the server recorded for the customer, from any of its devices, oldest first",
         "operationId": "purchases",

@@ -18,11 +18,15 @@ public struct CloudKitClaimRequest: Codable, Sendable, Equatable {
     /// A random secret the install chose and kept before asking (16 to 128 characters): the first claim's key
     /// keeps the customer, and the same key claims again after a lost answer.
     public var claimKey: String
+    /// StoreKit's AppTransaction, signed, when the app registers by Apple account: the imported customer becomes
+    /// that account's (unless the account has a customer already), so its other devices find them.
+    public var signedAppTransaction: String?
 
     /// Creates the body.
-    public init(userRecordName: String, claimKey: String) {
+    public init(userRecordName: String, claimKey: String, signedAppTransaction: String? = nil) {
         self.userRecordName = userRecordName
         self.claimKey = claimKey
+        self.signedAppTransaction = signedAppTransaction
     }
 }
 

@@ -180,7 +180,11 @@ extension CofferSDK {
             return nil  // no place to keep the key: a lost answer could not be asked again, so do not ask
         }
         do {
-            let claimed = try await server.claimCloudKit(userRecordName: name, claimKey: key)
+            // With the Apple account identity, the customer becomes the account's: its other devices find them.
+            let appTransaction =
+                configuration.identity == .appleAccount ? await storeKit.appTransaction(refresh: false) : nil
+            let claimed = try await server.claimCloudKit(
+                userRecordName: name, claimKey: key, signedAppTransaction: appTransaction)
             try? state.set(Self.cloudKitClaimDone, "claimed")
             try? state.set(Self.cloudKitClaimKey, "")  // the credentials are the install's now
             return claimed

@@ -30,7 +30,7 @@ public struct SDKConfiguration: Sendable {
     /// `nil` leaves backups to launch, foreground, background and ``CofferSDK/runBackups(every:)``.
     public var backupDelay: TimeInterval? = 2
     /// Moving in from CloudKit: reads the customer's CloudKit user record name on the device (on Apple platforms,
-    /// ``SDKConfiguration/cloudKitUserRecordName(container:)``): `nil` for no iCloud account, an error when CloudKit
+    /// `SDKConfiguration.cloudKitUserRecordName(container:)`): `nil` for no iCloud account, an error when CloudKit
     /// cannot tell now (the SDK asks again later). With it, a first launch claims the customer `coffer import
     /// cloudkit` brought in under that name, once (docs/cloudkit.md), before registering as new.
     public var cloudKitUserRecordName: (@Sendable () async throws -> String?)?

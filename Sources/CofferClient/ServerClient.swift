@@ -40,12 +40,13 @@ public struct ServerClient: Sendable {
 
     /// `POST /v1/users/cloudkit`: the customer imported from CloudKit under this user record name, claimed by
     /// this install (its `claimKey` kept before asking).
-    public func claimCloudKit(userRecordName: String, claimKey: String) async throws(ServerClientError)
-        -> CreateUserResponse
+    public func claimCloudKit(userRecordName: String, claimKey: String, signedAppTransaction: String? = nil)
+        async throws(ServerClientError) -> CreateUserResponse
     {
         try await send(
-            "POST", "/v1/users/cloudkit", body: CloudKitClaimRequest(userRecordName: userRecordName, claimKey: claimKey)
-        )
+            "POST", "/v1/users/cloudkit",
+            body: CloudKitClaimRequest(
+                userRecordName: userRecordName, claimKey: claimKey, signedAppTransaction: signedAppTransaction))
     }
 
     /// `GET /v1/me`.

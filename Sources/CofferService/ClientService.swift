@@ -45,6 +45,28 @@ public struct ClientService: ServiceOnParts {
     /// - Throws: ``ServiceError/verification(code:message:)`` for data that does not verify, lacks an
     ///   `appTransactionId`, or is too old (`stale-app-transaction`: ask StoreKit for a fresh one).
     public func register(signedAppTransaction signed: String) async throws -> (CreateUserResponse, created: Bool) {
+        let account = try await appleAccount(signedAppTransaction: signed)
+        let now = dependencies.now()
+        let token = Secrets.random()
+        let hash = Self.hash(token)
+        if let user = try await store.user(appleAccount: account, environment: configuration.environment) {
+            try await store.addToken(tokenHash: hash, owner: user.id, at: now)
+            return (Self.answer(user, token: token), false)
+        }
+        do {
+            let user = try await newUser(tokenHash: hash, appleAccount: account)
+            return (Self.answer(user, token: token), true)
+        } catch StoreError.alreadyExists {
+            // Another device of the account registered first: this one joins it.
+            guard let user = try await store.user(appleAccount: account, environment: configuration.environment)
+            else { throw ServiceError.unavailable(code: "try-again", message: "the account is being created") }
+            try await store.addToken(tokenHash: hash, owner: user.id, at: now)
+            return (Self.answer(user, token: token), false)
+        }
+    }
+
+    /// The Apple account a signed AppTransaction names, verified as ``register(signedAppTransaction:)`` says.
+    func appleAccount(signedAppTransaction signed: String) async throws -> AppleAccount {
         let app: AppTransaction
         do {
             app = try await dependencies.verifier.verifyAppTransaction(signed)
@@ -75,23 +97,7 @@ public struct ClientService: ServiceOnParts {
                 message: "the app transaction was signed \(Int(age)) s ago; at most "
                     + "\(configuration.appTransactionMaxAge) s are accepted: ask StoreKit for a fresh one")
         }
-        let account = AppleAccount(appTransactionId: id, environment: environment)
-        let token = Secrets.random()
-        let hash = Self.hash(token)
-        if let user = try await store.user(appleAccount: account, environment: configuration.environment) {
-            try await store.addToken(tokenHash: hash, owner: user.id, at: now)
-            return (Self.answer(user, token: token), false)
-        }
-        do {
-            let user = try await newUser(tokenHash: hash, appleAccount: account)
-            return (Self.answer(user, token: token), true)
-        } catch StoreError.alreadyExists {
-            // Another device of the account registered first: this one joins it.
-            guard let user = try await store.user(appleAccount: account, environment: configuration.environment)
-            else { throw ServiceError.unavailable(code: "try-again", message: "the account is being created") }
-            try await store.addToken(tokenHash: hash, owner: user.id, at: now)
-            return (Self.answer(user, token: token), false)
-        }
+        return AppleAccount(appTransactionId: id, environment: environment)
     }
 
     /// The source ``claimCloudKit(_:)`` claims from, as `coffer import cloudkit` records it.
@@ -150,6 +156,18 @@ public struct ClientService: ServiceOnParts {
                     environment: environment, actor: "app", action: "customer.claim",
                     subject: user.supportId.rawValue, after: #"{"source":"cloudkit"}"#, at: now))
         } catch StoreError.alreadyExists {}
+        // With the install's AppTransaction, the imported customer becomes its Apple account's (when neither has
+        // the other yet): the account's other devices then register to it. Data that does not verify links
+        // nothing and costs the claim nothing.
+        if let signed = request.signedAppTransaction, user.appleAccount == nil,
+            let account = try? await appleAccount(signedAppTransaction: signed)
+        {
+            do {
+                _ = try await store.linkAppleAccount(account, to: user.id)
+            } catch StoreError.alreadyExists {
+                // Another device registered the account first: support merges the two.
+            }
+        }
         let token = Secrets.random()
         try await store.addToken(tokenHash: Self.hash(token), owner: user.id, at: now)
         return Self.answer(user, token: token)

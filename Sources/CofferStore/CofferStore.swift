@@ -105,6 +105,14 @@ public protocol CofferStore: Sendable {
 
     // MARK: Imported customers
 
+    /// Makes a user with no Apple account that account's (an imported customer claimed by an install that
+    /// showed its AppTransaction): from then on the account's other devices register to this user.
+    ///
+    /// - Returns: Whether it was linked now: `false` for an unknown, merged or deleted user, or one that is an
+    ///   Apple account's already.
+    /// - Throws: ``StoreError/alreadyExists(_:)`` when another user of its environment is this account.
+    func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool
+
     /// Records a customer brought in from another system, unless one of that source and external id is on file
     /// in its environment already.
     ///

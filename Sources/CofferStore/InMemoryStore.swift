@@ -124,6 +124,18 @@ public actor InMemoryStore: CofferStore {
         "\(environment.rawValue)/\(source)/\(externalId)"
     }
 
+    /// Makes a user with no Apple account that account's.
+    public func linkAppleAccount(_ account: AppleAccount, to id: UUID) throws -> Bool {
+        guard var user = state.users[id], user.appleAccount == nil, user.mergedInto == nil, user.deletedAt == nil
+        else { return false }
+        if state.users.values.contains(where: { $0.appleAccount == account && $0.environment == user.environment }) {
+            throw StoreError.alreadyExists("user of Apple account \(account.appTransactionId)")
+        }
+        user.appleAccount = account
+        state.users[id] = user
+        return true
+    }
+
     /// Records an imported customer unless one is on file.
     public func recordImport(_ customer: ImportedCustomer) -> ImportedCustomer {
         let key = Self.importKey(customer.source, customer.externalId, customer.environment)

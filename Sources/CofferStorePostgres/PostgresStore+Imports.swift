@@ -4,6 +4,25 @@ import Foundation
 import PostgresNIO
 
 extension PostgresStore {
+    /// Makes a user with no Apple account that account's.
+    public func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool {
+        try await write { connection in
+            do {
+                return try await Self.exists(
+                    connection,
+                    """
+                    UPDATE users SET app_transaction_id = \(account.appTransactionId),
+                        app_transaction_environment = \(account.environment.rawValue)
+                    WHERE id = \(user.uuidString) AND app_transaction_id IS NULL AND merged_into IS NULL
+                        AND deleted_at IS NULL
+                    RETURNING 1
+                    """, logger: self.logger)
+            } catch let error as PSQLError where error.sqlState == "23505" {
+                throw StoreError.alreadyExists("user of Apple account \(account.appTransactionId)")
+            }
+        }
+    }
+
     /// Records an imported customer unless one of that source and external id is on file; answers the one on file.
     public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
         try await write { connection in

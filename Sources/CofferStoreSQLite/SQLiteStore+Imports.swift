@@ -5,6 +5,23 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
+    /// Makes a user with no Apple account that account's.
+    public func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool {
+        try await write { db in
+            do {
+                try db.execute(
+                    sql: """
+                        UPDATE users SET app_transaction_id = ?, app_transaction_environment = ?
+                        WHERE id = ? AND app_transaction_id IS NULL AND merged_into IS NULL AND deleted_at IS NULL
+                        """,
+                    arguments: [account.appTransactionId, account.environment.rawValue, user.uuidString])
+                return db.changesCount > 0
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                throw StoreError.alreadyExists("user of Apple account \(account.appTransactionId)")
+            }
+        }
+    }
+
     /// Records an imported customer unless one of that source and external id is on file; answers the one on file.
     public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
         try await write { db in

@@ -91,8 +91,8 @@ struct SupportFlowTests {
             try await again.launch()
             #expect(await again.credentials?.supportId == imported)
             #expect(try await again.balance() == 5_400)
-            // Another install with the same iCloud user: the customer is claimed; it starts as a new one (support
-            // can merge), and never sees the imported balance.
+            // Another install with the same iCloud user (the app registers per install here): the customer is
+            // claimed; it starts as a new one (support can merge), and never sees the imported balance.
             let other = try world.app(install: "ipad", cloudKitUserRecordName: "_0123456789abcdef")
             try await other.launch()
             let otherId = try #require(await other.credentials?.supportId)
@@ -102,6 +102,27 @@ struct SupportFlowTests {
             let stranger = try world.app(install: "stranger", cloudKitUserRecordName: "_ffffffffffffffff")
             try await stranger.launch()
             #expect(await stranger.credentials?.supportId != imported)
+        }
+    }
+
+    @Test("by Apple account, the claim makes the imported customer the account's: another device finds them")
+    func importedCustomerAccount() async throws {
+        // The server on the simulator's time: its AppTransactions are fresh.
+        try await PurchaseFlowTests.withWorld(wallet: .device, serverOnSimulatedTime: true) { world in
+            let admin = AdminService(store: world.serverStore, catalog: world.catalog, walletMode: .device)
+            let report = try await admin.importCustomers(
+                [CustomerImport(externalId: "_0123456789abcdef", balance: 2_500, grants: [])], source: "cloudkit",
+                environment: .sandbox, actor: "test")
+            let imported = try #require(report.customers.first?.supportId)
+            let phone = try world.app(identity: .appleAccount, cloudKitUserRecordName: "_0123456789abcdef")
+            try await phone.launch()
+            #expect(await phone.credentials?.supportId == imported)
+            #expect(try await phone.balance() == 2_500)
+            // Alice's iPad, signed in to another iCloud account or none: her Apple account finds her.
+            let pad = try world.app(install: "ipad", identity: .appleAccount)
+            try await pad.launch()
+            #expect(await pad.credentials?.supportId == imported)
+            #expect(try await pad.balance() == 2_500)
         }
     }
 

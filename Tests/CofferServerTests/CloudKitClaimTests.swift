@@ -6,15 +6,71 @@ import CofferStore
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Synchronization
 import Testing
 
 /// `POST /v1/users/cloudkit`: the app claiming the customer `coffer import cloudkit` brought in, once.
 @Suite("CloudKit claim", .timeLimit(.minutes(1)))
 struct CloudKitClaimTests {
-    static func claim(_ client: some TestClientProtocol, _ name: String, key: String) async throws -> TestResponse {
+    static func claim(_ client: some TestClientProtocol, _ name: String, key: String, signed: String? = nil)
+        async throws -> TestResponse
+    {
         try await client.execute(
             uri: "/v1/users/cloudkit", method: .post,
-            body: try ClientAPITests.body(CloudKitClaimRequest(userRecordName: name, claimKey: key)))
+            body: try ClientAPITests.body(
+                CloudKitClaimRequest(userRecordName: name, claimKey: key, signedAppTransaction: signed)))
+    }
+
+    @Test(
+        "the claim makes the customer the install's Apple account's; an unfinished import answers 503 and uses up nothing; a key is spent after a day",
+        arguments: ServerEngine.allCases)
+    func appleAccountAndRetries(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let clock = Mutex(ClientAPITests.start.addingTimeInterval(3_600))
+        let setup = try ClientAPITests.Setup(store: store, wallet: .server, now: { clock.withLock { $0 } })
+        let admin = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .server)
+        let imported = try await admin.importCustomers(
+            [CustomerImport(externalId: "_dana", balance: 300, grants: [])], source: ClientService.cloudKitSource,
+            environment: .sandbox, actor: "test")
+        let dana = try #require(imported.customers.first?.supportId)
+        // An import that stopped after recording the customer, before making their user.
+        _ = try await store.recordImport(
+            ImportedCustomer(
+                environment: .sandbox, source: ClientService.cloudKitSource, externalId: "_half", user: UUID(),
+                importedAt: ClientAPITests.start))
+        try await setup.app.test(.router) { client in
+            let early = try await Self.claim(client, "_half", key: "install-early-key-001")
+            #expect(early.status == .serviceUnavailable)
+            #expect(String(buffer: early.body).contains("try-again"))
+            // Run again, the import finishes; the early install's try used nothing up: another key claims.
+            let finished = try await admin.importCustomers(
+                [CustomerImport(externalId: "_half", balance: 5, grants: [])], source: ClientService.cloudKitSource,
+                environment: .sandbox, actor: "test")
+            #expect(finished.customers.first?.created == true)
+            #expect(try await Self.claim(client, "_half", key: "install-later-key-002").status == .ok)
+
+            // Dana's phone claims with its AppTransaction: her iPad, registering by Apple account, finds her.
+            let phone = try await Self.claim(
+                client, "_dana", key: "install-phone-key-003",
+                signed: try await setup.store.signedAppTransaction(account: "dana"))
+            #expect(try ClientAPITests.decode(CreateUserResponse.self, phone).supportId == dana)
+            let pad = try await AccountTests.register(
+                try await setup.store.signedAppTransaction(account: "dana"), client)
+            #expect(pad.status == .ok)
+            let padUser = try ClientAPITests.decode(CreateUserResponse.self, pad)
+            #expect(padUser.supportId == dana)
+            let me = try ClientAPITests.decode(
+                MeResponse.self,
+                try await client.execute(uri: "/v1/me", method: .get, headers: ClientAPITests.bearer(padUser.token)))
+            #expect(me.balance == 300)
+            // An AppTransaction that does not verify links nothing and costs the claim nothing.
+            let forged = try await Self.claim(client, "_half", key: "install-later-key-002", signed: "not.a.jws")
+            #expect(forged.status == .ok)
+
+            // A day after the first claim its key is spent.
+            clock.withLock { $0 = $0.addingTimeInterval(ClientService.claimRetryWindow + 1) }
+            #expect(try await Self.claim(client, "_dana", key: "install-phone-key-003").status == .conflict)
+        }
     }
 
     @Test(

@@ -79,6 +79,10 @@ final class CountingStore: CofferStore {
         }
     }
 
+    func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool {
+        try await gate("linkAppleAccount", write: true) { try await base.linkAppleAccount(account, to: user) }
+    }
+
     func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
         try await gate("recordImport", write: true) { try await base.recordImport(customer) }
     }

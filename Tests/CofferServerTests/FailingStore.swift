@@ -19,6 +19,7 @@ struct FailingStore: CofferStore {
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw error }
     func savePushToken(_ token: PushToken) async throws { throw error }
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw error }
+    func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool { throw error }
     func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer { throw error }
     func importedCustomer(source: String, externalId: String, environment: Environment) async throws
         -> ImportedCustomer?

@@ -25,6 +25,29 @@ struct StoreContractTests {
     }
 
     @Test(
+        "an Apple account is linked to a user without one, once; never to a second user, a merged or deleted one",
+        arguments: StoreEngine.allCases)
+    func linkAppleAccount(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        let bob = Make.user("_bbbbbbbbbbb2")
+        try await store.createUser(alice)
+        try await store.createUser(bob)
+        let account = AppleAccount(appTransactionId: "704289572311", environment: .sandbox)
+        #expect(try await store.linkAppleAccount(account, to: alice.id))
+        #expect(try await store.user(appleAccount: account, environment: .sandbox)?.id == alice.id)
+        #expect(try await store.user(id: alice.id)?.appleAccount == account)
+        // Alice is that account's now: not again, not to another account; Bob cannot be the same account.
+        #expect(try await store.linkAppleAccount(account, to: alice.id) == false)
+        let other = AppleAccount(appTransactionId: "704289572399", environment: .sandbox)
+        #expect(try await store.linkAppleAccount(other, to: alice.id) == false)
+        await #expect(throws: StoreError.self) { _ = try await store.linkAppleAccount(account, to: bob.id) }
+        #expect(try await store.user(id: bob.id)?.appleAccount == nil)
+        #expect(try await store.linkAppleAccount(other, to: UUID()) == false)
+        #expect(try await store.linkAppleAccount(other, to: bob.id))
+    }
+
+    @Test(
         "imported customers: recorded once per source and id in an environment; claimed once, again only by its key",
         arguments: StoreEngine.allCases)
     func importedCustomers(engine: StoreEngine) async throws {
