@@ -292,6 +292,8 @@ paths = {
                                  "customer's request): register as new"),
                       "409": ERR("already-claimed: another install claimed this customer; register as new (support "
                                  "can merge the two)"),
+                      "422": ERR("The signedAppTransaction is refused (Apple's verification status, or "
+                                 "stale-app-transaction): nothing is used up; ask again with a fresh one, or without"),
                       "413": ERR("Body too large"),
                       "429": ERR("Too many claims from this address (rate-limited); see Retry-After"),
                       "503": ERR("The database did not answer in time, or the customer's import is not finished "

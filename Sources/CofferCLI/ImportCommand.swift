@@ -50,7 +50,7 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
     @Option(
         help: """
             The Coffer environment to import into: Sandbox or Production (default: as coffer serve's settings say, \
-            else Production for CloudKit's production, Sandbox for development).
+            else Sandbox, as coffer serve).
             """)
     var environment: String?
 
@@ -108,7 +108,8 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         if dryRun {
             let grants = customers.reduce(0) { $0 + $1.grants.count }
             print(
-                "would import \(customers.count) customers (\(customers.count { $0.balance != nil }) balances, "
+                "would import \(customers.count { $0.balance != nil || !$0.grants.isEmpty }) customers "
+                    + "(\(customers.count { $0.balance != nil }) balances, "
                     + "\(grants) unclaimed grants) into \(environment.rawValue); nothing changed")
             return
         }
@@ -145,8 +146,8 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         }
         if let wallet { flags[AbsoluteConfigKey(ConfigKey("wallet"))] = ConfigValue(.string(wallet), isSecret: false) }
         let reader = try await ServeFlags.reader(flags: flags, config: database.config)
-        let environmentText =
-            reader.string(forKey: "environment") ?? (cloudkitEnvironment == "production" ? "Production" : "Sandbox")
+        // As coffer serve: Sandbox unless a setting says otherwise (the claim looks in the server's environment).
+        let environmentText = reader.string(forKey: "environment") ?? "Sandbox"
         guard let environment = Environment(rawValue: environmentText) else {
             throw ValidationError("environment must be Sandbox or Production, not \(environmentText)")
         }
@@ -257,7 +258,7 @@ enum CloudKitCustomers {
                     reason: reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
                         ? "Imported from CloudKit" : reason))
         }
-        let names = Set(latest.keys).union(pending.keys).sorted()
+        let names = Set(latest.keys).union(pending.keys).union(claimed.keys).sorted()
         let customers = names.map { name in
             CustomerImport(
                 externalId: name, balance: latest[name]?.balance,

@@ -2,6 +2,7 @@ import CofferAPI
 import CofferCore
 import CofferStoreKit
 import Foundation
+import Synchronization
 
 extension CofferSDK {
     /// What ``launch()`` found and did.
@@ -180,33 +181,57 @@ extension CofferSDK {
             return nil  // no place to keep the key: a lost answer could not be asked again, so do not ask
         }
         do {
-            // With the Apple account identity, the customer becomes the account's: its other devices find them.
-            let appTransaction =
-                configuration.identity == .appleAccount ? await storeKit.appTransaction(refresh: false) : nil
-            let claimed = try await server.claimCloudKit(
-                userRecordName: name, claimKey: key, signedAppTransaction: appTransaction)
-            try? state.set(Self.cloudKitClaimDone, "claimed")
-            try? state.set(Self.cloudKitClaimKey, "")  // the credentials are the install's now
-            return claimed
+            // With the Apple account identity, the customer becomes the account's: its other devices find them. A
+            // stale AppTransaction is refused before the claim is used: asked again with a fresh one, or without.
+            let cached = configuration.identity == .appleAccount ? await storeKit.appTransaction(refresh: false) : nil
+            do {
+                return try await server.claimCloudKit(userRecordName: name, claimKey: key, signedAppTransaction: cached)
+            } catch .refused(422, let code, _) where cached != nil {
+                let fresh = code == "stale-app-transaction" ? await storeKit.appTransaction(refresh: true) : nil
+                do {
+                    return try await server.claimCloudKit(
+                        userRecordName: name, claimKey: key, signedAppTransaction: fresh)
+                } catch .refused(422, _, _) where fresh != nil {
+                    return try await server.claimCloudKit(userRecordName: name, claimKey: key)
+                }
+            }
         } catch .refused(let status, _, _) where status == 404 || status == 409 || status == 400 {
             try? state.set(Self.cloudKitClaimDone, "none")
             return nil
         }
     }
 
-    /// `body`'s answer, or a timeout error after `limit`.
+    /// Once the credentials are saved, the claim is over: its key is forgotten and never asked again.
+    func endCloudKitClaim() {
+        guard configuration.cloudKitUserRecordName != nil, (try? state.value(Self.cloudKitClaimDone)) != "ended"
+        else { return }
+        try? state.set(Self.cloudKitClaimDone, "ended")
+        try? state.set(Self.cloudKitClaimKey, "")
+    }
+
+    /// `body`'s answer, or a timeout error after `limit`, even when `body` ignores cancellation (it is cancelled
+    /// and left to finish on its own).
     static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T)
         async throws -> T
     {
-        try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: limit)
-                throw CancellationError()
+        let waiting = Waiting<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            waiting.continuation.withLock { $0 = continuation }
+            let work = Task {
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try await body())
+                } catch {
+                    result = .failure(error)
+                }
+                waiting.take()?.resume(with: result)
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
+            Task {
+                try? await Task.sleep(for: limit)
+                guard let late = waiting.take() else { return }
+                work.cancel()
+                late.resume(throwing: CancellationError())
+            }
         }
     }
 
@@ -234,6 +259,7 @@ extension CofferSDK {
         }
         guard let identity else { throw SDKError.corrupt("no identity") }
         try credentialStore.save(identity)
+        endCloudKitClaim()
         self.identity = identity
         let credentials = identity.credentials
         guard let supportId = SupportID(credentials.supportId) else {
@@ -298,4 +324,11 @@ extension CofferSDK {
         if token == (try await localUser()).appAccountToken { return true }
         return try state.value(Self.formerToken) == token.uuidString
     }
+}
+
+/// The continuation ``CofferSDK/within(_:_:)`` resumes once: with the answer, or at the deadline.
+private final class Waiting<T: Sendable>: Sendable {
+    let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
+
+    func take() -> CheckedContinuation<T, any Error>? { continuation.withLock { $0.take() } }
 }

@@ -174,7 +174,9 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
-        let limit = max(limit, Self.routeLimits[request.uri.path] ?? 0)
+        // The path as the router matches it: empty components (`//`, a trailing `/`) do not count.
+        let path = "/" + request.uri.path.split(separator: "/").joined(separator: "/")
+        let limit = max(limit, Self.routeLimits[path] ?? 0)
         if let text = request.headers[.contentLength], let length = Int(text), length > limit {
             throw ServiceError.bodyTooLarge(limit: limit)
         }

@@ -111,7 +111,8 @@ public struct ClientService: ServiceOnParts {
     /// key is refused. The threat model is docs/cloudkit.md's: the record name is what the seeds' app trusted.
     ///
     /// - Throws: ``ServiceError/notFound(_:)`` for a name no import brought in (or a customer deleted since),
-    ///   ``ServiceError/alreadyClaimed`` for one another install claimed, ``ServiceError/badRequest(_:)``.
+    ///   ``ServiceError/alreadyClaimed`` for one another install claimed, ``ServiceError/badRequest(_:)``,
+    ///   ``ServiceError/verification(code:message:)`` for an AppTransaction that does not verify or is too old.
     public func claimCloudKit(_ request: CloudKitClaimRequest) async throws -> CreateUserResponse {
         guard AdminService.isExternalId(request.userRecordName) else {
             throw ServiceError.badRequest("userRecordName must be 1 to 255 printable ASCII characters")
@@ -136,6 +137,10 @@ public struct ClientService: ServiceOnParts {
             user = target
         }
         guard user.deletedAt == nil, user.mergedInto == nil else { throw notImported }
+        // The install's AppTransaction, verified before the claim is used: one too old or forged is refused
+        // (422, nothing used up) and the app asks again with a fresh one, or without.
+        var account: AppleAccount?
+        if let signed = request.signedAppTransaction { account = try await appleAccount(signedAppTransaction: signed) }
         let now = dependencies.now()
         let keyHash = Self.hash(request.claimKey)
         guard
@@ -157,11 +162,8 @@ public struct ClientService: ServiceOnParts {
                     subject: user.supportId.rawValue, after: #"{"source":"cloudkit"}"#, at: now))
         } catch StoreError.alreadyExists {}
         // With the install's AppTransaction, the imported customer becomes its Apple account's (when neither has
-        // the other yet): the account's other devices then register to it. Data that does not verify links
-        // nothing and costs the claim nothing.
-        if let signed = request.signedAppTransaction, user.appleAccount == nil,
-            let account = try? await appleAccount(signedAppTransaction: signed)
-        {
+        // the other yet): the account's other devices then register to it.
+        if let account, user.appleAccount == nil {
             do {
                 _ = try await store.linkAppleAccount(account, to: user.id)
             } catch StoreError.alreadyExists {

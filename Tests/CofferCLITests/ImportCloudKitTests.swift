@@ -83,6 +83,27 @@ struct ImportCloudKitTests {
                     "targetUserRecordName": (String(format: "_%032x", 2), "STRING"), "credits": (900, "INT64"),
                     "processed": (1, "INT64"),
                 ]),
+            // Customer 7's app wrote a later lastUpdated into an older backup: CloudKit's own modified stamp picks.
+            {
+                var record = Self.record(
+                    "backup-7-stale", "BankrollBackup",
+                    [
+                        "ownerRecordName": (String(format: "_%032x", 7), "STRING"), "bankroll": (70, "INT64"),
+                        "lastUpdated": (1_900_000_000_000, "TIMESTAMP"),
+                    ])
+                record["modified"] = ["timestamp": 1_767_000_000_000]
+                return record
+            }(),
+            {
+                var record = Self.record(
+                    "backup-7-fresh", "BankrollBackup",
+                    [
+                        "ownerRecordName": (String(format: "_%032x", 7), "STRING"), "bankroll": (7_007, "INT64"),
+                        "lastUpdated": (1_000, "TIMESTAMP"),
+                    ])
+                record["modified"] = ["timestamp": 1_767_400_000_000]
+                return record
+            }(),
             // What a patched app could write: a grant to itself, a backup of someone else's.
             Self.record(
                 "grant-self", "CreditGrant",
@@ -107,7 +128,7 @@ struct ImportCloudKitTests {
         try JSONSerialization.data(withJSONObject: ["records": records]).write(to: recordsFile)
         let saved = try CofferProcess.run(["appstore-sim", "cloudkit-records", recordsFile.path] + remote)
         #expect(saved.status == 0, "\(saved.stderr)")
-        #expect(saved.stdout.contains("saved 457 records"))
+        #expect(saved.stdout.contains("saved 459 records"))
 
         let database = "sqlite:" + folder.appendingPathComponent("coffer.sqlite").path
         let common = [
@@ -188,6 +209,12 @@ struct ImportCloudKitTests {
         #expect(
             try CofferProcess.run(["user", zeroId, "--database-url", database]).stdout.contains(
                 "backup 7777 (version 2"))
+
+        let seven = try #require(customers.first { $0["externalId"] as? String == String(format: "_%032x", 7) })
+        let sevenUser = try CofferProcess.run([
+            "user", try #require(seven["supportId"] as? String), "--database-url", database,
+        ])
+        #expect(sevenUser.stdout.contains("backup 7007 (version 1"), "\(sevenUser.stdout)")
 
         let onlyGrant = try #require(customers.first { $0["externalId"] as? String == "_onlygrant" })
         #expect(onlyGrant["balance"] as? String == "none")

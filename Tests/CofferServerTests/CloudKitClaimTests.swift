@@ -30,8 +30,10 @@ struct CloudKitClaimTests {
         let setup = try ClientAPITests.Setup(store: store, wallet: .server, now: { clock.withLock { $0 } })
         let admin = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .server)
         let imported = try await admin.importCustomers(
-            [CustomerImport(externalId: "_dana", balance: 300, grants: [])], source: ClientService.cloudKitSource,
-            environment: .sandbox, actor: "test")
+            [
+                CustomerImport(externalId: "_dana", balance: 300, grants: []),
+                CustomerImport(externalId: "_erin", balance: 1, grants: []),
+            ], source: ClientService.cloudKitSource, environment: .sandbox, actor: "test")
         let dana = try #require(imported.customers.first?.supportId)
         // An import that stopped after recording the customer, before making their user.
         _ = try await store.recordImport(
@@ -63,9 +65,15 @@ struct CloudKitClaimTests {
                 MeResponse.self,
                 try await client.execute(uri: "/v1/me", method: .get, headers: ClientAPITests.bearer(padUser.token)))
             #expect(me.balance == 300)
-            // An AppTransaction that does not verify links nothing and costs the claim nothing.
-            let forged = try await Self.claim(client, "_half", key: "install-later-key-002", signed: "not.a.jws")
-            #expect(forged.status == .ok)
+            // An AppTransaction that does not verify, or one too old, is refused before the claim is used up.
+            let forged = try await Self.claim(client, "_half", key: "install-other-key-005", signed: "not.a.jws")
+            #expect(forged.status == .unprocessableContent)
+            let stale = try await setup.store.signedAppTransaction(account: "erin")
+            clock.withLock { $0 = $0.addingTimeInterval(2 * 86_400) }
+            let old = try await Self.claim(client, "_erin", key: "install-erin-key-0006", signed: stale)
+            #expect(String(buffer: old.body).contains("stale-app-transaction"))
+            clock.withLock { $0 = $0.addingTimeInterval(-2 * 86_400) }
+            #expect(try await Self.claim(client, "_erin", key: "install-erin-key-0006").status == .ok)
 
             // A day after the first claim its key is spent.
             clock.withLock { $0 = $0.addingTimeInterval(ClientService.claimRetryWindow + 1) }
@@ -139,7 +147,7 @@ struct CloudKitClaimTests {
         }
         // The claim is in the customer's story once.
         let audit = try await store.auditEvents(environment: .sandbox, subject: alice, limit: 50)
-        #expect(audit.filter { $0.action == "customer.claim" }.count >= 1)
+        #expect(audit.filter { $0.action == "customer.claim" }.count == 1)
         #expect(audit.contains { $0.action == "customer.import" })
     }
 }

@@ -94,15 +94,16 @@ struct DatabaseFaultTests {
         try await store.createUser(alice)
         _ = try await store.apply(Make.purchase("t1", for: alice))
 
-        // A black hole: every read and write answers unavailable at its deadline, not later.
+        // A black hole: every read and write answers unavailable at its deadline (1 s), not later. The bound
+        // leaves room for a run that keeps both cores busy beside it (seen: 3.8 s), as the load test's does.
         proxy.mode = .blackHole
         for attempt in 0..<3 {
             var start = ContinuousClock.now
             #expect(await Self.unavailable { _ = try await store.apply(Make.purchase("t2", for: alice)) })
-            #expect(ContinuousClock.now - start < .seconds(3), "write \(attempt)")
+            #expect(ContinuousClock.now - start < .seconds(6), "write \(attempt)")
             start = ContinuousClock.now
             #expect(await Self.unavailable { _ = try await store.wallet(owner: alice.id, environment: .sandbox) })
-            #expect(ContinuousClock.now - start < .seconds(3), "read \(attempt)")
+            #expect(ContinuousClock.now - start < .seconds(6), "read \(attempt)")
         }
         // The database answers again: the stuck connections drop, and the next request is served.
         proxy.mode = .pass

@@ -44,6 +44,18 @@ struct StoreContractTests {
         await #expect(throws: StoreError.self) { _ = try await store.linkAppleAccount(account, to: bob.id) }
         #expect(try await store.user(id: bob.id)?.appleAccount == nil)
         #expect(try await store.linkAppleAccount(other, to: UUID()) == false)
+        // A customer merged into another, or deleted at their request, is never linked.
+        let dave = Make.user("_ddddddddddd4")
+        try await store.createUser(dave)
+        _ = try await store.mergeUser(
+            UserMerge(
+                from: dave.id, fromSupportId: dave.supportId, into: alice.id, environment: .sandbox, movesBackup: true,
+                at: Make.start))
+        #expect(try await store.linkAppleAccount(other, to: dave.id) == false)
+        let carl = Make.user("_ccccccccccc3")
+        try await store.createUser(carl)
+        _ = try await store.deleteUser(UserDeletion(user: carl.id, environment: .sandbox, actor: "ada", at: Make.start))
+        #expect(try await store.linkAppleAccount(other, to: carl.id) == false)
         #expect(try await store.linkAppleAccount(other, to: bob.id))
     }
 
