@@ -29,9 +29,10 @@ struct FaultLoadTests {
     /// The database deadline the instances run with (`database.timeout`).
     static let deadline: Duration = .seconds(1)
     /// The longest a request may take: a request makes at most five database operations in turn, each bounded by
-    /// the deadline (the first that fails ends it with a 503), and a second for the CPU the rest of the test run
-    /// takes beside it.
-    static let answerBound: Duration = .seconds(6)
+    /// the deadline (the first that fails ends it with a 503), and up to five seconds for the CPU the rest of the
+    /// test run takes beside it on two cores (seen in CI: 7.1 s while the model simulation ran). Alone the slowest
+    /// answer is 2-2.4 s (BENCHMARKS.md); what this bound catches is a request left waiting on the database.
+    static let answerBound: Duration = .seconds(10)
 
     /// What the load saw.
     final class Record: Sendable {
