@@ -175,7 +175,11 @@ schemas = {
     "MergeRequest": obj({"from": S("The anonymous user's Support ID"),
                          "into": S("The Apple account customer's Support ID")}),
     "MergeResponse": obj({"from": S(), "into": S(), "movedBalance": I(), "movedDeficit": I(), "balance": I(),
-                          "deficit": I(), "receipts": I(), "grants": I()}),
+                          "deficit": I(), "receipts": I(), "grants": I(),
+                          "tokensMoved": I("Device tokens of installs that registered themselves: they sign in as "
+                                           "the account customer from now on"),
+                          "claimTokensEnded": I("Device tokens a CloudKit claim issued to the merged customer: "
+                                                "ended, never moved")}),
     "AuditEvent": obj({"id": S(format="uuid"), "environment": S(), "actor": S(), "action": S(), "subject": S(),
                        "before": S("JSON"), "after": S("JSON"), "at": DATE},
                       required=["id", "environment", "actor", "action", "subject", "at"]),
@@ -194,10 +198,18 @@ schemas = {
                              "activeSubscriptions": I("Subscriptions in a period now and not refunded"),
                              "loyaltyLifetimes": {"type": "array", "items": ref("GroupCount"),
                                                   "description": "Customers who earned each group's loyalty "
-                                                                 "lifetime"}},
+                                                                 "lifetime"},
+                             "otherEnvironmentCustomers": I("Customers whose own AppTransaction says the other "
+                                                            "environment (App Review, TestFlight on Production)"),
+                             "otherEnvironmentCredits": I("Credits delivered by the other environment's purchases, "
+                                                          "not refunded"),
+                             "otherEnvironmentSubscriptions": I("The other environment's subscriptions in a period "
+                                                                "now and not refunded")},
                             required=["users", "pendingGrants", "claimedGrants", "purchases", "refunds",
                                       "usersInDeficit", "outstandingDeficit", "days", "otherEnvironmentPurchases",
-                                      "revenue", "refunded", "activeSubscriptions", "loyaltyLifetimes"]),
+                                      "revenue", "refunded", "activeSubscriptions", "loyaltyLifetimes",
+                                      "otherEnvironmentCustomers", "otherEnvironmentCredits",
+                                      "otherEnvironmentSubscriptions"]),
     "MoneyFigures": obj({"day": DATE, "productId": S(), "currency": S("ISO 4217"), "count": I(),
                          "amount": I("Prices summed, in milliunits of the currency")}),
     "GroupCount": obj({"group": S(), "count": I()}),

@@ -16,6 +16,8 @@ public struct AdminView: Sendable, Hashable, Codable {
     public var recoveryCodesLeft: Int
     /// When the admin was created.
     public var createdAt: Date
+    /// When an owner disabled the admin; `nil` while they may sign in.
+    public var disabledAt: Date?
 
     /// The view of an admin.
     public init(_ admin: Admin) {
@@ -25,6 +27,7 @@ public struct AdminView: Sendable, Hashable, Codable {
         twoFactor = admin.hasTwoFactor
         recoveryCodesLeft = admin.recoveryCodeHashes.count
         createdAt = admin.createdAt
+        disabledAt = admin.disabledAt
     }
 }
 
@@ -65,7 +68,7 @@ extension AdminService {
     ) async throws -> AdminView {
         let limit = try Self.limit(grantLimit, role: role)
         guard let before = try await store.admin(name: name) else { throw AdminError.notFound("admin \(name)") }
-        if before.role == .owner, role != .owner, try await store.admins().count(where: { $0.role == .owner }) <= 1 {
+        if before.isActiveOwner, role != .owner, try await store.admins().count(where: \.isActiveOwner) <= 1 {
             throw AdminError.invalid("\(name) is the only owner: make another admin an owner first")
         }
         guard
@@ -80,7 +83,7 @@ extension AdminService {
         else { throw AdminError.notFound("admin \(name)") }
         // Counted again after the change: two owners demoting each other at once both see the other still an
         // owner before; whoever counts none after puts their admin back, so an owner always stays.
-        if before.role == .owner, role != .owner, try await store.admins().count(where: { $0.role == .owner }) == 0 {
+        if before.isActiveOwner, role != .owner, try await store.admins().count(where: \.isActiveOwner) == 0 {
             _ = try await store.updateAdmin(name: name) { admin in
                 var restored = admin
                 restored.role = before.role
@@ -92,6 +95,45 @@ extension AdminService {
         try await audit(
             environment, actor: actor, action: "admin.role", subject: "admin \(name)", before: AdminView(before),
             after: AdminView(after))
+        return AdminView(after)
+    }
+
+    /// Takes an admin off (`disabled`), or lets them sign in again. A disabled admin cannot sign in and their
+    /// sessions end at once (in the store's transaction); the last owner who is not disabled cannot be. Audited
+    /// `admin.disable` or `admin.enable`.
+    ///
+    /// - Throws: ``AdminError/notFound(_:)``; ``AdminError/invalid(_:)`` for the last owner.
+    public func setDisabled(environment: Environment, name: String, disabled: Bool, actor: String) async throws
+        -> AdminView
+    {
+        guard let before = try await store.admin(name: name) else { throw AdminError.notFound("admin \(name)") }
+        let lastOwner = AdminError.invalid("\(name) is the only owner: make another admin an owner first")
+        if disabled, before.isActiveOwner, try await store.admins().count(where: \.isActiveOwner) <= 1 {
+            throw lastOwner
+        }
+        let at = now()
+        guard
+            let after = try await store.updateAdmin(
+                name: name,
+                { admin in
+                    guard admin.isEnabled == disabled else { return nil }
+                    var changed = admin
+                    changed.disabledAt = disabled ? at : nil
+                    return changed
+                })
+        else { return AdminView(before) }
+        // Counted again after the change, as for roles: two owners disabling each other at once.
+        if disabled, before.isActiveOwner, try await store.admins().count(where: \.isActiveOwner) == 0 {
+            _ = try await store.updateAdmin(name: name) { admin in
+                var restored = admin
+                restored.disabledAt = nil
+                return restored
+            }
+            throw lastOwner
+        }
+        try await audit(
+            environment, actor: actor, action: disabled ? "admin.disable" : "admin.enable", subject: "admin \(name)",
+            before: AdminView(before), after: AdminView(after))
         return AdminView(after)
     }
 
@@ -158,13 +200,14 @@ extension AdminService {
         guard text.utf8.count <= 64 else { return false }
         if TwoFactor.isRecoveryCode(text) {
             let hash = TwoFactor.recoveryHash(text)
-            return try await store.updateAdmin(name: name, { $0.using(recoveryCodeHash: hash) }) != nil
+            return try await store.updateAdmin(name: name, { $0.isEnabled ? $0.using(recoveryCodeHash: hash) : nil })
+                != nil
         }
         let now = now()
         return try await store.updateAdmin(
             name: name,
             { admin in
-                guard let secret = admin.twoFactorSecret,
+                guard admin.isEnabled, let secret = admin.twoFactorSecret,
                     let step = TwoFactor.matchingStep(text, secret: secret, now: now, lastStep: admin.twoFactorLastStep)
                 else { return nil }
                 return admin.using(step: step)

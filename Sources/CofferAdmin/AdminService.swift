@@ -433,54 +433,6 @@ public struct AdminService: Sendable {
         }
     }
 
-    /// Merges an anonymous user into the customer an Apple account is, once: balance and deficit, receipts,
-    /// grants, subscription states and the install's token (which then signs in as the account's customer)
-    /// move; the merged user keeps its history, marked merged, and both timelines say so. Audited.
-    ///
-    /// - Throws: ``AdminError/invalid(_:)`` unless `from` is an anonymous user not merged yet and `into` an
-    ///   Apple account's user, ``AdminError/notFound(_:)`` for an unknown Support ID.
-    public func mergeUsers(environment: Environment, from: String, into: String, actor: String) async throws
-        -> MergeResponse
-    {
-        let merged = try await find(from, environment: environment)
-        let account = try await find(into, environment: environment)
-        guard merged.id != account.id else { throw AdminError.invalid("a customer cannot be merged into itself") }
-        guard merged.appleAccount == nil else {
-            throw AdminError.invalid("\(merged.supportId) is an Apple account's customer; only anonymous users merge")
-        }
-        guard account.appleAccount != nil, account.mergedInto == nil else {
-            throw AdminError.invalid("\(account.supportId) is not an Apple account's customer")
-        }
-        guard merged.mergedInto == nil else { throw AdminError.invalid("\(merged.supportId) was merged already") }
-        guard merged.deletedAt == nil, account.deletedAt == nil else {
-            throw AdminError.invalid("a customer deleted at their request cannot be merged")
-        }
-        let result: UserMergeResult
-        do {
-            result = try await store.mergeUser(
-                UserMerge(
-                    from: merged.id, fromSupportId: merged.supportId, into: account.id, environment: environment,
-                    movesBackup: walletMode == .device,
-                    at: now()))
-        } catch StoreError.alreadyExists {
-            throw AdminError.invalid("\(merged.supportId) was merged already")
-        } catch let error as LedgerError {
-            throw AdminError.invalid("the merge would overflow a wallet: \(error)")
-        }
-        let answer = MergeResponse(
-            from: merged.supportId.rawValue, into: account.supportId.rawValue, movedBalance: result.moved.balance,
-            movedDeficit: result.moved.deficit, balance: result.wallet.balance, deficit: result.wallet.deficit,
-            receipts: result.receipts, grants: result.grants)
-        await onChange?(merged.id, .merged)
-        await onChange?(
-            account.id, .adjustment(key: IdempotencyKey(.merge, merged.supportId.rawValue).rawValue))
-        try await audit(
-            environment, actor: actor, action: "user.merge", subject: account.supportId.rawValue, after: answer)
-        try await audit(
-            environment, actor: actor, action: "user.merge", subject: merged.supportId.rawValue, after: answer)
-        return answer
-    }
-
     /// Deletes a customer at their request (App Store guideline 5.1.1(v)), once: the wallet is closed by a
     /// ledger entry, the tokens, push tokens, backups, the Apple account link and every free-text reason are
     /// removed, pending grants are cancelled; the receipts and the ledger's amounts stay, anonymised, so no
@@ -609,7 +561,7 @@ public struct AdminService: Sendable {
         return user
     }
 
-    private func find(_ supportId: String, environment: Environment) async throws -> User {
+    func find(_ supportId: String, environment: Environment) async throws -> User {
         let text = supportId.trimmingCharacters(in: .whitespaces).lowercased()
         guard let id = SupportID(text.hasPrefix("_") ? text : "_" + text) else {
             throw AdminError.invalid("\(supportId) is not a Support ID (an underscore and 12 hex digits)")

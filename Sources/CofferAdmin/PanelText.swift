@@ -1,3 +1,4 @@
+import CofferStore
 import Foundation
 
 /// How the panel writes and reads numbers and times: amounts with thousands separators (a grant of 120,000 and
@@ -13,6 +14,23 @@ public enum PanelText {
             grouped.append(digit)
         }
         return amount < 0 ? "-" + grouped : grouped
+    }
+
+    /// What a merge does with the merged customer's device tokens, for its confirmation: those of installs that
+    /// registered themselves sign in as `into` from now on; those a CloudKit claim issued end.
+    public static func mergedTokens(_ tokens: TokenCounts, into: String) -> String {
+        func devices(_ count: Int) -> String { count == 1 ? "1 device token" : "\(count) device tokens" }
+        var text = "It holds \(devices(tokens.devices + tokens.claims))"
+        if tokens.claims == 0 {
+            text +=
+                tokens.devices == 0 ? "." : ", none issued by a CloudKit claim: they sign in as \(into) from now on."
+        } else {
+            text +=
+                ", \(tokens.claims) issued by a CloudKit claim: "
+                + (tokens.claims == 1 ? "it ends" : "they end") + " with the merge (that device registers again)"
+                + (tokens.devices > 0 ? "; the other \(tokens.devices) sign in as \(into) from now on." : ".")
+        }
+        return text
     }
 
     /// Currencies without minor units (ISO 4217 exponent 0), shown without decimals.

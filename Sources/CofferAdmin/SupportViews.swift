@@ -421,11 +421,17 @@ public struct MergeResponse: Sendable, Hashable, Codable {
     public var receipts: Int
     /// Grants that moved.
     public var grants: Int
+    /// Device tokens of the merged customer's installs that registered themselves: they sign in as the account
+    /// customer from now on.
+    public var tokensMoved: Int
+    /// Device tokens a CloudKit claim issued to the merged customer: ended by the merge (those devices register
+    /// again with their AppTransaction).
+    public var claimTokensEnded: Int
 
     /// Creates the answer.
     public init(
         from: String, into: String, movedBalance: Int64, movedDeficit: Int64, balance: Int64, deficit: Int64,
-        receipts: Int, grants: Int
+        receipts: Int, grants: Int, tokensMoved: Int = 0, claimTokensEnded: Int = 0
     ) {
         self.from = from
         self.into = into
@@ -435,6 +441,28 @@ public struct MergeResponse: Sendable, Hashable, Codable {
         self.deficit = deficit
         self.receipts = receipts
         self.grants = grants
+        self.tokensMoved = tokensMoved
+        self.claimTokensEnded = claimTokensEnded
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case from, into, movedBalance, movedDeficit, balance, deficit, receipts, grants, tokensMoved, claimTokensEnded
+    }
+
+    /// Reads an answer; one from a server before token counts reads them as 0.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            from: try container.decode(String.self, forKey: .from),
+            into: try container.decode(String.self, forKey: .into),
+            movedBalance: try container.decode(Int64.self, forKey: .movedBalance),
+            movedDeficit: try container.decode(Int64.self, forKey: .movedDeficit),
+            balance: try container.decode(Int64.self, forKey: .balance),
+            deficit: try container.decode(Int64.self, forKey: .deficit),
+            receipts: try container.decode(Int.self, forKey: .receipts),
+            grants: try container.decode(Int.self, forKey: .grants),
+            tokensMoved: try container.decodeIfPresent(Int.self, forKey: .tokensMoved) ?? 0,
+            claimTokensEnded: try container.decodeIfPresent(Int.self, forKey: .claimTokensEnded) ?? 0)
     }
 }
 

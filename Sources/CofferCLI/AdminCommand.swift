@@ -9,7 +9,9 @@ struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin",
         abstract: "Create panel admins, set their roles, reset their passwords or two-factor, and list them.",
-        subcommands: [Create.self, SetRole.self, ResetPassword.self, ResetTwoFactor.self, List.self]
+        subcommands: [
+            Create.self, SetRole.self, ResetPassword.self, ResetTwoFactor.self, Disable.self, Enable.self, List.self,
+        ]
     )
 
     /// The password options both commands share.
@@ -100,6 +102,45 @@ struct AdminCommand: AsyncParsableCommand {
         }
     }
 
+    /// `coffer admin disable --name NAME`: an admin who left; their sessions end at once.
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Take an admin off: they cannot sign in, and their sessions end at once (not the last owner).")
+
+        @OptionGroup var admin: NamedAdmin
+
+        func run() async throws { try await admin.set(disabled: true) }
+    }
+
+    /// `coffer admin enable --name NAME`.
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Let a disabled admin sign in again.")
+
+        @OptionGroup var admin: NamedAdmin
+
+        func run() async throws { try await admin.set(disabled: false) }
+    }
+
+    /// The admin `disable` and `enable` name, and the database they are on.
+    struct NamedAdmin: ParsableArguments {
+        @Option(help: "The admin's name.")
+        var name: String
+
+        @OptionGroup var options: KeysCommand.Options
+
+        /// Disables or enables the admin, audited, and says so.
+        func set(disabled: Bool) async throws {
+            try await options.withAdminService { service, environment in
+                try await service.setDisabled(
+                    environment: environment, name: name, disabled: disabled, actor: LocalSupport.actor)
+            }
+            print(
+                disabled
+                    ? "\(name) is disabled: they cannot sign in, and their sessions have ended"
+                    : "\(name) is enabled: they can sign in again")
+        }
+    }
+
     /// `coffer admin reset-two-factor --name NAME`: for an admin who lost their phone and recovery codes.
     struct ResetTwoFactor: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -164,7 +205,8 @@ struct AdminCommand: AsyncParsableCommand {
             var table = TextTable(["name", "role", "grant limit", "two-factor", "created (UTC)", "password set (UTC)"])
             for admin in admins {
                 table.add([
-                    admin.name, admin.role.rawValue, admin.grantCeiling.map(String.init) ?? "-",
+                    admin.name + (admin.isEnabled ? "" : " (disabled)"), admin.role.rawValue,
+                    admin.grantCeiling.map(String.init) ?? "-",
                     admin.hasTwoFactor ? "on" : "off", JSONText.timestamp(admin.createdAt),
                     JSONText.timestamp(admin.passwordChangedAt),
                 ])

@@ -223,8 +223,16 @@ struct DoctorCommand: AsyncParsableCommand {
                 "listening on \(server.host) with no server.trusted.proxies: put Coffer behind a TLS reverse proxy "
                     + "and name it, so rate limits see the client's address")
         }
-        if !loopback, server.metricsToken == nil {
-            gaps.append("metrics.token: without it /metrics answers anyone who can reach the server")
+        if loopback, server.trustedProxies.ranges.isEmpty {
+            gaps.append(
+                "listening on \(server.host) with no server.trusted.proxies: if a reverse proxy on this machine "
+                    + "forwards to Coffer, list it (server.trusted.proxies=127.0.0.1,::1); until then every request "
+                    + "it forwards is from an unknown address, refused the panel and sharing one rate limit")
+        }
+        if server.metricsToken == nil, !loopback || !server.trustedProxies.ranges.isEmpty {
+            gaps.append(
+                "metrics.token: without it /metrics answers anyone who can reach the server"
+                    + (loopback ? " through the reverse proxy" : ""))
         }
         if case .sqlite = settings.database {
             gaps.append("backups: schedule coffer backup (SQLite) and keep the copies off this machine")

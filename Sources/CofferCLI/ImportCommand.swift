@@ -61,9 +61,16 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         name: .customLong("grant-creator"),
         help: """
             The user record name that created support's CreditGrant records (the developer's, or the key's); \
-            repeat for several. Given, grants anyone else created are skipped (an app can create them too).
+            repeat for several. Only grants these created, and last modified, are imported: without one, no \
+            CreditGrant is (any signed-in app can create and edit them in the public database).
             """)
     var grantCreators: [String] = []
+
+    @Option(help: "Skip and report any balance larger than this (a backup's bankroll is written by the app).")
+    var maxBalance: Int64?
+
+    @Option(help: "Skip and report any grant larger than this.")
+    var maxGrant: Int64?
 
     @OptionGroup var database: DatabaseLocationOptions
 
@@ -90,7 +97,7 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         }
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let customers: [CustomerImport]
-        let skipped: [String]
+        let skipped: [CloudKitSkip]
         do {
             let client = try CloudKitClient(
                 httpClient: http, container: container, environment: cloudkitEnvironment, key: key,
@@ -98,7 +105,9 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
             let backups = try await client.allRecords(ofType: CloudKitCustomers.backupType)
             let grants = try await client.allRecords(ofType: CloudKitCustomers.grantType)
             (customers, skipped) = CloudKitCustomers.customers(
-                backups: backups, grants: grants, grantCreators: Set(grantCreators))
+                backups: backups, grants: grants,
+                policy: CloudKitImportPolicy(
+                    grantCreators: Set(grantCreators), maxBalance: maxBalance, maxGrant: maxGrant))
             try await http.shutdown()
         } catch {
             try? await http.shutdown()
@@ -111,6 +120,8 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
                 "would import \(customers.count { $0.balance != nil || !$0.grants.isEmpty }) customers "
                     + "(\(customers.count { $0.balance != nil }) balances, "
                     + "\(grants) unclaimed grants) into \(environment.rawValue); nothing changed")
+            print(CloudKitCustomers.largest(customers))
+            if !skipped.isEmpty { print(CloudKitCustomers.skippedSummary(skipped)) }
             return
         }
         let store: any CofferStore
@@ -134,6 +145,7 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
             print(try JSONText.encode(report))
         } else {
             print(Self.summary(report, skipped: skipped.count))
+            if !skipped.isEmpty { print(CloudKitCustomers.skippedSummary(skipped)) }
         }
         if report.problems > 0 { throw ExitCode(1) }
     }
@@ -181,90 +193,5 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         }
         lines.append(table.render())
         return lines.joined(separator: "\n")
-    }
-}
-
-/// The seeds' CloudKit records as Coffer customers.
-enum CloudKitCustomers {
-    /// The record type of a customer's balance backup.
-    static let backupType = "BankrollBackup"
-    /// The record type of support's grants.
-    static let grantType = "CreditGrant"
-
-    /// A customer per user record name named by a backup or an unclaimed grant: the balance of the backup
-    /// updated last (a customer may have several), and the unclaimed grants (`processed == 0`).
-    ///
-    /// - Returns: The customers in user record name order, and why records were skipped.
-    /// The fields are written by apps (a patched one writes what it likes); what CloudKit itself stamps is
-    /// trusted over them: a backup counts only when its creator is its owner, the latest by CloudKit's own
-    /// modification time; a grant a customer created for themself is refused, and with `grantCreators` only
-    /// grants created by those user records (support's) count.
-    static func customers(backups: [CloudKitRecord], grants: [CloudKitRecord], grantCreators: Set<String> = [])
-        -> ([CustomerImport], [String])
-    {
-        var skipped: [String] = []
-        var latest: [String: (balance: Int64, updated: Int64, name: String)] = [:]
-        for record in backups {
-            let fields = record.fields ?? [:]
-            guard let owner = fields["ownerRecordName"]?.string, AdminService.isExternalId(owner) else {
-                skipped.append("\(backupType) \(record.recordName): no valid ownerRecordName")
-                continue
-            }
-            if let creator = record.created?.userRecordName, creator != owner {
-                skipped.append("\(backupType) \(record.recordName): created by \(creator), not its owner \(owner)")
-                continue
-            }
-            guard let balance = fields["bankroll"]?.int64, balance >= 0, balance <= AdminService.maximumCredits
-            else {
-                skipped.append("\(backupType) \(record.recordName): bankroll missing or outside 0...1e12")
-                continue
-            }
-            let updated = record.modified?.timestamp ?? fields["lastUpdated"]?.int64 ?? 0
-            if let seen = latest[owner], (seen.updated, seen.name) >= (updated, record.recordName) { continue }
-            latest[owner] = (balance, updated, record.recordName)
-        }
-        var pending: [String: [CustomerImport.PendingGrant]] = [:]
-        var claimed: [String: [String]] = [:]
-        for record in grants {
-            let fields = record.fields ?? [:]
-            guard let target = fields["targetUserRecordName"]?.string, AdminService.isExternalId(target),
-                AdminService.isExternalId(record.recordName)
-            else {
-                skipped.append("\(grantType) \(record.recordName): no valid targetUserRecordName")
-                continue
-            }
-            let creator = record.created?.userRecordName
-            if creator == target {
-                skipped.append("\(grantType) \(record.recordName): created by its own recipient")
-                continue
-            }
-            if !grantCreators.isEmpty, !grantCreators.contains(creator ?? "") {
-                skipped.append(
-                    "\(grantType) \(record.recordName): created by \(creator ?? "nobody known"), not support")
-                continue
-            }
-            guard fields["processed"]?.int64 ?? 0 == 0 else {
-                claimed[target, default: []].append(record.recordName)  // the old app credited it
-                continue
-            }
-            guard let credits = fields["credits"]?.int64, credits > 0, credits <= AdminService.maximumCredits else {
-                skipped.append("\(grantType) \(record.recordName): credits missing or outside 1...1e12")
-                continue
-            }
-            let reason = fields["reason"]?.string.map { String($0.prefix(200)) } ?? ""
-            pending[target, default: []].append(
-                .init(
-                    externalId: record.recordName, credits: credits,
-                    reason: reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty
-                        ? "Imported from CloudKit" : reason))
-        }
-        let names = Set(latest.keys).union(pending.keys).union(claimed.keys).sorted()
-        let customers = names.map { name in
-            CustomerImport(
-                externalId: name, balance: latest[name]?.balance,
-                grants: (pending[name] ?? []).sorted { $0.externalId < $1.externalId },
-                claimedGrants: (claimed[name] ?? []).sorted())
-        }
-        return (customers, skipped)
     }
 }

@@ -136,6 +136,9 @@ struct ServeSettings: Sendable {
             key: "limit.notifications.rate",
             help: "Failed notifications forgiven per address per second. Default 1. Apple's are never counted."),
         .init(key: "events.streams.user", help: "Event streams (GET /v1/me/events) one user may hold. Default 4."),
+        .init(
+            key: "events.streams.address",
+            help: "Event streams one client address (IPv6 by /64) may hold, whatever tokens it shows. Default 32."),
         .init(key: "events.streams.total", help: "Event streams open at once on this server. Default 1000."),
         .init(key: "connections.limit", help: "Connections open at once; more wait to be accepted. Default 4096."),
         .init(
@@ -330,6 +333,8 @@ struct ServeSettings: Sendable {
         server.notificationFailureLimit = try rate("limit.notifications", default: server.notificationFailureLimit)
         server.eventStreamsPerUser = try number(
             "events.streams.user", default: server.eventStreamsPerUser, in: 1...1_000)
+        server.eventStreamsPerAddress = try number(
+            "events.streams.address", default: server.eventStreamsPerAddress, in: 1...1_000_000)
         server.eventStreamsTotal = try number(
             "events.streams.total", default: server.eventStreamsTotal, in: 1...1_000_000)
         server.maximumConnections = try number(

@@ -379,7 +379,8 @@ struct MergeCommand: AsyncParsableCommand {
         print(
             "Merged \(done.from) into \(done.into): \(done.movedBalance) credits, \(done.movedDeficit) deficit, "
                 + "\(done.receipts) receipts, \(done.grants) grants moved; \(done.into) now has balance "
-                + "\(done.balance), deficit \(done.deficit)")
+                + "\(done.balance), deficit \(done.deficit); \(done.tokensMoved) device tokens now sign in as \(done.into)"
+                + (done.claimTokensEnded > 0 ? ", \(done.claimTokensEnded) issued by a CloudKit claim ended" : ""))
     }
 }
 

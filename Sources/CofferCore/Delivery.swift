@@ -131,6 +131,15 @@ public enum Delivery {
         }
     }
 
+    /// Whether Apple's data of environment `data` may reach a customer whose own AppTransaction says `customer`
+    /// (`nil`: an install registered without one). Sandbox data never reaches a customer whose AppTransaction
+    /// says Production: any TestFlight tester makes Sandbox purchases for free, and its renewals come every few
+    /// minutes. A TestFlight or App Review install (Sandbox AppTransaction) and one registered without an
+    /// AppTransaction take it, as App Review needs.
+    public static func reaches(data: Environment?, customer: Environment?) -> Bool {
+        !(data == .sandbox && customer == .production)
+    }
+
     /// What delivering a transaction came to, as the app is told.
     public enum Outcome: String, Sendable, Hashable {
         /// Credited now.

@@ -96,6 +96,8 @@ extension AdminPanel {
                         "limitText": admin.role == .owner ? "no limit" : PanelText.credits(admin.grantLimit ?? 0),
                         "twoFactor": admin.twoFactor ? "on, \(admin.recoveryCodesLeft) recovery codes left" : "off",
                         "canReset": admin.twoFactor && admin.name != context.adminSession?.adminName,
+                        "disabled": admin.disabledAt != nil,
+                        "canDisable": admin.disabledAt == nil && admin.name != context.adminSession?.adminName,
                         "created": Self.time(admin.createdAt, context),
                     ] as [String: Any]
                 },
@@ -146,6 +148,24 @@ extension AdminPanel {
             return try await admins(request, context, error: error.description)
         }
         return Self.redirect("/admin/admins?notice=role")
+    }
+
+    /// `POST /admin/admins/{name}/disable` and `.../enable` (owners): an admin who leaves is taken off at once
+    /// (their sessions end); the last owner cannot be, and nobody disables themself.
+    func setDisabled(_ request: Request, _ context: CofferRequestContext, _ disabled: Bool) async throws -> Response {
+        let (session, _) = try await checkedForm(request, context)
+        _ = try context.requireOwner()
+        let name = try context.parameters.require("name")
+        guard !disabled || name != session.adminName else {
+            return try await admins(request, context, error: "You cannot disable yourself: ask another owner.")
+        }
+        do {
+            _ = try await service.setDisabled(
+                environment: session.environment, name: name, disabled: disabled, actor: context.adminActor)
+        } catch let error as AdminError {
+            return try await admins(request, context, error: error.description)
+        }
+        return Self.redirect("/admin/admins?notice=\(disabled ? "disabled" : "enabled")")
     }
 
     /// `POST /admin/admins/{name}/two-factor-reset` (owners): for an admin who lost their phone and their

@@ -24,9 +24,12 @@ extension AdminPanel {
                     "usersInDeficit": PanelText.count(figures.usersInDeficit),
                     "outstandingDeficit": PanelText.credits(figures.outstandingDeficit),
                     "otherEnvironmentPurchases": PanelText.count(figures.otherEnvironmentPurchases),
+                    "otherEnvironmentCustomers": PanelText.count(figures.otherEnvironmentCustomers),
+                    "otherEnvironmentCredits": PanelText.credits(figures.otherEnvironmentCredits),
+                    "otherEnvironmentSubscriptions": PanelText.count(figures.otherEnvironmentSubscriptions),
                 ],
                 "otherEnvironment": session.environment == .production ? "Sandbox" : "Production",
-                "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0,
+                "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0 || figures.otherEnvironmentCustomers > 0,
                 "chart": DashboardChart.svg(figures.days),
                 "apple": appleHealth(health, context),
                 "money": money(figures),
@@ -405,9 +408,11 @@ extension AdminPanel {
         guard form["confirm"] == "yes" else {
             let from: UserDetail
             let account: UserDetail
+            let tokens: TokenCounts
             do {
                 from = try await service.user(environment: session.environment, supportId: supportId)
                 account = try await service.user(environment: session.environment, supportId: into)
+                tokens = try await service.tokenCounts(environment: session.environment, supportId: supportId)
             } catch let error as AdminError {
                 return try await user(request, context, error: error.description)
             }
@@ -422,8 +427,9 @@ extension AdminPanel {
                         + "\(from.user.backup.map { PanelText.credits($0.value) } ?? "none")) joins "
                         + "\(account.user.supportId) (Apple account, balance \(PanelText.credits(account.user.balance))). Its "
                         + (from.walletMode == "server" ? "balance and deficit" : "last backed-up balance")
-                        + ", purchases, grants and history move once, and its app signs in as "
-                        + "\(account.user.supportId) from now on. This cannot be undone.",
+                        + ", purchases, grants and history move once. "
+                        + PanelText.mergedTokens(tokens, into: account.user.supportId)
+                        + " This cannot be undone.",
                     "action": "/admin/users/\(URLText.escape(from.user.supportId))/merge",
                     "button": "Merge into \(account.user.supportId)",
                     "cancel": "/admin/users/\(URLText.escape(from.user.supportId))",

@@ -80,6 +80,12 @@ extension AdminPanel {
             return try await loginPage(
                 request, context, error: "Wrong name or password.", name: name, status: .unauthorized)
         }
+        guard admin.isEnabled else {
+            context.logger.notice("panel sign-in refused for \(name) from \(address): disabled")
+            return try await loginPage(
+                request, context, error: "This admin is disabled. An owner can enable it again.", name: name,
+                status: .forbidden)
+        }
         // With two-factor sign-in the session opens only the code page, for five minutes, until the code is given.
         let pending = admin.hasTwoFactor
         let seconds = pending ? Self.codeSeconds : configuration.sessionHours * 3_600

@@ -72,6 +72,8 @@ struct AdminPanel: Sendable {
         panel.get("admins") { request, context in try await admins(request, context) }
         panel.post("admins") { request, context in try await createAdmin(request, context) }
         panel.post("admins/:name/role") { request, context in try await setRole(request, context) }
+        panel.post("admins/:name/disable") { request, context in try await setDisabled(request, context, true) }
+        panel.post("admins/:name/enable") { request, context in try await setDisabled(request, context, false) }
         panel.post("admins/:name/two-factor-reset") { request, context in
             try await resetTwoFactor(request, context)
         }
@@ -163,6 +165,8 @@ struct AdminPanel: Sendable {
         case "settings": "Settings saved."
         case "two-factor-off": "Two-factor sign-in is off."
         case "role": "Role saved."
+        case "disabled": "Admin disabled: they cannot sign in, and their sessions have ended."
+        case "enabled": "Admin enabled: they can sign in again."
         case "two-factor-reset": "Two-factor sign-in reset: they sign in with their password and can turn it on again."
         case "customer-deleted": "Customer deleted at their request."
         case "merged":
@@ -236,7 +240,11 @@ struct SessionMiddleware: RouterMiddleware {
         guard let session = try await panel.session(request) else { return AdminPanel.redirect("/admin/login") }
         // The password was right but the code is still to come: only the code page opens.
         guard !session.twoFactorPending else { return AdminPanel.redirect("/admin/login/code") }
-        guard let admin = try await panel.store.admin(name: session.adminName) else {
+        // A disabled admin's sessions end with the change; one opened while it was made ends here.
+        guard let admin = try await panel.store.admin(name: session.adminName), admin.isEnabled,
+            admin.id == session.adminId
+        else {
+            try await panel.store.deleteSession(tokenHash: session.tokenHash)
             return AdminPanel.redirect("/admin/login")
         }
         var context = context

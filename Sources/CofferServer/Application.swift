@@ -76,7 +76,8 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     }
     let relay = dependencies.broadcast.map { EventRelay(broadcast: $0, logger: dependencies.logger) }
     let events = EventHub(
-        perUser: configuration.eventStreamsPerUser, total: configuration.eventStreamsTotal,
+        perUser: configuration.eventStreamsPerUser, perAddress: configuration.eventStreamsPerAddress,
+        total: configuration.eventStreamsTotal,
         onPublish: { event, user, wakes in
             if wakes { notifier?.enqueue(event, to: user) }
             relay?.send(event, to: user)

@@ -18,10 +18,17 @@ struct ClientAddressMiddleware: RouterMiddleware {
             case let address?: address.ipAddress
             case nil: nil
             }
+        let forwardedFor = request.headers[values: Self.forwardedFor]
         context.clientAddress = proxies.client(
-            peer: peer, forwardedFor: request.headers[values: HTTPField.Name("X-Forwarded-For")!])
+            peer: peer, forwardedFor: forwardedFor,
+            forwarded: !forwardedFor.isEmpty || request.headers[Self.forwarded] != nil
+                || request.headers[Self.realIP] != nil)
         return try await next(request, context)
     }
+
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+    static let forwarded = HTTPField.Name("Forwarded")!
+    static let realIP = HTTPField.Name("X-Real-IP")!
 }
 
 /// Which Host names the panel answers to: loopback names, and the configured public host when

@@ -17,7 +17,7 @@ extension ServiceError: HTTPResponseError {
         case .unauthorized, .adminSignature: .unauthorized
         case .forbidden, .wrongUser: .forbidden
         case .notFound, .noBackup: .notFound
-        case .unknownProduct, .verification: .unprocessableContent
+        case .unknownProduct, .verification, .sandboxDataForProductionCustomer: .unprocessableContent
         case .ledger(.wrongUser): .forbidden
         case .ledger(.insufficientBalance): .conflict
         // The user was merged into another while the request waited (its token names that one now): again.

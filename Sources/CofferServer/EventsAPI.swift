@@ -27,7 +27,8 @@ struct EventsAPI: Sendable {
     /// `GET /v1/me/events`: Server-Sent Events of what changed for the user, with a keep-alive comment now and
     /// then.
     func events(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        let stream = try await api.service.events(of: try await api.authenticate(request))
+        let stream = try await api.service.events(
+            of: try await api.authenticate(request), address: context.clientAddress)
         let keepAlive = api.configuration.eventKeepAlive
         context.logger.info("event stream opened")
         return Response(

@@ -2,6 +2,7 @@ import CofferAdmin
 import CofferCore
 import CofferService
 import CofferStore
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -16,6 +17,8 @@ struct OperationsAPI: Sendable {
     let environment: CofferCore.Environment
     /// When set, `/metrics` needs `Authorization: Bearer <token>`.
     let metricsToken: String?
+    /// The last answer of the database to `/readyz`: asked at most once a second, however many ask.
+    let readiness = Readiness()
 
     /// The routes, each answered by a handler below.
     var routes: RouteCollection<CofferRequestContext> {
@@ -30,25 +33,38 @@ struct OperationsAPI: Sendable {
     /// `GET /healthz`: alive, the process answers.
     func alive(_ request: Request, _ context: CofferRequestContext) async throws -> Response { Self.text("ok\n") }
 
-    /// `GET /readyz`: ready, the store answers a query.
+    /// `GET /readyz`: ready, the store answers one cheap query (`SELECT 1`), asked at most once a second: the
+    /// route is open to anyone, so a flood of it costs the database nothing more.
     func ready(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        do {
-            _ = try await dependencies.store.userCount(environment: environment)
-            return Self.text("ready\n")
-        } catch {
-            context.logger.error("not ready: the store does not answer: \(error)")
-            return Self.text("the store does not answer\n", status: .serviceUnavailable)
+        let store = dependencies.store
+        let logger = context.logger
+        let ready = await readiness.check(now: dependencies.now()) {
+            do {
+                try await store.ping()
+                return true
+            } catch {
+                logger.error("not ready: the store does not answer: \(error)")
+                return false
+            }
         }
+        return ready ? Self.text("ready\n") : Self.text("the store does not answer\n", status: .serviceUnavailable)
     }
 
-    /// `GET /openapi.json`: the API document.
+    /// `GET /openapi.json`: the API document, read once and served from memory with an ETag (304 for a client
+    /// that has it).
     func document(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
-            let document = try? Data(contentsOf: url)
-        else { throw ServiceError.notFound("the API document is not installed") }
+        guard let document = APIDocument.shared else {
+            throw ServiceError.notFound("the API document is not installed")
+        }
+        let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        if tags.contains(document.etag) || tags.contains("*") {
+            return Response(status: .notModified, headers: [.eTag: document.etag])
+        }
         return Response(
-            status: .ok, headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(data: document)))
+            status: .ok, headers: [.contentType: "application/json", .eTag: document.etag],
+            body: .init(byteBuffer: document.body))
     }
 
     /// `GET /metrics`: Prometheus text, behind the metrics token when one is set.
@@ -181,5 +197,47 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
             throw ServiceError.bodyTooLarge(limit: limit)
         }
         return try await next(request, context)
+    }
+}
+
+/// The API document as served: read from the bundle once, with its ETag (a hash of its bytes).
+struct APIDocument: Sendable {
+    /// The bytes.
+    let body: ByteBuffer
+    /// `"<first 16 bytes of SHA-256, hex>"`.
+    let etag: String
+
+    /// The bundle's document, read on first use; `nil` when it is not installed.
+    static let shared: APIDocument? = {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
+            let data = try? Data(contentsOf: url)
+        else { return nil }
+        let digest = SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined()
+        return APIDocument(body: ByteBuffer(data: data), etag: "\"\(digest)\"")
+    }()
+}
+
+/// The database's last answer to `/readyz`, asked again only once a second has passed: concurrent requests
+/// share one question in flight.
+actor Readiness {
+    /// How long an answer holds.
+    static let interval: TimeInterval = 1
+    private var last: (at: Date, ready: Bool)?
+    private var asking = false
+
+    /// The answer: the last one if it is younger than ``interval``, else `ask`'s, asked by one request at a time
+    /// in its own task (so its deadline and cancellation hold); the others wait for it while they are not
+    /// cancelled.
+    func check(now: Date, ask: @Sendable () async -> Bool) async -> Bool {
+        if let last, now.timeIntervalSince(last.at) < Self.interval, now >= last.at { return last.ready }
+        guard !asking else {
+            while asking, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(10)) }
+            return last?.ready ?? false
+        }
+        asking = true
+        let ready = await ask()
+        last = (now, ready)
+        asking = false
+        return ready
     }
 }

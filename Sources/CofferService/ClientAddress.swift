@@ -96,7 +96,9 @@ public struct AddressRange: Sendable, Hashable, CustomStringConvertible {
 /// proxies name in `X-Forwarded-For` (the right-most one that is not itself a trusted proxy). Forwarded headers
 /// from anyone else are ignored, so nobody can claim another address by sending one. A request from a trusted
 /// proxy whose `X-Forwarded-For` is missing, too long or not addresses is from ``unknown``: never the proxy's
-/// own (loopback) address, which would open the panel's "this machine only" to anyone.
+/// own (loopback) address, which would open the panel's "this machine only" to anyone. Likewise a request that
+/// carries a forwarding header (`X-Forwarded-For`, `Forwarded`, `X-Real-IP`) from a loopback peer that is not a
+/// trusted proxy: a proxy on this machine nobody listed, whose own address would make everyone behind it local.
 public struct TrustedProxies: Sendable {
     /// The proxies' addresses and ranges.
     public var ranges: [AddressRange]
@@ -124,8 +126,16 @@ public struct TrustedProxies: Sendable {
     public static let unknown = "unknown"
 
     /// The client's address for a request from `peer` carrying `forwardedFor` (the `X-Forwarded-For` values).
-    public func client(peer: String?, forwardedFor: [String]) -> String? {
-        guard let peer, trusts(peer) else { return peer }
+    ///
+    /// - Parameter forwarded: Whether the request carries any forwarding header (`X-Forwarded-For`, `Forwarded`,
+    ///   `X-Real-IP`).
+    public func client(peer: String?, forwardedFor: [String], forwarded: Bool? = nil) -> String? {
+        guard let peer else { return nil }
+        guard trusts(peer) else {
+            // Forwarded by a proxy nobody listed: never this machine's, whatever address the proxy has.
+            let carries = forwarded ?? !forwardedFor.isEmpty
+            return carries && AddressRange.isLoopback(peer) ? Self.unknown : peer
+        }
         let hops = forwardedFor.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map {
             $0.trimmingCharacters(in: .whitespaces)
         }

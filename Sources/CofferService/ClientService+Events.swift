@@ -33,13 +33,17 @@ extension ClientService {
 
     /// Opens a stream of what changes for the user (hints: the app refetches what an event names).
     ///
+    /// - Parameter address: The client's address: streams are capped per address (IPv6 by /64) too.
     /// - Throws: ``ServiceError/tooManyStreams(_:)`` when the user holds as many as allowed,
+    ///   ``ServiceError/rateLimited(retryAfter:what:)`` when the address does,
     ///   ``ServiceError/unavailable(code:message:)`` when the server does.
-    public func events(of user: User) async throws -> AsyncStream<ServerEventBody> {
+    public func events(of user: User, address: String? = nil) async throws -> AsyncStream<ServerEventBody> {
         do {
-            return try await events.subscribe(user: user.id)
+            return try await events.subscribe(user: user.id, address: address)
         } catch .userFull {
             throw ServiceError.tooManyStreams(events.perUser)
+        } catch .addressFull {
+            throw ServiceError.rateLimited(retryAfter: 30, what: "open event streams")
         } catch {
             throw ServiceError.unavailable(
                 code: "unavailable", message: "the server has as many event streams open as it allows; try again later")

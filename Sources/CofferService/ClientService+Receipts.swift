@@ -35,6 +35,9 @@ extension ClientService {
                     "a \(receipt.receiptType ?? "untyped") receipt is not accepted in \(configuration.environment.rawValue)"
             )
         }
+        // TestFlight and App Review receipts say Sandbox; a customer installed from the App Store takes none.
+        guard sandbox.contains(type) ? Delivery.reaches(data: .sandbox, customer: user.appleAccount?.environment) : true
+        else { throw ServiceError.sandboxDataForProductionCustomer }
 
         var outcomes: [ReceiptTransactionOutcome] = []
         var requests: [LedgerRequest] = []

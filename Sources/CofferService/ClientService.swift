@@ -127,16 +127,14 @@ public struct ClientService: ServiceOnParts {
                 source: Self.cloudKitSource, externalId: request.userRecordName, environment: environment)
         else { throw notImported }
         // The user before the claim: an import stopped before making it answers 503 and uses up nothing.
-        guard var user = try await store.user(id: before.user) else {
+        guard let user = try await store.user(id: before.user) else {
             throw ServiceError.unavailable(
                 code: "try-again", message: "this customer's import is not finished; try again later")
         }
-        // Support may have merged the customer since the import: the customer lives where the merges lead.
-        for _ in 0..<8 {
-            guard let into = user.mergedInto, let target = try await store.user(id: into) else { break }
-            user = target
-        }
-        guard user.deletedAt == nil, user.mergedInto == nil else { throw notImported }
+        guard user.deletedAt == nil else { throw notImported }
+        // A customer support merged into another is settled (the merge marked the import claimed): the record
+        // name, public in CloudKit, never leads to the account it joined.
+        guard user.mergedInto == nil else { throw ServiceError.alreadyClaimed }
         // The install's AppTransaction, verified before the claim is used: one too old or forged is refused
         // (422, nothing used up) and the app asks again with a fresh one, or without.
         var account: AppleAccount?
@@ -171,7 +169,13 @@ public struct ClientService: ServiceOnParts {
             }
         }
         let token = Secrets.random()
-        try await store.addToken(tokenHash: Self.hash(token), owner: user.id, at: now)
+        do {
+            // A claim's token never moves with a merge: it is the imported customer's alone.
+            try await store.addToken(tokenHash: Self.hash(token), owner: user.id, origin: .claim, at: now)
+        } catch StoreError.notFound {
+            // Merged or deleted by support while the claim ran.
+            throw ServiceError.alreadyClaimed
+        }
         return Self.answer(user, token: token)
     }
 
@@ -237,6 +241,9 @@ public struct ClientService: ServiceOnParts {
         guard let fact = TransactionFact(transaction) else {
             throw ServiceError.verification(
                 code: "VERIFICATION_FAILURE", message: "the transaction lacks transactionId, productId or purchaseDate")
+        }
+        guard Delivery.reaches(data: fact.environment, customer: user.appleAccount?.environment) else {
+            throw ServiceError.sandboxDataForProductionCustomer
         }
         let transactionId = fact.transactionId
         // The transaction's owner is named by its account token, unless the token names nobody (an install that

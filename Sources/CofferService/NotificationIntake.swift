@@ -122,10 +122,15 @@ public struct NotificationIntake: ServiceOnParts {
         if let ownerId = try await store.receipt(transactionId: fact.transactionId, environment: environment)?.owner {
             return try await store.user(id: ownerId)
         }
+        // Apple's Sandbox data about a customer whose AppTransaction says Production is recorded and applied to
+        // nobody (any TestFlight tester makes it for free, naming whatever account token the app sets).
+        let reaches = { (user: User) in
+            Delivery.reaches(data: fact.environment, customer: user.appleAccount?.environment)
+        }
         if let appAccountToken,
             let named = try await store.user(appAccountToken: appAccountToken, environment: environment)
         {
-            return named
+            return reaches(named) ? named : nil
         }
         // A chain from the other environment (App Review's sandbox purchases on a Production server) is
         // another chain, whatever its id.
@@ -138,7 +143,7 @@ public struct NotificationIntake: ServiceOnParts {
         // A customer deleted at their request gets nothing new: a renewal of their chain waits for the app to
         // present it (under whoever it signs in as now). A transaction delivered to them before still finds them
         // above, so Apple's refunds are still taken back.
-        return try await store.user(id: chainOwner).flatMap { $0.deletedAt == nil ? $0 : nil }
+        return try await store.user(id: chainOwner).flatMap { $0.deletedAt == nil && reaches($0) ? $0 : nil }
     }
 
     private func apply(_ notification: VerifiedNotification, fact: TransactionFact, to user: User, logger: Logger)

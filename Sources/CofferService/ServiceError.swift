@@ -32,6 +32,9 @@ public enum ServiceError: Error, Sendable, Equatable {
     case alreadyClaimed
     /// The catalog does not sell the product.
     case unknownProduct(String)
+    /// Apple's Sandbox data presented for a customer whose own AppTransaction says Production (422
+    /// `sandbox-data-for-production-customer`): any TestFlight tester makes Sandbox purchases for free.
+    case sandboxDataForProductionCustomer
     /// The ledger refused the change.
     case ledger(LedgerError)
     /// Apple's signed data does not verify; `code` is Apple's word for why (`INVALID_ENVIRONMENT`, ...).
@@ -98,6 +101,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .grantCancelled: "grant-cancelled"
         case .alreadyClaimed: "already-claimed"
         case .unknownProduct: "unknown-product"
+        case .sandboxDataForProductionCustomer: "sandbox-data-for-production-customer"
         case .ledger(.insufficientBalance): "insufficient-balance"
         case .ledger(.keyReused): "key-reused"
         case .ledger(.unknownUser): "try-again"
@@ -122,6 +126,9 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .adminSignature(_, let message), .verification(_, let message), .unavailable(_, let message): message
         case .wrongUser, .ledger(.wrongUser): "the transaction belongs to another user"
         case .noBackup: "no backup yet"
+        case .sandboxDataForProductionCustomer:
+            "this is Apple's Sandbox data (TestFlight, App Review, sandbox testers); a customer whose app was "
+                + "installed from the App Store receives only Production purchases"
         case .grantCancelled: "support cancelled this grant before it was claimed; nothing was credited"
         case .alreadyClaimed: "another install claimed this customer; support can merge the two (Support IDs)"
         case .ledger(.insufficientBalance(let balance, let requested)): "\(requested) requested, \(balance) available"

@@ -63,6 +63,8 @@ public struct ServerConfiguration: Sendable {
     public var notificationFailureLimit = RateLimit(burst: 60, perSecond: 1)
     /// Event streams one user may hold open.
     public var eventStreamsPerUser = 4
+    /// Event streams one client address (IPv6 by /64) may hold open, whatever tokens it presents.
+    public var eventStreamsPerAddress = 32
     /// Event streams open at once on this server.
     public var eventStreamsTotal = 1_000
     /// The most connections open at once; further ones wait in the listen backlog.

@@ -34,12 +34,15 @@ public struct Admin: Sendable, Hashable, Codable {
     public var twoFactorLastStep: Int64?
     /// SHA-256 hashes of the recovery codes not used yet.
     public var recoveryCodeHashes: [String]
+    /// When an owner took the admin off (``CofferStore/updateAdmin(name:_:)`` ends their sessions in the same
+    /// transaction); `nil` while the admin may sign in.
+    public var disabledAt: Date?
 
     /// Creates an admin record.
     public init(
         id: UUID = UUID(), name: String, passwordHash: String, createdAt: Date, passwordChangedAt: Date? = nil,
         timeZone: String? = nil, role: AdminRole = .owner, grantLimit: Int64? = nil, twoFactorSecret: String? = nil,
-        twoFactorLastStep: Int64? = nil, recoveryCodeHashes: [String] = []
+        twoFactorLastStep: Int64? = nil, recoveryCodeHashes: [String] = [], disabledAt: Date? = nil
     ) {
         self.id = id
         self.name = name
@@ -52,12 +55,14 @@ public struct Admin: Sendable, Hashable, Codable {
         self.twoFactorSecret = twoFactorSecret
         self.twoFactorLastStep = twoFactorLastStep
         self.recoveryCodeHashes = recoveryCodeHashes
+        self.disabledAt = disabledAt
     }
 
     /// This admin with what ``CofferStore/updateAdmin(name:_:)`` may change taken from `changed` (time zone, role,
-    /// grant limit, two-factor); the id, name, password and dates stay.
+    /// grant limit, two-factor, whether it is disabled); the id, name, password and creation dates stay.
     public func adopting(_ changed: Admin) -> Admin {
         var adopted = self
+        adopted.disabledAt = changed.disabledAt
         adopted.timeZone = changed.timeZone
         adopted.role = changed.role
         adopted.grantLimit = changed.grantLimit
@@ -66,6 +71,12 @@ public struct Admin: Sendable, Hashable, Codable {
         adopted.recoveryCodeHashes = changed.recoveryCodeHashes
         return adopted
     }
+
+    /// Whether the admin may sign in (an owner has not disabled them).
+    public var isEnabled: Bool { disabledAt == nil }
+
+    /// Whether this admin counts as an owner: an owner who is not disabled.
+    public var isActiveOwner: Bool { role == .owner && isEnabled }
 
     /// Whether sign-in asks for a code after the password.
     public var hasTwoFactor: Bool { twoFactorSecret != nil }
@@ -200,6 +211,14 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
     public var activeSubscriptions: Int = 0
     /// Customers who have earned each subscription group's loyalty lifetime, by group.
     public var loyaltyLifetimes: [GroupCount] = []
+    /// Customers whose own AppTransaction says the other environment: on a Production server, App Review's and
+    /// TestFlight's Sandbox installs. Left out of ``users``, shown beside it so nothing is hidden.
+    public var otherEnvironmentCustomers: Int = 0
+    /// Credits delivered by purchases whose data came from the other environment (standing, not refunded).
+    public var otherEnvironmentCredits: Int64 = 0
+    /// Subscriptions from the other environment's data whose period has not ended and that are not refunded:
+    /// the entitlements they keep active.
+    public var otherEnvironmentSubscriptions: Int = 0
 
     /// Creates the figures.
     public init(
@@ -297,6 +316,10 @@ extension DashboardFigures {
         refunded = try container.decodeIfPresent([MoneyFigures].self, forKey: .refunded) ?? []
         activeSubscriptions = try container.decodeIfPresent(Int.self, forKey: .activeSubscriptions) ?? 0
         loyaltyLifetimes = try container.decodeIfPresent([GroupCount].self, forKey: .loyaltyLifetimes) ?? []
+        otherEnvironmentCustomers = try container.decodeIfPresent(Int.self, forKey: .otherEnvironmentCustomers) ?? 0
+        otherEnvironmentCredits = try container.decodeIfPresent(Int64.self, forKey: .otherEnvironmentCredits) ?? 0
+        otherEnvironmentSubscriptions =
+            try container.decodeIfPresent(Int.self, forKey: .otherEnvironmentSubscriptions) ?? 0
     }
 
     /// The name a loyalty lifetime's milestone starts with; the group follows.

@@ -7,6 +7,9 @@ import Foundation
 /// Each engine (in-memory, SQLite, PostgreSQL) passes the same contract suite. An operation either
 /// completes durably or changes nothing.
 public protocol CofferStore: Sendable {
+    /// One cheap round trip to the database (`SELECT 1`), within its deadline: what `/readyz` asks.
+    func ping() async throws
+
     // MARK: Users
 
     /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash, `appAccountToken`
@@ -21,14 +24,19 @@ public protocol CofferStore: Sendable {
     func user(tokenHash: String) async throws -> User?
     /// The user who is this Apple account in an environment.
     func user(appleAccount: AppleAccount, environment: Environment) async throws -> User?
-    /// Gives a user another device's token (its hash). Throws ``StoreError/alreadyExists(_:)`` when the hash is
-    /// taken, ``StoreError/notFound(_:)`` when the user does not exist.
-    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws
+    /// Gives a user another device's token (its hash), saying how it was issued. Throws
+    /// ``StoreError/alreadyExists(_:)`` when the hash is taken, ``StoreError/notFound(_:)`` when the user does not
+    /// exist, was deleted or was merged into another.
+    func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws
+    /// The live tokens a user holds, by origin: the first token counts as a device's unless an import made the
+    /// user (no install ever held it).
+    func tokenCounts(owner: UUID) async throws -> TokenCounts
     /// Merges an anonymous user into an account user, once, in one commit: the ledger entries
     /// (``Ledger/merge(from:fromWallet:into:intoWallet:moving:at:)``), the receipts, grants and renewal states,
-    /// the merged user's tokens (they now sign in as the account user) and its mark. Throws
-    /// ``StoreError/alreadyExists(_:)`` when it was merged already, ``StoreError/notFound(_:)`` when either
-    /// user is missing from the environment.
+    /// the tokens of installs that registered themselves (they now sign in as the account user; tokens a claim
+    /// issued end instead), the mark, and the user's imports marked claimed (a merged customer is settled: its
+    /// record name claims nothing). Throws ``StoreError/alreadyExists(_:)`` when it was merged already,
+    /// ``StoreError/notFound(_:)`` when either user is missing from the environment.
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult
     /// The users support merged into `user`, oldest first.
     func users(mergedInto user: UUID) async throws -> [User]
@@ -226,9 +234,10 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: `false` when there is no such admin.
     func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool
-    /// Changes an admin as `change` says (``Admin/using(step:)``, a role, two-factor on or off), in one
-    /// transaction that holds the admin: `change` is given the admin on file and answers the admin changed,
-    /// or `nil` to leave it. The name, id, password and creation date stay.
+    /// Changes an admin as `change` says (``Admin/using(step:)``, a role, two-factor on or off, disabled or not),
+    /// in one transaction that holds the admin: `change` is given the admin on file and answers the admin changed,
+    /// or `nil` to leave it. The name, id, password and creation date stay. An admin disabled after the change has
+    /// no session left.
     ///
     /// - Returns: The admin as changed, or `nil` when there is no such admin or `change` left it.
     func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin?
@@ -267,6 +276,11 @@ public protocol CofferStore: Sendable {
 }
 
 extension CofferStore {
+    /// Gives a user the token of an install that registered itself (``TokenOrigin/device``).
+    public func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+        try await addToken(tokenHash: tokenHash, owner: owner, origin: .device, at: date)
+    }
+
     /// Applies one ledger request in its own commit.
     ///
     /// - Returns: The result once durable.

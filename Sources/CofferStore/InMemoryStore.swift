@@ -60,13 +60,16 @@ public actor InMemoryStore: CofferStore {
     private var keys: [AdminKey] = []
     private var signatures: [String: Date] = [:]
     /// Tokens added for more devices, and revoked tokens, by hash.
-    private var deviceTokens: [String: (owner: UUID, revokedAt: Date?)] = [:]
+    private var deviceTokens: [String: (owner: UUID, revokedAt: Date?, origin: TokenOrigin)] = [:]
     private var pushTokenRecords: [String: PushToken] = [:]
     private var milestones: Set<String> = []
     private var verifyReports: [UUID: VerifyReport] = [:]
 
     /// Creates an empty store.
     public init() {}
+
+    /// Answers at once: memory is always there.
+    public func ping() {}
 
     /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
     public func createUser(_ user: User) throws {
@@ -99,7 +102,7 @@ public actor InMemoryStore: CofferStore {
         if let token = deviceTokens[tokenHash] {
             return token.revokedAt == nil && isLive(token.owner) ? state.users[token.owner] : nil
         }
-        return state.users.values.first { $0.tokenHash == tokenHash && $0.deletedAt == nil }
+        return state.users.values.first { $0.tokenHash == tokenHash && $0.deletedAt == nil && $0.mergedInto == nil }
     }
 
     /// Whether the user exists and was not deleted at the customer's request.
@@ -111,11 +114,21 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Gives a user another device's token.
-    public func addToken(tokenHash: String, owner: UUID, at date: Date) throws {
-        guard isLive(owner) else { throw StoreError.notFound("user \(owner)") }
+    public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) throws {
+        guard isLive(owner), state.users[owner]?.mergedInto == nil else { throw StoreError.notFound("user \(owner)") }
         guard deviceTokens[tokenHash] == nil, !state.users.values.contains(where: { $0.tokenHash == tokenHash })
         else { throw StoreError.alreadyExists("token") }
-        deviceTokens[tokenHash] = (owner, nil)
+        deviceTokens[tokenHash] = (owner, nil, origin)
+    }
+
+    /// The live tokens a user holds, by origin.
+    public func tokenCounts(owner: UUID) -> TokenCounts {
+        guard let user = state.users[owner] else { return TokenCounts(devices: 0, claims: 0) }
+        let live = deviceTokens.values.filter { $0.owner == owner && $0.revokedAt == nil }
+        let imported = imports.values.contains { $0.user == owner }
+        let first = deviceTokens[user.tokenHash] == nil && !imported && user.deletedAt == nil ? 1 : 0
+        return TokenCounts(
+            devices: live.count { $0.origin == .device } + first, claims: live.count { $0.origin == .claim })
     }
 
     private var imports: [String: ImportedCustomer] = [:]
@@ -193,11 +206,11 @@ public actor InMemoryStore: CofferStore {
     public func revokeToken(tokenHash: String, at date: Date) -> Bool {
         if let token = deviceTokens[tokenHash] {
             guard token.revokedAt == nil else { return false }
-            deviceTokens[tokenHash] = (token.owner, date)
+            deviceTokens[tokenHash] = (token.owner, date, token.origin)
             return true
         }
         guard let user = state.users.values.first(where: { $0.tokenHash == tokenHash }) else { return false }
-        deviceTokens[tokenHash] = (user.id, date)
+        deviceTokens[tokenHash] = (user.id, date, .device)
         return true
     }
 
@@ -243,12 +256,25 @@ public actor InMemoryStore: CofferStore {
             grants += 1
         }
         for (key, renewal) in renewals where renewal.owner == from.id { renewals[key]?.owner = into.id }
-        if deviceTokens[from.tokenHash] == nil { deviceTokens[from.tokenHash] = (into.id, nil) }
+        let counts = tokenCounts(owner: from.id)
+        // An import's first token was never an install's: it stays where it is.
+        if deviceTokens[from.tokenHash] == nil, !imports.values.contains(where: { $0.user == from.id }) {
+            deviceTokens[from.tokenHash] = (into.id, nil, .device)
+        }
         for (hash, token) in deviceTokens where token.owner == from.id {
-            deviceTokens[hash] = (into.id, token.revokedAt)
+            // A claim's token ends with the merge; an install that registered itself signs in as the account.
+            deviceTokens[hash] =
+                token.origin == .claim
+                ? (from.id, token.revokedAt ?? merge.at, .claim) : (into.id, token.revokedAt, .device)
+        }
+        for (key, customer) in imports where customer.user == from.id {
+            imports[key]?.claimedAt = customer.claimedAt ?? merge.at
+            imports[key]?.claimKeyHash = ImportedCustomer.mergedKeyHash
         }
         state.users[from.id]?.mergedInto = into.id
-        return UserMergeResult(moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
+        return UserMergeResult(
+            moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
+            tokensMoved: counts.devices, claimTokensEnded: counts.claims)
     }
 
     /// Deletes a customer at their request.
@@ -584,6 +610,19 @@ public actor InMemoryStore: CofferStore {
             outstandingDeficit: deficits.values.reduce(0) { $0 + $1.deficit },
             days: DashboardFigures.fill(days: days, from: start, purchases: purchasesByDay, refunds: refundsByDay),
             otherEnvironmentPurchases: all.count { $0.deliveredAt != nil } - receipts.count { $0.deliveredAt != nil })
+        let others = all.filter { ($0.transaction.environment ?? environment) != environment && $0.deliveredAt != nil }
+        figures.otherEnvironmentCustomers = state.users.values.count {
+            $0.environment == environment && ($0.appleAccount.map { $0.environment != environment } ?? false)
+        }
+        for receipt in others where !receipt.isRevoked {
+            let (sum, overflow) = figures.otherEnvironmentCredits.addingReportingOverflow(receipt.deliveredCredits ?? 0)
+            figures.otherEnvironmentCredits = overflow ? .max : sum
+        }
+        figures.otherEnvironmentSubscriptions =
+            Set(
+                others.filter { !$0.isRevoked && ($0.transaction.expiresDate.map { $0 > now } ?? false) }
+                    .map(\.transaction.originalTransactionId)
+            ).count
         var revenue: [MoneyKey: (count: Int64, amount: Int64)] = [:]
         for receipt in receipts {
             // A family member's copy is not a payment: the purchaser's transaction counts it.
@@ -673,6 +712,11 @@ public actor InMemoryStore: CofferStore {
         guard let index = adminList.firstIndex(where: { $0.name == name }), let changed = change(adminList[index])
         else { return nil }
         adminList[index] = adminList[index].adopting(changed)
+        // A disabled admin's sessions end with the change.
+        if !adminList[index].isEnabled {
+            let id = adminList[index].id
+            sessions = sessions.filter { $0.value.adminId != id }
+        }
         return adminList[index]
     }
 

@@ -43,55 +43,6 @@ public struct User: Sendable, Hashable, Codable {
     }
 }
 
-/// Support merging an anonymous user into an account user (``CofferStore/mergeUser(_:)``).
-public struct UserMerge: Sendable, Hashable {
-    /// The anonymous user, merged away.
-    public var from: UUID
-    /// Its Support ID, which keys the merge's entries.
-    public var fromSupportId: SupportID
-    /// The account user it joins.
-    public var into: UUID
-    /// Their environment.
-    public var environment: Environment
-    /// Device wallet: what moves is the balance the anonymous install last backed up, and its deficit (the
-    /// account's devices learn of it through the mailbox). Server wallet: its ledger wallet.
-    public var movesBackup: Bool
-    /// When.
-    public var at: Date
-
-    /// Creates the request.
-    public init(
-        from: UUID, fromSupportId: SupportID, into: UUID, environment: Environment, movesBackup: Bool, at: Date
-    ) {
-        self.from = from
-        self.fromSupportId = fromSupportId
-        self.into = into
-        self.environment = environment
-        self.movesBackup = movesBackup
-        self.at = at
-    }
-}
-
-/// What a merge moved.
-public struct UserMergeResult: Sendable, Hashable, Codable {
-    /// The credits (balance) and deficit added to the account user.
-    public var moved: Wallet
-    /// The account user's wallet after.
-    public var wallet: Wallet
-    /// Receipts that changed owner.
-    public var receipts: Int
-    /// Grants that changed recipient.
-    public var grants: Int
-
-    /// Creates the result.
-    public init(moved: Wallet, wallet: Wallet, receipts: Int, grants: Int) {
-        self.moved = moved
-        self.wallet = wallet
-        self.receipts = receipts
-        self.grants = grants
-    }
-}
-
 /// Support deleting a customer at their request (App Store guideline 5.1.1(v)), with the installs support
 /// merged into them (``CofferStore/deleteUser(_:)``).
 public struct UserDeletion: Sendable, Hashable {
@@ -640,4 +591,8 @@ public struct ImportedCustomer: Sendable, Hashable, Codable {
         self.claimedAt = claimedAt
         self.claimKeyHash = claimKeyHash
     }
+
+    /// The claim key hash a merge writes: no key hashes to it, so the merged customer's record name claims
+    /// nothing again.
+    public static let mergedKeyHash = "merged"
 }

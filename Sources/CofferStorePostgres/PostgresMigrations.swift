@@ -315,6 +315,15 @@ enum PostgresMigrations {
             )
             """
         ),
+        (
+            "v17 token origins, disabled admins",
+            """
+            ALTER TABLE user_tokens ADD COLUMN origin TEXT NOT NULL DEFAULT 'device'
+                CHECK (origin IN ('device', 'claim'));
+            CREATE INDEX imported_customers_by_user ON imported_customers (user_id);
+            ALTER TABLE admins ADD COLUMN disabled_at BIGINT
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -13,11 +13,11 @@ extension PostgresStore {
                 try await connection.query(
                     """
                     INSERT INTO admins (id, name, password_hash, created_at, password_changed_at, time_zone, role,
-                        grant_limit, two_factor_secret, two_factor_last_step, recovery_codes)
+                        grant_limit, two_factor_secret, two_factor_last_step, recovery_codes, disabled_at)
                     VALUES (\(admin.id.uuidString), \(admin.name), \(admin.passwordHash), \(Millis.from(admin.createdAt)),
                         \(Millis.from(admin.passwordChangedAt)), \(admin.timeZone), \(admin.role.rawValue),
                         \(admin.grantLimit), \(admin.twoFactorSecret), \(admin.twoFactorLastStep),
-                        \(AdminColumns.text(admin.recoveryCodeHashes)))
+                        \(AdminColumns.text(admin.recoveryCodeHashes)), \(admin.disabledAt.map(Millis.from)))
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("admin \(admin.name)")
@@ -65,9 +65,15 @@ extension PostgresStore {
                 UPDATE admins SET time_zone = \(changed.timeZone), role = \(changed.role.rawValue),
                     grant_limit = \(changed.grantLimit), two_factor_secret = \(changed.twoFactorSecret),
                     two_factor_last_step = \(changed.twoFactorLastStep),
-                    recovery_codes = \(AdminColumns.text(changed.recoveryCodeHashes))
+                    recovery_codes = \(AdminColumns.text(changed.recoveryCodeHashes)),
+                    disabled_at = \(changed.disabledAt.map(Millis.from))
                 WHERE id = \(admin.id.uuidString)
                 """, logger: self.logger)
+            // A disabled admin's sessions end with the change.
+            if !changed.isEnabled {
+                try await connection.query(
+                    "DELETE FROM admin_sessions WHERE admin_id = \(admin.id.uuidString)", logger: self.logger)
+            }
             return changed
         }
     }

@@ -108,6 +108,24 @@ extension PostgresStore {
                         AND (data_environment IS NULL OR data_environment = environment)
                         AND (revoked_at IS NULL OR revoked_at <= reversed_at)
                     """, logger: self.logger))
+            // What the other environment's data did (App Review and TestFlight on Production), shown beside.
+            let other = try await Self.first(
+                connection,
+                """
+                SELECT
+                    (SELECT count(*) FROM users WHERE environment = \(env)
+                        AND app_transaction_environment <> environment),
+                    (SELECT COALESCE(SUM(delivered_credits), 0)::BIGINT FROM receipts WHERE environment = \(env)
+                        AND delivered_at IS NOT NULL AND data_environment <> environment
+                        AND (revoked_at IS NULL OR revoked_at <= reversed_at)),
+                    (SELECT count(DISTINCT original_transaction_id) FROM receipts
+                        WHERE environment = \(env) AND expires_date > \(nowMillis) AND delivered_at IS NOT NULL
+                        AND data_environment <> environment AND (revoked_at IS NULL OR revoked_at <= reversed_at))
+                """, logger: self.logger
+            ) { try $0.decode((Int64, Int64, Int64).self) }
+            figures.otherEnvironmentCustomers = Int(other?.0 ?? 0)
+            figures.otherEnvironmentCredits = other?.1 ?? 0
+            figures.otherEnvironmentSubscriptions = Int(other?.2 ?? 0)
             let prefix = DashboardFigures.loyaltyMilestonePrefix
             let loyalty = try await connection.query(
                 """

@@ -6,6 +6,13 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
+    /// One cheap round trip (`SELECT 1`), within the database deadline.
+    public func ping() async throws {
+        try await read { connection in
+            _ = try await connection.query("SELECT 1", logger: self.logger)
+        }
+    }
+
     /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
     /// `appAccountToken` is taken.
     public func createUser(_ user: User) async throws {
@@ -47,7 +54,7 @@ extension PostgresStore {
             SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
             WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL AND u.deleted_at IS NULL
             UNION ALL
-            SELECT * FROM users WHERE token_hash = \(tokenHash) AND deleted_at IS NULL
+            SELECT * FROM users WHERE token_hash = \(tokenHash) AND deleted_at IS NULL AND merged_into IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
             LIMIT 1
             """, Rows.user)
@@ -64,15 +71,15 @@ extension PostgresStore {
     }
 
     /// Gives a user another device's token.
-    public func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+    public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws {
         let added = try await write { connection in
             do {
                 return try await Self.exists(
                     connection,
                     """
-                    INSERT INTO user_tokens (token_hash, owner, created_at)
-                    SELECT \(tokenHash), id, \(Millis.from(date)) FROM users WHERE id = \(owner.uuidString)
-                        AND deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
+                    INSERT INTO user_tokens (token_hash, owner, created_at, origin)
+                    SELECT \(tokenHash), id, \(Millis.from(date)), \(origin.rawValue) FROM users
+                    WHERE id = \(owner.uuidString) AND deleted_at IS NULL AND merged_into IS NULL AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
                     RETURNING 1
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
@@ -80,9 +87,34 @@ extension PostgresStore {
             }
         }
         guard added else {
-            throw try await user(id: owner) == nil
+            let user = try await user(id: owner)
+            throw user == nil || user?.deletedAt != nil || user?.mergedInto != nil
                 ? StoreError.notFound("user \(owner)") : StoreError.alreadyExists("token")
         }
+    }
+
+    /// The live tokens a user holds, by origin.
+    public func tokenCounts(owner: UUID) async throws -> TokenCounts {
+        try await read { connection in try await Self.tokenCounts(connection, owner: owner.uuidString, self.logger) }
+    }
+
+    static func tokenCounts(_ connection: PostgresConnection, owner: String, _ logger: Logger) async throws
+        -> TokenCounts
+    {
+        try await first(
+            connection,
+            """
+            SELECT
+                (SELECT count(*) FROM user_tokens WHERE owner = \(owner) AND revoked_at IS NULL AND origin = 'device')
+                + (SELECT count(*) FROM users u WHERE u.id = \(owner) AND u.deleted_at IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
+                    AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = u.id)),
+                (SELECT count(*) FROM user_tokens WHERE owner = \(owner) AND revoked_at IS NULL AND origin = 'claim')
+            """, logger: logger
+        ) { row in
+            let (devices, claims) = try row.decode((Int64, Int64).self)
+            return TokenCounts(devices: Int(devices), claims: Int(claims))
+        } ?? TokenCounts(devices: 0, claims: 0)
     }
 
     /// Revokes one token.
@@ -183,16 +215,34 @@ extension PostgresStore {
                 """, logger: self.logger)
             try await connection.query(
                 "UPDATE renewal_states SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
+            let tokens = try await Self.tokenCounts(connection, owner: from, self.logger)
+            let at = Millis.from(merge.at)
+            // A claim's tokens end with the merge; they never sign in as the account user. A merged customer is
+            // settled: its imported record name claims nothing from now on.
+            try await connection.query(
+                """
+                WITH ended AS (
+                    UPDATE user_tokens SET revoked_at = \(at)
+                    WHERE owner = \(from) AND origin = 'claim' AND revoked_at IS NULL
+                )
+                UPDATE imported_customers SET claimed_at = COALESCE(claimed_at, \(at)),
+                    claim_key_hash = \(ImportedCustomer.mergedKeyHash)
+                WHERE user_id = \(from)
+                """, logger: self.logger)
             // The merged install's token signs in as the account user from now on.
             try await connection.query(
                 """
                 INSERT INTO user_tokens (token_hash, owner, created_at)
                 SELECT token_hash, \(into), created_at FROM users WHERE id = \(from)
                     AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                    AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = \(from))
                 """, logger: self.logger)
             try await connection.query(
-                "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
-            return UserMergeResult(moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
+                "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from) AND origin = 'device'",
+                logger: self.logger)
+            return UserMergeResult(
+                moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
+                tokensMoved: tokens.devices, claimTokensEnded: tokens.claims)
         }
     }
 

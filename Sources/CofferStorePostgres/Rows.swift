@@ -144,7 +144,8 @@ enum Rows {
             timeZone: try value(row, "time_zone"), role: AdminRole(rawValue: try value(row, "role")) ?? .support,
             grantLimit: try value(row, "grant_limit"), twoFactorSecret: try value(row, "two_factor_secret"),
             twoFactorLastStep: try value(row, "two_factor_last_step"),
-            recoveryCodeHashes: AdminColumns.codes(try value(row, "recovery_codes")))
+            recoveryCodeHashes: AdminColumns.codes(try value(row, "recovery_codes")),
+            disabledAt: try value(row, "disabled_at", as: Int64?.self).map(Millis.date))
     }
 
     static func session(_ postgresRow: PostgresRow) throws -> AdminSession {

@@ -258,6 +258,16 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        // The third security round: a claim's token never moves with a merge; an owner can take an admin off.
+        migrator.registerMigration("v17 token origins, disabled admins") { db in
+            try db.execute(
+                sql: """
+                    ALTER TABLE user_tokens ADD COLUMN origin TEXT NOT NULL DEFAULT 'device'
+                        CHECK (origin IN ('device', 'claim'));
+                    CREATE INDEX imported_customers_by_user ON imported_customers (user_id);
+                    ALTER TABLE admins ADD COLUMN disabled_at INTEGER;
+                    """)
+        }
         return migrator
     }
 }

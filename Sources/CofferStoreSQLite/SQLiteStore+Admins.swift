@@ -11,13 +11,14 @@ extension SQLiteStore {
             admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
             Millis.from(admin.passwordChangedAt), admin.timeZone, admin.role.rawValue, admin.grantLimit,
             admin.twoFactorSecret, admin.twoFactorLastStep, AdminColumns.text(admin.recoveryCodeHashes),
+            admin.disabledAt.map(Millis.from),
         ]
         try await write { db in
             do {
                 let sql = """
                     INSERT INTO admins (id, name, password_hash, created_at, password_changed_at, time_zone, role,
-                        grant_limit, two_factor_secret, two_factor_last_step, recovery_codes)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        grant_limit, two_factor_secret, two_factor_last_step, recovery_codes, disabled_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
                 try db.execute(sql: sql, arguments: arguments)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
@@ -60,13 +61,18 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     UPDATE admins SET time_zone = ?, role = ?, grant_limit = ?, two_factor_secret = ?,
-                        two_factor_last_step = ?, recovery_codes = ?
+                        two_factor_last_step = ?, recovery_codes = ?, disabled_at = ?
                     WHERE id = ?
                     """,
                 arguments: [
                     changed.timeZone, changed.role.rawValue, changed.grantLimit, changed.twoFactorSecret,
-                    changed.twoFactorLastStep, AdminColumns.text(changed.recoveryCodeHashes), admin.id.uuidString,
+                    changed.twoFactorLastStep, AdminColumns.text(changed.recoveryCodeHashes),
+                    changed.disabledAt.map(Millis.from), admin.id.uuidString,
                 ])
+            // A disabled admin's sessions end with the change.
+            if !changed.isEnabled {
+                try db.execute(sql: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [admin.id.uuidString])
+            }
             return changed
         }
     }

@@ -105,6 +105,24 @@ extension SQLiteStore {
                         WHERE environment = ? AND expires_date > ? AND delivered_at IS NOT NULL \(Self.ownEnvironment)
                             AND (revoked_at IS NULL OR revoked_at <= reversed_at)
                         """, arguments: [env, now]) ?? 0
+            // What the other environment's data did (App Review and TestFlight on Production), shown beside.
+            let other = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT
+                        (SELECT COUNT(*) FROM users WHERE environment = ?1 AND app_transaction_environment <> environment)
+                            AS customers,
+                        (SELECT COALESCE(SUM(delivered_credits), 0) FROM receipts WHERE environment = ?1
+                            AND delivered_at IS NOT NULL AND data_environment <> environment
+                            AND (revoked_at IS NULL OR revoked_at <= reversed_at)) AS credits,
+                        (SELECT COUNT(DISTINCT original_transaction_id) FROM receipts
+                            WHERE environment = ?1 AND expires_date > ?2 AND delivered_at IS NOT NULL
+                            AND data_environment <> environment AND (revoked_at IS NULL OR revoked_at <= reversed_at))
+                            AS subscriptions
+                    """, arguments: [env, now])
+            figures.otherEnvironmentCustomers = other?["customers"] ?? 0
+            figures.otherEnvironmentCredits = other?["credits"] ?? 0
+            figures.otherEnvironmentSubscriptions = other?["subscriptions"] ?? 0
             figures.loyaltyLifetimes = try Row.fetchAll(
                 db,
                 sql: """

@@ -5,6 +5,11 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
+    /// One cheap read (`SELECT 1`).
+    public func ping() async throws {
+        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
     /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
     /// `appAccountToken` is taken.
     public func createUser(_ user: User) async throws {
@@ -49,7 +54,7 @@ extension SQLiteStore {
             SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
             WHERE t.token_hash = ?1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL
             UNION ALL
-            SELECT * FROM users WHERE token_hash = ?1 AND deleted_at IS NULL
+            SELECT * FROM users WHERE token_hash = ?1 AND deleted_at IS NULL AND merged_into IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?1)
             LIMIT 1
             """, [tokenHash], Self.user)
@@ -64,11 +69,14 @@ extension SQLiteStore {
     }
 
     /// Gives a user another device's token.
-    public func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+    public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws {
         try await write { db in
             guard
                 try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL)",
+                    db,
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL AND merged_into IS NULL)
+                        """,
                     arguments: [owner.uuidString]) == true
             else { throw StoreError.notFound("user \(owner)") }
             let taken = try Bool.fetchOne(
@@ -76,12 +84,32 @@ extension SQLiteStore {
             do {
                 guard taken != true else { throw StoreError.alreadyExists("token") }
                 try db.execute(
-                    sql: "INSERT INTO user_tokens (token_hash, owner, created_at) VALUES (?, ?, ?)",
-                    arguments: [tokenHash, owner.uuidString, Millis.from(date)])
+                    sql: "INSERT INTO user_tokens (token_hash, owner, created_at, origin) VALUES (?, ?, ?, ?)",
+                    arguments: [tokenHash, owner.uuidString, Millis.from(date), origin.rawValue])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("token")
             }
         }
+    }
+
+    /// The live tokens a user holds, by origin.
+    public func tokenCounts(owner: UUID) async throws -> TokenCounts {
+        try await read { db in try Self.tokenCounts(db, owner: owner.uuidString) }
+    }
+
+    static func tokenCounts(_ db: Database, owner: String) throws -> TokenCounts {
+        let row = try Row.fetchOne(
+            db,
+            sql: """
+                SELECT
+                    (SELECT COUNT(*) FROM user_tokens WHERE owner = ?1 AND revoked_at IS NULL AND origin = 'device')
+                    + (SELECT COUNT(*) FROM users u WHERE u.id = ?1 AND u.deleted_at IS NULL
+                        AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
+                        AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = u.id)) AS devices,
+                    (SELECT COUNT(*) FROM user_tokens WHERE owner = ?1 AND revoked_at IS NULL AND origin = 'claim')
+                        AS claims
+                """, arguments: [owner])
+        return TokenCounts(devices: row?["devices"] ?? 0, claims: row?["claims"] ?? 0)
     }
 
     /// Revokes one token.
@@ -146,16 +174,32 @@ extension SQLiteStore {
             try db.execute(sql: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
             let grants = db.changesCount
             try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
-            // The merged install's token signs in as the account user from now on.
+            let tokens = try Self.tokenCounts(db, owner: from)
+            // A claim's tokens end with the merge; they never sign in as the account user.
+            try db.execute(
+                sql:
+                    "UPDATE user_tokens SET revoked_at = ? WHERE owner = ? AND origin = 'claim' AND revoked_at IS NULL",
+                arguments: [Millis.from(merge.at), from])
+            // A merged customer is settled: its imported record name claims nothing from now on.
+            try db.execute(
+                sql: """
+                    UPDATE imported_customers SET claimed_at = COALESCE(claimed_at, ?), claim_key_hash = ?
+                    WHERE user_id = ?
+                    """, arguments: [Millis.from(merge.at), ImportedCustomer.mergedKeyHash, from])
+            // The merged install's token signs in as the account user from now on (an import's first token was
+            // never an install's: it stays where it is).
             try db.execute(
                 sql: """
                     INSERT INTO user_tokens (token_hash, owner, created_at)
                     SELECT token_hash, ?1, created_at FROM users WHERE id = ?2
                         AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                        AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = ?2)
                     """, arguments: [into, from])
-            try db.execute(sql: "UPDATE user_tokens SET owner = ? WHERE owner = ?", arguments: [into, from])
+            try db.execute(
+                sql: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'", arguments: [into, from])
             return UserMergeResult(
-                moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants)
+                moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
+                tokensMoved: tokens.devices, claimTokensEnded: tokens.claims)
         }
     }
 

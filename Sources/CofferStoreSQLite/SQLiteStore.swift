@@ -234,7 +234,8 @@ public final class SQLiteStore: CofferStore {
             timeZone: row["time_zone"], role: AdminRole(rawValue: row["role"]) ?? .support,
             grantLimit: row["grant_limit"], twoFactorSecret: row["two_factor_secret"],
             twoFactorLastStep: row["two_factor_last_step"],
-            recoveryCodeHashes: AdminColumns.codes(row["recovery_codes"]))
+            recoveryCodeHashes: AdminColumns.codes(row["recovery_codes"]),
+            disabledAt: (row["disabled_at"] as Int64?).map(Millis.date))
     }
 
     static func adminKey(_ row: Row) -> AdminKey {

@@ -11,15 +11,24 @@ import Testing
 /// simulator's CloudKit Web Services, which checks the server-to-server signature as CloudKit does.
 @Suite("coffer import cloudkit", .timeLimit(.minutes(3)))
 struct ImportCloudKitTests {
-    /// A CloudKit record as Web Services writes it, with the user record that created it when given.
-    static func record(_ name: String, _ type: String, _ fields: [String: (Any, String)], createdBy: String? = nil)
-        -> [String: Any]
-    {
+    /// The user record that created support's grants in these tests.
+    static let support = "_support"
+
+    /// A CloudKit record as Web Services writes it, created and last modified by `createdBy`: by default a
+    /// backup's owner, or support for a grant.
+    static func record(
+        _ name: String, _ type: String, _ fields: [String: (Any, String)], createdBy: String? = nil,
+        modifiedBy: String? = nil
+    ) -> [String: Any] {
         var record: [String: Any] = [
             "recordName": name, "recordType": type,
             "fields": fields.mapValues { ["value": $0.0, "type": $0.1] },
         ]
-        if let createdBy { record["created"] = ["timestamp": 1_767_225_600_000, "userRecordName": createdBy] }
+        let creator = createdBy ?? (fields["ownerRecordName"]?.0 as? String) ?? support
+        // CloudKit stamps the last change when the app wrote it (the app's own lastUpdated, in these records).
+        let changed = (fields["lastUpdated"]?.0 as? Int) ?? 1_767_225_600_000
+        record["created"] = ["timestamp": 1_767_225_600_000, "userRecordName": creator]
+        record["modified"] = ["timestamp": changed, "userRecordName": modifiedBy ?? creator]
         return record
     }
 
@@ -71,12 +80,26 @@ struct ImportCloudKitTests {
                     "targetUserRecordName": (String(format: "_%032x", 1), "STRING"), "credits": (400_000, "INT64"),
                     "reason": ("Ticket #42", "STRING"), "processed": (0, "INT64"),
                 ]),
+            // No customer is made from a grant's recipient alone.
             Self.record(
                 "grant-b", "CreditGrant",
                 [
                     "targetUserRecordName": ("_onlygrant", "STRING"), "credits": (250, "INT64"),
                     "processed": (0, "INT64"),
                 ]),
+            Self.record(
+                "grant-c", "CreditGrant",
+                [
+                    "targetUserRecordName": (String(format: "_%032x", 3), "STRING"), "credits": (250, "INT64"),
+                    "processed": (0, "INT64"),
+                ]),
+            // Support's grant that someone else edited afterwards (a new recipient, a larger amount).
+            Self.record(
+                "grant-edited", "CreditGrant",
+                [
+                    "targetUserRecordName": (String(format: "_%032x", 5), "STRING"), "credits": (500_000, "INT64"),
+                    "processed": (0, "INT64"),
+                ], modifiedBy: "_attacker"),
             Self.record(
                 "grant-claimed", "CreditGrant",
                 [
@@ -128,12 +151,13 @@ struct ImportCloudKitTests {
         try JSONSerialization.data(withJSONObject: ["records": records]).write(to: recordsFile)
         let saved = try CofferProcess.run(["appstore-sim", "cloudkit-records", recordsFile.path] + remote)
         #expect(saved.status == 0, "\(saved.stderr)")
-        #expect(saved.stdout.contains("saved 459 records"))
+        #expect(saved.stdout.contains("saved 461 records"))
 
         let database = "sqlite:" + folder.appendingPathComponent("coffer.sqlite").path
         let common = [
             "import", "cloudkit", "--container", "iCloud.com.example.app", "--cloudkit-environment", "development",
-            "--key-id", keyId, "--cloudkit-url", "http://127.0.0.1:\(port)", "--database-url", database,
+            "--key-id", keyId, "--cloudkit-url", "http://127.0.0.1:\(port)", "--grant-creator", Self.support,
+            "--database-url", database,
         ]
 
         // A key CloudKit does not hold under that id (a forged one): refused, nothing written.
@@ -146,17 +170,23 @@ struct ImportCloudKitTests {
 
         let dry = try CofferProcess.run(common + ["--key-file", keyPath, "--dry-run"])
         #expect(dry.status == 0, "\(dry.stderr)")
-        #expect(dry.stdout.contains("would import 451 customers (450 balances, 2 unclaimed grants)"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("would import 450 customers (450 balances, 2 unclaimed grants)"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("the ten largest balances:\n  7007 credits"), "\(dry.stdout)")
+        #expect(dry.stdout.contains("the ten largest grants:\n  400000 credits"), "\(dry.stdout)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("coffer.sqlite").path))
 
         let first = try CofferProcess.run(common + ["--key-file", keyPath, "--json"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("CreditGrant grant-negative: credits missing or outside"))
-        #expect(first.stderr.contains("CreditGrant grant-self: created by its own recipient"))
-        #expect(first.stderr.contains("BankrollBackup backup-forged: created by _attacker"))
+        #expect(first.stderr.contains("CreditGrant grant-self: not created by a --grant-creator"))
+        #expect(first.stderr.contains("BankrollBackup backup-forged: not created by its owner (created by _attacker)"))
+        #expect(first.stderr.contains("CreditGrant grant-b: its recipient has no backup record of their own"))
+        #expect(
+            first.stderr.contains(
+                "CreditGrant grant-edited: modified by someone other than its creator (modified by _attacker)"))
         let report = try #require(try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [String: Any])
         let customers = try #require(report["customers"] as? [[String: Any]])
-        #expect(customers.count == 451)
+        #expect(customers.count == 450)
         #expect(customers.allSatisfy { $0["created"] as? Bool == true })
         #expect(customers.filter { $0["balance"] as? String == "imported" }.count == 450)
         #expect(customers.reduce(0) { $0 + ($1["grantsCreated"] as? Int ?? 0) } == 2)
@@ -168,9 +198,10 @@ struct ImportCloudKitTests {
         #expect(second.status == 0, "\(second.stderr)")
         #expect(
             second.stdout.contains(
-                "imported from CloudKit into Sandbox: 451 customers, 0 users made, 0 balances, 0 grants made"),
+                "imported from CloudKit into Sandbox: 450 customers, 0 users made, 0 balances, 0 grants made"),
             "\(second.stdout)")
-        #expect(second.stdout.contains("451 customers were on file from an earlier run"))
+        #expect(second.stdout.contains("450 customers were on file from an earlier run"))
+        #expect(second.stdout.contains("1 CreditGrant records: modified by someone other than its creator"))
 
         // The customers are there for support: the later backup's balance, the import in the story.
         let user = try CofferProcess.run(["user", zeroId, "--database-url", database])
@@ -216,11 +247,11 @@ struct ImportCloudKitTests {
         ])
         #expect(sevenUser.stdout.contains("backup 7007 (version 1"), "\(sevenUser.stdout)")
 
-        let onlyGrant = try #require(customers.first { $0["externalId"] as? String == "_onlygrant" })
-        #expect(onlyGrant["balance"] as? String == "none")
+        #expect(!customers.contains { $0["externalId"] as? String == "_onlygrant" })
         let grants = try CofferProcess.run(["grants", "--database-url", database, "--status", "pending"])
         #expect(!grants.stdout.contains("Ticket #42"), "withdrawn: \(grants.stdout)")
         #expect(!grants.stdout.contains("9,999") && !grants.stdout.contains("9999"))
+        #expect(!grants.stdout.contains("500,000") && !grants.stdout.contains("500000"))
         #expect(grants.stdout.contains("Imported from CloudKit"))
         #expect(!grants.stdout.contains("900"), "a grant the app claimed in CloudKit is not made again")
 

@@ -235,6 +235,16 @@ struct OperatorCommandTests {
         #expect(good.stdout.contains("App Store Server API key TEST123456: a signed token made"))
         #expect(good.stdout.contains("warn  appstore.private.key: \(keyFile.path) can be read by others"))
         #expect(good.stdout.contains("environment is Sandbox: set environment=Production"))
+        // On loopback with no trusted proxy: a reverse proxy on this machine must be listed.
+        #expect(
+            good.stdout.contains("if a reverse proxy on this machine forwards to Coffer, list it"), "\(good.stdout)")
+        #expect(!good.stdout.contains("metrics.token"))
+        // Behind a trusted proxy without a metrics token: /metrics answers whoever reaches the proxy.
+        let proxied = try CofferProcess.run(
+            arguments, in: folder,
+            environment: environment.merging(["COFFER_SERVER_TRUSTED_PROXIES": "127.0.0.1"]) { $1 })
+        #expect(proxied.stdout.contains("metrics.token: without it /metrics answers anyone"), "\(proxied.stdout)")
+        #expect(!proxied.stdout.contains("if a reverse proxy on this machine forwards"))
 
         try "not a key".write(to: keyFile, atomically: true, encoding: .utf8)
         let broken = try CofferProcess.run(arguments, in: folder, environment: environment)

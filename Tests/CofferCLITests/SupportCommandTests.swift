@@ -195,8 +195,20 @@ struct SupportCommandTests {
         #expect(reset.status == 0 && reset.stdout.contains("New password for bob: "))
         let nobody = try CofferProcess.run(["admin", "reset-password", "--name", "carol"], in: folder)
         #expect(nobody.status != 0 && nobody.stderr.contains("no admin named carol"))
+        // Sam leaves: disabled, listed so, enabled again; the owners "admin" and "bob" stay, and disabling both
+        // leaves the last one refused.
+        let disabled = try CofferProcess.run(["admin", "disable", "--name", "sam"], in: folder)
+        #expect(disabled.status == 0 && disabled.stdout.contains("sam is disabled"), "\(disabled.stderr)")
+        #expect(try CofferProcess.run(["admin", "list"], in: folder).stdout.contains("sam (disabled)"))
+        #expect(
+            try CofferProcess.run(["admin", "enable", "--name", "sam"], in: folder).stdout.contains("sam is enabled"))
+        #expect(try CofferProcess.run(["admin", "disable", "--name", "bob"], in: folder).status == 0)
+        let lastOwner = try CofferProcess.run(["admin", "disable", "--name", "admin"], in: folder)
+        #expect(lastOwner.status != 0 && lastOwner.stderr.contains("admin is the only owner"), "\(lastOwner.stderr)")
+        #expect(try CofferProcess.run(["admin", "enable", "--name", "bob"], in: folder).status == 0)
         let list = try CofferProcess.run(["admin", "list"], in: folder)
         #expect(list.stdout.contains("admin") && list.stdout.contains("bob"))
+        #expect(!list.stdout.contains("(disabled)"))
         #expect(list.stdout.contains("support") && list.stdout.contains("90000"))
         #expect(!list.stdout.contains("$2"))
     }

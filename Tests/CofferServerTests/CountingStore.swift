@@ -35,11 +35,18 @@ final class CountingStore: CofferStore {
         if let hook = hooks.withLock({ $0.removeValue(forKey: read) }) { try await hook() }
     }
 
+    /// How many times each operation was asked, by name.
+    private let calls = Mutex<[String: Int]>([:])
+
+    /// How many times the operation `name` was asked.
+    func calls(_ name: String) -> Int { calls.withLock { $0[name] ?? 0 } }
+
     /// Database faults to inject (none unless armed).
     let faults = FaultPlan()
 
     /// Runs one operation of the base store through the fault plan.
     private func gate<T>(_ name: String, write: Bool, _ work: () async throws -> T) async throws -> T {
+        calls.withLock { $0[name, default: 0] += 1 }
         try faults.before(name)
         let value = try await work()
         try faults.after(name, write: write)
@@ -64,10 +71,16 @@ final class CountingStore: CofferStore {
             try await base.user(appleAccount: appleAccount, environment: environment)
         }
     }
-    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
+    func ping() async throws {
+        try await gate("ping", write: false) { try await base.ping() }
+    }
+    func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws {
         try await gate("addToken", write: true) {
-            try await base.addToken(tokenHash: tokenHash, owner: owner, at: date)
+            try await base.addToken(tokenHash: tokenHash, owner: owner, origin: origin, at: date)
         }
+    }
+    func tokenCounts(owner: UUID) async throws -> TokenCounts {
+        try await gate("tokenCounts", write: false) { try await base.tokenCounts(owner: owner) }
     }
     func savePushToken(_ token: PushToken) async throws {
         try await gate("savePushToken", write: true) { try await base.savePushToken(token) }

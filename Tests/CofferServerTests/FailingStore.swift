@@ -10,12 +10,17 @@ struct FailingStore: CofferStore {
     /// What every operation throws.
     var error = Self.failure
 
+    func ping() async throws {
+        try await Task.sleep(for: delay)
+        throw error
+    }
     func createUser(_ user: User) async throws { throw error }
     func user(id: UUID) async throws -> User? { throw error }
     func user(supportId: SupportID, environment: Environment) async throws -> User? { throw error }
     func user(tokenHash: String) async throws -> User? { throw error }
     func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? { throw error }
-    func addToken(tokenHash: String, owner: UUID, at date: Date) async throws { throw error }
+    func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws { throw error }
+    func tokenCounts(owner: UUID) async throws -> TokenCounts { throw error }
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw error }
     func savePushToken(_ token: PushToken) async throws { throw error }
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw error }
@@ -38,10 +43,7 @@ struct FailingStore: CofferStore {
     func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
         throw error
     }
-    func userCount(environment: Environment) async throws -> Int {
-        try await Task.sleep(for: delay)
-        throw error
-    }
+    func userCount(environment: Environment) async throws -> Int { throw error }
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw error }
     func wallet(owner: UUID, environment: Environment) async throws -> Wallet { throw error }
     func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] { throw error }

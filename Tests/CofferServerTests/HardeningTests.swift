@@ -404,8 +404,12 @@ struct HardeningTests {
         #expect(proxies.client(peer: "127.0.0.1", forwardedFor: ["6.6.6.6, , 127.0.0.1"]) == TrustedProxies.unknown)
         let long = Array(repeating: "127.0.0.1", count: 64).joined(separator: ",") + ",203.0.113.9"
         #expect(proxies.client(peer: "127.0.0.1", forwardedFor: [long]) == TrustedProxies.unknown)
-        // Without trusted proxies the peer is the client, whatever it forwards.
-        #expect(TrustedProxies().client(peer: "127.0.0.1", forwardedFor: ["203.0.113.9"]) == "127.0.0.1")
+        // Without trusted proxies the peer is the client, whatever it forwards; a loopback peer that forwards is a
+        // proxy nobody listed, and never this machine.
+        #expect(TrustedProxies().client(peer: "203.0.113.7", forwardedFor: ["127.0.0.1"]) == "203.0.113.7")
+        #expect(TrustedProxies().client(peer: "127.0.0.1", forwardedFor: ["203.0.113.9"]) == TrustedProxies.unknown)
+        #expect(TrustedProxies().client(peer: "::1", forwardedFor: [], forwarded: true) == TrustedProxies.unknown)
+        #expect(TrustedProxies().client(peer: "127.0.0.1", forwardedFor: []) == "127.0.0.1")
         #expect(TrustedProxies(list: "10.0.0.0/33") == nil)
         #expect(TrustedProxies(list: "example.com") == nil)
     }

@@ -300,7 +300,8 @@ struct PanelTests {
                 client, "/admin/environment", [("environment", "Production"), ("confirm", "yes"), ("csrf", csrf)])
             let dashboard = String(buffer: try await browser.get(client, "/admin").body)
             #expect(dashboard.contains(#"id="purchases-count">1<"#))
-            #expect(dashboard.contains("Left out of these figures: 1 purchases made with Sandbox data"))
+            #expect(dashboard.contains(#"id="other-purchases">1<"#))
+            #expect(dashboard.contains(#"id="other-credits">400<"#))
             let page = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
             // One badge in the purchases, one in the timeline: the sandbox purchase only.
             #expect(page.components(separatedBy: #"<span class="tag environment""#).count == 3)

@@ -1,0 +1,62 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+extension AdminService {
+    /// The device tokens a customer holds, by how they were issued: what a merge of the customer would move
+    /// (``TokenCounts/devices``) and end (``TokenCounts/claims``, a CloudKit claim's), for its confirmation.
+    ///
+    /// - Throws: ``AdminError/notFound(_:)`` for an unknown Support ID.
+    public func tokenCounts(environment: Environment, supportId: String) async throws -> TokenCounts {
+        try await store.tokenCounts(owner: find(supportId, environment: environment).id)
+    }
+
+    /// Merges an anonymous user into the customer an Apple account is, once: balance and deficit, receipts,
+    /// grants, subscription states and the install's token (which then signs in as the account's customer)
+    /// move; the merged user keeps its history, marked merged, and both timelines say so. Audited.
+    ///
+    /// - Throws: ``AdminError/invalid(_:)`` unless `from` is an anonymous user not merged yet and `into` an
+    ///   Apple account's user, ``AdminError/notFound(_:)`` for an unknown Support ID.
+    public func mergeUsers(environment: Environment, from: String, into: String, actor: String) async throws
+        -> MergeResponse
+    {
+        let merged = try await find(from, environment: environment)
+        let account = try await find(into, environment: environment)
+        guard merged.id != account.id else { throw AdminError.invalid("a customer cannot be merged into itself") }
+        guard merged.appleAccount == nil else {
+            throw AdminError.invalid("\(merged.supportId) is an Apple account's customer; only anonymous users merge")
+        }
+        guard account.appleAccount != nil, account.mergedInto == nil else {
+            throw AdminError.invalid("\(account.supportId) is not an Apple account's customer")
+        }
+        guard merged.mergedInto == nil else { throw AdminError.invalid("\(merged.supportId) was merged already") }
+        guard merged.deletedAt == nil, account.deletedAt == nil else {
+            throw AdminError.invalid("a customer deleted at their request cannot be merged")
+        }
+        let result: UserMergeResult
+        do {
+            result = try await store.mergeUser(
+                UserMerge(
+                    from: merged.id, fromSupportId: merged.supportId, into: account.id, environment: environment,
+                    movesBackup: walletMode == .device,
+                    at: now()))
+        } catch StoreError.alreadyExists {
+            throw AdminError.invalid("\(merged.supportId) was merged already")
+        } catch let error as LedgerError {
+            throw AdminError.invalid("the merge would overflow a wallet: \(error)")
+        }
+        let answer = MergeResponse(
+            from: merged.supportId.rawValue, into: account.supportId.rawValue, movedBalance: result.moved.balance,
+            movedDeficit: result.moved.deficit, balance: result.wallet.balance, deficit: result.wallet.deficit,
+            receipts: result.receipts, grants: result.grants, tokensMoved: result.tokensMoved,
+            claimTokensEnded: result.claimTokensEnded)
+        await onChange?(merged.id, .merged)
+        await onChange?(
+            account.id, .adjustment(key: IdempotencyKey(.merge, merged.supportId.rawValue).rawValue))
+        try await audit(
+            environment, actor: actor, action: "user.merge", subject: account.supportId.rawValue, after: answer)
+        try await audit(
+            environment, actor: actor, action: "user.merge", subject: merged.supportId.rawValue, after: answer)
+        return answer
+    }
+}

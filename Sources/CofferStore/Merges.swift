@@ -1,0 +1,83 @@
+import CofferCore
+import Foundation
+
+/// Support merging an anonymous user into an account user (``CofferStore/mergeUser(_:)``).
+public struct UserMerge: Sendable, Hashable {
+    /// The anonymous user, merged away.
+    public var from: UUID
+    /// Its Support ID, which keys the merge's entries.
+    public var fromSupportId: SupportID
+    /// The account user it joins.
+    public var into: UUID
+    /// Their environment.
+    public var environment: Environment
+    /// Device wallet: what moves is the balance the anonymous install last backed up, and its deficit (the
+    /// account's devices learn of it through the mailbox). Server wallet: its ledger wallet.
+    public var movesBackup: Bool
+    /// When.
+    public var at: Date
+
+    /// Creates the request.
+    public init(
+        from: UUID, fromSupportId: SupportID, into: UUID, environment: Environment, movesBackup: Bool, at: Date
+    ) {
+        self.from = from
+        self.fromSupportId = fromSupportId
+        self.into = into
+        self.environment = environment
+        self.movesBackup = movesBackup
+        self.at = at
+    }
+}
+
+/// What a merge moved.
+public struct UserMergeResult: Sendable, Hashable, Codable {
+    /// The credits (balance) and deficit added to the account user.
+    public var moved: Wallet
+    /// The account user's wallet after.
+    public var wallet: Wallet
+    /// Receipts that changed owner.
+    public var receipts: Int
+    /// Grants that changed recipient.
+    public var grants: Int
+    /// Tokens of installs that registered themselves, now signing in as the account user.
+    public var tokensMoved: Int
+    /// Tokens a CloudKit claim issued to the merged user: ended, never moved (the device registers again).
+    public var claimTokensEnded: Int
+
+    /// Creates the result.
+    public init(
+        moved: Wallet, wallet: Wallet, receipts: Int, grants: Int, tokensMoved: Int = 0, claimTokensEnded: Int = 0
+    ) {
+        self.moved = moved
+        self.wallet = wallet
+        self.receipts = receipts
+        self.grants = grants
+        self.tokensMoved = tokensMoved
+        self.claimTokensEnded = claimTokensEnded
+    }
+}
+
+/// How an install came by its token (``CofferStore/addToken(tokenHash:owner:origin:at:)``).
+public enum TokenOrigin: String, Sendable, Hashable, Codable, CaseIterable {
+    /// The install registered itself: an anonymous user's first token, or its Apple account's AppTransaction. A
+    /// merge moves it to the account user.
+    case device
+    /// A CloudKit claim issued it on the strength of an imported customer's record name: a merge never moves it,
+    /// it ends (the device registers again with its AppTransaction).
+    case claim
+}
+
+/// The live tokens a user holds, by origin (what a merge's confirmation names).
+public struct TokenCounts: Sendable, Hashable, Codable {
+    /// Tokens of installs that registered themselves.
+    public var devices: Int
+    /// Tokens a CloudKit claim issued.
+    public var claims: Int
+
+    /// Counts.
+    public init(devices: Int, claims: Int) {
+        self.devices = devices
+        self.claims = claims
+    }
+}

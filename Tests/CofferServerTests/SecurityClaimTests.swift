@@ -1,0 +1,104 @@
+import CofferAPI
+import CofferAdmin
+import CofferCore
+import CofferService
+import CofferStore
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// The third security round's attacks on the move-in from CloudKit: a public record name, and a claim's token,
+/// never reach the Apple account a customer was merged into.
+extension SecurityTests {
+    @Test(
+        "a merged import's public record name claims nothing, and a claim's token ends with the merge, on every engine",
+        arguments: ServerEngine.allCases)
+    func claimsAndMerges(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let setup = try Fixture.Setup(store: store, wallet: .server)
+        let admin = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .server)
+        let imported = try await admin.importCustomers(
+            [
+                CustomerImport(externalId: "_victim", balance: 9_000, grants: []),
+                CustomerImport(externalId: "_claimed", balance: 50, grants: []),
+            ], source: ClientService.cloudKitSource, environment: .sandbox, actor: "test")
+        let victimImport = try #require(imported.customers.first { $0.externalId == "_victim" }?.supportId)
+        let claimedImport = try #require(imported.customers.first { $0.externalId == "_claimed" }?.supportId)
+        try await setup.app.test(.router) { client in
+            // The victim's Apple account registers on their new phone.
+            let victim = try Fixture.decode(
+                CreateUserResponse.self,
+                try await AccountTests.register(try await setup.store.signedAppTransaction(account: "victim"), client))
+            // Support merges the imported customer into it, as the victim asked.
+            let first = try await admin.mergeUsers(
+                environment: .sandbox, from: victimImport, into: victim.supportId, actor: "test")
+            #expect(first.tokensMoved == 0 && first.claimTokensEnded == 0, "no install held the import's token")
+            // The attacker read the record name in the public database: no token, and no way to the account.
+            let attack = try await CloudKitClaimTests.claim(client, "_victim", key: "attacker-chosen-key-01")
+            #expect(attack.status == .conflict)
+            #expect(String(buffer: attack.body).contains("already-claimed"))
+            #expect(!String(buffer: attack.body).contains(victim.supportId))
+
+            // Another way round: the attacker claimed an import first (no AppTransaction), and the customer's own
+            // anonymous install signed up beside it. Support merges the claimed customer into the account.
+            let stolen = try Fixture.decode(
+                CreateUserResponse.self,
+                try await CloudKitClaimTests.claim(client, "_claimed", key: "attacker-chosen-key-02"))
+            let me = try await client.execute(
+                uri: "/v1/me", method: .get, headers: Fixture.bearer(stolen.token))
+            #expect(me.status == .ok)
+            // Support merges in the panel: the confirmation says a claim issued the one device token.
+            try await PanelTests.admin(in: store)
+            var browser = PanelTests.Browser()
+            _ = try await browser.signIn(client)
+            let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin"))
+            let confirmation = try await browser.post(
+                client, "/admin/users/\(claimedImport)/merge", [("into", victim.supportId), ("csrf", csrf)])
+            #expect(
+                String(buffer: confirmation.body).contains(
+                    "It holds 1 device token, 1 issued by a CloudKit claim: it ends with the merge"))
+            let merged = try await browser.post(
+                client, "/admin/users/\(claimedImport)/merge",
+                [("into", victim.supportId), ("confirm", "yes"), ("csrf", csrf)])
+            #expect(merged.status == .seeOther)
+            let audit = try await store.auditEvents(environment: .sandbox, subject: claimedImport, limit: 10)
+            #expect(audit.contains { $0.action == "user.merge" && ($0.after ?? "").contains(#""claimTokensEnded":1"#) })
+            // The claim's token never moved: it signs in as nobody now, and the record name claims nothing again.
+            let after = try await client.execute(
+                uri: "/v1/me", method: .get, headers: Fixture.bearer(stolen.token))
+            #expect(after.status == .unauthorized)
+            let again = try await CloudKitClaimTests.claim(client, "_claimed", key: "attacker-chosen-key-02")
+            #expect(again.status == .conflict)
+            // The victim's own token still opens their account, with both balances.
+            let account = try Fixture.decode(
+                MeResponse.self,
+                try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(victim.token)))
+            #expect(account.supportId == victim.supportId && account.balance == 9_050)
+        }
+    }
+
+    @Test("a merge moves the token of an install that registered itself, and says so", arguments: ServerEngine.allCases)
+    func mergeMovesOwnTokens(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let setup = try Fixture.Setup(store: store, wallet: .server)
+        let admin = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .server)
+        try await setup.app.test(.router) { client in
+            let anonymous = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let account = try Fixture.decode(
+                CreateUserResponse.self,
+                try await AccountTests.register(try await setup.store.signedAppTransaction(account: "owner"), client))
+            let counts = try await admin.tokenCounts(environment: .sandbox, supportId: anonymous.supportId)
+            #expect(counts == TokenCounts(devices: 1, claims: 0))
+            #expect(PanelText.mergedTokens(counts, into: account.supportId).contains("none issued by a CloudKit claim"))
+            let merged = try await admin.mergeUsers(
+                environment: .sandbox, from: anonymous.supportId, into: account.supportId, actor: "test")
+            #expect(merged.tokensMoved == 1 && merged.claimTokensEnded == 0)
+            let me = try Fixture.decode(
+                MeResponse.self,
+                try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(anonymous.token)))
+            #expect(me.supportId == account.supportId)
+        }
+    }
+}

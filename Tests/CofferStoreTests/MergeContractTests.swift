@@ -1,0 +1,89 @@
+import CofferCore
+import CofferStore
+import CofferTestSupport
+import Foundation
+import Testing
+
+/// What every engine keeps when support merges a customer that a CloudKit claim reached: the claim's tokens end,
+/// only tokens of installs that registered themselves move, and the merged customer's import is settled.
+@Suite("Store contract: merges and claims")
+struct MergeContractTests {
+    /// An imported customer, and an Apple account's customer to merge it into.
+    static func customers(_ store: any CofferStore) async throws -> (imported: User, account: User) {
+        let imported = Make.user("_aaaaaaaaaaa1")
+        var account = Make.user("_bbbbbbbbbbb2")
+        account.appleAccount = AppleAccount(appTransactionId: "705000000000001", environment: .sandbox)
+        try await store.createUser(imported)
+        try await store.createUser(account)
+        return (imported, account)
+    }
+
+    @Test(
+        "a merge moves the tokens of installs that registered themselves, ends a claim's, and settles the import",
+        arguments: StoreEngine.allCases)
+    func claimTokens(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (imported, account) = try await Self.customers(store)
+        let record = ImportedCustomer(
+            environment: .sandbox, source: "cloudkit", externalId: "_0123abcd", user: imported.id,
+            importedAt: Make.start)
+        _ = try await store.recordImport(record)
+        // An import's user holds no install's token: its first token was never given out.
+        #expect(try await store.tokenCounts(owner: imported.id) == TokenCounts(devices: 0, claims: 0))
+        _ = try await store.claimImport(
+            source: "cloudkit", externalId: "_0123abcd", environment: .sandbox, keyHash: "key-1", at: Make.start)
+        try await store.addToken(tokenHash: "claimed-phone", owner: imported.id, origin: .claim, at: Make.start)
+        try await store.addToken(tokenHash: "old-tablet", owner: imported.id, at: Make.start)
+        #expect(try await store.tokenCounts(owner: imported.id) == TokenCounts(devices: 1, claims: 1))
+        // The account's own first token counts as a device's.
+        #expect(try await store.tokenCounts(owner: account.id) == TokenCounts(devices: 1, claims: 0))
+
+        let result = try await store.mergeUser(
+            UserMerge(
+                from: imported.id, fromSupportId: imported.supportId, into: account.id, environment: .sandbox,
+                movesBackup: false, at: Make.start.addingTimeInterval(60)))
+        #expect(result.tokensMoved == 1 && result.claimTokensEnded == 1)
+        // The claim's token signs in as nobody; the install that registered itself is the account's now.
+        #expect(try await store.user(tokenHash: "claimed-phone") == nil)
+        #expect(try await store.user(tokenHash: "old-tablet")?.id == account.id)
+        #expect(try await store.tokenCounts(owner: imported.id) == TokenCounts(devices: 0, claims: 0))
+        #expect(try await store.tokenCounts(owner: account.id) == TokenCounts(devices: 2, claims: 0))
+        // The merged customer is settled: its record name claims nothing, not even with the first key.
+        let settled = try await store.importedCustomer(
+            source: "cloudkit", externalId: "_0123abcd", environment: .sandbox)
+        #expect(settled?.claimKeyHash == ImportedCustomer.mergedKeyHash && settled?.claimedAt == Make.start)
+        for key in ["key-1", "key-2"] {
+            #expect(
+                try await store.claimImport(
+                    source: "cloudkit", externalId: "_0123abcd", environment: .sandbox, keyHash: key,
+                    at: Make.start.addingTimeInterval(120)) == nil)
+        }
+        // No token is added to a merged customer.
+        await #expect(throws: StoreError.self) {
+            try await store.addToken(
+                tokenHash: "late-claim", owner: imported.id, origin: .claim, at: Make.start.addingTimeInterval(120))
+        }
+        #expect(try await store.user(tokenHash: "late-claim") == nil)
+    }
+
+    @Test("a merge settles an import no install claimed yet", arguments: StoreEngine.allCases)
+    func unclaimedImport(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (imported, account) = try await Self.customers(store)
+        _ = try await store.recordImport(
+            ImportedCustomer(
+                environment: .sandbox, source: "cloudkit", externalId: "_feed", user: imported.id,
+                importedAt: Make.start))
+        let at = Make.start.addingTimeInterval(60)
+        let result = try await store.mergeUser(
+            UserMerge(
+                from: imported.id, fromSupportId: imported.supportId, into: account.id, environment: .sandbox,
+                movesBackup: false, at: at))
+        #expect(result.tokensMoved == 0 && result.claimTokensEnded == 0)
+        let settled = try await store.importedCustomer(source: "cloudkit", externalId: "_feed", environment: .sandbox)
+        #expect(settled?.claimedAt == at && settled?.claimKeyHash == ImportedCustomer.mergedKeyHash)
+        #expect(
+            try await store.claimImport(
+                source: "cloudkit", externalId: "_feed", environment: .sandbox, keyHash: "first-key", at: at) == nil)
+    }
+}
