@@ -53,6 +53,8 @@ schemas = {
         "finished": {"type": "boolean"}, "verified": {"type": "boolean"},
         "verdict": S(enum=["deliverNow", "alreadyRecorded", "finishOnly", "couldNotBeVerified"])})}}),
     "VerifyReportResponse": obj({"items": I("The items kept")}),
+    "MergeCodeResponse": obj({"code": S("Eight characters shown as XXXX-XXXX: the customer reads it to support"),
+                              "expiresAt": DATE}),
     "MilestoneRequest": obj({"name": S("The milestone, e.g. loyalty:pro (1 to 64 of a-z, 0-9, '.', '_', '-', ':')")}),
     "MilestoneResponse": obj({"name": S(), "first": {"type": "boolean",
                                                      "description": "Whether this is the first time for the customer"}}),
@@ -173,7 +175,12 @@ schemas = {
     "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"])}),
     "DeletedGrants": obj({"deleted": I()}),
     "MergeRequest": obj({"from": S("The anonymous user's Support ID"),
-                         "into": S("The Apple account customer's Support ID")}),
+                         "into": S("The Apple account customer's Support ID"),
+                         "code": S("The merge code the merged customer's app shows (POST /v1/me/merge-code); "
+                                   "or overrideReason"),
+                         "overrideReason": S("Without a code: an owner's override, and why (audited as "
+                                             "user.merge.override)")},
+                        required=["from", "into"]),
     "MergeResponse": obj({"from": S(), "into": S(), "movedBalance": I(), "movedDeficit": I(), "balance": I(),
                           "deficit": I(), "receipts": I(), "grants": I(),
                           "tokensMoved": I("Device tokens of installs that registered themselves: they sign in as "
@@ -335,7 +342,14 @@ paths = {
                    "first is true, on whichever device asks first",
         "operationId": "recordMilestone", "requestBody": json_body("MilestoneRequest"),
         "responses": {"200": answer("Recorded", "MilestoneResponse"), "400": ERR("Not a milestone name"),
+                      "422": ERR("milestone-not-earned: not a loyalty lifetime the customer earned by the server's "
+                                 "records"),
                       "401": ERR("No valid token")}}},
+    "/v1/me/merge-code": {"post": {
+        "summary": "A one-time code (15 minutes) the customer reads to support, who types it in to merge this customer "
+                   "into their Apple account's (replaces the code before)",
+        "operationId": "mergeCode",
+        "responses": {"201": answer("The code", "MergeCodeResponse"), "401": ERR("No valid token")}}},
     "/v1/me/verify-report": {"put": {
         "summary": "The app's last Verify Purchases results, for support's customer page (replaces the one before)",
         "operationId": "saveVerifyReport", "requestBody": json_body("VerifyReportRequest"),

@@ -28,11 +28,17 @@ public struct MergeRequest: Sendable, Hashable, Codable {
     public var from: String
     /// The account user's Support ID: it keeps everything.
     public var into: String
+    /// The merge code the merged customer's install shows (`POST /v1/me/merge-code`): the customer's word.
+    public var code: String?
+    /// Without a code, an owner's override: why (audited as `user.merge.override`).
+    public var overrideReason: String?
 
     /// Creates a request.
-    public init(from: String, into: String) {
+    public init(from: String, into: String, code: String? = nil, overrideReason: String? = nil) {
         self.from = from
         self.into = into
+        self.code = code
+        self.overrideReason = overrideReason
     }
 }
 

@@ -21,12 +21,34 @@ public struct CloudKitClaimRequest: Codable, Sendable, Equatable {
     /// StoreKit's AppTransaction, signed, when the app registers by Apple account: the imported customer becomes
     /// that account's (unless the account has a customer already), so its other devices find them.
     public var signedAppTransaction: String?
+    /// A CloudKit web auth token the app fetched for this claim (`CKFetchWebAuthTokenOperation` with the
+    /// container's API token): the proof that the claim comes from the iCloud user it names. Single-use; required
+    /// when the server's `cloudkit.claim.proof` is `web-auth-token`.
+    public var ckWebAuthToken: String?
 
     /// Creates the body.
-    public init(userRecordName: String, claimKey: String, signedAppTransaction: String? = nil) {
+    public init(
+        userRecordName: String, claimKey: String, signedAppTransaction: String? = nil, ckWebAuthToken: String? = nil
+    ) {
         self.userRecordName = userRecordName
         self.claimKey = claimKey
         self.signedAppTransaction = signedAppTransaction
+        self.ckWebAuthToken = ckWebAuthToken
+    }
+}
+
+/// The answer of `POST /v1/me/merge-code`: a one-time code the install shows, which the customer reads to support
+/// so support can merge this customer into their Apple account's.
+public struct MergeCodeResponse: Codable, Sendable, Equatable {
+    /// Eight characters shown as `K7QM-2XHP`.
+    public var code: String
+    /// When it stops working (15 minutes on).
+    public var expiresAt: Date
+
+    /// Creates the answer.
+    public init(code: String, expiresAt: Date) {
+        self.code = code
+        self.expiresAt = expiresAt
     }
 }
 

@@ -191,13 +191,15 @@ public struct NewAdminKey: Sendable {
     /// The private key, PEM; shown to no browser, written once to a file with owner-only permissions.
     public let privateKeyPEM: String
 
-    /// Makes a key named `name`.
-    public init(name: String, at date: Date) {
+    /// Makes a key named `name`, for an owner or, with a grant limit, support.
+    public init(name: String, at date: Date, role: AdminRole = .owner, grantLimit: Int64? = nil) {
         let key = P256.Signing.PrivateKey()
         let publicKey = key.publicKey
         let digest = SHA256.hash(data: publicKey.x963Representation)
         let id = Hex.encode(digest.prefix(12))
-        record = AdminKey(id: id, name: name, publicKeyPEM: publicKey.pemRepresentation, createdAt: date)
+        record = AdminKey(
+            id: id, name: name, publicKeyPEM: publicKey.pemRepresentation, createdAt: date, role: role,
+            grantLimit: role == .support ? grantLimit : nil)
         privateKeyPEM = key.pemRepresentation
     }
 }

@@ -11,15 +11,18 @@ extension AdminService {
         try await store.tokenCounts(owner: find(supportId, environment: environment).id)
     }
 
-    /// Merges an anonymous user into the customer an Apple account is, once: balance and deficit, receipts,
-    /// grants, subscription states and the install's token (which then signs in as the account's customer)
-    /// move; the merged user keeps its history, marked merged, and both timelines say so. Audited.
+    /// Merges an anonymous user into the customer an Apple account is, once, with the customer's word: the merge
+    /// code their install shows, or an owner's override with a reason. Balance and deficit, receipts, grants,
+    /// subscription states and the tokens of installs that registered themselves (which then sign in as the
+    /// account's customer) move; the merged user keeps its history, marked merged, and both timelines say so.
+    /// Audited `user.merge` (with how it was consented to), and an override also `user.merge.override`.
     ///
     /// - Throws: ``AdminError/invalid(_:)`` unless `from` is an anonymous user not merged yet and `into` an
-    ///   Apple account's user, ``AdminError/notFound(_:)`` for an unknown Support ID.
-    public func mergeUsers(environment: Environment, from: String, into: String, actor: String) async throws
-        -> MergeResponse
-    {
+    ///   Apple account's user, for a wrong or expired code or an override without a reason;
+    ///   ``AdminError/notFound(_:)`` for an unknown Support ID.
+    public func mergeUsers(
+        environment: Environment, from: String, into: String, consent: MergeConsent, actor: String
+    ) async throws -> MergeResponse {
         let merged = try await find(from, environment: environment)
         let account = try await find(into, environment: environment)
         guard merged.id != account.id else { throw AdminError.invalid("a customer cannot be merged into itself") }
@@ -32,6 +35,22 @@ extension AdminService {
         guard merged.mergedInto == nil else { throw AdminError.invalid("\(merged.supportId) was merged already") }
         guard merged.deletedAt == nil, account.deletedAt == nil else {
             throw AdminError.invalid("a customer deleted at their request cannot be merged")
+        }
+        switch consent {
+        case .code(let typed):
+            // Used up before the merge: a merge that fails after needs a new code from the app.
+            guard let hash = MergeCodes.hash(typed),
+                try await store.useMergeCode(owner: merged.id, codeHash: hash, at: now())
+            else {
+                throw AdminError.invalid(
+                    "that merge code is not \(merged.supportId)'s, or it expired: ask the customer for the code "
+                        + "their app shows now (Purchase History, Move to my Apple account)")
+            }
+        case .override(let text):
+            let reason = try Self.reason(text)
+            try await audit(
+                environment, actor: actor, action: "user.merge.override", subject: merged.supportId.rawValue,
+                after: ["into": account.supportId.rawValue, "reason": reason])
         }
         let result: UserMergeResult
         do {

@@ -330,8 +330,13 @@ public struct AdminService: Sendable {
         return try Self.reason(reason)
     }
 
+    /// How long a support admin's grant limit counts their grants: a total over a rolling day.
+    public static let grantLimitWindow: TimeInterval = 86_400
+
     /// Grants credits to a user; the app picks them up on its next refresh. `ceiling` is the acting admin's
-    /// grant limit (a support admin's; `nil` for an owner, a signed key or the CLI).
+    /// grant limit (a support admin's or a support key's; `nil` for an owner, an owner key or the CLI): the most
+    /// credits their grants may carry in all over a rolling 24 hours, counted in the store (so every instance
+    /// counts the same) by `holder` (who made them: the admin's name, or the key's name and id).
     ///
     /// With an `id`, asking again is safe: after an answer that was lost (a 503 from a database that went away
     /// after the grant was written), the same request answers the grant made the first time, never a second
@@ -341,10 +346,26 @@ public struct AdminService: Sendable {
     ///   names another grant.
     public func createGrant(
         environment: Environment, supportId: String, credits: Int64, reason: String, actor: String,
-        ceiling: Int64? = nil, id: UUID? = nil
+        ceiling: Int64? = nil, holder: String? = nil, id: UUID? = nil
     ) async throws -> GrantView {
         let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
         let user = try await findChangeable(supportId, environment: environment)
+        if let ceiling, let holder {
+            // A grant asked again with its id is found below, not counted twice.
+            var known = false
+            if let id { known = try await store.grant(id: id, environment: environment) != nil }
+            if !known {
+                let granted = try await store.grantedCredits(
+                    environment: environment, holder: holder, since: now().addingTimeInterval(-Self.grantLimitWindow))
+                let (total, overflow) = granted.addingReportingOverflow(credits)
+                if overflow || total > ceiling {
+                    throw AdminError.forbidden(
+                        "\(PanelText.credits(credits)) more credits would bring your grants of the last 24 hours to "
+                            + "\(PanelText.credits(overflow ? .max : total)), over your limit of "
+                            + "\(PanelText.credits(ceiling)): ask an owner to grant it or to raise your limit")
+                }
+            }
+        }
         let grant = Grant(
             id: id ?? UUID(), environment: environment, recipient: user.id, credits: credits, reason: reason,
             createdBy: actor, createdAt: now())
@@ -437,7 +458,7 @@ public struct AdminService: Sendable {
     /// ledger entry, the tokens, push tokens, backups, the Apple account link and every free-text reason are
     /// removed, pending grants are cancelled; the receipts and the ledger's amounts stay, anonymised, so no
     /// transaction is ever credited twice and the totals add up. The app's token stops working at once on this
-    /// instance (within the token cache's minute on others).
+    /// instance (within the token cache's 5 seconds on others).
     /// Audited `customer.delete`.
     ///
     /// - Throws: ``AdminError/notFound(_:)`` for an unknown Support ID; ``AdminError/invalid(_:)`` for one
@@ -607,7 +628,7 @@ public struct AdminService: Sendable {
         return digits.count <= 12 && digits.allSatisfy(\.isHexDigit)
     }
 
-    private static func reason(_ text: String) throws(AdminError) -> String {
+    static func reason(_ text: String) throws(AdminError) -> String {
         let reason = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !reason.isEmpty else { throw .invalid("a reason is required, e.g. \"Ticket #42\"") }
         guard reason.count <= 500 else { throw .invalid("a reason has at most 500 characters") }

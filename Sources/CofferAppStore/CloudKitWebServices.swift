@@ -307,12 +307,7 @@ public struct CloudKitClient: Sendable {
         baseURL: String = CloudKitClient.appleURL, timeout: Duration = .seconds(30),
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(CloudKitError) {
-        guard container.hasPrefix("iCloud."), container.count <= 255,
-            container.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
-        else { throw .invalidRequest("the container id must be iCloud. and the app's, e.g. iCloud.com.example.app") }
-        guard ["development", "production"].contains(environment) else {
-            throw .invalidRequest("the CloudKit environment is development or production")
-        }
+        try Self.check(container: container, environment: environment)
         self.httpClient = httpClient
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.container = container
@@ -320,6 +315,21 @@ public struct CloudKitClient: Sendable {
         self.key = key
         self.timeout = timeout
         self.now = now
+    }
+
+    /// Checks a container id (`iCloud.` and the app's) and a CloudKit environment (`development`, `production`).
+    static func check(container: String, environment: String) throws(CloudKitError) {
+        guard container.hasPrefix("iCloud."), container.count <= 255,
+            container.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) })
+        else { throw .invalidRequest("the container id must be iCloud. and the app's, e.g. iCloud.com.example.app") }
+        guard ["development", "production"].contains(environment) else {
+            throw .invalidRequest("the CloudKit environment is development or production")
+        }
+    }
+
+    /// A `Duration` as AsyncHTTPClient's deadline.
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 
     /// Every record of a type in the public database's default zone, following the continuation markers.
@@ -388,9 +398,7 @@ public struct CloudKitClient: Sendable {
         let status: Int
         let bytes: ByteBuffer
         do {
-            let nanoseconds =
-                timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-            let response = try await httpClient.execute(http, timeout: .nanoseconds(nanoseconds))
+            let response = try await httpClient.execute(http, timeout: Self.timeAmount(timeout))
             status = Int(response.status.code)
             bytes = try await response.body.collect(upTo: 64 * 1024 * 1024)
         } catch {

@@ -36,6 +36,9 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         static let pem = "cloudkit-key.pem"
         var keyId: String
         var privateKeyFile: String
+        /// The container's API token, as CloudKit Console shows one (`coffer serve --cloudkit-api-token`): the
+        /// simulated `users/caller` answers requests that carry it. Absent in folders made before.
+        var apiToken: String?
     }
 
     /// The API key files `init` writes next to the chain.
@@ -85,7 +88,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             let cloudKit = CloudKitKeyFile(
                 keyId: Data(SHA256.hash(data: cloudKitKey.publicKey.derRepresentation)).prefix(32).map {
                     String(format: "%02x", $0)
-                }.joined(), privateKeyFile: CloudKitKeyFile.pem)
+                }.joined(), privateKeyFile: CloudKitKeyFile.pem,
+                apiToken: (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined())
             try OwnerOnlyFile.write(
                 Data(cloudKitKey.pemRepresentation.utf8), to: url.appendingPathComponent(CloudKitKeyFile.pem).path,
                 exclusive: false)
@@ -219,15 +223,17 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             // A folder made before the simulator had CloudKit has no CloudKit key: its requests are all refused.
             let cloudKitFile = folderURL.appendingPathComponent(CloudKitKeyFile.file)
             var cloudKitKeys: [String: P256.Signing.PublicKey] = [:]
+            var cloudKitTokens: Set<String> = []
             if FileManager.default.fileExists(atPath: cloudKitFile.path) {
                 let key = try JSONDecoder().decode(CloudKitKeyFile.self, from: Data(contentsOf: cloudKitFile))
+                if let token = key.apiToken { cloudKitTokens.insert(token) }
                 cloudKitKeys[key.keyId] = try P256.Signing.PrivateKey(
                     pemRepresentation: String(
                         contentsOf: folderURL.appendingPathComponent(key.privateKeyFile), encoding: .utf8)
                 ).publicKey
             }
             let container = cloudkitContainer ?? "iCloud.\(bundleId)"
-            let cloudKit = SimulatedCloudKit(container: container, keys: cloudKitKeys)
+            let cloudKit = SimulatedCloudKit(container: container, keys: cloudKitKeys, apiTokens: cloudKitTokens)
             let app = Application(
                 router: SimulatorServer.router(store: store, tokens: tokens, cloudKit: cloudKit),
                 configuration: .init(address: .hostname(host, port: port), serverName: "coffer-appstore-sim"))

@@ -49,7 +49,26 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "Where to write the private key. Default coffer-admin-KEYID.pem in the working folder.")
         var out: String?
 
+        @Option(
+            help: """
+                owner (everything) or support (reads, grants up to --grant-limit over a rolling 24 hours, cancels \
+                pending grants; no balances, merges or deletions).
+                """)
+        var role: AdminRole = .owner
+
+        @Option(help: "For a support key: the most credits its grants may carry over a rolling 24 hours.")
+        var grantLimit: Int64?
+
         @OptionGroup var options: Options
+
+        func validate() throws {
+            if role == .support, !(0...AdminService.maximumCredits).contains(grantLimit ?? -1) {
+                throw ValidationError("a support key needs --grant-limit, from 0 to \(AdminService.maximumCredits)")
+            }
+            if role == .owner, grantLimit != nil {
+                throw ValidationError("--grant-limit is for support keys (--role support): owners have no limit")
+            }
+        }
 
         func run() async throws {
             let name = name.trimmingCharacters(in: .whitespaces)
@@ -65,7 +84,7 @@ struct KeysCommand: AsyncParsableCommand {
         }
 
         private func create(name: String, store: any CofferStore, environment: Environment) async throws {
-            let key = NewAdminKey(name: name, at: Date())
+            let key = NewAdminKey(name: name, at: Date(), role: role, grantLimit: grantLimit)
             let path = out ?? "coffer-admin-\(key.record.id).pem"
             // The file is created owner-only and must not exist: a key is never written over another.
             do {
@@ -80,8 +99,15 @@ struct KeysCommand: AsyncParsableCommand {
                 throw error
             }
             try await LocalSupport.audit(
-                store, environment, action: "key.create", subject: "key \(key.record.id)", after: ["name": name])
-            print("Created admin key \(key.record.id) (\(name)); private key in \(path)")
+                store, environment, action: "key.create", subject: "key \(key.record.id)",
+                after: [
+                    "name": name, "role": role.rawValue,
+                    "grantLimit": key.record.grantCeiling.map(String.init) ?? "none",
+                ])
+            print(
+                "Created admin key \(key.record.id) (\(name), \(role.rawValue)"
+                    + (key.record.grantCeiling.map { ", grants up to \($0) credits a day" } ?? "")
+                    + "); private key in \(path)")
             print("Use it with: --key-id \(key.record.id) --key \(path) --server URL")
         }
     }
@@ -101,10 +127,11 @@ struct KeysCommand: AsyncParsableCommand {
             await LocalDatabase.close(store)
             if json { return print(try JSONText.encode(keys.map(KeyView.init))) }
             guard !keys.isEmpty else { return print("no admin keys") }
-            var table = TextTable(["key id", "name", "created (UTC)", "status"])
+            var table = TextTable(["key id", "name", "role", "grant limit", "created (UTC)", "status"])
             for key in keys {
                 table.add([
-                    key.id, key.name, JSONText.timestamp(key.createdAt),
+                    key.id, key.name, key.role.rawValue, key.grantCeiling.map(String.init) ?? "-",
+                    JSONText.timestamp(key.createdAt),
                     key.revokedAt.map { "revoked \(JSONText.timestamp($0))" } ?? "active",
                 ])
             }
@@ -145,10 +172,14 @@ struct KeysCommand: AsyncParsableCommand {
         var name: String
         var createdAt: Date
         var revokedAt: Date?
+        var role: String
+        var grantLimit: Int64?
 
         init(_ key: AdminKey) {
             id = key.id
             name = key.name
+            role = key.role.rawValue
+            grantLimit = key.grantCeiling
             createdAt = key.createdAt
             revokedAt = key.revokedAt
         }

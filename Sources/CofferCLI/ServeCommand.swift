@@ -89,6 +89,17 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
+        var cloudKitIdentity: CloudKitUserIdentity?
+        if let cloudKit = settings.cloudKit {
+            do {
+                cloudKitIdentity = try CloudKitUserIdentity(
+                    httpClient: http, container: cloudKit.container, environment: cloudKit.environment,
+                    apiToken: cloudKit.apiToken, baseURL: cloudKit.baseURL)
+            } catch {
+                FileHandle.standardError.write(Data("Error: cloudkit.container: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
         let app = buildApplication(
             configuration: server,
             dependencies: try ServerDependencies(
@@ -96,7 +107,7 @@ struct ServeCommand: AsyncParsableCommand {
                 receiptReader: AppReceiptReader(trustedRoots: [AppleRoots.rootCA()] + roots.dropFirst()),
                 logger: logger, push: push,
                 // Instances sharing a PostgreSQL database hear each other's events (LISTEN/NOTIFY).
-                broadcast: store as? any EventBroadcast))
+                broadcast: store as? any EventBroadcast, cloudKitIdentity: cloudKitIdentity))
         let firstLogin: String?
         do {
             firstLogin = try await AdminAccounts.createFirstAdmin(

@@ -135,6 +135,10 @@ struct ServeSettings: Sendable {
         .init(
             key: "limit.notifications.rate",
             help: "Failed notifications forgiven per address per second. Default 1. Apple's are never counted."),
+        .init(
+            key: "limit.devices",
+            help:
+                "Device tokens one Apple account's customer keeps; registering another revokes the oldest. Default 10."),
         .init(key: "events.streams.user", help: "Event streams (GET /v1/me/events) one user may hold. Default 4."),
         .init(
             key: "events.streams.address",
@@ -147,6 +151,22 @@ struct ServeSettings: Sendable {
         .init(
             key: "metrics.token",
             help: "A secret: when set, /metrics answers only Authorization: Bearer <token>. Default none (open)."),
+        .init(
+            key: "cloudkit.api.token",
+            help:
+                "A secret: the container's API token from CloudKit Console. Set, a CloudKit claim must carry the "
+                + "customer's web auth token, checked with CloudKit Web Services (users/caller). Default none."),
+        .init(
+            key: "cloudkit.claim.proof",
+            help:
+                "What a CloudKit claim must prove: web-auth-token (default with cloudkit.api.token; needs it) or "
+                + "record-name (the old app's trust, weaker: the name is public; the default without a token)."),
+        .init(
+            key: "cloudkit.container", help: "The CloudKit container the claims come from. Default iCloud.BUNDLE_ID."),
+        .init(key: "cloudkit.environment", help: "development or production: the container's. Default production."),
+        .init(
+            key: "cloudkit.url", help: "CloudKit Web Services' address (the simulator's, to rehearse). Default Apple's."
+        ),
         .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
         .init(
             key: "log.format",
@@ -208,7 +228,17 @@ struct ServeSettings: Sendable {
     var appleRoots: [String]
     var appStoreKey: AppStoreKey?
     var apnsKey: APNsKey?
+    /// CloudKit Web Services for the claims' proof, when an API token is configured.
+    var cloudKit: CloudKitSettings?
     var logLevel: String
+
+    /// Where the CloudKit claims' web auth tokens are checked.
+    struct CloudKitSettings: Sendable {
+        var apiToken: String
+        var container: String
+        var environment: String
+        var baseURL: String
+    }
     /// How log lines are written (`log.format`).
     var logFormat: LogFormat
     /// Seconds an operation waits on PostgreSQL (`database.timeout`).
@@ -333,6 +363,7 @@ struct ServeSettings: Sendable {
         server.notificationFailureLimit = try rate("limit.notifications", default: server.notificationFailureLimit)
         server.eventStreamsPerUser = try number(
             "events.streams.user", default: server.eventStreamsPerUser, in: 1...1_000)
+        server.devicesPerAccount = try number("limit.devices", default: server.devicesPerAccount, in: 1...1_000)
         server.eventStreamsPerAddress = try number(
             "events.streams.address", default: server.eventStreamsPerAddress, in: 1...1_000_000)
         server.eventStreamsTotal = try number(
@@ -350,6 +381,32 @@ struct ServeSettings: Sendable {
         server.consumption.refundPreference = try choice(
             "consumption.refund.preference", default: .undeclared, ConsumptionConfiguration.RefundPreference.self,
             names: "undeclared, grant, decline or none")
+
+        if let token = text("cloudkit.api.token"), !token.isEmpty {
+            guard token.utf8.count <= 256, token.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else {
+                throw SettingsError(
+                    key: "cloudkit.api.token", value: "(hidden)", expected: "the API token CloudKit Console shows")
+            }
+            let container = text("cloudkit.container") ?? "iCloud." + bundleId
+            let environment = text("cloudkit.environment") ?? "production"
+            guard ["development", "production"].contains(environment) else {
+                throw SettingsError(
+                    key: "cloudkit.environment", value: environment, expected: "development or production")
+            }
+            cloudKit = CloudKitSettings(
+                apiToken: token, container: container, environment: environment,
+                baseURL: text("cloudkit.url") ?? CloudKitClient.appleURL)
+        } else {
+            cloudKit = nil
+        }
+        server.cloudKitClaimProof = try choice(
+            "cloudkit.claim.proof", default: cloudKit == nil ? .recordName : .webAuthToken, CloudKitClaimProof.self,
+            names: "web-auth-token or record-name")
+        if server.cloudKitClaimProof == .webAuthToken, cloudKit == nil {
+            throw SettingsError(
+                key: "cloudkit.claim.proof", value: "web-auth-token",
+                expected: "record-name, or cloudkit.api.token set (web-auth-token checks with it)")
+        }
 
         database = try Database(url: text("database.url") ?? "sqlite:coffer.sqlite")
         databaseTimeout = try number("database.timeout", default: 5, in: 1...300)

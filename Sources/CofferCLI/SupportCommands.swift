@@ -128,7 +128,7 @@ protocol SupportBackend: Sendable {
     func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
     func cancelGrant(id: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
-    func merge(from: String, into: String) async throws -> MergeResponse
+    func merge(from: String, into: String, consent: MergeConsent) async throws -> MergeResponse
     func deleteCustomer(_ supportId: String) async throws -> DeletionView
     func close() async
 }
@@ -176,8 +176,8 @@ struct LocalSupport: SupportBackend {
         try await service.setBalance(
             environment: environment, supportId: supportId, balance: balance, reason: reason, actor: actor)
     }
-    func merge(from: String, into: String) async throws -> MergeResponse {
-        try await service.mergeUsers(environment: environment, from: from, into: into, actor: actor)
+    func merge(from: String, into: String, consent: MergeConsent) async throws -> MergeResponse {
+        try await service.mergeUsers(environment: environment, from: from, into: into, consent: consent, actor: actor)
     }
     func deleteCustomer(_ supportId: String) async throws -> DeletionView {
         try await service.deleteUser(environment: environment, supportId: supportId, actor: actor)
@@ -224,8 +224,13 @@ struct RemoteSupport: SupportBackend {
             .POST, "/v1/admin/users/\(URLText.escape(supportId))/balance",
             body: BalanceRequest(balance: balance, reason: reason))
     }
-    func merge(from: String, into: String) async throws -> MergeResponse {
-        try await send(.POST, "/v1/admin/users/merge", body: MergeRequest(from: from, into: into))
+    func merge(from: String, into: String, consent: MergeConsent) async throws -> MergeResponse {
+        let body =
+            switch consent {
+            case .code(let code): MergeRequest(from: from, into: into, code: code)
+            case .override(let reason): MergeRequest(from: from, into: into, overrideReason: reason)
+            }
+        return try await send(.POST, "/v1/admin/users/merge", body: body)
     }
     func deleteCustomer(_ supportId: String) async throws -> DeletionView {
         try await send(.POST, "/v1/admin/users/\(URLText.escape(supportId))/delete")
@@ -371,10 +376,21 @@ struct MergeCommand: AsyncParsableCommand {
     @Argument(help: "The Apple account customer's Support ID.")
     var into: String
 
+    @Option(help: "The merge code FROM's app shows (Purchase History, Move to my Apple account): the customer's word.")
+    var code: String?
+
+    @Option(help: "Without a code: an owner's override, and why (audited as user.merge.override).")
+    var overrideReason: String?
+
     @OptionGroup var options: SupportOptions
 
     func run() async throws {
-        let done = try await withSupport(options) { try await $0.merge(from: from, into: into) }
+        guard let consent = try? MergeConsent(code: code, overrideReason: overrideReason) else {
+            throw ValidationError(
+                "give --code CODE (the merge code FROM's app shows: Purchase History, Move to my Apple account) or, "
+                    + "as an owner, --override-reason TEXT; one of the two")
+        }
+        let done = try await withSupport(options) { try await $0.merge(from: from, into: into, consent: consent) }
         if options.json { return print(try JSONText.encode(done)) }
         print(
             "Merged \(done.from) into \(done.into): \(done.movedBalance) credits, \(done.movedDeficit) deficit, "

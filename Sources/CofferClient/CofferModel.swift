@@ -62,6 +62,8 @@ public final class CofferModel {
     public private(set) var supportId: String?
     /// Verify Purchases' results in words, after ``verifyPurchases()``.
     public private(set) var verifyResults: [String] = []
+    /// "Move to my Apple account": what to tell support, after ``moveToAppleAccount()``.
+    public private(set) var mergeCodeWords: String?
     /// The subscription group whose loyalty lifetime was just earned: show the celebration, then call
     /// ``celebrated()``. Set once per customer.
     public private(set) var celebration: String?
@@ -141,6 +143,21 @@ public final class CofferModel {
             if verifyResults.isEmpty { verifyResults = ["No purchases to verify."] }
         }
         await refresh()
+    }
+
+    /// "Move to my Apple account": asks for a one-time merge code and puts what to tell support in
+    /// ``mergeCodeWords``.
+    public func moveToAppleAccount() async {
+        await attempt {
+            let answer = try await sdk.mergeCode()
+            mergeCodeWords = Self.words(mergeCode: answer.code, expiresAt: answer.expiresAt)
+        }
+    }
+
+    /// What the customer tells support to move this install's purchases to their Apple account.
+    public static func words(mergeCode code: String, expiresAt: Date) -> String {
+        "Tell support your Support ID and this code: \(code). It works once, until "
+            + expiresAt.formatted(date: .omitted, time: .shortened) + "."
     }
 
     /// The celebration was shown: it is not shown again, on any launch.

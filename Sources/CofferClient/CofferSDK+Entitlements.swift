@@ -48,7 +48,9 @@ extension CofferSDK {
             for group in Self.loyaltyGroups(entitlements) where try !applied(Self.loyaltyKey(group)) {
                 let first: Bool
                 do {
-                    first = try await server.milestone(Self.milestoneName(group), bearer: credentials().token).first
+                    // `nil`: the server has not heard of every period yet; asked again on the next refresh.
+                    guard let answer = try await milestone(group) else { continue }
+                    first = answer
                 } catch ServerClientError.refused {
                     first = true  // A server without milestones: this device's own record decides.
                 } catch {
@@ -61,6 +63,36 @@ extension CofferSDK {
             }
         }
         return entitlements
+    }
+
+    /// Records a group's loyalty milestone with the server, which counts the periods by its own records: when it
+    /// has not heard of every period this device counts (a renewal whose notification is still on its way), it
+    /// is shown Apple's signed transactions of the group, then asked again.
+    ///
+    /// - Returns: Whether this device asked first; `nil` while the server still counts fewer periods.
+    func milestone(_ group: String) async throws -> Bool? {
+        let token = try await credentials().token
+        if let first = try await askMilestone(group, token: token) { return first }
+        let products = Set(configuration.catalog.products.filter { $0.group == group }.map(\.id))
+        for transaction in await storeKit.all() where products.contains(transaction.productId) {
+            _ = try? await server.post(signedTransaction: transaction.jwsRepresentation, token: token)
+        }
+        return try await askMilestone(group, token: token)
+    }
+
+    /// The server's answer to a milestone: whether this device asked first, `nil` for `milestone-not-earned`.
+    private func askMilestone(_ group: String, token: String) async throws -> Bool? {
+        let answer: Result<MilestoneResponse, ServerClientError>
+        do {
+            answer = .success(try await server.milestone(Self.milestoneName(group), bearer: token))
+        } catch {
+            answer = .failure(error)
+        }
+        switch answer {
+        case .success(let response): return response.first
+        case .failure(.refused(422, let code, _)) where code == "milestone-not-earned": return nil
+        case .failure(let error): throw error
+        }
     }
 
     /// The server's name of a group's loyalty milestone: `loyalty:` and the group in the characters it takes.

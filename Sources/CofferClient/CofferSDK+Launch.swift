@@ -180,24 +180,44 @@ extension CofferSDK {
         } catch {
             return nil  // no place to keep the key: a lost answer could not be asked again, so do not ask
         }
+        // Each claim carries a web auth token of its own (they are single-use), when the app fetches them.
+        func claim(_ signed: String?) async throws(ServerClientError) -> CreateUserResponse {
+            try await server.claimCloudKit(
+                userRecordName: name, claimKey: key, signedAppTransaction: signed,
+                ckWebAuthToken: try await cloudKitWebAuthToken())
+        }
         do {
             // With the Apple account identity, the customer becomes the account's: its other devices find them. A
             // stale AppTransaction is refused before the claim is used: asked again with a fresh one, or without.
             let cached = configuration.identity == .appleAccount ? await storeKit.appTransaction(refresh: false) : nil
             do {
-                return try await server.claimCloudKit(userRecordName: name, claimKey: key, signedAppTransaction: cached)
-            } catch .refused(422, let code, _) where cached != nil {
+                return try await claim(cached)
+            } catch .refused(422, let code, _) where cached != nil && !code.hasPrefix("cloudkit-") {
                 let fresh = code == "stale-app-transaction" ? await storeKit.appTransaction(refresh: true) : nil
                 do {
-                    return try await server.claimCloudKit(
-                        userRecordName: name, claimKey: key, signedAppTransaction: fresh)
-                } catch .refused(422, _, _) where fresh != nil {
-                    return try await server.claimCloudKit(userRecordName: name, claimKey: key)
+                    return try await claim(fresh)
+                } catch .refused(422, let code, _) where fresh != nil && !code.hasPrefix("cloudkit-") {
+                    return try await claim(nil)
                 }
             }
-        } catch .refused(let status, _, _) where status == 404 || status == 409 || status == 400 {
+        } catch .refused(let status, let code, _)
+            where [400, 403, 404, 409].contains(status) || code == "cloudkit-proof-required"
+        {
+            // Not this install's to claim (none imported, claimed, another iCloud user's token, or a server that
+            // wants a proof this app does not fetch): it registers as new, and support can merge.
             try? state.set(Self.cloudKitClaimDone, "none")
             return nil
+        }
+    }
+
+    /// A fresh CloudKit web auth token for one claim, `nil` when the app fetches none (or the device has no iCloud
+    /// account); CloudKit not answering within 10 s is a transport failure, tried again later.
+    func cloudKitWebAuthToken() async throws(ServerClientError) -> String? {
+        guard let fetch = configuration.cloudKitWebAuthToken else { return nil }
+        do {
+            return try await Self.within(.seconds(10), fetch)
+        } catch {
+            throw .transport("CloudKit did not give a web auth token: \(error)")
         }
     }
 

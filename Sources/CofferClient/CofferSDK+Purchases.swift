@@ -147,6 +147,12 @@ extension CofferSDK {
     /// The server's code for a transaction that belongs to another user, kept as its outcome.
     static let wrongUser = "wrong-user"
 
+    /// "Move to my Apple account": a one-time code (valid 15 minutes) the customer reads to support, who types it
+    /// in to merge this install's customer into their Apple account's customer. Each call replaces the code before.
+    public func mergeCode() async throws -> MergeCodeResponse {
+        try await server.mergeCode(bearer: credentials().token)
+    }
+
     func credentials() async throws -> Credentials {
         _ = try await localUser()
         // A provisional user (a first launch offline) is not registered yet: as if the server were out of reach.

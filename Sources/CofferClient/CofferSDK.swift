@@ -34,6 +34,11 @@ public struct SDKConfiguration: Sendable {
     /// cannot tell now (the SDK asks again later). With it, a first launch claims the customer `coffer import
     /// cloudkit` brought in under that name, once (docs/cloudkit.md), before registering as new.
     public var cloudKitUserRecordName: (@Sendable () async throws -> String?)?
+    /// Moving in from CloudKit, the proof: fetches a single-use CloudKit web auth token of the device's iCloud user
+    /// (on Apple platforms, `SDKConfiguration.cloudKitWebAuthToken(container:apiToken:)`, with the container's API
+    /// token from CloudKit Console), sent with each claim. A server with `cloudkit.api.token` set requires it; an
+    /// error is tried again later, `nil` claims without one.
+    public var cloudKitWebAuthToken: (@Sendable () async throws -> String?)?
 
     /// Creates a configuration.
     public init(

@@ -39,14 +39,16 @@ public struct ServerClient: Sendable {
     }
 
     /// `POST /v1/users/cloudkit`: the customer imported from CloudKit under this user record name, claimed by
-    /// this install (its `claimKey` kept before asking).
-    public func claimCloudKit(userRecordName: String, claimKey: String, signedAppTransaction: String? = nil)
-        async throws(ServerClientError) -> CreateUserResponse
-    {
+    /// this install (its `claimKey` kept before asking), with the CloudKit web auth token that proves the
+    /// install is that iCloud user's when the app fetches one.
+    public func claimCloudKit(
+        userRecordName: String, claimKey: String, signedAppTransaction: String? = nil, ckWebAuthToken: String? = nil
+    ) async throws(ServerClientError) -> CreateUserResponse {
         try await send(
             "POST", "/v1/users/cloudkit",
             body: CloudKitClaimRequest(
-                userRecordName: userRecordName, claimKey: claimKey, signedAppTransaction: signedAppTransaction))
+                userRecordName: userRecordName, claimKey: claimKey, signedAppTransaction: signedAppTransaction,
+                ckWebAuthToken: ckWebAuthToken))
     }
 
     /// `GET /v1/me`.
@@ -71,6 +73,12 @@ public struct ServerClient: Sendable {
     public func unregisterPushToken(_ token: String, bearer: String) async throws(ServerClientError) {
         let _: NoContent = try await send(
             "DELETE", "/v1/me/push-token", token: bearer, body: PushTokenRequest(token: token))
+    }
+
+    /// `POST /v1/me/merge-code`: a one-time code (15 minutes) the customer reads to support, who types it in to
+    /// merge this customer into their Apple account's.
+    public func mergeCode(bearer: String) async throws(ServerClientError) -> MergeCodeResponse {
+        try await send("POST", "/v1/me/merge-code", token: bearer)
     }
 
     /// `POST /v1/me/milestones`: records a milestone once per customer; answers whether this was the first time.

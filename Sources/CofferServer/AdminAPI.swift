@@ -55,6 +55,7 @@ struct AdminAPI: Sendable {
 
     /// `POST /v1/admin/users/{supportId}/balance`.
     func setBalance(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try context.requireOwnerKey()
         let body: BalanceRequest = try await api.decode(request)
         return try api.json(
             try await service.setBalance(
@@ -64,15 +65,19 @@ struct AdminAPI: Sendable {
 
     /// `POST /v1/admin/users/merge` `{"from", "into"}`: an anonymous user joins an Apple account's customer.
     func merge(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try context.requireOwnerKey()
         let body: MergeRequest = try await api.decode(request)
         return try api.json(
             try await service.mergeUsers(
-                environment: try environment(request), from: body.from, into: body.into, actor: context.adminActor))
+                environment: try environment(request), from: body.from, into: body.into,
+                consent: try MergeConsent(code: body.code, overrideReason: body.overrideReason),
+                actor: context.adminActor))
     }
 
     /// `POST /v1/admin/users/{supportId}/delete`: the customer deleted at their request, once.
     func deleteUser(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        try api.json(
+        try context.requireOwnerKey()
+        return try api.json(
             try await service.deleteUser(
                 environment: try environment(request), supportId: try context.parameters.require("supportId"),
                 actor: context.adminActor))
@@ -103,7 +108,8 @@ struct AdminAPI: Sendable {
         return try api.json(
             try await service.createGrant(
                 environment: try environment(request), supportId: body.supportId, credits: body.credits,
-                reason: body.reason, actor: context.adminActor, id: id),
+                reason: body.reason, actor: context.adminActor, ceiling: context.adminKey?.grantCeiling,
+                holder: context.adminKey?.holder, id: id),
             status: .created)
     }
 
@@ -117,6 +123,7 @@ struct AdminAPI: Sendable {
 
     /// `POST /v1/admin/grants/delete-all` (Sandbox).
     func deleteAllGrants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try context.requireOwnerKey()
         let deleted = try await service.deleteAllGrants(
             environment: try environment(request), actor: context.adminActor)
         return try api.json(DeletedGrants(deleted: deleted))
@@ -148,6 +155,14 @@ struct AdminAPI: Sendable {
 extension CofferRequestContext {
     /// Who is acting, for the audit log: the admin key's name and id, or the panel's admin.
     var adminActor: String { admin ?? "unknown" }
+
+    /// Refuses a support key's request to what only an owner may do (balances, merges, deletions), before
+    /// anything is done.
+    func requireOwnerKey() throws {
+        guard adminKey?.role ?? .owner == .owner else {
+            throw ServiceError.forbidden("this admin key is support's: only an owner key may do this")
+        }
+    }
 }
 
 /// Admits a request only with a valid signature from an unrevoked admin key, dated within five minutes and
@@ -197,7 +212,8 @@ struct SignedRequestMiddleware: RouterMiddleware {
         if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {
             throw ServiceError.environmentRequired
         }
-        context.admin = "\(key.name) (key \(key.id)) from \(context.clientAddress ?? "this machine")"
+        context.admin = "\(key.holder) from \(context.clientAddress ?? "this machine")"
+        context.adminKey = key
         return try await next(request, context)
     }
 }

@@ -58,7 +58,7 @@ extension AdminPanel {
     func disableTwoFactor(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
         // The code is checked under the sign-in throttle: a stolen session cannot try every code.
-        let attempt: LoginThrottle.Attempt
+        let attempt: PanelAttempt
         switch try await reserveAttempt(account: "2fa:" + session.adminName, address: context.clientAddress ?? "local")
         {
         case .success(let reserved): attempt = reserved
@@ -68,9 +68,9 @@ extension AdminPanel {
             try await service.disableTwoFactor(
                 environment: session.environment, name: session.adminName, code: form["code"] ?? "",
                 actor: context.adminActor)
-            await throttle.finish(attempt, succeeded: true)
+            await finish(attempt, succeeded: true)
         } catch let error as AdminError {
-            await throttle.finish(attempt, succeeded: false)
+            await finish(attempt, succeeded: false)
             return try await settings(request, context, error: error.description)
         }
         return Self.redirect("/admin/settings?notice=two-factor-off")
@@ -82,6 +82,13 @@ extension AdminPanel {
     {
         _ = try context.requireOwner()
         let admins = try await service.admins()
+        // Two-factor codes guessed at (every instance's count): the owner is told, the account waits.
+        var guessed: [String: Int] = [:]
+        for admin in admins where admin.twoFactor {
+            let key = AccountGuard.Secret.code(account: admin.name).key
+            let count = try await store.failures(key, since: now.addingTimeInterval(-AccountGuard.window))
+            if count > 0 { guessed[admin.name] = count }
+        }
         return page(
             "admins",
             [
@@ -97,6 +104,10 @@ extension AdminPanel {
                         "twoFactor": admin.twoFactor ? "on, \(admin.recoveryCodesLeft) recovery codes left" : "off",
                         "canReset": admin.twoFactor && admin.name != context.adminSession?.adminName,
                         "disabled": admin.disabledAt != nil,
+                        "codeWarning": guessed[admin.name].map { count in
+                            "\(count) wrong two-factor code\(count == 1 ? "" : "s") in the last hour"
+                                + (count >= AccountGuard.codeLimit ? ": sign-ins with a code wait" : "")
+                        } as Any,
                         "canDisable": admin.disabledAt == nil && admin.name != context.adminSession?.adminName,
                         "created": Self.time(admin.createdAt, context),
                     ] as [String: Any]

@@ -405,6 +405,14 @@ extension AdminPanel {
         _ = try context.requireOwner()
         let supportId = try context.parameters.require("supportId")
         let into = (form["into"] ?? "").trimmingCharacters(in: .whitespaces)
+        let code = (form["code"] ?? "").trimmingCharacters(in: .whitespaces)
+        let overrideReason = (form["overrideReason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let consent: MergeConsent
+        do {
+            consent = try MergeConsent(code: code, overrideReason: overrideReason)
+        } catch {
+            return try await user(request, context, error: error.description)
+        }
         guard form["confirm"] == "yes" else {
             let from: UserDetail
             let account: UserDetail
@@ -435,13 +443,15 @@ extension AdminPanel {
                     "cancel": "/admin/users/\(URLText.escape(from.user.supportId))",
                     "fields": [
                         ["name": "into", "value": account.user.supportId], ["name": "confirm", "value": "yes"],
+                        ["name": "code", "value": code], ["name": "overrideReason", "value": overrideReason],
                     ],
                 ], context: context)
         }
         let done: MergeResponse
         do {
             done = try await service.mergeUsers(
-                environment: session.environment, from: supportId, into: into, actor: context.adminActor)
+                environment: session.environment, from: supportId, into: into, consent: consent,
+                actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }
@@ -556,7 +566,7 @@ extension AdminPanel {
         do {
             grant = try await service.createGrant(
                 environment: session.environment, supportId: supportId, credits: credits, reason: reason,
-                actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling,
+                actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling, holder: session.adminName,
                 id: form["grantId"].flatMap(UUID.init(uuidString:)))
         } catch let error as AdminError {
             return try await refuse(error.description, status: error.status)

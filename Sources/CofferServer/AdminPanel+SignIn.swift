@@ -56,7 +56,7 @@ extension AdminPanel {
             return try await loginPage(
                 request, context, error: "Wrong name or password.", status: .unauthorized)
         }
-        let attempt: LoginThrottle.Attempt
+        let attempt: PanelAttempt
         switch try await reserveAttempt(account: name, address: address) {
         case .success(let reserved): attempt = reserved
         case .failure(let refusal):
@@ -71,10 +71,10 @@ extension AdminPanel {
             admin = try await store.admin(name: name)
             valid = await hasher.verify(password, hash: admin?.passwordHash ?? Self.decoyHash)
         } catch {
-            await throttle.finish(attempt, succeeded: false)
+            await finish(attempt, succeeded: false)
             throw error
         }
-        await throttle.finish(attempt, succeeded: admin != nil && valid)
+        await finish(attempt, succeeded: admin != nil && valid)
         guard let admin, valid else {
             context.logger.notice("panel sign-in failed for \(name) from \(address)")
             return try await loginPage(
@@ -118,10 +118,46 @@ extension AdminPanel {
         var retryAfter: Int
     }
 
-    /// Reserves a password or code check for `account` from `address` with the sign-in throttle.
+    /// A reserved password or code check: the throttle's reservation, and what the store counts it against.
+    struct PanelAttempt: Sendable {
+        var reservation: LoginThrottle.Attempt
+        var secret: AccountGuard.Secret
+    }
+
+    /// Ends a reserved check: the throttle's slot, and in the store a failure counted (shared by every instance)
+    /// or, for a right password, that address's failures for the account forgotten.
+    func finish(_ attempt: PanelAttempt, succeeded: Bool) async {
+        await throttle.finish(attempt.reservation, succeeded: succeeded)
+        do {
+            if !succeeded {
+                _ = try await store.recordFailure(
+                    attempt.secret.key, at: now, since: now.addingTimeInterval(-AccountGuard.window))
+            } else if case .password = attempt.secret {
+                try await store.clearFailures(attempt.secret.key)
+            }
+        } catch {
+            api.dependencies.logger.error("cannot count a sign-in failure: \(error)")
+        }
+    }
+
+    /// Reserves a password or code check for `account` (`2fa:NAME` for a code) from `address`: refused while the
+    /// store counts too many failures for it (every instance's), then by this instance's throttle.
     func reserveAttempt(account: String, address: String) async throws
-        -> Result<LoginThrottle.Attempt, ThrottleRefusal>
+        -> Result<PanelAttempt, ThrottleRefusal>
     {
+        let secret: AccountGuard.Secret =
+            account.hasPrefix("2fa:")
+            ? .code(account: String(account.dropFirst(4)))
+            : .password(account: account, address: RateLimiter.key(address))
+        let counted = try await store.failures(secret.key, since: now.addingTimeInterval(-AccountGuard.window))
+        if counted >= secret.limit {
+            let what = if case .code = secret { "wrong codes for this account" } else { "failed sign-ins" }
+            return .failure(
+                ThrottleRefusal(
+                    message:
+                        "Too many \(what) in the last hour. Try again later; an owner sees this on the Admins page.",
+                    retryAfter: 300))
+        }
         var decision = await throttle.begin(account: account, address: RateLimiter.key(address), now: now)
         // All checks busy: wait up to 2 seconds for one, so a flood elsewhere does not turn support away.
         for _ in 0..<20 where decision == .busy {
@@ -129,7 +165,7 @@ extension AdminPanel {
             decision = await throttle.begin(account: account, address: RateLimiter.key(address), now: now)
         }
         switch decision {
-        case .proceed(let reserved): return .success(reserved)
+        case .proceed(let reserved): return .success(PanelAttempt(reservation: reserved, secret: secret))
         case .wait(let wait):
             let seconds = Int(wait.rounded(.up))
             let when = seconds < 120 ? "\(seconds) seconds" : "\((seconds + 59) / 60) minutes"
@@ -167,7 +203,7 @@ extension AdminPanel {
                 request, context, error: "The form expired. Please try again.", status: .forbidden)
         }
         let address = context.clientAddress ?? "local"
-        let attempt: LoginThrottle.Attempt
+        let attempt: PanelAttempt
         // Codes count apart from passwords (a right password must not clear the count of wrong codes).
         switch try await reserveAttempt(account: "2fa:" + session.adminName, address: address) {
         case .success(let reserved): attempt = reserved
@@ -180,10 +216,10 @@ extension AdminPanel {
         do {
             valid = try await service.checkSecondFactor(name: session.adminName, form["code"] ?? "")
         } catch {
-            await throttle.finish(attempt, succeeded: false)
+            await finish(attempt, succeeded: false)
             throw error
         }
-        await throttle.finish(attempt, succeeded: valid)
+        await finish(attempt, succeeded: valid)
         guard valid else {
             context.logger.notice("panel sign-in code refused for \(session.adminName) from \(address)")
             // Three wrong codes end the half-open session: the password is asked again (bcrypt, throttled).

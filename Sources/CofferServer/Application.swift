@@ -144,7 +144,7 @@ func adminService(
                 return
             case .merged, .deleted:
                 // A merged install's token signs in as the account's customer from now on, a deleted customer's
-                // not at all: forgotten here at once (other instances within the token cache's minute).
+                // not at all: forgotten here at once (other instances within the token cache's 5 seconds).
                 forgetTokens(user)
                 return
             }
@@ -164,6 +164,8 @@ public struct CofferRequestContext: RequestContext {
     public var adminTimeZone: TimeZone?
     /// The signed-in admin as stored now (role, grant limit, two-factor).
     public var panelAdmin: Admin?
+    /// The admin key a signed admin API request was checked with (its role and grant limit).
+    public var adminKey: AdminKey?
     /// The peer's address (a reverse proxy's, behind one).
     public let remoteAddress: SocketAddress?
     /// The client's address: the peer's, or behind a trusted proxy the one it forwards.

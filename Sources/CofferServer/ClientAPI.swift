@@ -36,6 +36,7 @@ struct ClientAPI: Sendable {
         routes.delete("v1/me/push-token", use: unregisterPushToken)
         routes.post("v1/me/milestones", use: recordMilestone)
         routes.put("v1/me/verify-report", use: saveVerifyReport)
+        routes.post("v1/me/merge-code", use: mergeCode)
         routes.get("v1/me/purchases", use: purchases)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
@@ -109,6 +110,18 @@ struct ClientAPI: Sendable {
         let body: VerifyReportRequest = try await decode(
             request, limit: max(Self.verifyReportLimit, configuration.maximumBodySize))
         return try json(try await service.saveVerifyReport(body, user: user))
+    }
+
+    /// `POST /v1/me/merge-code`: a one-time code for support to merge this customer; 201.
+    func mergeCode(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await authenticate(request)
+        var request = request
+        guard try await request.collectBody(upTo: configuration.maximumBodySize).readableBytes == 0 else {
+            throw ServiceError.badRequest("POST /v1/me/merge-code takes no body")
+        }
+        var response = try json(try await service.mergeCode(for: user))
+        response.status = .created
+        return response
     }
 
     /// `GET /v1/me`.

@@ -46,7 +46,19 @@ extension ClientService {
         guard (1...64).contains(request.name.count), request.name.allSatisfy(allowed.contains) else {
             throw ServiceError.badRequest("name must be 1 to 64 of a-z, 0-9, '.', '_', '-' and ':'")
         }
-        let first = try await store.recordMilestone(owner: user.id, name: request.name, at: dependencies.now())
+        // Only what the server's own rules say was earned: a loyalty lifetime of the catalog, its periods paid.
+        let now = dependencies.now()
+        guard
+            let rule = dependencies.catalog.loyalty.first(where: { LoyaltyRule.milestoneName($0.group) == request.name }
+            ),
+            (try await store.entitlementState(of: user, catalog: dependencies.catalog, at: now).paidPeriods[rule.group]
+                ?? 0) >= rule.periods
+        else {
+            throw ServiceError.verification(
+                code: "milestone-not-earned",
+                message: "\(request.name) is not a loyalty lifetime this customer has earned by the server's records")
+        }
+        let first = try await store.recordMilestone(owner: user.id, name: request.name, at: now)
         return MilestoneResponse(name: request.name, first: first)
     }
 

@@ -12,6 +12,9 @@ public struct ClientService: ServiceOnParts {
     public let parts: ServiceParts
     /// Users recently found by their token.
     let tokens = TokenCache()
+    /// How long an instance remembers whose a token is: a token revoked, merged away or deleted on one instance
+    /// stops on every other within this many seconds.
+    public static let tokenCacheLifetime: TimeInterval = 5
 
     /// The client API's use cases over `parts`.
     public init(_ parts: ServiceParts) {
@@ -51,6 +54,8 @@ public struct ClientService: ServiceOnParts {
         let hash = Self.hash(token)
         if let user = try await store.user(appleAccount: account, environment: configuration.environment) {
             try await store.addToken(tokenHash: hash, owner: user.id, at: now)
+            // What a customer can add by registering is bounded: the oldest devices sign out.
+            _ = try await store.revokeOldTokens(owner: user.id, keeping: configuration.devicesPerAccount, at: now)
             return (Self.answer(user, token: token), false)
         }
         do {
@@ -120,6 +125,7 @@ public struct ClientService: ServiceOnParts {
         guard (16...128).contains(request.claimKey.utf8.count),
             request.claimKey.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F })
         else { throw ServiceError.badRequest("claimKey must be 16 to 128 printable ASCII characters") }
+        try await proveCloudKitIdentity(request)
         let environment = configuration.environment
         let notImported = ServiceError.notFound("no customer imported from CloudKit with this user record name")
         guard
@@ -177,6 +183,59 @@ public struct ClientService: ServiceOnParts {
             throw ServiceError.alreadyClaimed
         }
         return Self.answer(user, token: token)
+    }
+
+    /// Checks the claim's proof of the CloudKit identity, as ``ServerConfiguration/cloudKitClaimProof`` asks: with
+    /// `web-auth-token`, CloudKit Web Services must say the token is the named user's (before anything is used up).
+    ///
+    /// - Throws: ``ServiceError/verification(code:message:)`` `cloudkit-proof-required` (no token) or
+    ///   `cloudkit-auth-failed` (CloudKit refused it: fetch a new one), ``ServiceError/forbidden(_:)`` for another
+    ///   user's token, ``ServiceError/unavailable(code:message:)`` `cloudkit-unavailable` when CloudKit does not
+    ///   answer in time.
+    func proveCloudKitIdentity(_ request: CloudKitClaimRequest) async throws {
+        guard configuration.cloudKitClaimProof == .webAuthToken else { return }
+        guard let identity = dependencies.cloudKitIdentity else {
+            throw ServiceError.unavailable(
+                code: "cloudkit-unavailable", message: "the server has no CloudKit API token to check the claim with")
+        }
+        guard let token = request.ckWebAuthToken, CloudKitUserIdentity.isToken(token) else {
+            throw ServiceError.verification(
+                code: "cloudkit-proof-required",
+                message: "this server needs a CloudKit web auth token (ckWebAuthToken) of the user the claim names")
+        }
+        let caller: String
+        do {
+            caller = try await identity.caller(webAuthToken: token)
+        } catch {
+            switch error {
+            case .server(let status, _, _) where status < 500 && status != 429:
+                throw ServiceError.verification(
+                    code: "cloudkit-auth-failed",
+                    message: "CloudKit did not accept the web auth token (\(error)); fetch a new one and try again")
+            default:
+                throw ServiceError.unavailable(code: "cloudkit-unavailable", message: "\(error)")
+            }
+        }
+        guard caller == request.userRecordName else {
+            throw ServiceError.forbidden("the CloudKit web auth token is another iCloud user's than the claim names")
+        }
+    }
+
+    /// A one-time merge code for the customer's install to show (``MergeCodes``): support types it in to merge
+    /// this customer into their Apple account's customer. Replaces the code before; valid 15 minutes.
+    public func mergeCode(for user: User) async throws -> MergeCodeResponse {
+        let code = MergeCodes.make()
+        let now = dependencies.now()
+        let expires = now.addingTimeInterval(MergeCodes.lifetime)
+        guard let hash = MergeCodes.hash(code) else { throw ServiceError.internalError("a merge code did not parse") }
+        do {
+            try await store.saveMergeCode(
+                MergeCode(
+                    owner: user.id, environment: user.environment, codeHash: hash, createdAt: now, expiresAt: expires))
+        } catch StoreError.notFound {
+            throw ServiceError.noBearer
+        }
+        return MergeCodeResponse(code: code, expiresAt: expires)
     }
 
     /// Forgets the tokens remembered for a user (support merged it into another: they name that one now).

@@ -61,6 +61,11 @@ public struct ServerConfiguration: Sendable {
     public var userCreationLimit = RateLimit(burst: 60, perSecond: 1)
     /// Notifications that fail verification per client address; Apple's, which verify, are never counted.
     public var notificationFailureLimit = RateLimit(burst: 60, perSecond: 1)
+    /// What a CloudKit claim (`POST /v1/users/cloudkit`) must prove: the record name alone, or a CloudKit web auth
+    /// token of that iCloud user (with an API token configured, ``ServerDependencies/cloudKitIdentity``).
+    public var cloudKitClaimProof = CloudKitClaimProof.recordName
+    /// Device tokens one Apple account's customer keeps: registering one more revokes the oldest.
+    public var devicesPerAccount = 10
     /// Event streams one user may hold open.
     public var eventStreamsPerUser = 4
     /// Event streams one client address (IPv6 by /64) may hold open, whatever tokens it presents.
@@ -105,6 +110,9 @@ public struct ServerDependencies: Sendable {
     public var push: (any PushSender)?
     /// How instances sharing the database hear each other's events (PostgreSQL); `nil` for one instance.
     public var broadcast: (any EventBroadcast)?
+    /// Asks CloudKit Web Services whose web auth token a CloudKit claim carries (`cloudkit.api.token`); `nil`
+    /// when no API token is configured: then claims trust the record name (``CloudKitClaimProof/recordName``).
+    public var cloudKitIdentity: CloudKitUserIdentity?
 
     /// Creates the dependencies.
     public init(
@@ -112,8 +120,10 @@ public struct ServerDependencies: Sendable {
         appStoreAPI: AppStoreServerAPIClient? = nil, receiptReader: AppReceiptReader? = nil,
         metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
         now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher(),
-        push: (any PushSender)? = nil, broadcast: (any EventBroadcast)? = nil
+        push: (any PushSender)? = nil, broadcast: (any EventBroadcast)? = nil,
+        cloudKitIdentity: CloudKitUserIdentity? = nil
     ) throws {
+        self.cloudKitIdentity = cloudKitIdentity
         self.push = push
         self.broadcast = broadcast
         self.passwordHasher = passwordHasher
@@ -145,4 +155,14 @@ public struct PanelConfiguration: Sendable {
 
     /// The defaults: loopback only, plain cookies, 8-hour sessions.
     public init() {}
+}
+
+/// What a CloudKit claim must show before the imported customer is handed over (`cloudkit.claim.proof`).
+public enum CloudKitClaimProof: String, Sendable, CaseIterable {
+    /// A CloudKit web auth token of the iCloud user the claim names, checked with CloudKit Web Services
+    /// (`users/caller`): the default when an API token is configured.
+    case webAuthToken = "web-auth-token"
+    /// The user record name alone, as the old app trusted it: weaker (the name is public), for apps that cannot
+    /// fetch a web auth token.
+    case recordName = "record-name"
 }

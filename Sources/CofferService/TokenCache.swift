@@ -3,8 +3,9 @@ import Foundation
 import Synchronization
 
 /// Remembers which user a token hash belongs to for a short while, so a busy app's requests do not each
-/// read the users table. Bounded in size; an entry lives `lifetime` seconds, which bounds how long a
-/// token that support revokes could still be honoured.
+/// read the users table. Bounded in size; an entry lives `lifetime` seconds (5 by default), which bounds how
+/// long another instance honours a token that was revoked, merged away or deleted (this instance forgets it at
+/// once): every instance reads the store again within that bound, whatever message might be lost.
 final class TokenCache: Sendable {
     private struct Entry {
         var user: User
@@ -15,7 +16,7 @@ final class TokenCache: Sendable {
     private let capacity: Int
     private let lifetime: TimeInterval
 
-    init(capacity: Int = 50_000, lifetime: TimeInterval = 60) {
+    init(capacity: Int = 50_000, lifetime: TimeInterval = ClientService.tokenCacheLifetime) {
         self.capacity = capacity
         self.lifetime = lifetime
     }

@@ -10,11 +10,18 @@ import NIOFoundationCompat
 /// `records/query` pages through a record type's records behind the server-to-server signature check CloudKit
 /// makes (a registered key id, a date within ten minutes, an ECDSA P-256 signature over the date, the body's
 /// hash and the subpath); `/simulator/cloudkit/records` saves records, as the seeds' app and admin panel did.
+/// It plays both sides of a CloudKit identity proof too: `/simulator/cloudkit/web-auth-token` hands out a web auth
+/// token for a user as `CKFetchWebAuthTokenOperation` would on that user's phone, and `users/caller` answers whose
+/// token it is, once, to a request carrying the container's API token.
 public actor SimulatedCloudKit {
     /// The container served, e.g. `iCloud.com.example.app`.
     public let container: String
     /// Registered server-to-server keys by key id.
     let keys: [String: P256.Signing.PublicKey]
+    /// The container's API tokens (CloudKit Console's), which `users/caller` requires.
+    let apiTokens: Set<String>
+    /// Web auth tokens handed out and not used yet, by token: whose each is.
+    private var webAuthTokens: [String: String] = [:]
     /// Records by environment (`development`, `production`), in the order first saved.
     private var records: [String: [CloudKitRecord]] = [:]
     private let now: @Sendable () -> Date
@@ -24,11 +31,41 @@ public actor SimulatedCloudKit {
 
     /// A public database of `container`, accepting requests signed by `keys`.
     public init(
-        container: String, keys: [String: P256.Signing.PublicKey], now: @escaping @Sendable () -> Date = { Date() }
+        container: String, keys: [String: P256.Signing.PublicKey], apiTokens: Set<String> = [],
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.container = container
         self.keys = keys
+        self.apiTokens = apiTokens
         self.now = now
+    }
+
+    /// A single-use web auth token of `userRecordName`, as `CKFetchWebAuthTokenOperation` gives the app on that
+    /// user's phone.
+    public func webAuthToken(userRecordName: String) -> String {
+        var bytes = [UInt8](repeating: 0, count: 48)
+        for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255) }
+        let token = "ws_" + Data(bytes).base64EncodedString()
+        webAuthTokens[token] = userRecordName
+        return token
+    }
+
+    /// `users/caller`: whose web auth token this is, checked as CloudKit checks it (the container, the environment,
+    /// a known API token); the token is used up.
+    func caller(container: String, environment: String, apiToken: String?, webAuthToken: String?)
+        -> Result<String, SimulatedCloudKitError>
+    {
+        guard container == self.container, ["development", "production"].contains(environment) else {
+            return .failure(.init(status: 400, code: "BAD_REQUEST", reason: "unknown container or environment"))
+        }
+        guard let apiToken, apiTokens.contains(apiToken) else {
+            return .failure(.init(status: 401, code: "AUTHENTICATION_FAILED", reason: "unknown API token"))
+        }
+        guard let webAuthToken, let name = webAuthTokens.removeValue(forKey: webAuthToken) else {
+            return .failure(
+                .init(status: 421, code: "AUTHENTICATION_REQUIRED", reason: "the web auth token is not valid"))
+        }
+        return .success(name)
     }
 
     /// Saves records (replacing those of the same name) in an environment.
@@ -104,6 +141,31 @@ public actor SimulatedCloudKit {
                 return try Self.json(answer, status: .init(code: error.status))
             }
         }
+        router.get("database/1/:container/:environment/public/users/caller") { request, context in
+            let query = request.uri.queryParameters
+            let answer = await self.caller(
+                container: try context.parameters.require("container"),
+                environment: try context.parameters.require("environment"),
+                apiToken: query.get("ckAPIToken"), webAuthToken: query.get("ckWebAuthToken"))
+            switch answer {
+            case .success(let name):
+                return try Self.json(CallerIdentity(userRecordName: name), status: .ok)
+            case .failure(let error):
+                let body = CloudKitErrorBody(
+                    uuid: UUID().uuidString.lowercased(), serverErrorCode: error.code, reason: error.reason)
+                return try Self.json(body, status: .init(code: error.status))
+            }
+        }
+        router.post("simulator/cloudkit/web-auth-token") { request, _ in
+            let body = Data(buffer: try await request.body.collect(upTo: 4_096))
+            guard let asked = try? JSONDecoder().decode(WebAuthTokenRequest.self, from: body),
+                !asked.userRecordName.isEmpty, asked.userRecordName.utf8.count <= 255
+            else {
+                return try Self.json(["message": "send {\"userRecordName\": \"_...\"}"], status: .badRequest)
+            }
+            let token = await self.webAuthToken(userRecordName: asked.userRecordName)
+            return try Self.json(["ckWebAuthToken": token], status: .ok)
+        }
         router.post("simulator/cloudkit/records") { request, _ in
             let body = Data(buffer: try await request.body.collect(upTo: SimulatorServer.maximumBodySize))
             let environment = request.uri.queryParameters.get("environment") ?? "development"
@@ -124,6 +186,16 @@ public actor SimulatedCloudKit {
             status: status, headers: [.contentType: "application/json"],
             body: .init(byteBuffer: ByteBuffer(data: try JSONEncoder().encode(value))))
     }
+}
+
+/// `POST /simulator/cloudkit/web-auth-token`'s body.
+struct WebAuthTokenRequest: Codable {
+    var userRecordName: String
+}
+
+/// `users/caller`'s answer: the caller's user identity.
+struct CallerIdentity: Codable {
+    var userRecordName: String
 }
 
 /// An error CloudKit answers.

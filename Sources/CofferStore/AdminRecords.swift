@@ -150,15 +150,30 @@ public struct AdminKey: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// When the key was revoked, `nil` while it is valid.
     public var revokedAt: Date?
+    /// What requests signed with it may do, as an admin's role: keys made before roles are owners'.
+    public var role: AdminRole
+    /// For a support key: the most credits its grants may carry over a rolling 24 hours.
+    public var grantLimit: Int64?
 
     /// Creates a key record.
-    public init(id: String, name: String, publicKeyPEM: String, createdAt: Date, revokedAt: Date? = nil) {
+    public init(
+        id: String, name: String, publicKeyPEM: String, createdAt: Date, revokedAt: Date? = nil,
+        role: AdminRole = .owner, grantLimit: Int64? = nil
+    ) {
         self.id = id
         self.name = name
         self.publicKeyPEM = publicKeyPEM
         self.createdAt = createdAt
         self.revokedAt = revokedAt
+        self.role = role
+        self.grantLimit = grantLimit
     }
+
+    /// Who the key's grants count against: its name and id.
+    public var holder: String { "\(name) (key \(id))" }
+
+    /// The most credits its grants may carry over a rolling day: `nil` for an owner key.
+    public var grantCeiling: Int64? { role == .owner ? nil : max(0, grantLimit ?? 0) }
 }
 
 /// A backup as it was written, for a user's timeline.

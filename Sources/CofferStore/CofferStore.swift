@@ -28,6 +28,11 @@ public protocol CofferStore: Sendable {
     /// ``StoreError/alreadyExists(_:)`` when the hash is taken, ``StoreError/notFound(_:)`` when the user does not
     /// exist, was deleted or was merged into another.
     func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws
+    /// Revokes a user's oldest live device tokens (``TokenOrigin/device``, the first token included) beyond the
+    /// newest `keeping`: what a customer can add by registering devices stays bounded.
+    ///
+    /// - Returns: How many were revoked.
+    func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int
     /// The live tokens a user holds, by origin: the first token counts as a device's unless an import made the
     /// user (no install ever held it).
     func tokenCounts(owner: UUID) async throws -> TokenCounts
@@ -40,6 +45,12 @@ public protocol CofferStore: Sendable {
     func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult
     /// The users support merged into `user`, oldest first.
     func users(mergedInto user: UUID) async throws -> [User]
+    /// Keeps a customer's merge code, replacing the one before (one per customer). Throws
+    /// ``StoreError/notFound(_:)`` for an unknown, merged or deleted customer.
+    func saveMergeCode(_ code: MergeCode) async throws
+    /// Uses up a customer's merge code: `true` once, when `codeHash` is the customer's code and it has not
+    /// expired at `date`; a wrong code leaves the right one in place.
+    func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool
     /// Deletes a customer at their request, in one transaction: the wallet closed by a ledger entry
     /// (``UserDeletion/closing(owner:wallet:at:)``); the customer and the installs merged into them
     /// anonymised (tokens, push tokens, backups, the Apple account link and the `appAccountToken` replaced or
@@ -159,6 +170,9 @@ public protocol CofferStore: Sendable {
     func grant(id: UUID, environment: Environment) async throws -> Grant?
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant]
+    /// The credits of the grants one admin made at or after `since` and did not see cancelled: those whose
+    /// `createdBy` is `holder` or starts with `holder from ` (the panel and the admin API add the address).
+    func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64
     /// Claims a grant as `claim` says (``Grant/claim(by:crediting:at:)``), in one transaction that holds the
     /// grant: `claim` is given the grant on file and answers it claimed, with the ledger request that credits
     /// it (applied in the same commit), or `nil` to leave it. Callers use
@@ -268,6 +282,17 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: `false` when there is no such key or it was revoked already.
     func revokeAdminKey(id: String, at: Date) async throws -> Bool
+    /// Counts a failure against something an attacker guesses at (an admin's password from one address, an
+    /// admin's two-factor codes from anywhere), shared by every instance on the database. Failures of any key
+    /// older than a day are forgotten on the way.
+    ///
+    /// - Returns: The failures of `key` at or after `since`, this one included.
+    func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int
+    /// The failures of `key` at or after `since`.
+    func failures(_ key: String, since: Date) async throws -> Int
+    /// Forgets the failures of `key` (a right password from that address).
+    func clearFailures(_ key: String) async throws
+
     /// Remembers a signed request's signature so it is accepted once, across every server on the database,
     /// and forgets signatures seen before `forgetBefore` (older requests are refused by their date).
     ///
@@ -346,8 +371,14 @@ extension CofferStore {
     /// A user's entitlements now, by the core's rules: computed from the receipts of products that can unlock
     /// something (so the cost does not grow with consumable purchases) and the grace periods of their chains.
     public func entitlements(of user: User, catalog: Catalog, at now: Date) async throws -> [String] {
+        try await entitlementState(of: user, catalog: catalog, at: now).names
+    }
+
+    /// A user's entitlements now with the paid periods counted per subscription group (what loyalty lifetimes
+    /// are earned by), by the core's rules.
+    public func entitlementState(of user: User, catalog: Catalog, at now: Date) async throws -> EntitlementState {
         let products = Set(catalog.products.filter { $0.kind != .consumable }.map(\.id))
-        guard !products.isEmpty else { return [] }
+        guard !products.isEmpty else { return EntitlementState() }
         let receipts = try await receipts(owner: user.id, environment: user.environment, productIds: products)
         var grace: [String: Date] = [:]
         if catalog.products.contains(where: { $0.kind == .autoRenewable }) {
@@ -355,6 +386,6 @@ extension CofferStore {
                 grace[state.originalTransactionId] = state.gracePeriodExpiresDate
             }
         }
-        return Entitlements.evaluate(receipts.map(\.transaction), catalog: catalog, gracePeriods: grace, at: now).names
+        return Entitlements.evaluate(receipts.map(\.transaction), catalog: catalog, gracePeriods: grace, at: now)
     }
 }

@@ -4,18 +4,18 @@ import Foundation
 /// A ``CofferStore`` held in memory: for tests, the simulator and trying Coffer out. Nothing survives
 /// the process.
 public actor InMemoryStore: CofferStore {
-    private struct EntryKey: Hashable {
+    struct EntryKey: Hashable {
         var environment: Environment
         var owner: UUID
         var key: IdempotencyKey
     }
 
-    private struct TransactionKey: Hashable {
+    struct TransactionKey: Hashable {
         var environment: Environment
         var transactionId: String
     }
 
-    private struct State: LedgerWriteContext {
+    struct State: LedgerWriteContext {
         var users: [UUID: User] = [:]
         var wallets: [UUID: Wallet] = [:]
         var entries: [LedgerEntry] = []
@@ -47,9 +47,9 @@ public actor InMemoryStore: CofferStore {
         }
     }
 
-    private var state = State()
+    var state = State()
     private var backups: [UUID: (Environment, BackupRecord)] = [:]
-    private var grantList: [Grant] = []
+    var grantList: [Grant] = []
     private var audit: [AuditEvent] = []
     private var notificationLog: [NotificationRecord] = []
     private var renewals: [TransactionKey: RenewalState] = [:]
@@ -60,34 +60,17 @@ public actor InMemoryStore: CofferStore {
     private var keys: [AdminKey] = []
     private var signatures: [String: Date] = [:]
     /// Tokens added for more devices, and revoked tokens, by hash.
-    private var deviceTokens: [String: (owner: UUID, revokedAt: Date?, origin: TokenOrigin)] = [:]
+    var deviceTokens: [String: (owner: UUID, revokedAt: Date?, origin: TokenOrigin)] = [:]
     private var pushTokenRecords: [String: PushToken] = [:]
     private var milestones: Set<String> = []
     private var verifyReports: [UUID: VerifyReport] = [:]
 
+    var failureLog: [String: [Date]] = [:]
+    var tokenCreated: [String: Date] = [:]
+    var mergeCodes: [UUID: MergeCode] = [:]
+
     /// Creates an empty store.
     public init() {}
-
-    /// Answers at once: memory is always there.
-    public func ping() {}
-
-    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
-    public func createUser(_ user: User) throws {
-        for other in state.users.values {
-            if other.id == user.id { throw StoreError.alreadyExists("user \(user.id)") }
-            if other.tokenHash == user.tokenHash { throw StoreError.alreadyExists("token") }
-            if other.environment == user.environment {
-                if other.supportId == user.supportId { throw StoreError.alreadyExists("support id \(user.supportId)") }
-                if other.appAccountToken == user.appAccountToken {
-                    throw StoreError.alreadyExists("appAccountToken \(user.appAccountToken)")
-                }
-                if let account = user.appleAccount, other.appleAccount == account {
-                    throw StoreError.alreadyExists("Apple account \(account.appTransactionId)")
-                }
-            }
-        }
-        state.users[user.id] = user
-    }
 
     /// The user with this id.
     public func user(id: UUID) -> User? { state.users[id] }
@@ -106,7 +89,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Whether the user exists and was not deleted at the customer's request.
-    private func isLive(_ id: UUID) -> Bool { state.users[id].map { $0.deletedAt == nil } ?? false }
+    func isLive(_ id: UUID) -> Bool { state.users[id].map { $0.deletedAt == nil } ?? false }
 
     /// The user who is this Apple account in `environment`.
     public func user(appleAccount: AppleAccount, environment: Environment) -> User? {
@@ -119,19 +102,10 @@ public actor InMemoryStore: CofferStore {
         guard deviceTokens[tokenHash] == nil, !state.users.values.contains(where: { $0.tokenHash == tokenHash })
         else { throw StoreError.alreadyExists("token") }
         deviceTokens[tokenHash] = (owner, nil, origin)
+        tokenCreated[tokenHash] = date
     }
 
-    /// The live tokens a user holds, by origin.
-    public func tokenCounts(owner: UUID) -> TokenCounts {
-        guard let user = state.users[owner] else { return TokenCounts(devices: 0, claims: 0) }
-        let live = deviceTokens.values.filter { $0.owner == owner && $0.revokedAt == nil }
-        let imported = imports.values.contains { $0.user == owner }
-        let first = deviceTokens[user.tokenHash] == nil && !imported && user.deletedAt == nil ? 1 : 0
-        return TokenCounts(
-            devices: live.count { $0.origin == .device } + first, claims: live.count { $0.origin == .claim })
-    }
-
-    private var imports: [String: ImportedCustomer] = [:]
+    var imports: [String: ImportedCustomer] = [:]
 
     private static func importKey(_ source: String, _ externalId: String, _ environment: Environment) -> String {
         "\(environment.rawValue)/\(source)/\(externalId)"
@@ -291,6 +265,7 @@ public actor InMemoryStore: CofferStore {
         for id in ids {
             backups[id] = nil
             verifyReports[id] = nil
+            mergeCodes[id] = nil
             state.users[id]?.tokenHash = "deleted:" + id.uuidString
             state.users[id]?.appAccountToken = UUID()
             state.users[id]?.appleAccount = nil

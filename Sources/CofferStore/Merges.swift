@@ -81,3 +81,27 @@ public struct TokenCounts: Sendable, Hashable, Codable {
         self.claims = claims
     }
 }
+
+/// A one-time merge code a customer's install shows (``CofferStore/saveMergeCode(_:)``): support types it in to
+/// merge that customer into another, so a Support ID read out in the open is not enough.
+public struct MergeCode: Sendable, Hashable {
+    /// The customer whose install asked for it.
+    public var owner: UUID
+    /// Their environment.
+    public var environment: Environment
+    /// A hash of the code (the code itself is shown once, on the device).
+    public var codeHash: String
+    /// When it was made.
+    public var createdAt: Date
+    /// When it stops working.
+    public var expiresAt: Date
+
+    /// A code.
+    public init(owner: UUID, environment: Environment, codeHash: String, createdAt: Date, expiresAt: Date) {
+        self.owner = owner
+        self.environment = environment
+        self.codeHash = codeHash
+        self.createdAt = createdAt
+        self.expiresAt = expiresAt
+    }
+}

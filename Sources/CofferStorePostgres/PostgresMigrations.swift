@@ -316,12 +316,24 @@ enum PostgresMigrations {
             """
         ),
         (
-            "v17 token origins, disabled admins",
+            "v17 token origins, disabled admins, merge codes, shared failures",
             """
             ALTER TABLE user_tokens ADD COLUMN origin TEXT NOT NULL DEFAULT 'device'
                 CHECK (origin IN ('device', 'claim'));
             CREATE INDEX imported_customers_by_user ON imported_customers (user_id);
-            ALTER TABLE admins ADD COLUMN disabled_at BIGINT
+            ALTER TABLE admins ADD COLUMN disabled_at BIGINT;
+            ALTER TABLE admin_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'support'));
+            ALTER TABLE admin_keys ADD COLUMN grant_limit BIGINT;
+            CREATE TABLE failures (key TEXT NOT NULL, at BIGINT NOT NULL);
+            CREATE INDEX failures_by_key ON failures (key, at);
+            CREATE INDEX failures_by_time ON failures (at);
+            CREATE TABLE merge_codes (
+                owner TEXT PRIMARY KEY REFERENCES users (id),
+                environment TEXT NOT NULL,
+                code_hash TEXT NOT NULL,
+                created_at BIGINT NOT NULL,
+                expires_at BIGINT NOT NULL
+            )
             """
         ),
     ]

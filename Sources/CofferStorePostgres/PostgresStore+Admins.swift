@@ -144,15 +144,45 @@ extension PostgresStore {
         }
     }
 
+    /// Counts a failure against `key`, shared by every instance on the database.
+    public func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH pruned AS (DELETE FROM failures WHERE at < \(Millis.from(date.addingTimeInterval(-86_400)))),
+                    added AS (INSERT INTO failures (key, at) VALUES (\(key), \(Millis.from(date))) RETURNING at)
+                SELECT (SELECT count(*) FROM failures WHERE key = \(key) AND at >= \(Millis.from(since)))
+                    + (SELECT count(*) FROM added WHERE at >= \(Millis.from(since)))
+                """, logger: self.logger)
+        }
+    }
+
+    /// The failures of `key` since `since`.
+    public func failures(_ key: String, since: Date) async throws -> Int {
+        try await read { connection in
+            try await Self.count(
+                connection, "SELECT count(*) FROM failures WHERE key = \(key) AND at >= \(Millis.from(since))",
+                logger: self.logger)
+        }
+    }
+
+    /// Forgets the failures of `key`.
+    public func clearFailures(_ key: String) async throws {
+        try await write { connection in
+            try await connection.query("DELETE FROM failures WHERE key = \(key)", logger: self.logger)
+        }
+    }
+
     /// Adds a request-signing key.
     public func createAdminKey(_ key: AdminKey) async throws {
         try await write { connection in
             do {
                 try await connection.query(
                     """
-                    INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at)
+                    INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at, role, grant_limit)
                     VALUES (\(key.id), \(key.name), \(key.publicKeyPEM), \(Millis.from(key.createdAt)),
-                        \(key.revokedAt.map(Millis.from)))
+                        \(key.revokedAt.map(Millis.from)), \(key.role.rawValue), \(key.grantLimit))
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("key \(key.id)")

@@ -31,6 +31,21 @@ extension PostgresStore {
         ).first
     }
 
+    /// The credits one admin granted since `since`, not cancelled.
+    public func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 {
+        try await read { connection in
+            try await Self.first(
+                connection,
+                """
+                SELECT COALESCE(SUM(credits), 0)::BIGINT FROM grants
+                WHERE environment = \(environment.rawValue) AND created_at >= \(Millis.from(since))
+                    AND (claimed_at IS NOT NULL OR cancelled_at IS NULL)
+                    AND (created_by = \(holder) OR starts_with(created_by, \(holder + " from ")))
+                """, logger: self.logger
+            ) { try $0.decode(Int64.self) } ?? 0
+        }
+    }
+
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
         -> [Grant]

@@ -93,6 +93,34 @@ extension PostgresStore {
         }
     }
 
+    /// Revokes a user's oldest live device tokens beyond the newest `keeping`.
+    public func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int {
+        let id = owner.uuidString
+        return try await write { connection in
+            // The first token lives in users: kept as a row here so it is counted and revoked like the others.
+            try await connection.query(
+                """
+                INSERT INTO user_tokens (token_hash, owner, created_at)
+                SELECT token_hash, id, created_at FROM users WHERE id = \(id) AND deleted_at IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                    AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = \(id))
+                ON CONFLICT DO NOTHING
+                """, logger: self.logger)
+            return try await Self.count(
+                connection,
+                """
+                WITH revoked AS (
+                    UPDATE user_tokens SET revoked_at = \(Millis.from(date))
+                    WHERE owner = \(id) AND revoked_at IS NULL AND origin = 'device' AND token_hash NOT IN (
+                        SELECT token_hash FROM user_tokens WHERE owner = \(id) AND revoked_at IS NULL
+                            AND origin = 'device'
+                        ORDER BY created_at DESC, token_hash DESC LIMIT \(max(0, keeping)))
+                    RETURNING 1)
+                SELECT count(*) FROM revoked
+                """, logger: self.logger)
+        }
+    }
+
     /// The live tokens a user holds, by origin.
     public func tokenCounts(owner: UUID) async throws -> TokenCounts {
         try await read { connection in try await Self.tokenCounts(connection, owner: owner.uuidString, self.logger) }
@@ -157,6 +185,37 @@ extension PostgresStore {
             """, Rows.user)
         guard let merged = named?.mergedInto else { return named }
         return try await user(id: merged)
+    }
+
+    /// Keeps a customer's merge code, replacing the one before.
+    public func saveMergeCode(_ code: MergeCode) async throws {
+        let saved = try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                INSERT INTO merge_codes (owner, environment, code_hash, created_at, expires_at)
+                SELECT id, \(code.environment.rawValue), \(code.codeHash), \(Millis.from(code.createdAt)),
+                    \(Millis.from(code.expiresAt))
+                FROM users WHERE id = \(code.owner.uuidString) AND deleted_at IS NULL AND merged_into IS NULL
+                ON CONFLICT (owner) DO UPDATE SET code_hash = excluded.code_hash, created_at = excluded.created_at,
+                    expires_at = excluded.expires_at
+                RETURNING 1
+                """, logger: self.logger)
+        }
+        guard saved else { throw StoreError.notFound("user \(code.owner)") }
+    }
+
+    /// Uses up a customer's merge code, once.
+    public func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool {
+        try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                DELETE FROM merge_codes
+                WHERE owner = \(owner.uuidString) AND code_hash = \(codeHash) AND expires_at > \(Millis.from(date))
+                RETURNING 1
+                """, logger: self.logger)
+        }
     }
 
     /// The users support merged into `user`, oldest first.
@@ -278,7 +337,8 @@ extension PostgresStore {
                 WITH a AS (DELETE FROM user_tokens WHERE owner = ANY(\(ids))),
                     b AS (DELETE FROM push_tokens WHERE owner = ANY(\(ids))),
                     c AS (DELETE FROM backups WHERE owner = ANY(\(ids))),
-                    d AS (DELETE FROM backup_history WHERE owner = ANY(\(ids)))
+                    d AS (DELETE FROM backup_history WHERE owner = ANY(\(ids))),
+                    e AS (DELETE FROM merge_codes WHERE owner = ANY(\(ids)))
                 DELETE FROM verify_reports WHERE owner = ANY(\(ids))
                 """, logger: self.logger)
             let at = Millis.from(deletion.at)

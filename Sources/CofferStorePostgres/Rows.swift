@@ -162,7 +162,9 @@ enum Rows {
         let row = postgresRow.makeRandomAccess()
         return AdminKey(
             id: try value(row, "id"), name: try value(row, "name"), publicKeyPEM: try value(row, "public_key_pem"),
-            createdAt: Millis.date(try value(row, "created_at")), revokedAt: try date(row, "revoked_at"))
+            createdAt: Millis.date(try value(row, "created_at")), revokedAt: try date(row, "revoked_at"),
+            role: AdminRole(rawValue: try value(row, "role")) ?? .support,
+            grantLimit: try value(row, "grant_limit", as: Int64?.self))
     }
 
     static func columns(_ writer: BackupWriter) -> (String, String) {

@@ -259,13 +259,26 @@ extension SQLiteStore {
                     """)
         }
         // The third security round: a claim's token never moves with a merge; an owner can take an admin off.
-        migrator.registerMigration("v17 token origins, disabled admins") { db in
+        migrator.registerMigration("v17 token origins, disabled admins, merge codes, shared failures") { db in
             try db.execute(
                 sql: """
                     ALTER TABLE user_tokens ADD COLUMN origin TEXT NOT NULL DEFAULT 'device'
                         CHECK (origin IN ('device', 'claim'));
                     CREATE INDEX imported_customers_by_user ON imported_customers (user_id);
                     ALTER TABLE admins ADD COLUMN disabled_at INTEGER;
+                    ALTER TABLE admin_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'owner'
+                        CHECK (role IN ('owner', 'support'));
+                    ALTER TABLE admin_keys ADD COLUMN grant_limit INTEGER;
+                    CREATE TABLE failures (key TEXT NOT NULL, at INTEGER NOT NULL);
+                    CREATE INDEX failures_by_key ON failures (key, at);
+                    CREATE INDEX failures_by_time ON failures (at);
+                    CREATE TABLE merge_codes (
+                        owner TEXT PRIMARY KEY NOT NULL REFERENCES users (id),
+                        environment TEXT NOT NULL,
+                        code_hash TEXT NOT NULL,
+                        created_at INTEGER NOT NULL,
+                        expires_at INTEGER NOT NULL
+                    ) WITHOUT ROWID;
                     """)
         }
         return migrator

@@ -146,16 +146,44 @@ extension SQLiteStore {
         }
     }
 
+    /// Counts a failure against `key`, shared by every process on the file.
+    public func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM failures WHERE at < ?", arguments: [Millis.from(date.addingTimeInterval(-86_400))])
+            try db.execute(sql: "INSERT INTO failures (key, at) VALUES (?, ?)", arguments: [key, Millis.from(date)])
+            return try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM failures WHERE key = ? AND at >= ?",
+                arguments: [key, Millis.from(since)]) ?? 0
+        }
+    }
+
+    /// The failures of `key` since `since`.
+    public func failures(_ key: String, since: Date) async throws -> Int {
+        try await read { db in
+            try Int.fetchOne(
+                db, sql: "SELECT COUNT(*) FROM failures WHERE key = ? AND at >= ?",
+                arguments: [key, Millis.from(since)]) ?? 0
+        }
+    }
+
+    /// Forgets the failures of `key`.
+    public func clearFailures(_ key: String) async throws {
+        try await write { db in try db.execute(sql: "DELETE FROM failures WHERE key = ?", arguments: [key]) }
+    }
+
     /// Adds a request-signing key.
     public func createAdminKey(_ key: AdminKey) async throws {
         try await write { db in
             do {
                 try db.execute(
                     sql: """
-                        INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)
+                        INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at, role, grant_limit)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         key.id, key.name, key.publicKeyPEM, Millis.from(key.createdAt), key.revokedAt.map(Millis.from),
+                        key.role.rawValue, key.grantLimit,
                     ])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("key \(key.id)")

@@ -33,6 +33,19 @@ extension SQLiteStore {
             "SELECT * FROM grants WHERE id = ? AND environment = ?", [id.uuidString, environment.rawValue], Self.grant)
     }
 
+    /// The credits one admin granted since `since`, not cancelled.
+    public func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 {
+        try await read { db in
+            try Int64.fetchOne(
+                db,
+                sql: """
+                    SELECT COALESCE(SUM(credits), 0) FROM grants
+                    WHERE environment = ?1 AND created_at >= ?2 AND (claimed_at IS NOT NULL OR cancelled_at IS NULL)
+                        AND (created_by = ?3 OR substr(created_by, 1, length(?4)) = ?4)
+                    """, arguments: [environment.rawValue, Millis.from(since), holder, holder + " from "]) ?? 0
+        }
+    }
+
     /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
         -> [Grant]

@@ -5,6 +5,14 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
+    /// Whether a user exists, was not deleted and was not merged into another (what a token or a code may name).
+    static func isOwnCustomer(_ db: Database, _ id: UUID) throws -> Bool {
+        try Bool.fetchOne(
+            db,
+            sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL AND merged_into IS NULL)",
+            arguments: [id.uuidString]) == true
+    }
+
     /// One cheap read (`SELECT 1`).
     public func ping() async throws {
         _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
@@ -71,14 +79,7 @@ extension SQLiteStore {
     /// Gives a user another device's token.
     public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws {
         try await write { db in
-            guard
-                try Bool.fetchOne(
-                    db,
-                    sql: """
-                        SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL AND merged_into IS NULL)
-                        """,
-                    arguments: [owner.uuidString]) == true
-            else { throw StoreError.notFound("user \(owner)") }
+            guard try Self.isOwnCustomer(db, owner) else { throw StoreError.notFound("user \(owner)") }
             let taken = try Bool.fetchOne(
                 db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE token_hash = ?)", arguments: [tokenHash])
             do {
@@ -89,6 +90,28 @@ extension SQLiteStore {
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("token")
             }
+        }
+    }
+
+    /// Revokes a user's oldest live device tokens beyond the newest `keeping`.
+    public func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int {
+        try await write { db in
+            // The first token lives in users: kept as a row here so it is counted and revoked like the others.
+            try db.execute(
+                sql: """
+                    INSERT INTO user_tokens (token_hash, owner, created_at)
+                    SELECT token_hash, id, created_at FROM users WHERE id = ?1 AND deleted_at IS NULL
+                        AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                        AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = ?1)
+                    """, arguments: [owner.uuidString])
+            try db.execute(
+                sql: """
+                    UPDATE user_tokens SET revoked_at = ?1
+                    WHERE owner = ?2 AND revoked_at IS NULL AND origin = 'device' AND token_hash NOT IN (
+                        SELECT token_hash FROM user_tokens WHERE owner = ?2 AND revoked_at IS NULL AND origin = 'device'
+                        ORDER BY created_at DESC, token_hash DESC LIMIT ?3)
+                    """, arguments: [Millis.from(date), owner.uuidString, max(0, keeping)])
+            return db.changesCount
         }
     }
 
@@ -137,6 +160,33 @@ extension SQLiteStore {
             [environment.rawValue, appAccountToken.uuidString], Self.user)
         guard let merged = named?.mergedInto else { return named }
         return try await user(id: merged)
+    }
+
+    /// Keeps a customer's merge code, replacing the one before.
+    public func saveMergeCode(_ code: MergeCode) async throws {
+        try await write { db in
+            guard try Self.isOwnCustomer(db, code.owner) else { throw StoreError.notFound("user \(code.owner)") }
+            try db.execute(
+                sql: """
+                    INSERT INTO merge_codes (owner, environment, code_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
+                    ON CONFLICT (owner) DO UPDATE SET code_hash = excluded.code_hash, created_at = excluded.created_at,
+                        expires_at = excluded.expires_at
+                    """,
+                arguments: [
+                    code.owner.uuidString, code.environment.rawValue, code.codeHash, Millis.from(code.createdAt),
+                    Millis.from(code.expiresAt),
+                ])
+        }
+    }
+
+    /// Uses up a customer's merge code, once.
+    public func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM merge_codes WHERE owner = ? AND code_hash = ? AND expires_at > ?",
+                arguments: [owner.uuidString, codeHash, Millis.from(date)])
+            return db.changesCount == 1
+        }
     }
 
     /// The users support merged into `user`, oldest first.
@@ -225,6 +275,7 @@ extension SQLiteStore {
                 "DELETE FROM push_tokens WHERE owner IN (\(marks))",
                 "DELETE FROM backups WHERE owner IN (\(marks))", "DELETE FROM backup_history WHERE owner IN (\(marks))",
                 "DELETE FROM verify_reports WHERE owner IN (\(marks))",
+                "DELETE FROM merge_codes WHERE owner IN (\(marks))",
             ] {
                 try db.execute(sql: statement, arguments: owners)
             }

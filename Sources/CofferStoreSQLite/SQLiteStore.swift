@@ -241,7 +241,8 @@ public final class SQLiteStore: CofferStore {
     static func adminKey(_ row: Row) -> AdminKey {
         AdminKey(
             id: row["id"], name: row["name"], publicKeyPEM: row["public_key_pem"],
-            createdAt: Millis.date(row["created_at"]), revokedAt: (row["revoked_at"] as Int64?).map(Millis.date))
+            createdAt: Millis.date(row["created_at"]), revokedAt: (row["revoked_at"] as Int64?).map(Millis.date),
+            role: AdminRole(rawValue: row["role"]) ?? .support, grantLimit: row["grant_limit"])
     }
 
     static func grant(_ row: Row) throws -> Grant {

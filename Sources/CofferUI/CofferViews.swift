@@ -54,6 +54,12 @@
                     }
                     .accessibilityHint("Copies your Support ID for a message to support")
                 }
+                Button("Move to my Apple account") { Task { await model.moveToAppleAccount() } }
+                    .accessibilityHint(
+                        "Shows a code to read to support, who moves these purchases to your Apple account")
+                if let words = model.mergeCodeWords {
+                    Text(words).font(.caption).textSelection(.enabled)
+                }
                 Button("Verify Purchases") { Task { await model.verifyPurchases() } }
                 ForEach(model.verifyResults, id: \.self) { result in
                     Text(result).font(.caption)

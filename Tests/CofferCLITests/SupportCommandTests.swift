@@ -91,12 +91,17 @@ struct SupportCommandTests {
         let listed = try CofferProcess.run(["users", "list", "--json"], in: folder, environment: remote)
         #expect(listed.status == 0 && listed.stdout.contains(supportId))
         // Merging needs an anonymous customer and an Apple account's: refused clearly, nothing changed.
+        // Without the customer's code or an owner's reason, the command says what it needs.
+        let unconsented = try CofferProcess.run(["users", "merge", supportId, supportId], in: folder)
+        #expect(unconsented.status != 0 && unconsented.stderr.contains("--code CODE"), "\(unconsented.stderr)")
         let intoItself = try CofferProcess.run(
-            ["users", "merge", supportId, supportId], in: folder, environment: remote)
+            ["users", "merge", supportId, supportId, "--override-reason", "Ticket #30"], in: folder,
+            environment: remote)
         #expect(intoItself.status != 0 && intoItself.stderr.contains("cannot be merged into itself"))
         let other = try await serve.request("POST", base + "/v1/users")
         let otherId = try #require(other.json["supportId"] as? String)
-        let notAccount = try CofferProcess.run(["users", "merge", supportId, otherId], in: folder)
+        let notAccount = try CofferProcess.run(
+            ["users", "merge", supportId, otherId, "--code", "ABCD-EFGH"], in: folder)
         #expect(notAccount.status != 0 && notAccount.stderr.contains("is not an Apple account's customer"))
         // A data request: refused without --yes; then deleted once, through the admin API; the app's token stops.
         let otherToken = try #require(other.json["token"] as? String)

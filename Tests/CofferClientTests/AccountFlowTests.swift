@@ -94,9 +94,11 @@ struct AccountFlowTests {
             #expect(try await phone.balance() == 0)
             let support = AdminService(
                 store: world.serverStore, catalog: world.catalog, walletMode: .device, now: { world.clock.now() })
+            // "Move to my Apple account" on the old install: the code the customer reads to support.
+            let code = try await old.mergeCode()
             let merged = try await support.mergeUsers(
                 environment: .sandbox, from: try #require(await old.credentials?.supportId),
-                into: try #require(await phone.credentials?.supportId), actor: "ada")
+                into: try #require(await phone.credentials?.supportId), consent: .code(code.code), actor: "ada")
             #expect(merged.movedBalance == 300)
             #expect(try await phone.enteredForeground().adjusted == 1)
             #expect(try await phone.balance() == 300)

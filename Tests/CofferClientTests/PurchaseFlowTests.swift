@@ -30,6 +30,9 @@ struct PurchaseFlowTests {
         let server: ServerClient
         let folder: URL
         let clock: SimulatorClock
+        /// CloudKit, when the server asks it for the claims' proof (`web-auth-token`): the app's web auth tokens
+        /// come from it, as `CKFetchWebAuthTokenOperation` gives them on the user's phone.
+        var cloudKit: SimulatedCloudKit?
 
         /// A fresh launch of the app: new objects over the same files, as after the process died.
         ///
@@ -57,6 +60,11 @@ struct PurchaseFlowTests {
                 configuration.cloudKitUserRecordName = {
                     guard cloudKitUserRecordName != "unavailable" else { throw URLError(.notConnectedToInternet) }
                     return cloudKitUserRecordName
+                }
+                if let cloudKit {
+                    configuration.cloudKitWebAuthToken = {
+                        await cloudKit.webAuthToken(userRecordName: cloudKitUserRecordName)
+                    }
                 }
             }
             return try CofferSDK(
@@ -101,7 +109,32 @@ struct PurchaseFlowTests {
     static func withWorld(
         wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [Product] = [],
         loyalty: [LoyaltyRule] = [], simulator: (inout SimulatorConfiguration) -> Void = { _ in },
-        push: (any PushSender)? = nil, _ body: @Sendable (World) async throws -> Void
+        push: (any PushSender)? = nil, cloudKitProof: Bool = false, _ body: @Sendable (World) async throws -> Void
+    ) async throws {
+        var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
+        simulator(&simulatorConfiguration)
+        let configured = simulatorConfiguration
+        guard cloudKitProof else {
+            return try await withWorld(
+                wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
+                simulator: configured, push: push, cloudKit: nil, body)
+        }
+        // CloudKit Web Services, for a server that wants a web auth token with each claim.
+        let cloudKit = SimulatedCloudKit(container: "iCloud.\(bundleId)", keys: [:], apiTokens: ["console-api-token"])
+        let router = Router()
+        cloudKit.addRoutes(to: router)
+        try await Application(router: router).test(.live) { cloudKitClient in
+            let cloudKitURL = "http://127.0.0.1:\(try #require(cloudKitClient.port))"
+            try await withWorld(
+                wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
+                simulator: configured, push: push, cloudKit: (cloudKit, cloudKitURL), body)
+        }
+    }
+
+    private static func withWorld(
+        wallet: WalletMode, serverOnSimulatedTime: Bool, products: [Product], loyalty: [LoyaltyRule],
+        simulator simulatorConfiguration: SimulatorConfiguration, push: (any PushSender)?,
+        cloudKit: (SimulatedCloudKit, url: String)?, _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -111,8 +144,6 @@ struct PurchaseFlowTests {
                 Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
             ] + products, loyalty: loyalty)
         let clock = SimulatorClock(start: start)
-        var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
-        simulator(&simulatorConfiguration)
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
         let verifier = try SignedDataVerifier(
@@ -122,11 +153,18 @@ struct PurchaseFlowTests {
         configuration.port = 0
         configuration.wallet = wallet
         configuration.recoveryInterval = 0
+        var identity: CloudKitUserIdentity?
+        if let cloudKit {
+            configuration.cloudKitClaimProof = .webAuthToken
+            identity = try CloudKitUserIdentity(
+                httpClient: .shared, container: "iCloud.\(bundleId)", environment: "production",
+                apiToken: "console-api-token", baseURL: cloudKit.url)
+        }
         let app = buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: serverStore, verifier: verifier, catalog: catalog,
-                now: { serverOnSimulatedTime ? clock.now() : Date() }, push: push))
+                now: { serverOnSimulatedTime ? clock.now() : Date() }, push: push, cloudKitIdentity: identity))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)")
         try await app.test(.live) { client in
             let port = try #require(client.port)
@@ -134,7 +172,7 @@ struct PurchaseFlowTests {
             try await body(
                 World(
                     apple: apple, serverStore: serverStore, catalog: catalog, wallet: wallet,
-                    server: ServerClient(baseURL: base), folder: folder, clock: clock))
+                    server: ServerClient(baseURL: base), folder: folder, clock: clock, cloudKit: cloudKit?.0))
         }
         try? FileManager.default.removeItem(at: folder)
     }

@@ -105,6 +105,31 @@ struct SupportFlowTests {
         }
     }
 
+    @Test(
+        "with the server asking for CloudKit's proof, the app's web auth token claims the customer; an app without one registers as new"
+    )
+    func importedCustomerProof() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .server, cloudKitProof: true) { world in
+            let admin = AdminService(store: world.serverStore, catalog: world.catalog, walletMode: .server)
+            let report = try await admin.importCustomers(
+                [CustomerImport(externalId: "_0123456789abcdef", balance: 3_000, grants: [])], source: "cloudkit",
+                environment: .sandbox, actor: "test")
+            let imported = try #require(report.customers.first?.supportId)
+            // An app that fetches no token (an older build, or the record name read elsewhere) cannot claim.
+            var bare = world
+            bare.cloudKit = nil
+            let stranger = try bare.app(install: "stranger", cloudKitUserRecordName: "_0123456789abcdef")
+            try await stranger.launch()
+            #expect(await stranger.credentials?.supportId != imported)
+            #expect(try await stranger.balance() == 0)
+            // The customer's own phone fetches its token: the claim proves it and takes the customer.
+            let phone = try world.app(cloudKitUserRecordName: "_0123456789abcdef")
+            try await phone.launch()
+            #expect(await phone.credentials?.supportId == imported)
+            #expect(try await phone.balance() == 3_000)
+        }
+    }
+
     @Test("by Apple account, the claim makes the imported customer the account's: another device finds them")
     func importedCustomerAccount() async throws {
         // The server on the simulator's time: its AppTransactions are fresh.

@@ -171,19 +171,38 @@ struct AccountTests {
 
             // Refusals change nothing: the account into the install, a customer into itself, nobody.
             for (body, status) in [
-                (MergeRequest(from: account.supportId, into: old.supportId), HTTPResponse.Status.badRequest),
-                (MergeRequest(from: old.supportId, into: old.supportId), .badRequest),
-                (MergeRequest(from: "_000000000000", into: account.supportId), .notFound),
+                (
+                    MergeRequest(from: account.supportId, into: old.supportId, overrideReason: "Ticket #7"),
+                    HTTPResponse.Status.badRequest
+                ),
+                (MergeRequest(from: old.supportId, into: old.supportId, overrideReason: "Ticket #7"), .badRequest),
+                (MergeRequest(from: "_000000000000", into: account.supportId, overrideReason: "Ticket #7"), .notFound),
+                // The customer's word is needed: no code and no override, a code made up, both at once.
+                (MergeRequest(from: old.supportId, into: account.supportId), .badRequest),
+                (MergeRequest(from: old.supportId, into: account.supportId, code: "ABCD-EFGH"), .badRequest),
+                (
+                    MergeRequest(from: old.supportId, into: account.supportId, code: "ABCD-EFGH", overrideReason: "x"),
+                    .badRequest
+                ),
             ] {
                 #expect(try await admin(body).status == status, "\(body)")
             }
             #expect(try await Self.balance(old.token, client) == 100)
 
-            let merged = try await admin(MergeRequest(from: old.supportId, into: account.supportId))
+            // The old install shows its merge code; the customer reads it to support, who types it in.
+            let code = try ClientAPITests.decode(
+                MergeCodeResponse.self,
+                try await client.execute(
+                    uri: "/v1/me/merge-code", method: .post, headers: ClientAPITests.bearer(old.token)))
+            #expect(code.code.count == 9 && code.expiresAt == setup.clock.now().addingTimeInterval(15 * 60))
+            let merged = try await admin(
+                MergeRequest(from: old.supportId, into: account.supportId, code: code.code.lowercased()))
             #expect(merged.status == .ok)
             let answer = try AdminAPITests.decode(MergeResponse.self, merged)
             #expect(answer.movedBalance == 100 && answer.balance == 200 && answer.receipts == 1)
-            #expect(try await admin(MergeRequest(from: old.supportId, into: account.supportId)).status == .badRequest)
+            #expect(
+                try await admin(MergeRequest(from: old.supportId, into: account.supportId, code: code.code)).status
+                    == .badRequest)
             // Support's changes go to the account now, not the merged install.
             let grant = try await AdminAPITests.send(
                 client, signer, .post, "/v1/admin/grants",

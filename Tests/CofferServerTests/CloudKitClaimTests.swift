@@ -136,7 +136,7 @@ struct CloudKitClaimTests {
             try await store.createUser(account)
             _ = try await admin.mergeUsers(
                 environment: .sandbox, from: try #require(imported.customers[1].supportId), into: "_dddddddddddd",
-                actor: "test")
+                consent: .override(reason: "Ticket #5: Bob's new phone"), actor: "test")
             let merged = try await Self.claim(client, "_bbbb2222", key: "install-bob-key-00003")
             #expect(merged.status == .conflict)
             #expect(String(buffer: merged.body).contains("already-claimed"))

@@ -79,6 +79,33 @@ final class CountingStore: CofferStore {
             try await base.addToken(tokenHash: tokenHash, owner: owner, origin: origin, at: date)
         }
     }
+    func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int {
+        try await gate("recordFailure", write: true) { try await base.recordFailure(key, at: date, since: since) }
+    }
+    func failures(_ key: String, since: Date) async throws -> Int {
+        try await gate("failures", write: false) { try await base.failures(key, since: since) }
+    }
+    func clearFailures(_ key: String) async throws {
+        try await gate("clearFailures", write: true) { try await base.clearFailures(key) }
+    }
+    func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 {
+        try await gate("grantedCredits", write: false) {
+            try await base.grantedCredits(environment: environment, holder: holder, since: since)
+        }
+    }
+    func saveMergeCode(_ code: MergeCode) async throws {
+        try await gate("saveMergeCode", write: true) { try await base.saveMergeCode(code) }
+    }
+    func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool {
+        try await gate("useMergeCode", write: true) {
+            try await base.useMergeCode(owner: owner, codeHash: codeHash, at: date)
+        }
+    }
+    func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int {
+        try await gate("revokeOldTokens", write: true) {
+            try await base.revokeOldTokens(owner: owner, keeping: keeping, at: date)
+        }
+    }
     func tokenCounts(owner: UUID) async throws -> TokenCounts {
         try await gate("tokenCounts", write: false) { try await base.tokenCounts(owner: owner) }
     }

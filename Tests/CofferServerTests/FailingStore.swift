@@ -21,6 +21,13 @@ struct FailingStore: CofferStore {
     func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? { throw error }
     func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws { throw error }
     func tokenCounts(owner: UUID) async throws -> TokenCounts { throw error }
+    func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int { throw error }
+    func saveMergeCode(_ code: MergeCode) async throws { throw error }
+    func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int { throw error }
+    func failures(_ key: String, since: Date) async throws -> Int { throw error }
+    func clearFailures(_ key: String) async throws { throw error }
+    func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 { throw error }
+    func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool { throw error }
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw error }
     func savePushToken(_ token: PushToken) async throws { throw error }
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw error }

@@ -394,15 +394,22 @@ struct PanelTests {
             #expect(String(buffer: page.body).contains("Anonymous install"))
             let csrf = try Browser.csrf(page)
             let confirm = try await browser.post(
-                client, "/admin/users/\(user.supportId)/merge", [("into", "_abcdef123456"), ("csrf", csrf)])
+                client, "/admin/users/\(user.supportId)/merge",
+                [("into", "_abcdef123456"), ("overrideReason", "Ticket #9"), ("csrf", csrf)])
             #expect(String(buffer: confirm.body).contains("Merge \(user.supportId) into _abcdef123456?"))
             #expect(try await store.user(id: account.id)?.mergedInto == nil)
             #expect(
                 try await store.user(supportId: try #require(SupportID(user.supportId)), environment: .sandbox)?
                     .mergedInto == nil)
-            let done = try await browser.post(
+            // Without the customer's code or an override's reason, nothing happens.
+            let unconsented = try await browser.post(
                 client, "/admin/users/\(user.supportId)/merge",
                 [("into", "_abcdef123456"), ("confirm", "yes"), ("csrf", csrf)])
+            #expect(unconsented.status == .badRequest)
+            #expect(String(buffer: unconsented.body).contains("a merge needs the customer&#39;s word"))
+            let done = try await browser.post(
+                client, "/admin/users/\(user.supportId)/merge",
+                [("into", "_abcdef123456"), ("overrideReason", "Ticket #9"), ("confirm", "yes"), ("csrf", csrf)])
             #expect(done.status == .seeOther && done.headers[.location] == "/admin/users/_abcdef123456?notice=merged")
             let accountPage = String(buffer: try await browser.get(client, "/admin/users/_abcdef123456").body)
             #expect(accountPage.contains("Apple account customer") && accountPage.contains("merge"))
@@ -410,7 +417,7 @@ struct PanelTests {
             #expect(mergedPage.contains("Merged into _abcdef123456") && !mergedPage.contains("merge-form"))
             let again = try await browser.post(
                 client, "/admin/users/\(user.supportId)/merge",
-                [("into", "_abcdef123456"), ("confirm", "yes"), ("csrf", csrf)])
+                [("into", "_abcdef123456"), ("overrideReason", "Ticket #9"), ("confirm", "yes"), ("csrf", csrf)])
             #expect(again.status == .badRequest && String(buffer: again.body).contains("merged already"))
             #expect(try await store.auditEvents(environment: .sandbox, subject: "_abcdef123456", limit: 5).count == 1)
         }
@@ -712,13 +719,20 @@ struct PanelTests {
             #expect(try await store.admin(name: "eve") == nil)
             #expect(try await store.admin(name: "sam")?.role == .support)
             #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 5).count == 1)
-            // The owner raises the limit; it applies to sam's next request.
+            // The owner raises the limit; it applies to sam's next request, and counts the day's grants in all.
             _ = try await owner.post(
                 client, "/admin/admins/sam/role", [("role", "support"), ("limit", "100000"), ("csrf", csrf)])
-            let raised = try await support.post(
+            let total = try await support.post(
                 client, "/admin/grants",
                 [
                     ("supportId", user.supportId), ("credits", "50001"), ("reason", "x"), ("confirm", "yes"),
+                    ("csrf", samCsrf),
+                ])
+            #expect(total.status == .forbidden && String(buffer: total.body).contains("last 24 hours"))
+            let raised = try await support.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "50000"), ("reason", "x"), ("confirm", "yes"),
                     ("csrf", samCsrf),
                 ])
             #expect(raised.status == .seeOther)

@@ -62,3 +62,52 @@ extension SecurityTests {
         #expect(audit.contains("admin.disable") && audit.contains("admin.enable"))
     }
 }
+
+extension SecurityTests {
+    @Test(
+        "wrong two-factor codes count in the store across instances: after 10 in an hour the account waits, and the owner sees it",
+        arguments: ServerEngine.allCases)
+    func sharedCodeFailures(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        let hasher = PasswordHasher(cost: 4)
+        let secret = TwoFactor.newSecret()
+        try await store.createAdmin(
+            Admin(
+                name: "ada", passwordHash: await hasher.hash(PanelTests.password), createdAt: AdminAPITests.now,
+                twoFactorSecret: secret))
+        try await store.createAdmin(
+            Admin(name: "bob", passwordHash: await hasher.hash(PanelTests.password), createdAt: AdminAPITests.now))
+        // Two instances on one database, as behind a load balancer.
+        let instances = [try Fixture.Setup(store: store), try Fixture.Setup(store: store)]
+        let now = ClientAPITests.start.addingTimeInterval(3_600)
+        for round in 0..<AccountGuard.codeLimit {
+            try await instances[round % 2].app.test(.router) { client in
+                var browser = PanelTests.Browser()
+                #expect(try await browser.signIn(client).headers[.location] == "/admin/login/code")
+                let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin/login/code"))
+                let wrong = try await browser.post(client, "/admin/login/code", [("code", "000000"), ("csrf", csrf)])
+                #expect(wrong.status == .unauthorized, "round \(round)")
+            }
+        }
+        try await instances[0].app.test(.router) { client in
+            // Even the right code waits now, on either instance.
+            var browser = PanelTests.Browser()
+            _ = try await browser.signIn(client)
+            let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin/login/code"))
+            let right = TwoFactor.code(secret: secret, step: TwoFactor.step(at: now))
+            let refused = try await browser.post(client, "/admin/login/code", [("code", right), ("csrf", csrf)])
+            #expect(refused.status == .tooManyRequests)
+            #expect(String(buffer: refused.body).contains("Too many wrong codes for this account"))
+            // The owner is told on the Admins page.
+            var owner = PanelTests.Browser()
+            _ = try await owner.signIn(client, name: "bob")
+            let admins = String(buffer: try await owner.get(client, "/admin/admins").body)
+            #expect(
+                admins.contains(#"id="codes-ada""#) && admins.contains("10 wrong two-factor codes in the last hour"))
+        }
+        #expect(
+            try await store.failures(
+                AccountGuard.Secret.code(account: "ada").key, since: now.addingTimeInterval(-AccountGuard.window))
+                == AccountGuard.codeLimit)
+    }
+}

@@ -32,7 +32,8 @@ extension SecurityTests {
                 try await AccountTests.register(try await setup.store.signedAppTransaction(account: "victim"), client))
             // Support merges the imported customer into it, as the victim asked.
             let first = try await admin.mergeUsers(
-                environment: .sandbox, from: victimImport, into: victim.supportId, actor: "test")
+                environment: .sandbox, from: victimImport, into: victim.supportId,
+                consent: .override(reason: "Ticket #11: the victim's email"), actor: "test")
             #expect(first.tokensMoved == 0 && first.claimTokensEnded == 0, "no install held the import's token")
             // The attacker read the record name in the public database: no token, and no way to the account.
             let attack = try await CloudKitClaimTests.claim(client, "_victim", key: "attacker-chosen-key-01")
@@ -54,13 +55,14 @@ extension SecurityTests {
             _ = try await browser.signIn(client)
             let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin"))
             let confirmation = try await browser.post(
-                client, "/admin/users/\(claimedImport)/merge", [("into", victim.supportId), ("csrf", csrf)])
+                client, "/admin/users/\(claimedImport)/merge",
+                [("into", victim.supportId), ("overrideReason", "Ticket #12"), ("csrf", csrf)])
             #expect(
                 String(buffer: confirmation.body).contains(
                     "It holds 1 device token, 1 issued by a CloudKit claim: it ends with the merge"))
             let merged = try await browser.post(
                 client, "/admin/users/\(claimedImport)/merge",
-                [("into", victim.supportId), ("confirm", "yes"), ("csrf", csrf)])
+                [("into", victim.supportId), ("overrideReason", "Ticket #12"), ("confirm", "yes"), ("csrf", csrf)])
             #expect(merged.status == .seeOther)
             let audit = try await store.auditEvents(environment: .sandbox, subject: claimedImport, limit: 10)
             #expect(audit.contains { $0.action == "user.merge" && ($0.after ?? "").contains(#""claimTokensEnded":1"#) })
@@ -82,7 +84,10 @@ extension SecurityTests {
     func mergeMovesOwnTokens(engine: ServerEngine) async throws {
         let store = try await engine.makeStore()
         let setup = try Fixture.Setup(store: store, wallet: .server)
-        let admin = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .server)
+        // Support's clock is the server's: the code is fresh.
+        let admin = AdminService(
+            store: store, catalog: try Catalog(products: []), walletMode: .server,
+            now: { ClientAPITests.start.addingTimeInterval(3_600) })
         try await setup.app.test(.router) { client in
             let anonymous = try Fixture.decode(
                 CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
@@ -92,8 +97,23 @@ extension SecurityTests {
             let counts = try await admin.tokenCounts(environment: .sandbox, supportId: anonymous.supportId)
             #expect(counts == TokenCounts(devices: 1, claims: 0))
             #expect(PanelText.mergedTokens(counts, into: account.supportId).contains("none issued by a CloudKit claim"))
-            let merged = try await admin.mergeUsers(
-                environment: .sandbox, from: anonymous.supportId, into: account.supportId, actor: "test")
+            // The anonymous install shows its merge code; only that code merges it.
+            let code = try Fixture.decode(
+                MergeCodeResponse.self,
+                try await client.execute(
+                    uri: "/v1/me/merge-code", method: .post, headers: Fixture.bearer(anonymous.token)))
+            await #expect(throws: AdminError.self) {
+                _ = try await admin.mergeUsers(
+                    environment: .sandbox, from: anonymous.supportId, into: account.supportId,
+                    consent: .code("ZZZZ-ZZZZ"), actor: "test")
+            }
+            // Merged through the admin API, as support's CLI does: the server forgets the install's token at once.
+            let answer = try await AdminAPITests.send(
+                client, try await AdminAPITests.key(in: store), .post, "/v1/admin/users/merge",
+                body: MergeRequest(from: anonymous.supportId, into: account.supportId, code: code.code),
+                at: ClientAPITests.start.addingTimeInterval(3_600))
+            #expect(answer.status == .ok)
+            let merged = try Fixture.decode(MergeResponse.self, answer)
             #expect(merged.tokensMoved == 1 && merged.claimTokensEnded == 0)
             let me = try Fixture.decode(
                 MeResponse.self,

@@ -17,7 +17,8 @@ struct PostgresStoreTests {
         "v9 backup deficit", "v10 push tokens and milestones", "v11 receipts' lighter indexes",
         "v12 grant cancellation, admin time zones", "v13 admin roles and two-factor sign-in",
         "v14 what the customer paid and why Apple refunded", "v15 deleted customers, Verify Purchases reports",
-        "v16 customers imported from another system", "v17 token origins, disabled admins",
+        "v16 customers imported from another system",
+        "v17 token origins, disabled admins, merge codes, shared failures",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

@@ -33,7 +33,8 @@ struct SQLiteStoreTests {
                 "v9 backup deficit", "v10 push tokens and milestones", "v11 receipts' lighter indexes",
                 "v12 grant cancellation, admin time zones", "v13 admin roles and two-factor sign-in",
                 "v14 what the customer paid and why Apple refunded", "v15 deleted customers, Verify Purchases reports",
-                "v16 customers imported from another system", "v17 token origins, disabled admins",
+                "v16 customers imported from another system",
+                "v17 token origins, disabled admins, merge codes, shared failures",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)
