@@ -36,9 +36,21 @@ extension AdminService {
         guard merged.deletedAt == nil, account.deletedAt == nil else {
             throw AdminError.invalid("a customer deleted at their request cannot be merged")
         }
+        // Sandbox data never reaches a customer installed from the App Store, through a merge either.
+        if account.appleAccount?.environment == .production,
+            try await store.receipts(owner: merged.id, environment: environment).contains(where: {
+                !Delivery.reaches(data: $0.transaction.environment, customer: .production)
+            })
+        {
+            throw AdminError.invalid(
+                "\(merged.supportId) holds Sandbox purchases (TestFlight, App Review, sandbox testers): "
+                    + "\(account.supportId) was installed from the App Store and receives none")
+        }
+        let overrideReason: String?
         switch consent {
         case .code(let typed):
             // Used up before the merge: a merge that fails after needs a new code from the app.
+            overrideReason = nil
             guard let hash = MergeCodes.hash(typed),
                 try await store.useMergeCode(owner: merged.id, codeHash: hash, at: now())
             else {
@@ -47,35 +59,51 @@ extension AdminService {
                         + "their app shows now (Purchase History, Move to my Apple account)")
             }
         case .override(let text):
-            let reason = try Self.reason(text)
-            try await audit(
-                environment, actor: actor, action: "user.merge.override", subject: merged.supportId.rawValue,
-                after: ["into": account.supportId.rawValue, "reason": reason])
+            overrideReason = try Self.reason(text)
         }
+        let at = now()
         let result: UserMergeResult
         do {
+            // The audit entries are written in the merge's own transaction, on every engine.
             result = try await store.mergeUser(
                 UserMerge(
                     from: merged.id, fromSupportId: merged.supportId, into: account.id, environment: environment,
                     movesBackup: walletMode == .device,
-                    at: now()))
+                    at: at)
+            ) { result in
+                let after = try Self.json(Self.mergeResponse(merged: merged, account: account, result: result))
+                var events = [account.supportId, merged.supportId].map { subject in
+                    AuditEvent(
+                        environment: environment, actor: actor, action: "user.merge", subject: subject.rawValue,
+                        after: after, at: at)
+                }
+                if let overrideReason {
+                    events.append(
+                        AuditEvent(
+                            environment: environment, actor: actor, action: "user.merge.override",
+                            subject: merged.supportId.rawValue,
+                            after: try Self.json(["into": account.supportId.rawValue, "reason": overrideReason]),
+                            at: at))
+                }
+                return events
+            }
         } catch StoreError.alreadyExists {
             throw AdminError.invalid("\(merged.supportId) was merged already")
         } catch let error as LedgerError {
             throw AdminError.invalid("the merge would overflow a wallet: \(error)")
         }
-        let answer = MergeResponse(
+        await onChange?(merged.id, .merged)
+        await onChange?(
+            account.id, .adjustment(key: IdempotencyKey(.merge, merged.supportId.rawValue).rawValue))
+        return Self.mergeResponse(merged: merged, account: account, result: result)
+    }
+
+    /// What a merge answers, and its audit entries record.
+    static func mergeResponse(merged: User, account: User, result: UserMergeResult) -> MergeResponse {
+        MergeResponse(
             from: merged.supportId.rawValue, into: account.supportId.rawValue, movedBalance: result.moved.balance,
             movedDeficit: result.moved.deficit, balance: result.wallet.balance, deficit: result.wallet.deficit,
             receipts: result.receipts, grants: result.grants, tokensMoved: result.tokensMoved,
             claimTokensEnded: result.claimTokensEnded)
-        await onChange?(merged.id, .merged)
-        await onChange?(
-            account.id, .adjustment(key: IdempotencyKey(.merge, merged.supportId.rawValue).rawValue))
-        try await audit(
-            environment, actor: actor, action: "user.merge", subject: account.supportId.rawValue, after: answer)
-        try await audit(
-            environment, actor: actor, action: "user.merge", subject: merged.supportId.rawValue, after: answer)
-        return answer
     }
 }

@@ -369,8 +369,16 @@ public struct AdminService: Sendable {
         let grant = Grant(
             id: id ?? UUID(), environment: environment, recipient: user.id, credits: credits, reason: reason,
             createdBy: actor, createdAt: now())
+        let view = GrantView(grant, supportId: user.supportId.rawValue)
         do {
-            try await store.createGrant(grant)
+            // Audited in the grant's own transaction, under the grant's id (a request asked again finds it).
+            try await store.createGrant(
+                grant,
+                audit: [
+                    AuditEvent(
+                        id: grant.id, environment: environment, actor: actor, action: "grant.create",
+                        subject: view.supportId, after: try Self.json(view), at: view.createdAt)
+                ])
         } catch StoreError.alreadyExists where id != nil {
             guard let made = try await store.grant(id: grant.id, environment: environment),
                 made.recipient == grant.recipient, made.credits == grant.credits, made.reason == grant.reason
@@ -380,9 +388,23 @@ public struct AdminService: Sendable {
             try await auditGrant(view, environment: environment, actor: made.createdBy)
             return view
         }
+        if let ceiling, let holder {
+            // Counted again after the write: requests racing past the check above all see the total, and each
+            // takes its own grant back, so the day's grants never pass the limit.
+            let granted = try await store.grantedCredits(
+                environment: environment, holder: holder, since: now().addingTimeInterval(-Self.grantLimitWindow))
+            if granted > ceiling {
+                let cancelled = try await store.cancelGrant(
+                    id: grant.id, environment: environment, by: actor, at: now())
+                try await audit(
+                    environment, actor: actor, action: "grant.cancel", subject: view.supportId,
+                    after: GrantView(cancelled, supportId: view.supportId))
+                throw AdminError.forbidden(
+                    "other grants were made at the same moment and together pass your limit of "
+                        + "\(PanelText.credits(ceiling)) over 24 hours: nothing was granted; try again")
+            }
+        }
         await onChange?(user.id, .grant(id: grant.id))
-        let view = GrantView(grant, supportId: user.supportId.rawValue)
-        try await auditGrant(view, environment: environment, actor: actor)
         return view
     }
 
@@ -468,20 +490,29 @@ public struct AdminService: Sendable {
             throw AdminError.invalid("\(supportId) was deleted already, on \(PanelText.utc(deletedAt))")
         }
         let user = try await findChangeable(supportId, environment: environment)
+        let at = now()
+        @Sendable func view(_ result: UserDeletionResult) -> DeletionView {
+            DeletionView(
+                supportId: user.supportId.rawValue, closedBalance: result.closed.balance,
+                closedDeficit: result.closed.deficit, users: result.users, cancelledGrants: result.cancelledGrants)
+        }
         let result: UserDeletionResult
         do {
+            // Audited in the deletion's own transaction, on every engine.
             result = try await store.deleteUser(
-                UserDeletion(user: user.id, environment: environment, actor: actor, at: now()))
+                UserDeletion(user: user.id, environment: environment, actor: actor, at: at)
+            ) { result in
+                [
+                    AuditEvent(
+                        environment: environment, actor: actor, action: "customer.delete",
+                        subject: user.supportId.rawValue, after: try Self.json(view(result)), at: at)
+                ]
+            }
         } catch StoreError.alreadyExists {
             throw AdminError.invalid("\(user.supportId) was deleted already")
         }
-        let view = DeletionView(
-            supportId: user.supportId.rawValue, closedBalance: result.closed.balance,
-            closedDeficit: result.closed.deficit, users: result.users, cancelledGrants: result.cancelledGrants)
         await onChange?(user.id, .deleted)
-        try await audit(
-            environment, actor: actor, action: "customer.delete", subject: user.supportId.rawValue, after: view)
-        return view
+        return view(result)
     }
 
     /// Deletes every grant of Sandbox (test data). Refused in Production.

@@ -78,6 +78,7 @@ enum CloudKitCustomers {
             latest[owner] = (balance, updated, record.recordName)
         }
         // The customer's latest balance over the maximum: the customer is skipped, not given an older balance.
+        var overMaximum: Set<String> = []
         if let maximum = policy.maxBalance {
             for (owner, backup) in latest where backup.balance > maximum {
                 skipped.append(
@@ -85,6 +86,7 @@ enum CloudKitCustomers {
                         type: backupType, recordName: backup.name, reason: "balance over --max-balance",
                         detail: "\(backup.balance) credits for \(owner)"))
                 latest[owner] = nil
+                overMaximum.insert(owner)
             }
         }
         var pending: [String: [CustomerImport.PendingGrant]] = [:]
@@ -116,7 +118,11 @@ enum CloudKitCustomers {
                 continue
             }
             guard latest[target] != nil else {
-                skip("its recipient has no backup record of their own", "for \(target)")
+                if overMaximum.contains(target) {
+                    skip("its recipient was skipped (balance over --max-balance)", "for \(target)")
+                } else {
+                    skip("its recipient has no backup record of their own", "for \(target)")
+                }
                 continue
             }
             guard fields["processed"]?.int64 ?? 0 == 0 else {

@@ -142,7 +142,7 @@ struct ServeSettings: Sendable {
         .init(key: "events.streams.user", help: "Event streams (GET /v1/me/events) one user may hold. Default 4."),
         .init(
             key: "events.streams.address",
-            help: "Event streams one client address (IPv6 by /64) may hold, whatever tokens it shows. Default 32."),
+            help: "Event streams one client address (IPv6 by /64) may hold, whatever tokens it shows. Default 100."),
         .init(key: "events.streams.total", help: "Event streams open at once on this server. Default 1000."),
         .init(key: "connections.limit", help: "Connections open at once; more wait to be accepted. Default 4096."),
         .init(

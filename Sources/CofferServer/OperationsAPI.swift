@@ -226,8 +226,8 @@ actor Readiness {
     private var asking = false
 
     /// The answer: the last one if it is younger than ``interval``, else `ask`'s, asked by one request at a time
-    /// in its own task (so its deadline and cancellation hold); the others wait for it while they are not
-    /// cancelled.
+    /// in that request's task (so the store's deadline and the request's cancellation hold); the others wait for
+    /// it, polling every 10 ms, while they are not cancelled.
     func check(now: Date, ask: @Sendable () async -> Bool) async -> Bool {
         if let last, now.timeIntervalSince(last.at) < Self.interval, now >= last.at { return last.ready }
         guard !asking else {

@@ -207,13 +207,17 @@ public struct ClientService: ServiceOnParts {
         do {
             caller = try await identity.caller(webAuthToken: token)
         } catch {
+            // What CloudKit said goes to the server's log, not to the app.
+            dependencies.logger.warning("CloudKit users/caller: \(error)")
             switch error {
-            case .server(let status, _, _) where status < 500 && status != 429:
+            case .server(let status, _, _) where status == 421:
                 throw ServiceError.verification(
                     code: "cloudkit-auth-failed",
-                    message: "CloudKit did not accept the web auth token (\(error)); fetch a new one and try again")
+                    message: "CloudKit did not accept the web auth token; fetch a new one and try again")
             default:
-                throw ServiceError.unavailable(code: "cloudkit-unavailable", message: "\(error)")
+                // The server's API token refused, CloudKit throttling or away: nothing the app can change now.
+                throw ServiceError.unavailable(
+                    code: "cloudkit-unavailable", message: "CloudKit could not check the claim now; try again later")
             }
         }
         guard caller == request.userRecordName else {

@@ -24,7 +24,7 @@ public actor EventHub {
     /// A hub holding at most `perUser` streams per user, `perAddress` per client address and `total` in all,
     /// telling `onPublish` of each event published here.
     public init(
-        perUser: Int = 4, perAddress: Int = 32, total: Int = 1_000,
+        perUser: Int = 4, perAddress: Int = 100, total: Int = 1_000,
         onPublish: @escaping @Sendable (ServerEventBody, UUID, Bool) -> Void = { _, _, _ in }
     ) {
         self.perUser = perUser

@@ -69,7 +69,7 @@ public struct ServerConfiguration: Sendable {
     /// Event streams one user may hold open.
     public var eventStreamsPerUser = 4
     /// Event streams one client address (IPv6 by /64) may hold open, whatever tokens it presents.
-    public var eventStreamsPerAddress = 32
+    public var eventStreamsPerAddress = 100
     /// Event streams open at once on this server.
     public var eventStreamsTotal = 1_000
     /// The most connections open at once; further ones wait in the listen backlog.

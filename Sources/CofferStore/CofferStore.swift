@@ -42,7 +42,11 @@ public protocol CofferStore: Sendable {
     /// issued end instead), the mark, and the user's imports marked claimed (a merged customer is settled: its
     /// record name claims nothing). Throws ``StoreError/alreadyExists(_:)`` when it was merged already,
     /// ``StoreError/notFound(_:)`` when either user is missing from the environment.
-    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult
+    ///
+    /// `audit` is given the result and answers the audit entries that record the merge, written in the same
+    /// transaction (an entry whose id is taken is written under an id of its own).
+    func mergeUser(_ merge: UserMerge, audit: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent])
+        async throws -> UserMergeResult
     /// The users support merged into `user`, oldest first.
     func users(mergedInto user: UUID) async throws -> [User]
     /// Keeps a customer's merge code, replacing the one before (one per customer). Throws
@@ -58,7 +62,11 @@ public protocol CofferStore: Sendable {
     /// entries and adjustments replaced. Receipts, entries and amounts stay, so no transaction is credited twice and totals add up.
     /// Throws ``StoreError/notFound(_:)`` for no such user in the environment, ``StoreError/alreadyExists(_:)``
     /// for one deleted already.
-    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult
+    /// `audit` is given the result and answers the audit entries that record the deletion, written in the same
+    /// transaction.
+    func deleteUser(
+        _ deletion: UserDeletion, audit: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
+    ) async throws -> UserDeletionResult
     /// Keeps an install's latest Verify Purchases report, replacing the one before.
     func saveVerifyReport(_ report: VerifyReport) async throws
     /// A user's latest Verify Purchases report.
@@ -103,7 +111,7 @@ public protocol CofferStore: Sendable {
     // MARK: Push tokens
 
     /// Registers a device's push token for a user, replacing what was on file for the token (a token moves to
-    /// the user whose app registered it last). Throws ``StoreError/notFound(_:)`` for an unknown user.
+    /// the user whose app registered it last); the user keeps the newest ``PushToken/keptPerUser``. Throws ``StoreError/notFound(_:)`` for an unknown user.
     func savePushToken(_ token: PushToken) async throws
     /// A user's push tokens, most recently registered first.
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken]
@@ -164,8 +172,9 @@ public protocol CofferStore: Sendable {
 
     // MARK: Grants
 
-    /// Adds a grant.
-    func createGrant(_ grant: Grant) async throws
+    /// Adds a grant with the audit entries that record it, in one transaction (an entry whose id is taken is
+    /// written under an id of its own). Throws ``StoreError/alreadyExists(_:)`` for a grant id taken.
+    func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws
     /// The grant with this id in an environment.
     func grant(id: UUID, environment: Environment) async throws -> Grant?
     /// Grants of an environment, newest first, optionally for one recipient and one status.
@@ -301,6 +310,21 @@ public protocol CofferStore: Sendable {
 }
 
 extension CofferStore {
+    /// Merges users with no audit entry in the same transaction (tests, tools).
+    public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
+        try await mergeUser(merge) { _ in [] }
+    }
+
+    /// Deletes a customer with no audit entry in the same transaction (tests, tools).
+    public func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
+        try await deleteUser(deletion) { _ in [] }
+    }
+
+    /// Adds a grant with no audit entry (tests, the import, which audits per customer).
+    public func createGrant(_ grant: Grant) async throws {
+        try await createGrant(grant, audit: [])
+    }
+
     /// Gives a user the token of an install that registered itself (``TokenOrigin/device``).
     public func addToken(tokenHash: String, owner: UUID, at date: Date) async throws {
         try await addToken(tokenHash: tokenHash, owner: owner, origin: .device, at: date)

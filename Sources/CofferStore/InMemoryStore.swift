@@ -83,7 +83,8 @@ public actor InMemoryStore: CofferStore {
     /// The user whose token hashes to `tokenHash`.
     public func user(tokenHash: String) -> User? {
         if let token = deviceTokens[tokenHash] {
-            return token.revokedAt == nil && isLive(token.owner) ? state.users[token.owner] : nil
+            return token.revokedAt == nil && isLive(token.owner) && state.users[token.owner]?.mergedInto == nil
+                ? state.users[token.owner] : nil
         }
         return state.users.values.first { $0.tokenHash == tokenHash && $0.deletedAt == nil && $0.mergedInto == nil }
     }
@@ -160,6 +161,9 @@ public actor InMemoryStore: CofferStore {
     public func savePushToken(_ token: PushToken) throws {
         guard isLive(token.owner) else { throw StoreError.notFound("user \(token.owner)") }
         pushTokenRecords[token.token] = token
+        for old in pushTokens(owner: token.owner, environment: token.environment).dropFirst(PushToken.keptPerUser) {
+            pushTokenRecords[old.token] = nil
+        }
     }
 
     /// A user's push tokens, most recently registered first.
@@ -202,7 +206,9 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Merges an anonymous user into an account user.
-    public func mergeUser(_ merge: UserMerge) throws -> UserMergeResult {
+    public func mergeUser(_ merge: UserMerge, audit events: @Sendable (UserMergeResult) throws -> [AuditEvent])
+        throws -> UserMergeResult
+    {
         guard let from = state.users[merge.from], from.environment == merge.environment,
             let into = state.users[merge.into], into.environment == merge.environment
         else { throw StoreError.notFound("user") }
@@ -217,20 +223,23 @@ public actor InMemoryStore: CofferStore {
             from: from.id, fromSupportId: from.supportId, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet,
             moving: moving,
             at: merge.at)
+        // The result and its audit entries first: nothing changes when they cannot be made.
+        let counts = tokenCounts(owner: from.id)
+        let movedReceipts = state.receipts.filter {
+            $0.value.owner == from.id && $0.key.environment == merge.environment
+        }
+        let result = UserMergeResult(
+            moved: moving, wallet: decisions.into.wallet, receipts: movedReceipts.count,
+            grants: grantList.count { $0.recipient == from.id }, tokensMoved: counts.devices,
+            claimTokensEnded: counts.claims)
+        let entries = try events(result)
         state.save(decisions.from, owner: from.id, environment: merge.environment)
         state.save(decisions.into, owner: into.id, environment: merge.environment)
-        var receipts = 0
-        for (key, receipt) in state.receipts where receipt.owner == from.id && key.environment == merge.environment {
-            state.receipts[key]?.owner = into.id
-            receipts += 1
-        }
-        var grants = 0
+        for key in movedReceipts.keys { state.receipts[key]?.owner = into.id }
         for index in grantList.indices where grantList[index].recipient == from.id {
             grantList[index].recipient = into.id
-            grants += 1
         }
         for (key, renewal) in renewals where renewal.owner == from.id { renewals[key]?.owner = into.id }
-        let counts = tokenCounts(owner: from.id)
         // An import's first token was never an install's: it stays where it is.
         if deviceTokens[from.tokenHash] == nil, !imports.values.contains(where: { $0.user == from.id }) {
             deviceTokens[from.tokenHash] = (into.id, nil, .device)
@@ -246,19 +255,25 @@ public actor InMemoryStore: CofferStore {
             imports[key]?.claimKeyHash = ImportedCustomer.mergedKeyHash
         }
         state.users[from.id]?.mergedInto = into.id
-        return UserMergeResult(
-            moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
-            tokensMoved: counts.devices, claimTokensEnded: counts.claims)
+        appendAudit(entries)
+        return result
     }
 
     /// Deletes a customer at their request.
-    public func deleteUser(_ deletion: UserDeletion) throws -> UserDeletionResult {
+    public func deleteUser(
+        _ deletion: UserDeletion, audit events: @Sendable (UserDeletionResult) throws -> [AuditEvent]
+    ) throws -> UserDeletionResult {
         guard let user = state.users[deletion.user], user.environment == deletion.environment,
             let wallet = state.wallet(owner: user.id, environment: user.environment)
         else { throw StoreError.notFound("user") }
         guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
         let ids = Set([user.id] + state.users.values.filter { $0.mergedInto == user.id }.map(\.id))
         let closing = try UserDeletion.closing(owner: user.id, wallet: wallet, at: deletion.at)
+        // The result and its audit entries first: nothing changes when they cannot be made.
+        let result = UserDeletionResult(
+            closed: wallet, users: ids.count,
+            cancelledGrants: grantList.count { ids.contains($0.recipient) && $0.status == .pending })
+        let entries = try events(result)
         deviceTokens = deviceTokens.filter { !ids.contains($0.value.owner) }
         pushTokenRecords = pushTokenRecords.filter { !ids.contains($0.value.owner) }
         backupLog.removeAll { ids.contains($0.owner) }
@@ -271,12 +286,10 @@ public actor InMemoryStore: CofferStore {
             state.users[id]?.appleAccount = nil
             state.users[id]?.deletedAt = deletion.at
         }
-        var cancelled = 0
         for index in grantList.indices where ids.contains(grantList[index].recipient) {
             if grantList[index].status == .pending {
                 grantList[index].cancelledAt = deletion.at
                 grantList[index].cancelledBy = deletion.actor
-                cancelled += 1
             }
             grantList[index].reason = UserDeletion.removedReason
         }
@@ -298,7 +311,8 @@ public actor InMemoryStore: CofferStore {
             state.receiptOrder.removeAll { $0 == key }
         }
         if let closing { state.save(closing, owner: user.id, environment: user.environment) }
-        return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+        appendAudit(entries)
+        return result
     }
 
     /// Keeps an install's latest Verify Purchases report.
@@ -412,7 +426,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Adds a grant.
-    public func createGrant(_ grant: Grant) throws {
+    public func createGrant(_ grant: Grant, audit events: [AuditEvent]) throws {
         guard isLive(grant.recipient), state.users[grant.recipient]?.environment == grant.environment else {
             throw StoreError.notFound("user \(grant.recipient)")
         }
@@ -420,6 +434,7 @@ public actor InMemoryStore: CofferStore {
             throw StoreError.alreadyExists("grant \(grant.id)")
         }
         grantList.append(grant)
+        appendAudit(events)
     }
 
     /// The grant with this id in an environment.
@@ -528,6 +543,16 @@ public actor InMemoryStore: CofferStore {
     /// Saves a named position.
     public func saveCursor(_ name: String, value: String, environment: Environment) {
         cursors["\(environment.rawValue)/\(name)"] = value
+    }
+
+    /// Appends an audit event.
+    /// Appends audit entries written with a change; one whose id is taken gets an id of its own.
+    private func appendAudit(_ events: [AuditEvent]) {
+        for event in events {
+            var event = event
+            if audit.contains(where: { $0.id == event.id }) { event.id = UUID() }
+            audit.append(event)
+        }
     }
 
     /// Appends an audit event.

@@ -436,6 +436,10 @@ public struct PushToken: Sendable, Hashable, Codable {
         case production
     }
 
+    /// How many push tokens every store keeps for one user (the most recently registered): an app registering in
+    /// a loop cannot grow the database, and pushes go to at most this many devices.
+    public static let keptPerUser = 20
+
     /// The device token, lowercase hex.
     public var token: String
     /// The user.

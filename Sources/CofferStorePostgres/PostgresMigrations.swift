@@ -321,6 +321,9 @@ enum PostgresMigrations {
             ALTER TABLE user_tokens ADD COLUMN origin TEXT NOT NULL DEFAULT 'device'
                 CHECK (origin IN ('device', 'claim'));
             CREATE INDEX imported_customers_by_user ON imported_customers (user_id);
+            UPDATE user_tokens SET origin = 'claim'
+            WHERE owner IN (SELECT user_id FROM imported_customers)
+                AND owner IN (SELECT id FROM users WHERE app_transaction_id IS NULL);
             ALTER TABLE admins ADD COLUMN disabled_at BIGINT;
             ALTER TABLE admin_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'support'));
             ALTER TABLE admin_keys ADD COLUMN grant_limit BIGINT;

@@ -22,6 +22,24 @@ extension PostgresStore {
         }
     }
 
+    /// Writes audit entries inside a transaction that makes the change they record; one whose id is taken is
+    /// written under an id of its own.
+    static func insertAudit(_ connection: PostgresConnection, _ events: [AuditEvent], logger: Logger) async throws {
+        for event in events {
+            for id in [event.id, UUID()] {
+                let written = try await exists(
+                    connection,
+                    """
+                    INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
+                    VALUES (\(id.uuidString), \(event.environment.rawValue), \(event.actor), \(event.action),
+                        \(event.subject), \(event.before), \(event.after), \(Millis.from(event.at)))
+                    ON CONFLICT (id) DO NOTHING RETURNING 1
+                    """, logger: logger)
+                if written { break }
+            }
+        }
+    }
+
     /// Audit events of an environment that `query` matches, newest first.
     public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         // Prefixes compared with left(), so no character of the text is a pattern.

@@ -7,7 +7,7 @@ import PostgresNIO
 
 extension PostgresStore {
     /// Adds a grant.
-    public func createGrant(_ grant: Grant) async throws {
+    public func createGrant(_ grant: Grant, audit events: [AuditEvent]) async throws {
         try await write { connection in
             try await Self.requireUser(connection, grant.recipient, grant.environment, live: true, logger: self.logger)
             do {
@@ -21,6 +21,7 @@ extension PostgresStore {
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("grant \(grant.id)")
             }
+            try await Self.insertAudit(connection, events, logger: self.logger)
         }
     }
 

@@ -7,7 +7,7 @@ extension PostgresStore {
     /// Registers a push token, replacing what was on file for it.
     public func savePushToken(_ token: PushToken) async throws {
         let saved = try await write { connection in
-            try await Self.exists(
+            let inserted = try await Self.exists(
                 connection,
                 """
                 INSERT INTO push_tokens (token, owner, environment, gateway, updated_at)
@@ -18,6 +18,16 @@ extension PostgresStore {
                     gateway = excluded.gateway, updated_at = excluded.updated_at
                 RETURNING 1
                 """, logger: self.logger)
+            // The user keeps the newest few.
+            if inserted {
+                try await connection.query(
+                    """
+                    DELETE FROM push_tokens WHERE owner = \(token.owner.uuidString) AND token NOT IN (
+                        SELECT token FROM push_tokens WHERE owner = \(token.owner.uuidString)
+                        ORDER BY updated_at DESC, token COLLATE "C" DESC LIMIT \(PushToken.keptPerUser))
+                    """, logger: self.logger)
+            }
+            return inserted
         }
         guard saved else { throw StoreError.notFound("user \(token.owner)") }
     }

@@ -53,6 +53,7 @@ extension PostgresStore {
             """
             SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
             WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL AND u.deleted_at IS NULL
+                AND u.merged_into IS NULL
             UNION ALL
             SELECT * FROM users WHERE token_hash = \(tokenHash) AND deleted_at IS NULL AND merged_into IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
@@ -225,7 +226,9 @@ extension PostgresStore {
     }
 
     /// Merges an anonymous user into an account user, in one transaction.
-    public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
+    public func mergeUser(
+        _ merge: UserMerge, audit events: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent]
+    ) async throws -> UserMergeResult {
         try await write { connection in
             let env = merge.environment.rawValue
             let (from, into) = (merge.from.uuidString, merge.into.uuidString)
@@ -299,14 +302,18 @@ extension PostgresStore {
             try await connection.query(
                 "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from) AND origin = 'device'",
                 logger: self.logger)
-            return UserMergeResult(
+            let result = UserMergeResult(
                 moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
                 tokensMoved: tokens.devices, claimTokensEnded: tokens.claims)
+            try await Self.insertAudit(connection, try events(result), logger: self.logger)
+            return result
         }
     }
 
     /// Deletes a customer at their request, in one transaction.
-    public func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
+    public func deleteUser(
+        _ deletion: UserDeletion, audit events: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
+    ) async throws -> UserDeletionResult {
         try await write { connection in
             let id = deletion.user.uuidString
             let env = deletion.environment.rawValue
@@ -391,7 +398,9 @@ extension PostgresStore {
                 let context = PostgresLedgerContext(connection: connection, logger: self.logger)
                 try await context.save(closing, owner: deletion.user, environment: deletion.environment)
             }
-            return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+            let result = UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+            try await Self.insertAudit(connection, try events(result), logger: self.logger)
+            return result
         }
     }
 

@@ -24,6 +24,25 @@ extension SQLiteStore {
         }
     }
 
+    /// Writes audit entries inside a transaction that makes the change they record; one whose id is taken is
+    /// written under an id of its own.
+    static func insertAudit(_ db: Database, _ events: [AuditEvent]) throws {
+        for event in events {
+            for id in [event.id, UUID()] {
+                try db.execute(
+                    sql: """
+                        INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
+                        """,
+                    arguments: [
+                        id.uuidString, event.environment.rawValue, event.actor, event.action, event.subject,
+                        event.before, event.after, Millis.from(event.at),
+                    ])
+                if db.changesCount == 1 { break }
+            }
+        }
+    }
+
     /// Audit events of an environment that `query` matches, newest first.
     public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         try await read { db in

@@ -6,7 +6,7 @@ import GRDB
 
 extension SQLiteStore {
     /// Adds a grant.
-    public func createGrant(_ grant: Grant) async throws {
+    public func createGrant(_ grant: Grant, audit events: [AuditEvent]) async throws {
         try await write { db in
             guard try Self.userExists(db, id: grant.recipient, environment: grant.environment, live: true) else {
                 throw StoreError.notFound("user \(grant.recipient)")
@@ -24,6 +24,7 @@ extension SQLiteStore {
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("grant \(grant.id)")
             }
+            try Self.insertAudit(db, events)
         }
     }
 

@@ -24,6 +24,12 @@ extension SQLiteStore {
                     token.token, token.owner.uuidString, token.environment.rawValue, token.gateway.rawValue,
                     Millis.from(token.updatedAt),
                 ])
+            // The user keeps the newest few.
+            try db.execute(
+                sql: """
+                    DELETE FROM push_tokens WHERE owner = ?1 AND token NOT IN (
+                        SELECT token FROM push_tokens WHERE owner = ?1 ORDER BY updated_at DESC, token DESC LIMIT ?2)
+                    """, arguments: [token.owner.uuidString, PushToken.keptPerUser])
         }
     }
 

@@ -60,7 +60,7 @@ extension SQLiteStore {
         try await one(
             """
             SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
-            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL
+            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND u.merged_into IS NULL
             UNION ALL
             SELECT * FROM users WHERE token_hash = ?1 AND deleted_at IS NULL AND merged_into IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?1)
@@ -196,7 +196,9 @@ extension SQLiteStore {
     }
 
     /// Merges an anonymous user into an account user, in one write transaction.
-    public func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
+    public func mergeUser(
+        _ merge: UserMerge, audit events: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent]
+    ) async throws -> UserMergeResult {
         try await write { db in
             let env = merge.environment.rawValue
             let (from, into) = (merge.from.uuidString, merge.into.uuidString)
@@ -247,14 +249,18 @@ extension SQLiteStore {
                     """, arguments: [into, from])
             try db.execute(
                 sql: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'", arguments: [into, from])
-            return UserMergeResult(
+            let result = UserMergeResult(
                 moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
                 tokensMoved: tokens.devices, claimTokensEnded: tokens.claims)
+            try Self.insertAudit(db, try events(result))
+            return result
         }
     }
 
     /// Deletes a customer at their request, in one write transaction.
-    public func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
+    public func deleteUser(
+        _ deletion: UserDeletion, audit events: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
+    ) async throws -> UserDeletionResult {
         try await write { db in
             let id = deletion.user.uuidString
             // A user merged into another is gone for the ledger: delete the one it joined.
@@ -327,7 +333,9 @@ extension SQLiteStore {
             if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
                 try context.save(closing, owner: deletion.user, environment: deletion.environment)
             }
-            return UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+            let result = UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
+            try Self.insertAudit(db, try events(result))
+            return result
         }
     }
 

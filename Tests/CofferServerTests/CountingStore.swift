@@ -155,14 +155,18 @@ final class CountingStore: CofferStore {
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         try await gate("revokeToken", write: true) { try await base.revokeToken(tokenHash: tokenHash, at: date) }
     }
-    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult {
-        try await gate("mergeUser", write: true) { try await base.mergeUser(merge) }
+    func mergeUser(_ merge: UserMerge, audit: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent])
+        async throws -> UserMergeResult
+    {
+        try await gate("mergeUser", write: true) { try await base.mergeUser(merge, audit: audit) }
     }
     func users(mergedInto user: UUID) async throws -> [User] {
         try await gate("users", write: false) { try await base.users(mergedInto: user) }
     }
-    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult {
-        try await gate("deleteUser", write: true) { try await base.deleteUser(deletion) }
+    func deleteUser(
+        _ deletion: UserDeletion, audit: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
+    ) async throws -> UserDeletionResult {
+        try await gate("deleteUser", write: true) { try await base.deleteUser(deletion, audit: audit) }
     }
     func saveVerifyReport(_ report: VerifyReport) async throws {
         try await gate("saveVerifyReport", write: true) { try await base.saveVerifyReport(report) }
@@ -222,8 +226,8 @@ final class CountingStore: CofferStore {
             try await base.writeBackup(owner: owner, environment: environment, decide)
         }
     }
-    func createGrant(_ grant: Grant) async throws {
-        try await gate("createGrant", write: true) { try await base.createGrant(grant) }
+    func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws {
+        try await gate("createGrant", write: true) { try await base.createGrant(grant, audit: audit) }
     }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
         try await gate("grants", write: false) {

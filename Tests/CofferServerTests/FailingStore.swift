@@ -41,9 +41,13 @@ struct FailingStore: CofferStore {
     { throw error }
     func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] { throw error }
     func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw error }
-    func mergeUser(_ merge: UserMerge) async throws -> UserMergeResult { throw error }
+    func mergeUser(_ merge: UserMerge, audit: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent])
+        async throws -> UserMergeResult
+    { throw error }
     func users(mergedInto user: UUID) async throws -> [User] { throw error }
-    func deleteUser(_ deletion: UserDeletion) async throws -> UserDeletionResult { throw error }
+    func deleteUser(
+        _ deletion: UserDeletion, audit: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
+    ) async throws -> UserDeletionResult { throw error }
     func saveVerifyReport(_ report: VerifyReport) async throws { throw error }
     func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? { throw error }
     func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw error }
@@ -63,7 +67,7 @@ struct FailingStore: CofferStore {
     func writeBackup(
         owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) { throw error }
-    func createGrant(_ grant: Grant) async throws { throw error }
+    func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws { throw error }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
         throw error
     }

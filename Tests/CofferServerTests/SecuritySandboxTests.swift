@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferCore
 import CofferStore
 import Foundation
@@ -68,5 +69,44 @@ extension SecurityTests {
         #expect(figures.users == 2, "Mallory and the anonymous install")
         #expect(figures.otherEnvironmentCustomers == 1 && figures.otherEnvironmentPurchases == 2)
         #expect(figures.otherEnvironmentCredits == 200 && figures.otherEnvironmentSubscriptions == 0)
+    }
+}
+
+extension SecurityTests {
+    @Test(
+        "an anonymous install holding Sandbox purchases is not merged into a customer installed from the App Store",
+        arguments: ServerEngine.allCases)
+    func sandboxThroughMerge(engine: ServerEngine) async throws {
+        let setup = try NotificationTests.Setup(
+            store: try await engine.makeStore(),
+            configuration: NotificationTests.Setup.defaultConfiguration(wallet: .server), reviewers: ["tester"])
+        let admin = AdminService(
+            store: setup.store, catalog: setup.catalog, walletMode: .server, now: { setup.clock.now() })
+        try await setup.app.test(.router) { client in
+            let mallory = try ClientAPITests.decode(
+                CreateUserResponse.self,
+                try await AccountTests.register(try await setup.apple.signedAppTransaction(account: "mallory"), client))
+            // A fresh anonymous install takes the TestFlight build's free purchase, as App Review needs.
+            let anonymous = try ClientAPITests.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let free = try await setup.apple.purchase(account: "tester", productId: "com.example.credits")
+            let signed = try await setup.apple.signedTransaction(id: try #require(free.transactionIds.first))
+            #expect(try await NotificationTests.present(signed, as: anonymous, with: client).outcome == .delivered)
+            // Merged into the App Store customer with the install's own code: refused, nothing moves.
+            let code = try ClientAPITests.decode(
+                MergeCodeResponse.self,
+                try await client.execute(
+                    uri: "/v1/me/merge-code", method: .post, headers: ClientAPITests.bearer(anonymous.token)))
+            do {
+                _ = try await admin.mergeUsers(
+                    environment: .production, from: anonymous.supportId, into: mallory.supportId,
+                    consent: .code(code.code), actor: "test")
+                Issue.record("merged Sandbox purchases into an App Store customer")
+            } catch let error as AdminError {
+                #expect(error.description.contains("holds Sandbox purchases"))
+            }
+            let me = try ClientAPITests.decode(MeResponse.self, try await AccountTests.me(mallory.token, client))
+            #expect(me.balance == 0)
+        }
     }
 }

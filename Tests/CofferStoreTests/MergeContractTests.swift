@@ -86,4 +86,41 @@ struct MergeContractTests {
             try await store.claimImport(
                 source: "cloudkit", externalId: "_feed", environment: .sandbox, keyHash: "first-key", at: at) == nil)
     }
+
+    struct Refused: Error {}
+
+    @Test(
+        "a merge, a deletion and a grant write their audit entries in their own transaction; one that cannot be made changes nothing",
+        arguments: StoreEngine.allCases)
+    func auditedInTransaction(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (anonymous, account) = try await Self.customers(store)
+        let merge = UserMerge(
+            from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+            movesBackup: false, at: Make.start)
+        @Sendable func entry(_ subject: String, id: UUID = UUID()) -> AuditEvent {
+            AuditEvent(id: id, environment: .sandbox, actor: "ada", action: "test", subject: subject, at: Make.start)
+        }
+        await #expect(throws: Refused.self) { try await store.mergeUser(merge) { _ in throw Refused() } }
+        #expect(try await store.user(id: anonymous.id)?.mergedInto == nil)
+        _ = try await store.mergeUser(merge) { result in [entry("merged-\(result.receipts)")] }
+        #expect(try await store.user(id: anonymous.id)?.mergedInto == account.id)
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "merged-0", limit: 5).count == 1)
+
+        // A grant whose audit id another entry holds is audited under an id of its own.
+        let grant = Grant(
+            environment: .sandbox, recipient: account.id, credits: 5, reason: "ticket", createdBy: "ada",
+            createdAt: Make.start)
+        try await store.recordAudit(entry("taken", id: grant.id))
+        try await store.createGrant(grant, audit: [entry("granted", id: grant.id)])
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "granted", limit: 5).count == 1)
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "taken", limit: 5).count == 1)
+
+        let deletion = UserDeletion(user: account.id, environment: .sandbox, actor: "ada", at: Make.start)
+        await #expect(throws: Refused.self) { try await store.deleteUser(deletion) { _ in throw Refused() } }
+        #expect(try await store.user(id: account.id)?.deletedAt == nil)
+        _ = try await store.deleteUser(deletion) { result in [entry("deleted-\(result.users)")] }
+        #expect(try await store.user(id: account.id)?.deletedAt != nil)
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "deleted-2", limit: 5).count == 1)
+    }
 }
