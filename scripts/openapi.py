@@ -179,12 +179,17 @@ schemas = {
                          "code": S("The merge code the merged customer's app shows (POST /v1/me/merge-code); "
                                    "or overrideReason"),
                          "overrideReason": S("Without a code: an owner's override, and why (audited as "
-                                             "user.merge.override)")},
+                                             "user.merge.override)"),
+                         "intoCode": S("A merge code an install on the account shows: the account owner's word "
+                                       "that the merged installs sign in as the account's customer (without it "
+                                       "their tokens end and they register again)")},
                         required=["from", "into"]),
     "MergeResponse": obj({"from": S(), "into": S(), "movedBalance": I(), "movedDeficit": I(), "balance": I(),
                           "deficit": I(), "receipts": I(), "grants": I(),
-                          "tokensMoved": I("Device tokens of installs that registered themselves: they sign in as "
-                                           "the account customer from now on"),
+                          "tokensMoved": I("Device tokens of installs that registered themselves, moved with "
+                                           "intoCode: they sign in as the account customer from now on"),
+                          "tokensEnded": I("Device tokens of installs that registered themselves, ended because "
+                                           "no intoCode was given: those installs register again"),
                           "claimTokensEnded": I("Device tokens a CloudKit claim issued to the merged customer: "
                                                 "ended, never moved")}),
     "AuditEvent": obj({"id": S(format="uuid"), "environment": S(), "actor": S(), "action": S(), "subject": S(),
@@ -457,7 +462,8 @@ paths = {
     "/v1/admin/users/merge": {"post": admin(
         "Merge an anonymous user into an Apple account's customer, once: balance and deficit (server wallet; "
         "in the device wallet the balance the anonymous install last backed up, delivered to the account's "
-        "app through its mailbox), receipts, grants, subscription states and the install's token move; audited",
+        "app through its mailbox), receipts, grants and subscription states move; the installs' tokens move "
+        "with intoCode and end without it; audited",
         "adminMerge", "200", "MergeResponse", body="MergeRequest",
         errors={"400": ERR("Not an anonymous user and an account user, the same user, or merged already"),
                 "404": ERR("No such user here")})},

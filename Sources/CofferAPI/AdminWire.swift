@@ -32,13 +32,19 @@ public struct MergeRequest: Sendable, Hashable, Codable {
     public var code: String?
     /// Without a code, an owner's override: why (audited as `user.merge.override`).
     public var overrideReason: String?
+    /// A merge code an install of the account shows: the account owner's word that the merged installs may sign in
+    /// as the account's customer. Without it their tokens end and they register again.
+    public var intoCode: String?
 
     /// Creates a request.
-    public init(from: String, into: String, code: String? = nil, overrideReason: String? = nil) {
+    public init(
+        from: String, into: String, code: String? = nil, overrideReason: String? = nil, intoCode: String? = nil
+    ) {
         self.from = from
         self.into = into
         self.code = code
         self.overrideReason = overrideReason
+        self.intoCode = intoCode
     }
 }
 

@@ -12,16 +12,21 @@ extension AdminService {
     }
 
     /// Merges an anonymous user into the customer an Apple account is, once, with the customer's word: the merge
-    /// code their install shows, or an owner's override with a reason. Balance and deficit, receipts, grants,
-    /// subscription states and the tokens of installs that registered themselves (which then sign in as the
-    /// account's customer) move; the merged user keeps its history, marked merged, and both timelines say so.
+    /// code their install shows, or an owner's override with a reason. Balance and deficit, receipts, grants and
+    /// subscription states move; the merged user keeps its history, marked merged, and both timelines say so.
     /// Audited `user.merge` (with how it was consented to), and an override also `user.merge.override`.
+    ///
+    /// The merged installs sign in as the account's customer only with `intoCode`, a merge code an install of the
+    /// account shows: a Support ID is read out in the open, so without the account owner's word an install could
+    /// be merged into someone else's account and sign in as them. Without it every token of the merged user ends
+    /// and its installs register again (with their AppTransaction they find their own Apple account's customer).
     ///
     /// - Throws: ``AdminError/invalid(_:)`` unless `from` is an anonymous user not merged yet and `into` an
     ///   Apple account's user, for a wrong or expired code or an override without a reason;
     ///   ``AdminError/notFound(_:)`` for an unknown Support ID.
     public func mergeUsers(
-        environment: Environment, from: String, into: String, consent: MergeConsent, actor: String
+        environment: Environment, from: String, into: String, consent: MergeConsent, intoCode: String? = nil,
+        actor: String
     ) async throws -> MergeResponse {
         let merged = try await find(from, environment: environment)
         let account = try await find(into, environment: environment)
@@ -46,6 +51,15 @@ extension AdminService {
                 "\(merged.supportId) holds Sandbox purchases (TestFlight, App Review, sandbox testers): "
                     + "\(account.supportId) was installed from the App Store and receives none")
         }
+        // Both codes' forms are checked before either is used up; a code used up by a merge that fails after it
+        // must be asked for again.
+        let intoHash = try Self.mergeCodeHash(intoCode, of: account)
+        if case .code(let typed) = consent { _ = try Self.mergeCodeHash(typed, of: merged) }
+        if let intoHash, try await !store.useMergeCode(owner: account.id, codeHash: intoHash, at: now()) {
+            throw AdminError.invalid(
+                "that merge code is not \(account.supportId)'s, or it expired: ask the customer for the code an "
+                    + "install on their Apple account shows now (Purchase History, Move to my Apple account)")
+        }
         let overrideReason: String?
         switch consent {
         case .code(let typed):
@@ -68,7 +82,7 @@ extension AdminService {
             result = try await store.mergeUser(
                 UserMerge(
                     from: merged.id, fromSupportId: merged.supportId, into: account.id, environment: environment,
-                    movesBackup: walletMode == .device,
+                    movesBackup: walletMode == .device, movesTokens: intoHash != nil,
                     at: at)
             ) { result in
                 let after = try Self.json(Self.mergeResponse(merged: merged, account: account, result: result))
@@ -104,6 +118,19 @@ extension AdminService {
             from: merged.supportId.rawValue, into: account.supportId.rawValue, movedBalance: result.moved.balance,
             movedDeficit: result.moved.deficit, balance: result.wallet.balance, deficit: result.wallet.deficit,
             receipts: result.receipts, grants: result.grants, tokensMoved: result.tokensMoved,
-            claimTokensEnded: result.claimTokensEnded)
+            claimTokensEnded: result.claimTokensEnded, tokensEnded: result.tokensEnded)
+    }
+
+    /// The hash of a merge code as typed for `user`'s merge, `nil` for none.
+    ///
+    /// - Throws: ``AdminError/invalid(_:)`` for text that cannot be a merge code.
+    static func mergeCodeHash(_ typed: String?, of user: User) throws(AdminError) -> String? {
+        guard let typed = typed?.trimmingCharacters(in: .whitespaces), !typed.isEmpty else { return nil }
+        guard let hash = MergeCodes.hash(typed) else {
+            throw .invalid(
+                "\(user.supportId)'s merge code is eight letters and digits, shown as K7QM-2XHP: ask for the code the "
+                    + "app shows (Purchase History, Move to my Apple account)")
+        }
+        return hash
     }
 }

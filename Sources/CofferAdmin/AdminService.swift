@@ -378,39 +378,49 @@ public struct AdminService: Sendable {
         }
         let reason = try Self.reason(reason)
         let user = try await findChangeable(supportId, environment: environment)
-        let change: BalanceChange
+        let at = now()
+        // The audit entry is written in the edit's own transaction, on every engine.
+        @Sendable func entries(_ change: BalanceChange) throws -> [AuditEvent] {
+            guard change.before != change.after || change.via == "backup" else { return [] }
+            return [
+                AuditEvent(
+                    environment: environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
+                    before: try Self.json(BalanceAudit(balance: change.before)),
+                    after: try Self.json(BalanceAudit(balance: change.after, reason: reason, via: change.via)), at: at)
+            ]
+        }
+        let supportId = user.supportId.rawValue
         switch walletMode {
         case .server:
-            let wallet = try await store.wallet(owner: user.id, environment: environment)
-            guard wallet.balance != balance else {
-                return BalanceChange(
-                    supportId: user.supportId.rawValue, before: balance, after: balance, via: "ledger")
+            let edit = BalanceEdit(
+                owner: user.id, environment: environment, balance: balance, entryId: UUID().uuidString.lowercased(),
+                reason: reason, at: at)
+            let result = try await store.setBalance(edit) { result in
+                try entries(
+                    BalanceChange(
+                        supportId: supportId, before: result.before.balance, after: result.after.balance, via: "ledger")
+                )
             }
-            let result = try await store.apply(
-                LedgerRequest(
-                    owner: user.id, environment: environment,
-                    event: .adjustment(
-                        id: UUID().uuidString.lowercased(), delta: balance - wallet.balance, reason: reason),
-                    at: now()))
-            await onChange?(user.id, .adjustment(key: result.entry?.key.rawValue ?? ""))
-            change = BalanceChange(
-                supportId: user.supportId.rawValue, before: wallet.balance, after: result.wallet.balance, via: "ledger")
+            if let entry = result.entry { await onChange?(user.id, .adjustment(key: entry.key.rawValue)) }
+            return BalanceChange(
+                supportId: supportId, before: result.before.balance, after: result.after.balance, via: "ledger")
         case .device:
-            let current = try await store.backup(owner: user.id, environment: environment)
             // Support sets the balance; the deficit the device backed up stays.
-            let saved = try await store.saveBackup(
-                owner: user.id, environment: environment, value: balance, deficit: current?.deficit ?? 0,
-                precondition: .overwrite, writer: .admin(actor), at: now())
-            guard case .saved(let record) = saved else { throw AdminError.invalid("the backup could not be written") }
-            await onChange?(user.id, .backup(version: record.version))
-            change = BalanceChange(
-                supportId: user.supportId.rawValue, before: current?.value ?? 0, after: record.value, via: "backup")
+            let (current, written) = try await store.writeBackup(
+                owner: user.id, environment: environment,
+                { current in
+                    BackupPrecondition.overwrite.write(
+                        over: current, value: balance, deficit: current?.deficit ?? 0, writer: .admin(actor), at: at)
+                },
+                audit: { current, record in
+                    try entries(
+                        BalanceChange(
+                            supportId: supportId, before: current?.value ?? 0, after: record.value, via: "backup"))
+                })
+            guard let written else { throw AdminError.invalid("the backup could not be written") }
+            await onChange?(user.id, .backup(version: written.version))
+            return BalanceChange(supportId: supportId, before: current?.value ?? 0, after: written.value, via: "backup")
         }
-        try await audit(
-            environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
-            before: BalanceAudit(balance: change.before),
-            after: BalanceAudit(balance: change.after, reason: reason, via: change.via))
-        return change
     }
 
     /// Records an admin action that happened outside this service (a key made, a password reset).

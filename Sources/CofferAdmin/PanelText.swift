@@ -17,20 +17,37 @@ public enum PanelText {
     }
 
     /// What a merge does with the merged customer's device tokens, for its confirmation: those of installs that
-    /// registered themselves sign in as `into` from now on; those a CloudKit claim issued end.
+    /// registered themselves sign in as `into` from now on when the account's owner gives a merge code of their own,
+    /// and end otherwise; those a CloudKit claim issued end.
     public static func mergedTokens(_ tokens: TokenCounts, into: String) -> String {
-        func devices(_ count: Int) -> String { count == 1 ? "1 device token" : "\(count) device tokens" }
         var text = "It holds \(devices(tokens.devices + tokens.claims))"
         if tokens.claims == 0 {
-            text +=
-                tokens.devices == 0 ? "." : ", none issued by a CloudKit claim: they sign in as \(into) from now on."
+            text += tokens.devices == 0 ? "." : ", none issued by a CloudKit claim."
         } else {
             text +=
                 ", \(tokens.claims) issued by a CloudKit claim: "
-                + (tokens.claims == 1 ? "it ends" : "they end") + " with the merge (that device registers again)"
-                + (tokens.devices > 0 ? "; the other \(tokens.devices) sign in as \(into) from now on." : ".")
+                + (tokens.claims == 1 ? "it ends" : "they end") + " with the merge (that device registers again)."
         }
+        guard tokens.devices > 0 else { return text }
+        let installs = tokens.devices == 1 ? "the install that registered itself" : "the \(tokens.devices) installs"
         return text
+            + " With a merge code from an install on \(into)'s Apple account, \(installs) sign in as \(into) from now "
+            + "on; without one they are signed out and register again."
+    }
+
+    /// What a merge did with the merged customer's device tokens, after it.
+    public static func mergedDevices(_ done: MergeResponse) -> String {
+        var parts: [String] = []
+        if done.tokensMoved > 0 { parts.append("\(devices(done.tokensMoved)) now sign in as \(done.into)") }
+        if done.tokensEnded > 0 { parts.append("\(devices(done.tokensEnded)) signed out (they register again)") }
+        if done.claimTokensEnded > 0 {
+            parts.append("\(devices(done.claimTokensEnded)) issued by a CloudKit claim ended")
+        }
+        return parts.isEmpty ? "no device tokens moved." : parts.joined(separator: ", ") + "."
+    }
+
+    private static func devices(_ count: Int) -> String {
+        count == 1 ? "1 device token" : "\(count) device tokens"
     }
 
     /// Currencies without minor units (ISO 4217 exponent 0), shown without decimals.

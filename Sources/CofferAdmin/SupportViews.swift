@@ -421,17 +421,20 @@ public struct MergeResponse: Sendable, Hashable, Codable {
     public var receipts: Int
     /// Grants that moved.
     public var grants: Int
-    /// Device tokens of the merged customer's installs that registered themselves: they sign in as the account
-    /// customer from now on.
+    /// Device tokens of the merged customer's installs that registered themselves, moved with the account owner's
+    /// merge code: they sign in as the account customer from now on.
     public var tokensMoved: Int
     /// Device tokens a CloudKit claim issued to the merged customer: ended by the merge (those devices register
     /// again with their AppTransaction).
     public var claimTokensEnded: Int
+    /// Device tokens of the merged customer's installs that registered themselves, ended because no merge code of
+    /// the account's owner was given (those installs register again).
+    public var tokensEnded: Int
 
     /// Creates the answer.
     public init(
         from: String, into: String, movedBalance: Int64, movedDeficit: Int64, balance: Int64, deficit: Int64,
-        receipts: Int, grants: Int, tokensMoved: Int = 0, claimTokensEnded: Int = 0
+        receipts: Int, grants: Int, tokensMoved: Int = 0, claimTokensEnded: Int = 0, tokensEnded: Int = 0
     ) {
         self.from = from
         self.into = into
@@ -443,10 +446,12 @@ public struct MergeResponse: Sendable, Hashable, Codable {
         self.grants = grants
         self.tokensMoved = tokensMoved
         self.claimTokensEnded = claimTokensEnded
+        self.tokensEnded = tokensEnded
     }
 
     private enum CodingKeys: String, CodingKey {
         case from, into, movedBalance, movedDeficit, balance, deficit, receipts, grants, tokensMoved, claimTokensEnded
+        case tokensEnded
     }
 
     /// Reads an answer; one from a server before token counts reads them as 0.
@@ -462,7 +467,8 @@ public struct MergeResponse: Sendable, Hashable, Codable {
             receipts: try container.decode(Int.self, forKey: .receipts),
             grants: try container.decode(Int.self, forKey: .grants),
             tokensMoved: try container.decodeIfPresent(Int.self, forKey: .tokensMoved) ?? 0,
-            claimTokensEnded: try container.decodeIfPresent(Int.self, forKey: .claimTokensEnded) ?? 0)
+            claimTokensEnded: try container.decodeIfPresent(Int.self, forKey: .claimTokensEnded) ?? 0,
+            tokensEnded: try container.decodeIfPresent(Int.self, forKey: .tokensEnded) ?? 0)
     }
 }
 

@@ -128,7 +128,7 @@ protocol SupportBackend: Sendable {
     func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
     func cancelGrant(id: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
-    func merge(from: String, into: String, consent: MergeConsent) async throws -> MergeResponse
+    func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse
     func deleteCustomer(_ supportId: String) async throws -> DeletionView
     func close() async
 }
@@ -176,8 +176,9 @@ struct LocalSupport: SupportBackend {
         try await service.setBalance(
             environment: environment, supportId: supportId, balance: balance, reason: reason, actor: actor)
     }
-    func merge(from: String, into: String, consent: MergeConsent) async throws -> MergeResponse {
-        try await service.mergeUsers(environment: environment, from: from, into: into, consent: consent, actor: actor)
+    func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse {
+        try await service.mergeUsers(
+            environment: environment, from: from, into: into, consent: consent, intoCode: intoCode, actor: actor)
     }
     func deleteCustomer(_ supportId: String) async throws -> DeletionView {
         try await service.deleteUser(environment: environment, supportId: supportId, actor: actor)
@@ -224,11 +225,12 @@ struct RemoteSupport: SupportBackend {
             .POST, "/v1/admin/users/\(URLText.escape(supportId))/balance",
             body: BalanceRequest(balance: balance, reason: reason))
     }
-    func merge(from: String, into: String, consent: MergeConsent) async throws -> MergeResponse {
+    func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse {
         let body =
             switch consent {
-            case .code(let code): MergeRequest(from: from, into: into, code: code)
-            case .override(let reason): MergeRequest(from: from, into: into, overrideReason: reason)
+            case .code(let code): MergeRequest(from: from, into: into, code: code, intoCode: intoCode)
+            case .override(let reason):
+                MergeRequest(from: from, into: into, overrideReason: reason, intoCode: intoCode)
             }
         return try await send(.POST, "/v1/admin/users/merge", body: body)
     }
@@ -382,6 +384,12 @@ struct MergeCommand: AsyncParsableCommand {
     @Option(help: "Without a code: an owner's override, and why (audited as user.merge.override).")
     var overrideReason: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "The merge code an install on INTO's Apple account shows: FROM's installs then sign in as INTO. Without "
+                + "it they are signed out and register again."))
+    var intoCode: String?
+
     @OptionGroup var options: SupportOptions
 
     func run() async throws {
@@ -390,13 +398,14 @@ struct MergeCommand: AsyncParsableCommand {
                 "give --code CODE (the merge code FROM's app shows: Purchase History, Move to my Apple account) or, "
                     + "as an owner, --override-reason TEXT; one of the two")
         }
-        let done = try await withSupport(options) { try await $0.merge(from: from, into: into, consent: consent) }
+        let done = try await withSupport(options) {
+            try await $0.merge(from: from, into: into, consent: consent, intoCode: intoCode)
+        }
         if options.json { return print(try JSONText.encode(done)) }
         print(
             "Merged \(done.from) into \(done.into): \(done.movedBalance) credits, \(done.movedDeficit) deficit, "
                 + "\(done.receipts) receipts, \(done.grants) grants moved; \(done.into) now has balance "
-                + "\(done.balance), deficit \(done.deficit); \(done.tokensMoved) device tokens now sign in as \(done.into)"
-                + (done.claimTokensEnded > 0 ? ", \(done.claimTokensEnded) issued by a CloudKit claim ended" : ""))
+                + "\(done.balance), deficit \(done.deficit); " + PanelText.mergedDevices(done))
     }
 }
 

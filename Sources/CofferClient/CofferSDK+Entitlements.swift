@@ -71,7 +71,10 @@ extension CofferSDK {
     ///
     /// - Returns: Whether this device asked first; `nil` while the server still counts fewer periods.
     func milestone(_ group: String) async throws -> Bool? {
-        let token = try await credentials().token
+        try await signedIn { try await milestone(group, token: $0) }
+    }
+
+    func milestone(_ group: String, token: String) async throws -> Bool? {
         if let first = try await askMilestone(group, token: token) { return first }
         let products = Set(configuration.catalog.products.filter { $0.group == group }.map(\.id))
         for transaction in await storeKit.all() where products.contains(transaction.productId) {
@@ -250,8 +253,7 @@ extension CofferSDK {
 
     /// The purchases the server holds for the customer, by transaction id; none when it is out of reach.
     func serverPurchases() async -> [String: PurchaseRecord] {
-        guard let token = try? await credentials().token, let records = try? await server.purchases(token: token)
-        else { return [:] }
+        guard let records = try? await signedIn({ try await server.purchases(token: $0) }) else { return [:] }
         return Dictionary(records.map { ($0.transactionId, $0) }) { first, _ in first }
     }
 
@@ -297,9 +299,7 @@ extension CofferSDK {
             }
         }
         // Support sees the results on the customer's page; a server out of reach (or older) misses one report.
-        if let token = try? await credentials().token {
-            _ = try? await server.reportVerification(items, bearer: token)
-        }
+        _ = try? await signedIn { try await server.reportVerification(items, bearer: $0) }
         return items
     }
 }

@@ -12,14 +12,15 @@ extension CofferSDK {
     public func listenForServerEvents(retry: Duration = .seconds(5)) async {
         while !Task.isCancelled {
             do {
-                let token = try await credentials().token
-                for try await signal in server.events(token: token) {
-                    switch signal {
-                    case .connected:
-                        isConnectedToEvents = true
-                        await react(to: nil)
-                    case .event(let event):
-                        await react(to: event.type)
+                try await signedIn { token in
+                    for try await signal in server.events(token: token) {
+                        switch signal {
+                        case .connected:
+                            isConnectedToEvents = true
+                            await react(to: nil)
+                        case .event(let event):
+                            await react(to: event.type)
+                        }
                     }
                 }
             } catch {
@@ -63,8 +64,9 @@ extension CofferSDK {
     ///   - development: Whether the app is built for development (its token belongs to APNs' sandbox).
     public func registerPushToken(_ deviceToken: Data, development: Bool = false) async throws {
         let hex = deviceToken.map { String(format: "%02x", $0) }.joined()
-        try await server.registerPushToken(
-            hex, environment: development ? "sandbox" : "production", bearer: try await credentials().token)
+        try await signedIn {
+            try await server.registerPushToken(hex, environment: development ? "sandbox" : "production", bearer: $0)
+        }
     }
 
     /// Acts on a background push from Coffer's server: the `coffer` dictionary of its payload (its `type`:

@@ -12,20 +12,21 @@ extension CofferSDK {
     /// - Returns: The credits added.
     @discardableResult
     public func refreshGrants() async throws -> Int64 {
-        let user = try await localUser()
-        let token = try await credentials().token
-        var added: Int64 = 0
-        for grant in try await server.pendingGrants(token: token) {
-            added += try await wallet.applyGrant(grant, for: user, self)
-            guard let claimed = try await claimUnlessCancelled(grant.id, token: token) else {
-                added += try await wallet.grantCancelled(grant, self)
-                continue
+        try await signedIn { token in
+            let user = try await localUser()
+            var added: Int64 = 0
+            for grant in try await server.pendingGrants(token: token) {
+                added += try await wallet.applyGrant(grant, for: user, self)
+                guard let claimed = try await claimUnlessCancelled(grant.id, token: token) else {
+                    added += try await wallet.grantCancelled(grant, self)
+                    continue
+                }
+                added += wallet.creditsClaimed(claimed, of: grant)
+                try crashAfter(.grantClaimed)
             }
-            added += wallet.creditsClaimed(claimed, of: grant)
-            try crashAfter(.grantClaimed)
+            added += try await wallet.takeBackCancelledGrants(token: token, self)
+            return added
         }
-        added += try await wallet.takeBackCancelledGrants(token: token, self)
-        return added
     }
 
     /// Claims a grant; `nil` when the server answers that support cancelled it.
@@ -49,10 +50,14 @@ extension CofferSDK {
 
     /// The device wallet's mailbox, applied to the local ledger.
     func applyMailboxToLedger() async throws -> Int {
+        try await signedIn { try await applyMailboxToLedger(token: $0) }
+    }
+
+    func applyMailboxToLedger(token: String) async throws -> Int {
         let user = try await localUser()
         var count = 0
         let ownMerge = IdempotencyKey(.merge, user.supportId.rawValue).rawValue
-        for item in try await server.adjustments(token: try await credentials().token) where try !applied(item.key) {
+        for item in try await server.adjustments(token: token) where try !applied(item.key) {
             guard item.key != ownMerge else {
                 // Support merged this install into an Apple account's customer: the balance that moved there is
                 // the one this device holds already.
@@ -106,8 +111,11 @@ extension CofferSDK {
     }
 
     func syncBackupOnce() async throws -> BackupDecision {
+        try await signedIn { try await syncBackupOnce(token: $0) }
+    }
+
+    func syncBackupOnce(token: String) async throws -> BackupDecision {
         let user = try await localUser()
-        let token = try await credentials().token
         for _ in 0..<3 {
             let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
             let local = wallet.balance

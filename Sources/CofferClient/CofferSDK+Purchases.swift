@@ -114,25 +114,19 @@ extension CofferSDK {
 
     /// Posts one transaction; `true` once the server answered (delivered, duplicate or revoked).
     func post(id: String, jws: String) async throws -> Bool {
-        let credentials: Credentials
-        do {
-            credentials = try await self.credentials()
-        } catch ServerClientError.transport {
-            return false
-        }
         let answer: TransactionResponse
         do {
-            answer = try await server.post(signedTransaction: jws, token: credentials.token)
-        } catch .transport {
+            answer = try await signedIn { try await server.post(signedTransaction: jws, token: $0) }
+        } catch ServerClientError.transport {
             return false
-        } catch .refused(403, Self.wrongUser, _) {
+        } catch ServerClientError.refused(403, Self.wrongUser, _) {
             // Another user's install presented it first (a purchase without an account token, made outside the
             // app): it is theirs. What this install delivered is taken back, and it leaves the outbox; the server
             // holds it delivered, so it may be finished.
             try await wallet.takeBack(id, self)
             try state.posted(id: id, outcome: Self.wrongUser, credits: 0, at: now())
             return true
-        } catch .refused(let status, let code, _) {
+        } catch ServerClientError.refused(let status, let code, _) {
             // Kept in the outbox and retried on each launch: a refusal (forged data, an unknown product) is
             // support's to look at. In the server wallet the transaction also stays unfinished with Apple.
             try state.set("refused:\(id)", "\(status) \(code)")
@@ -150,7 +144,7 @@ extension CofferSDK {
     /// "Move to my Apple account": a one-time code (valid 15 minutes) the customer reads to support, who types it
     /// in to merge this install's customer into their Apple account's customer. Each call replaces the code before.
     public func mergeCode() async throws -> MergeCodeResponse {
-        try await server.mergeCode(bearer: credentials().token)
+        try await signedIn { try await server.mergeCode(bearer: $0) }
     }
 
     func credentials() async throws -> Credentials {

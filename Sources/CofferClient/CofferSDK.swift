@@ -141,6 +141,8 @@ public actor CofferSDK {
     var identity: DeviceIdentity?
     /// When a provisional install last tried to register (a first launch offline).
     var registrationTriedAt: Date?
+    /// When this install last registered again after the server refused its token (``signedIn(_:)``).
+    var registeredAgainAt: Date?
 
     /// The credentials, once ``launch()`` has run.
     public var credentials: Credentials? { identity?.credentials }

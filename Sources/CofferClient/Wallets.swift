@@ -153,8 +153,7 @@ struct DeviceWallet: WalletKeeper {
     func syncBackup(_ sdk: isolated CofferSDK) async throws -> BackupDecision { try await sdk.syncDeviceBackup() }
 
     func backupStatus(_ sdk: isolated CofferSDK) async throws -> CofferSDK.BackupStatus {
-        let token = try await sdk.credentials().token
-        guard let remote = try await sdk.server.backup(token: token) else { return .none }
+        guard let remote = try await sdk.signedIn({ try await sdk.server.backup(token: $0) }) else { return .none }
         // The backup holds the balance and the deficit: it matches only when both do.
         let local = try await sdk.localWallet()
         return remote.value == local.balance && remote.deficit == local.deficit
@@ -165,7 +164,7 @@ struct DeviceWallet: WalletKeeper {
 /// The server wallet: the balance is the server's; the device posts what it buys and asks.
 struct ServerWallet: WalletKeeper {
     func balance(_ sdk: isolated CofferSDK) async throws -> Int64 {
-        try await sdk.server.me(token: try await sdk.credentials().token).balance
+        try await sdk.signedIn { try await sdk.server.me(token: $0).balance }
     }
 
     func deliver(_ transaction: StoreTransaction, to user: LocalUser, _ sdk: isolated CofferSDK) async throws -> Bool {
@@ -191,14 +190,15 @@ struct ServerWallet: WalletKeeper {
     func takeBack(_ transactionId: String, _ sdk: isolated CofferSDK) async throws {}
 
     func spend(_ amount: Int64, key: String, _ sdk: isolated CofferSDK) async throws -> Int64 {
-        let token = try await sdk.credentials().token
-        do {
-            return try await sdk.server.spend(amount: amount, key: key, token: token).balance
-        } catch .refused(_, "insufficient-balance", _) {
-            let balance = try await sdk.server.me(token: token).balance
-            throw LedgerError.insufficientBalance(balance: balance, requested: amount)
-        } catch .refused(_, "key-reused", _) {
-            throw LedgerError.keyReused(IdempotencyKey(.spend, key))
+        try await sdk.signedIn { token in
+            do {
+                return try await sdk.server.spend(amount: amount, key: key, token: token).balance
+            } catch ServerClientError.refused(_, "insufficient-balance", _) {
+                let balance = try await sdk.server.me(token: token).balance
+                throw LedgerError.insufficientBalance(balance: balance, requested: amount)
+            } catch ServerClientError.refused(_, "key-reused", _) {
+                throw LedgerError.keyReused(IdempotencyKey(.spend, key))
+            }
         }
     }
 

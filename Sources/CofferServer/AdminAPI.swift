@@ -71,7 +71,7 @@ struct AdminAPI: Sendable {
             try await service.mergeUsers(
                 environment: try environment(request), from: body.from, into: body.into,
                 consent: try MergeConsent(code: body.code, overrideReason: body.overrideReason),
-                actor: context.adminActor))
+                intoCode: body.intoCode, actor: context.adminActor))
     }
 
     /// `POST /v1/admin/users/{supportId}/delete`: the customer deleted at their request, once.

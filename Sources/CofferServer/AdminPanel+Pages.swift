@@ -258,6 +258,7 @@ extension AdminPanel {
         let into = (form["into"] ?? "").trimmingCharacters(in: .whitespaces)
         let code = (form["code"] ?? "").trimmingCharacters(in: .whitespaces)
         let overrideReason = (form["overrideReason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let intoCode = (form["intoCode"] ?? "").trimmingCharacters(in: .whitespaces)
         let consent: MergeConsent
         do {
             consent = try MergeConsent(code: code, overrideReason: overrideReason)
@@ -295,6 +296,7 @@ extension AdminPanel {
                     "fields": [
                         ["name": "into", "value": account.user.supportId], ["name": "confirm", "value": "yes"],
                         ["name": "code", "value": code], ["name": "overrideReason", "value": overrideReason],
+                        ["name": "intoCode", "value": intoCode],
                     ],
                 ], context: context)
         }
@@ -302,7 +304,7 @@ extension AdminPanel {
         do {
             done = try await service.mergeUsers(
                 environment: session.environment, from: supportId, into: into, consent: consent,
-                actor: context.adminActor)
+                intoCode: intoCode, actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }

@@ -162,13 +162,23 @@ public protocol CofferStore: Sendable {
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord?
     /// Writes a user's backup as `decide` says, in one transaction that holds the user: `decide` is given the
     /// record on file and answers the record to write, or `nil` to leave it; what is written is kept in the
-    /// backup history too. Callers use ``saveBackup(owner:environment:value:precondition:writer:at:)``.
+    /// backup history too, and `audit` (given the record before and the one written) answers the audit entries
+    /// that record it, written in the same transaction. Callers use
+    /// ``saveBackup(owner:environment:value:deficit:precondition:writer:at:audit:)``.
     ///
     /// - Returns: The record on file before, and the one written (`nil` when `decide` left it).
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?)
+    /// Sets a user's balance in the server wallet with a ledger adjustment of the difference from the wallet as it
+    /// is inside the transaction (nothing when it holds that balance already), and writes the audit entries
+    /// `audit` answers for the result in the same transaction.
+    ///
+    /// - Throws: ``StoreError/notFound(_:)`` for an unknown or merged user; ``LedgerError`` when the ledger refuses.
+    func setBalance(_ edit: BalanceEdit, audit: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent])
+        async throws -> BalanceEditResult
 
     // MARK: Grants
 
@@ -348,12 +358,21 @@ extension CofferStore {
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     public func saveBackup(
         owner: UUID, environment: Environment, value: Int64, deficit: Int64 = 0, precondition: BackupPrecondition,
-        writer: BackupWriter, at: Date
+        writer: BackupWriter, at: Date,
+        audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent] = { _, _ in [] }
     ) async throws -> BackupSaveResult {
-        let (current, written) = try await writeBackup(owner: owner, environment: environment) { current in
-            precondition.write(over: current, value: value, deficit: deficit, writer: writer, at: at)
-        }
+        let (current, written) = try await writeBackup(
+            owner: owner, environment: environment,
+            { current in precondition.write(over: current, value: value, deficit: deficit, writer: writer, at: at) },
+            audit: audit)
         return written.map(BackupSaveResult.saved) ?? .conflict(current: current)
+    }
+
+    /// Writes a user's backup as `decide` says, with no audit entry.
+    public func writeBackup(
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+    ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
+        try await writeBackup(owner: owner, environment: environment, decide) { _, _ in [] }
     }
 
     /// Marks a grant claimed by its recipient; claiming again returns it unchanged. With a `policy`, the

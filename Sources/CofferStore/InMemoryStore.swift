@@ -230,8 +230,8 @@ public actor InMemoryStore: CofferStore {
         }
         let result = UserMergeResult(
             moved: moving, wallet: decisions.into.wallet, receipts: movedReceipts.count,
-            grants: grantList.count { $0.recipient == from.id }, tokensMoved: counts.devices,
-            claimTokensEnded: counts.claims)
+            grants: grantList.count { $0.recipient == from.id }, tokensMoved: merge.movesTokens ? counts.devices : 0,
+            claimTokensEnded: counts.claims, tokensEnded: merge.movesTokens ? 0 : counts.devices)
         let entries = try events(result)
         state.save(decisions.from, owner: from.id, environment: merge.environment)
         state.save(decisions.into, owner: into.id, environment: merge.environment)
@@ -242,13 +242,14 @@ public actor InMemoryStore: CofferStore {
         for (key, renewal) in renewals where renewal.owner == from.id { renewals[key]?.owner = into.id }
         // An import's first token was never an install's: it stays where it is.
         if deviceTokens[from.tokenHash] == nil, !imports.values.contains(where: { $0.user == from.id }) {
-            deviceTokens[from.tokenHash] = (into.id, nil, .device)
+            deviceTokens[from.tokenHash] = merge.movesTokens ? (into.id, nil, .device) : (from.id, merge.at, .device)
         }
         for (hash, token) in deviceTokens where token.owner == from.id {
-            // A claim's token ends with the merge; an install that registered itself signs in as the account.
+            // A claim's token ends with the merge; an install that registered itself signs in as the account when
+            // the account's owner said so, and ends otherwise.
             deviceTokens[hash] =
-                token.origin == .claim
-                ? (from.id, token.revokedAt ?? merge.at, .claim) : (into.id, token.revokedAt, .device)
+                token.origin == .device && merge.movesTokens
+                ? (into.id, token.revokedAt, .device) : (from.id, token.revokedAt ?? merge.at, token.origin)
         }
         for (key, customer) in imports where customer.user == from.id {
             imports[key]?.claimedAt = customer.claimedAt ?? merge.at
@@ -408,13 +409,17 @@ public actor InMemoryStore: CofferStore {
 
     /// Writes a user's backup as `decide` says, kept in the backup history too.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) throws -> (current: BackupRecord?, written: BackupRecord?) {
         guard isLive(owner), state.users[owner]?.environment == environment else {
             throw StoreError.notFound("user \(owner)")
         }
         let current = backup(owner: owner, environment: environment)
         guard let record = decide(current) else { return (current, nil) }
+        // The audit entries first: nothing changes when they cannot be made.
+        let entries = try events(current, record)
+        appendAudit(entries)
         backups[owner] = (environment, record)
         backupLog.append((owner, environment, BackupHistoryItem(record: record, previousValue: current?.value)))
         let mine = backupLog.indices.filter { backupLog[$0].owner == owner && backupLog[$0].environment == environment }
@@ -423,6 +428,29 @@ public actor InMemoryStore: CofferStore {
             backupLog = backupLog.enumerated().filter { !dropped.contains($0.offset) }.map(\.element)
         }
         return (current, record)
+    }
+
+    /// Sets a user's balance with a ledger adjustment and its audit entries.
+    public func setBalance(
+        _ edit: BalanceEdit, audit events: @Sendable (BalanceEditResult) throws -> [AuditEvent]
+    ) throws -> BalanceEditResult {
+        guard isLive(edit.owner), state.users[edit.owner]?.mergedInto == nil,
+            let wallet = state.wallet(owner: edit.owner, environment: edit.environment)
+        else { throw StoreError.notFound("user \(edit.owner)") }
+        var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
+        if let request = edit.request(from: wallet) {
+            // Worked out on a copy: nothing changes when the ledger refuses or the entries cannot be made.
+            var ledger = state
+            let applied = try LedgerWriter.apply(request, in: &ledger).get()
+            result.after = applied.wallet
+            result.entry = applied.entry
+            let entries = try events(result)
+            state = ledger
+            appendAudit(entries)
+        } else {
+            appendAudit(try events(result))
+        }
+        return result
     }
 
     /// Adds a grant.

@@ -14,18 +14,24 @@ public struct UserMerge: Sendable, Hashable {
     /// Device wallet: what moves is the balance the anonymous install last backed up, and its deficit (the
     /// account's devices learn of it through the mailbox). Server wallet: its ledger wallet.
     public var movesBackup: Bool
+    /// Whether the tokens of installs that registered themselves move to the account user (the account's owner said
+    /// so with a merge code of their own); otherwise every token of the merged user ends, and its installs register
+    /// again (with their AppTransaction they find their own Apple account's customer).
+    public var movesTokens: Bool
     /// When.
     public var at: Date
 
     /// Creates the request.
     public init(
-        from: UUID, fromSupportId: SupportID, into: UUID, environment: Environment, movesBackup: Bool, at: Date
+        from: UUID, fromSupportId: SupportID, into: UUID, environment: Environment, movesBackup: Bool,
+        movesTokens: Bool = false, at: Date
     ) {
         self.from = from
         self.fromSupportId = fromSupportId
         self.into = into
         self.environment = environment
         self.movesBackup = movesBackup
+        self.movesTokens = movesTokens
         self.at = at
     }
 }
@@ -44,10 +50,14 @@ public struct UserMergeResult: Sendable, Hashable, Codable {
     public var tokensMoved: Int
     /// Tokens a CloudKit claim issued to the merged user: ended, never moved (the device registers again).
     public var claimTokensEnded: Int
+    /// Tokens of installs that registered themselves, ended because the account's owner gave no code of their own
+    /// (the installs register again).
+    public var tokensEnded: Int
 
     /// Creates the result.
     public init(
-        moved: Wallet, wallet: Wallet, receipts: Int, grants: Int, tokensMoved: Int = 0, claimTokensEnded: Int = 0
+        moved: Wallet, wallet: Wallet, receipts: Int, grants: Int, tokensMoved: Int = 0, claimTokensEnded: Int = 0,
+        tokensEnded: Int = 0
     ) {
         self.moved = moved
         self.wallet = wallet
@@ -55,6 +65,7 @@ public struct UserMergeResult: Sendable, Hashable, Codable {
         self.grants = grants
         self.tokensMoved = tokensMoved
         self.claimTokensEnded = claimTokensEnded
+        self.tokensEnded = tokensEnded
     }
 }
 

@@ -16,7 +16,8 @@ extension PostgresStore {
     /// Writes a user's backup as `decide` says, kept in the backup history too, in one transaction that
     /// holds the user's wallet row.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { connection in
             // The wallet row is the user's lock, as for ledger writes.
@@ -60,7 +61,34 @@ extension PostgresStore {
                     SELECT seq FROM backup_history WHERE owner = \(owner.uuidString)
                     AND environment = \(environment.rawValue) ORDER BY seq DESC LIMIT 1 OFFSET \(BackupHistoryItem.kept))
                 """, logger: self.logger)
+            try await Self.insertAudit(connection, try events(current, record), logger: self.logger)
             return (current, record)
+        }
+    }
+
+    /// Sets a user's balance with a ledger adjustment and its audit entries, in one transaction that holds the
+    /// user's wallet row from the first read.
+    public func setBalance(
+        _ edit: BalanceEdit, audit events: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent]
+    ) async throws -> BalanceEditResult {
+        try await write { connection in
+            let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+            guard
+                let (wallet, _, _) = try await context.load(
+                    owner: edit.owner, environment: edit.environment, transactionId: nil, key: edit.key),
+                try await Self.exists(
+                    connection,
+                    "SELECT 1 FROM users WHERE id = \(edit.owner.uuidString) AND deleted_at IS NULL",
+                    logger: self.logger)
+            else { throw StoreError.notFound("user \(edit.owner)") }
+            var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
+            if let request = edit.request(from: wallet) {
+                let applied = try await LedgerWriter.apply(request, in: context).get()
+                result.after = applied.wallet
+                result.entry = applied.entry
+            }
+            try await Self.insertAudit(connection, try events(result), logger: self.logger)
+            return result
         }
     }
 }

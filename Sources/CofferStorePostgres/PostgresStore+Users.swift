@@ -279,32 +279,40 @@ extension PostgresStore {
                 "UPDATE renewal_states SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
             let tokens = try await Self.tokenCounts(connection, owner: from, self.logger)
             let at = Millis.from(merge.at)
-            // A claim's tokens end with the merge; they never sign in as the account user. A merged customer is
-            // settled: its imported record name claims nothing from now on.
+            // A claim's tokens end with the merge; they never sign in as the account user. Without the account
+            // owner's word the installs' tokens end too. A merged customer is settled: its imported record name
+            // claims nothing from now on.
+            let ending = !merge.movesTokens
             try await connection.query(
                 """
                 WITH ended AS (
                     UPDATE user_tokens SET revoked_at = \(at)
-                    WHERE owner = \(from) AND origin = 'claim' AND revoked_at IS NULL
+                    WHERE owner = \(from) AND revoked_at IS NULL AND (origin = 'claim' OR \(ending))
                 )
                 UPDATE imported_customers SET claimed_at = COALESCE(claimed_at, \(at)),
                     claim_key_hash = \(ImportedCustomer.mergedKeyHash)
                 WHERE user_id = \(from)
                 """, logger: self.logger)
-            // The merged install's token signs in as the account user from now on.
+            // The merged install's first token: the account user's from now on, or kept revoked (an import's first
+            // token was never an install's).
+            let firstOwner = merge.movesTokens ? into : from
+            let firstRevoked: Int64? = merge.movesTokens ? nil : at
             try await connection.query(
                 """
-                INSERT INTO user_tokens (token_hash, owner, created_at)
-                SELECT token_hash, \(into), created_at FROM users WHERE id = \(from)
+                INSERT INTO user_tokens (token_hash, owner, created_at, revoked_at)
+                SELECT token_hash, \(firstOwner), created_at, \(firstRevoked) FROM users WHERE id = \(from)
                     AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
                     AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = \(from))
                 """, logger: self.logger)
-            try await connection.query(
-                "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from) AND origin = 'device'",
-                logger: self.logger)
+            if merge.movesTokens {
+                try await connection.query(
+                    "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from) AND origin = 'device'",
+                    logger: self.logger)
+            }
             let result = UserMergeResult(
                 moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
-                tokensMoved: tokens.devices, claimTokensEnded: tokens.claims)
+                tokensMoved: merge.movesTokens ? tokens.devices : 0, claimTokensEnded: tokens.claims,
+                tokensEnded: merge.movesTokens ? 0 : tokens.devices)
             try await Self.insertAudit(connection, try events(result), logger: self.logger)
             return result
         }

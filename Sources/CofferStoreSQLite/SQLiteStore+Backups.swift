@@ -12,7 +12,8 @@ extension SQLiteStore {
 
     /// Writes a user's backup as `decide` says, kept in the backup history too, in one write transaction.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { db in
             guard try Self.userExists(db, id: owner, environment: environment, live: true) else {
@@ -54,7 +55,28 @@ extension SQLiteStore {
                     owner.uuidString, environment.rawValue, owner.uuidString, environment.rawValue,
                     BackupHistoryItem.kept,
                 ])
+            try Self.insertAudit(db, try events(current, record))
             return (current, record)
+        }
+    }
+
+    /// Sets a user's balance with a ledger adjustment and its audit entries, in one write transaction.
+    public func setBalance(
+        _ edit: BalanceEdit, audit events: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent]
+    ) async throws -> BalanceEditResult {
+        try await write { db in
+            var context = SQLiteLedgerContext(db: db, excludingMerged: true)
+            guard let wallet = try context.wallet(owner: edit.owner, environment: edit.environment),
+                try Self.userExists(db, id: edit.owner, environment: edit.environment, live: true)
+            else { throw StoreError.notFound("user \(edit.owner)") }
+            var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
+            if let request = edit.request(from: wallet) {
+                let applied = try LedgerWriter.apply(request, in: &context).get()
+                result.after = applied.wallet
+                result.entry = applied.entry
+            }
+            try Self.insertAudit(db, try events(result))
+            return result
         }
     }
 }

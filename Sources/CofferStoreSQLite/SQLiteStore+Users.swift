@@ -227,31 +227,39 @@ extension SQLiteStore {
             let grants = db.changesCount
             try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
             let tokens = try Self.tokenCounts(db, owner: from)
-            // A claim's tokens end with the merge; they never sign in as the account user.
+            // A claim's tokens end with the merge; they never sign in as the account user. Without the account
+            // owner's word the installs' tokens end too (an import's first token was never an install's).
+            let ended = Millis.from(merge.at)
             try db.execute(
-                sql:
-                    "UPDATE user_tokens SET revoked_at = ? WHERE owner = ? AND origin = 'claim' AND revoked_at IS NULL",
-                arguments: [Millis.from(merge.at), from])
+                sql: """
+                    UPDATE user_tokens SET revoked_at = ? WHERE owner = ? AND revoked_at IS NULL
+                        AND (origin = 'claim' OR NOT ?)
+                    """,
+                arguments: [ended, from, merge.movesTokens])
             // A merged customer is settled: its imported record name claims nothing from now on.
             try db.execute(
                 sql: """
                     UPDATE imported_customers SET claimed_at = COALESCE(claimed_at, ?), claim_key_hash = ?
                     WHERE user_id = ?
-                    """, arguments: [Millis.from(merge.at), ImportedCustomer.mergedKeyHash, from])
-            // The merged install's token signs in as the account user from now on (an import's first token was
-            // never an install's: it stays where it is).
+                    """, arguments: [ended, ImportedCustomer.mergedKeyHash, from])
+            // The merged install's first token: the account user's from now on, or kept revoked.
             try db.execute(
                 sql: """
-                    INSERT INTO user_tokens (token_hash, owner, created_at)
-                    SELECT token_hash, ?1, created_at FROM users WHERE id = ?2
+                    INSERT INTO user_tokens (token_hash, owner, created_at, revoked_at)
+                    SELECT token_hash, ?1, created_at, ?3 FROM users WHERE id = ?2
                         AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
                         AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = ?2)
-                    """, arguments: [into, from])
-            try db.execute(
-                sql: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'", arguments: [into, from])
+                    """,
+                arguments: [merge.movesTokens ? into : from, from, merge.movesTokens ? nil : ended])
+            if merge.movesTokens {
+                try db.execute(
+                    sql: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'",
+                    arguments: [into, from])
+            }
             let result = UserMergeResult(
                 moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
-                tokensMoved: tokens.devices, claimTokensEnded: tokens.claims)
+                tokensMoved: merge.movesTokens ? tokens.devices : 0, claimTokensEnded: tokens.claims,
+                tokensEnded: merge.movesTokens ? 0 : tokens.devices)
             try Self.insertAudit(db, try events(result))
             return result
         }

@@ -115,7 +115,10 @@ struct OperatorCommandTests {
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(700))
+        // At least eleven acknowledged before the copy begins, however busy the machine (a minute at most).
+        for _ in 0..<3_000 where acknowledged.withLock({ $0.count }) <= 10 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let before = acknowledged.withLock { $0 }
         let backup = try await CofferProcess.runDetached(["backup", "copy.sqlite"], in: folder)
         try await Task.sleep(for: .milliseconds(300))

@@ -82,30 +82,83 @@ struct AccountFlowTests {
         }
     }
 
-    @Test("device wallet: a merged install's backed-up balance reaches the account's app once, and not itself again")
-    func mergeInDeviceWallet() async throws {
+    @Test(
+        "device wallet: a merged install's backed-up balance reaches the account's app once; the install signs in as the account only with the account's own code",
+        arguments: [true, false])
+    func mergeInDeviceWallet(withAccountCode: Bool) async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device, serverOnSimulatedTime: true) { world in
             let old = try world.app(install: "old", identity: .install)
             try await old.launch()
             _ = try await old.purchase(productId: PurchaseFlowTests.product, quantity: 3)
             try await old.enteredForeground()
+            let oldId = try #require(await old.credentials?.supportId)
             let phone = try world.app(install: "phone", identity: .appleAccount)
             try await phone.launch()
             #expect(try await phone.balance() == 0)
             let support = AdminService(
                 store: world.serverStore, catalog: world.catalog, walletMode: .device, now: { world.clock.now() })
-            // "Move to my Apple account" on the old install: the code the customer reads to support.
+            // "Move to my Apple account" on the old install: the code the customer reads to support; and, for the
+            // old install to become the account's, the code the phone shows.
             let code = try await old.mergeCode()
             let merged = try await support.mergeUsers(
-                environment: .sandbox, from: try #require(await old.credentials?.supportId),
-                into: try #require(await phone.credentials?.supportId), consent: .code(code.code), actor: "ada")
+                environment: .sandbox, from: oldId, into: try #require(await phone.credentials?.supportId),
+                consent: .code(code.code), intoCode: withAccountCode ? try await phone.mergeCode().code : nil,
+                actor: "ada")
             #expect(merged.movedBalance == 300)
+            _ = try await world.apple.advanceClock(by: 10)  // past the server's token cache (support ran elsewhere)
+            #expect(merged.tokensMoved == (withAccountCode ? 1 : 0) && merged.tokensEnded == (withAccountCode ? 0 : 1))
             #expect(try await phone.enteredForeground().adjusted == 1)
             #expect(try await phone.balance() == 300)
-            // The old install now signs in as the account's customer; the merge entry is its own balance.
             try await old.enteredForeground()
-            #expect(try await old.balance() == 300)
+            if withAccountCode {
+                // The old install now signs in as the account's customer; the merge entry is its own balance.
+                #expect(try await old.balance() == 300)
+            } else {
+                // Signed out, the old install (one user per install) registered again: a new customer, whose
+                // balance is not the one that moved.
+                let now = try #require(await old.credentials?.supportId)
+                let account = await phone.credentials?.supportId
+                #expect(now != oldId && now != account)
+                #expect(try await old.balance() == 0)
+                #expect(try await world.serverStore.userCount(environment: .sandbox) == 3)
+            }
             #expect(try await phone.enteredForeground().adjusted == 0)
+            #expect(try await phone.balance() == 300)
+        }
+    }
+
+    @Test(
+        "a device the server signed out (newer devices took its place) registers again with its AppTransaction: the same customer",
+        arguments: WalletMode.allCases)
+    func signedOutDevice(wallet: WalletMode) async throws {
+        try await PurchaseFlowTests.withWorld(wallet: wallet, serverOnSimulatedTime: true) { world in
+            let phone = try world.app(install: "phone", identity: .appleAccount)
+            try await phone.launch()
+            _ = try await phone.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            try await phone.enteredForeground()
+            let first = try #require(await phone.credentials)
+            // Ten newer installs of the account: the phone's token is the oldest, and the server ends it.
+            for index in 0..<10 {
+                _ = try await world.apple.advanceClock(by: 1)
+                try await world.app(install: "device-\(index)", identity: .appleAccount).launch()
+            }
+            _ = try await world.apple.advanceClock(by: 10)  // past the server's token cache
+            let refused = await #expect(throws: ServerClientError.self) {
+                try await world.server.me(token: first.token)
+            }
+            guard case .refused(401, _, _) = refused else {
+                Issue.record("the pushed-out token answered \(String(describing: refused))")
+                return
+            }
+            // The phone's next call to the server finds out, registers again, and carries on as the same customer.
+            #expect(try await phone.enteredForeground().offline == false)
+            #expect(try await phone.balance() == 300)
+            let again = try #require(await phone.credentials)
+            #expect(again.supportId == first.supportId && again.token != first.token)
+            #expect(try await world.server.me(token: again.token).supportId == first.supportId)
+            _ = try await phone.purchase(productId: PurchaseFlowTests.product)
+            #expect(try await phone.balance() == 400)
+            #expect(try await world.serverStore.userCount(environment: .sandbox) == 1)
         }
     }
 

@@ -184,6 +184,16 @@ struct AccountTests {
                     MergeRequest(from: old.supportId, into: account.supportId, code: "ABCD-EFGH", overrideReason: "x"),
                     .badRequest
                 ),
+                // The account owner's code, made up or not a code at all.
+                (
+                    MergeRequest(
+                        from: old.supportId, into: account.supportId, overrideReason: "x", intoCode: "ABCD-EFGH"),
+                    .badRequest
+                ),
+                (
+                    MergeRequest(from: old.supportId, into: account.supportId, overrideReason: "x", intoCode: "1"),
+                    .badRequest
+                ),
             ] {
                 #expect(try await admin(body).status == status, "\(body)")
             }
@@ -195,11 +205,19 @@ struct AccountTests {
                 try await client.execute(
                     uri: "/v1/me/merge-code", method: .post, headers: ClientAPITests.bearer(old.token)))
             #expect(code.code.count == 9 && code.expiresAt == setup.clock.now().addingTimeInterval(15 * 60))
+            // And an install of the account shows one, so the old install may sign in as the account.
+            let intoCode = try ClientAPITests.decode(
+                MergeCodeResponse.self,
+                try await client.execute(
+                    uri: "/v1/me/merge-code", method: .post, headers: ClientAPITests.bearer(account.token)))
             let merged = try await admin(
-                MergeRequest(from: old.supportId, into: account.supportId, code: code.code.lowercased()))
+                MergeRequest(
+                    from: old.supportId, into: account.supportId, code: code.code.lowercased(),
+                    intoCode: intoCode.code))
             #expect(merged.status == .ok)
             let answer = try AdminAPITests.decode(MergeResponse.self, merged)
             #expect(answer.movedBalance == 100 && answer.balance == 200 && answer.receipts == 1)
+            #expect(answer.tokensMoved == 1 && answer.tokensEnded == 0)
             #expect(
                 try await admin(MergeRequest(from: old.supportId, into: account.supportId, code: code.code)).status
                     == .badRequest)

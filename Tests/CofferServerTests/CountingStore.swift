@@ -220,11 +220,17 @@ final class CountingStore: CofferStore {
         try await gate("backup", write: false) { try await base.backup(owner: owner, environment: environment) }
     }
     func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await gate("writeBackup", write: true) {
-            try await base.writeBackup(owner: owner, environment: environment, decide)
+            try await base.writeBackup(owner: owner, environment: environment, decide, audit: audit)
         }
+    }
+    func setBalance(_ edit: BalanceEdit, audit: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent])
+        async throws -> BalanceEditResult
+    {
+        try await gate("setBalance", write: true) { try await base.setBalance(edit, audit: audit) }
     }
     func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws {
         try await gate("createGrant", write: true) { try await base.createGrant(grant, audit: audit) }

@@ -65,8 +65,12 @@ struct FailingStore: CofferStore {
     }
     func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? { throw error }
     func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) { throw error }
+    func setBalance(_ edit: BalanceEdit, audit: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent])
+        async throws -> BalanceEditResult
+    { throw error }
     func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws { throw error }
     func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
         throw error

@@ -80,7 +80,9 @@ extension SecurityTests {
         }
     }
 
-    @Test("a merge moves the token of an install that registered itself, and says so", arguments: ServerEngine.allCases)
+    @Test(
+        "an install moves with a merge only by the account owner's own code; merged into a stranger's Support ID it is signed out",
+        arguments: ServerEngine.allCases)
     func mergeMovesOwnTokens(engine: ServerEngine) async throws {
         let store = try await engine.makeStore()
         let setup = try Fixture.Setup(store: store, wallet: .server)
@@ -89,36 +91,66 @@ extension SecurityTests {
             store: store, catalog: try Catalog(products: []), walletMode: .server,
             now: { ClientAPITests.start.addingTimeInterval(3_600) })
         try await setup.app.test(.router) { client in
-            let anonymous = try Fixture.decode(
-                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
-            let account = try Fixture.decode(
+            func mergeCode(_ token: String) async throws -> String {
+                try Fixture.decode(
+                    MergeCodeResponse.self,
+                    try await client.execute(uri: "/v1/me/merge-code", method: .post, headers: Fixture.bearer(token))
+                ).code
+            }
+            func me(_ token: String) async throws -> TestResponse {
+                try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(token))
+            }
+            let signer = try await AdminAPITests.key(in: store)
+            func merge(_ body: MergeRequest) async throws -> TestResponse {
+                try await AdminAPITests.send(
+                    client, signer, .post, "/v1/admin/users/merge", body: body,
+                    at: ClientAPITests.start.addingTimeInterval(3_600))
+            }
+            let victim = try Fixture.decode(
                 CreateUserResponse.self,
-                try await AccountTests.register(try await setup.store.signedAppTransaction(account: "owner"), client))
-            let counts = try await admin.tokenCounts(environment: .sandbox, supportId: anonymous.supportId)
+                try await AccountTests.register(try await setup.store.signedAppTransaction(account: "victim"), client))
+            // The attacker's own anonymous install shows its own code, and the attacker reads the victim's Support
+            // ID to support as "my Apple account's".
+            let attacker = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let counts = try await admin.tokenCounts(environment: .sandbox, supportId: attacker.supportId)
             #expect(counts == TokenCounts(devices: 1, claims: 0))
-            #expect(PanelText.mergedTokens(counts, into: account.supportId).contains("none issued by a CloudKit claim"))
-            // The anonymous install shows its merge code; only that code merges it.
-            let code = try Fixture.decode(
-                MergeCodeResponse.self,
-                try await client.execute(
-                    uri: "/v1/me/merge-code", method: .post, headers: Fixture.bearer(anonymous.token)))
+            #expect(
+                PanelText.mergedTokens(counts, into: victim.supportId).contains(
+                    "With a merge code from an install on \(victim.supportId)'s Apple account"))
             await #expect(throws: AdminError.self) {
                 _ = try await admin.mergeUsers(
-                    environment: .sandbox, from: anonymous.supportId, into: account.supportId,
+                    environment: .sandbox, from: attacker.supportId, into: victim.supportId,
                     consent: .code("ZZZZ-ZZZZ"), actor: "test")
             }
-            // Merged through the admin API, as support's CLI does: the server forgets the install's token at once.
-            let answer = try await AdminAPITests.send(
-                client, try await AdminAPITests.key(in: store), .post, "/v1/admin/users/merge",
-                body: MergeRequest(from: anonymous.supportId, into: account.supportId, code: code.code),
-                at: ClientAPITests.start.addingTimeInterval(3_600))
+            // A made-up account code changes nothing, and uses up neither code.
+            let attackerCode = try await mergeCode(attacker.token)
+            let guessed = try await merge(
+                MergeRequest(
+                    from: attacker.supportId, into: victim.supportId, code: attackerCode, intoCode: "ABCD-EFGH"))
+            #expect(guessed.status == .badRequest)
+            #expect(try await me(attacker.token).status == .ok)
+            let answer = try await merge(
+                MergeRequest(from: attacker.supportId, into: victim.supportId, code: attackerCode))
             #expect(answer.status == .ok)
             let merged = try Fixture.decode(MergeResponse.self, answer)
-            #expect(merged.tokensMoved == 1 && merged.claimTokensEnded == 0)
-            let me = try Fixture.decode(
-                MeResponse.self,
-                try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(anonymous.token)))
-            #expect(me.supportId == account.supportId)
+            #expect(merged.tokensMoved == 0 && merged.tokensEnded == 1 && merged.claimTokensEnded == 0)
+            // The attacker's install signs in as nobody: not as the victim.
+            #expect(try await me(attacker.token).status == .unauthorized)
+            #expect(try await store.user(tokenHash: Secrets.hash(attacker.token)) == nil)
+            #expect(try Fixture.decode(MeResponse.self, try await me(victim.token)).supportId == victim.supportId)
+
+            // The customer's own old install, with a code from an install on their Apple account: it moves.
+            let old = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let moved = try Fixture.decode(
+                MergeResponse.self,
+                try await merge(
+                    MergeRequest(
+                        from: old.supportId, into: victim.supportId, code: try await mergeCode(old.token),
+                        intoCode: try await mergeCode(victim.token))))
+            #expect(moved.tokensMoved == 1 && moved.tokensEnded == 0)
+            #expect(try Fixture.decode(MeResponse.self, try await me(old.token)).supportId == victim.supportId)
         }
     }
 }

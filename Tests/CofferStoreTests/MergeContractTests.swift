@@ -41,8 +41,8 @@ struct MergeContractTests {
         let result = try await store.mergeUser(
             UserMerge(
                 from: imported.id, fromSupportId: imported.supportId, into: account.id, environment: .sandbox,
-                movesBackup: false, at: Make.start.addingTimeInterval(60)))
-        #expect(result.tokensMoved == 1 && result.claimTokensEnded == 1)
+                movesBackup: false, movesTokens: true, at: Make.start.addingTimeInterval(60)))
+        #expect(result.tokensMoved == 1 && result.claimTokensEnded == 1 && result.tokensEnded == 0)
         // The claim's token signs in as nobody; the install that registered itself is the account's now.
         #expect(try await store.user(tokenHash: "claimed-phone") == nil)
         #expect(try await store.user(tokenHash: "old-tablet")?.id == account.id)
@@ -64,6 +64,25 @@ struct MergeContractTests {
                 tokenHash: "late-claim", owner: imported.id, origin: .claim, at: Make.start.addingTimeInterval(120))
         }
         #expect(try await store.user(tokenHash: "late-claim") == nil)
+    }
+
+    @Test(
+        "without the account owner's word a merge ends every token of the merged user: none signs in as the account",
+        arguments: StoreEngine.allCases)
+    func tokensEnd(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (anonymous, account) = try await Self.customers(store)
+        try await store.addToken(tokenHash: "old-tablet", owner: anonymous.id, at: Make.start)
+        #expect(try await store.tokenCounts(owner: anonymous.id) == TokenCounts(devices: 2, claims: 0))
+        let result = try await store.mergeUser(
+            UserMerge(
+                from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+                movesBackup: false, at: Make.start.addingTimeInterval(60)))
+        #expect(result.tokensMoved == 0 && result.tokensEnded == 2 && result.claimTokensEnded == 0)
+        for hash in [anonymous.tokenHash, "old-tablet"] { #expect(try await store.user(tokenHash: hash) == nil) }
+        #expect(try await store.tokenCounts(owner: anonymous.id) == TokenCounts(devices: 0, claims: 0))
+        #expect(try await store.tokenCounts(owner: account.id) == TokenCounts(devices: 1, claims: 0))
+        #expect(try await store.user(tokenHash: account.tokenHash)?.id == account.id)
     }
 
     @Test("a merge settles an import no install claimed yet", arguments: StoreEngine.allCases)
@@ -122,5 +141,61 @@ struct MergeContractTests {
         _ = try await store.deleteUser(deletion) { result in [entry("deleted-\(result.users)")] }
         #expect(try await store.user(id: account.id)?.deletedAt != nil)
         #expect(try await store.auditEvents(environment: .sandbox, subject: "deleted-2", limit: 5).count == 1)
+    }
+
+    @Test(
+        "a balance edit works out its difference and writes its audit entry inside its own transaction; one that cannot be audited changes nothing",
+        arguments: StoreEngine.allCases)
+    func balanceEditAudited(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (customer, _) = try await Self.customers(store)
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: customer.id, environment: .sandbox, event: .adjustment(id: "start", delta: 100, reason: "start"),
+                at: Make.start))
+        func edit(_ balance: Int64) -> BalanceEdit {
+            BalanceEdit(
+                owner: customer.id, environment: .sandbox, balance: balance, entryId: UUID().uuidString,
+                reason: "Ticket #5", at: Make.start)
+        }
+        @Sendable func entry(_ subject: String) -> AuditEvent {
+            AuditEvent(environment: .sandbox, actor: "ada", action: "balance.set", subject: subject, at: Make.start)
+        }
+        await #expect(throws: Refused.self) { try await store.setBalance(edit(40)) { _ in throw Refused() } }
+        #expect(try await store.wallet(owner: customer.id, environment: .sandbox).balance == 100)
+        #expect(try await store.entries(owner: customer.id, environment: .sandbox).count == 1)
+
+        let done = try await store.setBalance(edit(40)) { result in
+            [entry("set-\(result.before.balance)-\(result.after.balance)")]
+        }
+        #expect(done.before.balance == 100 && done.after.balance == 40 && done.entry?.balanceDelta == -60)
+        #expect(try await store.wallet(owner: customer.id, environment: .sandbox).balance == 40)
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "set-100-40", limit: 5).count == 1)
+        // The balance it holds already: no entry, and the audit is the caller's to decide.
+        let same = try await store.setBalance(edit(40)) { _ in [] }
+        #expect(same.entry == nil && same.before == same.after)
+        #expect(try await store.entries(owner: customer.id, environment: .sandbox).count == 2)
+
+        // The device wallet's edit is a backup written by an admin, audited in the same transaction.
+        await #expect(throws: Refused.self) {
+            try await store.saveBackup(
+                owner: customer.id, environment: .sandbox, value: 70, precondition: .overwrite,
+                writer: .admin("ada"), at: Make.start
+            ) { _, _ in throw Refused() }
+        }
+        #expect(try await store.backup(owner: customer.id, environment: .sandbox) == nil)
+        _ = try await store.saveBackup(
+            owner: customer.id, environment: .sandbox, value: 70, precondition: .overwrite, writer: .admin("ada"),
+            at: Make.start
+        ) { before, written in [entry("backup-\(before?.value ?? 0)-\(written.value)")] }
+        #expect(try await store.backup(owner: customer.id, environment: .sandbox)?.value == 70)
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "backup-0-70", limit: 5).count == 1)
+        // An unknown customer: nothing.
+        await #expect(throws: StoreError.self) {
+            try await store.setBalance(
+                BalanceEdit(
+                    owner: UUID(), environment: .sandbox, balance: 1, entryId: "x", reason: "x", at: Make.start)
+            ) { _ in [] }
+        }
     }
 }

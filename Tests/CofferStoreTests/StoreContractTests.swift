@@ -319,7 +319,7 @@ struct StoreContractTests {
         let result = try await store.mergeUser(
             UserMerge(
                 from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
-                movesBackup: movesBackup,
+                movesBackup: movesBackup, movesTokens: true,
                 at: Make.start))
         let moved: Int64 = movesBackup ? 90 : 250
         #expect(result.moved == Wallet(balance: moved, deficit: 0))

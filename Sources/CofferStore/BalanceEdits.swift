@@ -1,0 +1,58 @@
+import CofferCore
+import Foundation
+
+/// Support setting a customer's balance in the server wallet (``CofferStore/setBalance(_:audit:)``): a ledger
+/// adjustment of the difference from the wallet as it is inside the store's transaction, so a purchase or a spend
+/// landing meanwhile is never overwritten by a difference worked out before it.
+public struct BalanceEdit: Sendable, Hashable {
+    /// The customer.
+    public var owner: UUID
+    /// Their environment.
+    public var environment: Environment
+    /// The balance to set.
+    public var balance: Int64
+    /// The adjustment entry's id (its key is `adjustment:<id>`).
+    public var entryId: String
+    /// Why, kept with the entry.
+    public var reason: String
+    /// When.
+    public var at: Date
+
+    /// Creates the edit.
+    public init(owner: UUID, environment: Environment, balance: Int64, entryId: String, reason: String, at: Date) {
+        self.owner = owner
+        self.environment = environment
+        self.balance = balance
+        self.entryId = entryId
+        self.reason = reason
+        self.at = at
+    }
+
+    /// The adjustment's key.
+    public var key: IdempotencyKey { IdempotencyKey(.adjustment, entryId) }
+
+    /// The ledger request that takes `wallet` to the balance, `nil` when it holds it already.
+    public func request(from wallet: Wallet) -> LedgerRequest? {
+        guard wallet.balance != balance else { return nil }
+        return LedgerRequest(
+            owner: owner, environment: environment,
+            event: .adjustment(id: entryId, delta: balance - wallet.balance, reason: reason), at: at)
+    }
+}
+
+/// What a balance edit did.
+public struct BalanceEditResult: Sendable, Hashable {
+    /// The wallet before, as the transaction read it.
+    public var before: Wallet
+    /// The wallet after.
+    public var after: Wallet
+    /// The adjustment entry, `nil` when the balance was the one asked for already.
+    public var entry: LedgerEntry?
+
+    /// Creates the result.
+    public init(before: Wallet, after: Wallet, entry: LedgerEntry?) {
+        self.before = before
+        self.after = after
+        self.entry = entry
+    }
+}
