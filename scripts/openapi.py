@@ -36,7 +36,19 @@ schemas = {
                    "writer": S(enum=["device", "admin"]),
                    "deficit": I("What refunds left owed, backed up with the balance")}),
     "MeResponse": obj({"supportId": S(), "balance": I(), "deficit": I(),
-                       "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup"))}),
+                       "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup")),
+                       "wallet": S("Who keeps the balance (the server's wallet setting): an app configured for "
+                                   "the other wallet stops", enum=["server", "device"])}),
+    "CatalogProduct": obj({"id": S(), "kind": S(enum=["consumable", "nonConsumable", "autoRenewable",
+                                                      "nonRenewing"]),
+                           "credits": I(minimum=0), "entitlements": {"type": "array", "items": S()},
+                           "group": S("The subscription group (auto-renewable products)"),
+                           "durationDays": I("A non-renewing subscription's length", minimum=1),
+                           "name": S("The name support and the app show")},
+                          required=["id", "kind", "credits", "entitlements"]),
+    "LoyaltyRule": obj({"group": S(), "periods": I(minimum=1), "entitlements": {"type": "array", "items": S()}}),
+    "Catalog": obj({"products": {"type": "array", "items": ref("CatalogProduct")},
+                    "loyalty": {"type": "array", "items": ref("LoyaltyRule")}}),
     "PurchaseRecord": obj({"transactionId": S(), "productId": S(),
                            "status": S(enum=["pending", "delivered", "revoked", "restored"]),
                            "credits": I(), "deliveredAt": DATE,
@@ -54,7 +66,11 @@ schemas = {
         "verdict": S(enum=["deliverNow", "alreadyRecorded", "finishOnly", "couldNotBeVerified"])})}}),
     "VerifyReportResponse": obj({"items": I("The items kept")}),
     "MergeCodeResponse": obj({"code": S("Eight characters shown as XXXX-XXXX: the customer reads it to support"),
-                              "expiresAt": DATE}),
+                              "expiresAt": DATE,
+                              "appleAccount": {"type": "boolean",
+                                               "description": "Whether the customer is an Apple account's: the "
+                                               "code then lets support move another install into this account "
+                                               "(intoCode); otherwise it moves this install (code)"}}),
     "MilestoneRequest": obj({"name": S("The milestone, e.g. loyalty:pro (1 to 64 of a-z, 0-9, '.', '_', '-', ':')")}),
     "MilestoneResponse": obj({"name": S(), "first": {"type": "boolean",
                                                      "description": "Whether this is the first time for the customer"}}),
@@ -361,6 +377,12 @@ paths = {
         "responses": {"200": answer("Kept", "VerifyReportResponse"),
                       "400": ERR("More than 500 items, a bad id or product, or an unknown verdict"),
                       "401": ERR("No valid token")}}},
+    "/v1/catalog": {"get": {
+        "summary": "The catalog the server loaded, in the catalog file's shape (served from memory with an ETag; "
+                   "304 for If-None-Match): the app takes its products, credits and entitlements from it",
+        "operationId": "catalog", "security": [],
+        "responses": {"200": answer("The catalog", "Catalog"),
+                      "304": {"description": "The app holds this version (If-None-Match)"}}}},
     "/v1/me": {"get": {"summary": "The user's balance, deficit, entitlements and backup", "operationId": "me",
                        "responses": {"200": answer("The user", "MeResponse"), "401": ERR("No valid token")}}},
     "/v1/transactions": {"post": {
@@ -521,7 +543,7 @@ for path, item in paths.items():
         responses = operation["responses"]
         if "requestBody" in operation and "413" not in responses:
             responses["413"] = ERR(TOO_LARGE)
-        if path in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
+        if path in ("/healthz", "/readyz", "/metrics", "/openapi.json", "/v1/catalog"):
             continue
         if "503" in responses:
             if "database" not in responses["503"]["description"].lower():

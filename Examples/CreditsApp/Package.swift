@@ -16,8 +16,6 @@ let package = Package(
             name: "CreditsApp",
             dependencies: [
                 .product(name: "CofferClient", package: "Coffer"),
-                .product(name: "CofferCore", package: "Coffer"),
-                .product(name: "CofferStoreKit", package: "Coffer"),
                 .product(name: "CofferStoreKit2", package: "Coffer"),
                 .product(name: "CofferUI", package: "Coffer"),
             ],

@@ -44,11 +44,27 @@ public struct MergeCodeResponse: Codable, Sendable, Equatable {
     public var code: String
     /// When it stops working (15 minutes on).
     public var expiresAt: Date
+    /// Whether the customer is an Apple account's: then the code lets support move another install of theirs into
+    /// this account (it signs in as them from then on), and the app says so; otherwise it moves this install's
+    /// purchases to their Apple account.
+    public var appleAccount: Bool
 
     /// Creates the answer.
-    public init(code: String, expiresAt: Date) {
+    public init(code: String, expiresAt: Date, appleAccount: Bool = false) {
         self.code = code
         self.expiresAt = expiresAt
+        self.appleAccount = appleAccount
+    }
+
+    private enum CodingKeys: String, CodingKey { case code, expiresAt, appleAccount }
+
+    /// Reads an answer; one from a server before `appleAccount` reads as an anonymous customer's.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            code: try container.decode(String.self, forKey: .code),
+            expiresAt: try container.decode(Date.self, forKey: .expiresAt),
+            appleAccount: try container.decodeIfPresent(Bool.self, forKey: .appleAccount) ?? false)
     }
 }
 
@@ -234,14 +250,21 @@ public struct MeResponse: Codable, Sendable, Equatable {
     public var entitlements: [String]
     /// The backup, if the device made one.
     public var backup: BackupBody?
+    /// Who keeps the balance: `server` or `device` (the server's `wallet` setting); `nil` from a server before it
+    /// said. An app configured for the other wallet stops with ``WalletMode`` mismatch.
+    public var wallet: String?
 
     /// Creates the answer.
-    public init(supportId: String, balance: Int64, deficit: Int64, entitlements: [String], backup: BackupBody?) {
+    public init(
+        supportId: String, balance: Int64, deficit: Int64, entitlements: [String], backup: BackupBody?,
+        wallet: String? = nil
+    ) {
         self.supportId = supportId
         self.balance = balance
         self.deficit = deficit
         self.entitlements = entitlements
         self.backup = backup
+        self.wallet = wallet
     }
 
     /// Encodes `backup` as `null` when there is none, as the contract says.
@@ -252,6 +275,7 @@ public struct MeResponse: Codable, Sendable, Equatable {
         try container.encode(deficit, forKey: .deficit)
         try container.encode(entitlements, forKey: .entitlements)
         try container.encode(backup, forKey: .backup)
+        try container.encodeIfPresent(wallet, forKey: .wallet)
     }
 }
 

@@ -43,7 +43,7 @@ extension AdminService {
     ///
     /// - Throws: ``AdminError/invalid(_:)`` for a bad name or limit, or a name taken.
     public func createAdmin(
-        environment: Environment, name: String, role: AdminRole, grantLimit: Int64?, hasher: PasswordHasher,
+        environment: AppStoreEnvironment, name: String, role: AdminRole, grantLimit: Int64?, hasher: PasswordHasher,
         actor: String
     ) async throws -> (admin: AdminView, password: String) {
         try AdminAccounts.check(name: name)
@@ -64,7 +64,7 @@ extension AdminService {
     /// Sets an admin's role and (for support) grant limit. The last owner cannot stop being one, so Coffer
     /// always has someone who can manage it.
     public func setRole(
-        environment: Environment, name: String, role: AdminRole, grantLimit: Int64?, actor: String
+        environment: AppStoreEnvironment, name: String, role: AdminRole, grantLimit: Int64?, actor: String
     ) async throws -> AdminView {
         let limit = try Self.limit(grantLimit, role: role)
         guard let before = try await store.admin(name: name) else { throw AdminError.notFound("admin \(name)") }
@@ -103,7 +103,7 @@ extension AdminService {
     /// `admin.disable` or `admin.enable`.
     ///
     /// - Throws: ``AdminError/notFound(_:)``; ``AdminError/invalid(_:)`` for the last owner.
-    public func setDisabled(environment: Environment, name: String, disabled: Bool, actor: String) async throws
+    public func setDisabled(environment: AppStoreEnvironment, name: String, disabled: Bool, actor: String) async throws
         -> AdminView
     {
         guard let before = try await store.admin(name: name) else { throw AdminError.notFound("admin \(name)") }
@@ -141,7 +141,9 @@ extension AdminService {
     ///
     /// - Returns: The recovery codes, to show once.
     /// - Throws: ``AdminError/invalid(_:)`` for a wrong code or when it is on already.
-    public func enableTwoFactor(environment: Environment, name: String, secret: String, code: String, actor: String)
+    public func enableTwoFactor(
+        environment: AppStoreEnvironment, name: String, secret: String, code: String, actor: String
+    )
         async throws -> [String]
     {
         guard secret.count == 20, secret.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
@@ -171,7 +173,9 @@ extension AdminService {
 
     /// Turns two-factor sign-in off: by the admin with a current code, or by an owner for another admin (a lost
     /// phone and lost codes: `code` is `nil`).
-    public func disableTwoFactor(environment: Environment, name: String, code: String?, actor: String) async throws {
+    public func disableTwoFactor(environment: AppStoreEnvironment, name: String, code: String?, actor: String)
+        async throws
+    {
         if let code {
             guard try await checkSecondFactor(name: name, code) else {
                 throw AdminError.invalid("that code is not right: two-factor sign-in stays on")

@@ -37,7 +37,7 @@ extension AdminService {
     /// - Throws: ``AdminError/forbidden(_:)`` over the limit, ``AdminError/invalid(_:)`` for an `id` that
     ///   names another grant.
     public func createGrant(
-        environment: Environment, supportId: String, credits: Int64, reason: String, actor: String,
+        environment: AppStoreEnvironment, supportId: String, credits: Int64, reason: String, actor: String,
         ceiling: Int64? = nil, holder: String? = nil, id: UUID? = nil
     ) async throws -> GrantView {
         let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
@@ -103,7 +103,7 @@ extension AdminService {
     /// The audit entry of a grant, written once: keyed by the grant's id, so a request asked again finds it
     /// written. When another entry holds that id (a caller chose a grant id equal to an audit entry's), this
     /// grant's entry is written under an id of its own: no grant goes unaudited.
-    private func auditGrant(_ view: GrantView, environment: Environment, actor: String) async throws {
+    private func auditGrant(_ view: GrantView, environment: AppStoreEnvironment, actor: String) async throws {
         let after = try Self.json(view)
         func entry(_ id: UUID) -> AuditEvent {
             AuditEvent(
@@ -127,7 +127,7 @@ extension AdminService {
     }
 
     /// One grant, with its recipient's Support ID.
-    public func grant(environment: Environment, id: String) async throws -> GrantView {
+    public func grant(environment: AppStoreEnvironment, id: String) async throws -> GrantView {
         guard let uuid = UUID(uuidString: id), let grant = try await store.grant(id: uuid, environment: environment)
         else { throw AdminError.notFound("grant \(id) in \(environment.rawValue)") }
         let supportId = try await store.user(id: grant.recipient)?.supportId.rawValue ?? "?"
@@ -138,7 +138,7 @@ extension AdminService {
     /// is the customer's: it cannot be cancelled, only answered by a new adjustment (setting the balance).
     ///
     /// - Throws: ``AdminError/notFound(_:)`` for an unknown grant, ``AdminError/invalid(_:)`` for a claimed one.
-    public func cancelGrant(environment: Environment, id: String, actor: String) async throws -> GrantView {
+    public func cancelGrant(environment: AppStoreEnvironment, id: String, actor: String) async throws -> GrantView {
         guard let uuid = UUID(uuidString: id) else {
             throw AdminError.notFound("grant \(id) in \(environment.rawValue)")
         }

@@ -72,7 +72,7 @@ public struct ImportReport: Sendable, Hashable, Codable {
     /// The source, e.g. `cloudkit`.
     public var source: String
     /// The environment imported into.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// Every customer.
     public var customers: [Line]
     /// Users made now.
@@ -117,7 +117,7 @@ extension AdminService {
     ///
     /// An app claims its customer with ``ClientService`` (`POST /v1/users/import`), once.
     public func importCustomers(
-        _ customers: [CustomerImport], source: String, environment: Environment, actor: String
+        _ customers: [CustomerImport], source: String, environment: AppStoreEnvironment, actor: String
     ) async throws -> ImportReport {
         var lines: [ImportReport.Line] = []
         for customer in customers {
@@ -127,7 +127,7 @@ extension AdminService {
     }
 
     private func importCustomer(
-        _ customer: CustomerImport, source: String, environment: Environment, actor: String
+        _ customer: CustomerImport, source: String, environment: AppStoreEnvironment, actor: String
     ) async throws -> ImportReport.Line {
         var line = ImportReport.Line(
             externalId: customer.externalId, supportId: nil, created: false, balance: "none", grantsCreated: 0,
@@ -205,7 +205,8 @@ extension AdminService {
     /// A grant an earlier run brought in that the old app claimed since: cancelled while pending here; claimed
     /// here too, it was credited twice, which support must settle.
     private func withdraw(
-        _ externalId: String, source: String, environment: Environment, actor: String, line: inout ImportReport.Line
+        _ externalId: String, source: String, environment: AppStoreEnvironment, actor: String,
+        line: inout ImportReport.Line
     ) async throws {
         let id = Self.stableId("\(source)-grant:\(environment.rawValue):\(externalId)")
         guard let grant = try await store.grant(id: id, environment: environment) else { return }
@@ -227,7 +228,7 @@ extension AdminService {
         }
     }
 
-    private func makeImportedUser(id: UUID, environment: Environment) async throws -> User {
+    private func makeImportedUser(id: UUID, environment: AppStoreEnvironment) async throws -> User {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<5 {
             let user = User(
@@ -300,7 +301,7 @@ extension AdminService {
     /// The customer's first import, in their story once (keyed by the customer: written by whichever run gets
     /// there, a run that stopped half-way included).
     private func auditFirstImport(
-        _ line: ImportReport.Line, source: String, environment: Environment, actor: String
+        _ line: ImportReport.Line, source: String, environment: AppStoreEnvironment, actor: String
     ) async throws {
         guard let supportId = line.supportId else { return }
         let details = ["source": source, "externalId": line.externalId]
@@ -314,7 +315,7 @@ extension AdminService {
     }
 
     /// What a run brought in for a customer, when it brought something.
-    private func auditImport(_ line: ImportReport.Line, source: String, environment: Environment, actor: String)
+    private func auditImport(_ line: ImportReport.Line, source: String, environment: AppStoreEnvironment, actor: String)
         async throws
     {
         // Written when the run changed something: a run that found everything on file adds nothing.

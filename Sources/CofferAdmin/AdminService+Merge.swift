@@ -3,11 +3,12 @@ import CofferStore
 import Foundation
 
 extension AdminService {
-    /// The device tokens a customer holds, by how they were issued: what a merge of the customer would move
-    /// (``TokenCounts/devices``) and end (``TokenCounts/claims``, a CloudKit claim's), for its confirmation.
+    /// The device tokens a customer holds, by how they were issued, for a merge's confirmation: those of installs
+    /// that registered themselves (``TokenCounts/devices``: moved with the account owner's code, ended without) and
+    /// a CloudKit claim's (``TokenCounts/claims``: always ended).
     ///
     /// - Throws: ``AdminError/notFound(_:)`` for an unknown Support ID.
-    public func tokenCounts(environment: Environment, supportId: String) async throws -> TokenCounts {
+    public func tokenCounts(environment: AppStoreEnvironment, supportId: String) async throws -> TokenCounts {
         try await store.tokenCounts(owner: find(supportId, environment: environment).id)
     }
 
@@ -25,9 +26,11 @@ extension AdminService {
     ///   Apple account's user, for a wrong or expired code or an override without a reason;
     ///   ``AdminError/notFound(_:)`` for an unknown Support ID.
     public func mergeUsers(
-        environment: Environment, from: String, into: String, consent: MergeConsent, intoCode: String? = nil,
+        environment: AppStoreEnvironment, from: String, into: String, consent: MergeConsent, intoCode: String? = nil,
         actor: String
     ) async throws -> MergeResponse {
+        // The override's reason first: a merge refused for it uses up no code.
+        if case .override(let text) = consent { _ = try Self.reason(text) }
         let merged = try await find(from, environment: environment)
         let account = try await find(into, environment: environment)
         guard merged.id != account.id else { throw AdminError.invalid("a customer cannot be merged into itself") }
@@ -51,8 +54,9 @@ extension AdminService {
                 "\(merged.supportId) holds Sandbox purchases (TestFlight, App Review, sandbox testers): "
                     + "\(account.supportId) was installed from the App Store and receives none")
         }
-        // Both codes' forms are checked before either is used up; a code used up by a merge that fails after it
-        // must be asked for again.
+        // Both codes' forms are checked before either is used up. The account owner's code is used first, so a
+        // wrong one leaves the merged install's code working; a merge that fails after a code was used up needs a
+        // new one from that app.
         let intoHash = try Self.mergeCodeHash(intoCode, of: account)
         if case .code(let typed) = consent { _ = try Self.mergeCodeHash(typed, of: merged) }
         if let intoHash, try await !store.useMergeCode(owner: account.id, codeHash: intoHash, at: now()) {

@@ -7,7 +7,8 @@ import Foundation
 public struct AdminService: Sendable {
     /// Finds the transaction ids of a customer's order id (Apple's Look Up Order ID); `nil` when the server has
     /// no App Store Server API key.
-    public typealias OrderLookup = @Sendable (_ orderId: String, _ environment: Environment) async throws -> [String]
+    public typealias OrderLookup =
+        @Sendable (_ orderId: String, _ environment: AppStoreEnvironment) async throws -> [String]
 
     /// The store.
     public let store: any CofferStore
@@ -68,7 +69,7 @@ public struct AdminService: Sendable {
     // MARK: Reading
 
     /// The dashboard: totals and 30 days of purchases and refunds.
-    public func dashboard(environment: Environment) async throws -> DashboardFigures {
+    public func dashboard(environment: AppStoreEnvironment) async throws -> DashboardFigures {
         var figures = try await store.dashboard(environment: environment, days: 30, now: now())
         // Only the catalog's loyalty groups count: any app user can post a milestone of any name.
         let prefix = DashboardFigures.loyaltyMilestonePrefix
@@ -82,7 +83,7 @@ public struct AdminService: Sendable {
 
     /// Apple's health for the dashboard: the newest notification, the last 7 days' by type, and the recovery
     /// service's last run.
-    public func appleHealth(environment: Environment) async throws -> AppleHealth {
+    public func appleHealth(environment: AppStoreEnvironment) async throws -> AppleHealth {
         let last = try await store.notifications(environment: environment, transactionId: nil, outcome: nil, limit: 1)
         let counts = try await store.notificationCounts(
             environment: environment, since: now().addingTimeInterval(-7 * 86_400))
@@ -111,7 +112,7 @@ public struct AdminService: Sendable {
 
     /// Users matching a query: a Support ID prefix (case-insensitive, the leading `_` optional), a transaction
     /// or original transaction id, or an order id; everyone, newest first, without one.
-    public func searchUsers(environment: Environment, query: String?, page: Int = 1, pageSize: Int = 25)
+    public func searchUsers(environment: AppStoreEnvironment, query: String?, page: Int = 1, pageSize: Int = 25)
         async throws -> UserSearchResult
     {
         guard Self.pages.contains(page) else { throw Self.pageError }
@@ -161,7 +162,7 @@ public struct AdminService: Sendable {
     }
 
     /// One user's figures, entitlements, grants and timeline.
-    public func user(environment: Environment, supportId: String) async throws -> UserDetail {
+    public func user(environment: AppStoreEnvironment, supportId: String) async throws -> UserDetail {
         let user = try await find(supportId, environment: environment)
         let summary = try await summary(user)
         let grants = try await store.grants(environment: environment, recipient: user.id, status: nil, limit: 200)
@@ -246,7 +247,9 @@ public struct AdminService: Sendable {
     }
 
     /// Grants of an environment, newest first.
-    public func grants(environment: Environment, status: GrantStatus?, limit: Int = 200) async throws -> [GrantView] {
+    public func grants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int = 200) async throws
+        -> [GrantView]
+    {
         let grants = try await store.grants(
             environment: environment, recipient: nil, status: status, limit: min(max(1, limit), 1_000))
         var supportIds: [UUID: String] = [:]
@@ -261,7 +264,8 @@ public struct AdminService: Sendable {
     }
 
     /// The audit log, newest first: all of it, or what `query` asks for (an admin, a customer, an action).
-    public func auditLog(environment: Environment, query: AuditQuery = AuditQuery(), limit: Int = 200) async throws
+    public func auditLog(environment: AppStoreEnvironment, query: AuditQuery = AuditQuery(), limit: Int = 200)
+        async throws
         -> [AuditEvent]
     {
         for text in [query.subject, query.admin, query.action].compactMap({ $0 }) where text.utf8.count > 200 {
@@ -276,7 +280,8 @@ public struct AdminService: Sendable {
 
     /// A customer's history for a support ticket or a data request (App Store guideline 5.1.1): everything
     /// support sees of them, as ``UserDetail``, recorded in the audit log as `customer.export`.
-    public func exportUser(environment: Environment, supportId: String, format: String, actor: String) async throws
+    public func exportUser(environment: AppStoreEnvironment, supportId: String, format: String, actor: String)
+        async throws
         -> UserDetail
     {
         let detail = try await user(environment: environment, supportId: supportId)
@@ -322,7 +327,9 @@ public struct AdminService: Sendable {
     ///
     /// - Throws: ``AdminError/notFound(_:)`` for an unknown Support ID; ``AdminError/invalid(_:)`` for one
     ///   merged into another customer (delete that one) or deleted already.
-    public func deleteUser(environment: Environment, supportId: String, actor: String) async throws -> DeletionView {
+    public func deleteUser(environment: AppStoreEnvironment, supportId: String, actor: String) async throws
+        -> DeletionView
+    {
         if let deletedAt = try await find(supportId, environment: environment).deletedAt {
             throw AdminError.invalid("\(supportId) was deleted already, on \(PanelText.utc(deletedAt))")
         }
@@ -353,7 +360,7 @@ public struct AdminService: Sendable {
     }
 
     /// Deletes every grant of Sandbox (test data). Refused in Production.
-    public func deleteAllGrants(environment: Environment, actor: String) async throws -> Int {
+    public func deleteAllGrants(environment: AppStoreEnvironment, actor: String) async throws -> Int {
         guard environment == .sandbox else {
             throw AdminError.forbidden("grants can be deleted in Sandbox only")
         }
@@ -370,7 +377,9 @@ public struct AdminService: Sendable {
 
     /// Sets a user's balance. With the server wallet it is a ledger adjustment of the difference; with the
     /// device wallet it is an admin backup, which the app accepts as newer than its own (the backup rule).
-    public func setBalance(environment: Environment, supportId: String, balance: Int64, reason: String, actor: String)
+    public func setBalance(
+        environment: AppStoreEnvironment, supportId: String, balance: Int64, reason: String, actor: String
+    )
         async throws -> BalanceChange
     {
         guard balance >= 0, balance <= Self.maximumCredits else {
@@ -425,7 +434,7 @@ public struct AdminService: Sendable {
 
     /// Records an admin action that happened outside this service (a key made, a password reset).
     public func audit(
-        _ environment: Environment, actor: String, action: String, subject: String,
+        _ environment: AppStoreEnvironment, actor: String, action: String, subject: String,
         before: (some Encodable & Sendable)? = String?.none, after: (some Encodable & Sendable)? = String?.none
     ) async throws {
         try await store.recordAudit(
@@ -446,7 +455,7 @@ public struct AdminService: Sendable {
     private static let shownElsewhere: Set<String> = ["grant.create", "grant.cancel", "balance.set"]
 
     /// A user support may change: not one merged into another (its balance and grants live there now).
-    func findChangeable(_ supportId: String, environment: Environment) async throws -> User {
+    func findChangeable(_ supportId: String, environment: AppStoreEnvironment) async throws -> User {
         let user = try await find(supportId, environment: environment)
         if let deletedAt = user.deletedAt {
             throw AdminError.invalid(
@@ -460,7 +469,7 @@ public struct AdminService: Sendable {
         return user
     }
 
-    func find(_ supportId: String, environment: Environment) async throws -> User {
+    func find(_ supportId: String, environment: AppStoreEnvironment) async throws -> User {
         let text = supportId.trimmingCharacters(in: .whitespaces).lowercased()
         guard let id = SupportID(text.hasPrefix("_") ? text : "_" + text) else {
             throw AdminError.invalid("\(supportId) is not a Support ID (an underscore and 12 hex digits)")
@@ -485,7 +494,7 @@ public struct AdminService: Sendable {
             deficit: wallet.deficit, backup: backup.map(BackupView.init), deletedAt: user.deletedAt)
     }
 
-    private func owners(ofTransactions ids: [String], environment: Environment) async throws -> [User] {
+    private func owners(ofTransactions ids: [String], environment: AppStoreEnvironment) async throws -> [User] {
         var owners: [UUID] = []
         for id in ids {
             var receipts = try await store.receipts(originalTransactionId: id, environment: environment)
@@ -513,7 +522,7 @@ public struct AdminService: Sendable {
         return reason
     }
 
-    private static func item(_ entry: LedgerEntry, environment: Environment, catalog: Catalog) -> TimelineItem {
+    private static func item(_ entry: LedgerEntry, environment: AppStoreEnvironment, catalog: Catalog) -> TimelineItem {
         let product = entry.productId.map { id in catalog.product(id: id)?.name.map { "\($0) (\(id))" } ?? id } ?? "?"
         var transaction = entry.transactionId ?? "?"
         if let data = entry.dataEnvironment, data != environment {

@@ -38,7 +38,7 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
     /// Apple's `originalTransactionId` of the chain.
     public var originalTransactionId: String
     /// The environment Apple's data came from.
-    public var dataEnvironment: Environment?
+    public var dataEnvironment: AppStoreEnvironment?
     /// Paid periods on record in this group (what loyalty counts), refunds left out.
     public var paidPeriods: Int
     /// The product the customer upgraded from into the current period's, when the current period began as an
@@ -52,7 +52,7 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
         -> [SubscriptionView]
     {
         let renewalByChain = Dictionary(renewals.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { $1 })
-        var byGroup: [String: [(Receipt, Product)]] = [:]
+        var byGroup: [String: [(Receipt, CatalogProduct)]] = [:]
         for receipt in receipts {
             guard let product = catalog.product(id: receipt.transaction.productId), product.kind == .autoRenewable,
                 let group = product.group

@@ -156,12 +156,12 @@ public struct TimelineItem: Sendable, Hashable, Codable {
     public var reference: String?
     /// The environment Apple's data came from, for purchases, refunds and reversals whose source said: on a
     /// Production server, Sandbox marks App Review's and TestFlight's purchases.
-    public var dataEnvironment: Environment?
+    public var dataEnvironment: AppStoreEnvironment?
 
     /// Creates an item.
     public init(
         at: Date, kind: TimelineKind, summary: String, credits: Int64? = nil, balanceAfter: Int64? = nil,
-        reference: String? = nil, dataEnvironment: Environment? = nil
+        reference: String? = nil, dataEnvironment: AppStoreEnvironment? = nil
     ) {
         self.at = at
         self.kind = kind
@@ -193,7 +193,7 @@ public struct PurchaseView: Sendable, Hashable, Codable {
     /// The App Store storefront (country) it was bought in.
     public var storefront: String?
     /// The environment Apple's data came from, where it said.
-    public var dataEnvironment: Environment?
+    public var dataEnvironment: AppStoreEnvironment?
     /// Whether it came through Family Sharing.
     public var familyShared: Bool
     /// Where it stands: pending, delivered, revoked (refunded) or restored (refund reversed).
@@ -276,7 +276,7 @@ public struct UserDetail: Sendable, Hashable, Codable {
     /// The user's figures.
     public var user: UserSummary
     /// The environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// Who owns the running balance: `device` or `server`.
     public var walletMode: String
     /// The entitlements the user has now.
@@ -299,7 +299,8 @@ public struct UserDetail: Sendable, Hashable, Codable {
 
     /// Creates a detail view.
     public init(
-        user: UserSummary, environment: Environment, walletMode: String, entitlements: [String], grants: [GrantView],
+        user: UserSummary, environment: AppStoreEnvironment, walletMode: String, entitlements: [String],
+        grants: [GrantView],
         timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil,
         subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], verifyReport: VerifyReportView? = nil
     ) {
@@ -366,7 +367,7 @@ extension UserDetail {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
             user: try container.decode(UserSummary.self, forKey: .user),
-            environment: try container.decode(Environment.self, forKey: .environment),
+            environment: try container.decode(AppStoreEnvironment.self, forKey: .environment),
             walletMode: try container.decode(String.self, forKey: .walletMode),
             entitlements: try container.decode([String].self, forKey: .entitlements),
             grants: try container.decode([GrantView].self, forKey: .grants),

@@ -161,7 +161,7 @@ public struct AppStoreServerAPIClient: Sendable {
     ///   - retry: Retry behaviour.
     ///   - now: The clock, for the token's dates.
     public init(
-        httpClient: HTTPClient, credentials: Credentials, environment: AppStoreEnvironment, baseURL: String? = nil,
+        httpClient: HTTPClient, credentials: Credentials, environment: SignedDataEnvironment, baseURL: String? = nil,
         retry: RetryPolicy = RetryPolicy(), now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.httpClient = httpClient

@@ -39,7 +39,7 @@ public struct SignedDataVerifier: Sendable {
     /// The app's Apple id; required in Production.
     public let appAppleId: Int64?
     /// The environment data must come from.
-    public let environment: AppStoreEnvironment
+    public let environment: SignedDataEnvironment
     /// Whether a Production verifier also accepts data that says Sandbox, verified as Sandbox (App Review and
     /// TestFlight): against the same real roots, without the appAppleId Sandbox data may lack.
     public let acceptsSandbox: Bool
@@ -63,7 +63,7 @@ public struct SignedDataVerifier: Sendable {
     ///   ``VerificationError/invalidCertificate(_:)`` for an unparseable root or, in Production, a root of the
     ///   App Store simulator.
     public init(
-        rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: AppStoreEnvironment,
+        rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: SignedDataEnvironment,
         acceptsSandbox: Bool = false, validationTime: ValidationTime = .signedDate, cache: ChainCache? = ChainCache(),
         now: @escaping @Sendable () -> Date = Date.init
     ) throws(VerificationError) {
@@ -128,7 +128,7 @@ public struct SignedDataVerifier: Sendable {
             let sandbox = token.externalPurchaseId?.hasPrefix("SANDBOX") ?? false
             (appBundleId, appleId, rawEnvironment) = (
                 token.bundleId, token.appAppleId,
-                (sandbox ? AppStoreEnvironment.sandbox : .production).rawValue
+                (sandbox ? SignedDataEnvironment.sandbox : .production).rawValue
             )
         } else {
             throw .verificationFailure("the notification has no data, summary, appData or externalPurchaseToken")
@@ -182,11 +182,11 @@ public struct SignedDataVerifier: Sendable {
 
     /// Whether data from `raw` must carry this app's Apple id: Production data at a Production verifier.
     private func appleIdRequired(forDataFrom raw: String?) -> Bool {
-        environment == .production && !(acceptsSandbox && raw == AppStoreEnvironment.sandbox.rawValue)
+        environment == .production && !(acceptsSandbox && raw == SignedDataEnvironment.sandbox.rawValue)
     }
 
     private func checkEnvironment(_ raw: String?) throws(VerificationError) {
-        if acceptsSandbox, raw == AppStoreEnvironment.sandbox.rawValue { return }
+        if acceptsSandbox, raw == SignedDataEnvironment.sandbox.rawValue { return }
         guard raw == environment.rawValue else {
             throw .invalidEnvironment("data from \(raw ?? "no environment"), expected \(environment.rawValue)")
         }

@@ -221,7 +221,7 @@ extension AdminRole: ExpressibleByArgument {}
 extension KeysCommand.Options {
     /// Runs `body` with the support service over the server's database, closed after; a refusal is the
     /// command's failure, in words.
-    func withAdminService<T>(_ body: (AdminService, Environment) async throws -> T) async throws -> T {
+    func withAdminService<T>(_ body: (AdminService, AppStoreEnvironment) async throws -> T) async throws -> T {
         let (store, environment) = try await open()
         let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .device)
         do {

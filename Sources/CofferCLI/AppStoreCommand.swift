@@ -39,7 +39,7 @@ struct AppStoreCommand: AsyncParsableCommand {
 
         /// Runs `body` with a client, printing the JSON it returns; API errors exit 1.
         func run(_ body: (AppStoreServerAPIClient) async throws(AppStoreAPIError) -> any Encodable) async throws {
-            guard let environment = AppStoreEnvironment(name: environment), !environment.isLocal else {
+            guard let environment = SignedDataEnvironment(name: environment), !environment.isLocal else {
                 throw ValidationError("unknown environment \(self.environment): use Sandbox or Production")
             }
             let pem: String

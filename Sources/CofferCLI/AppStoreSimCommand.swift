@@ -190,7 +190,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            guard let environment = AppStoreEnvironment(name: environment), !environment.isLocal else {
+            guard let environment = SignedDataEnvironment(name: environment), !environment.isLocal else {
                 throw ValidationError("unknown environment \(self.environment): use Sandbox or Production")
             }
             let folderURL = URL(fileURLWithPath: folder)

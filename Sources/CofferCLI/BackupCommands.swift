@@ -14,17 +14,7 @@ struct DatabaseLocationOptions: ParsableArguments {
 
     /// The database these options name.
     func database() async throws -> ServeSettings.Database {
-        var flags: [AbsoluteConfigKey: ConfigValue] = [:]
-        if let databaseURL {
-            flags[AbsoluteConfigKey(ConfigKey("database.url"))] = ConfigValue(.string(databaseURL), isSecret: false)
-        }
-        let reader = try await ServeFlags.reader(flags: flags, config: config)
-        let url = reader.string(forKey: "database.url") ?? "sqlite:coffer.sqlite"
-        do {
-            return try ServeSettings.Database(url: url)
-        } catch {
-            throw ValidationError(error.description)
-        }
+        try await LocalDatabase.settings(flags: ["database.url": databaseURL], config: config).database
     }
 
     /// The SQLite file these options name; PostgreSQL is refused with what to use instead.

@@ -53,6 +53,6 @@ struct CatalogCommand: AsyncParsableCommand {
 }
 
 private struct CatalogSummary: Encodable {
-    var products: [Product]
+    var products: [CatalogProduct]
     var loyalty: [LoyaltyRule]
 }

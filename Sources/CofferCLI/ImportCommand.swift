@@ -151,7 +151,7 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
     }
 
     /// The environment and wallet: the options, else coffer serve's settings sources, else the defaults.
-    private func settings() async throws -> (Environment, WalletMode) {
+    private func settings() async throws -> (AppStoreEnvironment, WalletMode) {
         var flags: [AbsoluteConfigKey: ConfigValue] = [:]
         if let environment {
             flags[AbsoluteConfigKey(ConfigKey("environment"))] = ConfigValue(.string(environment), isSecret: false)
@@ -160,7 +160,7 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         let reader = try await ServeFlags.reader(flags: flags, config: database.config)
         // As coffer serve: Sandbox unless a setting says otherwise (the claim looks in the server's environment).
         let environmentText = reader.string(forKey: "environment") ?? "Sandbox"
-        guard let environment = Environment(rawValue: environmentText) else {
+        guard let environment = AppStoreEnvironment(rawValue: environmentText) else {
             throw ValidationError("environment must be Sandbox or Production, not \(environmentText)")
         }
         let walletText = reader.string(forKey: "wallet") ?? "device"

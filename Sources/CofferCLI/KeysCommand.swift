@@ -24,17 +24,20 @@ struct KeysCommand: AsyncParsableCommand {
     struct Options: ParsableArguments {
         @Option(
             name: .customLong("database-url"),
-            help: "sqlite:PATH or postgres://... (or COFFER_DATABASE_URL). Default sqlite:coffer.sqlite.")
+            help: "sqlite:PATH or postgres://... Default: as coffer serve finds it, else sqlite:coffer.sqlite.")
         var databaseURL: String?
+
+        @Option(help: "The JSON config file coffer serve runs with, to read its database.url.")
+        var config: String?
 
         @Option(help: "The environment whose audit log records the change. Default Sandbox.")
         var environment: String = "Sandbox"
 
-        func open() async throws -> (any CofferStore, Environment) {
-            guard let environment = Environment(rawValue: environment) else {
+        func open() async throws -> (any CofferStore, AppStoreEnvironment) {
+            guard let environment = AppStoreEnvironment(rawValue: environment) else {
                 throw ValidationError("environment must be Sandbox or Production")
             }
-            return (try await LocalDatabase.open(databaseURL), environment)
+            return (try await LocalDatabase.open(databaseURL, config: config), environment)
         }
     }
 
@@ -83,7 +86,7 @@ struct KeysCommand: AsyncParsableCommand {
             }
         }
 
-        private func create(name: String, store: any CofferStore, environment: Environment) async throws {
+        private func create(name: String, store: any CofferStore, environment: AppStoreEnvironment) async throws {
             let key = NewAdminKey(name: name, at: Date(), role: role, grantLimit: grantLimit)
             let path = out ?? "coffer-admin-\(key.record.id).pem"
             // The file is created owner-only and must not exist: a key is never written over another.

@@ -84,8 +84,8 @@ struct LedgerCommand: AsyncParsableCommand {
         }
     }
 
-    static func open(_ options: DatabaseOptions) throws -> (SQLiteStore, Environment) {
-        guard let environment = Environment(name: options.environment) else {
+    static func open(_ options: DatabaseOptions) throws -> (SQLiteStore, AppStoreEnvironment) {
+        guard let environment = AppStoreEnvironment(name: options.environment) else {
             throw CommandFailure("unknown environment \(options.environment): use Sandbox or Production")
         }
         guard FileManager.default.fileExists(atPath: options.database) else {
@@ -97,7 +97,7 @@ struct LedgerCommand: AsyncParsableCommand {
 
 private struct LedgerReport: Encodable {
     var supportId: SupportID
-    var environment: Environment
+    var environment: AppStoreEnvironment
     var wallet: Wallet
     var entries: [LedgerEntry]
 }

@@ -32,7 +32,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try await flags.settings()
         let server = settings.server
-        guard let appStoreEnvironment = AppStoreEnvironment(name: server.environment.rawValue) else {
+        guard let appStoreEnvironment = SignedDataEnvironment(name: server.environment.rawValue) else {
             throw ValidationError("unknown environment \(server.environment.rawValue)")
         }
         let products: Catalog
@@ -68,6 +68,9 @@ struct ServeCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        // The database says which environment and wallet its server keeps, so support's commands on it find them.
+        try await store.saveCursor(
+            ServedWallet.cursor, value: server.wallet.rawValue, environment: server.environment)
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         var appStoreAPI: AppStoreServerAPIClient?
         if let key = settings.appStoreKey, let pem {
@@ -181,7 +184,10 @@ struct ServeCommand: AsyncParsableCommand {
 /// The flags of `coffer serve` (and `coffer doctor`, which checks what serve would run with): each one a
 /// setting above the `COFFER_*` variables and the `--config` file.
 struct ServeFlags: ParsableArguments {
-    @Option(help: "A JSON config file (keys as in docs/operations.md, e.g. {\"database\": {\"url\": \"...\"}}).")
+    @Option(
+        help: ArgumentHelp(
+            "A JSON config file (keys as in docs/operations.md, e.g. {\"database\": {\"url\": \"...\"}}); default "
+                + "COFFER_CONFIG, else coffer.json when there is one."))
     var config: String?
 
     @Option(help: "The address to listen on (default 127.0.0.1).")
@@ -260,7 +266,7 @@ struct ServeFlags: ParsableArguments {
         var providers: [any ConfigProvider] = [
             InMemoryProvider(name: "flags", values: flags), EnvironmentVariablesProvider().prefixKeys(with: "coffer"),
         ]
-        if let config {
+        if let config = config ?? ServedWallet.defaultConfig() {
             do {
                 providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(config)))
             } catch {

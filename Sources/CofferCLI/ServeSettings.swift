@@ -195,6 +195,16 @@ struct ServeSettings: Sendable {
             self = .sqlite(path: path)
         }
 
+        /// Where it is, for people: the SQLite path, or PostgreSQL's host, port and database (never a password).
+        var shown: String {
+            switch self {
+            case .sqlite(let path): "SQLite \(path)"
+            case .postgres(let url):
+                "PostgreSQL "
+                    + (URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?")
+            }
+        }
+
         /// Opens the store (migrating it), with a description of where it is for people.
         ///
         /// - Parameters:
@@ -208,8 +218,7 @@ struct ServeSettings: Sendable {
                 return (try SQLiteStore(path: path, busyTimeout: TimeInterval(timeout)), "SQLite \(path)")
             case .postgres(let url):
                 let store = try await PostgresStore(url: url, operationTimeout: .seconds(timeout), logger: logger)
-                let host = URLComponents(string: url).map { "\($0.host ?? "?"):\($0.port ?? 5432)\($0.path)" } ?? "?"
-                return (store, "PostgreSQL \(host)")
+                return (store, shown)
             }
         }
     }
@@ -258,29 +267,15 @@ struct ServeSettings: Sendable {
     ///
     /// - Throws: ``SettingsError`` naming the key and the value.
     init(reader: ConfigReader) throws(SettingsError) {
-        func text(_ key: String) -> String? {
-            // A JSON file holds numbers, booleans and lists as such; flags and variables hold text.
-            let configKey = ConfigKey(key)
-            var value: String? = reader.string(forKey: configKey)
-            if value == nil, let number = reader.int(forKey: configKey) { value = String(number) }
-            if value == nil, let flag = reader.bool(forKey: configKey) { value = String(flag) }
-            if value == nil, let list = reader.stringArray(forKey: configKey) { value = list.joined(separator: ",") }
-            return value?.trimmingCharacters(in: CharacterSet.whitespaces)
-        }
+        let values = SettingValues(reader: reader)
+        func text(_ key: String) -> String? { values.text(key) }
         func number(_ key: String, default value: Int, in range: ClosedRange<Int>) throws(SettingsError) -> Int {
-            guard let raw = text(key) else { return value }
-            guard let parsed = Int(raw), range.contains(parsed) else {
-                throw SettingsError(
-                    key: key, value: raw, expected: "a whole number from \(range.lowerBound) to \(range.upperBound)")
-            }
-            return parsed
+            try values.number(key, default: value, in: range)
         }
         func choice<T: RawRepresentable>(_ key: String, default value: T, _ type: T.Type, names: String)
             throws(SettingsError) -> T where T.RawValue == String
         {
-            guard let raw = text(key) else { return value }
-            guard let parsed = T(rawValue: raw) else { throw SettingsError(key: key, value: raw, expected: names) }
-            return parsed
+            try values.choice(key, default: value, type, names: names)
         }
 
         guard let bundleId = text("bundle.id"), !bundleId.isEmpty else {
@@ -290,7 +285,7 @@ struct ServeSettings: Sendable {
         server.host = text("host") ?? server.host
         server.port = try number("port", default: server.port, in: 0...65_535)
         server.environment = try choice(
-            "environment", default: .sandbox, CofferCore.Environment.self, names: "Sandbox or Production")
+            "environment", default: .sandbox, CofferCore.AppStoreEnvironment.self, names: "Sandbox or Production")
         if let raw = text("app.apple.id") {
             guard let id = Int64(raw), id > 0 else {
                 throw SettingsError(key: "app.apple.id", value: raw, expected: "a positive number")

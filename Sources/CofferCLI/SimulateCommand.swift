@@ -48,7 +48,7 @@ struct SimulateCommand: AsyncParsableCommand {
         guard let walletMode = WalletMode(rawValue: wallet) else {
             throw ValidationError("wallet must be device or server, not \(wallet)")
         }
-        guard let environment = Environment(rawValue: environment) else {
+        guard let environment = AppStoreEnvironment(rawValue: environment) else {
             throw ValidationError("environment must be Sandbox or Production, not \(self.environment)")
         }
         guard let serverURL = URL(string: server), let simulatorURL = URL(string: simulator) else {
@@ -95,7 +95,7 @@ final class SimulatedClock: Sendable {
 final class SimulatedCustomer {
     let catalog: Catalog
     let wallet: WalletMode
-    let environment: Environment
+    let environment: AppStoreEnvironment
     let server: ServerClient
     let storeKit: SimulatorStoreKit
     let home: URL
@@ -105,7 +105,7 @@ final class SimulatedCustomer {
     private var step = 0
 
     init(
-        catalog: Catalog, wallet: WalletMode, environment: Environment, server: ServerClient, simulator: URL,
+        catalog: Catalog, wallet: WalletMode, environment: AppStoreEnvironment, server: ServerClient, simulator: URL,
         home: URL, support: SupportOptions?
     ) async throws {
         self.catalog = catalog

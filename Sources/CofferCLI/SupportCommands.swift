@@ -5,6 +5,7 @@ import CofferAdmin
 import CofferCore
 import CofferStore
 import CofferStorePostgres
+import Configuration
 import Foundation
 import NIOCore
 import NIOFoundationCompat
@@ -25,16 +26,24 @@ struct SupportOptions: ParsableArguments {
 
     @Option(
         name: .customLong("database-url"),
-        help: "Without --server: sqlite:PATH or postgres://... (or COFFER_DATABASE_URL). Default sqlite:coffer.sqlite.")
+        help:
+            "Without --server: sqlite:PATH or postgres://... Default: as coffer serve finds it, else sqlite:coffer.sqlite."
+    )
     var databaseURL: String?
 
-    @Option(help: "Sandbox or Production. Default Sandbox (or COFFER_ENVIRONMENT).")
+    @Option(
+        help: ArgumentHelp(
+            "Without --server: the JSON config file coffer serve runs with (default COFFER_CONFIG, else coffer.json "
+                + "when there is one): its database, environment, wallet and catalog."))
+    var config: String?
+
+    @Option(help: "Sandbox or Production. Default: as coffer serve finds it, else Sandbox.")
     var environment: String?
 
-    @Option(help: "Without --server: who owns the balance, device or server (or COFFER_WALLET). Default device.")
+    @Option(help: "Without --server: who owns the balance, device or server. Default: as coffer serve finds it.")
     var wallet: String?
 
-    @Option(help: "Without --server: the product catalog, for entitlements (or COFFER_CATALOG). Default catalog.json.")
+    @Option(help: "Without --server: the product catalog, for entitlements. Default: as coffer serve finds it.")
     var catalog: String?
 
     @Flag(help: "Print JSON instead of tables.")
@@ -44,19 +53,20 @@ struct SupportOptions: ParsableArguments {
         ProcessInfo.processInfo.environment[name].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// The environment named by the option or COFFER_ENVIRONMENT.
-    func resolvedEnvironment() throws -> Environment {
-        let text = environment ?? Self.variable("COFFER_ENVIRONMENT") ?? "Sandbox"
-        guard let environment = Environment(rawValue: text) else {
-            throw ValidationError("environment must be Sandbox or Production, not \(text)")
-        }
-        return environment
+    /// The settings coffer serve would read with these flags: the flags first, then `COFFER_*`, then the config file.
+    func settings() async throws -> SupportSettings {
+        try await LocalDatabase.settings(
+            flags: ["database.url": databaseURL, "environment": environment, "wallet": wallet, "catalog": catalog],
+            config: config)
     }
 
     /// The backend the options describe; close it when done.
     func backend() async throws -> any SupportBackend {
-        let environment = try resolvedEnvironment()
         if let server = server ?? Self.variable("COFFER_SERVER") {
+            let text = environment ?? Self.variable("COFFER_ENVIRONMENT") ?? "Sandbox"
+            guard let environment = AppStoreEnvironment(rawValue: text) else {
+                throw ValidationError("environment must be Sandbox or Production, not \(text)")
+            }
             guard let keyId = keyId ?? Self.variable("COFFER_KEY_ID"),
                 let keyFile = keyFile ?? Self.variable("COFFER_KEY_FILE")
             else { throw ValidationError("--server needs --key-id and --key (or COFFER_KEY_ID and COFFER_KEY_FILE)") }
@@ -74,49 +84,30 @@ struct SupportOptions: ParsableArguments {
             }
             return try RemoteSupport(server: server, signer: signer, environment: environment)
         }
-        let walletText = wallet ?? Self.variable("COFFER_WALLET") ?? "device"
-        guard let walletMode = WalletMode(rawValue: walletText) else {
-            throw ValidationError("wallet must be device or server, not \(walletText)")
-        }
-        let catalogFile = catalog ?? Self.variable("COFFER_CATALOG") ?? "catalog.json"
+        let settings = try await settings()
         let products: Catalog
-        if FileManager.default.fileExists(atPath: catalogFile) {
+        if FileManager.default.fileExists(atPath: settings.catalogFile) {
             do {
-                products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: catalogFile)))
+                products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
             } catch {
-                throw CommandFailure("cannot read the catalog \(catalogFile): \(error)")
+                throw CommandFailure("cannot read the catalog \(settings.catalogFile): \(error)")
             }
-        } else if catalog != nil {
-            throw CommandFailure("no catalog at \(catalogFile)")
+        } else if settings.catalogNamed {
+            throw CommandFailure("no catalog at \(settings.catalogFile)")
         } else {
             products = try Catalog(products: [])
         }
-        let store = try await LocalDatabase.open(databaseURL)
-        return LocalSupport(
-            store: store, environment: environment,
-            service: AdminService(store: store, catalog: products, walletMode: walletMode))
-    }
-}
-
-/// Opening the local database a command names.
-enum LocalDatabase {
-    /// The store at `url` (or COFFER_DATABASE_URL, or sqlite:coffer.sqlite).
-    static func open(_ url: String?) async throws -> any CofferStore {
-        let text =
-            url ?? ProcessInfo.processInfo.environment["COFFER_DATABASE_URL"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? "sqlite:coffer.sqlite"
+        let store = try await LocalDatabase.open(settings)
+        let served: (environment: AppStoreEnvironment, wallet: WalletMode)
         do {
-            return try await ServeSettings.Database(url: text).open().store
-        } catch let error as SettingsError {
-            throw ValidationError(error.description)
+            served = try await ServedWallet.resolve(store, settings)
         } catch {
-            throw CommandFailure("cannot open the database \(text): \(error)")
+            await LocalDatabase.close(store)
+            throw error
         }
-    }
-
-    /// Releases a store's connections.
-    static func close(_ store: any CofferStore) async {
-        (store as? PostgresStore)?.close()
+        return LocalSupport(
+            store: store, environment: served.environment,
+            service: AdminService(store: store, catalog: products, walletMode: served.wallet))
     }
 }
 
@@ -136,7 +127,7 @@ protocol SupportBackend: Sendable {
 /// Support commands on a local database, through the same ``AdminService`` as the server.
 struct LocalSupport: SupportBackend {
     let store: any CofferStore
-    let environment: Environment
+    let environment: AppStoreEnvironment
     let service: AdminService
 
     /// Who acts, for the audit log: the person at this terminal.
@@ -145,7 +136,7 @@ struct LocalSupport: SupportBackend {
 
     /// Records an action taken at this terminal on the server's database (a key, an admin account).
     static func audit(
-        _ store: any CofferStore, _ environment: Environment, action: String, subject: String,
+        _ store: any CofferStore, _ environment: AppStoreEnvironment, action: String, subject: String,
         after: [String: String]? = nil
     ) async throws {
         let encoder = JSONEncoder()
@@ -190,10 +181,10 @@ struct LocalSupport: SupportBackend {
 struct RemoteSupport: SupportBackend {
     let base: String
     let signer: AdminRequestSigner
-    let environment: Environment
+    let environment: AppStoreEnvironment
     let http = HTTPClient(eventLoopGroupProvider: .singleton)
 
-    init(server: String, signer: AdminRequestSigner, environment: Environment) throws {
+    init(server: String, signer: AdminRequestSigner, environment: AppStoreEnvironment) throws {
         guard let url = URL(string: server), let scheme = url.scheme, ["http", "https"].contains(scheme),
             url.host != nil
         else { throw ValidationError("--server must be an http or https URL, not \(server)") }

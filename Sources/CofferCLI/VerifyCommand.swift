@@ -54,7 +54,7 @@ struct VerifyCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        guard let environment = AppStoreEnvironment(name: environment) else {
+        guard let environment = SignedDataEnvironment(name: environment) else {
             throw ValidationError("unknown environment \(environment): use Sandbox, Production or Xcode")
         }
         let signed: String

@@ -150,14 +150,22 @@ public final class CofferModel {
     public func moveToAppleAccount() async {
         await attempt {
             let answer = try await sdk.mergeCode()
-            mergeCodeWords = Self.words(mergeCode: answer.code, expiresAt: answer.expiresAt)
+            mergeCodeWords = Self.words(
+                mergeCode: answer.code, expiresAt: answer.expiresAt, appleAccount: answer.appleAccount)
         }
     }
 
-    /// What the customer tells support to move this install's purchases to their Apple account.
-    public static func words(mergeCode code: String, expiresAt: Date) -> String {
-        "Tell support your Support ID and this code: \(code). It works once, until "
-            + expiresAt.formatted(date: .omitted, time: .shortened) + "."
+    /// What the customer tells support with a merge code: an anonymous install's moves its purchases to their
+    /// Apple account; an Apple account's lets another install of theirs sign in as them, so it says to give it only
+    /// to support the customer wrote to themself.
+    public static func words(mergeCode code: String, expiresAt: Date, appleAccount: Bool = false) -> String {
+        let until = "It works once, until " + expiresAt.formatted(date: .omitted, time: .shortened) + "."
+        guard appleAccount else {
+            return "Tell support your Support ID and this code: \(code). It moves this install's purchases to your "
+                + "Apple account. " + until
+        }
+        return "This code lets support move another install of yours into this Apple account, where it signs in as "
+            + "you: \(code). Give it, with your Support ID, only to support you wrote to yourself. " + until
     }
 
     /// The celebration was shown: it is not shown again, on any launch.
@@ -219,7 +227,7 @@ public final class CofferModel {
         await attempt {
             let state = try await sdk.refreshEntitlements()
             entitlements = state.names
-            loyalty = sdk.configuration.catalog.loyalty.map { rule in
+            loyalty = await sdk.catalog.loyalty.map { rule in
                 let paid = state.paidPeriods[rule.group] ?? 0
                 return LoyaltyProgress(
                     group: rule.group, paidPeriods: paid, requiredPeriods: rule.periods, isEarned: paid >= rule.periods)

@@ -29,10 +29,10 @@ extension CofferSDK {
     @discardableResult
     public func refreshEntitlements() async throws -> EntitlementState {
         let facts = await storeKit.all().map(Self.fact)
-        let groups = Set(configuration.catalog.products.compactMap { $0.kind == .autoRenewable ? $0.group : nil })
+        let groups = Set(catalog.products.compactMap { $0.kind == .autoRenewable ? $0.group : nil })
         let grace = groups.isEmpty ? [:] : await storeKit.gracePeriods(groups: groups.sorted())
         let entitlements = Entitlements.evaluate(
-            facts, catalog: configuration.catalog, gracePeriods: grace, at: now())
+            facts, catalog: catalog, gracePeriods: grace, at: now())
         let names = entitlements.names
         try state.set("entitlements", names.joined(separator: "\n"))
         if names != lastPublished {
@@ -76,7 +76,7 @@ extension CofferSDK {
 
     func milestone(_ group: String, token: String) async throws -> Bool? {
         if let first = try await askMilestone(group, token: token) { return first }
-        let products = Set(configuration.catalog.products.filter { $0.group == group }.map(\.id))
+        let products = Set(catalog.products.filter { $0.group == group }.map(\.id))
         for transaction in await storeKit.all() where products.contains(transaction.productId) {
             _ = try? await server.post(signedTransaction: transaction.jwsRepresentation, token: token)
         }
@@ -104,7 +104,7 @@ extension CofferSDK {
     /// The loyalty lifetimes earned whose celebration the app has not shown yet (``acknowledgeMilestone(_:)``),
     /// so one earned while no screen listened is still shown once.
     public func pendingMilestones() throws -> [String] {
-        try configuration.catalog.loyalty.map(\.group).filter {
+        try catalog.loyalty.map(\.group).filter {
             try state.value(Self.celebrationKey($0)) == "pending"
         }
     }

@@ -26,15 +26,22 @@ extension CofferSDK {
         public var otherUsers: [String]
     }
 
-    /// Starts the SDK: finds (or creates) the user; in the device wallet takes the server's backup when the
-    /// backup rule says so (a fresh install, an admin edit); recovers what a dead process left; posts the
-    /// outbox; applies the mailbox and grants; backs the balance up. Without the server it still recovers
-    /// locally and says it was offline.
+    /// Starts the SDK: finds (or creates) the user; takes the server's catalog when it changed and checks the server
+    /// keeps the wallet this app is configured for (``SDKError/walletMismatch(_:)`` otherwise); in the device wallet
+    /// takes the server's backup when the backup rule says so (a fresh install, an admin edit); recovers what a dead
+    /// process left; posts the outbox; applies the mailbox and grants; backs the balance up. Without the server it
+    /// still recovers locally and says it was offline.
     @discardableResult
     public func launch() async throws -> LaunchReport {
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false
+        do {
+            try await refreshCatalog()
+            try await checkWallet()
+        } catch ServerClientError.transport {
+            offline = true
+        }
         do {
             _ = try await syncBackup()
         } catch ServerClientError.transport {
@@ -260,6 +267,8 @@ extension CofferSDK {
     /// (purchases are delivered locally and wait in the outbox) and registers on a later call; the server
     /// wallet cannot work without the server and says so (``SDKError/serverRequired(_:)``).
     func localUser() async throws -> LocalUser {
+        // An install registering again (its token refused) finds its new local user once; the others wait for it.
+        if let registration, !Self.replacingCredentials { _ = try? await registration.value }
         if let user, identity != nil { return user }
         var identity = try self.identity ?? credentialStore.load()
         if identity == nil, let user, let tried = registrationTriedAt, now().timeIntervalSince(tried) < 30 {

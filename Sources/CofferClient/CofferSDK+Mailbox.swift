@@ -72,7 +72,7 @@ extension CofferSDK {
             let events = Delivery.mirrored(
                 kind: LedgerEntryKind(rawValue: item.kind), key: item.key, amount: item.amount,
                 reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
-                catalog: configuration.catalog)
+                catalog: catalog)
             for event in events {
                 _ = try await ledger.apply(
                     LedgerRequest(

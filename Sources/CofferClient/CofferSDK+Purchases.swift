@@ -8,7 +8,7 @@ extension CofferSDK {
     /// and finished only after that is durable.
     public func purchase(productId: String, quantity: Int = 1) async throws -> PurchaseResult {
         let user = try await localUser()
-        guard configuration.catalog.product(id: productId) != nil else {
+        guard catalog.product(id: productId) != nil else {
             throw SDKError.unknownProduct(productId)
         }
         let intent = UUID()
@@ -84,7 +84,7 @@ extension CofferSDK {
 
     /// Applies a transaction to the local ledger: a purchase delivers, a refunded one takes back.
     func deliverLocally(_ transaction: StoreTransaction, to user: LocalUser) async throws {
-        let event = try Delivery.event(for: Self.fact(transaction), catalog: configuration.catalog)
+        let event = try Delivery.event(for: Self.fact(transaction), catalog: catalog)
         let result = try await ledger.apply(
             LedgerRequest(
                 owner: user.id, environment: configuration.environment, event: event,

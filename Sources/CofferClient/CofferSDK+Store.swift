@@ -7,7 +7,7 @@ extension CofferSDK {
     /// localized names and prices, the currency, and for a subscription its period, introductory offer and
     /// whether the customer may still take it. Products the App Store does not sell are left out.
     public func products() async throws -> [StoreProduct] {
-        let ids = configuration.catalog.products.map(\.id)
+        let ids = catalog.products.map(\.id)
         let offered = try await storeKit.products(ids: ids)
         return ids.compactMap { id in offered.first { $0.id == id } }
     }

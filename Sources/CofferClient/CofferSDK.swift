@@ -8,7 +8,7 @@ public struct SDKConfiguration: Sendable {
     /// Who owns the running balance; the server must be configured the same way.
     public var wallet: WalletMode
     /// Sandbox or Production, as the server.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The app's products (the catalog the server has).
     public var catalog: Catalog
     /// A name for this device, kept with its backups.
@@ -42,7 +42,7 @@ public struct SDKConfiguration: Sendable {
 
     /// Creates a configuration.
     public init(
-        wallet: WalletMode, environment: Environment, catalog: Catalog, deviceName: String,
+        wallet: WalletMode, environment: AppStoreEnvironment, catalog: Catalog, deviceName: String,
         deficitPolicy: DeficitPolicy = .collect, identity: SDKIdentity = .appleAccount,
         backupDelay: TimeInterval? = 2
     ) {
@@ -143,9 +143,18 @@ public actor CofferSDK {
     var registrationTriedAt: Date?
     /// When this install last registered again after the server refused its token (``signedIn(_:)``).
     var registeredAgainAt: Date?
+    /// The registration under way after the server refused this install's token, which other flows wait for.
+    var registration: Task<Bool, any Error>?
 
     /// The credentials, once ``launch()`` has run.
     public var credentials: Credentials? { identity?.credentials }
+
+    /// The catalog the SDK works with: the server's (`GET /v1/catalog`, taken at each launch and kept for an
+    /// offline one), else the one the app bundles (``SDKConfiguration/catalog``) until the server was first reached.
+    /// A new product or a new number of credits then needs no app release.
+    public internal(set) var catalog: Catalog
+    /// Whether the server said it keeps the wallet this app is configured for (once per process).
+    var walletChecked = false
 
     /// An SDK keeping its files in `folder`.
     ///
@@ -170,6 +179,7 @@ public actor CofferSDK {
         ledger = try DeviceLedger(path: folder.appendingPathComponent("ledger.sqlite").path)
         wallet = configuration.wallet == .device ? DeviceWallet() : ServerWallet()
         state = try SDKState(path: folder.appendingPathComponent("sdk.sqlite").path)
+        catalog = Self.keptCatalog(state) ?? configuration.catalog
         self.now = now
         self.crashAfter = crashAfter
     }
@@ -262,4 +272,7 @@ public enum SDKError: Error, Equatable, Sendable {
     /// The call is the device wallet's (its balance is the app's to change); the server wallet's balance
     /// changes only through the server.
     case deviceWalletOnly(String)
+    /// The server keeps the other wallet than ``SDKConfiguration/wallet`` says (its `wallet` setting): set the
+    /// configuration to match, or the app would run half of each.
+    case walletMismatch(String)
 }

@@ -62,7 +62,7 @@ final class DeviceLedger: Sendable {
         """
 
     /// The user with this Support ID in `environment`.
-    func user(supportId: SupportID, environment: Environment) async throws -> LocalUser? {
+    func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> LocalUser? {
         try await queue.read { db in
             try Row.fetchOne(
                 db, sql: "SELECT id, app_account_token FROM users WHERE environment = ? AND support_id = ?",
@@ -76,7 +76,7 @@ final class DeviceLedger: Sendable {
     }
 
     /// Records the install's user, with an empty wallet.
-    func createUser(_ user: LocalUser, environment: Environment, at date: Date) async throws {
+    func createUser(_ user: LocalUser, environment: AppStoreEnvironment, at date: Date) async throws {
         let legacy = legacyUsers
         try await queue.write { db in
             try db.execute(
@@ -97,7 +97,7 @@ final class DeviceLedger: Sendable {
 
     /// Gives an existing user (the provisional one of a first launch offline) the server's Support ID and
     /// account token.
-    func adopt(_ user: LocalUser, environment: Environment) async throws {
+    func adopt(_ user: LocalUser, environment: AppStoreEnvironment) async throws {
         try await queue.write { db in
             try db.execute(
                 sql: "UPDATE users SET support_id = ?, app_account_token = ? WHERE id = ? AND environment = ?",
@@ -120,26 +120,26 @@ final class DeviceLedger: Sendable {
     }
 
     /// The user's wallet (empty for an unknown user).
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+    func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
         try await queue.read { db in
             try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
         }
     }
 
     /// The receipt of a transaction.
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+    func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await queue.read { db in
             try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
         }
     }
 
     /// The user's entries, oldest first.
-    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+    func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await queue.read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
     }
 
     /// The user's receipts, oldest purchase first.
-    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+    func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await queue.read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
     }
 }

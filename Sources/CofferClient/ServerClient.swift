@@ -51,6 +51,20 @@ public struct ServerClient: Sendable {
                 ckWebAuthToken: ckWebAuthToken))
     }
 
+    /// `GET /v1/catalog`: the catalog the server loaded and its ETag, or `nil` when it is still the one tagged `etag`
+    /// (304).
+    public func catalog(etag: String?) async throws(ServerClientError) -> (catalog: Catalog, etag: String?)? {
+        let (data, status, headers) = try await exchange(
+            "GET", "/v1/catalog", headers: etag.map { ["If-None-Match": $0] } ?? [:])
+        if status == 304 { return nil }
+        try Self.check(status, data)
+        do {
+            return (try Catalog(json: data), headers.first { $0.key.lowercased() == "etag" }?.value)
+        } catch {
+            throw .transport("the server's catalog is not readable: \(error)")
+        }
+    }
+
     /// `GET /v1/me`.
     public func me(token: String) async throws(ServerClientError) -> MeResponse {
         try await send("GET", "/v1/me", token: token)
@@ -160,7 +174,7 @@ public struct ServerClient: Sendable {
     /// connection drops (it then ends with ``ServerClientError/transport(_:)``) or the reader stops.
     public func events(token: String) -> AsyncThrowingStream<ServerEventSignal, any Error> {
         let (stream, continuation) = AsyncThrowingStream<ServerEventSignal, any Error>.makeStream()
-        guard let url = URL(string: "/v1/me/events", relativeTo: baseURL) else {
+        guard let url = endpoint("/v1/me/events") else {
             continuation.finish(throwing: ServerClientError.transport("bad path /v1/me/events"))
             return stream
         }
@@ -191,7 +205,48 @@ public struct ServerClient: Sendable {
         _ method: String, _ path: String, token: String? = nil, body: (some Encodable)? = String?.none,
         headers: [String: String] = [:]
     ) async throws(ServerClientError) -> Answer {
-        guard let url = URL(string: path, relativeTo: baseURL) else { throw .transport("bad path \(path)") }
+        let (data, status, _) = try await exchange(method, path, token: token, body: body, headers: headers)
+        try Self.check(status, data)
+        if status == 204, let nothing = NoContent() as? Answer { return nothing }
+        do {
+            return try Self.decoder.decode(Answer.self, from: data)
+        } catch {
+            throw .transport("the server's answer is not readable: \(error)")
+        }
+    }
+
+    /// The server's dates are ISO 8601.
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
+    /// Throws what a status other than 2xx means: out of reach for 5xx, 429 and no answer (tried again later),
+    /// refused with the server's code otherwise.
+    static func check(_ status: Int, _ data: Data) throws(ServerClientError) {
+        guard !(200..<300).contains(status) else { return }
+        let detail = try? decoder.decode(ErrorResponse.self, from: data)
+        if status >= 500 || status == 0 || status == 429 {
+            throw .transport("the server answered \(status) \(detail?.error.message ?? "")")
+        }
+        throw .refused(status, detail?.error.code ?? "http-\(status)", detail?.error.message ?? "")
+    }
+
+    /// The server's URL of `path` (which starts with `/`), under the base URL's own path: a server at
+    /// `https://example.com/coffer/` answers `/v1/me` at `https://example.com/coffer/v1/me`.
+    func endpoint(_ path: String) -> URL? {
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        return URL(string: base + path)
+    }
+
+    /// One request and its answer's bytes, status and headers.
+    private func exchange(
+        _ method: String, _ path: String, token: String? = nil, body: (some Encodable)? = String?.none,
+        headers: [String: String] = [:]
+    ) async throws(ServerClientError) -> (Data, Int, [String: String]) {
+        guard let url = endpoint(path) else { throw .transport("bad path \(path)") }
         var request = URLRequest(url: url)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -211,22 +266,12 @@ public struct ServerClient: Sendable {
         } catch {
             throw .transport(error.localizedDescription)
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        guard (200..<300).contains(status) else {
-            let detail = try? decoder.decode(ErrorResponse.self, from: data)
-            if status >= 500 || status == 0 || status == 429 {
-                throw .transport("the server answered \(status) \(detail?.error.message ?? "")")
-            }
-            throw .refused(status, detail?.error.code ?? "http-\(status)", detail?.error.message ?? "")
+        let http = response as? HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (name, value) in http?.allHeaderFields ?? [:] {
+            if let name = name as? String, let value = value as? String { fields[name] = value }
         }
-        if status == 204, let nothing = NoContent() as? Answer { return nothing }
-        do {
-            return try decoder.decode(Answer.self, from: data)
-        } catch {
-            throw .transport("the server's answer is not readable: \(error)")
-        }
+        return (data, http?.statusCode ?? 0, fields)
     }
 
     /// A 204 answer.

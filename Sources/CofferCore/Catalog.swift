@@ -13,7 +13,7 @@ public enum ProductKind: String, Codable, Sendable, CaseIterable {
 }
 
 /// One product the app sells.
-public struct Product: Sendable, Hashable, Codable {
+public struct CatalogProduct: Sendable, Hashable, Codable {
     /// The App Store product identifier, e.g. `com.example.credits.400k`.
     public var id: String
     /// The product's kind.
@@ -137,16 +137,16 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
 /// ```
 public struct Catalog: Sendable, Hashable {
     /// The products, in file order.
-    public let products: [Product]
+    public let products: [CatalogProduct]
     /// The loyalty rules, in file order.
     public let loyalty: [LoyaltyRule]
-    private let byId: [String: Product]
+    private let byId: [String: CatalogProduct]
 
     /// Creates a catalog, checking every rule a loaded file is checked against.
     ///
     /// - Throws: ``CatalogError`` naming the first product or rule at fault.
-    public init(products: [Product], loyalty: [LoyaltyRule] = []) throws(CatalogError) {
-        var byId: [String: Product] = [:]
+    public init(products: [CatalogProduct], loyalty: [LoyaltyRule] = []) throws(CatalogError) {
+        var byId: [String: CatalogProduct] = [:]
         for product in products {
             guard !product.id.isEmpty else { throw .emptyProductId }
             guard byId[product.id] == nil else { throw .duplicateProductId(product.id) }
@@ -194,13 +194,13 @@ public struct Catalog: Sendable, Hashable {
         } catch {
             throw .malformed(String(describing: error))
         }
-        var products: [Product] = []
+        var products: [CatalogProduct] = []
         for entry in document.products {
             guard let kind = ProductKind(rawValue: entry.kind) else {
                 throw .unknownKind(productId: entry.id, kind: entry.kind)
             }
             products.append(
-                Product(
+                CatalogProduct(
                     id: entry.id,
                     kind: kind,
                     credits: entry.credits ?? 0,
@@ -218,7 +218,21 @@ public struct Catalog: Sendable, Hashable {
     }
 
     /// The product with this identifier, or `nil` when the catalog does not sell it.
-    public func product(id: String) -> Product? { byId[id] }
+    public func product(id: String) -> CatalogProduct? { byId[id] }
+
+    /// The catalog in the catalog file's shape (`products` with `id`, `kind`, `credits`, `name`, `entitlements`,
+    /// `group`, `durationDays`; `loyalty` rules), keys sorted: what `GET /v1/catalog` serves, and what
+    /// ``init(json:)`` reads back to the same catalog.
+    public func json() -> Data {
+        struct File: Encodable {
+            var products: [CatalogProduct]
+            var loyalty: [LoyaltyRule]
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        // Strings, numbers and arrays of them only: encoding cannot fail.
+        return (try? encoder.encode(File(products: products, loyalty: loyalty))) ?? Data("{}".utf8)
+    }
 
     /// The credits a purchase delivers: `credits × quantity`, and nothing for a family-shared purchase.
     ///

@@ -136,7 +136,7 @@ public enum Delivery {
     /// says Production: any TestFlight tester makes Sandbox purchases for free, and its renewals come every few
     /// minutes. A TestFlight or App Review install (Sandbox AppTransaction) and one registered without an
     /// AppTransaction take it, as App Review needs.
-    public static func reaches(data: Environment?, customer: Environment?) -> Bool {
+    public static func reaches(data: AppStoreEnvironment?, customer: AppStoreEnvironment?) -> Bool {
         !(data == .sandbox && customer == .production)
     }
 

@@ -145,13 +145,13 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
     public var createdAt: Date
     /// The environment the transaction's data came from, for purchases, revocations and reversals whose source
     /// said (``TransactionFact/environment``): Sandbox on a Production server marks App Review and TestFlight.
-    public var dataEnvironment: Environment?
+    public var dataEnvironment: AppStoreEnvironment?
 
     /// Creates an entry.
     public init(
         owner: UUID, key: IdempotencyKey, amount: Int64, balanceDelta: Int64, deficitDelta: Int64, walletAfter: Wallet,
         transactionId: String? = nil, productId: String? = nil, reason: String? = nil, createdAt: Date,
-        dataEnvironment: Environment? = nil
+        dataEnvironment: AppStoreEnvironment? = nil
     ) {
         self.owner = owner
         self.key = key

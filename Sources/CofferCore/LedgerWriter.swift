@@ -5,7 +5,7 @@ public struct LedgerRequest: Sendable, Hashable {
     /// The user.
     public var owner: UUID
     /// The environment the change belongs to; it must be the user's.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The change.
     public var event: LedgerEvent
     /// The app's deficit policy.
@@ -14,7 +14,9 @@ public struct LedgerRequest: Sendable, Hashable {
     public var at: Date
 
     /// Creates a request.
-    public init(owner: UUID, environment: Environment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date) {
+    public init(
+        owner: UUID, environment: AppStoreEnvironment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date
+    ) {
         self.owner = owner
         self.environment = environment
         self.event = event
@@ -47,13 +49,13 @@ public struct LedgerResult: Sendable, Hashable {
 /// load-decide-save sequence is written once for every engine.
 public protocol LedgerWriteContext {
     /// The user's current wallet, or `nil` when no such user lives in `environment`.
-    mutating func wallet(owner: UUID, environment: Environment) throws -> Wallet?
+    mutating func wallet(owner: UUID, environment: AppStoreEnvironment) throws -> Wallet?
     /// The receipt of a transaction, any owner.
-    mutating func receipt(transactionId: String, environment: Environment) throws -> Receipt?
+    mutating func receipt(transactionId: String, environment: AppStoreEnvironment) throws -> Receipt?
     /// The user's entry under a key.
-    mutating func entry(owner: UUID, environment: Environment, key: IdempotencyKey) throws -> LedgerEntry?
+    mutating func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) throws -> LedgerEntry?
     /// Saves a decision: the wallet, the receipt if any, and the new entry.
-    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws
+    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) throws
 }
 
 /// The read and write steps of an engine whose database calls are asynchronous (PostgreSQL), inside
@@ -61,10 +63,10 @@ public protocol LedgerWriteContext {
 public protocol AsyncLedgerWriteContext {
     /// The user's wallet (locked for the rest of the transaction), the receipt of `transactionId` (any
     /// owner) and the user's entry under `key`; `nil` when no such user lives in `environment`.
-    func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
+    func load(owner: UUID, environment: AppStoreEnvironment, transactionId: String?, key: IdempotencyKey) async throws
         -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
     /// Saves a decision: the wallet, the receipt if any, and the new entry.
-    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws
+    func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) async throws
 }
 
 /// Applies ledger requests through an engine's write context: load what the request needs, decide with
@@ -136,11 +138,11 @@ public enum LedgerWriter {
             walletOrder.compactMap { owner in finalWallets[owner].map { (owner, $0) } }
         }
         /// Each written receipt as it ends, with its environment, in the order the batch first wrote it.
-        public var receipts: [(environment: Environment, receipt: Receipt)] {
+        public var receipts: [(environment: AppStoreEnvironment, receipt: Receipt)] {
             receiptOrder.compactMap { key in finalReceipts[key].map { (key.environment, $0) } }
         }
         /// The new entries, with their environment, in the order they were decided.
-        public private(set) var entries: [(environment: Environment, entry: LedgerEntry)] = []
+        public private(set) var entries: [(environment: AppStoreEnvironment, entry: LedgerEntry)] = []
 
         var finalWallets: [UUID: Wallet] = [:]
         var walletOrder: [UUID] = []
@@ -150,7 +152,7 @@ public enum LedgerWriter {
         /// Whether nothing is to be written.
         public var isEmpty: Bool { walletOrder.isEmpty && receiptOrder.isEmpty && entries.isEmpty }
 
-        mutating func record(_ decision: LedgerDecision, owner: UUID, environment: Environment) {
+        mutating func record(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) {
             if finalWallets.updateValue(decision.wallet, forKey: owner) == nil { walletOrder.append(owner) }
             if let receipt = decision.receipt {
                 let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
@@ -162,7 +164,7 @@ public enum LedgerWriter {
 
     /// A transaction in an environment.
     struct TransactionKey: Hashable, Sendable {
-        var environment: Environment
+        var environment: AppStoreEnvironment
         var transactionId: String
     }
 
@@ -180,7 +182,7 @@ public enum LedgerWriter {
     ) {
         struct EntryKey: Hashable {
             var owner: UUID
-            var environment: Environment
+            var environment: AppStoreEnvironment
             var key: IdempotencyKey
         }
         var write = BatchWrite()

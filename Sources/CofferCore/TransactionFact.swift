@@ -26,7 +26,7 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// The environment Apple's data names (`environment`), or `nil` where the source did not say. On a
     /// Production server it can be Sandbox: App Review and TestFlight buy in the sandbox with the production
     /// build, and such a purchase stays marked Sandbox on its receipt and ledger entries.
-    public var environment: Environment?
+    public var environment: AppStoreEnvironment?
     /// What the customer paid (Apple's `price`, in milliunits of ``currency``), or `nil` where the source did not
     /// say (a legacy receipt). Always in ``Payment/prices``.
     public var price: Int64?
@@ -42,7 +42,7 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
         purchaseDate: Date, expiresDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
-        isTrial: Bool = false, isUpgraded: Bool = false, environment: Environment? = nil, price: Int64? = nil,
+        isTrial: Bool = false, isUpgraded: Bool = false, environment: AppStoreEnvironment? = nil, price: Int64? = nil,
         currency: String? = nil, storefront: String? = nil, revocationReason: Int? = nil
     ) {
         self.transactionId = transactionId

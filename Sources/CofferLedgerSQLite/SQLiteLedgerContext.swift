@@ -21,8 +21,8 @@ public enum RowValue {
     }
 
     /// The `environment` column.
-    public static func environment(_ row: Row) throws -> Environment {
-        guard let text = row["environment"] as String?, let environment = Environment(rawValue: text) else {
+    public static func environment(_ row: Row) throws -> AppStoreEnvironment {
+        guard let text = row["environment"] as String?, let environment = AppStoreEnvironment(rawValue: text) else {
             throw StoreError.storage("corrupt environment column")
         }
         return environment
@@ -30,9 +30,9 @@ public enum RowValue {
 
     /// The `data_environment` column: the environment Apple's data named, `nil` where not marked (the row's
     /// own, for rows written before it was kept).
-    public static func dataEnvironment(_ row: Row) throws -> Environment? {
+    public static func dataEnvironment(_ row: Row) throws -> AppStoreEnvironment? {
         guard let text = row["data_environment"] as String? else { return nil }
-        guard let environment = Environment(rawValue: text) else {
+        guard let environment = AppStoreEnvironment(rawValue: text) else {
             throw StoreError.storage("corrupt data_environment column")
         }
         return environment
@@ -56,7 +56,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
     }
 
     /// The user's wallet, `nil` when no such user lives in `environment`.
-    public func wallet(owner: UUID, environment: Environment) throws -> Wallet? {
+    public func wallet(owner: UUID, environment: AppStoreEnvironment) throws -> Wallet? {
         try Row.fetchOne(
             db.cachedStatement(
                 sql: """
@@ -68,7 +68,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
     }
 
     /// The receipt of a transaction, any owner.
-    public func receipt(transactionId: String, environment: Environment) throws -> Receipt? {
+    public func receipt(transactionId: String, environment: AppStoreEnvironment) throws -> Receipt? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM receipts WHERE environment = ? AND transaction_id = ?"),
             arguments: [environment.rawValue, transactionId]
@@ -76,7 +76,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
     }
 
     /// The user's entry under a key.
-    public func entry(owner: UUID, environment: Environment, key: IdempotencyKey) throws -> LedgerEntry? {
+    public func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) throws -> LedgerEntry? {
         try Row.fetchOne(
             db.cachedStatement(sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? AND key = ?"),
             arguments: [environment.rawValue, owner.uuidString, key.rawValue]
@@ -84,7 +84,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
     }
 
     /// The user's entries, oldest first.
-    public func entries(owner: UUID, environment: Environment) throws -> [LedgerEntry] {
+    public func entries(owner: UUID, environment: AppStoreEnvironment) throws -> [LedgerEntry] {
         try Row.fetchAll(
             db, sql: "SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? ORDER BY seq",
             arguments: [environment.rawValue, owner.uuidString]
@@ -92,7 +92,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
     }
 
     /// The user's receipts, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment) throws -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment) throws -> [Receipt] {
         try Row.fetchAll(
             db,
             sql: "SELECT * FROM receipts WHERE environment = ? AND owner = ? ORDER BY purchase_date, transaction_id",
@@ -101,7 +101,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
     }
 
     /// Saves a decision: the wallet, the receipt if any, and the new entry.
-    public func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) throws {
+    public func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) throws {
         try db.cachedStatement(sql: "UPDATE wallets SET balance = ?, deficit = ? WHERE user_id = ?")
             .execute(arguments: [decision.wallet.balance, decision.wallet.deficit, owner.uuidString])
         if let receipt = decision.receipt {

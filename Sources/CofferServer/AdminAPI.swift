@@ -141,11 +141,11 @@ struct AdminAPI: Sendable {
     }
 
     /// The environment a request names, the server's own by default.
-    func environment(_ request: Request) throws -> CofferCore.Environment {
+    func environment(_ request: Request) throws -> CofferCore.AppStoreEnvironment {
         guard let text = request.uri.queryParameters.get("environment"), !text.isEmpty else {
             return api.configuration.environment
         }
-        guard let environment = CofferCore.Environment(rawValue: text) else {
+        guard let environment = CofferCore.AppStoreEnvironment(rawValue: text) else {
             throw ServiceError.badRequest("environment must be Sandbox or Production")
         }
         return environment

@@ -439,7 +439,7 @@ extension AdminPanel {
 
     func switchEnvironment(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
-        guard let environment = CofferCore.Environment(rawValue: form["environment"] ?? "") else {
+        guard let environment = CofferCore.AppStoreEnvironment(rawValue: form["environment"] ?? "") else {
             return Self.redirect("/admin")
         }
         if environment == .production, form["confirm"] != "yes" {

@@ -108,7 +108,7 @@ struct AdminPanel: Sendable {
 
     /// Renders a page; `nil` values are left out, so their sections do not show.
     func page(
-        _ template: String, _ values: [String: Any?], environment: CofferCore.Environment,
+        _ template: String, _ values: [String: Any?], environment: CofferCore.AppStoreEnvironment,
         status: HTTPResponse.Status
     ) -> Response {
         var values = values.compactMapValues { $0 }

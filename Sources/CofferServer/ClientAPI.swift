@@ -30,6 +30,9 @@ struct ClientAPI: Sendable {
                     limiter: RateLimiter(limit: configuration.userCreationLimit), what: "claims")
             )
             .post(use: claimCloudKit)
+        // Unauthenticated: served from memory (an ETag, 304 for an app that holds it), like /openapi.json.
+        let catalog = ServedDocument(data: dependencies.catalog.json())
+        routes.get("v1/catalog") { request, _ in catalog.response(to: request) }
         routes.get("v1/me", use: me)
         routes.delete("v1/me/token", use: revokeToken)
         routes.put("v1/me/push-token", use: registerPushToken)

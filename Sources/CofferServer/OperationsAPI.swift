@@ -14,7 +14,7 @@ import Synchronization
 /// Liveness, readiness and metrics, for load balancers and Prometheus.
 struct OperationsAPI: Sendable {
     let dependencies: ServerDependencies
-    let environment: CofferCore.Environment
+    let environment: CofferCore.AppStoreEnvironment
     /// When set, `/metrics` needs `Authorization: Bearer <token>`.
     let metricsToken: String?
     /// The last answer of the database to `/readyz`: asked at most once a second, however many ask.
@@ -53,18 +53,10 @@ struct OperationsAPI: Sendable {
     /// `GET /openapi.json`: the API document, read once and served from memory with an ETag (304 for a client
     /// that has it).
     func document(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        guard let document = APIDocument.shared else {
+        guard let document = ServedDocument.apiDocument else {
             throw ServiceError.notFound("the API document is not installed")
         }
-        let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
-        }
-        if tags.contains(document.etag) || tags.contains("*") {
-            return Response(status: .notModified, headers: [.eTag: document.etag])
-        }
-        return Response(
-            status: .ok, headers: [.contentType: "application/json", .eTag: document.etag],
-            body: .init(byteBuffer: document.body))
+        return document.response(to: request)
     }
 
     /// `GET /metrics`: Prometheus text, behind the metrics token when one is set.
@@ -200,21 +192,38 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 }
 
-/// The API document as served: read from the bundle once, with its ETag (a hash of its bytes).
-struct APIDocument: Sendable {
+/// A JSON document served from memory with its ETag (a hash of its bytes): the API document, the catalog.
+struct ServedDocument: Sendable {
     /// The bytes.
     let body: ByteBuffer
     /// `"<first 16 bytes of SHA-256, hex>"`.
     let etag: String
 
-    /// The bundle's document, read on first use; `nil` when it is not installed.
-    static let shared: APIDocument? = {
+    /// The document of these bytes.
+    init(data: Data) {
+        body = ByteBuffer(data: data)
+        etag = "\"" + SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined() + "\""
+    }
+
+    /// The bundle's API document, read on first use; `nil` when it is not installed.
+    static let apiDocument: ServedDocument? = {
         guard let url = Bundle.module.url(forResource: "openapi", withExtension: "json"),
             let data = try? Data(contentsOf: url)
         else { return nil }
-        let digest = SHA256.hash(data: data).prefix(16).map { String(format: "%02x", $0) }.joined()
-        return APIDocument(body: ByteBuffer(data: data), etag: "\"\(digest)\"")
+        return ServedDocument(data: data)
     }()
+
+    /// The answer: 304 for a client that holds this version (`If-None-Match`), the document otherwise.
+    func response(to request: Request) -> Response {
+        let tags = (request.headers[.ifNoneMatch] ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }
+        if tags.contains(etag) || tags.contains("*") {
+            return Response(status: .notModified, headers: [.eTag: etag])
+        }
+        return Response(
+            status: .ok, headers: [.contentType: "application/json", .eTag: etag], body: .init(byteBuffer: body))
+    }
 }
 
 /// The database's last answer to `/readyz`, asked again only once a second has passed: concurrent requests

@@ -226,7 +226,8 @@ public struct ClientService: ServiceOnParts {
     }
 
     /// A one-time merge code for the customer's install to show (``MergeCodes``): support types it in to merge
-    /// this customer into their Apple account's customer. Replaces the code before; valid 15 minutes.
+    /// this customer into their Apple account's customer, or (an Apple account's code) to let a merged install
+    /// sign in as this customer. Replaces the code before; valid 15 minutes.
     public func mergeCode(for user: User) async throws -> MergeCodeResponse {
         let code = MergeCodes.make()
         let now = dependencies.now()
@@ -239,7 +240,7 @@ public struct ClientService: ServiceOnParts {
         } catch StoreError.notFound {
             throw ServiceError.noBearer
         }
-        return MergeCodeResponse(code: code, expiresAt: expires)
+        return MergeCodeResponse(code: code, expiresAt: expires, appleAccount: user.appleAccount != nil)
     }
 
     /// Forgets the tokens remembered for a user (support merged it into another: they name that one now).
@@ -281,7 +282,8 @@ public struct ClientService: ServiceOnParts {
         let backup = try await store.backup(owner: user.id, environment: user.environment)
         return MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
-            entitlements: try await entitlements(of: user), backup: backup.map(BackupBody.init))
+            entitlements: try await entitlements(of: user), backup: backup.map(BackupBody.init),
+            wallet: configuration.wallet.rawValue)
     }
 
     // MARK: Transactions

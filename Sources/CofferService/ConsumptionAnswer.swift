@@ -50,7 +50,7 @@ enum ConsumptionAnswer {
     /// - Account tenure: Apple's day ranges, from when the user was created.
     static func request(
         receipt: Receipt?,
-        product: Product?,
+        product: CatalogProduct?,
         wallet: Wallet,
         backup: BackupRecord?,
         wallet mode: WalletMode,
@@ -77,7 +77,7 @@ enum ConsumptionAnswer {
     }
 
     /// 0 undeclared, 1 not consumed, 2 partly, 3 fully.
-    static func consumption(delivered: Int64?, product: Product?, balance: Int64?) -> Int32 {
+    static func consumption(delivered: Int64?, product: CatalogProduct?, balance: Int64?) -> Int32 {
         guard let delivered, let product else { return 0 }
         guard product.kind == .consumable, delivered > 0 else { return 3 }
         guard let balance else { return 0 }

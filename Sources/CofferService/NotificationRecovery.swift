@@ -44,7 +44,7 @@ public struct NotificationRecovery: Service {
     }
 
     var store: any CofferStore { intake.store }
-    var environment: CofferCore.Environment { intake.configuration.environment }
+    var environment: CofferCore.AppStoreEnvironment { intake.configuration.environment }
 
     /// What one run did.
     public struct Report: Sendable, Equatable {

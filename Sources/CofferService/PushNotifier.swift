@@ -22,13 +22,13 @@ extension APNsClient: PushSender {}
 public final class PushNotifier: Service, Sendable {
     private let store: any CofferStore
     private let sender: any PushSender
-    private let environment: Environment
+    private let environment: AppStoreEnvironment
     private let logger: Logger
     private let queue: AsyncStream<(UUID, ServerEventBody)>
     private let continuation: AsyncStream<(UUID, ServerEventBody)>.Continuation
 
     /// A notifier sending through `sender` to the tokens `store` holds for users of `environment`.
-    public init(store: any CofferStore, sender: any PushSender, environment: Environment, logger: Logger) {
+    public init(store: any CofferStore, sender: any PushSender, environment: AppStoreEnvironment, logger: Logger) {
         self.store = store
         self.sender = sender
         self.environment = environment

@@ -12,7 +12,7 @@ public struct ServerConfiguration: Sendable {
     /// The port to listen on.
     public var port = 8080
     /// The environment this server serves; data from the other is refused.
-    public var environment: CofferCore.Environment = .sandbox
+    public var environment: CofferCore.AppStoreEnvironment = .sandbox
     /// Whether a Production server also accepts Apple's Sandbox data (App Review and TestFlight buy with sandbox
     /// accounts in the production build): signed data verified as Sandbox against Apple's real roots, and
     /// ProductionSandbox receipts. Default on; off for a separate Sandbox server.

@@ -58,7 +58,7 @@ extension SimulatedAppStore {
         return report
     }
 
-    func complete(account: String, product: Product, quantity: Int, token: UUID?) throws(SimulatorError)
+    func complete(account: String, product: CatalogProduct, quantity: Int, token: UUID?) throws(SimulatorError)
         -> SimulatorReport
     {
         var report = SimulatorReport()
@@ -96,7 +96,7 @@ extension SimulatedAppStore {
         return report
     }
 
-    func subscribe(account: String, product: Product, token: UUID?) throws(SimulatorError) -> SimulatorReport {
+    func subscribe(account: String, product: CatalogProduct, token: UUID?) throws(SimulatorError) -> SimulatorReport {
         let group = product.group ?? product.id
         let now = clock.now()
         let previous = subscriptions[subscriptionKey(account, group)]
@@ -139,7 +139,7 @@ extension SimulatedAppStore {
 
     /// Moves a live subscription to another product of its group: a higher-ranked product takes effect at
     /// once (the current transaction is marked upgraded); a lower-ranked one at the next renewal.
-    func change(_ subscription: SimulatedSubscription, to product: Product) throws(SimulatorError)
+    func change(_ subscription: SimulatedSubscription, to product: CatalogProduct) throws(SimulatorError)
         -> SimulatorReport
     {
         var subscription = subscription

@@ -181,7 +181,7 @@ extension SimulatedAppStore {
     }
 
     /// Records the next period of a subscription (a renewal, or the first period of an upgrade).
-    func nextPeriod(of subscription: SimulatedSubscription, product: Product, from start: Date, renewal: Bool)
+    func nextPeriod(of subscription: SimulatedSubscription, product: CatalogProduct, from start: Date, renewal: Bool)
         -> SimulatedTransaction
     {
         let latest = record(subscription.latestTransactionId)

@@ -18,11 +18,11 @@ extension SimulatedAppStore {
 
     /// The environment and account of a receipt this simulator handed out: a token, or a PKCS#7 receipt its
     /// receipt authority signed (read with Apple's receipt policy; the account is the owner of its purchases).
-    private func receiptOwner(_ decoded: Data) async -> (environment: AppStoreEnvironment, account: String)? {
+    private func receiptOwner(_ decoded: Data) async -> (environment: SignedDataEnvironment, account: String)? {
         if let text = String(data: decoded, encoding: .utf8) {
             let parts = text.split(separator: "|", maxSplits: 2).map(String.init)
             if parts.count == 3, parts[0] == Self.receiptPrefix,
-                let environment = AppStoreEnvironment(rawValue: parts[1])
+                let environment = SignedDataEnvironment(rawValue: parts[1])
             {
                 return (environment, parts[2])
             }
@@ -31,7 +31,7 @@ extension SimulatedAppStore {
             let reader = try? AppReceiptReader(trustedRoots: [root], now: { [clock] in clock.now() }),
             let receipt = try? await reader.read(der: decoded), receipt.bundleId == configuration.bundleId
         else { return nil }
-        let environment: AppStoreEnvironment
+        let environment: SignedDataEnvironment
         switch receipt.receiptType {
         case "Production": environment = .production
         case "ProductionSandbox": environment = .sandbox
@@ -79,7 +79,7 @@ extension SimulatedAppStore {
     ///   - body: The request body (`receipt-data`, `password`, `exclude-old-transactions`).
     ///   - host: Which of Apple's two hosts was asked.
     /// - Returns: The JSON answer.
-    public func verifyReceipt(body: Data, host: AppStoreEnvironment) async -> Data {
+    public func verifyReceipt(body: Data, host: SignedDataEnvironment) async -> Data {
         func answer(_ object: [String: Any]) -> Data {
             (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
         }

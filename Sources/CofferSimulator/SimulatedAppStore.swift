@@ -106,16 +106,16 @@ public actor SimulatedAppStore {
             jwsRepresentation: (try? signedTransaction(record)) ?? "")
     }
 
-    func product(_ id: String) throws(SimulatorError) -> Product {
+    func product(_ id: String) throws(SimulatorError) -> CatalogProduct {
         guard let product = catalog.product(id: id) else {
             throw SimulatorError("unknown-product", "\(id) is not in the catalog")
         }
         return product
     }
 
-    func price(_ product: Product) -> Int64 { configuration.prices[product.id] ?? 990 }
+    func price(_ product: CatalogProduct) -> Int64 { configuration.prices[product.id] ?? 990 }
 
-    func period(_ product: Product) -> TimeInterval { Double(product.durationDays ?? 30) * 86_400 }
+    func period(_ product: CatalogProduct) -> TimeInterval { Double(product.durationDays ?? 30) * 86_400 }
 
     /// A product's rank in its group: its position in the catalog (lower ranks higher).
     func rank(_ productId: String) -> Int {
@@ -149,7 +149,7 @@ public actor SimulatedAppStore {
     }
 
     /// The environment `account`'s data comes from: Sandbox for a reviewer, the simulator's otherwise.
-    public nonisolated func environment(of account: String) -> AppStoreEnvironment {
+    public nonisolated func environment(of account: String) -> SignedDataEnvironment {
         configuration.reviewers.contains(account) ? .sandbox : configuration.environment
     }
 

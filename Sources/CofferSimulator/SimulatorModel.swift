@@ -60,7 +60,7 @@ public struct SimulatorConfiguration: Sendable {
     /// The app's Apple id.
     public var appAppleId: Int64
     /// The environment its data says it comes from (Sandbox by default).
-    public var environment: AppStoreEnvironment
+    public var environment: SignedDataEnvironment
     /// The app's version, for app transactions and notifications.
     public var bundleVersion = "1.0"
     /// Prices in milliunits of `currency` by product id; products not listed cost 990 (0.99).
@@ -94,7 +94,7 @@ public struct SimulatorConfiguration: Sendable {
     public var includeConsumableHistory = false
 
     /// Creates a configuration.
-    public init(bundleId: String, appAppleId: Int64, environment: AppStoreEnvironment = .sandbox) {
+    public init(bundleId: String, appAppleId: Int64, environment: SignedDataEnvironment = .sandbox) {
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment
@@ -108,7 +108,7 @@ struct SimulatedTransaction: Sendable {
     var webOrderLineItemId: String?
     var orderId: String
     var account: String
-    var product: Product
+    var product: CatalogProduct
     var purchaseDate: Date
     var originalPurchaseDate: Date
     var expiresDate: Date?

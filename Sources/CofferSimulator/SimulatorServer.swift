@@ -37,7 +37,7 @@ public enum SimulatorServer {
     // MARK: verifyReceipt
 
     private static func addVerifyReceipt(to router: Router<BasicRequestContext>, store: SimulatedAppStore) {
-        for host in [AppStoreEnvironment.production, .sandbox] {
+        for host in [SignedDataEnvironment.production, .sandbox] {
             let path = RouterPath("verifyReceipt/\(host == .production ? "production" : "sandbox")")
             router.post(path) { request, _ -> Response in
                 let body = try await request.body.collect(upTo: maximumBodySize)

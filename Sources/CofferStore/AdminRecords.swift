@@ -113,7 +113,7 @@ public struct AdminSession: Sendable, Hashable, Codable {
     /// The token every form of this session must carry.
     public var csrfToken: String
     /// The environment the panel shows; changed by the environment switcher.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// When the session began.
     public var createdAt: Date
     /// When it ends.
@@ -124,7 +124,7 @@ public struct AdminSession: Sendable, Hashable, Codable {
 
     /// Creates a session record.
     public init(
-        tokenHash: String, adminId: UUID, adminName: String, csrfToken: String, environment: Environment,
+        tokenHash: String, adminId: UUID, adminName: String, csrfToken: String, environment: AppStoreEnvironment,
         createdAt: Date, expiresAt: Date, twoFactorPending: Bool = false
     ) {
         self.twoFactorPending = twoFactorPending

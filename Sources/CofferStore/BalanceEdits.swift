@@ -8,7 +8,7 @@ public struct BalanceEdit: Sendable, Hashable {
     /// The customer.
     public var owner: UUID
     /// Their environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The balance to set.
     public var balance: Int64
     /// The adjustment entry's id (its key is `adjustment:<id>`).
@@ -19,7 +19,9 @@ public struct BalanceEdit: Sendable, Hashable {
     public var at: Date
 
     /// Creates the edit.
-    public init(owner: UUID, environment: Environment, balance: Int64, entryId: String, reason: String, at: Date) {
+    public init(
+        owner: UUID, environment: AppStoreEnvironment, balance: Int64, entryId: String, reason: String, at: Date
+    ) {
         self.owner = owner
         self.environment = environment
         self.balance = balance

@@ -18,12 +18,12 @@ public protocol CofferStore: Sendable {
     /// The user with this id.
     func user(id: UUID) async throws -> User?
     /// The user with this Support ID in an environment.
-    func user(supportId: SupportID, environment: Environment) async throws -> User?
+    func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User?
     /// The user whose token hashes to `tokenHash`: the token the user was created with, or one added for
     /// another device (``addToken(tokenHash:owner:at:)``), unless it was revoked.
     func user(tokenHash: String) async throws -> User?
     /// The user who is this Apple account in an environment.
-    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User?
+    func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User?
     /// Gives a user another device's token (its hash), saying how it was issued. Throws
     /// ``StoreError/alreadyExists(_:)`` when the hash is taken, ``StoreError/notFound(_:)`` when the user does not
     /// exist, was deleted or was merged into another.
@@ -38,8 +38,8 @@ public protocol CofferStore: Sendable {
     func tokenCounts(owner: UUID) async throws -> TokenCounts
     /// Merges an anonymous user into an account user, once, in one commit: the ledger entries
     /// (``Ledger/merge(from:fromWallet:into:intoWallet:moving:at:)``), the receipts, grants and renewal states,
-    /// the tokens of installs that registered themselves (they now sign in as the account user; tokens a claim
-    /// issued end instead), the mark, and the user's imports marked claimed (a merged customer is settled: its
+    /// the tokens of installs that registered themselves (with ``UserMerge/movesTokens`` they now sign in as the
+    /// account user, otherwise they end; tokens a claim issued always end), the mark, and the user's imports marked claimed (a merged customer is settled: its
     /// record name claims nothing). Throws ``StoreError/alreadyExists(_:)`` when it was merged already,
     /// ``StoreError/notFound(_:)`` when either user is missing from the environment.
     ///
@@ -70,18 +70,19 @@ public protocol CofferStore: Sendable {
     /// Keeps an install's latest Verify Purchases report, replacing the one before.
     func saveVerifyReport(_ report: VerifyReport) async throws
     /// A user's latest Verify Purchases report.
-    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport?
+    func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport?
     /// Revokes one token (its hash): the user's other tokens stay valid.
     ///
     /// - Returns: Whether a valid token was revoked.
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool
     /// The user who owns this `appAccountToken` in an environment.
-    func user(appAccountToken: UUID, environment: Environment) async throws -> User?
+    func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User?
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     /// (case-insensitive).
-    func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User]
+    func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+        -> [User]
     /// How many users an environment has.
-    func userCount(environment: Environment) async throws -> Int
+    func userCount(environment: AppStoreEnvironment) async throws -> Int
 
     // MARK: Ledger
 
@@ -92,21 +93,22 @@ public protocol CofferStore: Sendable {
     /// - Throws: A storage failure, in which case nothing was applied.
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>]
     /// A user's wallet (empty for a user with no entries).
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet
+    func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet
     /// A user's ledger entries, oldest first.
-    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry]
+    func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry]
     /// A user's ledger entries of some kinds, oldest first (the device wallet's mailbox reads revocations,
     /// reversals and adjustments without the user's purchases).
-    func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry]
+    func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
     /// The receipt of a transaction.
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt?
+    func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt?
     /// A user's receipts, oldest purchase first.
-    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt]
+    func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt]
     /// A user's receipts of the given products, oldest purchase first: what entitlements are computed
     /// from, without reading the user's consumable purchases.
-    func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt]
+    func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws -> [Receipt]
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
-    func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt]
+    func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt]
 
     // MARK: Push tokens
 
@@ -114,7 +116,7 @@ public protocol CofferStore: Sendable {
     /// the user whose app registered it last); the user keeps the newest ``PushToken/keptPerUser``. Throws ``StoreError/notFound(_:)`` for an unknown user.
     func savePushToken(_ token: PushToken) async throws
     /// A user's push tokens, most recently registered first.
-    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken]
+    func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken]
     /// Forgets a push token (the app unregistered, or APNs answered that it is no longer valid), only while it
     /// belongs to `owner` (a token that moved to another user meanwhile stays theirs).
     ///
@@ -147,19 +149,21 @@ public protocol CofferStore: Sendable {
     ///   twice finds the user it made the first time).
     func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer
     /// The imported customer of this source and external id.
-    func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+    func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     /// Claims an imported customer for the app presenting `keyHash`: the first claim keeps its key and time;
     /// a later claim succeeds only with the same key.
     ///
     /// - Returns: The record as claimed, or `nil` when none is on file or another key claimed it.
-    func claimImport(source: String, externalId: String, environment: Environment, keyHash: String, at date: Date)
+    func claimImport(
+        source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
+    )
         async throws -> ImportedCustomer?
 
     // MARK: Backups
 
     /// A user's backup.
-    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord?
+    func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord?
     /// Writes a user's backup as `decide` says, in one transaction that holds the user: `decide` is given the
     /// record on file and answers the record to write, or `nil` to leave it; what is written is kept in the
     /// backup history too, and `audit` (given the record before and the one written) answers the audit entries
@@ -169,7 +173,7 @@ public protocol CofferStore: Sendable {
     /// - Returns: The record on file before, and the one written (`nil` when `decide` left it).
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?)
     /// Sets a user's balance in the server wallet with a ledger adjustment of the difference from the wallet as it
@@ -186,12 +190,13 @@ public protocol CofferStore: Sendable {
     /// written under an id of its own). Throws ``StoreError/alreadyExists(_:)`` for a grant id taken.
     func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws
     /// The grant with this id in an environment.
-    func grant(id: UUID, environment: Environment) async throws -> Grant?
+    func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant?
     /// Grants of an environment, newest first, optionally for one recipient and one status.
-    func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant]
+    func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
     /// The credits of the grants one admin made at or after `since` and did not see cancelled: those whose
     /// `createdBy` is `holder` or starts with `holder from ` (the panel and the admin API add the address).
-    func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64
+    func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64
     /// Claims a grant as `claim` says (``Grant/claim(by:crediting:at:)``), in one transaction that holds the
     /// grant: `claim` is given the grant on file and answers it claimed, with the ledger request that credits
     /// it (applied in the same commit), or `nil` to leave it. Callers use
@@ -199,7 +204,9 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: The grant as it is after.
     /// - Throws: ``StoreError/notFound(_:)``, or what `claim` throws.
-    func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
+    func claimGrant(
+        id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+    )
         async throws -> Grant
     /// Cancels a grant as `cancel` says (``Grant/cancel(by:at:)``), in one transaction that holds the grant, so
     /// a claim and a cancellation never both happen: `cancel` is given the grant on file and answers it
@@ -207,7 +214,7 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: The grant as it is after.
     /// - Throws: ``StoreError/notFound(_:)``.
-    func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
 
     // MARK: Notifications
@@ -217,43 +224,43 @@ public protocol CofferStore: Sendable {
     /// - Returns: `true` when recorded, `false` when it was already there (nothing changed).
     func recordNotification(_ record: NotificationRecord) async throws -> Bool
     /// The notification with this `notificationUUID`.
-    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord?
+    func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord?
     /// Notifications of an environment, latest received first, optionally about one transaction
     /// (matching `transactionId` or `originalTransactionId`) or with one outcome.
     func notifications(
-        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+        environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) async throws -> [NotificationRecord]
     /// How many notifications of each type an environment received at or after `since`.
-    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int]
+    func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int]
     /// Saves a subscription chain's renewal state unless the stored one was signed later.
     ///
     /// - Returns: `true` when saved.
     func saveRenewalState(_ state: RenewalState) async throws -> Bool
     /// The renewal states of a user's subscription chains.
-    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState]
+    func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState]
     /// A named position of a background service (the notification recovery cursor, say).
-    func cursor(_ name: String, environment: Environment) async throws -> String?
+    func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String?
     /// Saves a named position.
-    func saveCursor(_ name: String, value: String, environment: Environment) async throws
+    func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws
 
     // MARK: Audit
 
     /// Appends an audit event.
     func recordAudit(_ event: AuditEvent) async throws
     /// Audit events of an environment that `query` matches (``AuditQuery/matches(_:)``), newest first.
-    func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent]
+    func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws -> [AuditEvent]
 
     // MARK: Support
 
     /// The backups a user's devices and admins wrote, newest first.
-    func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem]
+    func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws -> [BackupHistoryItem]
     /// The dashboard's figures: totals, and purchases and refunds per UTC day over the `days` days ending
     /// with the day of `now`.
-    func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures
+    func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures
     /// Deletes every grant of an environment (ledger entries of claimed grants stay).
     ///
     /// - Returns: How many were deleted.
-    func deleteGrants(environment: Environment) async throws -> Int
+    func deleteGrants(environment: AppStoreEnvironment) async throws -> Int
 
     // MARK: Admins
 
@@ -284,7 +291,7 @@ public protocol CofferStore: Sendable {
     /// The session with this token hash, expired or not.
     func session(tokenHash: String) async throws -> AdminSession?
     /// Switches a session's environment.
-    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws
+    func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws
     /// Ends a session.
     func deleteSession(tokenHash: String) async throws
     /// Ends sessions that expired before `date`.
@@ -357,7 +364,8 @@ extension CofferStore {
     ///
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     public func saveBackup(
-        owner: UUID, environment: Environment, value: Int64, deficit: Int64 = 0, precondition: BackupPrecondition,
+        owner: UUID, environment: AppStoreEnvironment, value: Int64, deficit: Int64 = 0,
+        precondition: BackupPrecondition,
         writer: BackupWriter, at: Date,
         audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent] = { _, _ in [] }
     ) async throws -> BackupSaveResult {
@@ -370,7 +378,7 @@ extension CofferStore {
 
     /// Writes a user's backup as `decide` says, with no audit entry.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await writeBackup(owner: owner, environment: environment, decide) { _, _ in [] }
     }
@@ -381,7 +389,7 @@ extension CofferStore {
     /// - Throws: ``StoreError/notFound(_:)``, ``StoreError/wrongUser(_:)``, or ``StoreError/cancelled(_:)`` for a
     ///   grant support cancelled.
     public func claimGrant(
-        id: UUID, recipient: UUID, environment: Environment, crediting policy: DeficitPolicy?, at: Date
+        id: UUID, recipient: UUID, environment: AppStoreEnvironment, crediting policy: DeficitPolicy?, at: Date
     ) async throws -> Grant {
         try await claimGrant(id: id, environment: environment) { grant in
             try grant.claim(by: recipient, crediting: policy, at: at)
@@ -389,7 +397,8 @@ extension CofferStore {
     }
 
     /// Audit events of an environment, newest first; with a `subject`, only those about it.
-    public func auditEvents(environment: Environment, subject: String?, limit: Int) async throws -> [AuditEvent] {
+    public func auditEvents(environment: AppStoreEnvironment, subject: String?, limit: Int) async throws -> [AuditEvent]
+    {
         try await auditEvents(environment: environment, query: AuditQuery(subject: subject), limit: limit)
     }
 
@@ -407,7 +416,9 @@ extension CofferStore {
     /// Cancels a pending grant; a claimed one, or one cancelled before, is returned unchanged.
     ///
     /// - Throws: ``StoreError/notFound(_:)``.
-    public func cancelGrant(id: UUID, environment: Environment, by actor: String, at: Date) async throws -> Grant {
+    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, by actor: String, at: Date) async throws
+        -> Grant
+    {
         try await cancelGrant(id: id, environment: environment) { $0.cancel(by: actor, at: at) }
     }
 

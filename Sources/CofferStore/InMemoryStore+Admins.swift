@@ -57,7 +57,7 @@ extension InMemoryStore {
     public func session(tokenHash: String) -> AdminSession? { sessions[tokenHash] }
 
     /// Switches a session's environment.
-    public func setSessionEnvironment(tokenHash: String, environment: Environment) {
+    public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) {
         sessions[tokenHash]?.environment = environment
     }
 

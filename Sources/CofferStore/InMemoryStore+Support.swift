@@ -4,14 +4,14 @@ import Foundation
 /// The in-memory store's support figures: backup histories, the dashboard, and Sandbox cleanup.
 extension InMemoryStore {
     /// The backups a user's devices and admins wrote, newest first.
-    public func backupHistory(owner: UUID, environment: Environment, limit: Int) -> [BackupHistoryItem] {
+    public func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) -> [BackupHistoryItem] {
         Array(
             backupLog.filter { $0.owner == owner && $0.environment == environment }.map(\.item).reversed()
                 .prefix(max(0, limit)))
     }
 
     /// The dashboard's figures for an environment.
-    public func dashboard(environment: Environment, days: Int, now: Date) -> DashboardFigures {
+    public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         let all = state.receipts.filter { $0.key.environment == environment }.values
         // Purchases whose data came from the other environment (App Review on Production) are counted apart.
@@ -110,7 +110,7 @@ extension InMemoryStore {
     }
 
     /// Deletes every grant of an environment.
-    public func deleteGrants(environment: Environment) -> Int {
+    public func deleteGrants(environment: AppStoreEnvironment) -> Int {
         let before = grantList.count
         grantList.removeAll { $0.environment == environment }
         return before - grantList.count

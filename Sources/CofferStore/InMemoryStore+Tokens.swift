@@ -84,7 +84,7 @@ extension InMemoryStore {
     }
 
     /// The credits one admin granted since `since`, not cancelled.
-    public func grantedCredits(environment: Environment, holder: String, since: Date) -> Int64 {
+    public func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) -> Int64 {
         grantList.filter { grant in
             grant.environment == environment && grant.createdAt >= since && grant.status != .cancelled
                 && (grant.createdBy == holder || grant.createdBy.hasPrefix(holder + " from "))

@@ -5,13 +5,13 @@ import Foundation
 /// the process.
 public actor InMemoryStore: CofferStore {
     struct EntryKey: Hashable {
-        var environment: Environment
+        var environment: AppStoreEnvironment
         var owner: UUID
         var key: IdempotencyKey
     }
 
     struct TransactionKey: Hashable {
-        var environment: Environment
+        var environment: AppStoreEnvironment
         var transactionId: String
     }
 
@@ -23,18 +23,18 @@ public actor InMemoryStore: CofferStore {
         var receipts: [TransactionKey: Receipt] = [:]
         var receiptOrder: [TransactionKey] = []
 
-        func wallet(owner: UUID, environment: Environment) -> Wallet? {
+        func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet? {
             // A user support merged into another is gone for the ledger.
             users[owner]?.environment == environment && users[owner]?.mergedInto == nil
                 ? wallets[owner] ?? .empty : nil
         }
-        func receipt(transactionId: String, environment: Environment) -> Receipt? {
+        func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? {
             receipts[TransactionKey(environment: environment, transactionId: transactionId)]
         }
-        func entry(owner: UUID, environment: Environment, key: IdempotencyKey) -> LedgerEntry? {
+        func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) -> LedgerEntry? {
             entryIndex[EntryKey(environment: environment, owner: owner, key: key)].map { entries[$0] }
         }
-        mutating func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) {
+        mutating func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) {
             wallets[owner] = decision.wallet
             if let receipt = decision.receipt {
                 let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
@@ -48,13 +48,13 @@ public actor InMemoryStore: CofferStore {
     }
 
     var state = State()
-    var backups: [UUID: (Environment, BackupRecord)] = [:]
+    var backups: [UUID: (AppStoreEnvironment, BackupRecord)] = [:]
     var grantList: [Grant] = []
     var audit: [AuditEvent] = []
     var notificationLog: [NotificationRecord] = []
     var renewals: [TransactionKey: RenewalState] = [:]
     var cursors: [String: String] = [:]
-    var backupLog: [(owner: UUID, environment: Environment, item: BackupHistoryItem)] = []
+    var backupLog: [(owner: UUID, environment: AppStoreEnvironment, item: BackupHistoryItem)] = []
     var adminList: [Admin] = []
     var sessions: [String: AdminSession] = [:]
     var keys: [AdminKey] = []
@@ -76,7 +76,7 @@ public actor InMemoryStore: CofferStore {
     public func user(id: UUID) -> User? { state.users[id] }
 
     /// The user with this Support ID in `environment`.
-    public func user(supportId: SupportID, environment: Environment) -> User? {
+    public func user(supportId: SupportID, environment: AppStoreEnvironment) -> User? {
         state.users.values.first { $0.supportId == supportId && $0.environment == environment }
     }
 
@@ -93,7 +93,7 @@ public actor InMemoryStore: CofferStore {
     func isLive(_ id: UUID) -> Bool { state.users[id].map { $0.deletedAt == nil } ?? false }
 
     /// The user who is this Apple account in `environment`.
-    public func user(appleAccount: AppleAccount, environment: Environment) -> User? {
+    public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) -> User? {
         state.users.values.first { $0.appleAccount == appleAccount && $0.environment == environment }
     }
 
@@ -108,7 +108,8 @@ public actor InMemoryStore: CofferStore {
 
     var imports: [String: ImportedCustomer] = [:]
 
-    private static func importKey(_ source: String, _ externalId: String, _ environment: Environment) -> String {
+    private static func importKey(_ source: String, _ externalId: String, _ environment: AppStoreEnvironment) -> String
+    {
         "\(environment.rawValue)/\(source)/\(externalId)"
     }
 
@@ -133,13 +134,15 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// The imported customer of this source and external id.
-    public func importedCustomer(source: String, externalId: String, environment: Environment) -> ImportedCustomer? {
+    public func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment)
+        -> ImportedCustomer?
+    {
         imports[Self.importKey(source, externalId, environment)]
     }
 
     /// Claims an imported customer with `keyHash`, once.
     public func claimImport(
-        source: String, externalId: String, environment: Environment, keyHash: String, at date: Date
+        source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
     ) -> ImportedCustomer? {
         let key = Self.importKey(source, externalId, environment)
         guard var found = imports[key], found.claimKeyHash == nil || found.claimKeyHash == keyHash else { return nil }
@@ -167,7 +170,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// A user's push tokens, most recently registered first.
-    public func pushTokens(owner: UUID, environment: Environment) -> [PushToken] {
+    public func pushTokens(owner: UUID, environment: AppStoreEnvironment) -> [PushToken] {
         pushTokenRecords.values.filter { $0.owner == owner && $0.environment == environment }
             .sorted { ($0.updatedAt, $0.token) > ($1.updatedAt, $1.token) }
     }
@@ -193,7 +196,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// The user whose `appAccountToken` this is, in `environment`.
-    public func user(appAccountToken: UUID, environment: Environment) -> User? {
+    public func user(appAccountToken: UUID, environment: AppStoreEnvironment) -> User? {
         let named = state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
         return named?.mergedInto.flatMap { state.users[$0] } ?? named
     }
@@ -325,12 +328,12 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// A user's latest Verify Purchases report.
-    public func verifyReport(owner: UUID, environment: Environment) -> VerifyReport? {
+    public func verifyReport(owner: UUID, environment: AppStoreEnvironment) -> VerifyReport? {
         verifyReports[owner].flatMap { $0.environment == environment ? $0 : nil }
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
-    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) -> [User] {
+    public func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) -> [User] {
         let prefix = supportIdPrefix?.lowercased() ?? ""
         let matching = state.users.values
             .filter { $0.environment == environment && $0.supportId.rawValue.hasPrefix(prefix) }
@@ -339,7 +342,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// How many users an environment has.
-    public func userCount(environment: Environment) -> Int {
+    public func userCount(environment: AppStoreEnvironment) -> Int {
         state.users.values.filter { $0.environment == environment }.count
     }
 
@@ -352,28 +355,28 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// A user's wallet (empty for a user with no entries).
-    public func wallet(owner: UUID, environment: Environment) -> Wallet {
+    public func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet {
         state.wallet(owner: owner, environment: environment) ?? .empty
     }
 
     /// A user's ledger entries, oldest first.
-    public func entries(owner: UUID, environment: Environment) -> [LedgerEntry] {
+    public func entries(owner: UUID, environment: AppStoreEnvironment) -> [LedgerEntry] {
         guard state.users[owner]?.environment == environment else { return [] }
         return state.entries.filter { $0.owner == owner }
     }
 
     /// A user's ledger entries of some kinds, oldest first.
-    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) -> [LedgerEntry] {
+    public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) -> [LedgerEntry] {
         entries(owner: owner, environment: environment).filter { kinds.contains($0.key.kind) }
     }
 
     /// The receipt of a transaction.
-    public func receipt(transactionId: String, environment: Environment) -> Receipt? {
+    public func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? {
         state.receipt(transactionId: transactionId, environment: environment)
     }
 
     /// A user's receipts, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment) -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment) -> [Receipt] {
         state.receiptOrder.filter { $0.environment == environment }
             .compactMap { state.receipts[$0] }
             .filter { $0.owner == owner }
@@ -385,12 +388,12 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// A user's receipts of the given products, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) -> [Receipt] {
         receipts(owner: owner, environment: environment).filter { productIds.contains($0.transaction.productId) }
     }
 
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
-    public func receipts(originalTransactionId: String, environment: Environment) -> [Receipt] {
+    public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) -> [Receipt] {
         state.receipts.values
             .filter { $0.transaction.originalTransactionId == originalTransactionId }
             .filter { state.users[$0.owner]?.environment == environment }
@@ -402,14 +405,14 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// A user's backup.
-    public func backup(owner: UUID, environment: Environment) -> BackupRecord? {
+    public func backup(owner: UUID, environment: AppStoreEnvironment) -> BackupRecord? {
         guard let (env, record) = backups[owner], env == environment else { return nil }
         return record
     }
 
     /// Writes a user's backup as `decide` says, kept in the backup history too.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) throws -> (current: BackupRecord?, written: BackupRecord?) {
         guard isLive(owner), state.users[owner]?.environment == environment else {
@@ -466,12 +469,13 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// The grant with this id in an environment.
-    public func grant(id: UUID, environment: Environment) -> Grant? {
+    public func grant(id: UUID, environment: AppStoreEnvironment) -> Grant? {
         grantList.first { $0.id == id && $0.environment == environment }
     }
 
     /// Grants of an environment, newest first, optionally for one recipient and one status.
-    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) -> [Grant] {
+    public func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int) -> [Grant]
+    {
         let matching = grantList.filter { grant in
             grant.environment == environment && (recipient == nil || grant.recipient == recipient)
                 && (status == nil || grant.status == status)
@@ -483,7 +487,7 @@ public actor InMemoryStore: CofferStore {
 
     /// Claims a grant as `claim` says, crediting it in the same step.
     public func claimGrant(
-        id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+        id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     )
         throws -> Grant
     {
@@ -501,7 +505,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Cancels a grant as `cancel` says.
-    public func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         throws -> Grant
     {
         guard let index = grantList.firstIndex(where: { $0.id == id && $0.environment == environment }) else {
@@ -520,12 +524,12 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// The notification with this `notificationUUID`.
-    public func notification(uuid: String, environment: Environment) -> NotificationRecord? {
+    public func notification(uuid: String, environment: AppStoreEnvironment) -> NotificationRecord? {
         notificationLog.first { $0.uuid == uuid && $0.environment == environment }
     }
 
     /// How many notifications of each type an environment received at or after `since`.
-    public func notificationCounts(environment: Environment, since: Date) -> [String: Int] {
+    public func notificationCounts(environment: AppStoreEnvironment, since: Date) -> [String: Int] {
         notificationLog.filter { $0.environment == environment && $0.receivedAt >= since }
             .reduce(into: [:]) { counts, record in counts[record.type, default: 0] += 1 }
     }
@@ -533,7 +537,7 @@ public actor InMemoryStore: CofferStore {
     /// Notifications of an environment, latest received first, optionally about one transaction or with one
     /// outcome.
     public func notifications(
-        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+        environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) -> [NotificationRecord] {
         let matching = notificationLog.enumerated().filter { _, record in
             record.environment == environment
@@ -558,18 +562,18 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// The renewal states of a user's subscription chains.
-    public func renewalStates(owner: UUID, environment: Environment) -> [RenewalState] {
+    public func renewalStates(owner: UUID, environment: AppStoreEnvironment) -> [RenewalState] {
         renewals.values.filter { $0.owner == owner && $0.environment == environment }
             .sorted { $0.originalTransactionId < $1.originalTransactionId }
     }
 
     /// A named position of a background service.
-    public func cursor(_ name: String, environment: Environment) -> String? {
+    public func cursor(_ name: String, environment: AppStoreEnvironment) -> String? {
         cursors["\(environment.rawValue)/\(name)"]
     }
 
     /// Saves a named position.
-    public func saveCursor(_ name: String, value: String, environment: Environment) {
+    public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) {
         cursors["\(environment.rawValue)/\(name)"] = value
     }
 
@@ -590,7 +594,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     /// Audit events of an environment that `query` matches, newest first.
-    public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) -> [AuditEvent] {
+    public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) -> [AuditEvent] {
         Array(audit.filter { $0.environment == environment && query.matches($0) }.reversed().prefix(max(0, limit)))
     }
 }

@@ -10,7 +10,7 @@ public struct UserMerge: Sendable, Hashable {
     /// The account user it joins.
     public var into: UUID
     /// Their environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// Device wallet: what moves is the balance the anonymous install last backed up, and its deficit (the
     /// account's devices learn of it through the mailbox). Server wallet: its ledger wallet.
     public var movesBackup: Bool
@@ -23,7 +23,7 @@ public struct UserMerge: Sendable, Hashable {
 
     /// Creates the request.
     public init(
-        from: UUID, fromSupportId: SupportID, into: UUID, environment: Environment, movesBackup: Bool,
+        from: UUID, fromSupportId: SupportID, into: UUID, environment: AppStoreEnvironment, movesBackup: Bool,
         movesTokens: Bool = false, at: Date
     ) {
         self.from = from
@@ -99,7 +99,7 @@ public struct MergeCode: Sendable, Hashable {
     /// The customer whose install asked for it.
     public var owner: UUID
     /// Their environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// A hash of the code (the code itself is shown once, on the device).
     public var codeHash: String
     /// When it was made.
@@ -108,7 +108,7 @@ public struct MergeCode: Sendable, Hashable {
     public var expiresAt: Date
 
     /// A code.
-    public init(owner: UUID, environment: Environment, codeHash: String, createdAt: Date, expiresAt: Date) {
+    public init(owner: UUID, environment: AppStoreEnvironment, codeHash: String, createdAt: Date, expiresAt: Date) {
         self.owner = owner
         self.environment = environment
         self.codeHash = codeHash

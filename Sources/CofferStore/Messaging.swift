@@ -23,14 +23,14 @@ public struct PushToken: Sendable, Hashable, Codable {
     /// The user.
     public var owner: UUID
     /// The user's environment (the server's).
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The APNs gateway the token belongs to.
     public var gateway: Gateway
     /// When the app last registered it.
     public var updatedAt: Date
 
     /// Creates a token record.
-    public init(token: String, owner: UUID, environment: Environment, gateway: Gateway, updatedAt: Date) {
+    public init(token: String, owner: UUID, environment: AppStoreEnvironment, gateway: Gateway, updatedAt: Date) {
         self.token = token
         self.owner = owner
         self.environment = environment

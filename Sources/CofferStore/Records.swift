@@ -6,7 +6,7 @@ public struct User: Sendable, Hashable, Codable {
     /// The internal id.
     public var id: UUID
     /// The environment the user lives in; a user's records never leave it.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The Support ID shown in the app.
     public var supportId: SupportID
     /// A hash of the user's secret token (the token itself is never stored).
@@ -27,7 +27,7 @@ public struct User: Sendable, Hashable, Codable {
 
     /// Creates a user record.
     public init(
-        id: UUID = UUID(), environment: Environment, supportId: SupportID, tokenHash: String,
+        id: UUID = UUID(), environment: AppStoreEnvironment, supportId: SupportID, tokenHash: String,
         appAccountToken: UUID = UUID(), createdAt: Date, appleAccount: AppleAccount? = nil, mergedInto: UUID? = nil,
         deletedAt: Date? = nil
     ) {
@@ -49,14 +49,14 @@ public struct UserDeletion: Sendable, Hashable {
     /// The customer.
     public var user: UUID
     /// Their environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The admin, for the grants it cancels.
     public var actor: String
     /// When.
     public var at: Date
 
     /// Creates a deletion.
-    public init(user: UUID, environment: Environment, actor: String, at: Date) {
+    public init(user: UUID, environment: AppStoreEnvironment, actor: String, at: Date) {
         self.user = user
         self.environment = environment
         self.actor = actor
@@ -114,14 +114,14 @@ public struct VerifyReport: Sendable, Hashable, Codable {
     /// The user.
     public var owner: UUID
     /// Their environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// When the server received it.
     public var reportedAt: Date
     /// What the install found, one item per transaction.
     public var items: [ReconciliationItem]
 
     /// Creates a report.
-    public init(owner: UUID, environment: Environment, reportedAt: Date, items: [ReconciliationItem]) {
+    public init(owner: UUID, environment: AppStoreEnvironment, reportedAt: Date, items: [ReconciliationItem]) {
         self.owner = owner
         self.environment = environment
         self.reportedAt = reportedAt
@@ -152,10 +152,10 @@ public struct AppleAccount: Sendable, Hashable, Codable {
     public var appTransactionId: String
     /// The environment the AppTransaction says (`receiptType`): Sandbox for App Review, TestFlight and sandbox
     /// testers, even on a Production server.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
 
     /// Creates an account key.
-    public init(appTransactionId: String, environment: Environment) {
+    public init(appTransactionId: String, environment: AppStoreEnvironment) {
         self.appTransactionId = appTransactionId
         self.environment = environment
     }
@@ -215,7 +215,7 @@ public struct Grant: Sendable, Hashable, Codable {
     /// The grant's id, also its ledger key (`grant:<id>`).
     public var id: UUID
     /// The environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The user who receives it.
     public var recipient: UUID
     /// The credits granted.
@@ -235,7 +235,8 @@ public struct Grant: Sendable, Hashable, Codable {
 
     /// Creates a grant.
     public init(
-        id: UUID = UUID(), environment: Environment, recipient: UUID, credits: Int64, reason: String, createdBy: String,
+        id: UUID = UUID(), environment: AppStoreEnvironment, recipient: UUID, credits: Int64, reason: String,
+        createdBy: String,
         createdAt: Date, claimedAt: Date? = nil, cancelledAt: Date? = nil, cancelledBy: String? = nil
     ) {
         self.id = id
@@ -300,7 +301,7 @@ public struct AuditEvent: Sendable, Hashable, Codable {
     /// The event's id.
     public var id: UUID
     /// The environment acted in.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// Who acted (an admin name or a key id).
     public var actor: String
     /// What they did, e.g. `grant.create`.
@@ -316,7 +317,7 @@ public struct AuditEvent: Sendable, Hashable, Codable {
 
     /// Creates an audit event.
     public init(
-        id: UUID = UUID(), environment: Environment, actor: String, action: String, subject: String,
+        id: UUID = UUID(), environment: AppStoreEnvironment, actor: String, action: String, subject: String,
         before: String? = nil, after: String? = nil, at: Date
     ) {
         self.id = id
@@ -347,7 +348,7 @@ public struct NotificationRecord: Sendable, Hashable, Codable {
     /// Apple's `notificationUUID`.
     public var uuid: String
     /// The environment it came from.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// Apple's `notificationType`, e.g. `REFUND`.
     public var type: String
     /// Apple's `subtype`, if any.
@@ -369,7 +370,8 @@ public struct NotificationRecord: Sendable, Hashable, Codable {
 
     /// Creates a record.
     public init(
-        uuid: String, environment: Environment, type: String, subtype: String? = nil, transactionId: String? = nil,
+        uuid: String, environment: AppStoreEnvironment, type: String, subtype: String? = nil,
+        transactionId: String? = nil,
         originalTransactionId: String? = nil, owner: UUID? = nil, signedDate: Date, receivedAt: Date,
         outcome: NotificationOutcome, source: String = "apple"
     ) {
@@ -393,7 +395,7 @@ public struct RenewalState: Sendable, Hashable, Codable {
     /// The chain's `originalTransactionId`.
     public var originalTransactionId: String
     /// The environment.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The subscriber.
     public var owner: UUID
     /// The product that renews next.
@@ -409,7 +411,7 @@ public struct RenewalState: Sendable, Hashable, Codable {
 
     /// Creates a renewal state.
     public init(
-        originalTransactionId: String, environment: Environment, owner: UUID, autoRenewProductId: String? = nil,
+        originalTransactionId: String, environment: AppStoreEnvironment, owner: UUID, autoRenewProductId: String? = nil,
         autoRenews: Bool, inBillingRetry: Bool = false, gracePeriodExpiresDate: Date? = nil, signedDate: Date
     ) {
         self.originalTransactionId = originalTransactionId
@@ -498,7 +500,7 @@ public struct RecoveryRun: Sendable, Hashable, Codable {
 /// claim whose answer was lost is asked again with the same key).
 public struct ImportedCustomer: Sendable, Hashable, Codable {
     /// The environment the user lives in.
-    public var environment: Environment
+    public var environment: AppStoreEnvironment
     /// The system the customer came from, e.g. `cloudkit`.
     public var source: String
     /// The customer's id in that system.
@@ -514,7 +516,7 @@ public struct ImportedCustomer: Sendable, Hashable, Codable {
 
     /// Creates a record.
     public init(
-        environment: Environment, source: String, externalId: String, user: UUID, importedAt: Date,
+        environment: AppStoreEnvironment, source: String, externalId: String, user: UUID, importedAt: Date,
         claimedAt: Date? = nil, claimKeyHash: String? = nil
     ) {
         self.environment = environment

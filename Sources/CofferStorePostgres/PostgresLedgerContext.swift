@@ -39,7 +39,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
 
     /// The wallet (locked), the receipt and the entry in one round trip: the receipt and the entry are
     /// joined to the wallet row, their columns prefixed `r_` and `e_`.
-    func load(owner: UUID, environment: Environment, transactionId: String?, key: IdempotencyKey) async throws
+    func load(owner: UUID, environment: AppStoreEnvironment, transactionId: String?, key: IdempotencyKey) async throws
         -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
     {
         try await PostgresStore.first(
@@ -59,7 +59,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
         }
     }
 
-    func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) async throws {
+    func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) async throws {
         // The wallet and the new entry in one statement; the receipt (which may lose a race) in another.
         if decision.appendsEntry, let entry = decision.entry {
             try await connection.query(

@@ -116,7 +116,7 @@ extension PostgresStore {
     }
 
     /// Switches a session's environment.
-    public func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+    public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws {
         try await write { connection in
             try await connection.query(
                 "UPDATE admin_sessions SET environment = \(environment.rawValue) WHERE token_hash = \(tokenHash)",

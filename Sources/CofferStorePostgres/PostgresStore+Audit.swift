@@ -41,7 +41,9 @@ extension PostgresStore {
     }
 
     /// Audit events of an environment that `query` matches, newest first.
-    public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
+    public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws
+        -> [AuditEvent]
+    {
         // Prefixes compared with left(), so no character of the text is a pattern.
         try await all(
             """

@@ -7,7 +7,7 @@ import PostgresNIO
 
 extension PostgresStore {
     /// A user's backup.
-    public func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+    public func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord? {
         try await first(
             "SELECT * FROM backups WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)",
             Rows.backup)
@@ -16,7 +16,7 @@ extension PostgresStore {
     /// Writes a user's backup as `decide` says, kept in the backup history too, in one transaction that
     /// holds the user's wallet row.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { connection in

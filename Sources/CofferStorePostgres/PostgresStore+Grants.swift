@@ -26,14 +26,14 @@ extension PostgresStore {
     }
 
     /// The grant with this id in an environment.
-    public func grant(id: UUID, environment: Environment) async throws -> Grant? {
+    public func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? {
         try await all(
             "SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)", Rows.grant
         ).first
     }
 
     /// The credits one admin granted since `since`, not cancelled.
-    public func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 {
+    public func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64 {
         try await read { connection in
             try await Self.first(
                 connection,
@@ -48,7 +48,8 @@ extension PostgresStore {
     }
 
     /// Grants of an environment, newest first, optionally for one recipient and one status.
-    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+    public func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int)
+        async throws
         -> [Grant]
     {
         let statusName = status?.rawValue
@@ -66,7 +67,7 @@ extension PostgresStore {
 
     /// Claims a grant as `claim` says, crediting it in the same transaction, which holds the grant's row.
     public func claimGrant(
-        id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+        id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
         try await write { connection in
             let grant = try await self.lockedGrant(connection, id: id, environment: environment)
@@ -83,7 +84,7 @@ extension PostgresStore {
     }
 
     /// Cancels a grant as `cancel` says, in a transaction that holds the grant's row.
-    public func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
     {
         try await write { connection in
@@ -99,7 +100,8 @@ extension PostgresStore {
     }
 
     /// The grant, its row locked for the transaction, or ``StoreError/notFound(_:)``.
-    func lockedGrant(_ connection: PostgresConnection, id: UUID, environment: Environment) async throws -> Grant {
+    func lockedGrant(_ connection: PostgresConnection, id: UUID, environment: AppStoreEnvironment) async throws -> Grant
+    {
         guard
             let grant = try await Self.first(
                 connection,

@@ -42,7 +42,7 @@ extension PostgresStore {
     }
 
     /// The imported customer of this source and external id.
-    public func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+    public func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     {
         try await read { connection in
@@ -52,7 +52,7 @@ extension PostgresStore {
 
     /// Claims an imported customer with `keyHash`: the first claim keeps its key; only that key claims again.
     public func claimImport(
-        source: String, externalId: String, environment: Environment, keyHash: String, at date: Date
+        source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
     ) async throws -> ImportedCustomer? {
         try await write { connection in
             try await connection.query(
@@ -71,7 +71,7 @@ extension PostgresStore {
     }
 
     static func importedCustomer(
-        _ connection: PostgresConnection, _ source: String, _ externalId: String, _ environment: Environment,
+        _ connection: PostgresConnection, _ source: String, _ externalId: String, _ environment: AppStoreEnvironment,
         logger: Logger
     ) async throws -> ImportedCustomer? {
         try await first(

@@ -7,7 +7,7 @@ import PostgresNIO
 
 extension PostgresStore {
     /// A user's wallet (empty for a user with no entries).
-    public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+    public func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
         try await first(
             """
             SELECT w.balance, w.deficit FROM users u JOIN wallets w ON w.user_id = u.id
@@ -20,7 +20,7 @@ extension PostgresStore {
     }
 
     /// A user's ledger entries, oldest first.
-    public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+    public func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await all(
             """
             SELECT * FROM ledger_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
@@ -29,7 +29,7 @@ extension PostgresStore {
     }
 
     /// A user's ledger entries of some kinds, oldest first.
-    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws
+    public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
     {
         guard !kinds.isEmpty else { return [] }
@@ -42,7 +42,7 @@ extension PostgresStore {
     }
 
     /// The receipt of a transaction.
-    public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+    public func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await first(
             """
             SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND transaction_id = \(transactionId)
@@ -50,7 +50,7 @@ extension PostgresStore {
     }
 
     /// A user's receipts, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
             """
             SELECT * FROM receipts WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
@@ -59,7 +59,9 @@ extension PostgresStore {
     }
 
     /// A user's receipts of the given products, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws
+        -> [Receipt]
+    {
         guard !productIds.isEmpty else { return [] }
         return try await all(
             """
@@ -70,7 +72,7 @@ extension PostgresStore {
     }
 
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
-    public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+    public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
             """
             SELECT * FROM receipts WHERE environment = \(environment.rawValue)

@@ -24,7 +24,7 @@ extension PostgresStore {
     }
 
     /// The notification with this `notificationUUID`.
-    public func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+    public func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
         try await first(
             "SELECT * FROM notifications WHERE environment = \(environment.rawValue) AND uuid = \(uuid)",
             Rows.notification)
@@ -33,7 +33,7 @@ extension PostgresStore {
     /// Notifications of an environment, latest received first, optionally about one transaction or with
     /// one outcome.
     public func notifications(
-        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+        environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) async throws -> [NotificationRecord] {
         try await all(
             """
@@ -46,7 +46,7 @@ extension PostgresStore {
     }
 
     /// How many notifications of each type an environment received at or after `since`.
-    public func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
+    public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
         let rows = try await all(
             """
             SELECT type, count(*) AS n FROM notifications
@@ -82,7 +82,7 @@ extension PostgresStore {
     }
 
     /// The renewal states of a user's subscription chains.
-    public func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+    public func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
         try await all(
             """
             SELECT * FROM renewal_states WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
@@ -91,14 +91,14 @@ extension PostgresStore {
     }
 
     /// A named position of a background service.
-    public func cursor(_ name: String, environment: Environment) async throws -> String? {
+    public func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {
         try await first(
             "SELECT value FROM cursors WHERE environment = \(environment.rawValue) AND name = \(name)"
         ) { try $0.decode(String.self) }
     }
 
     /// Saves a named position.
-    public func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+    public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws {
         try await write { connection in
             try await connection.query(
                 """

@@ -33,7 +33,7 @@ extension PostgresStore {
     }
 
     /// A user's push tokens, most recently registered first.
-    public func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
+    public func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken] {
         try await all(
             """
             SELECT * FROM push_tokens WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)

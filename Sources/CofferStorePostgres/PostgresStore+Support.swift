@@ -7,7 +7,9 @@ import PostgresNIO
 
 extension PostgresStore {
     /// The backups a user's devices and admins wrote, newest first.
-    public func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+    public func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
+        -> [BackupHistoryItem]
+    {
         try await all(
             """
             SELECT * FROM backup_history WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)
@@ -16,7 +18,7 @@ extension PostgresStore {
     }
 
     /// The dashboard's figures for an environment.
-    public func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+    public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         let env = environment.rawValue
         let since = Millis.from(start)
@@ -141,7 +143,7 @@ extension PostgresStore {
     }
 
     /// Deletes every grant of an environment.
-    public func deleteGrants(environment: Environment) async throws -> Int {
+    public func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { connection in
             try await Self.count(
                 connection,

@@ -41,7 +41,7 @@ extension PostgresStore {
     }
 
     /// The user with this Support ID in an environment.
-    public func user(supportId: SupportID, environment: Environment) async throws -> User? {
+    public func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User? {
         try await first(
             "SELECT * FROM users WHERE environment = \(environment.rawValue) AND support_id = \(supportId.rawValue)",
             Rows.user)
@@ -62,7 +62,7 @@ extension PostgresStore {
     }
 
     /// The user who is this Apple account in an environment.
-    public func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
+    public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? {
         try await first(
             """
             SELECT * FROM users WHERE environment = \(environment.rawValue)
@@ -178,7 +178,7 @@ extension PostgresStore {
     }
 
     /// The user who owns this `appAccountToken` in an environment (the one it was merged into, if it was).
-    public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
+    public func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User? {
         let named = try await first(
             """
             SELECT * FROM users WHERE environment = \(environment.rawValue)
@@ -428,7 +428,7 @@ extension PostgresStore {
     }
 
     /// A user's latest Verify Purchases report.
-    public func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
+    public func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport? {
         try await first(
             """
             SELECT reported_at, items FROM verify_reports
@@ -444,7 +444,7 @@ extension PostgresStore {
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     /// (case-insensitive).
-    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+    public func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
         -> [User]
     {
         let prefix = supportIdPrefix?.lowercased() ?? ""
@@ -460,7 +460,7 @@ extension PostgresStore {
     }
 
     /// How many users an environment has.
-    public func userCount(environment: Environment) async throws -> Int {
+    public func userCount(environment: AppStoreEnvironment) async throws -> Int {
         try await first("SELECT count(*) FROM users WHERE environment = \(environment.rawValue)") {
             Int(try $0.decode(Int64.self))
         } ?? 0

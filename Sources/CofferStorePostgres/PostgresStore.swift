@@ -311,7 +311,7 @@ public final class PostgresStore: CofferStore {
     /// With `live`, a user deleted at the customer's request counts as none (nothing personal is written for
     /// them; Apple's word on their transactions still is).
     static func requireUser(
-        _ connection: PostgresConnection, _ owner: UUID, _ environment: Environment, live: Bool = false,
+        _ connection: PostgresConnection, _ owner: UUID, _ environment: AppStoreEnvironment, live: Bool = false,
         logger: Logger
     ) async throws {
         guard

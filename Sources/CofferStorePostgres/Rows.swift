@@ -29,17 +29,17 @@ enum Rows {
         try value(row, column, as: Int64?.self).map(Millis.date)
     }
 
-    static func environment(_ row: PostgresRandomAccessRow) throws -> Environment {
-        guard let environment = Environment(rawValue: try value(row, "environment", as: String.self)) else {
+    static func environment(_ row: PostgresRandomAccessRow) throws -> AppStoreEnvironment {
+        guard let environment = AppStoreEnvironment(rawValue: try value(row, "environment", as: String.self)) else {
             throw StoreError.storage("corrupt environment column")
         }
         return environment
     }
 
     /// A `data_environment` column: the environment Apple's data named, `nil` where not marked.
-    static func dataEnvironment(_ row: PostgresRandomAccessRow, _ column: String) throws -> Environment? {
+    static func dataEnvironment(_ row: PostgresRandomAccessRow, _ column: String) throws -> AppStoreEnvironment? {
         guard let text = try value(row, column, as: String?.self) else { return nil }
-        guard let environment = Environment(rawValue: text) else {
+        guard let environment = AppStoreEnvironment(rawValue: text) else {
             throw StoreError.storage("corrupt \(column) column")
         }
         return environment
@@ -61,7 +61,9 @@ enum Rows {
     /// The `app_transaction_id` and `app_transaction_environment` columns.
     static func appleAccount(_ row: PostgresRandomAccessRow) throws -> AppleAccount? {
         guard let id = try value(row, "app_transaction_id", as: String?.self) else { return nil }
-        guard let environment = Environment(rawValue: try value(row, "app_transaction_environment", as: String.self))
+        guard
+            let environment = AppStoreEnvironment(
+                rawValue: try value(row, "app_transaction_environment", as: String.self))
         else { throw StoreError.storage("corrupt app_transaction_environment in users") }
         return AppleAccount(appTransactionId: id, environment: environment)
     }

@@ -123,7 +123,7 @@ extension SQLiteStore {
     }
 
     /// Switches a session's environment.
-    public func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+    public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws {
         try await write { db in
             try db.execute(
                 sql: "UPDATE admin_sessions SET environment = ? WHERE token_hash = ?",

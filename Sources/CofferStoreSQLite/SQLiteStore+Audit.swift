@@ -44,7 +44,9 @@ extension SQLiteStore {
     }
 
     /// Audit events of an environment that `query` matches, newest first.
-    public func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
+    public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws
+        -> [AuditEvent]
+    {
         try await read { db in
             var sql = "SELECT * FROM audit_events WHERE environment = ?"
             var arguments: StatementArguments = [environment.rawValue]

@@ -6,13 +6,13 @@ import GRDB
 
 extension SQLiteStore {
     /// A user's backup.
-    public func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+    public func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord? {
         try await read { db in try Self.backup(db, owner: owner, environment: environment) }
     }
 
     /// Writes a user's backup as `decide` says, kept in the backup history too, in one write transaction.
     public func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await write { db in

@@ -29,13 +29,13 @@ extension SQLiteStore {
     }
 
     /// The grant with this id in an environment.
-    public func grant(id: UUID, environment: Environment) async throws -> Grant? {
+    public func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? {
         try await one(
             "SELECT * FROM grants WHERE id = ? AND environment = ?", [id.uuidString, environment.rawValue], Self.grant)
     }
 
     /// The credits one admin granted since `since`, not cancelled.
-    public func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 {
+    public func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64 {
         try await read { db in
             try Int64.fetchOne(
                 db,
@@ -48,7 +48,8 @@ extension SQLiteStore {
     }
 
     /// Grants of an environment, newest first, optionally for one recipient and one status.
-    public func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+    public func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int)
+        async throws
         -> [Grant]
     {
         try await read { db in
@@ -72,7 +73,7 @@ extension SQLiteStore {
 
     /// Claims a grant as `claim` says, crediting it in the same write transaction.
     public func claimGrant(
-        id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+        id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
         try await write { db in
             let grant = try Self.grant(db, id: id, environment: environment)
@@ -89,7 +90,7 @@ extension SQLiteStore {
     }
 
     /// Cancels a grant as `cancel` says, in a write transaction.
-    public func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
     {
         try await write { db in
@@ -103,7 +104,7 @@ extension SQLiteStore {
     }
 
     /// The grant inside a write transaction, or ``StoreError/notFound(_:)``.
-    static func grant(_ db: Database, id: UUID, environment: Environment) throws -> Grant {
+    static func grant(_ db: Database, id: UUID, environment: AppStoreEnvironment) throws -> Grant {
         guard
             let grant = try Row.fetchOne(
                 db, sql: "SELECT * FROM grants WHERE id = ? AND environment = ?",

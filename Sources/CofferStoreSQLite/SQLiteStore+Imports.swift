@@ -41,7 +41,7 @@ extension SQLiteStore {
     }
 
     /// The imported customer of this source and external id.
-    public func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+    public func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     {
         try await read { db in try Self.importedCustomer(db, source, externalId, environment) }
@@ -49,7 +49,7 @@ extension SQLiteStore {
 
     /// Claims an imported customer with `keyHash`: the first claim keeps its key; only that key claims again.
     public func claimImport(
-        source: String, externalId: String, environment: Environment, keyHash: String, at date: Date
+        source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
     ) async throws -> ImportedCustomer? {
         try await write { db in
             try db.execute(
@@ -65,7 +65,9 @@ extension SQLiteStore {
         }
     }
 
-    static func importedCustomer(_ db: Database, _ source: String, _ externalId: String, _ environment: Environment)
+    static func importedCustomer(
+        _ db: Database, _ source: String, _ externalId: String, _ environment: AppStoreEnvironment
+    )
         throws -> ImportedCustomer?
     {
         guard

@@ -14,19 +14,19 @@ extension SQLiteStore {
     }
 
     /// A user's wallet (empty for a user with no entries).
-    public func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+    public func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
         try await read { db in
             try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
         }
     }
 
     /// A user's ledger entries, oldest first.
-    public func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+    public func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
     }
 
     /// A user's ledger entries of some kinds, oldest first.
-    public func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws
+    public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
     {
         guard !kinds.isEmpty else { return [] }
@@ -45,19 +45,21 @@ extension SQLiteStore {
     }
 
     /// The receipt of a transaction.
-    public func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+    public func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await read { db in
             try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
         }
     }
 
     /// A user's receipts, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
     }
 
     /// A user's receipts of the given products, oldest purchase first.
-    public func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+    public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws
+        -> [Receipt]
+    {
         guard !productIds.isEmpty else { return [] }
         let products = productIds.sorted()
         return try await read { db in
@@ -74,7 +76,7 @@ extension SQLiteStore {
     }
 
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
-    public func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+    public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
             "SELECT * FROM receipts WHERE environment = ? AND original_transaction_id = ? ORDER BY purchase_date, transaction_id",
             [environment.rawValue, originalTransactionId], SQLiteLedgerContext.receipt)

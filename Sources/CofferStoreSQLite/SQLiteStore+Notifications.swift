@@ -25,7 +25,7 @@ extension SQLiteStore {
     }
 
     /// The notification with this `notificationUUID`.
-    public func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+    public func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
         try await read { db in
             try Row.fetchOne(
                 db, sql: "SELECT * FROM notifications WHERE environment = ? AND uuid = ?",
@@ -37,7 +37,7 @@ extension SQLiteStore {
     /// Notifications of an environment, latest received first, optionally about one transaction or with
     /// one outcome.
     public func notifications(
-        environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+        environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) async throws -> [NotificationRecord] {
         try await read { db in
             var sql = "SELECT * FROM notifications WHERE environment = ?"
@@ -58,7 +58,7 @@ extension SQLiteStore {
     }
 
     /// How many notifications of each type an environment received at or after `since`.
-    public func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
+    public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
         try await read { db in
             var counts: [String: Int] = [:]
             for row in try Row.fetchAll(
@@ -102,7 +102,7 @@ extension SQLiteStore {
     }
 
     /// The renewal states of a user's subscription chains.
-    public func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+    public func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
         try await all(
             "SELECT * FROM renewal_states WHERE environment = ? AND owner = ? ORDER BY original_transaction_id",
             [environment.rawValue, owner.uuidString]
@@ -120,7 +120,7 @@ extension SQLiteStore {
     }
 
     /// A named position of a background service.
-    public func cursor(_ name: String, environment: Environment) async throws -> String? {
+    public func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {
         try await read { db in
             try String.fetchOne(
                 db, sql: "SELECT value FROM cursors WHERE environment = ? AND name = ?",
@@ -129,7 +129,7 @@ extension SQLiteStore {
     }
 
     /// Saves a named position.
-    public func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+    public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws {
         try await write { db in
             try db.execute(
                 sql: """

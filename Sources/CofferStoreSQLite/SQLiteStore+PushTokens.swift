@@ -34,7 +34,7 @@ extension SQLiteStore {
     }
 
     /// A user's push tokens, most recently registered first.
-    public func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
+    public func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken] {
         try await all(
             """
             SELECT * FROM push_tokens WHERE owner = ? AND environment = ?
@@ -53,7 +53,8 @@ extension SQLiteStore {
     }
 
     static func pushToken(_ row: Row) throws -> PushToken {
-        guard let owner = UUID(uuidString: row["owner"]), let environment = Environment(rawValue: row["environment"]),
+        guard let owner = UUID(uuidString: row["owner"]),
+            let environment = AppStoreEnvironment(rawValue: row["environment"]),
             let gateway = PushToken.Gateway(rawValue: row["gateway"])
         else { throw StoreError.storage("corrupt push token row") }
         return PushToken(

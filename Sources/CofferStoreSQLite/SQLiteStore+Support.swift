@@ -6,7 +6,9 @@ import GRDB
 
 extension SQLiteStore {
     /// The backups a user's devices and admins wrote, newest first.
-    public func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+    public func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
+        -> [BackupHistoryItem]
+    {
         try await read { db in
             try Row.fetchAll(
                 db,
@@ -25,7 +27,7 @@ extension SQLiteStore {
     }
 
     /// The dashboard's figures for an environment.
-    public func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+    public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         return try await read { db in
             let env = environment.rawValue
@@ -148,7 +150,7 @@ extension SQLiteStore {
     static let ownEnvironment = "AND (data_environment IS NULL OR data_environment = environment)"
 
     /// Deletes every grant of an environment.
-    public func deleteGrants(environment: Environment) async throws -> Int {
+    public func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { db in
             try db.execute(sql: "DELETE FROM grants WHERE environment = ?", arguments: [environment.rawValue])
             return db.changesCount

@@ -49,7 +49,7 @@ extension SQLiteStore {
     }
 
     /// The user with this Support ID in `environment`.
-    public func user(supportId: SupportID, environment: Environment) async throws -> User? {
+    public func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User? {
         try await one(
             "SELECT * FROM users WHERE environment = ? AND support_id = ?", [environment.rawValue, supportId.rawValue],
             Self.user)
@@ -69,7 +69,7 @@ extension SQLiteStore {
     }
 
     /// The user who is this Apple account in `environment`.
-    public func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
+    public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? {
         try await one(
             """
             SELECT * FROM users WHERE environment = ? AND app_transaction_environment = ? AND app_transaction_id = ?
@@ -154,7 +154,7 @@ extension SQLiteStore {
     }
 
     /// The user whose `appAccountToken` this is, in `environment`.
-    public func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
+    public func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User? {
         let named = try await one(
             "SELECT * FROM users WHERE environment = ? AND app_account_token = ?",
             [environment.rawValue, appAccountToken.uuidString], Self.user)
@@ -367,7 +367,7 @@ extension SQLiteStore {
     }
 
     /// A user's latest Verify Purchases report.
-    public func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
+    public func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport? {
         try await one(
             "SELECT * FROM verify_reports WHERE owner = ? AND environment = ?",
             [owner.uuidString, environment.rawValue]
@@ -379,7 +379,7 @@ extension SQLiteStore {
     }
 
     /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
-    public func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+    public func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
         -> [User]
     {
         let prefix = supportIdPrefix?.lowercased() ?? ""
@@ -397,7 +397,7 @@ extension SQLiteStore {
     }
 
     /// How many users an environment has.
-    public func userCount(environment: Environment) async throws -> Int {
+    public func userCount(environment: AppStoreEnvironment) async throws -> Int {
         try await read { db in
             try Int.fetchOne(
                 db, sql: "SELECT COUNT(*) FROM users WHERE environment = ?", arguments: [environment.rawValue]) ?? 0

@@ -162,7 +162,9 @@ public final class SQLiteStore: CofferStore {
 
     /// Whether the user lives in `environment`; with `live`, only while not deleted at the customer's request
     /// (nothing personal is written for a deleted customer; Apple's word on their transactions still is).
-    static func userExists(_ db: Database, id: UUID, environment: Environment, live: Bool = false) throws -> Bool {
+    static func userExists(_ db: Database, id: UUID, environment: AppStoreEnvironment, live: Bool = false) throws
+        -> Bool
+    {
         try Bool.fetchOne(
             db,
             sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND environment = ?"
@@ -189,13 +191,13 @@ public final class SQLiteStore: CofferStore {
     /// The `app_transaction_id` and `app_transaction_environment` columns.
     static func appleAccount(_ row: Row) throws -> AppleAccount? {
         guard let id = row["app_transaction_id"] as String? else { return nil }
-        guard let environment = Environment(rawValue: row["app_transaction_environment"] ?? "") else {
+        guard let environment = AppStoreEnvironment(rawValue: row["app_transaction_environment"] ?? "") else {
             throw StoreError.storage("corrupt app_transaction_environment in users")
         }
         return AppleAccount(appTransactionId: id, environment: environment)
     }
 
-    static func backup(_ db: Database, owner: UUID, environment: Environment) throws -> BackupRecord? {
+    static func backup(_ db: Database, owner: UUID, environment: AppStoreEnvironment) throws -> BackupRecord? {
         try Row.fetchOne(
             db, sql: "SELECT * FROM backups WHERE owner = ? AND environment = ?",
             arguments: [owner.uuidString, environment.rawValue]

@@ -16,7 +16,7 @@ enum AppleFiles {
 
     /// A verifier for Apple's mock vectors: test CA root, bundle `com.example`, offline.
     static func mockVerifier(
-        environment: AppStoreEnvironment = .sandbox, appAppleId: Int64? = 1234, acceptsSandbox: Bool = false
+        environment: SignedDataEnvironment = .sandbox, appAppleId: Int64? = 1234, acceptsSandbox: Bool = false
     ) throws -> SignedDataVerifier {
         try SignedDataVerifier(
             rootCertificates: [data("mock-signed/testCA.der")], bundleId: "com.example", appAppleId: appAppleId,

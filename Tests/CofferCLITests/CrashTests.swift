@@ -60,7 +60,8 @@ struct CrashTests {
         try Data(#"{"products": [{"id": "com.example.credits", "kind": "consumable", "credits": 100}]}"#.utf8)
             .write(to: folder.appendingPathComponent("crash-catalog.json"))
         let apple = SimulatedAppStore(
-            catalog: try Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+            catalog: try Catalog(products: [CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)]
+            ),
             configuration: .init(bundleId: "com.example.app", appAppleId: 1_234), signer: try pki.signer(),
             clock: SimulatorClock(start: now))
         let databaseURL =

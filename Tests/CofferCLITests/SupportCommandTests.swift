@@ -12,6 +12,69 @@ import Testing
 struct SupportCommandTests {
     let serve = ServeCommandTests()
 
+    /// The first customer a server just started makes: new users are asked for until it listens.
+    func firstCustomer(at base: String) async throws -> (supportId: String, token: String) {
+        var created: (status: Int, json: [String: Any]) = (0, [:])
+        for _ in 0..<100 where created.status != 201 {
+            created = (try? await serve.request("POST", base + "/v1/users")) ?? (0, [:])
+            if created.status != 201 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        return (try #require(created.json["supportId"] as? String), try #require(created.json["token"] as? String))
+    }
+
+    @Test(
+        "support's commands read the settings as coffer serve does: its config file's database, wallet and environment; another wallet or environment is refused"
+    )
+    func serversSettings() async throws {
+        let folder = try serve.temporaryFolder()
+        let port = try LocalPort.free()
+        try FileManager.default.createDirectory(
+            at: folder.appendingPathComponent("data"), withIntermediateDirectories: true)
+        let config =
+            #"{"database": {"url": "sqlite:data/shop.sqlite"}, "wallet": "server", "bundle": {"id": "com.example.app"}}"#
+        try config.write(to: folder.appendingPathComponent("server.json"), atomically: true, encoding: .utf8)
+        let server = try serve.start(["serve", "--config", "server.json", "--port", String(port)], in: folder)
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        let base = "http://127.0.0.1:\(port)"
+        let (supportId, token) = try await firstCustomer(at: base)
+
+        // The customer coffer serve --config keeps, with its wallet: the balance the app reads changes.
+        let found = try CofferProcess.run(["user", supportId, "--config", "server.json", "--json"], in: folder)
+        #expect(found.status == 0, Comment(rawValue: found.stderr))
+        let set = try CofferProcess.run(
+            [
+                "set-balance", "--recipient", supportId, "--balance", "70", "--reason", "Ticket #44", "--config",
+                "server.json",
+            ], in: folder)
+        #expect(set.status == 0, Comment(rawValue: set.stderr))
+        #expect(set.stdout.contains("70"))
+        let me = try await serve.request("GET", base + "/v1/me", token: token)
+        #expect(me.json["balance"] as? Int == 70)
+        // COFFER_CONFIG names it too.
+        let byVariable = try CofferProcess.run(
+            ["user", supportId], in: folder, environment: ["COFFER_CONFIG": "server.json"])
+        #expect(
+            byVariable.status == 0 && byVariable.stdout.contains("balance 70"), Comment(rawValue: byVariable.stderr))
+
+        // What the database does not hold is refused, saying what it holds, and nothing changes.
+        let device = try CofferProcess.run(
+            [
+                "set-balance", "--recipient", supportId, "--balance", "5", "--reason", "x", "--config", "server.json",
+                "--wallet", "device",
+            ], in: folder)
+        #expect(
+            device.status != 0 && device.stderr.contains("keeps the server wallet"), Comment(rawValue: device.stderr))
+        let production = try CofferProcess.run(
+            ["user", supportId, "--config", "server.json", "--environment", "Production"], in: folder)
+        #expect(
+            production.status != 0 && production.stderr.contains("holds no Production customers"),
+            Comment(rawValue: production.stderr))
+        #expect(try await serve.request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 70)
+    }
+
     @Test("keys create, grant, grants, users, user, set-balance over the admin API and locally; revoked keys refused")
     func ticket() async throws {
         let folder = try serve.temporaryFolder()
@@ -23,13 +86,7 @@ struct SupportCommandTests {
             server.waitUntilExit()
         }
         let base = "http://127.0.0.1:\(port)"
-        var created: (status: Int, json: [String: Any]) = (0, [:])
-        for _ in 0..<100 where created.status != 201 {
-            created = (try? await serve.request("POST", base + "/v1/users")) ?? (0, [:])
-            if created.status != 201 { try await Task.sleep(for: .milliseconds(100)) }
-        }
-        let supportId = try #require(created.json["supportId"] as? String)
-        let token = try #require(created.json["token"] as? String)
+        let (supportId, token) = try await firstCustomer(at: base)
 
         // The key is made next to the database; its private half is a file only its owner reads.
         let made = try CofferProcess.run(

@@ -13,7 +13,7 @@ import Testing
 @Suite("SDK: the observable model", .timeLimit(.minutes(3)))
 struct CofferModelTests {
     static let pro = "com.example.pro.monthly"
-    static let products = [Product(id: pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro")]
+    static let products = [CatalogProduct(id: pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro")]
     static let loyalty = [LoyaltyRule(group: "pro", periods: 2, entitlements: ["lifetime"])]
 
     /// Waits (up to 10 s) until `condition` holds on the main actor.
@@ -149,11 +149,19 @@ struct CofferModelTests {
     }
 
     @Test("the words the screens show: history statuses, Verify Purchases verdicts")
+    @MainActor
     func words() {
         #expect(CofferModel.words(status: "another device") == "Delivered on another device")
         #expect(CofferModel.words(status: "not delivered") == "Not delivered: tap Verify Purchases")
         #expect(CofferModel.words(.couldNotBeVerified) == "could not be verified: contact support with your Support ID")
         #expect(CofferModel.words(.finishOnly) == "delivered earlier; completed with the App Store now")
+        // A merge code: an anonymous install's moves it; an Apple account's lets another install sign in as them.
+        let until = Date(timeIntervalSince1970: 1_800_000_000)
+        #expect(
+            CofferModel.words(mergeCode: "K7QM-2XHP", expiresAt: until).hasPrefix(
+                "Tell support your Support ID and this code: K7QM-2XHP. It moves this install's purchases"))
+        let account = CofferModel.words(mergeCode: "K7QM-2XHP", expiresAt: until, appleAccount: true)
+        #expect(account.contains("signs in as you: K7QM-2XHP") && account.contains("only to support you wrote to"))
     }
 
     @Test("the customer's two devices (one Apple account): the loyalty lifetime is celebrated on one, once")

@@ -27,12 +27,12 @@ struct EntitlementAgreementTests {
     func agree(seed: Int) async throws {
         let catalog = try Catalog(
             products: [
-                Product(
+                CatalogProduct(
                     id: Self.yearly, kind: .autoRenewable, entitlements: ["premium"], group: "pro", durationDays: 365),
-                Product(id: Self.monthly, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
-                Product(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-                Product(id: Self.pass, kind: .nonRenewing, entitlements: ["pass"], durationDays: 20),
-                Product(id: Self.credits, kind: .consumable, credits: 100),
+                CatalogProduct(id: Self.monthly, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+                CatalogProduct(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+                CatalogProduct(id: Self.pass, kind: .nonRenewing, entitlements: ["pass"], durationDays: 20),
+                CatalogProduct(id: Self.credits, kind: .consumable, credits: 100),
             ], loyalty: [LoyaltyRule(group: "pro", periods: 3, entitlements: ["lifetime"])])
         let pki = try SimulatorPKI(
             validFrom: Self.start.addingTimeInterval(-86_400),

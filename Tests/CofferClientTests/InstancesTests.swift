@@ -24,7 +24,9 @@ struct InstancesTests {
         let start = PurchaseFlowTests.start
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
-        let catalog = try Catalog(products: [Product(id: PurchaseFlowTests.product, kind: .consumable, credits: 100)])
+        let catalog = try Catalog(products: [
+            CatalogProduct(id: PurchaseFlowTests.product, kind: .consumable, credits: 100)
+        ])
         let clock = SimulatorClock(start: start)
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: .init(bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234),

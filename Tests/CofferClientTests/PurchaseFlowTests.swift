@@ -46,14 +46,18 @@ struct PurchaseFlowTests {
         ///   - startingBalance: What a new player starts with (device wallet).
         ///   - cloudKitUserRecordName: The CloudKit user record name the device reads (moving in from CloudKit);
         ///     `unavailable` stands for CloudKit not answering.
+        ///   - bundled: The catalog the app bundles, when not the server's.
+        ///   - configuredWallet: The wallet the app is configured for, when not the server's.
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
             device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0,
-            backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil
+            backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil, bundled: Catalog? = nil,
+            configuredWallet: WalletMode? = nil
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             var configuration = SDKConfiguration(
-                wallet: wallet, environment: .sandbox, catalog: catalog, deviceName: install, identity: identity)
+                wallet: configuredWallet ?? wallet, environment: .sandbox, catalog: bundled ?? catalog,
+                deviceName: install, identity: identity)
             configuration.startingBalance = startingBalance
             configuration.backupDelay = backupDelay
             if let cloudKitUserRecordName {
@@ -106,10 +110,12 @@ struct PurchaseFlowTests {
     ///   simulator made it) instead of the machine's (admin requests signed now).
     /// - Parameter products: More products for the catalog beside the credits and no-ads.
     /// - Parameter simulator: Changes to the simulator's settings (names, prices, offers, offer codes).
+    /// - Parameter appStoreOnly: Products the App Store sells that the server's catalog lacks.
     static func withWorld(
-        wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [Product] = [],
+        wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [CatalogProduct] = [],
         loyalty: [LoyaltyRule] = [], simulator: (inout SimulatorConfiguration) -> Void = { _ in },
-        push: (any PushSender)? = nil, cloudKitProof: Bool = false, _ body: @Sendable (World) async throws -> Void
+        push: (any PushSender)? = nil, cloudKitProof: Bool = false, appStoreOnly: [CatalogProduct] = [],
+        _ body: @Sendable (World) async throws -> Void
     ) async throws {
         var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
         simulator(&simulatorConfiguration)
@@ -117,7 +123,7 @@ struct PurchaseFlowTests {
         guard cloudKitProof else {
             return try await withWorld(
                 wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
-                simulator: configured, push: push, cloudKit: nil, body)
+                simulator: configured, push: push, cloudKit: nil, appStoreOnly: appStoreOnly, body)
         }
         // CloudKit Web Services, for a server that wants a web auth token with each claim.
         let cloudKit = SimulatedCloudKit(container: "iCloud.\(bundleId)", keys: [:], apiTokens: ["console-api-token"])
@@ -127,25 +133,27 @@ struct PurchaseFlowTests {
             let cloudKitURL = "http://127.0.0.1:\(try #require(cloudKitClient.port))"
             try await withWorld(
                 wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
-                simulator: configured, push: push, cloudKit: (cloudKit, cloudKitURL), body)
+                simulator: configured, push: push, cloudKit: (cloudKit, cloudKitURL), appStoreOnly: appStoreOnly, body)
         }
     }
 
     private static func withWorld(
-        wallet: WalletMode, serverOnSimulatedTime: Bool, products: [Product], loyalty: [LoyaltyRule],
+        wallet: WalletMode, serverOnSimulatedTime: Bool, products: [CatalogProduct], loyalty: [LoyaltyRule],
         simulator simulatorConfiguration: SimulatorConfiguration, push: (any PushSender)?,
-        cloudKit: (SimulatedCloudKit, url: String)?, _ body: @Sendable (World) async throws -> Void
+        cloudKit: (SimulatedCloudKit, url: String)?, appStoreOnly: [CatalogProduct],
+        _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
         let catalog = try Catalog(
             products: [
-                Product(id: product, kind: .consumable, credits: 100),
-                Product(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+                CatalogProduct(id: product, kind: .consumable, credits: 100),
+                CatalogProduct(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
             ] + products, loyalty: loyalty)
         let clock = SimulatorClock(start: start)
         let apple = SimulatedAppStore(
-            catalog: catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
+            catalog: try Catalog(products: catalog.products + appStoreOnly, loyalty: loyalty),
+            configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
         let serverStore = InMemoryStore()
@@ -352,26 +360,32 @@ struct PurchaseFlowTests {
         }
     }
 
-    @Test("a transaction of a product the app's catalog does not sell is reported and does not stop the launch")
+    @Test(
+        "a product the App Store sells that neither the bundled nor the server's catalog has is reported and does not stop the launch"
+    )
     func unknownProduct() async throws {
-        try await Self.withWorld(wallet: .device) { world in
+        // A sticker pack on the App Store that neither the app's bundled catalog nor the server's sells yet.
+        let stickers = CatalogProduct(id: "com.example.stickers", kind: .nonConsumable, entitlements: ["stickers"])
+        try await Self.withWorld(wallet: .device, appStoreOnly: [stickers]) { world in
             let older = try CofferSDK(
                 configuration: SDKConfiguration(
                     wallet: .device, environment: .sandbox,
-                    catalog: try Catalog(products: [Product(id: Self.product, kind: .consumable, credits: 100)]),
+                    catalog: try Catalog(products: [CatalogProduct(id: Self.product, kind: .consumable, credits: 100)]),
                     deviceName: "iPhone"),
                 storeKit: world.apple.device(account: "alice"), server: world.server,
                 folder: world.folder.appendingPathComponent("app"),
                 credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
             try await older.launch()
             let token = try #require(await older.credentials?.appAccountToken)
+            _ = try await world.apple.purchase(account: "alice", productId: stickers.id, appAccountToken: token)
             _ = try await world.apple.purchase(account: "alice", productId: Self.noAds, appAccountToken: token)
             _ = try await world.apple.purchase(account: "alice", productId: Self.product, appAccountToken: token)
             let report = try await older.launch()
-            #expect(report.refused.count == 1 && report.refused.first?.contains(Self.noAds) == true)
-            #expect(report.recovered.count == 1)
+            // No-ads is in the server's catalog, which the app took at launch: delivered without an app release.
+            #expect(report.refused.count == 1 && report.refused.first?.contains(stickers.id) == true)
+            #expect(report.recovered.count == 2)
             #expect(try await older.balance() == 100)
-            #expect(await world.apple.unfinishedTransactions(account: "alice").map(\.productId) == [Self.noAds])
+            #expect(await world.apple.unfinishedTransactions(account: "alice").map(\.productId) == [stickers.id])
         }
     }
 }

@@ -76,7 +76,7 @@ final class Simulation: @unchecked Sendable {
     let engine: String
     /// Where the server runs: Sandbox, or (one seed in four) Production, where Bob is an App Reviewer buying
     /// in the sandbox from the production build: his purchases must be delivered and stay marked Sandbox.
-    let environment: CofferCore.Environment
+    let environment: CofferCore.AppStoreEnvironment
     let catalog: Catalog
     let apple: SimulatedAppStore
     let clock: SimulatorClock
@@ -124,9 +124,9 @@ final class Simulation: @unchecked Sendable {
         environment = seed % 4 == 3 ? .production : .sandbox
         catalog = try Catalog(
             products: [
-                Product(id: Self.credits, kind: .consumable, credits: 100),
-                Product(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-                Product(id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+                CatalogProduct(id: Self.credits, kind: .consumable, credits: 100),
+                CatalogProduct(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+                CatalogProduct(id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
             ],
             loyalty: [LoyaltyRule(group: "pro", periods: 3, entitlements: ["premium", "lifetime"])])
         let start = PurchaseFlowTests.start
@@ -447,7 +447,7 @@ final class Simulation: @unchecked Sendable {
                 wallet: try await app.ledger.wallet(owner: user.id, environment: environment))
             guard problems.isEmpty else { throw Broken(description: "\(moment): \(device.name)'s books: \(problems)") }
         }
-        let other: CofferCore.Environment = environment == .production ? .sandbox : .production
+        let other: CofferCore.AppStoreEnvironment = environment == .production ? .sandbox : .production
         guard try await serverStore.userCount(environment: other) == 0 else {
             throw Broken(description: "\(moment): a user reached \(other.rawValue)")
         }
@@ -599,7 +599,7 @@ final class Simulation: @unchecked Sendable {
         }
         // On the server, each receipt and entry is marked with the environment of the account's data: a
         // reviewer's Sandbox, everyone else's the server's.
-        let marked: CofferCore.Environment =
+        let marked: CofferCore.AppStoreEnvironment =
             device.account == Self.reviewer && environment == .production ? .sandbox : environment
         for receipt in try await serverStore.receipts(owner: serverUser.id, environment: environment)
         where receipt.transaction.environment != marked {

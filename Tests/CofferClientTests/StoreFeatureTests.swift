@@ -12,7 +12,7 @@ import Testing
 @Suite("SDK: what StoreKit offers", .timeLimit(.minutes(3)))
 struct StoreFeatureTests {
     static let pro = "com.example.pro.monthly"
-    static let products = [Product(id: pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro")]
+    static let products = [CatalogProduct(id: pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro")]
 
     static func simulator(_ configuration: inout SimulatorConfiguration) {
         configuration.productNames = [PurchaseFlowTests.product: "100 Credits", pro: "Pro"]

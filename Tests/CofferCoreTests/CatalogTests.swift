@@ -22,6 +22,18 @@ struct CatalogTests {
         #expect(catalog.loyalty == [LoyaltyRule(group: "pro", periods: 12, entitlements: ["premium", "lifetime"])])
     }
 
+    @Test("the catalog the server serves reads back to the same catalog, in the file's shape")
+    func servedShape() throws {
+        let catalog = try Fixture.catalog()
+        let served = catalog.json()
+        #expect(try Catalog(json: served) == catalog)
+        let document = try #require(try JSONSerialization.jsonObject(with: served) as? [String: Any])
+        #expect(Set(document.keys) == ["products", "loyalty"])
+        let first = try #require((document["products"] as? [[String: Any]])?.first)
+        #expect(first["id"] as? String == "com.example.credits.400k" && first["kind"] as? String == "consumable")
+        #expect(first["credits"] as? Int == 400_000)
+    }
+
     @Test("a product's optional name is what support sees; without one, its id")
     func displayName() throws {
         let json =

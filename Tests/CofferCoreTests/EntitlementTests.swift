@@ -119,7 +119,7 @@ struct EntitlementTests {
     @Test("non-renewing subscriptions lapse after their duration")
     func nonRenewing() throws {
         let catalog = try Catalog(products: [
-            Product(id: "season", kind: .nonRenewing, entitlements: ["season"], durationDays: 90)
+            CatalogProduct(id: "season", kind: .nonRenewing, entitlements: ["season"], durationDays: 90)
         ])
         let fact = TransactionFact(transactionId: "s", productId: "season", purchaseDate: Fixture.start)
         #expect(

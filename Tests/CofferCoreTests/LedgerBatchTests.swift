@@ -11,13 +11,13 @@ private struct Books: LedgerWriteContext, Equatable {
     var receipts: [String: Receipt] = [:]
     var entries: [LedgerEntry] = []
 
-    func wallet(owner: UUID, environment: Environment) -> Wallet? { wallets[owner] }
-    func receipt(transactionId: String, environment: Environment) -> Receipt? { receipts[transactionId] }
-    func entry(owner: UUID, environment: Environment, key: IdempotencyKey) -> LedgerEntry? {
+    func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet? { wallets[owner] }
+    func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? { receipts[transactionId] }
+    func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) -> LedgerEntry? {
         entries.first { $0.owner == owner && $0.key == key }
     }
 
-    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: Environment) {
+    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) {
         wallets[owner] = decision.wallet
         if let receipt = decision.receipt { receipts[receipt.transaction.transactionId] = receipt }
         if decision.appendsEntry, let entry = decision.entry { entries.append(entry) }

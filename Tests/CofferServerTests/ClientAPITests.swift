@@ -32,9 +32,9 @@ struct ClientAPITests {
             let pki = try SimulatorPKI(
                 validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
             let catalog = try Catalog(products: [
-                Product(id: "com.example.credits", kind: .consumable, credits: 100),
-                Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
-                Product(
+                CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
+                CatalogProduct(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+                CatalogProduct(
                     id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
                     name: "Pro, monthly"),
             ])
@@ -98,7 +98,10 @@ struct ClientAPITests {
                 MeResponse.self, try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer(user.token))
             )
             #expect(
-                me == MeResponse(supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil))
+                me
+                    == MeResponse(
+                        supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil,
+                        wallet: "device"))
 
             // Apple refunds it; the device posts the refunded transaction: taken back once.
             try await setup.store.refund(transactionId: id)

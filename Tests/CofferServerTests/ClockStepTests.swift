@@ -43,8 +43,8 @@ struct ClockStepTests {
         let (pki, catalog, apple) = try ServiceTests.apple(
             at: start,
             selling: [
-                Product(id: "com.example.credits", kind: .consumable, credits: 100),
-                Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+                CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
+                CatalogProduct(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
             ])
         var configuration = ServerConfiguration(bundleId: ClientAPITests.bundleId)
         configuration.wallet = wallet

@@ -60,13 +60,13 @@ final class CountingStore: CofferStore {
         try await gate("createUser", write: true) { try await base.createUser(user) }
     }
     func user(id: UUID) async throws -> User? { try await gate("user", write: false) { try await base.user(id: id) } }
-    func user(supportId: SupportID, environment: Environment) async throws -> User? {
+    func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User? {
         try await gate("user", write: false) { try await base.user(supportId: supportId, environment: environment) }
     }
     func user(tokenHash: String) async throws -> User? {
         try await gate("user", write: false) { try await base.user(tokenHash: tokenHash) }
     }
-    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? {
+    func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? {
         try await gate("user", write: false) {
             try await base.user(appleAccount: appleAccount, environment: environment)
         }
@@ -88,7 +88,7 @@ final class CountingStore: CofferStore {
     func clearFailures(_ key: String) async throws {
         try await gate("clearFailures", write: true) { try await base.clearFailures(key) }
     }
-    func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 {
+    func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64 {
         try await gate("grantedCredits", write: false) {
             try await base.grantedCredits(environment: environment, holder: holder, since: since)
         }
@@ -127,7 +127,7 @@ final class CountingStore: CofferStore {
         try await gate("recordImport", write: true) { try await base.recordImport(customer) }
     }
 
-    func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+    func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     {
         try await gate("importedCustomer", write: false) {
@@ -135,7 +135,9 @@ final class CountingStore: CofferStore {
         }
     }
 
-    func claimImport(source: String, externalId: String, environment: Environment, keyHash: String, at date: Date)
+    func claimImport(
+        source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
+    )
         async throws -> ImportedCustomer?
     {
         try await gate("claimImport", write: true) {
@@ -144,7 +146,7 @@ final class CountingStore: CofferStore {
         }
     }
 
-    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] {
+    func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken] {
         try await gate("pushTokens", write: false) { try await base.pushTokens(owner: owner, environment: environment) }
     }
 
@@ -171,23 +173,25 @@ final class CountingStore: CofferStore {
     func saveVerifyReport(_ report: VerifyReport) async throws {
         try await gate("saveVerifyReport", write: true) { try await base.saveVerifyReport(report) }
     }
-    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? {
+    func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport? {
         try await gate("verifyReport", write: false) {
             try await base.verifyReport(owner: owner, environment: environment)
         }
     }
-    func user(appAccountToken: UUID, environment: Environment) async throws -> User? {
+    func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User? {
         try await gate("user", write: false) {
             try await base.user(appAccountToken: appAccountToken, environment: environment)
         }
     }
-    func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
+    func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+        -> [User]
+    {
         try await gate("users", write: false) {
             try await base.users(
                 environment: environment, supportIdPrefix: supportIdPrefix, limit: limit, offset: offset)
         }
     }
-    func userCount(environment: Environment) async throws -> Int {
+    func userCount(environment: AppStoreEnvironment) async throws -> Int {
         try await gate("userCount", write: false) { try await base.userCount(environment: environment) }
     }
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
@@ -195,32 +199,32 @@ final class CountingStore: CofferStore {
         if commitTime > .zero { try await Task.sleep(for: commitTime) }
         return try await gate("apply", write: true) { try await base.apply(requests) }
     }
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet {
+    func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
         try await gate("wallet", write: false) { try await base.wallet(owner: owner, environment: environment) }
     }
-    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] {
+    func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await gate("entries", write: false) { try await base.entries(owner: owner, environment: environment) }
     }
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? {
+    func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await gate("receipt", write: false) {
             try await base.receipt(transactionId: transactionId, environment: environment)
         }
     }
-    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] {
+    func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await gate("receipts", write: false) { try await base.receipts(owner: owner, environment: environment) }
     }
-    func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+    func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         let receipts = try await gate("receipts", write: false) {
             try await base.receipts(originalTransactionId: originalTransactionId, environment: environment)
         }
         try await runHook(.chainReceipts)
         return receipts
     }
-    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? {
+    func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord? {
         try await gate("backup", write: false) { try await base.backup(owner: owner, environment: environment) }
     }
     func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) {
         try await gate("writeBackup", write: true) {
@@ -235,38 +239,44 @@ final class CountingStore: CofferStore {
     func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws {
         try await gate("createGrant", write: true) { try await base.createGrant(grant, audit: audit) }
     }
-    func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
+    func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
         try await gate("grants", write: false) {
             try await base.grants(environment: environment, recipient: recipient, status: status, limit: limit)
         }
     }
-    func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
+    func claimGrant(
+        id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+    )
         async throws -> Grant
     { try await gate("claimGrant", write: true) { try await base.claimGrant(id: id, environment: environment, claim) } }
-    func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
     {
         try await gate("cancelGrant", write: true) {
             try await base.cancelGrant(id: id, environment: environment, cancel)
         }
     }
-    func grant(id: UUID, environment: Environment) async throws -> Grant? {
+    func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? {
         try await gate("grant", write: false) { try await base.grant(id: id, environment: environment) }
     }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await gate("recordNotification", write: true) { try await base.recordNotification(record) }
     }
-    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] {
+    func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
         try await gate("notificationCounts", write: false) {
             try await base.notificationCounts(environment: environment, since: since)
         }
     }
-    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? {
+    func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
         try await gate("notification", write: false) {
             try await base.notification(uuid: uuid, environment: environment)
         }
     }
-    func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
+    func notifications(
+        environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    )
         async throws -> [NotificationRecord]
     {
         let records = try await gate("notifications", write: false) {
@@ -279,15 +289,15 @@ final class CountingStore: CofferStore {
     func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await gate("saveRenewalState", write: true) { try await base.saveRenewalState(state) }
     }
-    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] {
+    func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
         try await gate("renewalStates", write: false) {
             try await base.renewalStates(owner: owner, environment: environment)
         }
     }
-    func cursor(_ name: String, environment: Environment) async throws -> String? {
+    func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {
         try await gate("cursor", write: false) { try await base.cursor(name, environment: environment) }
     }
-    func saveCursor(_ name: String, value: String, environment: Environment) async throws {
+    func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws {
         try await gate("saveCursor", write: true) {
             try await base.saveCursor(name, value: value, environment: environment)
         }
@@ -295,22 +305,22 @@ final class CountingStore: CofferStore {
     func recordAudit(_ event: AuditEvent) async throws {
         try await gate("recordAudit", write: true) { try await base.recordAudit(event) }
     }
-    func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
+    func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         try await gate("auditEvents", write: false) {
             try await base.auditEvents(environment: environment, query: query, limit: limit)
         }
     }
-    func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+    func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws -> [BackupHistoryItem] {
         try await gate("backupHistory", write: false) {
             try await base.backupHistory(owner: owner, environment: environment, limit: limit)
         }
     }
-    func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+    func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
         try await gate("dashboard", write: false) {
             try await base.dashboard(environment: environment, days: days, now: now)
         }
     }
-    func deleteGrants(environment: Environment) async throws -> Int {
+    func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await gate("deleteGrants", write: true) { try await base.deleteGrants(environment: environment) }
     }
     func createAdmin(_ admin: Admin) async throws {
@@ -337,7 +347,7 @@ final class CountingStore: CofferStore {
     func session(tokenHash: String) async throws -> AdminSession? {
         try await gate("session", write: false) { try await base.session(tokenHash: tokenHash) }
     }
-    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws {
+    func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws {
         try await gate("setSessionEnvironment", write: true) {
             try await base.setSessionEnvironment(tokenHash: tokenHash, environment: environment)
         }
@@ -365,12 +375,14 @@ final class CountingStore: CofferStore {
             try await base.recordSignature(digest, at: at, forgetBefore: forgetBefore)
         }
     }
-    func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+    func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws -> [Receipt] {
         try await gate("receipts", write: false) {
             try await base.receipts(owner: owner, environment: environment, productIds: productIds)
         }
     }
-    func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry] {
+    func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    {
         try await gate("entries", write: false) {
             try await base.entries(owner: owner, environment: environment, kinds: kinds)
         }

@@ -16,9 +16,9 @@ struct FailingStore: CofferStore {
     }
     func createUser(_ user: User) async throws { throw error }
     func user(id: UUID) async throws -> User? { throw error }
-    func user(supportId: SupportID, environment: Environment) async throws -> User? { throw error }
+    func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User? { throw error }
     func user(tokenHash: String) async throws -> User? { throw error }
-    func user(appleAccount: AppleAccount, environment: Environment) async throws -> User? { throw error }
+    func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? { throw error }
     func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws { throw error }
     func tokenCounts(owner: UUID) async throws -> TokenCounts { throw error }
     func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int { throw error }
@@ -26,20 +26,24 @@ struct FailingStore: CofferStore {
     func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int { throw error }
     func failures(_ key: String, since: Date) async throws -> Int { throw error }
     func clearFailures(_ key: String) async throws { throw error }
-    func grantedCredits(environment: Environment, holder: String, since: Date) async throws -> Int64 { throw error }
+    func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64 {
+        throw error
+    }
     func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool { throw error }
     func revokeToken(tokenHash: String, at date: Date) async throws -> Bool { throw error }
     func savePushToken(_ token: PushToken) async throws { throw error }
     func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool { throw error }
     func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool { throw error }
     func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer { throw error }
-    func importedCustomer(source: String, externalId: String, environment: Environment) async throws
+    func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     { throw error }
-    func claimImport(source: String, externalId: String, environment: Environment, keyHash: String, at date: Date)
+    func claimImport(
+        source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
+    )
         async throws -> ImportedCustomer?
     { throw error }
-    func pushTokens(owner: UUID, environment: Environment) async throws -> [PushToken] { throw error }
+    func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken] { throw error }
     func deletePushToken(_ token: String, owner: UUID) async throws -> Bool { throw error }
     func mergeUser(_ merge: UserMerge, audit: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent])
         async throws -> UserMergeResult
@@ -49,60 +53,70 @@ struct FailingStore: CofferStore {
         _ deletion: UserDeletion, audit: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) async throws -> UserDeletionResult { throw error }
     func saveVerifyReport(_ report: VerifyReport) async throws { throw error }
-    func verifyReport(owner: UUID, environment: Environment) async throws -> VerifyReport? { throw error }
-    func user(appAccountToken: UUID, environment: Environment) async throws -> User? { throw error }
-    func users(environment: Environment, supportIdPrefix: String?, limit: Int, offset: Int) async throws -> [User] {
+    func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport? { throw error }
+    func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User? { throw error }
+    func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
+        -> [User]
+    {
         throw error
     }
-    func userCount(environment: Environment) async throws -> Int { throw error }
+    func userCount(environment: AppStoreEnvironment) async throws -> Int { throw error }
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw error }
-    func wallet(owner: UUID, environment: Environment) async throws -> Wallet { throw error }
-    func entries(owner: UUID, environment: Environment) async throws -> [LedgerEntry] { throw error }
-    func receipt(transactionId: String, environment: Environment) async throws -> Receipt? { throw error }
-    func receipts(owner: UUID, environment: Environment) async throws -> [Receipt] { throw error }
-    func receipts(originalTransactionId: String, environment: Environment) async throws -> [Receipt] {
+    func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet { throw error }
+    func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] { throw error }
+    func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? { throw error }
+    func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] { throw error }
+    func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         throw error
     }
-    func backup(owner: UUID, environment: Environment) async throws -> BackupRecord? { throw error }
+    func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord? { throw error }
     func writeBackup(
-        owner: UUID, environment: Environment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
+        owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
     ) async throws -> (current: BackupRecord?, written: BackupRecord?) { throw error }
     func setBalance(_ edit: BalanceEdit, audit: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent])
         async throws -> BalanceEditResult
     { throw error }
     func createGrant(_ grant: Grant, audit: [AuditEvent]) async throws { throw error }
-    func grants(environment: Environment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws -> [Grant] {
+    func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
         throw error
     }
-    func claimGrant(id: UUID, environment: Environment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?)
+    func claimGrant(
+        id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
+    )
         async throws -> Grant
     { throw error }
-    func cancelGrant(id: UUID, environment: Environment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
     { throw error }
-    func grant(id: UUID, environment: Environment) async throws -> Grant? { throw error }
+    func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? { throw error }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw error }
-    func notification(uuid: String, environment: Environment) async throws -> NotificationRecord? { throw error }
-    func notificationCounts(environment: Environment, since: Date) async throws -> [String: Int] { throw error }
-    func notifications(environment: Environment, transactionId: String?, outcome: NotificationOutcome?, limit: Int)
+    func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
+        throw error
+    }
+    func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] { throw error }
+    func notifications(
+        environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
+    )
         async throws -> [NotificationRecord]
     { throw error }
     func saveRenewalState(_ state: RenewalState) async throws -> Bool { throw error }
-    func renewalStates(owner: UUID, environment: Environment) async throws -> [RenewalState] { throw error }
-    func cursor(_ name: String, environment: Environment) async throws -> String? { throw error }
-    func saveCursor(_ name: String, value: String, environment: Environment) async throws { throw error }
+    func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] { throw error }
+    func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? { throw error }
+    func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws { throw error }
     func recordAudit(_ event: AuditEvent) async throws { throw error }
-    func auditEvents(environment: Environment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
+    func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         throw error
     }
-    func backupHistory(owner: UUID, environment: Environment, limit: Int) async throws -> [BackupHistoryItem] {
+    func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws -> [BackupHistoryItem] {
         throw error
     }
-    func dashboard(environment: Environment, days: Int, now: Date) async throws -> DashboardFigures {
+    func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
         throw error
     }
-    func deleteGrants(environment: Environment) async throws -> Int { throw error }
+    func deleteGrants(environment: AppStoreEnvironment) async throws -> Int { throw error }
     func createAdmin(_ admin: Admin) async throws { throw error }
     func admin(name: String) async throws -> Admin? { throw error }
     func admins() async throws -> [Admin] { throw error }
@@ -113,7 +127,7 @@ struct FailingStore: CofferStore {
     func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int { throw error }
     func createSession(_ session: AdminSession) async throws { throw error }
     func session(tokenHash: String) async throws -> AdminSession? { throw error }
-    func setSessionEnvironment(tokenHash: String, environment: Environment) async throws { throw error }
+    func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws { throw error }
     func deleteSession(tokenHash: String) async throws { throw error }
     func deleteSessions(expiredBefore date: Date) async throws -> Int { throw error }
     func createAdminKey(_ key: AdminKey) async throws { throw error }
@@ -121,10 +135,12 @@ struct FailingStore: CofferStore {
     func adminKeys() async throws -> [AdminKey] { throw error }
     func revokeAdminKey(id: String, at: Date) async throws -> Bool { throw error }
     func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool { throw error }
-    func receipts(owner: UUID, environment: Environment, productIds: Set<String>) async throws -> [Receipt] {
+    func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws -> [Receipt] {
         throw error
     }
-    func entries(owner: UUID, environment: Environment, kinds: Set<LedgerEntryKind>) async throws -> [LedgerEntry] {
+    func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    {
         throw error
     }
 }

@@ -36,7 +36,9 @@ struct HardeningTests {
                 store: store,
                 verifier: try SignedDataVerifier(
                     rootCertificates: [], bundleId: Fixture.bundleId, appAppleId: nil, environment: .sandbox),
-                catalog: try Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+                catalog: try Catalog(products: [
+                    CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)
+                ]),
                 now: { AdminAPITests.now }, passwordHasher: PasswordHasher(cost: 4)))
     }
 

@@ -160,9 +160,9 @@ final class ModelRun {
         let engine = seed % 4 == 1 ? "sqlite" : "memory"
         note("seed \(seed): \(policy.rawValue) policy, \(engine) store")
         let catalog = try Catalog(products: [
-            Product(id: Self.credits, kind: .consumable, credits: 100),
-            Product(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-            Product(id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+            CatalogProduct(id: Self.credits, kind: .consumable, credits: 100),
+            CatalogProduct(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+            CatalogProduct(id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
         ])
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: .init(bundleId: Self.bundleId, appAppleId: 1_234),

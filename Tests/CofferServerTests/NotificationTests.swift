@@ -52,8 +52,8 @@ struct NotificationTests {
                 options: options)
             catalog = try Catalog(
                 products: [
-                    Product(id: "com.example.credits", kind: .consumable, credits: 100),
-                    Product(
+                    CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
+                    CatalogProduct(
                         id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
                         durationDays: 30),
                 ],
@@ -436,7 +436,8 @@ struct NotificationTests {
 
             // The same notification signed by a Production simulator: refused by a Sandbox server.
             let production = try SimulatedAppStore(
-                catalog: Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+                catalog: Catalog(products: [CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)]
+                ),
                 configuration: SimulatorConfiguration(
                     bundleId: Self.bundleId, appAppleId: 1_234, environment: .production),
                 signer: try setup.pki.signer(), clock: setup.clock)
@@ -451,7 +452,9 @@ struct NotificationTests {
                 validFrom: Self.start.addingTimeInterval(-86_400), leafValidUntil: Self.start.addingTimeInterval(86_400)
             )
             let stranger = SimulatedAppStore(
-                catalog: try Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+                catalog: try Catalog(products: [
+                    CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)
+                ]),
                 configuration: SimulatorConfiguration(bundleId: Self.bundleId, appAppleId: 1_234),
                 signer: try untrusted.signer(), clock: setup.clock)
             _ = try await stranger.purchase(

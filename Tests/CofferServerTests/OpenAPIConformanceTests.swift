@@ -123,7 +123,7 @@ struct OpenAPIConformanceTests {
         let stranger = try AdminRequestSigner(
             keyId: "000000000000000000000000",
             privateKeyPEM: NewAdminKey(name: "x", at: NotificationTests.start).privateKeyPEM)
-        let answering: Set<String> = ["GET /healthz", "GET /openapi.json", "GET /metrics"]
+        let answering: Set<String> = ["GET /healthz", "GET /openapi.json", "GET /metrics", "GET /v1/catalog"]
         let bodies: [String: DocumentedAPI.RequestBody] = [
             "POST /v1/apple/notifications": try .json(NotificationRequest(signedPayload: notification)),
             "POST /v1/users/cloudkit": .valid(Scenario.cloudKitClaim("_ida", key: "install-ida-key-0001")),

@@ -19,7 +19,7 @@ struct ReceiptsAPITests {
 
     /// A server for the app a receipt belongs to, at a moment inside the receipt's life.
     static func server(
-        bundleId: String, environment: CofferCore.Environment, products: [Product], now: String,
+        bundleId: String, environment: CofferCore.AppStoreEnvironment, products: [CatalogProduct], now: String,
         store: any CofferStore, sandboxInProduction: Bool = true
     ) throws -> some ApplicationProtocol {
         let moment = try Date(now, strategy: .iso8601)
@@ -50,7 +50,9 @@ struct ReceiptsAPITests {
         let annual = "dev.bonzer.weeka.app.subscription.pro.annual"
         let app = try Self.server(
             bundleId: "dev.bonzer.weeka.app", environment: .production,
-            products: [Product(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")],
+            products: [
+                CatalogProduct(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")
+            ],
             now: "2025-12-26T18:45:00Z", store: store)
         let receipt = try Self.receipt("receipt-sandbox-g5")
         try await app.test(.router) { client in
@@ -88,7 +90,7 @@ struct ReceiptsAPITests {
         let app = try Self.server(
             bundleId: "dev.bonzer.weeka.app", environment: .sandbox,
             products: [
-                Product(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")
+                CatalogProduct(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")
             ], now: "2025-12-26T18:45:00Z", store: try await engine.makeStore())
         let receipt = try Self.receipt("receipt-sandbox-g5")
         try await app.test(.router) { client in
@@ -125,7 +127,7 @@ struct ReceiptsAPITests {
         let store = InMemoryStore()
         let app = try Self.server(
             bundleId: "org.getpure.pure-iphone", environment: .production,
-            products: [Product(id: "org.getpure.pure.Week", kind: .consumable, credits: 7)],
+            products: [CatalogProduct(id: "org.getpure.pure.Week", kind: .consumable, credits: 7)],
             now: "2024-02-24T00:00:00Z", store: store)
         try await app.test(.router) { client in
             let user = try await NotificationTests.createUser(client)

@@ -91,12 +91,12 @@ extension SecurityTests {
             store: store, catalog: try Catalog(products: []), walletMode: .server,
             now: { ClientAPITests.start.addingTimeInterval(3_600) })
         try await setup.app.test(.router) { client in
-            func mergeCode(_ token: String) async throws -> String {
+            func mergeCodeAnswer(_ token: String) async throws -> MergeCodeResponse {
                 try Fixture.decode(
                     MergeCodeResponse.self,
-                    try await client.execute(uri: "/v1/me/merge-code", method: .post, headers: Fixture.bearer(token))
-                ).code
+                    try await client.execute(uri: "/v1/me/merge-code", method: .post, headers: Fixture.bearer(token)))
             }
+            func mergeCode(_ token: String) async throws -> String { try await mergeCodeAnswer(token).code }
             func me(_ token: String) async throws -> TestResponse {
                 try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(token))
             }
@@ -140,9 +140,16 @@ extension SecurityTests {
             #expect(try await store.user(tokenHash: Secrets.hash(attacker.token)) == nil)
             #expect(try Fixture.decode(MeResponse.self, try await me(victim.token)).supportId == victim.supportId)
 
+            // An Apple account's code says what it is for, so the app can warn its customer.
+            let accountCode = try Fixture.decode(
+                MergeCodeResponse.self,
+                try await client.execute(
+                    uri: "/v1/me/merge-code", method: .post, headers: Fixture.bearer(victim.token)))
+            #expect(accountCode.appleAccount)
             // The customer's own old install, with a code from an install on their Apple account: it moves.
             let old = try Fixture.decode(
                 CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            #expect(!(try await mergeCodeAnswer(old.token)).appleAccount)
             let moved = try Fixture.decode(
                 MergeResponse.self,
                 try await merge(

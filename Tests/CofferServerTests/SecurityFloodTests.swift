@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferCore
 import CofferService
 import CofferStore
 import Foundation
@@ -33,19 +34,25 @@ extension SecurityTests {
         }
     }
 
-    @Test("/openapi.json is served from memory with an ETag, and 304 to a client that has it")
-    func documentETag() async throws {
+    @Test(
+        "/openapi.json and /v1/catalog are served from memory with an ETag, and 304 to a client that has it",
+        arguments: ["/openapi.json", "/v1/catalog"])
+    func documentETag(path: String) async throws {
         let setup = try NotificationTests.Setup()
         try await setup.app.test(.router) { client in
-            let first = try await client.execute(uri: "/openapi.json", method: .get)
+            let first = try await client.execute(uri: path, method: .get)
             #expect(first.status == .ok)
             let etag = try #require(first.headers[.eTag])
             #expect(etag.hasPrefix("\"") && etag.hasSuffix("\"") && etag.count == 34)
-            let again = try await client.execute(uri: "/openapi.json", method: .get, headers: [.ifNoneMatch: etag])
+            let again = try await client.execute(uri: path, method: .get, headers: [.ifNoneMatch: etag])
             #expect(again.status == .notModified && again.body.readableBytes == 0)
             let other = try await client.execute(
-                uri: "/openapi.json", method: .get, headers: [.ifNoneMatch: "\"something else\""])
+                uri: path, method: .get, headers: [.ifNoneMatch: "\"something else\""])
             #expect(other.status == .ok && other.body.readableBytes == first.body.readableBytes)
+            if path == "/v1/catalog" {
+                // The catalog the server loaded, in the catalog file's shape, with no token asked.
+                #expect(try Catalog(json: Data(buffer: first.body)) == setup.catalog)
+            }
         }
     }
 

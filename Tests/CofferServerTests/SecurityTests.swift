@@ -23,7 +23,7 @@ struct SecurityTests {
 
     /// Routes anyone may call, and what they answer a stranger.
     static let open: Set<String> = [
-        "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "POST /v1/users",
+        "GET /healthz", "GET /readyz", "GET /openapi.json", "GET /metrics", "GET /v1/catalog", "POST /v1/users",
         "POST /v1/users/cloudkit", "POST /v1/apple/notifications", "GET /admin/login", "POST /admin/login",
     ]
 

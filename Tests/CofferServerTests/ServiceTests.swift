@@ -14,7 +14,9 @@ struct ServiceTests {
     /// the simulator.
     static func apple(
         at start: Date,
-        selling products: [Product] = [Product(id: "com.example.credits", kind: .consumable, credits: 100)]
+        selling products: [CatalogProduct] = [
+            CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)
+        ]
     ) throws -> (SimulatorPKI, Catalog, SimulatedAppStore) {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400))

@@ -12,9 +12,11 @@ struct SubscriptionViewTests {
     static func catalog() throws -> Catalog {
         try Catalog(
             products: [
-                Product(id: "m", kind: .autoRenewable, entitlements: ["premium"], group: "pro", name: "Pro, monthly"),
-                Product(id: "y", kind: .autoRenewable, entitlements: ["premium"], group: "pro", name: "Pro, yearly"),
-                Product(id: "c", kind: .consumable, credits: 5),
+                CatalogProduct(
+                    id: "m", kind: .autoRenewable, entitlements: ["premium"], group: "pro", name: "Pro, monthly"),
+                CatalogProduct(
+                    id: "y", kind: .autoRenewable, entitlements: ["premium"], group: "pro", name: "Pro, yearly"),
+                CatalogProduct(id: "c", kind: .consumable, credits: 5),
             ])
     }
 

@@ -25,13 +25,14 @@ struct SimulatorFixture {
             validFrom: Self.start.addingTimeInterval(-86_400),
             leafValidUntil: Self.start.addingTimeInterval(5 * 365 * 86_400), options: options)
         let catalog = try Catalog(products: [
-            Product(id: "com.example.credits", kind: .consumable, credits: 100),
-            Product(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
-            Product(
+            CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
+            CatalogProduct(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+            CatalogProduct(
                 id: "com.example.pro.yearly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
                 durationDays: 365),
-            Product(id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
-            Product(id: "com.example.pass", kind: .nonRenewing, entitlements: ["premium"], durationDays: 7),
+            CatalogProduct(
+                id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+            CatalogProduct(id: "com.example.pass", kind: .nonRenewing, entitlements: ["premium"], durationDays: 7),
         ])
         store = SimulatedAppStore(
             catalog: catalog, configuration: configuration, signer: try pki.signer(), clock: clock)

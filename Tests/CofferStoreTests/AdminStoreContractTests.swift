@@ -212,7 +212,7 @@ struct AdminStoreContractTests {
         let day = TimeInterval(86_400)
         func buy(
             _ id: String, _ user: User, price: Int64?, currency: String = "EUR", product: String = "credits",
-            on dayNumber: Double = 0, expires: Date? = nil, data: Environment? = nil
+            on dayNumber: Double = 0, expires: Date? = nil, data: AppStoreEnvironment? = nil
         ) async throws {
             var fact = Make.fact(id)
             fact.productId = product

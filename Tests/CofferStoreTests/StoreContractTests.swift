@@ -396,7 +396,7 @@ struct StoreContractTests {
         let customer = Make.user("_ccccccccccc2", in: .production)
         try await store.createUser(reviewer)
         try await store.createUser(customer)
-        func fact(_ id: String, _ environment: Environment?, revoked: Bool = false) -> TransactionFact {
+        func fact(_ id: String, _ environment: AppStoreEnvironment?, revoked: Bool = false) -> TransactionFact {
             var fact = Make.fact(id, revoked: revoked)
             fact.environment = environment
             return fact

@@ -53,7 +53,8 @@ struct RouteHarness: Sendable {
             store: store,
             verifier: try SignedDataVerifier(
                 rootCertificates: [], bundleId: bundleId, appAppleId: nil, environment: .sandbox),
-            catalog: try Catalog(products: [Product(id: "com.example.credits", kind: .consumable, credits: 100)]),
+            catalog: try Catalog(products: [CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)]
+            ),
             logger: logger, passwordHasher: PasswordHasher(cost: 4))
         let routes = serverRoutes(configuration: configuration, dependencies: dependencies)
         let responder = serverResponder(configuration: configuration, dependencies: dependencies)

@@ -33,7 +33,7 @@ public struct AppTransaction: Codable, Sendable, Hashable {
     public var rawOriginalPlatform: String?
 
     /// The environment. `nil` when absent or a value this version does not know.
-    public var receiptType: AppStoreEnvironment? { rawReceiptType.flatMap { AppStoreEnvironment(rawValue: $0) } }
+    public var receiptType: SignedDataEnvironment? { rawReceiptType.flatMap { SignedDataEnvironment(rawValue: $0) } }
 
     /// The platform first bought on. `nil` when absent or a value this version does not know.
     public var originalPlatform: PurchasePlatform? { rawOriginalPlatform.flatMap { PurchasePlatform(rawValue: $0) } }

@@ -19,7 +19,7 @@ public struct HistoryResponse: Codable, Sendable, Hashable {
     public var signedTransactions: [String]?
 
     /// The environment. `nil` when absent or a value this version does not know.
-    public var environment: AppStoreEnvironment? { rawEnvironment.flatMap { AppStoreEnvironment(rawValue: $0) } }
+    public var environment: SignedDataEnvironment? { rawEnvironment.flatMap { SignedDataEnvironment(rawValue: $0) } }
 
     /// Creates an empty value, every field absent.
     public init() {}

@@ -69,7 +69,7 @@ public struct JWSRenewalInfoDecodedPayload: Codable, Sendable, Hashable {
     public var offerType: OfferType? { rawOfferType.flatMap { OfferType(rawValue: $0) } }
 
     /// The environment. `nil` when absent or a value this version does not know.
-    public var environment: AppStoreEnvironment? { rawEnvironment.flatMap { AppStoreEnvironment(rawValue: $0) } }
+    public var environment: SignedDataEnvironment? { rawEnvironment.flatMap { SignedDataEnvironment(rawValue: $0) } }
 
     /// How the offer is paid. `nil` when absent or a value this version does not know.
     public var offerDiscountType: OfferDiscountType? {

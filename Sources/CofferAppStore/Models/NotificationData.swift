@@ -23,7 +23,7 @@ public struct NotificationData: Codable, Sendable, Hashable {
     public var rawConsumptionRequestReason: String?
 
     /// The environment. `nil` when absent or a value this version does not know.
-    public var environment: AppStoreEnvironment? { rawEnvironment.flatMap { AppStoreEnvironment(rawValue: $0) } }
+    public var environment: SignedDataEnvironment? { rawEnvironment.flatMap { SignedDataEnvironment(rawValue: $0) } }
 
     /// The subscription status. `nil` when absent or a value this version does not know.
     public var status: Status? { rawStatus.flatMap { Status(rawValue: $0) } }

@@ -1,5 +1,4 @@
 import CofferClient
-import CofferCore
 import Foundation
 
 /// What the app sells, by the catalog it shares with its Coffer server.

@@ -13,8 +13,6 @@ let package = Package(
             name: "CreditsApp",
             dependencies: [
                 .product(name: "CofferClient", package: "coffer"),
-                .product(name: "CofferCore", package: "coffer"),
-                .product(name: "CofferStoreKit", package: "coffer"),
                 .product(name: "CofferStoreKit2", package: "coffer"),
                 .product(name: "CofferUI", package: "coffer"),
             ],

@@ -1,6 +1,4 @@
 import CofferClient
-import CofferCore
-import CofferStoreKit
 import CofferStoreKit2
 import CofferUI
 import SwiftUI

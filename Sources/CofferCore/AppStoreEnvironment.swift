@@ -1,6 +1,6 @@
 /// The App Store environment a record belongs to. Sandbox and Production data never mix: every record
 /// Coffer stores carries one.
-public enum Environment: String, Codable, Sendable, CaseIterable, Hashable {
+public enum AppStoreEnvironment: String, Codable, Sendable, CaseIterable, Hashable {
     /// Apple's sandbox: TestFlight, development builds, and the App Store simulator.
     case sandbox = "Sandbox"
     /// Apple's production App Store.

@@ -1,7 +1,7 @@
 import CofferCore
 
 /// The environment Apple names in signed data (`environment`, `receiptType`).
-public enum AppStoreEnvironment: String, Codable, Sendable, CaseIterable, Hashable {
+public enum SignedDataEnvironment: String, Codable, Sendable, CaseIterable, Hashable {
     /// Apple's sandbox.
     case sandbox = "Sandbox"
     /// The App Store.
@@ -25,5 +25,5 @@ public enum AppStoreEnvironment: String, Codable, Sendable, CaseIterable, Hashab
     public var isLocal: Bool { self == .xcode || self == .localTesting }
 
     /// The ledger environment records of this environment belong to; local testing counts as Sandbox.
-    public var ledgerEnvironment: Environment { self == .production ? .production : .sandbox }
+    public var ledgerEnvironment: AppStoreEnvironment { self == .production ? .production : .sandbox }
 }
