@@ -20,6 +20,14 @@ enum ServerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
         return [.memory, .sqlite]
     }
 
+    /// A fresh database with every migration: a copy of one migrated once per test process.
+    static func migratedDatabase() async throws -> String {
+        try await TestPostgres.migratedDatabase { url in
+            let store = try await PostgresStore(url: url, maximumConnections: 1)
+            store.close()
+        }
+    }
+
     func makeStore() async throws -> any CofferStore {
         switch self {
         case .memory:
@@ -29,7 +37,7 @@ enum ServerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
                 "coffer-\(UUID().uuidString).sqlite")
             return try SQLiteStore(path: path.path)
         case .postgres:
-            return try await PostgresStore(url: try await TestPostgres.freshDatabase(), maximumConnections: 16)
+            return try await PostgresStore(url: try await Self.migratedDatabase(), maximumConnections: 16)
         }
     }
 }

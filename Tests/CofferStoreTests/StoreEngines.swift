@@ -22,12 +22,20 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
         return [.memory, .sqlite]
     }
 
+    /// A fresh database with every migration: a copy of one migrated once per test process.
+    static func migratedDatabase() async throws -> String {
+        try await TestPostgres.migratedDatabase { url in
+            let store = try await PostgresStore(url: url, maximumConnections: 1)
+            store.close()
+        }
+    }
+
     func makeStore() async throws -> any CofferStore {
         switch self {
         case .memory: return InMemoryStore()
         case .sqlite: return try SQLiteStore(path: TemporaryDirectory.file("store.sqlite"))
         case .postgres:
-            return try await PostgresStore(url: try await TestPostgres.freshDatabase(), maximumConnections: 8)
+            return try await PostgresStore(url: try await Self.migratedDatabase(), maximumConnections: 8)
         }
     }
 }
@@ -46,7 +54,9 @@ enum Make {
     /// 2026-01-01T00:00:00Z; every date in the suite is a whole second so all engines keep it exactly.
     static let start = Date(timeIntervalSince1970: 1_767_225_600)
 
-    static func user(_ supportId: String, in environment: Environment = .sandbox, createdAt offset: TimeInterval = 0)
+    static func user(
+        _ supportId: String, in environment: AppStoreEnvironment = .sandbox, createdAt offset: TimeInterval = 0
+    )
         -> User
     {
         User(

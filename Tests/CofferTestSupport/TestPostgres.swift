@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOPosix
 import PostgresNIO
+import Synchronization
 
 /// The PostgreSQL server `scripts/test` starts on loopback (`initdb` into a temporary folder), named by
 /// `COFFER_TEST_POSTGRES_URL`; each test gets a fresh database of its own on it.
@@ -18,8 +19,8 @@ public enum TestPostgres {
     public static let missing =
         "PostgreSQL: COFFER_TEST_POSTGRES_URL is not set, so the PostgreSQL cases are NOT RUN. scripts/test starts a server; run it, or set the variable."
 
-    /// Creates an empty database and returns its URL.
-    public static func freshDatabase() async throws -> String {
+    /// Creates an empty database (a copy of `template` when given) and returns its URL.
+    public static func freshDatabase(template: String? = nil) async throws -> String {
         guard let url, var components = URLComponents(string: url), let host = components.host,
             let user = components.user
         else { throw TestPostgresError(message: missing) }
@@ -32,8 +33,18 @@ public enum TestPostgres {
             logger: Logger(label: "coffer.tests.postgres")
         ).get()
         do {
-            // Identifiers cannot be bound; the name is made here of hex digits only.
-            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: Logger(label: "t"))
+            // Identifiers cannot be bound; the names are made here of hex digits only. A template's last
+            // connection may still be closing on the server's side: its copy is asked again a moment later.
+            let sql = "CREATE DATABASE \(name)" + (template.map { " TEMPLATE \($0)" } ?? "")
+            for attempt in 1...100 {
+                do {
+                    try await connection.query(PostgresQuery(unsafeSQL: sql), logger: Logger(label: "t"))
+                    break
+                } catch let error as PSQLError where template != nil && attempt < 100 {
+                    guard error.serverInfo?[.sqlState] == "55006" else { throw error }  // object in use
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+            }
         } catch {
             try? await connection.close()
             throw error
@@ -42,6 +53,31 @@ public enum TestPostgres {
         components.path = "/" + name
         guard let fresh = components.string else { throw TestPostgresError(message: "cannot build the URL") }
         return fresh
+    }
+
+    /// The database every ``migratedDatabase(migrate:)`` copies: made and migrated once per test process.
+    private static let template = Mutex<Task<String, any Error>?>(nil)
+
+    /// A fresh database holding every migration, and returns its URL: a copy of one database migrated once per test
+    /// process by `migrate` (which opens a store on the URL it is given and closes it), so each test does not run
+    /// the whole schema again. Tests of the migrations themselves use ``freshDatabase(template:)``.
+    public static func migratedDatabase(migrate: @escaping @Sendable (String) async throws -> Void) async throws
+        -> String
+    {
+        let made = template.withLock { current in
+            if let current { return current }
+            let task = Task { () async throws -> String in
+                let url = try await freshDatabase()
+                try await migrate(url)
+                guard let name = URLComponents(string: url)?.path.dropFirst(), !name.isEmpty else {
+                    throw TestPostgresError(message: "no database name in \(url)")
+                }
+                return String(name)
+            }
+            current = task
+            return task
+        }
+        return try await freshDatabase(template: try await made.value)
     }
 
     /// Kills every backend serving `database` (as an operator's `pg_terminate_backend` or an out-of-memory kill
