@@ -251,7 +251,7 @@ public struct MeResponse: Codable, Sendable, Equatable {
     /// The backup, if the device made one.
     public var backup: BackupBody?
     /// Who keeps the balance: `server` or `device` (the server's `wallet` setting); `nil` from a server before it
-    /// said. An app configured for the other wallet stops with ``WalletMode`` mismatch.
+    /// said. The SDK configured for the other wallet stops at launch (its `walletMismatch` error).
     public var wallet: String?
 
     /// Creates the answer.

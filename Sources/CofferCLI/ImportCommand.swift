@@ -5,7 +5,6 @@ import CofferAppStore
 import CofferCore
 import CofferService
 import CofferStore
-import Configuration
 import Foundation
 
 /// `coffer import ...`: customers brought in from the system an app used before Coffer.
@@ -88,7 +87,10 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
         guard let keyId = keyId ?? variables["COFFER_CLOUDKIT_KEY_ID"],
             let keyFile = keyFile ?? variables["COFFER_CLOUDKIT_KEY_FILE"]
         else { throw ValidationError("--key-id and --key-file (the CloudKit server-to-server key) are needed") }
-        let (environment, walletMode) = try await settings()
+        // As coffer serve reads them; the import then goes where the database's server keeps its customers.
+        let settings = try await LocalDatabase.settings(
+            flags: ["database.url": database.databaseURL, "environment": environment, "wallet": wallet],
+            config: database.config)
         let key: CloudKitKey
         do {
             key = try CloudKitKey(keyId: keyId, pemFile: keyFile)
@@ -119,16 +121,18 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
             print(
                 "would import \(customers.count { $0.balance != nil || !$0.grants.isEmpty }) customers "
                     + "(\(customers.count { $0.balance != nil }) balances, "
-                    + "\(grants) unclaimed grants) into \(environment.rawValue); nothing changed")
+                    + "\(grants) unclaimed grants) into \(settings.environment.rawValue); nothing changed")
             print(CloudKitCustomers.largest(customers))
             if !skipped.isEmpty { print(CloudKitCustomers.skippedSummary(skipped)) }
             return
         }
-        let store: any CofferStore
+        let store = try await LocalDatabase.open(settings)
+        let (environment, walletMode): (AppStoreEnvironment, WalletMode)
         do {
-            store = try await database.database().open().store
+            (environment, walletMode) = try await ServedWallet.resolve(store, settings)
         } catch {
-            throw CommandFailure("cannot open the database: \(error)")
+            await LocalDatabase.close(store)
+            throw error
         }
         let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: walletMode)
         let report: ImportReport
@@ -148,26 +152,6 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
             if !skipped.isEmpty { print(CloudKitCustomers.skippedSummary(skipped)) }
         }
         if report.problems > 0 { throw ExitCode(1) }
-    }
-
-    /// The environment and wallet: the options, else coffer serve's settings sources, else the defaults.
-    private func settings() async throws -> (AppStoreEnvironment, WalletMode) {
-        var flags: [AbsoluteConfigKey: ConfigValue] = [:]
-        if let environment {
-            flags[AbsoluteConfigKey(ConfigKey("environment"))] = ConfigValue(.string(environment), isSecret: false)
-        }
-        if let wallet { flags[AbsoluteConfigKey(ConfigKey("wallet"))] = ConfigValue(.string(wallet), isSecret: false) }
-        let reader = try await ServeFlags.reader(flags: flags, config: database.config)
-        // As coffer serve: Sandbox unless a setting says otherwise (the claim looks in the server's environment).
-        let environmentText = reader.string(forKey: "environment") ?? "Sandbox"
-        guard let environment = AppStoreEnvironment(rawValue: environmentText) else {
-            throw ValidationError("environment must be Sandbox or Production, not \(environmentText)")
-        }
-        let walletText = reader.string(forKey: "wallet") ?? "device"
-        guard let walletMode = WalletMode(rawValue: walletText) else {
-            throw ValidationError("wallet must be device or server, not \(walletText)")
-        }
-        return (environment, walletMode)
     }
 
     static func summary(_ report: ImportReport, skipped: Int) -> String {

@@ -66,7 +66,13 @@ enum ServedWallet {
         var environment = settings.environment
         var kept = try await store.cursor(cursor, environment: environment)
         let other: AppStoreEnvironment = environment == .production ? .sandbox : .production
-        if kept == nil, let there = try await store.cursor(cursor, environment: other) {
+        let there = try await store.cursor(cursor, environment: other)
+        if kept != nil, there != nil, !settings.environmentNamed {
+            throw CommandFailure(
+                "this database holds a Sandbox server's customers and a Production server's: give --environment "
+                    + "Sandbox or --environment Production (or --config with the server's config file)")
+        }
+        if kept == nil, let there {
             guard !settings.environmentNamed else {
                 throw CommandFailure(
                     "this database is a \(other.rawValue) server's (the \(there) wallet): it holds no "

@@ -21,7 +21,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the Coffer server: users, verified purchases delivered once, balances and entitlements.",
         discussion: """
             Every setting comes from (highest first) a flag, a COFFER_* environment variable, or the JSON \
-            file named by --config; coffer settings and docs/operations.md list them all. Defaults: a SQLite database coffer.sqlite in the \
+            config file (--config, else COFFER_CONFIG, else coffer.json in the working folder when there is one; \
+            the start line names it); coffer settings and docs/operations.md list them all. Defaults: a SQLite database coffer.sqlite in the \
             working folder, 127.0.0.1:8080, Sandbox. Apple Root CA - G3 is always trusted; --apple-root adds a \
             root (the App Store simulator's), accepted in Sandbox only. Stops gracefully on SIGINT and SIGTERM.
             """
@@ -122,6 +123,7 @@ struct ServeCommand: AsyncParsableCommand {
         let banner =
             "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
             + "on http://\(server.host):\(server.port), \(location)"
+            + ((flags.config ?? ServedWallet.defaultConfig()).map { ", settings from \($0)" } ?? "")
             + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
             + (push == nil ? "; no APNs key: apps hear of grants and refunds when they open" : "")
         // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it; in the

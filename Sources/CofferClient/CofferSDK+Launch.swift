@@ -36,12 +36,23 @@ extension CofferSDK {
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false
+        // The server's catalog: out of reach or refused, the one the SDK holds stays (and the refusal is kept).
         do {
             try await refreshCatalog()
+            lastCatalogFailure = nil
+        } catch ServerClientError.transport {
+            offline = true
+        } catch {
+            lastCatalogFailure = "\(error)"
+        }
+        // Only a server keeping the other wallet stops the launch; anything else is asked again next launch.
+        do {
             try await checkWallet()
         } catch ServerClientError.transport {
             offline = true
-        }
+        } catch SDKError.walletMismatch(let why) {
+            throw SDKError.walletMismatch(why)
+        } catch {}
         do {
             _ = try await syncBackup()
         } catch ServerClientError.transport {

@@ -9,7 +9,8 @@ public struct SDKConfiguration: Sendable {
     public var wallet: WalletMode
     /// Sandbox or Production, as the server.
     public var environment: AppStoreEnvironment
-    /// The app's products (the catalog the server has).
+    /// The app's products as bundled: used until the server's catalog (`GET /v1/catalog`) was first taken, then only
+    /// if the kept copy is lost. Bundle the server's `catalog.json`.
     public var catalog: Catalog
     /// A name for this device, kept with its backups.
     public var deviceName: String
@@ -155,6 +156,9 @@ public actor CofferSDK {
     public internal(set) var catalog: Catalog
     /// Whether the server said it keeps the wallet this app is configured for (once per process).
     var walletChecked = false
+    /// Why the server's catalog was not taken at the last launch, when the server answered but it could not be
+    /// (an unreadable catalog, a refusal); the catalog held before stays.
+    public internal(set) var lastCatalogFailure: String?
 
     /// An SDK keeping its files in `folder`.
     ///

@@ -61,7 +61,8 @@ public struct ServerClient: Sendable {
         do {
             return (try Catalog(json: data), headers.first { $0.key.lowercased() == "etag" }?.value)
         } catch {
-            throw .transport("the server's catalog is not readable: \(error)")
+            // Not a transport failure: the server answered, with a catalog this SDK cannot read (a newer kind).
+            throw .refused(status, "unreadable-catalog", "the server's catalog is not readable: \(error)")
         }
     }
 

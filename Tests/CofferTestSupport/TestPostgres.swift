@@ -77,7 +77,15 @@ public enum TestPostgres {
             current = task
             return task
         }
-        return try await freshDatabase(template: try await made.value)
+        let name: String
+        do {
+            name = try await made.value
+        } catch {
+            // A template that could not be made (the server busy past its deadline) is made again by the next test.
+            template.withLock { current in if current == made { current = nil } }
+            throw error
+        }
+        return try await freshDatabase(template: name)
     }
 
     /// Kills every backend serving `database` (as an operator's `pg_terminate_backend` or an out-of-memory kill

@@ -18,7 +18,7 @@ struct CreditsApp: App {
         #endif
         let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]
         do {
-            let file = Bundle.module.url(forResource: "catalog", withExtension: "json")!
+            let file = Bundle.main.url(forResource: "catalog", withExtension: "json")!
             coffer = try CofferSDK(
                 configuration: SDKConfiguration(
                     wallet: .device, environment: .sandbox, catalog: try Catalog(json: Data(contentsOf: file)),
