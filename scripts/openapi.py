@@ -53,7 +53,9 @@ schemas = {
                            "status": S(enum=["pending", "delivered", "revoked", "restored"]),
                            "credits": I(), "deliveredAt": DATE,
                            "environment": S("Apple's data environment, when known", enum=["Sandbox", "Production"]),
-                           "purchaseDate": DATE},
+                           "purchaseDate": DATE,
+                           "deliveredBeforeCoffer": {"type": "boolean", "description":
+                                                     "true for a purchase the app delivered before it used Coffer"}},
                           required=["transactionId", "productId", "status"]),
     "PurchasesResponse": obj({"purchases": {"type": "array", "items": ref("PurchaseRecord")}}),
     "PushTokenRequest": obj({"token": S("The APNs device token, hex (16 to 100 bytes)"),
@@ -85,8 +87,14 @@ schemas = {
                                 required=["userRecordName", "claimKey"]),
     "CreateUserRequest": obj({"signedAppTransaction": S("StoreKit's AppTransaction.shared, signed (JWS)")},
                              required=[]),
-    "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)")}),
-    "TransactionResponse": obj({"outcome": S(enum=["delivered", "duplicate", "revoked"]), "transactionId": S(),
+    "TransactionRequest": obj({"signedTransaction": S("A StoreKit 2 signed transaction (JWS)"),
+                               "previouslyDelivered": {
+                                   "type": "boolean",
+                                   "description": "true: the app delivered it before it used Coffer; recorded "
+                                                  "without credits (outcome recorded), a refund takes them back"}},
+                              required=["signedTransaction"]),
+    "TransactionResponse": obj({"outcome": S(enum=["delivered", "duplicate", "revoked", "recorded"]),
+                                "transactionId": S(),
                                 "credits": I(), "balance": I(),
                                 "entitlements": {"type": "array", "items": S()}}),
     "BackupRequest": obj({"value": I(minimum=0, maximum=1 << 52), "device": S("A name for the writing device"),
@@ -388,7 +396,8 @@ paths = {
     "/v1/transactions": {"post": {
         "summary": "Deliver a StoreKit 2 transaction once", "operationId": "postTransaction",
         "requestBody": json_body("TransactionRequest"),
-        "responses": {"200": answer("Delivered, a duplicate, or revoked", "TransactionResponse"),
+        "responses": {"200": answer("Delivered, a duplicate, revoked, or recorded (previouslyDelivered)",
+                                    "TransactionResponse"),
                       "400": ERR("Not JSON, or a repeated key"), "401": ERR("No valid token"),
                       "403": ERR("The transaction belongs to another user (wrong-user)"),
                       "413": ERR("Body too large"),

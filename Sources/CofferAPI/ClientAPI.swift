@@ -175,9 +175,16 @@ public struct CreateUserResponse: Codable, Sendable, Equatable {
 public struct TransactionRequest: Codable, Sendable, Equatable {
     /// A StoreKit 2 signed transaction (`jwsRepresentation`).
     public var signedTransaction: String
+    /// `true` for a purchase the app delivered before it used Coffer (StoreKit listed it finished at the SDK's first
+    /// launch): recorded on the ledger without credits (``TransactionOutcome/recorded``); its entitlements count
+    /// and a refund takes back the catalog's credits. Absent or `false`: delivered now.
+    public var previouslyDelivered: Bool?
 
     /// Creates the body.
-    public init(signedTransaction: String) { self.signedTransaction = signedTransaction }
+    public init(signedTransaction: String, previouslyDelivered: Bool? = nil) {
+        self.signedTransaction = signedTransaction
+        self.previouslyDelivered = previouslyDelivered
+    }
 }
 
 /// What posting a transaction did.
@@ -188,6 +195,8 @@ public enum TransactionOutcome: String, Codable, Sendable {
     case duplicate
     /// Apple refunded or revoked it: nothing is delivered (and anything delivered was taken back).
     case revoked
+    /// Delivered by the app before it used Coffer (`previouslyDelivered`): on the ledger now, without credits.
+    case recorded
 }
 
 /// `POST /v1/transactions` answers 200 with this.
@@ -464,12 +473,15 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     public var environment: String?
     /// When the customer bought it, as Apple signed it (absent from servers older than this field).
     public var purchaseDate: Date?
+    /// `true` for a purchase the app delivered before it used Coffer (`previouslyDelivered`); absent otherwise.
+    public var deliveredBeforeCoffer: Bool?
 
     /// Creates a record.
     public init(
         transactionId: String, productId: String, status: String, credits: Int64?, deliveredAt: Date?,
-        environment: String?, purchaseDate: Date? = nil
+        environment: String?, purchaseDate: Date? = nil, deliveredBeforeCoffer: Bool? = nil
     ) {
+        self.deliveredBeforeCoffer = deliveredBeforeCoffer
         self.transactionId = transactionId
         self.productId = productId
         self.status = status

@@ -93,7 +93,18 @@ public final class CofferModel {
             case .entitlements(let names):
                 entitlements = names
                 await refreshLoyalty()
-            case .wallet, .backup:
+            case .balance(let wallet):
+                // A change made in play: the model takes it as it is, and asks the server nothing.
+                (balance, deficit) = (wallet.balance, wallet.deficit)
+                await attempt { backup = try await sdk.knownBackupStatus() }
+            case .backup:
+                // A backup written (or the server's taken): the balance from the local ledger, no request.
+                await attempt {
+                    let wallet = try await sdk.localWallet()
+                    (balance, deficit) = (wallet.balance, wallet.deficit)
+                    backup = try await sdk.knownBackupStatus()
+                }
+            case .wallet:
                 await refresh()
             }
         }
@@ -205,6 +216,7 @@ public final class CofferModel {
     public nonisolated static func words(status: String) -> String {
         switch status {
         case "delivered": "Delivered"
+        case CofferSDK.deliveredBefore: "Delivered before this update"
         case "refunded": "Refunded"
         case "waiting": "Waiting to be delivered"
         case "not delivered": "Not delivered: tap Verify Purchases"

@@ -28,8 +28,11 @@ extension CofferSDK {
     /// StoreKit answers (``cachedEntitlements()``), and sent to ``entitlementUpdates()``.
     @discardableResult
     public func refreshEntitlements() async throws -> EntitlementState {
-        let facts = await storeKit.all().map(Self.fact)
-        let groups = Set(catalog.products.compactMap { $0.kind == .autoRenewable ? $0.group : nil })
+        let transactions = await storeKit.all()
+        let facts = transactions.map(Self.fact)
+        // StoreKit asks by App Store Connect's group id, which the transactions carry; the catalog's group names
+        // ("pro") are Coffer's own and find nothing on a device.
+        let groups = Set(transactions.compactMap { $0.productType == .autoRenewable ? $0.subscriptionGroupId : nil })
         let grace = groups.isEmpty ? [:] : await storeKit.gracePeriods(groups: groups.sorted())
         let entitlements = Entitlements.evaluate(
             facts, catalog: catalog, gracePeriods: grace, at: now())
@@ -173,9 +176,9 @@ extension CofferSDK {
         public var purchaseDate: Date
         /// Credits it delivered (0 for what only unlocks something).
         public var credits: Int64
-        /// `delivered`, `refunded`, `waiting` (not yet delivered), `not delivered` (finished elsewhere) or
-        /// `another device` (bought by the app on another of the customer's devices, another user: delivered
-        /// there).
+        /// `delivered`, `delivered before Coffer` (by the app, before it used Coffer), `refunded`, `waiting` (not
+        /// yet delivered), `not delivered` (finished elsewhere) or `another device` (bought by the app on another
+        /// of the customer's devices, another user: delivered there).
         public var status: String
     }
 
@@ -202,6 +205,10 @@ extension CofferSDK {
                 credits = 0
             } else if transaction.revocationDate != nil {
                 status = "refunded"
+            } else if try receipt?.deliveredBeforeCoffer == true || deliveredBeforeCoffer(transaction.id)
+                || onServer[transaction.id]?.deliveredBeforeCoffer == true
+            {
+                status = Self.deliveredBefore
             } else if receipt?.deliveredAt != nil || serverCredits != nil {
                 status = "delivered"
             } else {
@@ -228,7 +235,10 @@ extension CofferSDK {
             let status =
                 anotherUser
                 ? "another device"
-                : receipt.isRevoked ? "refunded" : receipt.deliveredAt != nil ? "delivered" : "waiting"
+                : receipt.isRevoked
+                    ? "refunded"
+                    : receipt.deliveredBeforeCoffer
+                        ? Self.deliveredBefore : receipt.deliveredAt != nil ? "delivered" : "waiting"
             items.append(
                 HistoryItem(
                     transactionId: receipt.transaction.transactionId, productId: receipt.transaction.productId,
@@ -240,7 +250,7 @@ extension CofferSDK {
                 switch record.status {
                 case "revoked": "refunded"
                 case "pending": "waiting"
-                default: "delivered"
+                default: record.deliveredBeforeCoffer == true ? Self.deliveredBefore : "delivered"
                 }
             items.append(
                 HistoryItem(
@@ -250,6 +260,9 @@ extension CofferSDK {
         }
         return items
     }
+
+    /// The history's status of a purchase the app delivered before it used Coffer.
+    public static let deliveredBefore = "delivered before Coffer"
 
     /// The purchases the server holds for the customer, by transaction id; none when it is out of reach.
     func serverPurchases() async -> [String: PurchaseRecord] {
@@ -282,8 +295,10 @@ extension CofferSDK {
         }
         // What StoreKit no longer lists (a finished consumable) but this install or the server delivered is
         // recorded too: the results do not depend on StoreKit keeping consumables in its history.
+        // What the app delivered before it used Coffer is recorded, online or not.
+        for transaction in all where try deliveredBeforeCoffer(transaction.id) { recorded.insert(transaction.id) }
         let elsewhere = try await recordedElsewhere(than: Set(all.map(\.id)), user: user, onServer: onServer)
-            .filter { $0.status == "delivered" || $0.status == "refunded" }
+            .filter { [Self.deliveredBefore, "delivered", "refunded"].contains($0.status) }
         recorded.formUnion(elsewhere.map(\.transactionId))
         let items = Reconciliation.classify(
             all.map {

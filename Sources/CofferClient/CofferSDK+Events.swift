@@ -101,8 +101,12 @@ extension CofferSDK {
 
 /// One change for the customer, from ``CofferSDK/changes()``.
 public enum CofferChange: Sendable, Equatable {
-    /// The balance or the deficit may have changed.
+    /// The balance or the deficit may have changed: read them again.
     case wallet
+    /// The device wallet's balance and deficit are these now, after a change made in play (``CofferSDK/earn(_:key:)``,
+    /// ``CofferSDK/spend(_:key:)``, ``CofferSDK/setBalance(_:expected:reason:)``): nothing else changed, and there is
+    /// nothing to ask the server.
+    case balance(Wallet)
     /// The entitlements are these now.
     case entitlements([String])
     /// A backup was written, or the server's was taken.

@@ -60,6 +60,8 @@ extension CofferSDK {
         } catch SDKError.conflict(let why) {
             lastBackupFailure = why  // Tried again by the next backup.
         }
+        // The first launch with Coffer: what the app delivered before is recorded, never delivered again.
+        try await recordDeliveredBeforeCoffer()
         let interrupted = try state.interruptStartedIntents()
         var recovered: [String] = []
         var refused: [String] = []

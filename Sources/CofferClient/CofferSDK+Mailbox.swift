@@ -181,7 +181,21 @@ extension CofferSDK {
     func rememberBackup(_ record: BackupBody) throws {
         try state.set("lastBackupVersion", String(record.version))
         try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
+        try state.set("lastBackupWallet", "\(record.value) \(record.deficit)")
         publish(.backup)
+    }
+
+    /// Whether the backup this device last wrote or took holds its balance, without asking the server (a screen
+    /// showing it after every hand): ``BackupStatus/none`` until a backup is known. ``backupStatus()`` asks.
+    public func knownBackupStatus() async throws -> BackupStatus {
+        guard configuration.wallet == .device else { return .notNeeded }
+        guard let at = try state.value("lastBackupAt").flatMap(Double.init),
+            let kept = try state.value("lastBackupWallet")?.split(separator: " ").compactMap({ Int64($0) }),
+            kept.count == 2
+        else { return .none }
+        let local = try await localWallet()
+        return kept == [local.balance, local.deficit]
+            ? .matches(since: Date(timeIntervalSince1970: at)) : .differs(device: local.balance, server: kept[0])
     }
 
     /// What a Settings screen says about the backup.

@@ -116,7 +116,10 @@ extension CofferSDK {
     func post(id: String, jws: String) async throws -> Bool {
         let answer: TransactionResponse
         do {
-            answer = try await signedIn { try await server.post(signedTransaction: jws, token: $0) }
+            let before = try deliveredBeforeCoffer(id)
+            answer = try await signedIn {
+                try await server.post(signedTransaction: jws, previouslyDelivered: before, token: $0)
+            }
         } catch ServerClientError.transport {
             return false
         } catch ServerClientError.refused(403, Self.wrongUser, _) {

@@ -14,7 +14,8 @@ extension CofferSDK {
     public func spend(_ amount: Int64, key: String = UUID().uuidString.lowercased()) async throws -> Int64 {
         guard amount > 0 else { throw LedgerError.invalidAmount(amount) }
         let balance = try await wallet.spend(amount, key: key, self)
-        if configuration.wallet == .device { scheduleBackup() } else { publish(.wallet) }
+        // The device wallet announced the change and scheduled its backup as it applied it.
+        if configuration.wallet == .server { publish(.wallet) }
         return balance
     }
 
@@ -30,28 +31,36 @@ extension CofferSDK {
             throw SDKError.deviceWalletOnly("earn: in the server wallet credits come from the server (grants)")
         }
         guard amount > 0, amount <= Ledger.maximumAmount else { throw LedgerError.invalidAmount(amount) }
-        let result = try await applyLocally(.adjustment(id: "earn:" + key, delta: amount, reason: "earned in play"))
-        scheduleBackup()
+        let result = try await applyLocally(
+            .adjustment(id: "earn:" + key, delta: amount, reason: "earned in play"), inPlay: true)
         return result.wallet.balance
     }
 
-    /// Device wallet: sets the balance the game shows (a bankroll that moved in play), recorded in the local
-    /// ledger as one change with its reason, then backed up (``SDKConfiguration/backupDelay``).
+    /// Device wallet: sets the balance to `balance` only while it is still `expected`, the balance the game read
+    /// (a compare-and-set), recorded in the local ledger as one change with its reason, then backed up
+    /// (``SDKConfiguration/backupDelay``). Play moves the balance with ``earn(_:key:)`` and ``spend(_:key:)``;
+    /// this is for a game that keeps a bankroll of its own and must not undo what the SDK applied in between (a
+    /// grant, a refund taken back, support's edit).
     ///
     /// - Returns: The balance after.
-    /// - Throws: ``SDKError/deviceWalletOnly(_:)`` in the server wallet; `LedgerError.invalidAmount` for a
-    ///   negative balance.
+    /// - Throws: ``SDKError/balanceMoved(expected:actual:)`` when the balance is no longer `expected` (nothing
+    ///   changes: read it again); ``SDKError/deviceWalletOnly(_:)`` in the server wallet;
+    ///   `LedgerError.invalidAmount` for a negative balance.
     @discardableResult
-    public func setBalance(_ balance: Int64, reason: String) async throws -> Int64 {
+    public func setBalance(_ balance: Int64, expected: Int64, reason: String) async throws -> Int64 {
         guard configuration.wallet == .device else {
             throw SDKError.deviceWalletOnly("setBalance: the server wallet's balance is the server's")
         }
         guard balance >= 0, balance <= Ledger.maximumAmount else { throw LedgerError.invalidAmount(balance) }
-        let current = try await localWallet().balance
-        guard balance != current else { return current }
+        guard expected >= 0, expected <= Ledger.maximumAmount else { throw LedgerError.invalidAmount(expected) }
+        guard balance != expected else {
+            let current = try await localWallet().balance
+            guard current == expected else { throw SDKError.balanceMoved(expected: expected, actual: current) }
+            return current
+        }
         let result = try await applyLocally(
-            .adjustment(id: "set:" + UUID().uuidString.lowercased(), delta: balance - current, reason: reason))
-        scheduleBackup()
+            .adjustment(id: "set:" + UUID().uuidString.lowercased(), delta: balance - expected, reason: reason),
+            inPlay: true, expectedBalance: expected)
         return result.wallet.balance
     }
 

@@ -26,7 +26,7 @@ public struct SDKConfiguration: Sendable {
     /// it until it backs up, and the backup rule counts it as untouched, so a reinstall still restores the
     /// backup. Default 0.
     public var startingBalance: Int64 = 0
-    /// Device wallet: seconds after a balance change (``CofferSDK/earn(_:key:)``, ``CofferSDK/setBalance(_:reason:)``,
+    /// Device wallet: seconds after a balance change (``CofferSDK/earn(_:key:)``, ``CofferSDK/setBalance(_:expected:reason:)``,
     /// ``CofferSDK/spend(_:key:)``) before it is backed up; changes in between share one backup. Default 2;
     /// `nil` leaves backups to launch, foreground, background and ``CofferSDK/runBackups(every:)``.
     public var backupDelay: TimeInterval? = 2
@@ -230,13 +230,23 @@ public actor CofferSDK {
     }
 
     /// Applies an event to the local ledger for this install's user, with the app's deficit policy.
+    /// A change made in play (``earn(_:key:)``, ``spend(_:key:)``, ``setBalance(_:expected:reason:)``) is announced
+    /// with the wallet it left (``CofferChange/balance(_:)``), so a screen updates without asking the server; with
+    /// `expectedBalance` it applies only while the balance is that.
     @discardableResult
-    func applyLocally(_ event: LedgerEvent) async throws -> LedgerResult {
-        let result = try await ledger.apply(
-            LedgerRequest(
-                owner: try await localUser().id, environment: configuration.environment, event: event,
-                policy: configuration.deficitPolicy, at: now()))
-        publish(.wallet)
+    func applyLocally(_ event: LedgerEvent, inPlay: Bool = false, expectedBalance: Int64? = nil) async throws
+        -> LedgerResult
+    {
+        let request = LedgerRequest(
+            owner: try await localUser().id, environment: configuration.environment, event: event,
+            policy: configuration.deficitPolicy, at: now())
+        let result =
+            if let expectedBalance {
+                try await ledger.apply(request, ifBalanceIs: expectedBalance)
+            } else {
+                try await ledger.apply(request)
+            }
+        publish(inPlay ? .balance(result.wallet) : .wallet)
         // Every change to the balance is backed up (debounced): a refund taken back, a grant, a purchase, a
         // spend. Taking the server's backup changes nothing to back up.
         if case .restore = event {} else if result.outcome == .applied { scheduleBackup() }
@@ -279,4 +289,7 @@ public enum SDKError: Error, Equatable, Sendable {
     /// The server keeps the other wallet than ``SDKConfiguration/wallet`` says (its `wallet` setting): set the
     /// configuration to match, or the app would run half of each.
     case walletMismatch(String)
+    /// ``CofferSDK/setBalance(_:expected:reason:)`` found the balance moved since the game read it (a grant, a
+    /// refund or support's edit came in between): nothing changed; read the balance again.
+    case balanceMoved(expected: Int64, actual: Int64)
 }

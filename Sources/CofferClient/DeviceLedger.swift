@@ -44,6 +44,12 @@ final class DeviceLedger: Sendable {
             guard try !db.columns(in: "receipts").contains(where: { $0.name == "price" }) else { return }
             try db.execute(sql: LedgerTables.v3)
         }
+        migrator.registerMigration("device v4 delivered before Coffer") { db in
+            guard try !db.columns(in: "receipts").contains(where: { $0.name == "delivered_before_coffer" }) else {
+                return
+            }
+            try db.execute(sql: LedgerTables.v4)
+        }
         try migrator.migrate(queue)
         legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
     }
@@ -117,6 +123,20 @@ final class DeviceLedger: Sendable {
             var context = SQLiteLedgerContext(db: db)
             return try LedgerWriter.apply(request, in: &context)
         }.get()
+    }
+
+    /// Applies a change only while the user's balance is `expected`, checked in the change's own transaction, so
+    /// nothing applied in between (a grant, a refund, support's edit) is undone.
+    ///
+    /// - Throws: ``SDKError/balanceMoved(expected:actual:)`` when the balance is another, changing nothing.
+    func apply(_ request: LedgerRequest, ifBalanceIs expected: Int64) async throws -> LedgerResult {
+        let result: Result<LedgerResult, any Error> = try await queue.write { db in
+            var context = SQLiteLedgerContext(db: db)
+            let actual = try context.wallet(owner: request.owner, environment: request.environment)?.balance ?? 0
+            guard actual == expected else { return .failure(SDKError.balanceMoved(expected: expected, actual: actual)) }
+            return try LedgerWriter.apply(request, in: &context).mapError { $0 }
+        }
+        return try result.get()
     }
 
     /// The user's wallet (empty for an unknown user).

@@ -15,6 +15,12 @@ public struct ServerClient: Sendable {
 
     /// How long the event stream may stay silent before it counts as dropped.
     public let eventSilence: TimeInterval
+    /// Requests sent so far, shared by every copy of this client.
+    private let sent = RequestCount()
+
+    /// How many requests this client (and its copies) has sent, the event stream included: a Settings screen's
+    /// diagnostics, and how a benchmark counts the requests a game makes.
+    public var requestsSent: Int { sent.value.load(ordering: .relaxed) }
 
     /// A client of the server at `baseURL`; requests time out after `timeout` seconds, and the event stream
     /// after `eventSilence` seconds without a byte.
@@ -116,10 +122,15 @@ public struct ServerClient: Sendable {
                 }))
     }
 
-    /// `POST /v1/transactions`: the server verifies and delivers once.
-    public func post(signedTransaction: String, token: String) async throws(ServerClientError) -> TransactionResponse {
+    /// `POST /v1/transactions`: the server verifies and delivers once; `previouslyDelivered` records a purchase the
+    /// app delivered before it used Coffer, without credits.
+    public func post(signedTransaction: String, previouslyDelivered: Bool = false, token: String)
+        async throws(ServerClientError) -> TransactionResponse
+    {
         try await send(
-            "POST", "/v1/transactions", token: token, body: TransactionRequest(signedTransaction: signedTransaction))
+            "POST", "/v1/transactions", token: token,
+            body: TransactionRequest(
+                signedTransaction: signedTransaction, previouslyDelivered: previouslyDelivered ? true : nil))
     }
 
     /// `GET /v1/me/backup`, or `nil` when there is none yet.
@@ -189,6 +200,7 @@ public struct ServerClient: Sendable {
         let reader = EventStreamReader(continuation: continuation)
         let session = URLSession(configuration: configuration, delegate: reader, delegateQueue: reader.queue)
         let task = session.dataTask(with: request)
+        sent.value.add(1, ordering: .relaxed)
         // On Apple platforms cancelling the task is enough: the delegate then hears it complete and invalidates
         // the session on its own queue. FoundationNetworking (Linux) traps when a cancel meets the task's
         // completion ("a task that is not in the registry"), and deadlocks when it cancels under the reader's
@@ -262,6 +274,7 @@ public struct ServerClient: Sendable {
         }
         let data: Data
         let response: URLResponse
+        sent.value.add(1, ordering: .relaxed)
         do {
             (data, response) = try await load(request)
         } catch {
@@ -458,4 +471,9 @@ private final class EventStreamReader: NSObject, URLSessionDataDelegate, @unchec
         guard !data.isEmpty else { return nil }
         return try? JSONDecoder().decode(ServerEventBody.self, from: Data(data.joined(separator: "\n").utf8))
     }
+}
+
+/// A count shared by a ``ServerClient`` and its copies.
+private final class RequestCount: Sendable {
+    let value = Atomic<Int>(0)
 }

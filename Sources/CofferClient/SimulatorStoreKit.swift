@@ -128,7 +128,12 @@ public final class SimulatorStoreKit: StoreKitProvider {
     /// The account's subscriptions in a billing grace period now (from `GET /simulator/device`); none when the
     /// simulator is out of reach.
     public func gracePeriods(groups: [String]) async -> [String: Date] {
-        (try? await deviceState())?.gracePeriods ?? [:]
+        // The device state names each grace period by its subscription; the groups asked for filter them.
+        guard let state = try? await deviceState() else { return [:] }
+        let asked = Set(groups)
+        let inGroups = Set(
+            state.transactions.filter { $0.subscriptionGroupId.map(asked.contains) ?? false }.map(\.originalId))
+        return state.gracePeriods.filter { inGroups.contains($0.key) }
     }
 
     /// Sends a refund request for one of the account's transactions (`POST /simulator/request-refund`), unless

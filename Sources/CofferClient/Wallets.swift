@@ -91,7 +91,7 @@ struct DeviceWallet: WalletKeeper {
     }
 
     func spend(_ amount: Int64, key: String, _ sdk: isolated CofferSDK) async throws -> Int64 {
-        try await sdk.applyLocally(.spend(key: key, amount: amount)).wallet.balance
+        try await sdk.applyLocally(.spend(key: key, amount: amount), inPlay: true).wallet.balance
     }
 
     func applyGrant(_ grant: GrantBody, for user: LocalUser, _ sdk: isolated CofferSDK) async throws -> Int64 {

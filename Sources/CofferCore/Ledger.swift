@@ -81,6 +81,10 @@ public struct IdempotencyKey: Sendable, Hashable, Codable, CustomStringConvertib
 public enum LedgerEvent: Sendable, Hashable {
     /// Deliver a purchase: `credits` is what the catalog says it is worth (see ``Catalog/credits(productId:quantity:familyShared:)``).
     case purchase(TransactionFact, credits: Int64)
+    /// Record a purchase the app delivered before it used Coffer: on the ledger as delivered, worth `credits` (what
+    /// a refund takes back, as the old app would have), with the balance unchanged. Keyed as its purchase, so
+    /// presenting it again credits nothing.
+    case deliveredBeforeCoffer(TransactionFact, credits: Int64)
     /// Apple refunded or revoked the transaction: take back what its purchase delivered.
     case revocation(TransactionFact)
     /// Apple reversed the refund: restore what the revocation took. `at` is when Apple reversed it (the
@@ -99,7 +103,7 @@ public enum LedgerEvent: Sendable, Hashable {
     /// The event's idempotency key.
     public var key: IdempotencyKey {
         switch self {
-        case .purchase(let fact, _): IdempotencyKey(.purchase, fact.transactionId)
+        case .purchase(let fact, _), .deliveredBeforeCoffer(let fact, _): IdempotencyKey(.purchase, fact.transactionId)
         case .revocation(let fact): IdempotencyKey(.revocation, fact.transactionId)
         case .reversal(let fact, _): IdempotencyKey(.reversal, fact.transactionId)
         case .grant(let id, _, _): IdempotencyKey(.grant, id)
@@ -112,7 +116,7 @@ public enum LedgerEvent: Sendable, Hashable {
     /// The App Store transaction the event is about, for purchases, revocations and reversals.
     public var transaction: TransactionFact? {
         switch self {
-        case .purchase(let fact, _): fact
+        case .purchase(let fact, _), .deliveredBeforeCoffer(let fact, _): fact
         case .revocation(let fact): fact
         case .reversal(let fact, _): fact
         case .grant, .adjustment, .spend, .restore: nil
@@ -165,60 +169,6 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
         self.createdAt = createdAt
         self.dataEnvironment = dataEnvironment
     }
-}
-
-/// The ledger's record of one App Store transaction: who owns it, what it delivered and whether it
-/// was taken back. Transaction ids are unique per environment, so a receipt belongs to one user.
-public struct Receipt: Sendable, Hashable, Codable {
-    /// The user the transaction was delivered to (or first presented by).
-    public var owner: UUID
-    /// The latest facts known about the transaction.
-    public var transaction: TransactionFact
-    /// Credits the purchase delivered, or `nil` while it has not been delivered.
-    public var deliveredCredits: Int64?
-    /// When it was delivered.
-    public var deliveredAt: Date?
-    /// When Apple last revoked it (Apple's `revocationDate`), once a revocation is applied.
-    public var revokedAt: Date?
-    /// What the revocation took from the balance.
-    public var takenFromBalance: Int64 = 0
-    /// What the revocation could not take and recorded as deficit.
-    public var addedToDeficit: Int64 = 0
-    /// When Apple last reversed a refund of it (the reversal's `signedDate`).
-    public var reversedAt: Date?
-
-    /// Creates a receipt for a transaction nothing has been applied to yet.
-    public init(owner: UUID, transaction: TransactionFact) {
-        self.owner = owner
-        self.transaction = transaction
-    }
-
-    /// Whether the transaction currently counts as refunded: Apple's latest word on it, by Apple's dates, is a
-    /// revocation (refund -> reversal -> refund again is refunded, whatever order the three arrive in).
-    public var isRevoked: Bool {
-        guard let revokedAt else { return false }
-        guard let reversedAt else { return true }
-        return revokedAt > reversedAt
-    }
-
-    /// Where the transaction stands, for support screens.
-    public var status: ReceiptStatus {
-        if isRevoked { return .revoked }
-        if deliveredCredits == nil { return .pending }
-        return reversedAt == nil ? .delivered : .restored
-    }
-}
-
-/// Where a receipt stands.
-public enum ReceiptStatus: String, Codable, Sendable {
-    /// Known but not delivered (a refund reversal arrived before the purchase, say).
-    case pending
-    /// Delivered and paid.
-    case delivered
-    /// Refunded or revoked by Apple.
-    case revoked
-    /// Refunded, then the refund was reversed: delivered again.
-    case restored
 }
 
 /// What applying an event did.
@@ -320,6 +270,10 @@ public enum Ledger {
             return try purchase(
                 fact, credits: credits, key: key, owner: owner, wallet: wallet, receipt: receipt, existing: existing,
                 policy: policy, now: now)
+        case .deliveredBeforeCoffer(let fact, let credits):
+            return try purchase(
+                fact, credits: credits, key: key, owner: owner, wallet: wallet, receipt: receipt, existing: existing,
+                policy: policy, now: now, credited: false)
         case .revocation(let fact):
             return revocation(fact, owner: owner, wallet: wallet, receipt: receipt, now: now)
         case .reversal(let fact, let reversedAt):
@@ -481,7 +435,8 @@ public enum Ledger {
         receipt existing: Receipt?,
         existing existingEntry: LedgerEntry?,
         policy: DeficitPolicy,
-        now: Date
+        now: Date,
+        credited: Bool = true
     ) throws(LedgerError) -> LedgerDecision {
         guard credits >= 0, credits <= maximumAmount else { throw .invalidAmount(credits) }
         guard fact.quantity >= 1 else { throw .invalidAmount(Int64(fact.quantity)) }
@@ -508,10 +463,13 @@ public enum Ledger {
         receipt.transaction.revocationDate = nil
         receipt.deliveredCredits = credits
         receipt.deliveredAt = now
-        let after = credit(credits, to: wallet, policy: policy)
+        receipt.deliveredBeforeCoffer = !credited
+        // Delivered before Coffer: the old app credited the balance (a backup or an import carries it) or it was
+        // spent; the entry records the purchase at 0, and its credits are what a refund takes back.
+        let after = credited ? credit(credits, to: wallet, policy: policy) : wallet
         return applied(
-            key: key, owner: owner, amount: credits, before: wallet, after: after, fact: fact, receipt: receipt,
-            reason: nil, now: now)
+            key: key, owner: owner, amount: credited ? credits : 0, before: wallet, after: after, fact: fact,
+            receipt: receipt, reason: credited ? nil : "delivered before Coffer", now: now)
     }
 
     private static func revocation(

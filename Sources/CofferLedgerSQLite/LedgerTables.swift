@@ -70,4 +70,10 @@ public enum LedgerTables {
         ALTER TABLE receipts ADD COLUMN storefront TEXT;
         ALTER TABLE receipts ADD COLUMN revocation_reason INTEGER;
         """
+
+    /// Marks a purchase the app delivered before it used Coffer (``Receipt/deliveredBeforeCoffer``).
+    public static let v4 = """
+        ALTER TABLE receipts ADD COLUMN delivered_before_coffer INTEGER NOT NULL DEFAULT 0
+            CHECK (delivered_before_coffer IN (0, 1));
+        """
 }

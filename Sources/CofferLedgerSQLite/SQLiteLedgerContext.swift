@@ -111,8 +111,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                     INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                         purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                         delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment,
-                        price, currency, storefront, revocation_reason)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        price, currency, storefront, revocation_reason, delivered_before_coffer)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (environment, transaction_id) DO UPDATE SET
                         original_transaction_id = excluded.original_transaction_id, quantity = excluded.quantity,
                         purchase_date = excluded.purchase_date, expires_date = excluded.expires_date,
@@ -123,7 +123,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                         added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at,
                         data_environment = COALESCE(excluded.data_environment, data_environment),
                         price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
-                        revocation_reason = excluded.revocation_reason
+                        revocation_reason = excluded.revocation_reason,
+                        delivered_before_coffer = excluded.delivered_before_coffer
                     """
             ).execute(arguments: [
                 environment.rawValue, fact.transactionId, receipt.owner.uuidString, fact.originalTransactionId,
@@ -132,6 +133,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 receipt.deliveredCredits, receipt.deliveredAt.map(Millis.from), receipt.revokedAt.map(Millis.from),
                 receipt.takenFromBalance, receipt.addedToDeficit, receipt.reversedAt.map(Millis.from),
                 fact.environment?.rawValue, fact.price, fact.currency, fact.storefront, fact.revocationReason,
+                receipt.deliveredBeforeCoffer,
             ])
         }
         if decision.appendsEntry, let entry = decision.entry {
@@ -172,6 +174,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
         receipt.takenFromBalance = row["taken_from_balance"]
         receipt.addedToDeficit = row["added_to_deficit"]
         receipt.reversedAt = (row["reversed_at"] as Int64?).map(Millis.date)
+        receipt.deliveredBeforeCoffer = row["delivered_before_coffer"]
         return receipt
     }
 

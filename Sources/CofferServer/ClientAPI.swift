@@ -136,7 +136,9 @@ struct ClientAPI: Sendable {
     func present(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let user = try await authenticate(request)
         let body: TransactionRequest = try await decode(request)
-        return try json(try await service.present(body.signedTransaction, user: user))
+        return try json(
+            try await service.present(
+                body.signedTransaction, user: user, previouslyDelivered: body.previouslyDelivered ?? false))
     }
 
     /// The user a bearer token names.

@@ -27,7 +27,8 @@ extension ClientService {
                     transactionId: receipt.transaction.transactionId, productId: receipt.transaction.productId,
                     status: receipt.status.rawValue, credits: receipt.deliveredCredits,
                     deliveredAt: receipt.deliveredAt, environment: receipt.transaction.environment?.rawValue,
-                    purchaseDate: receipt.transaction.purchaseDate)
+                    purchaseDate: receipt.transaction.purchaseDate,
+                    deliveredBeforeCoffer: receipt.deliveredBeforeCoffer ? true : nil)
             })
     }
 

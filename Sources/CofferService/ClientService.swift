@@ -296,7 +296,11 @@ public struct ClientService: ServiceOnParts {
     /// - Throws: ``ServiceError`` for data that does not verify (``ServiceError/unavailable(code:message:)``
     ///   when verification could not be completed now, so the app tries again), another user's transaction, a
     ///   product the catalog does not sell, or the ledger's refusal.
-    public func present(_ signed: String, user: User) async throws -> TransactionResponse {
+    /// - Parameter previouslyDelivered: The app delivered it before it used Coffer: its purchase is recorded without
+    ///   credits (``LedgerEvent/deliveredBeforeCoffer(_:credits:)``), answered ``TransactionOutcome/recorded``.
+    public func present(_ signed: String, user: User, previouslyDelivered: Bool = false) async throws
+        -> TransactionResponse
+    {
         let transaction: JWSTransactionDecodedPayload
         do {
             transaction = try await dependencies.verifier.verifyTransaction(signed)
@@ -332,6 +336,15 @@ public struct ClientService: ServiceOnParts {
         let words = transaction.appAccountToken == user.appAccountToken ? [] : try await keptWords(on: fact)
         var events = Delivery.events(
             forPresented: fact, signedAt: transaction.signedDate, credits: credits, later: words)
+        if previouslyDelivered {
+            events = events.map {
+                if case .purchase(let fact, let credits) = $0 {
+                    .deliveredBeforeCoffer(fact, credits: credits)
+                } else {
+                    $0
+                }
+            }
+        }
         let requests = events.map {
             LedgerRequest(
                 owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
@@ -384,11 +397,17 @@ public struct ClientService: ServiceOnParts {
             switch Delivery.outcome(of: events, ledger: first.outcome) {
             case .revoked: .revoked
             case .duplicate: .duplicate
-            case .delivered: .delivered
+            case .delivered: previouslyDelivered && events.contains(where: Self.isRecording) ? .recorded : .delivered
             }
         return TransactionResponse(
-            outcome: outcome, transactionId: transactionId, credits: outcome == .revoked ? 0 : credits,
+            outcome: outcome, transactionId: transactionId,
+            credits: outcome == .revoked || outcome == .recorded ? 0 : credits,
             balance: latest.wallet.balance, entitlements: try await entitlements(of: user))
+    }
+
+    /// Whether an event records a purchase delivered before Coffer.
+    static func isRecording(_ event: LedgerEvent) -> Bool {
+        if case .deliveredBeforeCoffer = event { true } else { false }
     }
 
     /// Apple's words on a transaction kept from notifications nobody had presented, for the core's rule

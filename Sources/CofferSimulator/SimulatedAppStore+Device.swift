@@ -59,7 +59,8 @@ extension SimulatedAppStore {
             transactions: deviceTransactions(account: account),
             unfinished: unfinishedTransactions(account: account).map(\.id),
             entitled: currentEntitlements(account: account).map(\.id),
-            gracePeriods: gracePeriods(account: account, groups: catalog.products.compactMap(\.group)))
+            gracePeriods: gracePeriods(
+                account: account, groups: catalog.products.compactMap { $0.group.map(Self.groupId) }))
     }
 
     /// A stream of the account's transaction updates that starts with every unfinished transaction.

@@ -79,7 +79,7 @@ extension SimulatedAppStore {
         response.appAppleId = configuration.appAppleId
         response.data = groups.keys.sorted().map { group in
             var item = SubscriptionGroupIdentifierItem()
-            item.subscriptionGroupIdentifier = group
+            item.subscriptionGroupIdentifier = Self.groupId(group)
             item.lastTransactions = groups[group]
             return item
         }

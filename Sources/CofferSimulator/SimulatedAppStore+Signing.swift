@@ -20,7 +20,8 @@ extension SimulatedAppStore {
         payload.webOrderLineItemId = record.webOrderLineItemId
         payload.bundleId = configuration.bundleId
         payload.productId = record.product.id
-        payload.subscriptionGroupIdentifier = record.product.kind == .autoRenewable ? record.product.group : nil
+        payload.subscriptionGroupIdentifier =
+            record.product.kind == .autoRenewable ? record.product.group.map(Self.groupId) : nil
         payload.purchaseDate = record.purchaseDate
         payload.originalPurchaseDate = record.originalPurchaseDate
         payload.expiresDate = record.expiresDate

@@ -14,7 +14,7 @@ extension SimulatedAppStore {
             if product.kind == .autoRenewable, let group = product.group {
                 let subscribed = transactions.contains { $0.account == account && $0.product.group == group }
                 subscription = StoreSubscriptionInfo(
-                    groupId: group, period: Self.storePeriod(days: product.durationDays ?? 30),
+                    groupId: Self.groupId(group), period: Self.storePeriod(days: product.durationDays ?? 30),
                     introductoryOffer: configuration.introductoryOffers[product.id],
                     isEligibleForIntroOffer: !subscribed)
             }
@@ -57,7 +57,7 @@ extension SimulatedAppStore {
     public func gracePeriods(account: String, groups: [String]) -> [String: Date] {
         var ends: [String: Date] = [:]
         for subscription in subscriptions.values
-        where subscription.account == account && groups.contains(subscription.group)
+        where subscription.account == account && groups.contains(Self.groupId(subscription.group))
             && subscription.state == .gracePeriod
         {
             if let end = subscription.gracePeriodExpiresDate { ends[subscription.originalId] = end }

@@ -103,7 +103,21 @@ public actor SimulatedAppStore {
             quantity: record.quantity, expirationDate: record.expiresDate, revocationDate: record.revocationDate,
             isFamilyShared: record.familyShared, isUpgraded: record.isUpgraded,
             isTrial: record.introductoryOffer == .freeTrial, appAccountToken: record.appAccountToken,
+            subscriptionGroupId: record.product.kind == .autoRenewable ? record.product.group.map(Self.groupId) : nil,
             jwsRepresentation: (try? signedTransaction(record)) ?? "")
+    }
+
+    /// The App Store Connect-style id the simulator gives a catalog group: eight digits, the same for a group
+    /// name on every run and in every catalog, and never the name itself, as a device meets it (Apple's ids
+    /// look like `21482456`).
+    public static func groupId(_ group: String) -> String {
+        // FNV-1a over the name's bytes, folded into 20000000-29999999.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in group.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return String(20_000_000 + hash % 10_000_000)
     }
 
     func product(_ id: String) throws(SimulatorError) -> CatalogProduct {

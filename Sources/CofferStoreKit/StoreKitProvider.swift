@@ -46,7 +46,8 @@ public protocol StoreKitProvider: Sendable {
     func products(ids: [String]) async throws -> [StoreProduct]
 
     /// When each subscription's billing grace period ends, by original transaction id, for the subscriptions
-    /// of these groups in a grace period now: the renewal info's `gracePeriodExpirationDate`, as
+    /// of these groups (App Store Connect's group ids, as ``StoreTransaction/subscriptionGroupId`` carries them)
+    /// in a grace period now: the renewal info's `gracePeriodExpirationDate`, as
     /// `Product.SubscriptionInfo.status(for:)` reports it. The entitlement rules keep a subscription through it,
     /// on the device as on the server.
     func gracePeriods(groups: [String]) async -> [String: Date]
@@ -237,6 +238,10 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public var isTrial: Bool
     /// The app account token given at purchase.
     public var appAccountToken: UUID?
+    /// For an auto-renewable subscription, its group's id in App Store Connect (digits, e.g. `21482456`; never the
+    /// catalog's group name), as `Transaction.subscriptionGroupID`: what `Product.SubscriptionInfo.status(for:)`
+    /// takes.
+    public var subscriptionGroupId: String?
     /// The signed transaction (JWS), as `VerificationResult.jwsRepresentation`.
     public var jwsRepresentation: String
 
@@ -244,7 +249,8 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public init(
         id: String, originalId: String, productId: String, productType: ProductType, purchaseDate: Date, quantity: Int,
         expirationDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
-        isUpgraded: Bool = false, isTrial: Bool = false, appAccountToken: UUID? = nil, jwsRepresentation: String
+        isUpgraded: Bool = false, isTrial: Bool = false, appAccountToken: UUID? = nil,
+        subscriptionGroupId: String? = nil, jwsRepresentation: String
     ) {
         self.id = id
         self.originalId = originalId
@@ -258,6 +264,7 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
         self.isUpgraded = isUpgraded
         self.isTrial = isTrial
         self.appAccountToken = appAccountToken
+        self.subscriptionGroupId = subscriptionGroupId
         self.jwsRepresentation = jwsRepresentation
     }
 }

@@ -212,7 +212,7 @@ public struct AppleStoreKit: StoreKitProvider {
             expirationDate: transaction.expirationDate, revocationDate: transaction.revocationDate,
             isFamilyShared: transaction.ownershipType == .familyShared, isUpgraded: transaction.isUpgraded,
             isTrial: transaction.offer?.paymentMode == .freeTrial, appAccountToken: transaction.appAccountToken,
-            jwsRepresentation: result.jwsRepresentation)
+            subscriptionGroupId: transaction.subscriptionGroupID, jwsRepresentation: result.jwsRepresentation)
     }
 
     static func productType(_ type: Product.ProductType) -> StoreTransaction.ProductType {

@@ -21,6 +21,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
             r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
             r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment, r.price AS r_price,
             r.currency AS r_currency, r.storefront AS r_storefront, r.revocation_reason AS r_revocation_reason,
+            r.delivered_before_coffer AS r_delivered_before_coffer,
             e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
             e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
             e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
@@ -92,7 +93,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id,
                     quantity, purchase_date, expires_date, revocation_date, family_shared, trial, upgraded,
                     delivered_credits, delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at,
-                    data_environment, price, currency, storefront, revocation_reason)
+                    data_environment, price, currency, storefront, revocation_reason, delivered_before_coffer)
                 VALUES (\(environment.rawValue), \(fact.transactionId), \(receipt.owner.uuidString),
                     \(fact.originalTransactionId), \(fact.productId), \(fact.quantity),
                     \(Millis.from(fact.purchaseDate)), \(fact.expiresDate.map(Millis.from)),
@@ -100,7 +101,8 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     \(fact.isUpgraded), \(receipt.deliveredCredits), \(receipt.deliveredAt.map(Millis.from)),
                     \(receipt.revokedAt.map(Millis.from)), \(receipt.takenFromBalance), \(receipt.addedToDeficit),
                     \(receipt.reversedAt.map(Millis.from)), \(fact.environment?.rawValue), \(fact.price),
-                    \(fact.currency), \(fact.storefront), \(fact.revocationReason.map(Int64.init)))
+                    \(fact.currency), \(fact.storefront), \(fact.revocationReason.map(Int64.init)),
+                    \(receipt.deliveredBeforeCoffer))
                 ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
                     purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                     delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
@@ -110,7 +112,8 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
                     data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
                     price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
-                    revocation_reason = excluded.revocation_reason
+                    revocation_reason = excluded.revocation_reason,
+                    delivered_before_coffer = excluded.delivered_before_coffer
                 WHERE receipts.owner = excluded.owner
                 RETURNING 1
                 """, logger: logger)

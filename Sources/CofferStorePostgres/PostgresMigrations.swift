@@ -339,6 +339,10 @@ enum PostgresMigrations {
             )
             """
         ),
+        (
+            "v18 purchases delivered before Coffer",
+            "ALTER TABLE receipts ADD COLUMN delivered_before_coffer BOOLEAN NOT NULL DEFAULT false"
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

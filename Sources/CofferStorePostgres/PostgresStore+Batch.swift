@@ -102,11 +102,11 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
             INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                 purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                 delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment, price,
-                currency, storefront, revocation_reason)
+                currency, storefront, revocation_reason, delivered_before_coffer)
             SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int8[],
                 $24::int8[], $25::int8[], $26::int8[], $27::bool[], $28::bool[], $29::bool[], $30::int8[],
                 $31::int8[], $32::int8[], $33::int8[], $34::int8[], $35::int8[], $36::text[], $37::int8[],
-                $38::text[], $39::text[], $40::int8[])
+                $38::text[], $39::text[], $40::int8[], $41::bool[])
             ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
                 purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                 delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
@@ -116,7 +116,8 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
                 excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
                 data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
                 price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
-                revocation_reason = excluded.revocation_reason
+                revocation_reason = excluded.revocation_reason,
+                delivered_before_coffer = excluded.delivered_before_coffer
             WHERE receipts.owner = excluded.owner
             RETURNING 1
         )
@@ -177,6 +178,7 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
         try Self.append(facts.map(\.currency), to: &bindings)
         try Self.append(facts.map(\.storefront), to: &bindings)
         try Self.append(facts.map { $0.revocationReason.map(Int64.init) }, to: &bindings)
+        bindings.append(receipts.map(\.receipt.deliveredBeforeCoffer))
     }
 
     /// A column whose values may be missing.

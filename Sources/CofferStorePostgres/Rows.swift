@@ -97,6 +97,7 @@ enum Rows {
         receipt.takenFromBalance = try value(row, prefix + "taken_from_balance")
         receipt.addedToDeficit = try value(row, prefix + "added_to_deficit")
         receipt.reversedAt = try date(row, prefix + "reversed_at")
+        receipt.deliveredBeforeCoffer = try value(row, prefix + "delivered_before_coffer")
         return receipt
     }
 

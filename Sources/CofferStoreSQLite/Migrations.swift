@@ -284,6 +284,9 @@ extension SQLiteStore {
                     ) WITHOUT ROWID;
                     """)
         }
+        migrator.registerMigration("v18 purchases delivered before Coffer") { db in
+            try db.execute(sql: LedgerTables.v4)
+        }
         return migrator
     }
 }

@@ -26,6 +26,9 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
     public let appAccountToken: UUID?
     /// `let offer: Transaction.Offer?` (SK/transaction/offer-swift.property; iOS 17.2, macOS 14.2).
     public let offer: Transaction.Offer?
+    /// `let subscriptionGroupID: String?` (SK/transaction/subscriptiongroupid): App Store Connect's id of the
+    /// subscription's group.
+    public let subscriptionGroupID: String?
     /// The signed form StoreKit keeps behind `VerificationResult<Transaction>.jwsRepresentation` (the mirror's
     /// own).
     public let signed: String
@@ -35,7 +38,7 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
         id: UInt64, originalID: UInt64, productID: String, productType: Product.ProductType, purchaseDate: Date,
         purchasedQuantity: Int = 1, expirationDate: Date? = nil, revocationDate: Date? = nil,
         ownershipType: Transaction.OwnershipType = .purchased, isUpgraded: Bool = false, appAccountToken: UUID? = nil,
-        offer: Transaction.Offer? = nil, signed: String
+        offer: Transaction.Offer? = nil, subscriptionGroupID: String? = nil, signed: String
     ) {
         self.id = id
         self.originalID = originalID
@@ -49,6 +52,7 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
         self.isUpgraded = isUpgraded
         self.appAccountToken = appAccountToken
         self.offer = offer
+        self.subscriptionGroupID = subscriptionGroupID
         self.signed = signed
     }
 

@@ -99,8 +99,13 @@ struct EntitlementAgreementTests {
 
         // The device: StoreKit's transactions and the renewal info's grace periods, through the SDK's mapping.
         let device = apple.device(account: "alice")
-        let deviceFacts = await device.all().map(CofferSDK.fact)
-        let deviceGrace = await device.gracePeriods(groups: ["pro"])
+        let deviceTransactions = await device.all()
+        let deviceFacts = deviceTransactions.map(CofferSDK.fact)
+        // Asked by the group ids the transactions carry, as the SDK asks StoreKit (never the catalog's "pro").
+        let groupIds = Set(deviceTransactions.compactMap(\.subscriptionGroupId))
+        #expect(groupIds.isSubset(of: [SimulatedAppStore.groupId("pro")]))
+        #expect(await device.gracePeriods(groups: ["pro"]).isEmpty)
+        let deviceGrace = await device.gracePeriods(groups: groupIds.sorted())
         let onDevice = Entitlements.evaluate(deviceFacts, catalog: catalog, gracePeriods: deviceGrace, at: now)
 
         // The server: Apple's signed transactions and signed renewal info, verified and mapped as it does.

@@ -49,20 +49,78 @@ struct GameBalanceTests {
         }
     }
 
-    @Test("setBalance records the change with its reason and backs it up; a negative balance is refused")
+    @Test("setBalance is a compare-and-set: a grant applied since the game read the balance is never undone")
     func setBalance() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device) { world in
             let app = try world.app()
             try await app.launch()
-            #expect(try await app.setBalance(1_234, reason: "hand won") == 1_234)
-            #expect(try await app.setBalance(1_000, reason: "hand lost") == 1_000)
-            await #expect(throws: LedgerError.invalidAmount(-1)) { try await app.setBalance(-1, reason: "x") }
-            let user = try await app.localUser()
-            let entries = try await app.ledger.entries(owner: user.id, environment: .sandbox)
-            #expect(entries.map(\.reason) == ["hand won", "hand lost"])
-            #expect(entries.map(\.amount) == [1_234, -234])
+            #expect(try await app.setBalance(1_234, expected: 0, reason: "hand won") == 1_234)
+            #expect(try await app.setBalance(1_000, expected: 1_234, reason: "hand lost") == 1_000)
+            await #expect(throws: LedgerError.invalidAmount(-1)) {
+                try await app.setBalance(-1, expected: 1_000, reason: "x")
+            }
+            // The game read 1,000; support's grant of 500 is applied before the game sets 900.
+            let user = try #require(
+                try await world.serverStore.user(supportId: try app.localUser().supportId, environment: .sandbox))
+            try await world.serverStore.createGrant(
+                Grant(
+                    environment: .sandbox, recipient: user.id, credits: 500, reason: "Ticket #8", createdBy: "support",
+                    createdAt: Date()))
+            #expect(try await app.refreshGrants() == 500)
+            await #expect(throws: SDKError.balanceMoved(expected: 1_000, actual: 1_500)) {
+                try await app.setBalance(900, expected: 1_000, reason: "hand lost")
+            }
+            await #expect(throws: SDKError.balanceMoved(expected: 1_000, actual: 1_500)) {
+                try await app.setBalance(1_000, expected: 1_000, reason: "no change")
+            }
+            #expect(try await app.setBalance(1_400, expected: 1_500, reason: "hand lost") == 1_400)
+            let entries = try await app.ledger.entries(owner: try await app.localUser().id, environment: .sandbox)
+            #expect(entries.map(\.reason) == ["hand won", "hand lost", "Ticket #8", "hand lost"])
+            #expect(entries.map(\.amount) == [1_234, -234, 500, -100])
             await app.backupSettled()
-            #expect(try await Self.backup(world, app) == 1_000)
+            #expect(try await Self.backup(world, app) == 1_400)
+        }
+        try await PurchaseFlowTests.withWorld(wallet: .server) { world in
+            let app = try world.app()
+            try await app.launch()
+            await #expect {
+                try await app.setBalance(5, expected: 0, reason: "x")
+            } throws: { error in
+                if case SDKError.deviceWalletOnly = error { true } else { false }
+            }
+        }
+    }
+
+    @Test("a hand (a bet, a win) makes no request: the model takes the balance from the change itself")
+    @MainActor
+    func handsMakeNoRequest() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            // Backups left to the app's own moments (launch, foreground, background): what a hand asks is counted.
+            let app = try world.app(startingBalance: 1_000, backupDelay: nil)
+            try await app.launch()
+            let model = await CofferModel(sdk: app)
+            let running = Task { await model.run() }
+            defer { running.cancel() }
+            #expect(try await CofferModelTests.eventually { model.balance == 1_000 })
+            #expect(try await CofferModelTests.eventually { !model.isRefreshing })
+            let launched = await model.backup
+            if case .matches = launched {} else { Issue.record("the launch's backup: \(launched)") }
+            let before = world.server.requestsSent
+            var expected: Int64 = 1_000
+            for hand in 0..<200 {
+                let bet = Int64(10 + hand % 7)
+                expected = try await app.spend(bet, key: "bet-\(hand)")
+                if hand % 3 == 0 { expected = try await app.earn(bet * 2, key: "win-\(hand)") }
+            }
+            let settled = expected
+            #expect(try await CofferModelTests.eventually { model.balance == settled })
+            #expect(world.server.requestsSent == before, "a hand asked the server")
+            #expect(await model.backup == .differs(device: settled, server: 1_000))
+            // The app goes to the background: one backup for all 200 hands.
+            await app.enteredBackground()
+            #expect(world.server.requestsSent - before == 2)  // the backup read, and its write
+            #expect(try await CofferModelTests.eventually { model.backup != .differs(device: settled, server: 1_000) })
+            #expect(try await Self.backup(world, app) == settled)
         }
     }
 

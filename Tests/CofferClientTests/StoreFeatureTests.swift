@@ -44,7 +44,9 @@ struct StoreFeatureTests {
             #expect(credits.displayPrice == "EUR 4.99" && credits.currencyCode == "EUR" && credits.subscription == nil)
             #expect(products[1].displayName == PurchaseFlowTests.noAds)  // no name set: the id
             let pro = try #require(products.last?.subscription)
-            #expect(pro.groupId == "pro" && pro.period == StorePeriod(value: 1, unit: .month))
+            #expect(
+                pro.groupId == SimulatedAppStore.groupId("pro") && pro.period == StorePeriod(value: 1, unit: .month))
+            #expect(pro.groupId.count == 8 && pro.groupId.allSatisfy(\.isNumber))  // App Store Connect's shape
             #expect(pro.introductoryOffer?.paymentMode == .freeTrial && pro.isEligibleForIntroOffer)
             guard case .delivered = try await app.purchase(productId: Self.pro) else {
                 Issue.record("the subscription was not delivered")
@@ -165,6 +167,25 @@ struct StoreFeatureTests {
             try await world.apple.advanceClock(by: 31 * 86_400)
             #expect(try await app.refreshEntitlements().names.isEmpty)
             #expect(await world.apple.accountTransactions(account: "alice").count == 1)  // nothing renewed
+        }
+    }
+
+    @Test("a renewal whose billing fails keeps the subscription through Apple's grace period on the device")
+    func gracePeriodOnDevice() async throws {
+        try await Self.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            guard case .delivered = try await app.purchase(productId: Self.pro) else {
+                Issue.record("not delivered")
+                return
+            }
+            _ = try await world.apple.setBillingFails(account: "alice", true)
+            // The week's free trial ends, the first renewal fails: the grace period (16 days) keeps it.
+            try await world.apple.advanceClock(by: 8 * 86_400)
+            let state = try await app.refreshEntitlements()
+            #expect(state.names == ["premium"], "StoreKit is asked by the group id the transaction carries")
+            try await world.apple.advanceClock(by: 20 * 86_400)
+            #expect(try await app.refreshEntitlements().names.isEmpty)
         }
     }
 }

@@ -417,9 +417,12 @@ final class ModelRun {
                 .duplicate(credits: credits, balance: balance)
             default: predicted
             }
+        guard answer.outcome != .recorded else {
+            throw Broken(description: "presenting \(id) answered recorded, which only previouslyDelivered asks for")
+        }
         let got: MoneyModel.Presented =
             switch answer.outcome {
-            case .delivered: .delivered(credits: answer.credits, balance: answer.balance)
+            case .delivered, .recorded: .delivered(credits: answer.credits, balance: answer.balance)
             case .duplicate: .duplicate(credits: answer.credits, balance: answer.balance)
             case .revoked: .revoked(balance: answer.balance)
             }

@@ -90,7 +90,7 @@
             id: "com.example.pro.monthly", type: .autoRenewable, displayName: "Pro", description: "Everything",
             price: Decimal(string: "9.99")!, displayPrice: "€9,99", currencyCode: "EUR",
             subscription: .init(
-                subscriptionGroupID: "pro", subscriptionPeriod: .init(value: 1, unit: .month),
+                subscriptionGroupID: "21482456", subscriptionPeriod: .init(value: 1, unit: .month),
                 introductoryOffer: .init(
                     price: 0, displayPrice: "€0,00", period: .init(value: 1, unit: .week), periodCount: 1,
                     paymentMode: .freeTrial)))
@@ -103,7 +103,7 @@
                 id: id, originalID: id - 1, productID: productID, productType: type, purchaseDate: date,
                 purchasedQuantity: 3, expirationDate: type == .autoRenewable ? date.addingTimeInterval(86_400) : nil,
                 revocationDate: revoked, ownershipType: ownership, isUpgraded: false, appAccountToken: token,
-                signed: "jws-\(id)")
+                subscriptionGroupID: type == .autoRenewable ? "21482456" : nil, signed: "jws-\(id)")
         }
 
         func withStore<T>(_ store: FakeStore, _ body: () async throws -> T) async rethrows -> T {
@@ -122,6 +122,7 @@
                 .verified(
                     Self.transaction(7, "com.example.pro.monthly", type: .autoRenewable, ownership: .familyShared)))
             #expect(shared.isFamilyShared && shared.productType == .autoRenewable)
+            #expect(shared.subscriptionGroupId == "21482456" && mapped.subscriptionGroupId == nil)
             #expect(shared.expirationDate == Self.date.addingTimeInterval(86_400))
             #expect(throws: AppleStoreKitError.unverified("invalidSignature")) {
                 try AppleStoreKit.transaction(.unverified(Self.transaction(9), .invalidSignature))
@@ -202,7 +203,7 @@
             let store = FakeStore()
             store.state.withLock {
                 $0.products = [Self.credits, Self.monthly]
-                $0.eligibleGroups = ["pro"]
+                $0.eligibleGroups = ["21482456"]
             }
             try await withStore(store) {
                 let products = try await AppleStoreKit().products(ids: [
@@ -214,7 +215,7 @@
                 #expect(
                     pro.subscription
                         == StoreSubscriptionInfo(
-                            groupId: "pro", period: StorePeriod(value: 1, unit: .month),
+                            groupId: "21482456", period: StorePeriod(value: 1, unit: .month),
                             introductoryOffer: StoreIntroductoryOffer(
                                 paymentMode: .freeTrial, price: 0, displayPrice: "€0,00",
                                 period: StorePeriod(value: 1, unit: .week), periodCount: 1),
@@ -262,7 +263,7 @@
             let store = FakeStore()
             let end = Self.date.addingTimeInterval(16 * 86_400)
             store.state.withLock {
-                $0.statuses["pro"] = [
+                $0.statuses["21482456"] = [
                     .init(renewalInfo: .verified(.init(originalTransactionID: 50, gracePeriodExpirationDate: end))),
                     .init(renewalInfo: .verified(.init(originalTransactionID: 60, gracePeriodExpirationDate: nil))),
                     .init(
@@ -272,7 +273,7 @@
             }
             await withStore(store) {
                 // Group "gone" throws: it is left out, not fatal.
-                #expect(await AppleStoreKit().gracePeriods(groups: ["pro", "gone"]) == ["50": end])
+                #expect(await AppleStoreKit().gracePeriods(groups: ["21482456", "21000000"]) == ["50": end])
             }
         }
 

@@ -19,6 +19,7 @@ struct PostgresStoreTests {
         "v14 what the customer paid and why Apple refunded", "v15 deleted customers, Verify Purchases reports",
         "v16 customers imported from another system",
         "v17 token origins, disabled admins, merge codes, shared failures",
+        "v18 purchases delivered before Coffer",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

@@ -35,6 +35,7 @@ struct SQLiteStoreTests {
                 "v14 what the customer paid and why Apple refunded", "v15 deleted customers, Verify Purchases reports",
                 "v16 customers imported from another system",
                 "v17 token origins, disabled admins, merge codes, shared failures",
+                "v18 purchases delivered before Coffer",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)

@@ -1,0 +1,54 @@
+import CofferCore
+import CofferStoreKit
+import Foundation
+
+extension CofferSDK {
+    /// On the install's first launch with Coffer, records what the app delivered before it used Coffer: every
+    /// transaction StoreKit lists as finished then (non-consumables and subscriptions; StoreKit keeps finished
+    /// consumables out of its history) is put on the ledger without credits
+    /// (``LedgerEvent/deliveredBeforeCoffer(_:credits:)``), in the device wallet's local ledger and through the
+    /// outbox on the server (`"previouslyDelivered": true`). Its entitlements count, the history shows it as
+    /// delivered before Coffer, Verify Purchases never calls it unverified, and a refund takes back the catalog's
+    /// credits as the old app would have. Runs once per install (a reinstall's records are duplicates the ledger
+    /// ignores).
+    ///
+    /// - Returns: How many transactions it recorded now.
+    @discardableResult
+    func recordDeliveredBeforeCoffer() async throws -> Int {
+        guard try state.value(Self.firstLaunchKey) == nil else { return 0 }
+        let user = try await localUser()
+        let unfinished = Set(await storeKit.unfinished().map(\.id))
+        var recorded = 0
+        for transaction in await storeKit.all()
+        where !unfinished.contains(transaction.id) && catalog.product(id: transaction.productId) != nil {
+            if try await boughtByAnotherUser(transaction) || state.isRemembered(id: transaction.id) { continue }
+            try state.set(Self.deliveredBeforeKey(transaction.id), "1")
+            try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
+            if configuration.wallet == .device {
+                let fact = Self.fact(transaction)
+                let event: LedgerEvent =
+                    fact.revocationDate == nil
+                    ? .deliveredBeforeCoffer(fact, credits: try catalog.credits(for: fact)) : .revocation(fact)
+                _ = try await ledger.apply(
+                    LedgerRequest(
+                        owner: user.id, environment: configuration.environment, event: event,
+                        policy: configuration.deficitPolicy, at: now()))
+            }
+            recorded += 1
+        }
+        try state.set(Self.firstLaunchKey, String(now().timeIntervalSince1970))
+        if recorded > 0 { publish(.wallet) }
+        return recorded
+    }
+
+    /// Whether the app delivered this transaction before it used Coffer (recorded at the first launch).
+    func deliveredBeforeCoffer(_ transactionId: String) throws -> Bool {
+        try state.value(Self.deliveredBeforeKey(transactionId)) != nil
+    }
+
+    /// The state's note that the first launch recorded what was delivered before Coffer.
+    static let firstLaunchKey = "deliveredBeforeCofferRecordedAt"
+
+    /// The state's note that a transaction was delivered before Coffer.
+    static func deliveredBeforeKey(_ transactionId: String) -> String { "deliveredBeforeCoffer:" + transactionId }
+}
