@@ -42,6 +42,7 @@ let package = Package(
             name: "DeliveryLoad",
             dependencies: [
                 .product(name: "CofferCLI", package: coffer),
+                .product(name: "CofferClient", package: coffer),
                 .product(name: "CofferCore", package: coffer),
                 .product(name: "CofferStore", package: coffer),
                 .product(name: "CofferStoreSQLite", package: coffer),

@@ -81,7 +81,10 @@ extension CofferSDK {
         if let first = try await askMilestone(group, token: token) { return first }
         let products = Set(catalog.products.filter { $0.group == group }.map(\.id))
         for transaction in await storeKit.all() where products.contains(transaction.productId) {
-            _ = try? await server.post(signedTransaction: transaction.jwsRepresentation, token: token)
+            // A period the app delivered before Coffer is shown as such: on the ledger, never credited anew.
+            let before = try deliveredBeforeCoffer(transaction.id)
+            _ = try? await server.post(
+                signedTransaction: transaction.jwsRepresentation, previouslyDelivered: before, token: token)
         }
         return try await askMilestone(group, token: token)
     }

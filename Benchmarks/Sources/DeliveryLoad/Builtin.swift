@@ -30,13 +30,9 @@ enum Builtin {
         let databaseURL = try options.databaseURL(in: fixture.folder)
 
         let http = HTTP(connections: connections)
-        let port = freePort()
-        let server = try await Child(
-            name: "coffer serve",
-            arguments: fixture.serveArguments(port: port, databaseURL: databaseURL, wallet: "server"), port: port,
-            environment: serverEnvironment, http: http, readiness: "/readyz")
+        let server = try await Child.serve(fixture, databaseURL: databaseURL, wallet: "server", http: http)
         defer { server.stop(grace: 0) }
-        let base = "http://127.0.0.1:\(port)"
+        let base = "http://127.0.0.1:\(server.port)"
 
         // One customer per connection; each connection posts its own customer's transactions.
         let customers = try await createCustomers(connections, base: base, http: http)

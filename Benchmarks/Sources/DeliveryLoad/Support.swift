@@ -114,6 +114,15 @@ final class Child: @unchecked Sendable {
     let port: Int
     let name: String
 
+    /// `coffer serve` for `fixture` on a free port, with the load's environment, once it is ready.
+    static func serve(_ fixture: Fixture, databaseURL: String, wallet: String, http: HTTP) async throws -> Child {
+        let port = freePort()
+        return try await Child(
+            name: "coffer serve",
+            arguments: fixture.serveArguments(port: port, databaseURL: databaseURL, wallet: wallet),
+            port: port, environment: serverEnvironment, http: http, readiness: "/readyz")
+    }
+
     /// Starts this binary with `arguments` and waits until `GET /readyz` (or `readiness`) answers 200.
     init(name: String, arguments: [String], port: Int, environment: [String: String], http: HTTP, readiness: String)
         async throws

@@ -4,6 +4,7 @@
 //       [--warmup 5] [--connections 64] [--customers 1024] [--rate 8000] [--peer] [--mixed]
 //   DeliveryLoad run --engine sqlite|postgres [--database-url postgres://...] [--seconds 60]
 //       [--connections 64] [--transactions 400000] [--warmup 5] [--check]
+//   DeliveryLoad hands [--hands 10000] [--backup-delay 2] [--engine sqlite|postgres]
 //
 // `wrk` (the benchmark, Benchmarks/deliveries.sh) starts `coffer serve` (this binary re-run as `DeliveryLoad
 // serve ...`, which is Coffer's own command line; several instances on one PostgreSQL database with
@@ -52,8 +53,10 @@ do {
         exit(try await Builtin.run(Options(arguments: arguments)))
     case "wrk":
         exit(try await WrkBenchmark.run(Options(arguments: arguments)))
+    case "hands":
+        exit(try await Hands.run(Options(arguments: arguments)))
     default:
-        progress("usage: DeliveryLoad wrk|run [options] (see Benchmarks/Sources/DeliveryLoad/main.swift)")
+        progress("usage: DeliveryLoad wrk|run|hands [options] (see Benchmarks/Sources/DeliveryLoad/main.swift)")
         exit(2)
     }
 } catch {
