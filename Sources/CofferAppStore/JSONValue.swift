@@ -53,26 +53,37 @@ public enum JSONValue: Codable, Sendable, Hashable {
 public protocol SignedPayload: Decodable, Sendable {
     /// The effective date of an offline check: `signedDate`, or `receiptCreationDate` for app transactions.
     var effectiveDate: Date? { get }
+    /// The environment the data says it comes from (`environment`, an app transaction's `receiptType`, a
+    /// notification's data's).
+    var dataEnvironment: String? { get }
 }
 
 extension JWSTransactionDecodedPayload: SignedPayload {
     /// `signedDate`.
     public var effectiveDate: Date? { signedDate }
+    /// `environment`.
+    public var dataEnvironment: String? { rawEnvironment }
 }
 
 extension JWSRenewalInfoDecodedPayload: SignedPayload {
     /// `signedDate`.
     public var effectiveDate: Date? { signedDate }
+    /// `environment`.
+    public var dataEnvironment: String? { rawEnvironment }
 }
 
 extension ResponseBodyV2DecodedPayload: SignedPayload {
     /// `signedDate`.
     public var effectiveDate: Date? { signedDate }
+    /// The environment of its data, summary or app data.
+    public var dataEnvironment: String? { data?.rawEnvironment ?? summary?.rawEnvironment ?? appData?.rawEnvironment }
 }
 
 extension AppTransaction: SignedPayload {
     /// `receiptCreationDate`.
     public var effectiveDate: Date? { receiptCreationDate }
+    /// `receiptType`.
+    public var dataEnvironment: String? { rawReceiptType }
 }
 
 /// Decoding of Apple's JSON: dates are milliseconds since 1970 and repeated keys are refused.

@@ -14,7 +14,10 @@ import Foundation
 ///    signed transaction and renewal info are verified the same way.
 ///
 /// In the Xcode and LocalTesting environments data is decoded and checked but its signature is never
-/// trusted, since Xcode signs with its own key; in Sandbox and Production such data fails verification.
+/// trusted, since Xcode signs with its own key; in Sandbox and Production such data fails verification, unless a
+/// Sandbox verifier is given the one certificate Xcode's StoreKit testing signs with (``XcodeCertificate``): then
+/// data whose `x5c` is exactly that certificate, valid at its `signedDate`, whose signature verifies with it and
+/// which says `Xcode`, is accepted as Xcode's.
 ///
 /// ```swift
 /// let verifier = try SignedDataVerifier(
@@ -45,6 +48,8 @@ public struct SignedDataVerifier: Sendable {
     public let acceptsSandbox: Bool
     /// Which date certificates must be valid at.
     public let validationTime: ValidationTime
+    /// Xcode's StoreKit testing certificate, trusted for data that says `Xcode` (Sandbox only).
+    public let xcodeCertificate: XcodeCertificate?
     private let chainVerifier: ChainVerifier
     private let now: @Sendable () -> Date
 
@@ -58,6 +63,8 @@ public struct SignedDataVerifier: Sendable {
     ///   - acceptsSandbox: In Production, also accept data that says Sandbox, as Apple prescribes for App Review.
     ///   - validationTime: The effective date of certificate checks.
     ///   - cache: The verified-chain cache, `nil` to verify every chain in full.
+    ///   - xcodeCertificate: In Sandbox, the certificate Xcode's StoreKit testing signs with: data signed by it
+    ///     alone that says `Xcode` is accepted.
     ///   - now: The clock.
     /// - Throws: ``VerificationError/invalidAppIdentifier(_:)`` for Production without an appAppleId, or
     ///   ``VerificationError/invalidCertificate(_:)`` for an unparseable root or, in Production, a root of the
@@ -65,11 +72,15 @@ public struct SignedDataVerifier: Sendable {
     public init(
         rootCertificates: [Data], bundleId: String, appAppleId: Int64?, environment: SignedDataEnvironment,
         acceptsSandbox: Bool = false, validationTime: ValidationTime = .signedDate, cache: ChainCache? = ChainCache(),
-        now: @escaping @Sendable () -> Date = Date.init
+        xcodeCertificate: XcodeCertificate? = nil, now: @escaping @Sendable () -> Date = Date.init
     ) throws(VerificationError) {
         if environment == .production, appAppleId == nil {
             throw .invalidAppIdentifier("an appAppleId is required in Production")
         }
+        if xcodeCertificate != nil, environment != .sandbox {
+            throw .invalidCertificate("Xcode's StoreKit testing certificate is trusted in Sandbox only")
+        }
+        self.xcodeCertificate = xcodeCertificate
         self.bundleId = bundleId
         self.appAppleId = appAppleId
         self.environment = environment
@@ -170,6 +181,15 @@ public struct SignedDataVerifier: Sendable {
         case .signedDate: date = payload.effectiveDate ?? now()
         case .current, .online: date = now()
         }
+        if let xcodeCertificate, try xcodeCertificate.signs(jws.header()) {
+            // Xcode's data is checked at its own signedDate, as Apple's is offline: its certificate lasts a year.
+            try xcodeCertificate.verify(jws, at: payload.effectiveDate ?? now())
+            guard payload.dataEnvironment == SignedDataEnvironment.xcode.rawValue else {
+                throw .invalidEnvironment(
+                    "data signed by Xcode's certificate says \(payload.dataEnvironment ?? "no environment"), not Xcode")
+            }
+            return payload
+        }
         let leaf = try await chainVerifier.verify(jws, at: date)
         guard jws.signature.count == 64,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
@@ -177,6 +197,9 @@ public struct SignedDataVerifier: Sendable {
         else { throw .verificationFailure("the ES256 signature does not verify") }
         // Only a chain that signed this genuine data is remembered.
         chainVerifier.remember(leaf)
+        if xcodeCertificate != nil, payload.dataEnvironment == SignedDataEnvironment.xcode.rawValue {
+            throw .invalidEnvironment("only Xcode's certificate signs data that says Xcode")
+        }
         return payload
     }
 
@@ -187,6 +210,8 @@ public struct SignedDataVerifier: Sendable {
 
     private func checkEnvironment(_ raw: String?) throws(VerificationError) {
         if acceptsSandbox, raw == SignedDataEnvironment.sandbox.rawValue { return }
+        // Only data Xcode's certificate signed says Xcode here (``verify(_:as:)`` holds the two together).
+        if xcodeCertificate != nil, raw == SignedDataEnvironment.xcode.rawValue { return }
         guard raw == environment.rawValue else {
             throw .invalidEnvironment("data from \(raw ?? "no environment"), expected \(environment.rawValue)")
         }

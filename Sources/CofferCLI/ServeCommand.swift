@@ -38,12 +38,16 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let products: Catalog
         var roots: [Data]
+        let xcode: XcodeCertificate?
         let pem: String?
         let apnsPEM: String?
         do {
             products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
             roots = try settings.appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
             roots.insert(try AppleRoots.rootCAG3(), at: 0)
+            xcode = try settings.xcodeCertificate.map { path throws(VerificationError) in
+                try XcodeCertificate(path: path)
+            }
             apnsPEM = try settings.apnsKey.map {
                 try String(contentsOf: URL(fileURLWithPath: $0.privateKeyFile), encoding: .utf8)
             }
@@ -56,7 +60,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let verifier = try SignedDataVerifier(
             rootCertificates: roots, bundleId: server.bundleId, appAppleId: server.appAppleId,
-            environment: appStoreEnvironment, acceptsSandbox: server.sandboxInProduction)
+            environment: appStoreEnvironment, acceptsSandbox: server.sandboxInProduction, xcodeCertificate: xcode)
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let logger = settings.logFormat.logger(label: "coffer", level: level)
         let store: any CofferStore
@@ -126,6 +130,10 @@ struct ServeCommand: AsyncParsableCommand {
             + ((flags.config ?? ServedWallet.defaultConfig()).map { ", settings from \($0)" } ?? "")
             + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
             + (push == nil ? "; no APNs key: apps hear of grants and refunds when they open" : "")
+            + (xcode.map {
+                "; accepting Xcode's StoreKit testing data signed by certificate \($0.fingerprint.prefix(16))…"
+            }
+                ?? "")
         // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it; in the
         // JSON log format, as log lines like every other.
         let say: (String) -> Void = { text in
@@ -219,6 +227,12 @@ struct ServeFlags: ParsableArguments {
     @Option(name: .customLong("apple-root"), help: "A DER root to trust as well, Sandbox only (repeatable).")
     var appleRoots: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Xcode's StoreKit testing certificate (PEM or DER): accept a .storekit file's purchases (Sandbox, loopback).",
+            valueName: "file"))
+    var xcodeCertificate: String?
+
     @Option(help: "In Production, also accept Sandbox purchases (App Review, TestFlight): true (default) or false.")
     var sandboxInProduction: Bool?
 
@@ -246,6 +260,7 @@ struct ServeFlags: ParsableArguments {
         set("sandbox.in.production", sandboxInProduction.map(String.init))
         set("log.format", logFormat)
         set("log.level", logLevel)
+        set("xcode.certificate", xcodeCertificate)
         return values
     }
 

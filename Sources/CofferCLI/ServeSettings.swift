@@ -29,7 +29,7 @@ struct SettingKey: Sendable {
         switch key {
         case "apple.roots": "--apple-root"
         case "host", "port", "database.url", "environment", "bundle.id", "app.apple.id", "catalog", "wallet",
-            "sandbox.in.production", "log.format", "log.level":
+            "sandbox.in.production", "log.format", "log.level", "xcode.certificate":
             flag
         default: nil
         }
@@ -73,6 +73,12 @@ struct ServeSettings: Sendable {
             help:
                 "Extra DER roots to trust, comma-separated (the simulator's, for signed data and legacy receipts); Sandbox only. Apple Root CA - G3 and Apple Root CA are always trusted."
         ),
+        .init(
+            key: "xcode.certificate",
+            help:
+                "The certificate Xcode's StoreKit testing signs with (PEM or DER, as a `.storekit` purchase's x5c "
+                + "carries it): a Sandbox server listening on loopback then accepts transactions, renewal info and app "
+                + "transactions signed by it alone that say Xcode. Refused in Production and on other addresses."),
         .init(
             key: "deficit.policy", help: "collect (later credits settle a deficit first) or forgive. Default collect."),
         .init(key: "body.limit", help: "Largest request body in bytes. Default 65536."),
@@ -235,6 +241,8 @@ struct ServeSettings: Sendable {
     var database: Database
     var catalogFile: String
     var appleRoots: [String]
+    /// Xcode's StoreKit testing certificate file (`xcode.certificate`): Sandbox on loopback only.
+    var xcodeCertificate: String?
     var appStoreKey: AppStoreKey?
     var apnsKey: APNsKey?
     /// CloudKit Web Services for the claims' proof, when an API token is configured.
@@ -418,6 +426,19 @@ struct ServeSettings: Sendable {
             throw SettingsError(
                 key: "apple.roots", value: appleRoots.joined(separator: ","),
                 expected: "no extra roots in Production (Apple Root CA - G3 only)")
+        }
+        xcodeCertificate = text("xcode.certificate")
+        if let xcodeCertificate {
+            guard server.environment == .sandbox else {
+                throw SettingsError(
+                    key: "xcode.certificate", value: xcodeCertificate,
+                    expected: "unset in Production: Xcode's StoreKit testing is for a Sandbox server on this machine")
+            }
+            guard ["127.0.0.1", "::1", "localhost"].contains(server.host) else {
+                throw SettingsError(
+                    key: "xcode.certificate", value: xcodeCertificate,
+                    expected: "a server listening on loopback (host 127.0.0.1, ::1 or localhost), not \(server.host)")
+            }
         }
         let keyParts = [text("appstore.key.id"), text("appstore.issuer.id"), text("appstore.private.key")]
         switch keyParts {

@@ -53,6 +53,18 @@ struct VerifyCommand: AsyncParsableCommand {
     @Flag(help: "Print one JSON object: {\"status\", \"message\", \"payload\"}.")
     var json = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Xcode's StoreKit testing certificate (PEM or DER): in Sandbox, accept data it signs that says Xcode.",
+            valueName: "file"))
+    var xcodeCertificate: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Save the one certificate an Xcode-signed JWS carries, as PEM, for coffer serve --xcode-certificate.",
+            valueName: "file"))
+    var saveXcodeCertificate: String?
+
     func run() async throws {
         guard let environment = SignedDataEnvironment(name: environment) else {
             throw ValidationError("unknown environment \(environment): use Sandbox, Production or Xcode")
@@ -70,13 +82,25 @@ struct VerifyCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("Error: cannot read input: \(error.localizedDescription)\n".utf8))
             throw ExitCode(2)
         }
+        if let saveXcodeCertificate {
+            do {
+                let carried = try XcodeCertificate.carried(in: signed)
+                try Data(carried.pem.utf8).write(to: URL(fileURLWithPath: saveXcodeCertificate))
+                print("saved Xcode's certificate (SHA-256 \(carried.fingerprint)) to \(saveXcodeCertificate)")
+            } catch {
+                FileHandle.standardError.write(Data("Error: cannot save the Xcode certificate: \(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
         let http = online ? HTTPClient(eventLoopGroupProvider: .singleton) : nil
         let outcome: Result<VerifiedPayload, VerificationError>
         do {
+            let xcode = try xcodeCertificate.map { path throws(VerificationError) in try XcodeCertificate(path: path) }
             let verifier = try SignedDataVerifier(
                 rootCertificates: rootCertificates, bundleId: bundleId, appAppleId: appAppleId,
                 environment: environment,
-                validationTime: http.map { .online(RevocationChecker(httpClient: $0)) } ?? .signedDate)
+                validationTime: http.map { .online(RevocationChecker(httpClient: $0)) } ?? .signedDate,
+                xcodeCertificate: xcode)
             outcome = .success(try await verify(signed, with: verifier))
         } catch {
             outcome = .failure(error)

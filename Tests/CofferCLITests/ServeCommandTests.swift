@@ -35,6 +35,23 @@ struct ServeCommandTests {
         return process
     }
 
+    /// Starts `coffer serve`, reads its start line and stops it.
+    func startLine(_ arguments: [String], in folder: URL, environment: [String: String] = [:]) throws -> String {
+        let output = Pipe()
+        let server = try start(arguments, in: folder, environment: environment, output: output)
+        defer {
+            kill(server.processIdentifier, SIGKILL)
+            server.waitUntilExit()
+        }
+        var line = ""
+        while !line.contains("\n") {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            line += String(decoding: data, as: UTF8.self)
+        }
+        return line
+    }
+
     func temporaryFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-serve-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -132,20 +149,9 @@ struct ServeCommandTests {
              "database": {"url": "sqlite:from-file.sqlite"}, "recovery": {"interval": 0}}
             """
         try config.write(to: folder.appendingPathComponent("coffer.json"), atomically: true, encoding: .utf8)
-        let output = Pipe()
-        let server = try start(
+        let line = try startLine(
             ["serve", "--config", "coffer.json", "--port", String(flagPort)], in: folder,
-            environment: ["COFFER_WALLET": "server"], output: output)
-        defer {
-            kill(server.processIdentifier, SIGKILL)
-            server.waitUntilExit()
-        }
-        var line = ""
-        while !line.contains("\n") {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            line += String(decoding: data, as: UTF8.self)
-        }
+            environment: ["COFFER_WALLET": "server"])
         #expect(line.contains("server wallet"))
         #expect(line.contains("http://127.0.0.1:\(flagPort)"))
         #expect(line.contains("SQLite from-file.sqlite"))
@@ -177,6 +183,39 @@ struct ServeCommandTests {
             ["serve", "--bundle-id", "com.example.app"], environment: ["COFFER_SERVER_TRUSTED_PROXIES": "10.0.0.0/99"])
         #expect(badProxy.status != 0)
         #expect(badProxy.stderr.contains("server.trusted.proxies"))
+    }
+
+    @Test("xcode.certificate: refused in Production, off loopback and unreadable; on loopback the start line says so")
+    func xcodeCertificate() async throws {
+        let certificate = try apple("xcode-certificate.pem")
+        let production = try CofferProcess.run(
+            [
+                "serve", "--bundle-id", "com.example.app", "--app-apple-id", "1", "--environment", "Production",
+                "--xcode-certificate", certificate,
+            ])
+        #expect(production.status != 0)
+        #expect(production.stderr.contains("xcode.certificate"), "\(production.stderr)")
+        let remote = try CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app", "--host", "0.0.0.0", "--xcode-certificate", certificate])
+        #expect(remote.status != 0)
+        #expect(remote.stderr.contains("loopback"), "\(remote.stderr)")
+        let folder = try temporaryFolder()
+        let unreadable = try CofferProcess.run(
+            [
+                "serve", "--bundle-id", "com.example.app", "--catalog",
+                folder.appendingPathComponent("catalog.json").path,
+            ],
+            environment: ["COFFER_XCODE_CERTIFICATE": "/nonexistent.pem"])
+        #expect(unreadable.status == 2)
+        #expect(unreadable.stderr.contains("Xcode certificate"), "\(unreadable.stderr)")
+
+        let line = try startLine(
+            [
+                "serve", "--bundle-id", "com.example.app", "--port", String(try LocalPort.free()),
+                "--xcode-certificate", certificate,
+            ], in: folder)
+        #expect(
+            line.contains("accepting Xcode's StoreKit testing data signed by certificate 16c47dfe09825de0"), "\(line)")
     }
 
     @Test("docs/operations.md documents every setting with its variable")

@@ -182,6 +182,29 @@ struct ReceiptCommandTests {
         #expect(try CofferProcess.run(["receipt", "/nonexistent"]).status == 2)
     }
 
+    @Test("an Xcode-signed transaction: its certificate saved, then trusted in Sandbox with --xcode-certificate")
+    func xcodeCertificate() throws {
+        let saved = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "coffer-xcode-\(UUID().uuidString).pem")
+        defer { try? FileManager.default.removeItem(at: saved) }
+        let arguments = [
+            "verify", try apple("xcode-signed-transaction"), "--kind", "transaction", "--bundle-id",
+            "com.example.naturelab.backyardbirds.example", "--environment", "Sandbox",
+        ]
+        let refused = try CofferProcess.run(arguments + ["--save-xcode-certificate", saved.path])
+        #expect(refused.stdout.contains("saved Xcode's certificate (SHA-256 16c47dfe"), "\(refused.stdout)")
+        #expect(refused.status == 1)  // saved, never trusted by saving it
+        let accepted = try CofferProcess.run(arguments + ["--xcode-certificate", saved.path])
+        #expect(accepted.status == 0, "\(accepted.stdout)")
+        #expect(accepted.stdout.contains("\"environment\" : \"Xcode\""), "\(accepted.stdout)")
+        let production = try CofferProcess.run(
+            arguments.dropLast(2) + [
+                "--environment", "Production", "--app-apple-id", "1", "--xcode-certificate",
+                saved.path,
+            ])
+        #expect(production.status == 1)
+    }
+
     @Test("--root trusts one more root: a receipt in Apple's shape exits 0, a forged chain 1 with the reason")
     func extraRoot() throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
