@@ -16,21 +16,40 @@ import Foundation
 /// StoreKit 2 behind ``StoreKitProvider``: what an iOS or macOS app gives `CofferSDK`.
 ///
 /// Only transactions StoreKit verified on the device are passed on; the server verifies their signed form
-/// again, and the device wallet delivers nothing StoreKit could not verify. The sheets (refund requests,
-/// subscription management, offer codes) are shown in the app's foreground window scene on iOS; on macOS,
-/// where StoreKit wants a view controller, use SwiftUI's `refundRequestSheet` and `offerCodeRedemption`.
+/// again, and the device wallet delivers nothing StoreKit could not verify. On iOS and visionOS a purchase is
+/// confirmed in a window scene (`Product.purchase(confirmIn:options:)`), and the sheets (refund requests,
+/// subscription management, offer codes) show in one: the scene the app names (an app extension, or an app with
+/// several windows), else the app's foreground-active scene. The adapter never names `UIApplication.shared`, so
+/// it compiles in app extensions too. On macOS a purchase uses `Product.purchase(options:)`, and where StoreKit
+/// wants a view controller the app uses SwiftUI's `refundRequestSheet` and `offerCodeRedemption`.
 public struct AppleStoreKit: StoreKitProvider {
-    /// StoreKit as the app sees it.
-    public init() {}
+    #if os(iOS) || os(visionOS) || !canImport(StoreKit)
+        /// The window scene purchase confirmations and sheets show in, when the app names one.
+        private let scene: (@MainActor @Sendable () -> UIWindowScene?)?
 
-    /// Buys through `Product.purchase(options:)` with the quantity and the Coffer user's account token.
+        /// StoreKit as the app sees it; `scene` names the window scene its purchase confirmations and sheets show
+        /// in (an app extension's, or the window the customer tapped in), `nil` for the app's foreground-active
+        /// scene.
+        public init(scene: (@MainActor @Sendable () -> UIWindowScene?)? = nil) { self.scene = scene }
+    #else
+        /// StoreKit as the app sees it.
+        public init() {}
+    #endif
+
+    /// Buys with the quantity and the Coffer user's account token: confirmed in the window scene on iOS and
+    /// visionOS (`Product.purchase(confirmIn:options:)`), `Product.purchase(options:)` on macOS.
     public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws
         -> StorePurchaseResult
     {
         guard let product = try await Product.products(for: [productId]).first else {
             throw AppleStoreKitError.unknownProduct(productId)
         }
-        return try Self.purchaseResult(await product.purchase(options: Self.options(quantity, appAccountToken)))
+        let options = Self.options(quantity, appAccountToken)
+        #if os(iOS) || os(visionOS) || !canImport(StoreKit)
+            return try Self.purchaseResult(await Self.purchase(product, options, in: scene))
+        #else
+            return try Self.purchaseResult(await product.purchase(options: options))
+        #endif
     }
 
     /// `Transaction.updates` (it starts with the unfinished transactions, once per launch).
@@ -111,7 +130,7 @@ public struct AppleStoreKit: StoreKitProvider {
     public func beginRefundRequest(transactionId: String) async throws -> RefundRequestStatus {
         guard let id = UInt64(transactionId) else { throw AppleStoreKitError.unknownTransaction(transactionId) }
         #if os(iOS) || os(visionOS) || !canImport(StoreKit)
-            return Self.refundStatus(try await Self.refundRequest(id))
+            return Self.refundStatus(try await Self.refundRequest(id, in: scene))
         #else
             throw AppleStoreKitError.needsSwiftUISheet("refundRequestSheet(for:isPresented:onDismiss:)")
         #endif
@@ -120,7 +139,7 @@ public struct AppleStoreKit: StoreKitProvider {
     /// `AppStore.showManageSubscriptions(in:)` in the app's foreground window scene.
     public func showManageSubscriptions() async throws {
         #if os(iOS) || os(visionOS) || !canImport(StoreKit)
-            try await Self.manageSubscriptions()
+            try await Self.manageSubscriptions(in: scene)
         #else
             throw AppleStoreKitError.needsSwiftUISheet("the App Store app's subscriptions page")
         #endif
@@ -130,7 +149,7 @@ public struct AppleStoreKit: StoreKitProvider {
     /// transaction arrives through ``updates()``.
     public func presentOfferCodeRedeemSheet() async throws {
         #if os(iOS) || os(visionOS) || !canImport(StoreKit)
-            try await Self.offerCodeSheet()
+            try await Self.offerCodeSheet(in: scene)
         #else
             throw AppleStoreKitError.needsSwiftUISheet("offerCodeRedemption(isPresented:onCompletion:)")
         #endif
@@ -140,35 +159,56 @@ public struct AppleStoreKit: StoreKitProvider {
 
     #if os(iOS) || os(visionOS) || !canImport(StoreKit)
         @MainActor
-        private static func refundRequest(_ id: UInt64) async throws -> Transaction.RefundRequestStatus {
-            try await Transaction.beginRefundRequest(for: id, in: try foregroundScene())
+        private static func purchase(
+            _ product: Product, _ options: Set<Product.PurchaseOption>,
+            in chosen: (@MainActor @Sendable () -> UIWindowScene?)?
+        ) async throws -> Product.PurchaseResult {
+            try await product.purchase(confirmIn: try foregroundScene(chosen), options: options)
         }
 
         @MainActor
-        private static func manageSubscriptions() async throws {
-            try await AppStore.showManageSubscriptions(in: try foregroundScene())
+        private static func refundRequest(_ id: UInt64, in chosen: (@MainActor @Sendable () -> UIWindowScene?)?)
+            async throws -> Transaction.RefundRequestStatus
+        {
+            try await Transaction.beginRefundRequest(for: id, in: try foregroundScene(chosen))
         }
 
         @MainActor
-        private static func offerCodeSheet() async throws {
-            try await AppStore.presentOfferCodeRedeemSheet(in: try foregroundScene())
+        private static func manageSubscriptions(in chosen: (@MainActor @Sendable () -> UIWindowScene?)?) async throws {
+            try await AppStore.showManageSubscriptions(in: try foregroundScene(chosen))
+        }
+
+        @MainActor
+        private static func offerCodeSheet(in chosen: (@MainActor @Sendable () -> UIWindowScene?)?) async throws {
+            try await AppStore.presentOfferCodeRedeemSheet(in: try foregroundScene(chosen))
         }
     #endif
 
     #if (os(iOS) || os(visionOS)) && canImport(StoreKit)
-        /// The scene the customer sees: the foreground-active window scene, else the first one.
+        /// The scene the app names, else the one the customer sees: the foreground-active window scene, else the
+        /// first one. The application is found by key-value coding (`sharedApplication`), never by
+        /// `UIApplication.shared`, which app extensions cannot name: in an extension there is none, and the app
+        /// names its scene.
         @MainActor
-        private static func foregroundScene() throws -> UIWindowScene {
-            let scenes = UIApplication.shared.connectedScenes.compactMap { $0 as? UIWindowScene }
+        private static func foregroundScene(_ chosen: (@MainActor @Sendable () -> UIWindowScene?)?) throws
+            -> UIWindowScene
+        {
+            if let named = chosen?() { return named }
+            let application = UIApplication.value(forKey: "sharedApplication") as? UIApplication
+            let scenes = application?.connectedScenes.compactMap { $0 as? UIWindowScene } ?? []
             guard let scene = scenes.first(where: { $0.activationState == .foregroundActive }) ?? scenes.first else {
                 throw AppleStoreKitError.noWindowScene
             }
             return scene
         }
     #elseif !canImport(StoreKit)
-        /// The mirror's stand-in scene.
+        /// The scene the test names, else the mirror's stand-in.
         @MainActor
-        private static func foregroundScene() throws -> UIWindowScene { UIWindowScene() }
+        private static func foregroundScene(_ chosen: (@MainActor @Sendable () -> UIWindowScene?)?) throws
+            -> UIWindowScene
+        {
+            chosen?() ?? UIWindowScene()
+        }
     #endif
 
     // MARK: - StoreKit's values as the SDK reads them

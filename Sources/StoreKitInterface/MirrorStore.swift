@@ -18,6 +18,9 @@ public protocol MirrorStore: Sendable {
     func products(for ids: [String]) async throws -> [Product]
     /// `Product.purchase(options:)`.
     func purchase(_ product: Product, options: Set<Product.PurchaseOption>) async throws -> Product.PurchaseResult
+    /// `Product.purchase(confirmIn:options:)`: by default as `purchase(options:)`.
+    func purchase(_ product: Product, options: Set<Product.PurchaseOption>, confirmIn scene: UIScene) async throws
+        -> Product.PurchaseResult
     /// One of the transaction sequences.
     func transactions(_ feed: MirrorFeed) -> AsyncStream<VerificationResult<Transaction>>
     /// `Transaction.finish()`.
@@ -36,6 +39,15 @@ public protocol MirrorStore: Sendable {
     func showManageSubscriptions() async throws
     /// `AppStore.presentOfferCodeRedeemSheet(in:)`.
     func presentOfferCodeRedeemSheet() async throws
+}
+
+extension MirrorStore {
+    /// A purchase confirmed in a scene, answered as one without.
+    public func purchase(_ product: Product, options: Set<Product.PurchaseOption>, confirmIn scene: UIScene)
+        async throws -> Product.PurchaseResult
+    {
+        try await purchase(product, options: options)
+    }
 }
 
 /// The store the mirror's StoreKit answers from: set per task by a test (`MirrorStoreKit.$store.withValue`),

@@ -54,6 +54,15 @@ public struct Product: Identifiable, Equatable, Hashable, Sendable {
     public func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult {
         try await MirrorStoreKit.current().purchase(self, options: options)
     }
+
+    /// `@MainActor func purchase(confirmIn scene: some UIScene, options: Set<Product.PurchaseOption> = []) async
+    /// throws -> Product.PurchaseResult` (SK/product/purchase(confirmin:options:)-6dj6y; iOS 17, visionOS 1).
+    @MainActor
+    public func purchase(confirmIn scene: some UIScene, options: Set<Product.PurchaseOption> = []) async throws
+        -> Product.PurchaseResult
+    {
+        try await MirrorStoreKit.current().purchase(self, options: options, confirmIn: scene)
+    }
 }
 
 extension Product {

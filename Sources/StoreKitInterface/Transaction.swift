@@ -267,9 +267,11 @@ public enum AppStore {
     }
 }
 
-/// UIKit's `UIWindowScene`, which StoreKit's sheets are shown in: an opaque stand-in (the adapter only passes
-/// one through).
-public final class UIWindowScene: Sendable {
+/// UIKit's `UIScene`: an opaque stand-in (the adapter only passes one through).
+public class UIScene: @unchecked Sendable {
     /// The mirror's own: a scene for a test.
     public init() {}
 }
+
+/// UIKit's `UIWindowScene`, which StoreKit's sheets and purchase confirmations are shown in.
+public final class UIWindowScene: UIScene, @unchecked Sendable {}

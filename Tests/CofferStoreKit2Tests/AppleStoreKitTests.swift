@@ -15,6 +15,8 @@
             var products: [Product] = []
             var purchaseAnswer: Product.PurchaseResult = .pending
             var purchaseOptions: [Set<Product.PurchaseOption>] = []
+            /// The scene each purchase was confirmed in (`nil`: `purchase(options:)`, without one).
+            var purchaseScenes: [UIScene?] = []
             var feeds: [MirrorFeed: [VerificationResult<Transaction>]] = [:]
             var finished: [UInt64] = []
             var synced = 0
@@ -36,6 +38,17 @@
         func purchase(_ product: Product, options: Set<Product.PurchaseOption>) async throws -> Product.PurchaseResult {
             state.withLock { state in
                 state.purchaseOptions.append(options)
+                state.purchaseScenes.append(nil)
+                return state.purchaseAnswer
+            }
+        }
+
+        func purchase(_ product: Product, options: Set<Product.PurchaseOption>, confirmIn scene: UIScene)
+            async throws -> Product.PurchaseResult
+        {
+            state.withLock { state in
+                state.purchaseOptions.append(options)
+                state.purchaseScenes.append(scene)
                 return state.purchaseAnswer
             }
         }
@@ -143,6 +156,13 @@
                     productId: "com.example.credits", quantity: 3, appAccountToken: Self.token)
                 #expect(bought == .success(try AppleStoreKit.transaction(.verified(Self.transaction(100)))))
                 #expect(store.state.withLock(\.purchaseOptions) == [[.quantity(3), .appAccountToken(Self.token)]])
+                // Confirmed in a window scene (iOS 17 and visionOS: `purchase(confirmIn:options:)`), the one the
+                // app names when it names one (an app extension's).
+                #expect(store.state.withLock { $0.purchaseScenes.count == 1 && $0.purchaseScenes[0] != nil })
+                let named = UIWindowScene()
+                _ = try await AppleStoreKit(scene: { named }).purchase(
+                    productId: "com.example.credits", quantity: 1, appAccountToken: nil)
+                #expect(store.state.withLock { $0.purchaseScenes.last.flatMap { $0 } === named })
                 store.state.withLock { $0.purchaseAnswer = .userCancelled }
                 #expect(
                     try await AppleStoreKit().purchase(
