@@ -7,9 +7,16 @@ enum Store {
     static let monthly = "com.example.pro.monthly"
     static let noAds = "com.example.noads"
 
-    /// The catalog bundled with the app (the server's `--catalog` file).
+    /// The catalog bundled with the app (the server's `--catalog` file; the SDK takes the server's when it
+    /// answers). In an Xcode app target `catalog.json` is in the app's bundle; built by SwiftPM (this folder's
+    /// `Package.swift`, Linux) it is the package's resource.
     static func catalog() throws -> Catalog {
-        guard let url = Bundle.module.url(forResource: "catalog", withExtension: "json") else {
+        #if SWIFT_PACKAGE
+            let bundle = Bundle.module
+        #else
+            let bundle = Bundle.main
+        #endif
+        guard let url = bundle.url(forResource: "catalog", withExtension: "json") else {
             throw CocoaError(.fileNoSuchFile)
         }
         return try Catalog(json: Data(contentsOf: url))
