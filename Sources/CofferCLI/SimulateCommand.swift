@@ -135,7 +135,8 @@ final class SimulatedCustomer {
         let clock = clock
         return try CofferSDK(
             configuration: SDKConfiguration(
-                wallet: wallet, environment: environment, catalog: catalog, deviceName: "simulated iPhone"),
+                wallet: wallet, environment: environment, catalog: catalog, deviceName: "simulated iPhone",
+                launchDeadline: nil),
             storeKit: storeKit, server: server, folder: home.appendingPathComponent("app"),
             credentials: FileCredentialStore(path: home.appendingPathComponent("keychain.json").path),
             now: { clock.now() },

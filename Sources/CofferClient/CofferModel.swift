@@ -76,8 +76,13 @@ public final class CofferModel {
     /// Celebrations shown by this model (their acknowledgement reaches the SDK a moment later).
     private var shownCelebrations: Set<String> = []
 
-    /// A model over `sdk`.
-    public init(sdk: CofferSDK) { self.sdk = sdk }
+    /// A model over `sdk`, showing what the app showed when it last ran (``CofferSDK/cachedStart``) until the first
+    /// refresh: the entitlement gate never flashes, the balance never starts at zero.
+    public init(sdk: CofferSDK) {
+        self.sdk = sdk
+        let start = sdk.cachedStart
+        (balance, deficit, entitlements) = (start.balance, start.deficit, start.entitlements)
+    }
 
     /// Keeps the model current until the calling task is cancelled: a refresh now, then one after each change
     /// the SDK reports.

@@ -24,6 +24,13 @@ extension CofferSDK {
         /// Unfinished transactions another install of the app bought on this Apple account (their account
         /// token names another user): left for that install to deliver and finish.
         public var otherUsers: [String]
+        /// Whether the launch went past ``SDKConfiguration/launchDeadline``: its steps go on in the background (the
+        /// other fields are empty), and the app shows its cached state.
+        public var pastDeadline = false
+        /// A report of a launch past its deadline.
+        static let pastDeadline = LaunchReport(
+            recovered: [], posted: 0, interrupted: 0, adjusted: 0, granted: 0, offline: false, refused: [],
+            otherUsers: [], pastDeadline: true)
     }
 
     /// Starts the SDK: finds (or creates) the user; takes the server's catalog when it changed and checks the server
@@ -31,8 +38,7 @@ extension CofferSDK {
     /// takes the server's backup when the backup rule says so (a fresh install, an admin edit); recovers what a dead
     /// process left; posts the outbox; applies the mailbox and grants; backs the balance up. Without the server it
     /// still recovers locally and says it was offline.
-    @discardableResult
-    public func launch() async throws -> LaunchReport {
+    func launchSteps() async throws -> LaunchReport {
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false

@@ -74,10 +74,12 @@ extension CofferSDK {
                 reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
                 catalog: catalog)
             for event in events {
-                _ = try await ledger.apply(
-                    LedgerRequest(
-                        owner: user.id, environment: configuration.environment, event: event,
-                        policy: configuration.deficitPolicy, at: now()))
+                keepWallet(
+                    try await ledger.apply(
+                        LedgerRequest(
+                            owner: user.id, environment: configuration.environment, event: event,
+                            policy: configuration.deficitPolicy, at: now())
+                    ).wallet)
             }
             try crashAfter(.adjustmentApplied)
             try remember(item.key)
@@ -146,6 +148,7 @@ extension CofferSDK {
                 // The backup's balance and deficit both: a reinstall owes what the old install owed.
                 let taken = Wallet(balance: value, deficit: remote.deficit)
                 if taken != wallet {
+                    keepWallet(taken)
                     _ = try await ledger.apply(
                         LedgerRequest(
                             owner: user.id, environment: configuration.environment,

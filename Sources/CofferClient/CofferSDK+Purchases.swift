@@ -89,6 +89,7 @@ extension CofferSDK {
             LedgerRequest(
                 owner: user.id, environment: configuration.environment, event: event,
                 policy: configuration.deficitPolicy, at: now()))
+        keepWallet(result.wallet)
         publish(.wallet)
         // The server lists the same refund in the mailbox under the same key; kept with the identity, so an
         // app reinstalled and restored from a backup that already has it taken back never takes it twice.

@@ -26,6 +26,10 @@ public struct SDKConfiguration: Sendable {
     /// it until it backs up, and the backup rule counts it as untouched, so a reinstall still restores the
     /// backup. Default 0.
     public var startingBalance: Int64 = 0
+    /// The longest ``CofferSDK/launch()`` keeps the app waiting: past it, launch answers with
+    /// ``CofferSDK/LaunchReport/pastDeadline`` and goes on in the background, and the app shows the cached state
+    /// (seed 003's "Continue anyway"). Default 10 seconds; `nil` waits for every step.
+    public var launchDeadline: TimeInterval? = 10
     /// Device wallet: seconds after a balance change (``CofferSDK/earn(_:key:)``, ``CofferSDK/setBalance(_:expected:reason:)``,
     /// ``CofferSDK/spend(_:key:)``) before it is backed up; changes in between share one backup. Default 2;
     /// `nil` leaves backups to launch, foreground, background and ``CofferSDK/runBackups(every:)``.
@@ -45,8 +49,9 @@ public struct SDKConfiguration: Sendable {
     public init(
         wallet: WalletMode, environment: AppStoreEnvironment, catalog: Catalog, deviceName: String,
         deficitPolicy: DeficitPolicy = .collect, identity: SDKIdentity = .appleAccount,
-        backupDelay: TimeInterval? = 2
+        backupDelay: TimeInterval? = 2, launchDeadline: TimeInterval? = 10
     ) {
+        self.launchDeadline = launchDeadline
         self.wallet = wallet
         self.environment = environment
         self.catalog = catalog
@@ -159,6 +164,11 @@ public actor CofferSDK {
     /// Why the server's catalog was not taken at the last launch, when the server answered but it could not be
     /// (an unreadable catalog, a refusal); the catalog held before stays.
     public internal(set) var lastCatalogFailure: String?
+    /// What the app showed when it last ran, read as the SDK starts: a screen's first frame (``CofferModel``) shows
+    /// it, so an entitlement gate never flashes and the balance never starts at zero.
+    public nonisolated let cachedStart: CachedStart
+    /// The wallet last kept in ``cachedStart``'s store, so an unchanged one is not written again.
+    var keptWallet: Wallet?
 
     /// An SDK keeping its files in `folder`.
     ///
@@ -184,6 +194,7 @@ public actor CofferSDK {
         wallet = configuration.wallet == .device ? DeviceWallet() : ServerWallet()
         state = try SDKState(path: folder.appendingPathComponent("sdk.sqlite").path)
         catalog = Self.keptCatalog(state) ?? configuration.catalog
+        cachedStart = Self.cachedStart(state)
         self.now = now
         self.crashAfter = crashAfter
     }
@@ -222,7 +233,11 @@ public actor CofferSDK {
     // MARK: Reading
 
     /// The balance: the local ledger's in the device wallet, the server's in the server wallet.
-    public func balance() async throws -> Int64 { try await wallet.balance(self) }
+    public func balance() async throws -> Int64 {
+        let balance = try await wallet.balance(self)
+        if configuration.wallet == .server { keepWallet(Wallet(balance: balance, deficit: 0)) }
+        return balance
+    }
 
     /// This install's receipt of a transaction in the local ledger.
     func localReceipt(_ transactionId: String) async throws -> Receipt? {
@@ -246,6 +261,7 @@ public actor CofferSDK {
             } else {
                 try await ledger.apply(request)
             }
+        keepWallet(result.wallet)
         publish(inPlay ? .balance(result.wallet) : .wallet)
         // Every change to the balance is backed up (debounced): a refund taken back, a grant, a purchase, a
         // spend. Taking the server's backup changes nothing to back up.
@@ -256,7 +272,9 @@ public actor CofferSDK {
     /// The local ledger's wallet (balance and deficit) in the device wallet.
     public func localWallet() async throws -> Wallet {
         let user = try await localUser()
-        return try await ledger.wallet(owner: user.id, environment: configuration.environment)
+        let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
+        keepWallet(wallet)
+        return wallet
     }
 
     /// Transactions the server has not acknowledged yet.

@@ -52,7 +52,7 @@ struct PurchaseFlowTests {
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
             device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0,
             backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil, bundled: Catalog? = nil,
-            configuredWallet: WalletMode? = nil
+            configuredWallet: WalletMode? = nil, launchDeadline: TimeInterval? = nil
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             var configuration = SDKConfiguration(
@@ -60,6 +60,7 @@ struct PurchaseFlowTests {
                 deviceName: install, identity: identity)
             configuration.startingBalance = startingBalance
             configuration.backupDelay = backupDelay
+            configuration.launchDeadline = launchDeadline
             if let cloudKitUserRecordName {
                 configuration.cloudKitUserRecordName = {
                     guard cloudKitUserRecordName != "unavailable" else { throw URLError(.notConnectedToInternet) }

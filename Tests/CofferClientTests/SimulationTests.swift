@@ -224,7 +224,7 @@ final class Simulation: @unchecked Sendable {
         let app = try CofferSDK(
             configuration: SDKConfiguration(
                 wallet: wallet, environment: environment, catalog: catalog, deviceName: device.name,
-                identity: identity(of: device), backupDelay: nil),
+                identity: identity(of: device), backupDelay: nil, launchDeadline: nil),
             storeKit: device.storeKit, server: server, folder: device.folder,
             credentials: FileCredentialStore(path: device.credentials.path), now: { [clock] in clock.now() },
             crashAfter: { step in

@@ -40,7 +40,7 @@ enum Hands {
         let client = ServerClient(baseURL: base)
         var configuration = SDKConfiguration(
             wallet: .device, environment: .sandbox, catalog: catalog, deviceName: "benchmark", identity: .install,
-            backupDelay: backupDelay)
+            backupDelay: backupDelay, launchDeadline: nil)
         configuration.startingBalance = 1_000_000
         let sdk = try CofferSDK(
             configuration: configuration, storeKit: apple.device(account: "player"), server: client,

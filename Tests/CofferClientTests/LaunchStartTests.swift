@@ -1,0 +1,95 @@
+import CofferClient
+import CofferCore
+import CofferSimulator
+import CofferStoreKit
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The first frame and the launch's deadline (seed 003): the model starts from what the app showed when it last
+/// ran, and a launch that cannot finish in time lets the app go on with it.
+@Suite("SDK: the cached start and the launch deadline", .timeLimit(.minutes(2)))
+struct LaunchStartTests {
+    @Test("a new launch's model shows the last run's entitlements and balance before anything is asked")
+    @MainActor
+    func cachedStart() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let first = try world.app()
+            try await first.launch()
+            #expect(await CofferModel(sdk: first).entitlements.isEmpty)  // a first launch has nothing cached
+            guard case .delivered = try await first.purchase(productId: PurchaseFlowTests.noAds),
+                case .delivered = try await first.purchase(productId: PurchaseFlowTests.product, quantity: 2)
+            else {
+                Issue.record("not delivered")
+                return
+            }
+            #expect(try await first.spend(30) == 170)
+            #expect(try await first.refreshEntitlements().names == ["adFree"])
+            // The app is killed; the next launch's first frame, before launch() or a refresh: the gate is open, the
+            // balance is the one the customer last saw.
+            let again = try world.app()
+            #expect(again.cachedStart == CofferSDK.CachedStart(entitlements: ["adFree"], balance: 170, deficit: 0))
+            let model = await CofferModel(sdk: again)
+            #expect(await model.entitlements == ["adFree"])
+            #expect(await model.balance == 170)
+        }
+    }
+
+    /// A server that takes connections and never answers: the kernel queues them, nobody accepts.
+    final class SilentServer: Sendable {
+        let socket: Int32
+        let port: Int
+
+        init() throws {
+            let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            }
+            guard bound == 0, listen(fd, 16) == 0 else {
+                close(fd)
+                throw POSIXError(.EADDRINUSE)
+            }
+            _ = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            socket = fd
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        deinit { close(socket) }
+    }
+
+    @Test("a launch past its deadline answers pastDeadline and goes on in the background; the next one completes")
+    func deadline() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let online = try world.app()
+            try await online.launch()
+            _ = try await online.purchase(productId: PurchaseFlowTests.product)
+            // The server hangs: every request waits (the client's own timeout is a minute).
+            let silent = try SilentServer()
+            let hanging = try CofferSDK(
+                configuration: SDKConfiguration(
+                    wallet: .device, environment: .sandbox, catalog: world.catalog, deviceName: "iPhone",
+                    launchDeadline: 0.2),
+                storeKit: world.apple.device(account: "alice"),
+                server: ServerClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!, timeout: 60),
+                folder: world.folder.appendingPathComponent("app"),
+                credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
+            let report = try await hanging.launch()
+            #expect(report.pastDeadline && report.recovered.isEmpty)
+            #expect(hanging.cachedStart.balance == 100)  // what the app shows meanwhile
+            // The same install against the server that answers: the whole launch, no deadline met.
+            let back = try world.app(launchDeadline: 30)
+            let full = try await back.launch()
+            #expect(!full.pastDeadline && !full.offline)
+            #expect(try await back.balance() == 100)
+        }
+    }
+}
