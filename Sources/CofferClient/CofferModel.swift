@@ -67,6 +67,9 @@ public final class CofferModel {
     /// The subscription group whose loyalty lifetime was just earned: show the celebration, then call
     /// ``celebrated()``. Set once per customer.
     public private(set) var celebration: String?
+    /// The subscription group whose subscription just ended without a refund: say so and offer to subscribe again
+    /// or manage it, then call ``lapseShown()``.
+    public private(set) var lapsed: String?
     /// What failed last, in words; `nil` after the next success.
     public private(set) var lastError: String?
     /// Whether a refresh is running.
@@ -95,6 +98,8 @@ public final class CofferModel {
             switch change {
             case .loyaltyLifetimeEarned(let group):
                 celebrate(group)
+            case .subscriptionLapsed(let group):
+                lapsed = group
             case .entitlements(let names):
                 entitlements = names
                 await refreshLoyalty()
@@ -139,6 +144,9 @@ public final class CofferModel {
             }
         }
     }
+
+    /// The lapse was shown.
+    public func lapseShown() { lapsed = nil }
 
     /// Buys a product; the model refreshes from the change it makes.
     @discardableResult

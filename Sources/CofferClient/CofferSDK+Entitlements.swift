@@ -38,6 +38,7 @@ extension CofferSDK {
             facts, catalog: catalog, gracePeriods: grace, at: now())
         let names = entitlements.names
         try state.set("entitlements", names.joined(separator: "\n"))
+        try noteLapses(entitlements, facts: facts)
         if names != lastPublished {
             lastPublished = names
             for continuation in watchers.values { continuation.yield(names) }
@@ -67,6 +68,26 @@ extension CofferSDK {
         }
         return entitlements
     }
+
+    /// Publishes ``CofferChange/subscriptionLapsed(group:)`` for each subscription group active at the last refresh
+    /// and no longer, unless a refund or revocation ended it.
+    func noteLapses(_ entitlements: EntitlementState, facts: [TransactionFact]) throws {
+        var active = Set<String>()
+        for case .subscription(let productId, _) in entitlements.sources.values.joined() {
+            if let group = catalog.product(id: productId)?.group { active.insert(group) }
+        }
+        let kept = try state.value(Self.subscribedGroupsKey)
+        try state.set(Self.subscribedGroupsKey, active.sorted().joined(separator: "\n"))
+        guard let kept else { return }
+        for group in Set(kept.split(separator: "\n").map(String.init)).subtracting(active).sorted() {
+            let latest = facts.filter { catalog.product(id: $0.productId)?.group == group }
+                .max { $0.purchaseDate < $1.purchaseDate }
+            if latest?.revocationDate == nil { publish(.subscriptionLapsed(group: group)) }
+        }
+    }
+
+    /// The state's record of the subscription groups active at the last refresh.
+    static let subscribedGroupsKey = "subscribedGroups"
 
     /// Records a group's loyalty milestone with the server, which counts the periods by its own records: when it
     /// has not heard of every period this device counts (a renewal whose notification is still on its way), it

@@ -115,4 +115,7 @@ public enum CofferChange: Sendable, Equatable {
     /// (kept with the identity, which survives reinstalling the app), never again, even if refunds take it
     /// back and it is earned anew.
     case loyaltyLifetimeEarned(group: String)
+    /// The subscription of this group ended without a refund (auto-renew off, a billing failure past its grace): its
+    /// entitlements are gone. A screen says so and offers to subscribe again or manage it; a refund is not a lapse.
+    case subscriptionLapsed(group: String)
 }

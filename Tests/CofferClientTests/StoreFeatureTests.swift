@@ -188,4 +188,50 @@ struct StoreFeatureTests {
             #expect(try await app.refreshEntitlements().names.isEmpty)
         }
     }
+
+    @Test("a subscription that ends is a lapse (CofferChange.subscriptionLapsed); a refunded one is not")
+    func lapse() async throws {
+        try await Self.withWorld(wallet: .device) { world in
+            let device = world.apple.device(account: "alice")
+            let app = try world.app(device: device)
+            try await app.launch()
+            let changes = await app.changes()
+            guard case .delivered = try await app.purchase(productId: Self.pro) else {
+                Issue.record("not delivered")
+                return
+            }
+            #expect(try await app.refreshEntitlements().names == ["premium"])
+            device.sheetChoices.cancelsSubscriptions = true
+            try await app.manageSubscriptions()
+            try await world.apple.advanceClock(by: 31 * 86_400)
+            #expect(try await app.refreshEntitlements().names.isEmpty)
+            var lapsed: [String] = []
+            for await change in changes {
+                if case .subscriptionLapsed(let group) = change {
+                    lapsed.append(group)
+                    break
+                }
+            }
+            #expect(lapsed == ["pro"])
+        }
+        try await Self.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            guard case .delivered(let id, _) = try await app.purchase(productId: Self.pro) else {
+                Issue.record("not delivered")
+                return
+            }
+            #expect(try await app.refreshEntitlements().names == ["premium"])
+            try await world.apple.refund(transactionId: id)
+            let changes = await app.changes()
+            #expect(try await app.refreshEntitlements().names.isEmpty)
+            // The refresh published what it changed, and no lapse among it.
+            var seen: [CofferChange] = []
+            for await change in changes {
+                seen.append(change)
+                if case .entitlements = change { break }
+            }
+            #expect(!seen.contains { if case .subscriptionLapsed = $0 { true } else { false } })
+        }
+    }
 }
