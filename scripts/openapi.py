@@ -34,7 +34,10 @@ schemas = {
                                                     format="uuid")}),
     "Backup": obj({"value": I(), "lastUpdated": DATE, "version": I(),
                    "writer": S(enum=["device", "admin"]),
-                   "deficit": I("What refunds left owed, backed up with the balance")}),
+                   "deficit": I("What refunds left owed, backed up with the balance"),
+                   "applied": {"type": "array", "items": S(), "description":
+                               "The device wallet's mailbox keys the balance holds (absent: none)"}},
+                  required=["value", "lastUpdated", "version", "writer", "deficit"]),
     "MeResponse": obj({"supportId": S(), "balance": I(), "deficit": I(),
                        "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup")),
                        "wallet": S("Who keeps the balance (the server's wallet setting): an app configured for "
@@ -99,7 +102,10 @@ schemas = {
                                 "entitlements": {"type": "array", "items": S()}}),
     "BackupRequest": obj({"value": I(minimum=0, maximum=1 << 52), "device": S("A name for the writing device"),
                           "deficit": I("The deficit to back up with the balance; 0 when absent", minimum=0,
-                                       maximum=1 << 52)},
+                                       maximum=1 << 52),
+                          "applied": {"type": "array", "items": S(maxLength=200), "maxItems": 1000,
+                                      "description": "The mailbox keys (GET /v1/me/adjustments) this balance holds; "
+                                                     "the server keeps those of the customer's mailbox"}},
                          required=["value"]),
     "BackupConflict": obj({"error": obj({"code": S(), "message": S()}), "current": NULLABLE(ref("Backup"))}),
     "Grant": obj({"id": S(format="uuid"), "credits": I(), "reason": S(), "createdAt": DATE,

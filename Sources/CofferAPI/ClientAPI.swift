@@ -236,14 +236,20 @@ public struct BackupBody: Codable, Sendable, Equatable {
     public var writer: String
     /// The deficit backed up with the balance.
     public var deficit: Int64
+    /// The device wallet's mailbox keys the balance already holds: a device restoring this backup takes them as
+    /// applied. Absent when there are none.
+    public var applied: [String]?
 
     /// Creates the body.
-    public init(value: Int64, lastUpdated: Date, version: Int64, writer: String, deficit: Int64 = 0) {
+    public init(
+        value: Int64, lastUpdated: Date, version: Int64, writer: String, deficit: Int64 = 0, applied: [String]? = nil
+    ) {
         self.value = value
         self.lastUpdated = lastUpdated
         self.version = version
         self.writer = writer
         self.deficit = deficit
+        self.applied = applied
     }
 }
 
@@ -319,12 +325,16 @@ public struct BackupRequest: Codable, Sendable, Equatable {
     public var device: String?
     /// The deficit to back up with it (what refunds could not take back); 0 when absent.
     public var deficit: Int64?
+    /// The keys of the mailbox (`GET /v1/me/adjustments`) this balance already holds, at most 1,000; the server keeps
+    /// those in the customer's mailbox. Absent: none.
+    public var applied: [String]?
 
     /// Creates the body.
-    public init(value: Int64, device: String? = nil, deficit: Int64? = nil) {
+    public init(value: Int64, device: String? = nil, deficit: Int64? = nil, applied: [String]? = nil) {
         self.value = value
         self.device = device
         self.deficit = deficit
+        self.applied = applied
     }
 }
 

@@ -61,7 +61,7 @@ extension CofferSDK {
             guard item.key != ownMerge else {
                 // Support merged this install into an Apple account's customer: the balance that moved there is
                 // the one this device holds already.
-                try remember(item.key)
+                try rememberMailbox([item.key])
                 continue
             }
             var receipt: Receipt?
@@ -82,7 +82,7 @@ extension CofferSDK {
                     ).wallet)
             }
             try crashAfter(.adjustmentApplied)
-            try remember(item.key)
+            try rememberMailbox([item.key])
             try crashAfter(.adjustmentRemembered)
             count += 1
         }
@@ -158,6 +158,8 @@ extension CofferSDK {
                             at: now()))
                 }
                 try crashAfter(.backupTaken)
+                // What the backup's balance holds of the mailbox is applied here too, never again.
+                try rememberMailbox(remote.applied ?? [])
                 try rememberBackup(remote)
                 return decision
             case .upToDate:
@@ -168,7 +170,7 @@ extension CofferSDK {
                 do {
                     let written = try await server.saveBackup(
                         value: value, deficit: wallet.deficit, device: configuration.deviceName,
-                        version: remote?.version, token: token)
+                        version: remote?.version, applied: try mailboxApplied(), token: token)
                     try crashAfter(.backupPushed)
                     try rememberBackup(written)
                     return decision
@@ -219,6 +221,26 @@ extension CofferSDK {
     public func backupStatus() async throws -> BackupStatus { try await wallet.backupStatus(self) }
 
     func applied(_ key: String) throws -> Bool { identity?.appliedKeys.contains(key) ?? false }
+
+    /// The state's list of the mailbox keys this device's balance holds (applied here, or taken with a backup).
+    static let mailboxAppliedKey = "mailboxApplied"
+
+    /// The mailbox keys this device's balance holds, the newest ``BackupRecord/maximumApplied``: sent with each
+    /// backup, so a device that restores it never applies them again.
+    func mailboxApplied() throws -> [String] {
+        let kept = try state.value(Self.mailboxAppliedKey)?.split(separator: "\n").map(String.init) ?? []
+        return Array(kept.suffix(BackupRecord.maximumApplied))
+    }
+
+    /// Keeps mailbox keys as applied: with the identity (never applied again by this install or a reinstall) and in
+    /// the list the backups carry.
+    func rememberMailbox(_ keys: [String]) throws {
+        guard !keys.isEmpty else { return }
+        for key in keys { try remember(key) }
+        var kept = try state.value(Self.mailboxAppliedKey)?.split(separator: "\n").map(String.init) ?? []
+        for key in keys where !kept.contains(key) { kept.append(key) }
+        try state.set(Self.mailboxAppliedKey, kept.suffix(BackupRecord.maximumApplied).joined(separator: "\n"))
+    }
 
     func remember(_ key: String) throws {
         guard var identity, !identity.appliedKeys.contains(key) else { return }

@@ -94,7 +94,7 @@ extension CofferSDK {
         // The server lists the same refund in the mailbox under the same key; kept with the identity, so an
         // app reinstalled and restored from a backup that already has it taken back never takes it twice.
         if case .revocation = event {
-            try remember(event.key.rawValue)
+            try rememberMailbox([event.key.rawValue])
             // A refund taken back changes the balance: backed up like any change (a purchase is backed up by
             // the purchase flow and launch).
             if result.outcome == .applied { scheduleBackup() }

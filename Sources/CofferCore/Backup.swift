@@ -21,15 +21,25 @@ public struct BackupRecord: Sendable, Hashable, Codable {
     /// The deficit backed up with the balance (what refunds could not take back), so a reinstall restores it
     /// too.
     public var deficit: Int64
+    /// The keys of the device wallet's mailbox (refunds, reversals, edits the server learned of) the balance already
+    /// holds, sorted: a new device that restores this backup takes them as applied, never applying them twice.
+    public var applied: [String]
 
     /// Creates a backup record.
-    public init(value: Int64, lastUpdated: Date, version: Int64, writer: BackupWriter, deficit: Int64 = 0) {
+    public init(
+        value: Int64, lastUpdated: Date, version: Int64, writer: BackupWriter, deficit: Int64 = 0,
+        applied: [String] = []
+    ) {
         self.value = value
         self.lastUpdated = lastUpdated
         self.version = version
         self.writer = writer
         self.deficit = deficit
+        self.applied = applied
     }
+
+    /// The most mailbox keys a backup keeps.
+    public static let maximumApplied = 1_000
 }
 
 /// What the app does with its balance on launch.

@@ -44,7 +44,8 @@ struct WalletAPI: Sendable {
             precondition = .version(version)
         }
         switch try await api.service.saveBackup(
-            of: user, value: body.value, deficit: body.deficit ?? 0, device: body.device, precondition: precondition)
+            of: user, value: body.value, deficit: body.deficit ?? 0, device: body.device, precondition: precondition,
+            applied: body.applied)
         {
         case .saved(let record):
             return try api.json(BackupBody(record), headers: [.eTag: String(record.version)])

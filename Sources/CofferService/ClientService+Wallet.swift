@@ -18,13 +18,25 @@ extension ClientService {
     ///
     /// - Returns: The record written, or the record on the server now when the precondition failed.
     /// - Throws: ``ServiceError/badRequest(_:)`` for a negative value or a device name over 100 characters.
+    /// - Parameter applied: The mailbox keys the balance holds, as the device says: at most
+    ///   ``BackupRecord/maximumApplied``, kept only where they are the customer's mailbox's.
     public func saveBackup(
-        of user: User, value: Int64, deficit: Int64 = 0, device: String?, precondition: BackupPrecondition
+        of user: User, value: Int64, deficit: Int64 = 0, device: String?, precondition: BackupPrecondition,
+        applied: [String]? = nil
     ) async throws -> BackupSaveResult {
         try checkBackup(value: value, deficit: deficit, device: device)
+        var kept: [String]?
+        if let applied {
+            guard applied.count <= BackupRecord.maximumApplied, applied.allSatisfy({ $0.utf8.count <= 200 }) else {
+                throw ServiceError.badRequest(
+                    "applied holds at most \(BackupRecord.maximumApplied) keys of at most 200 bytes")
+            }
+            let mailbox = Set(try await mailbox(of: user).map(\.key))
+            kept = Set(applied).intersection(mailbox).sorted()
+        }
         let result = try await store.saveBackup(
             owner: user.id, environment: user.environment, value: value, deficit: deficit,
-            precondition: precondition, writer: .device(device ?? "app"), at: dependencies.now())
+            precondition: precondition, writer: .device(device ?? "app"), at: dependencies.now(), applied: kept)
         if case .saved(let record) = result {
             await events.publish(ServerEventBody(type: .backup, key: String(record.version)), to: user.id)
         }

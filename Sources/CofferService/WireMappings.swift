@@ -7,6 +7,6 @@ extension BackupBody {
         let writer: String = if case .admin = record.writer { "admin" } else { "device" }
         self.init(
             value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer,
-            deficit: record.deficit)
+            deficit: record.deficit, applied: record.applied.isEmpty ? nil : record.applied)
     }
 }

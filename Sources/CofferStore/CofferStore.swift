@@ -359,19 +359,22 @@ extension CofferStore {
 }
 
 extension CofferStore {
-    /// Writes a user's backup if `precondition` holds (``BackupPrecondition/write(over:value:writer:at:)``); the
+    /// Writes a user's backup if `precondition` holds (``BackupPrecondition/write(over:value:deficit:writer:at:applied:)``); the
     /// version goes up by one on every write.
     ///
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     public func saveBackup(
         owner: UUID, environment: AppStoreEnvironment, value: Int64, deficit: Int64 = 0,
         precondition: BackupPrecondition,
-        writer: BackupWriter, at: Date,
+        writer: BackupWriter, at: Date, applied: [String]? = nil,
         audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent] = { _, _ in [] }
     ) async throws -> BackupSaveResult {
         let (current, written) = try await writeBackup(
             owner: owner, environment: environment,
-            { current in precondition.write(over: current, value: value, deficit: deficit, writer: writer, at: at) },
+            { current in
+                precondition.write(
+                    over: current, value: value, deficit: deficit, writer: writer, at: at, applied: applied)
+            },
             audit: audit)
         return written.map(BackupSaveResult.saved) ?? .conflict(current: current)
     }

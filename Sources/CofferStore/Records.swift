@@ -179,8 +179,11 @@ public enum BackupPrecondition: Sendable, Hashable {
     ///   - deficit: The deficit to back up with it.
     ///   - writer: Who writes.
     ///   - at: When.
+    ///   - applied: The mailbox keys the balance holds, as the device says (`nil`: those of `current`, as an admin's
+    ///     edit keeps them).
     public func write(
-        over current: BackupRecord?, value: Int64, deficit: Int64 = 0, writer: BackupWriter, at: Date
+        over current: BackupRecord?, value: Int64, deficit: Int64 = 0, writer: BackupWriter, at: Date,
+        applied: [String]? = nil
     ) -> BackupRecord? {
         switch (self, current) {
         case (.absent, nil), (.overwrite, _): break
@@ -188,7 +191,8 @@ public enum BackupPrecondition: Sendable, Hashable {
         default: return nil
         }
         return BackupRecord(
-            value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer, deficit: deficit)
+            value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer, deficit: deficit,
+            applied: applied ?? current?.applied ?? [])
     }
 }
 
@@ -531,4 +535,22 @@ public struct ImportedCustomer: Sendable, Hashable, Codable {
     /// The claim key hash a merge writes: no key hashes to it, so the merged customer's record name claims
     /// nothing again.
     public static let mergedKeyHash = "merged"
+}
+
+/// How a backup's applied mailbox keys are stored: a JSON array of strings, the same on every engine.
+public enum BackupApplied {
+    /// The keys as stored.
+    public static func text(_ keys: [String]) -> String {
+        (try? String(decoding: JSONEncoder().encode(keys), as: UTF8.self)) ?? "[]"
+    }
+
+    /// The keys from what is stored.
+    ///
+    /// - Throws: ``StoreError/storage(_:)`` for a value no engine wrote.
+    public static func keys(_ text: String) throws -> [String] {
+        guard let keys = try? JSONDecoder().decode([String].self, from: Data(text.utf8)) else {
+            throw StoreError.storage("corrupt applied keys in backups")
+        }
+        return keys
+    }
 }

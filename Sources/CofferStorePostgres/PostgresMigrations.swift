@@ -343,6 +343,7 @@ enum PostgresMigrations {
             "v18 purchases delivered before Coffer",
             "ALTER TABLE receipts ADD COLUMN delivered_before_coffer BOOLEAN NOT NULL DEFAULT false"
         ),
+        ("v19 the mailbox a backup holds", "ALTER TABLE backups ADD COLUMN applied TEXT NOT NULL DEFAULT '[]'"),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -129,7 +129,8 @@ enum Rows {
         return BackupRecord(
             value: try value(row, "value"), lastUpdated: Millis.date(try value(row, "last_updated")),
             version: try value(row, "version"), writer: writer,
-            deficit: row.contains("deficit") ? try value(row, "deficit") : 0)
+            deficit: row.contains("deficit") ? try value(row, "deficit") : 0,
+            applied: row.contains("applied") ? try BackupApplied.keys(try value(row, "applied")) : [])
     }
 
     static func backupHistoryItem(_ postgresRow: PostgresRow) throws -> BackupHistoryItem {

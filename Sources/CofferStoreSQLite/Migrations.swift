@@ -287,6 +287,9 @@ extension SQLiteStore {
         migrator.registerMigration("v18 purchases delivered before Coffer") { db in
             try db.execute(sql: LedgerTables.v4)
         }
+        migrator.registerMigration("v19 the mailbox a backup holds") { db in
+            try db.execute(sql: "ALTER TABLE backups ADD COLUMN applied TEXT NOT NULL DEFAULT '[]'")
+        }
         return migrator
     }
 }

@@ -25,15 +25,15 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name,
-                        deficit)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        deficit, applied)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
                         version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name,
-                        deficit = excluded.deficit
+                        deficit = excluded.deficit, applied = excluded.applied
                     """,
                 arguments: [
                     owner.uuidString, environment.rawValue, record.value, Millis.from(record.lastUpdated),
-                    record.version, kind, name, record.deficit,
+                    record.version, kind, name, record.deficit, BackupApplied.text(record.applied),
                 ])
             try db.execute(
                 sql: """

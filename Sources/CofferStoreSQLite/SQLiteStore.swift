@@ -206,7 +206,7 @@ public final class SQLiteStore: CofferStore {
             let writer: BackupWriter = (row["writer_kind"] as String) == "admin" ? .admin(name) : .device(name)
             return BackupRecord(
                 value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"],
-                writer: writer, deficit: row["deficit"])
+                writer: writer, deficit: row["deficit"], applied: try BackupApplied.keys(row["applied"]))
         }
     }
 

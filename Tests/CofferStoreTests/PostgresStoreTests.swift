@@ -20,6 +20,7 @@ struct PostgresStoreTests {
         "v16 customers imported from another system",
         "v17 token origins, disabled admins, merge codes, shared failures",
         "v18 purchases delivered before Coffer",
+        "v19 the mailbox a backup holds",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")
