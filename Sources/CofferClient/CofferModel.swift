@@ -93,7 +93,7 @@ public final class CofferModel {
         let changes = await sdk.changes()
         // A lifetime earned while no screen listened (at launch, say) is celebrated now.
         if let pending = try? await sdk.pendingMilestones().first { celebrate(pending) }
-        await refresh()
+        await reload()
         for await change in changes {
             switch change {
             case .loyaltyLifetimeEarned(let group):
@@ -115,13 +115,23 @@ public final class CofferModel {
                     backup = try await sdk.knownBackupStatus()
                 }
             case .wallet:
-                await refresh()
+                await reload()
             }
         }
     }
 
-    /// Reads everything again (the balance title's refresh button).
+    /// The balance title's refresh button: first picks up what the server holds for the customer (support's grants,
+    /// its balance edits, refunds Apple told it of, the outbox: ``CofferSDK/enteredForeground()``), then reads
+    /// everything again.
     public func refresh() async {
+        isRefreshing = true
+        defer { isRefreshing = false }
+        await attempt { _ = try await sdk.enteredForeground() }
+        await reload()
+    }
+
+    /// Reads everything again from the SDK (after a change it reported).
+    func reload() async {
         isRefreshing = true
         defer { isRefreshing = false }
         await attempt {

@@ -17,10 +17,17 @@ extension CofferSDK {
     func recordDeliveredBeforeCoffer() async throws -> Int {
         guard try state.value(Self.firstLaunchKey) == nil else { return 0 }
         let user = try await localUser()
+        // Every transaction first, then the unfinished ones: one that arrives in between is unfinished, never taken for
+        // an old one. One bought with this user's account token, or after the SDK first started, was bought through
+        // Coffer: it is delivered as any purchase.
+        let all = await storeKit.all()
         let unfinished = Set(await storeKit.unfinished().map(\.id))
+        let started = try firstStart()
         var recorded = 0
-        for transaction in await storeKit.all()
-        where !unfinished.contains(transaction.id) && catalog.product(id: transaction.productId) != nil {
+        for transaction in all
+        where !unfinished.contains(transaction.id) && catalog.product(id: transaction.productId) != nil
+            && transaction.purchaseDate <= started && transaction.appAccountToken != user.appAccountToken
+        {
             if try await boughtByAnotherUser(transaction) || state.isRemembered(id: transaction.id) { continue }
             try state.set(Self.deliveredBeforeKey(transaction.id), "1")
             try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
@@ -40,6 +47,19 @@ extension CofferSDK {
         if recorded > 0 { publish(.wallet) }
         return recorded
     }
+
+    /// When the SDK first started on this install (kept from the first start on).
+    func firstStart() throws -> Date {
+        if let kept = try state.value(Self.firstStartKey).flatMap(Double.init) {
+            return Date(timeIntervalSince1970: kept)
+        }
+        let now = now()
+        try state.set(Self.firstStartKey, String(now.timeIntervalSince1970))
+        return now
+    }
+
+    /// The state's record of the SDK's first start.
+    static let firstStartKey = "firstStartedAt"
 
     /// Whether the app delivered this transaction before it used Coffer (recorded at the first launch).
     func deliveredBeforeCoffer(_ transactionId: String) throws -> Bool {

@@ -147,19 +147,26 @@ extension CofferSDK {
                 guard let remote else { return decision }
                 // The backup's balance and deficit both: a reinstall owes what the old install owed.
                 let taken = Wallet(balance: value, deficit: remote.deficit)
+                // What the backup's balance holds of the mailbox is applied here too, never again (kept first: a
+                // process dying after the restore must not apply them on top of it).
+                try rememberMailbox(remote.applied ?? [])
                 if taken != wallet {
+                    do {
+                        // Only over the wallet the rule decided on: a purchase or a hand since then is not undone.
+                        _ = try await ledger.apply(
+                            LedgerRequest(
+                                owner: user.id, environment: configuration.environment,
+                                event: .restore(
+                                    id: "backup:\(remote.version)", wallet: taken,
+                                    reason: remote.writer == "admin" ? "admin edit" : "restored from backup"),
+                                at: now()),
+                            ifBalanceIs: wallet.balance)
+                    } catch SDKError.balanceMoved {
+                        continue  // decide again with the wallet as it is now
+                    }
                     keepWallet(taken)
-                    _ = try await ledger.apply(
-                        LedgerRequest(
-                            owner: user.id, environment: configuration.environment,
-                            event: .restore(
-                                id: "backup:\(remote.version)", wallet: taken,
-                                reason: remote.writer == "admin" ? "admin edit" : "restored from backup"),
-                            at: now()))
                 }
                 try crashAfter(.backupTaken)
-                // What the backup's balance holds of the mailbox is applied here too, never again.
-                try rememberMailbox(remote.applied ?? [])
                 try rememberBackup(remote)
                 return decision
             case .upToDate:
@@ -168,9 +175,9 @@ extension CofferSDK {
             case .push(let value):
                 await beforeBackupWrite?()
                 do {
-                    let written = try await server.saveBackup(
-                        value: value, deficit: wallet.deficit, device: configuration.deviceName,
-                        version: remote?.version, applied: try mailboxApplied(), token: token)
+                    let written = try await saveBackup(
+                        value: value, deficit: wallet.deficit, version: remote?.version, applied: mailboxApplied(),
+                        token: token)
                     try crashAfter(.backupPushed)
                     try rememberBackup(written)
                     return decision
@@ -180,6 +187,29 @@ extension CofferSDK {
             }
         }
         throw SDKError.conflict("the backup kept changing under this device")
+    }
+
+    /// Writes the backup with the mailbox keys its value holds; a server older than `applied` refuses the key (400),
+    /// and the backup goes without it.
+    func saveBackup(value: Int64, deficit: Int64, version: Int64?, applied: [String], token: String) async throws
+        -> BackupBody
+    {
+        let first: Result<BackupBody, ServerClientError>
+        do {
+            first = .success(
+                try await server.saveBackup(
+                    value: value, deficit: deficit, device: configuration.deviceName, version: version,
+                    applied: applied.isEmpty ? nil : applied, token: token))
+        } catch {
+            first = .failure(error)
+        }
+        switch first {
+        case .failure(.refused(400, _, _)) where !applied.isEmpty:
+            return try await server.saveBackup(
+                value: value, deficit: deficit, device: configuration.deviceName, version: version, token: token)
+        default:
+            return try first.get()
+        }
     }
 
     /// Keeps which record of the server's backup this device last wrote or took.

@@ -57,7 +57,7 @@ extension CofferSDK {
             answer.finish()
         }
         let timer = Task {
-            try? await Task.sleep(for: .milliseconds(Int(deadline * 1_000)))
+            try? await Task.sleep(for: .milliseconds(Int(min(max(deadline, 0), 86_400) * 1_000)))
             answer.yield(nil)
             answer.finish()
         }
@@ -67,6 +67,7 @@ extension CofferSDK {
             break
         }
         timer.cancel()
+        try Task.checkCancellation()
         switch first {
         case .some(.some(let result)): return try result.get()
         default: return .pastDeadline

@@ -195,6 +195,10 @@ public actor CofferSDK {
         state = try SDKState(path: folder.appendingPathComponent("sdk.sqlite").path)
         catalog = Self.keptCatalog(state) ?? configuration.catalog
         cachedStart = Self.cachedStart(state)
+        // The install's first start: what StoreKit holds from before it was bought before Coffer.
+        if (try? state.value(Self.firstStartKey)) == nil {
+            try state.set(Self.firstStartKey, String(now().timeIntervalSince1970))
+        }
         self.now = now
         self.crashAfter = crashAfter
     }

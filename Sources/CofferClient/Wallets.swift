@@ -84,7 +84,10 @@ struct DeviceWallet: WalletKeeper {
     }
 
     func takeBack(_ transactionId: String, _ sdk: isolated CofferSDK) async throws {
-        guard let receipt = try await sdk.localReceipt(transactionId), receipt.revokedAt == nil else { return }
+        // A purchase the app delivered before Coffer gave nothing through Coffer: another user's, it takes nothing.
+        guard let receipt = try await sdk.localReceipt(transactionId), receipt.revokedAt == nil,
+            !receipt.deliveredBeforeCoffer
+        else { return }
         var fact = receipt.transaction
         fact.revocationDate = sdk.now()
         try await sdk.applyLocally(.revocation(fact))

@@ -25,8 +25,9 @@ extension ClientService {
         applied: [String]? = nil
     ) async throws -> BackupSaveResult {
         try checkBackup(value: value, deficit: deficit, device: device)
-        var kept: [String]?
-        if let applied {
+        // A device's write says which mailbox keys its value holds; none said (an older SDK) is none.
+        var kept: [String] = []
+        if let applied, !applied.isEmpty {
             guard applied.count <= BackupRecord.maximumApplied, applied.allSatisfy({ $0.utf8.count <= 200 }) else {
                 throw ServiceError.badRequest(
                     "applied holds at most \(BackupRecord.maximumApplied) keys of at most 200 bytes")

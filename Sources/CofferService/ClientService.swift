@@ -336,7 +336,10 @@ public struct ClientService: ServiceOnParts {
         let words = transaction.appAccountToken == user.appAccountToken ? [] : try await keptWords(on: fact)
         var events = Delivery.events(
             forPresented: fact, signedAt: transaction.signedDate, credits: credits, later: words)
-        if previouslyDelivered {
+        // A purchase made with this user's own account token was made through Coffer: the flag cannot zero it.
+        if previouslyDelivered,
+            transaction.appAccountToken == nil || transaction.appAccountToken != user.appAccountToken
+        {
             events = events.map {
                 if case .purchase(let fact, let credits) = $0 {
                     .deliveredBeforeCoffer(fact, credits: credits)
@@ -397,7 +400,7 @@ public struct ClientService: ServiceOnParts {
             switch Delivery.outcome(of: events, ledger: first.outcome) {
             case .revoked: .revoked
             case .duplicate: .duplicate
-            case .delivered: previouslyDelivered && events.contains(where: Self.isRecording) ? .recorded : .delivered
+            case .delivered: events.contains(where: Self.isRecording) ? .recorded : .delivered
             }
         return TransactionResponse(
             outcome: outcome, transactionId: transactionId,

@@ -1,6 +1,7 @@
 import CofferClient
 import CofferCore
 import CofferSimulator
+import CofferStore
 import CofferStoreKit
 import Foundation
 import Testing
@@ -90,6 +91,32 @@ struct LaunchStartTests {
             let full = try await back.launch()
             #expect(!full.pastDeadline && !full.offline)
             #expect(try await back.balance() == 100)
+        }
+    }
+
+    @Test("the refresh button picks up support's grant and takes support's balance edit (seed 000, Plan D)")
+    @MainActor
+    func refreshButton() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            let model = await CofferModel(sdk: app)
+            let text = try #require(await app.credentials?.supportId)
+            let supportId = try #require(SupportID(text))
+            let user = try #require(try await world.serverStore.user(supportId: supportId, environment: .sandbox))
+            try await world.serverStore.createGrant(
+                Grant(
+                    environment: .sandbox, recipient: user.id, credits: 500, reason: "Ticket #9", createdBy: "support",
+                    createdAt: Date()))
+            await model.refresh()
+            #expect(await model.balance == 500)
+            // Support sets the balance to 1,234 (an admin edit of the backup): the button takes it.
+            _ = try await world.serverStore.saveBackup(
+                owner: user.id, environment: .sandbox, value: 1_234, precondition: .overwrite,
+                writer: .admin("support"), at: Date().addingTimeInterval(60))
+            await model.refresh()
+            #expect(await model.balance == 1_234)
+            #expect(await model.lastError == nil)
         }
     }
 }

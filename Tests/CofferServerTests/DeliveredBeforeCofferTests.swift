@@ -30,21 +30,25 @@ struct DeliveredBeforeCofferTests {
                 #expect(answer.status == .ok)
                 return try API.decode(TransactionResponse.self, answer)
             }
-            let buy = { (product: String, quantity: Int) async throws -> String in
+            // The old app bought without an account token; Coffer's SDK buys with the user's.
+            let buy = { (product: String, quantity: Int, token: UUID?) async throws -> String in
                 let bought = try await setup.store.purchase(
-                    account: "carol", productId: product, quantity: quantity, appAccountToken: user.appAccountToken)
+                    account: "carol", productId: product, quantity: quantity, appAccountToken: token)
                 return try #require(bought.transactionIds.first)
             }
-            // Bought through Coffer: 200 credits.
-            let now = try await buy("com.example.credits", 2)
-            #expect(try await post(now, nil).balance == 200)
+            // Bought through Coffer: 200 credits; the flag cannot zero a purchase made with the user's own token.
+            let now = try await buy("com.example.credits", 2, user.appAccountToken)
+            #expect(
+                try await post(now, true)
+                    == TransactionResponse(
+                        outcome: .delivered, transactionId: now, credits: 200, balance: 200, entitlements: []))
             // Bought and delivered by the app before Coffer: on the ledger at 0, the balance unchanged.
-            let old = try await buy("com.example.credits", 3)
+            let old = try await buy("com.example.credits", 3, nil)
             #expect(
                 try await post(old, true)
                     == TransactionResponse(
                         outcome: .recorded, transactionId: old, credits: 0, balance: 200, entitlements: []))
-            let noAds = try await buy("com.example.noads", 1)
+            let noAds = try await buy("com.example.noads", 1, nil)
             let unlocked = try await post(noAds, true)
             #expect(unlocked.outcome == .recorded && unlocked.entitlements == ["adFree"] && unlocked.balance == 200)
             // Presented again, with the flag or without: nothing more.
