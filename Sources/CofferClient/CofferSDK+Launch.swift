@@ -154,6 +154,8 @@ extension CofferSDK {
         } catch {
             lastBackupFailure = "\(error)"
         }
+        // The balance the next launch shows first (device wallet): kept with each backup, and as the app goes away.
+        if configuration.wallet == .device, let wallet = try? await localWallet() { keepWallet(wallet) }
     }
 
     /// This device's credentials from the server: the Apple account's user (``SDKIdentity/appleAccount``),

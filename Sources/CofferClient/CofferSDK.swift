@@ -265,7 +265,8 @@ public actor CofferSDK {
             } else {
                 try await ledger.apply(request)
             }
-        keepWallet(result.wallet)
+        // A hand's change is kept for the next launch's first frame with the coalesced backup, not one write a hand.
+        if !inPlay { keepWallet(result.wallet) }
         publish(inPlay ? .balance(result.wallet) : .wallet)
         // Every change to the balance is backed up (debounced): a refund taken back, a grant, a purchase, a
         // spend. Taking the server's backup changes nothing to back up.
@@ -276,9 +277,7 @@ public actor CofferSDK {
     /// The local ledger's wallet (balance and deficit) in the device wallet.
     public func localWallet() async throws -> Wallet {
         let user = try await localUser()
-        let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
-        keepWallet(wallet)
-        return wallet
+        return try await ledger.wallet(owner: user.id, environment: configuration.environment)
     }
 
     /// Transactions the server has not acknowledged yet.

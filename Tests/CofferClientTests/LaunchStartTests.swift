@@ -29,6 +29,7 @@ struct LaunchStartTests {
             }
             #expect(try await first.spend(30) == 170)
             #expect(try await first.refreshEntitlements().names == ["adFree"])
+            await first.enteredBackground()
             // The app is killed; the next launch's first frame, before launch() or a refresh: the gate is open, the
             // balance is the one the customer last saw.
             let again = try world.app()
