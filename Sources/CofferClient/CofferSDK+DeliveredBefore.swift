@@ -48,14 +48,9 @@ extension CofferSDK {
         return recorded
     }
 
-    /// When the SDK first started on this install (kept from the first start on).
+    /// When the SDK first started on this install (the initializer keeps it).
     func firstStart() throws -> Date {
-        if let kept = try state.value(Self.firstStartKey).flatMap(Double.init) {
-            return Date(timeIntervalSince1970: kept)
-        }
-        let now = now()
-        try state.set(Self.firstStartKey, String(now.timeIntervalSince1970))
-        return now
+        try state.value(Self.firstStartKey).flatMap(Double.init).map(Date.init(timeIntervalSince1970:)) ?? now()
     }
 
     /// The state's record of the SDK's first start.

@@ -77,7 +77,8 @@ extension CofferSDK {
             if let group = catalog.product(id: productId)?.group { active.insert(group) }
         }
         let kept = try state.value(Self.subscribedGroupsKey)
-        try state.set(Self.subscribedGroupsKey, active.sorted().joined(separator: "\n"))
+        let current = active.sorted().joined(separator: "\n")
+        if kept != current { try state.set(Self.subscribedGroupsKey, current) }  // written only when it changes
         guard let kept else { return }
         for group in Set(kept.split(separator: "\n").map(String.init)).subtracting(active).sorted() {
             let latest = facts.filter { catalog.product(id: $0.productId)?.group == group }
