@@ -103,6 +103,22 @@ extension AppStoreSimCommand {
         }
     }
 
+    /// `coffer appstore-sim forge`.
+    struct Forge: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract:
+                "Put a purchase StoreKit cannot verify (its payload changed after signing) on an account's devices."
+        )
+        @OptionGroup var remote: Remote
+        @Option(help: "The simulated Apple account.") var account: String
+        @Option(help: "The product id.") var product: String
+        @Option(help: "Units.") var quantity = 1
+
+        func run() async throws {
+            try await remote.control("forge", ["account": account, "productId": product, "quantity": quantity])
+        }
+    }
+
     /// `coffer appstore-sim cloudkit-records FILE`.
     struct CloudKitRecords: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -14,6 +14,10 @@ extension CofferSDK {
         for await transaction in updates {
             do {
                 try await handle(transaction)
+                if !transaction.isVerified, let why = try unverifiedRefusal(transaction.id) {
+                    lastUpdateFailure =
+                        "\(transaction.id): StoreKit could not verify it and the server refused it: \(why)"
+                }
                 _ = try await refreshEntitlements()
             } catch {
                 lastUpdateFailure = "\(transaction.id): \(error)"

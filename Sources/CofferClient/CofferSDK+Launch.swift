@@ -24,6 +24,9 @@ extension CofferSDK {
         /// Unfinished transactions another install of the app bought on this Apple account (their account
         /// token names another user): left for that install to deliver and finish.
         public var otherUsers: [String]
+        /// Unfinished transactions StoreKit could not verify that the server refused too, with why: finished now,
+        /// nothing delivered (a forged or tampered transaction; support may want to know).
+        public var unverified: [String] = []
         /// Whether the launch went past ``SDKConfiguration/launchDeadline``: its steps go on in the background (the
         /// other fields are empty), and the app shows its cached state.
         public var pastDeadline = false
@@ -72,7 +75,18 @@ extension CofferSDK {
         var recovered: [String] = []
         var refused: [String] = []
         var otherUsers: [String] = []
+        var unverified: [String] = []
         for transaction in await storeKit.unfinished() {
+            if !transaction.isVerified {
+                if try await handle(transaction) {
+                    if let why = try unverifiedRefusal(transaction.id) {
+                        unverified.append("\(transaction.id): \(why)")
+                    } else {
+                        recovered.append(transaction.id)
+                    }
+                }
+                continue
+            }
             if try await boughtByAnotherUser(transaction) {
                 otherUsers.append(transaction.id)
                 continue
@@ -89,7 +103,7 @@ extension CofferSDK {
         return LaunchReport(
             recovered: recovered, posted: caughtUp.posted, interrupted: interrupted, adjusted: caughtUp.adjusted,
             granted: caughtUp.granted, offline: offline || caughtUp.offline, refused: refused,
-            otherUsers: otherUsers)
+            otherUsers: otherUsers, unverified: unverified)
     }
 
     /// What ``enteredForeground()`` picked up.

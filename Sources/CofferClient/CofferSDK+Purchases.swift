@@ -26,6 +26,10 @@ extension CofferSDK {
         case .success(let transaction):
             try crashAfter(.purchased)
             let finished = try await handle(transaction, startedHere: true)
+            if let why = try unverifiedRefusal(transaction.id) {
+                try state.endIntent(id: intent, state: "unverified")
+                throw SDKError.unverifiedPurchase(transactionId: transaction.id, reason: why)
+            }
             try state.endIntent(id: intent, state: finished ? "done" : "deferred")
             // Backed up now when the server is reachable (device wallet), else on the next launch; a backup that
             // keeps losing to another device is tried again by the next one.
@@ -55,8 +59,12 @@ extension CofferSDK {
     /// In the device wallet, one Apple account's devices are one customer: a purchase another device made (not
     /// started here, never seen here) is left for that device for ``SDKConfiguration/otherDeviceGrace``, so the
     /// credits land on one device's balance, not on each.
+    ///
+    /// A transaction StoreKit could not verify on the device is delivered on no one's word but the server's: see
+    /// ``handleUnverified(_:startedHere:)``.
     @discardableResult
     public func handle(_ transaction: StoreTransaction, startedHere: Bool = false) async throws -> Bool {
+        if !transaction.isVerified { return try await handleUnverified(transaction, startedHere: startedHere) }
         let user = try await localUser()
         if try await boughtByAnotherUser(transaction) { return false }
         if !startedHere, try leftForAnotherDevice(transaction) { return false }
@@ -64,6 +72,47 @@ extension CofferSDK {
         try crashAfter(.remembered)
         return try await wallet.deliver(transaction, to: user, self)
     }
+
+    /// A transaction StoreKit could not verify on the device (`VerificationResult.unverified`): its fields are only
+    /// the device's word, so nothing is delivered or remembered on them. Its signed form goes to the server, which
+    /// verifies it with Apple's full policy:
+    /// - accepted there (StoreKit's check failed on this device alone), it is delivered as any verified one;
+    /// - refused there (forged or tampered data), it is finished with StoreKit, so it is not met again on every
+    ///   launch, and kept with why (``unverifiedRefusal(_:)``, the launch report, ``SDKError/unverifiedPurchase(transactionId:reason:)``);
+    /// - with the server out of reach, it stays unfinished for the next launch.
+    ///
+    /// - Returns: Whether it is finished.
+    func handleUnverified(_ transaction: StoreTransaction, startedHere: Bool) async throws -> Bool {
+        if try unverifiedRefusal(transaction.id) != nil {
+            await storeKit.finish(transactionId: transaction.id)
+            return true
+        }
+        do {
+            _ = try await signedIn {
+                try await server.post(
+                    signedTransaction: transaction.jwsRepresentation, previouslyDelivered: false, token: $0)
+            }
+        } catch ServerClientError.transport {
+            return false
+        } catch ServerClientError.refused(403, Self.wrongUser, _) {
+            // Signed by Apple after all, and another user's: their install delivers and finishes it.
+            return false
+        } catch ServerClientError.refused(let status, let code, let message) {
+            try state.set(Self.unverifiedKey(transaction.id), "\(status) \(code): \(message)")
+            await storeKit.finish(transactionId: transaction.id)
+            return true
+        }
+        var verified = transaction
+        verified.verificationFailure = nil
+        return try await handle(verified, startedHere: startedHere)
+    }
+
+    /// Why the server refused a transaction StoreKit could not verify (it was then finished), or `nil`.
+    public func unverifiedRefusal(_ transactionId: String) throws -> String? {
+        try state.value(Self.unverifiedKey(transactionId))
+    }
+
+    static func unverifiedKey(_ transactionId: String) -> String { "unverified:" + transactionId }
 
     /// Whether the transaction's account token names another user than this install's.
     func boughtByAnotherUser(_ transaction: StoreTransaction) async throws -> Bool {

@@ -313,4 +313,7 @@ public enum SDKError: Error, Equatable, Sendable {
     /// ``CofferSDK/setBalance(_:expected:reason:)`` found the balance moved since the game read it (a grant, a
     /// refund or support's edit came in between): nothing changed; read the balance again.
     case balanceMoved(expected: Int64, actual: Int64)
+    /// StoreKit could not verify the purchase on the device, and the server refused its signed form too (why): a
+    /// forged or tampered transaction. Nothing was delivered; it is finished, so it is not met again.
+    case unverifiedPurchase(transactionId: String, reason: String)
 }

@@ -86,14 +86,16 @@ public final class SimulatorStoreKit: StoreKitProvider {
         return state.transactions.filter { ids.contains($0.id) }
     }
 
-    /// Every transaction of the account.
-    public func all() async -> [StoreTransaction] { (try? await deviceState())?.transactions ?? [] }
+    /// Every transaction of the account StoreKit verified.
+    public func all() async -> [StoreTransaction] {
+        (try? await deviceState())?.transactions.filter(\.isVerified) ?? []
+    }
 
     /// The latest transaction of each product the account is entitled to now.
     public func currentEntitlements() async -> [StoreTransaction] {
         guard let state = try? await deviceState() else { return [] }
         let ids = Set(state.entitled)
-        return state.transactions.filter { ids.contains($0.id) }
+        return state.transactions.filter { ids.contains($0.id) && $0.isVerified }
     }
 
     /// Finishes a transaction on the simulator.

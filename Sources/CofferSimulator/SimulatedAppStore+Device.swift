@@ -7,6 +7,7 @@ extension SimulatedAppStore {
     /// Marks a transaction finished on the account's devices; it is no longer replayed.
     public func finish(transactionId: String) {
         update(transactionId) { $0.finished = true }
+        forged[transactionId]?.finished = true
     }
 
     /// The account's transactions as its device sees them, oldest first.
@@ -27,9 +28,11 @@ extension SimulatedAppStore {
         transactions.filter { $0.account == account }.map(storeTransaction)
     }
 
-    /// The account's unfinished transactions.
+    /// The account's unfinished transactions, those StoreKit cannot verify (``forgeTransaction(account:productId:quantity:appAccountToken:)``)
+    /// last, marked.
     public func unfinishedTransactions(account: String) -> [StoreTransaction] {
         transactions.filter { $0.account == account && !$0.finished }.map(storeTransaction)
+            + unfinishedForged(account: account)
     }
 
     /// The latest transaction of each product the account is entitled to now.
@@ -53,10 +56,11 @@ extension SimulatedAppStore {
         .map(storeTransaction)
     }
 
-    /// The account's device in one answer, for a StoreKit provider in another process.
+    /// The account's device in one answer, for a StoreKit provider in another process: the unfinished
+    /// transactions StoreKit cannot verify are among `transactions`, marked.
     public func deviceState(account: String) -> SimulatedDeviceState {
         SimulatedDeviceState(
-            transactions: deviceTransactions(account: account),
+            transactions: deviceTransactions(account: account) + unfinishedForged(account: account),
             unfinished: unfinishedTransactions(account: account).map(\.id),
             entitled: currentEntitlements(account: account).map(\.id),
             gracePeriods: gracePeriods(
@@ -68,9 +72,7 @@ extension SimulatedAppStore {
         let (stream, continuation) = AsyncStream<StoreTransaction>.makeStream()
         let id = UUID()
         updateStreams[account, default: [:]][id] = continuation
-        for record in transactions where record.account == account && !record.finished {
-            continuation.yield(storeTransaction(record))
-        }
+        for transaction in unfinishedTransactions(account: account) { continuation.yield(transaction) }
         continuation.onTermination = { [weak self] _ in
             Task { await self?.dropStream(account: account, id: id) }
         }

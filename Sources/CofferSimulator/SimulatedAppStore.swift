@@ -34,6 +34,7 @@ public actor SimulatedAppStore {
     var appTransactionIds: [String: String] = [:]
     var consumptionRequests: [String: ConsumptionRequest] = [:]
     var redeemedCodes: Set<String> = []
+    var forged: [String: ForgedTransaction] = [:]
     var nextId: Int64
     var updateStreams: [String: [UUID: AsyncStream<StoreTransaction>.Continuation]] = [:]
     var notificationContinuation: AsyncStream<OutgoingNotification>.Continuation?

@@ -160,6 +160,15 @@ public enum SimulatorServer {
                 }
             ),
             (
+                "forge",
+                { control throws(SimulatorError) in
+                    try await store.forgeTransaction(
+                        account: control.require(control.account, "account"),
+                        productId: control.require(control.productId, "productId"), quantity: control.quantity ?? 1,
+                        appAccountToken: control.appAccountToken)
+                }
+            ),
+            (
                 "ask-to-buy",
                 { control throws(SimulatorError) in
                     try await store.answerAskToBuy(

@@ -17,19 +17,22 @@ public protocol StoreKitProvider: Sendable {
 
     /// Transactions that arrive outside a purchase call (renewals, Ask to Buy approvals, refunds, purchases
     /// on other devices), as `Transaction.updates`. A new stream starts with every unfinished transaction.
+    /// Transactions StoreKit could not verify come too, marked (``StoreTransaction/verificationFailure``), so the
+    /// SDK can have the server judge them and finish them instead of meeting them again on every launch.
     func updates() async -> AsyncStream<StoreTransaction>
 
-    /// Transactions not yet finished, as `Transaction.unfinished`.
+    /// Transactions not yet finished, as `Transaction.unfinished`, the unverified ones marked.
     func unfinished() async -> [StoreTransaction]
 
-    /// Every transaction of the account, as `Transaction.all`.
+    /// Every transaction of the account StoreKit verified, as `Transaction.all`.
     func all() async -> [StoreTransaction]
 
     /// The latest transaction of each product the account is entitled to now, as
-    /// `Transaction.currentEntitlements`.
+    /// `Transaction.currentEntitlements`; only what StoreKit verified.
     func currentEntitlements() async -> [StoreTransaction]
 
-    /// Marks a transaction finished, as `Transaction.finish()`; it is then no longer replayed.
+    /// Marks a transaction finished, as `Transaction.finish()`; it is then no longer replayed. An unverified one
+    /// is finished too.
     func finish(transactionId: String) async
 
     /// Syncs with the App Store, as `AppStore.sync()`.
@@ -244,13 +247,20 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public var subscriptionGroupId: String?
     /// The signed transaction (JWS), as `VerificationResult.jwsRepresentation`.
     public var jwsRepresentation: String
+    /// Why StoreKit could not verify the transaction on the device (`VerificationResult.unverified`'s error, e.g.
+    /// `invalidSignature`); `nil` when it verified. An unverified transaction is never delivered on the device's
+    /// word: the SDK asks the server, and finishes it (reported) when the server refuses it too.
+    public var verificationFailure: String?
+
+    /// Whether StoreKit verified the transaction on the device.
+    public var isVerified: Bool { verificationFailure == nil }
 
     /// Creates a transaction.
     public init(
         id: String, originalId: String, productId: String, productType: ProductType, purchaseDate: Date, quantity: Int,
         expirationDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
         isUpgraded: Bool = false, isTrial: Bool = false, appAccountToken: UUID? = nil,
-        subscriptionGroupId: String? = nil, jwsRepresentation: String
+        subscriptionGroupId: String? = nil, jwsRepresentation: String, verificationFailure: String? = nil
     ) {
         self.id = id
         self.originalId = originalId
@@ -266,6 +276,7 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
         self.appAccountToken = appAccountToken
         self.subscriptionGroupId = subscriptionGroupId
         self.jwsRepresentation = jwsRepresentation
+        self.verificationFailure = verificationFailure
     }
 }
 

@@ -15,8 +15,10 @@ import Foundation
 
 /// StoreKit 2 behind ``StoreKitProvider``: what an iOS or macOS app gives `CofferSDK`.
 ///
-/// Only transactions StoreKit verified on the device are passed on; the server verifies their signed form
-/// again, and the device wallet delivers nothing StoreKit could not verify. On iOS and visionOS a purchase is
+/// Entitlements and history come only from transactions StoreKit verified on the device. A purchase or an
+/// unfinished transaction StoreKit could not verify is passed on marked (``StoreTransaction/verificationFailure``):
+/// the SDK delivers nothing on its word, has the server verify its signed form, and finishes it once the server
+/// refuses it too, so it is not met again on every launch. On iOS and visionOS a purchase is
 /// confirmed in a window scene (`Product.purchase(confirmIn:options:)`), and the sheets (refund requests,
 /// subscription management, offer codes) show in one: the scene the app names (an app extension, or an app with
 /// several windows), else the app's foreground-active scene. The adapter never names `UIApplication.shared`, so
@@ -46,9 +48,9 @@ public struct AppleStoreKit: StoreKitProvider {
         }
         let options = Self.options(quantity, appAccountToken)
         #if os(iOS) || os(visionOS) || !canImport(StoreKit)
-            return try Self.purchaseResult(await Self.purchase(product, options, in: scene))
+            return Self.purchaseResult(try await Self.purchase(product, options, in: scene))
         #else
-            return try Self.purchaseResult(await product.purchase(options: options))
+            return Self.purchaseResult(try await product.purchase(options: options))
         #endif
     }
 
@@ -56,32 +58,37 @@ public struct AppleStoreKit: StoreKitProvider {
     public func updates() async -> AsyncStream<StoreTransaction> {
         let (stream, continuation) = AsyncStream<StoreTransaction>.makeStream()
         let task = Task {
-            for await result in Transaction.updates {
-                if let transaction = try? Self.transaction(result) { continuation.yield(transaction) }
-            }
+            for await result in Transaction.updates { continuation.yield(Self.transaction(result)) }
             continuation.finish()
         }
         continuation.onTermination = { _ in task.cancel() }
         return stream
     }
 
-    /// `Transaction.unfinished`.
-    public func unfinished() async -> [StoreTransaction] { await Self.collect(Transaction.unfinished) }
-
-    /// `Transaction.all` (without `SKIncludeConsumableInAppPurchaseHistory`, finished consumables are not in it).
-    public func all() async -> [StoreTransaction] { await Self.collect(Transaction.all) }
-
-    /// `Transaction.currentEntitlements`.
-    public func currentEntitlements() async -> [StoreTransaction] {
-        await Self.collect(Transaction.currentEntitlements)
+    /// `Transaction.unfinished`, the unverified ones marked.
+    public func unfinished() async -> [StoreTransaction] {
+        await Self.collect(Transaction.unfinished, verifiedOnly: false)
     }
 
-    /// Finishes the unfinished transaction with this id (`Transaction.finish()`).
+    /// `Transaction.all` (without `SKIncludeConsumableInAppPurchaseHistory`, finished consumables are not in it);
+    /// only what StoreKit verified.
+    public func all() async -> [StoreTransaction] { await Self.collect(Transaction.all, verifiedOnly: true) }
+
+    /// `Transaction.currentEntitlements`; only what StoreKit verified.
+    public func currentEntitlements() async -> [StoreTransaction] {
+        await Self.collect(Transaction.currentEntitlements, verifiedOnly: true)
+    }
+
+    /// Finishes the unfinished transaction with this id (`Transaction.finish()`), verified or not: an unverified
+    /// one is finished once the server refused it too.
     public func finish(transactionId: String) async {
         for await result in Transaction.unfinished {
-            guard case .verified(let transaction) = result, String(transaction.id) == transactionId else {
-                continue
+            let transaction: Transaction
+            switch result {
+            case .verified(let verified): transaction = verified
+            case .unverified(let unverified, _): transaction = unverified
             }
+            guard String(transaction.id) == transactionId else { continue }
             await transaction.finish()
             return
         }
@@ -219,31 +226,35 @@ public struct AppleStoreKit: StoreKitProvider {
         return options
     }
 
-    static func purchaseResult(_ result: Product.PurchaseResult) throws -> StorePurchaseResult {
+    static func purchaseResult(_ result: Product.PurchaseResult) -> StorePurchaseResult {
         switch result {
-        case .success(let verification): .success(try transaction(verification))
+        case .success(let verification): .success(transaction(verification))
         case .userCancelled: .userCancelled
         case .pending: .pending
         @unknown default: .pending
         }
     }
 
-    private static func collect(_ results: Transaction.Transactions) async -> [StoreTransaction] {
+    private static func collect(_ results: Transaction.Transactions, verifiedOnly: Bool) async -> [StoreTransaction] {
         var transactions: [StoreTransaction] = []
         for await result in results {
-            if let transaction = try? transaction(result) { transactions.append(transaction) }
+            let transaction = transaction(result)
+            if transaction.isVerified || !verifiedOnly { transactions.append(transaction) }
         }
         return transactions
     }
 
-    /// A verified StoreKit transaction as the SDK reads it, with its signed form.
-    static func transaction(_ result: VerificationResult<Transaction>) throws -> StoreTransaction {
+    /// A StoreKit transaction as the SDK reads it, with its signed form; one StoreKit could not verify carries
+    /// why (its fields are then only the device's word, never delivered on it).
+    static func transaction(_ result: VerificationResult<Transaction>) -> StoreTransaction {
         let transaction: Transaction
+        var failure: String?
         switch result {
         case .verified(let verified):
             transaction = verified
-        case .unverified(_, let error):
-            throw AppleStoreKitError.unverified(String(describing: error))
+        case .unverified(let unverified, let error):
+            transaction = unverified
+            failure = String(describing: error)
         }
         return StoreTransaction(
             id: String(transaction.id), originalId: String(transaction.originalID),
@@ -252,7 +263,8 @@ public struct AppleStoreKit: StoreKitProvider {
             expirationDate: transaction.expirationDate, revocationDate: transaction.revocationDate,
             isFamilyShared: transaction.ownershipType == .familyShared, isUpgraded: transaction.isUpgraded,
             isTrial: transaction.offer?.paymentMode == .freeTrial, appAccountToken: transaction.appAccountToken,
-            subscriptionGroupId: transaction.subscriptionGroupID, jwsRepresentation: result.jwsRepresentation)
+            subscriptionGroupId: transaction.subscriptionGroupID, jwsRepresentation: result.jwsRepresentation,
+            verificationFailure: failure)
     }
 
     static func productType(_ type: Product.ProductType) -> StoreTransaction.ProductType {
@@ -317,8 +329,6 @@ public enum AppleStoreKitError: Error, Equatable, Sendable {
     case unknownProduct(String)
     /// No transaction has this id.
     case unknownTransaction(String)
-    /// StoreKit could not verify the transaction's signature on the device.
-    case unverified(String)
     /// The app has no window scene to show StoreKit's sheet in.
     case noWindowScene
     /// StoreKit shows this sheet here only from a view: use the SwiftUI modifier named.

@@ -303,6 +303,24 @@ struct LiveSyncTests {
                 try await storeKit.presentOfferCodeRedeemSheet()  // closed: nothing bought
                 try await storeKit.showManageSubscriptions()
                 #expect(storeKit.sheetChoices.manageSubscriptionsShown == 1)
+
+                // A purchase StoreKit cannot verify (`POST /simulator/forge`): unfinished and marked, never in the
+                // history; the server refuses it, and the launch finishes and reports it.
+                var forge = URLRequest(url: base.appendingPathComponent("simulator/forge"))
+                forge.httpMethod = "POST"
+                forge.httpBody = Data(#"{"account":"bob","productId":"\#(PurchaseFlowTests.product)"}"#.utf8)
+                let (answer, response) = try await URLSession.shared.data(for: forge)
+                #expect((response as? HTTPURLResponse)?.statusCode == 200)
+                let forged = try #require(
+                    try JSONDecoder().decode(SimulatorReport.self, from: answer).transactionIds.first)
+                #expect(
+                    await storeKit.unfinished().filter { $0.id == forged }.map(\.verificationFailure) == [
+                        "invalidSignature"
+                    ])
+                #expect(await storeKit.all().allSatisfy { $0.id != forged })
+                let third = try await app().launch()
+                #expect(third.unverified.count == 1 && third.unverified[0].hasPrefix(forged))
+                #expect(await storeKit.unfinished().allSatisfy { $0.id != forged })
             }
         }
     }

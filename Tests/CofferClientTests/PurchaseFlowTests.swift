@@ -50,7 +50,7 @@ struct PurchaseFlowTests {
         ///   - configuredWallet: The wallet the app is configured for, when not the server's.
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
-            device: SimulatedDevice? = nil, offline: Bool = false, startingBalance: Int64 = 0,
+            device: (any StoreKitProvider)? = nil, offline: Bool = false, startingBalance: Int64 = 0,
             backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil, bundled: Catalog? = nil,
             configuredWallet: WalletMode? = nil, launchDeadline: TimeInterval? = nil
         ) throws -> CofferSDK {
