@@ -126,6 +126,11 @@ let package = Package(
             dependencies: [
                 "CofferAPI", "CofferCore", "CofferLedgerSQLite", "CofferStoreKit",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // The SDK's log: os.Logger on Apple platforms; swift-log elsewhere with the Server trait (tests,
+                // `coffer simulate`), so an app that turns the trait off still fetches GRDB alone.
+                .product(
+                    name: "Logging", package: "swift-log",
+                    condition: .when(platforms: [.linux, .android, .windows, .openbsd, .wasi], traits: ["Server"])),
             ],
             swiftSettings: strictSettings
         ),

@@ -21,6 +21,7 @@ extension CofferSDK {
                 _ = try await refreshEntitlements()
             } catch {
                 lastUpdateFailure = "\(transaction.id): \(error)"
+                configuration.log(.warning, .recovery, "update \(transaction.id) left for the next launch: \(error)")
             }
         }
     }

@@ -42,6 +42,10 @@ extension CofferSDK {
     /// process left; posts the outbox; applies the mailbox and grants; backs the balance up. Without the server it
     /// still recovers locally and says it was offline.
     func launchSteps() async throws -> LaunchReport {
+        configuration.log(
+            .info, .launch,
+            "launch: \(configuration.wallet.rawValue) wallet, \(configuration.environment.rawValue), identity \(configuration.identity.rawValue)"
+        )
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false
@@ -100,10 +104,28 @@ extension CofferSDK {
             }
         }
         let caughtUp = try await enteredForeground()
-        return LaunchReport(
+        let report = LaunchReport(
             recovered: recovered, posted: caughtUp.posted, interrupted: interrupted, adjusted: caughtUp.adjusted,
             granted: caughtUp.granted, offline: offline || caughtUp.offline, refused: refused,
             otherUsers: otherUsers, unverified: unverified)
+        Self.log(report, configuration.log)
+        return report
+    }
+
+    /// The launch's lines: what it recovered, what was refused, and a summary.
+    static func log(_ report: LaunchReport, _ log: SDKLog) {
+        for id in report.recovered { log(.info, .recovery, "recovered transaction \(id): delivered once and finished") }
+        if report.interrupted > 0 {
+            log(.info, .recovery, "\(report.interrupted) purchases were in flight when the app last died")
+        }
+        for line in report.refused { log(.notice, .recovery, "left unfinished, the ledger refused it: \(line)") }
+        for line in report.unverified {
+            log(.notice, .recovery, "StoreKit could not verify it and the server refused it; finished: \(line)")
+        }
+        log(
+            .info, .launch,
+            "launch done: \(report.recovered.count) recovered, \(report.posted) posted, \(report.adjusted) adjusted, \(report.granted) credits granted\(report.offline ? ", the server out of reach" : "")"
+        )
     }
 
     /// What ``enteredForeground()`` picked up.
@@ -132,6 +154,7 @@ extension CofferSDK {
         do { adjusted = try await applyMailbox() } catch ServerClientError.transport { offline = true }
         do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
         let refunded = try await refundCheck()
+        if refunded > 0 { configuration.log(.info, .refund, "refund check: \(refunded) refunds taken back") }
         try await refreshEntitlements()
         do {
             _ = try await syncBackup()
@@ -167,6 +190,7 @@ extension CofferSDK {
             lastBackupFailure = nil
         } catch {
             lastBackupFailure = "\(error)"
+            configuration.log(.warning, .backup, "backup failed, tried again with the next one: \(error)")
         }
         // The balance the next launch shows first (device wallet): kept with each backup, and as the app goes away.
         if configuration.wallet == .device, let wallet = try? await localWallet() { keepWallet(wallet) }

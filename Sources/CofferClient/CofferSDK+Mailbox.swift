@@ -25,6 +25,7 @@ extension CofferSDK {
                 try crashAfter(.grantClaimed)
             }
             added += try await wallet.takeBackCancelledGrants(token: token, self)
+            if added != 0 { configuration.log(.info, .grant, "support's grants picked up: \(added) credits") }
             return added
         }
     }
@@ -46,7 +47,14 @@ extension CofferSDK {
     ///
     /// - Returns: How many were applied now.
     @discardableResult
-    public func applyMailbox() async throws -> Int { try await wallet.applyMailbox(self) }
+    public func applyMailbox() async throws -> Int {
+        let applied = try await wallet.applyMailbox(self)
+        if applied > 0 {
+            configuration.log(
+                .info, .refund, "the server's mailbox: \(applied) changes applied (refunds, reversals, edits)")
+        }
+        return applied
+    }
 
     /// The device wallet's mailbox, applied to the local ledger.
     func applyMailboxToLedger() async throws -> Int {
@@ -95,7 +103,17 @@ extension CofferSDK {
     /// One sync runs at a time (the periodic backup, a purchase and an event may ask at once); a caller that
     /// finds one running waits for it and then runs its own, so its own change is backed up.
     @discardableResult
-    public func syncBackup() async throws -> BackupDecision { try await wallet.syncBackup(self) }
+    public func syncBackup() async throws -> BackupDecision {
+        let decision = try await wallet.syncBackup(self)
+        switch decision {
+        case .upToDate: configuration.log(.debug, .backup, "backup: the server holds this balance already")
+        case .push(let value): configuration.log(.info, .backup, "backup: \(value) written to the server")
+        case .restore(let value): configuration.log(.info, .backup, "backup: restored \(value) from the server")
+        case .acceptServer(let value):
+            configuration.log(.info, .backup, "backup: took the server's \(value) (support's edit or another device)")
+        }
+        return decision
+    }
 
     /// The device wallet's backup sync.
     func syncDeviceBackup() async throws -> BackupDecision {

@@ -12,6 +12,7 @@ extension CofferSDK {
             throw SDKError.unknownProduct(productId)
         }
         let intent = UUID()
+        configuration.log(.info, .purchase, "purchase \(productId) ×\(quantity): asking StoreKit")
         try state.startIntent(id: intent, productId: productId, quantity: quantity, at: now())
         try crashAfter(.intentSaved)
         let result = try await storeKit.purchase(
@@ -19,15 +20,21 @@ extension CofferSDK {
         switch result {
         case .userCancelled:
             try state.endIntent(id: intent, state: "cancelled")
+            configuration.log(.info, .purchase, "purchase \(productId): the customer cancelled")
             return .cancelled
         case .pending:
             try state.endIntent(id: intent, state: "pending")
+            configuration.log(.info, .purchase, "purchase \(productId): pending (Ask to Buy or another step)")
             return .pending
         case .success(let transaction):
             try crashAfter(.purchased)
             let finished = try await handle(transaction, startedHere: true)
             if let why = try unverifiedRefusal(transaction.id) {
                 try state.endIntent(id: intent, state: "unverified")
+                configuration.log(
+                    .notice, .purchase,
+                    "purchase \(productId): transaction \(transaction.id) not verified by StoreKit nor the server (\(why)); finished, nothing delivered"
+                )
                 throw SDKError.unverifiedPurchase(transactionId: transaction.id, reason: why)
             }
             try state.endIntent(id: intent, state: finished ? "done" : "deferred")
@@ -39,9 +46,22 @@ extension CofferSDK {
             } catch SDKError.conflict(let why) {
                 lastBackupFailure = why
             }
-            if transaction.revocationDate != nil { return .revoked(transactionId: transaction.id) }
-            guard finished else { return .deferred(transactionId: transaction.id) }
+            if transaction.revocationDate != nil {
+                configuration.log(
+                    .info, .purchase, "purchase \(productId): transaction \(transaction.id) refunded already")
+                return .revoked(transactionId: transaction.id)
+            }
+            guard finished else {
+                configuration.log(
+                    .info, .purchase,
+                    "purchase \(productId): transaction \(transaction.id) deferred until the server answers (left unfinished)"
+                )
+                return .deferred(transactionId: transaction.id)
+            }
             let credits = try await wallet.credits(of: transaction.id, self)
+            configuration.log(
+                .info, .purchase,
+                "purchase \(productId): transaction \(transaction.id) delivered (\(credits ?? 0) credits) and finished")
             return .delivered(transactionId: transaction.id, credits: credits ?? 0)
         }
     }
@@ -143,6 +163,9 @@ extension CofferSDK {
         // The server lists the same refund in the mailbox under the same key; kept with the identity, so an
         // app reinstalled and restored from a backup that already has it taken back never takes it twice.
         if case .revocation = event {
+            if result.outcome == .applied {
+                configuration.log(.info, .refund, "refund of transaction \(transaction.id) taken back on this device")
+            }
             try rememberMailbox([event.key.rawValue])
             // A refund taken back changes the balance: backed up like any change (a purchase is backed up by
             // the purchase flow and launch).

@@ -70,7 +70,12 @@ extension CofferSDK {
         try Task.checkCancellation()
         switch first {
         case .some(.some(let result)): return try result.get()
-        default: return .pastDeadline
+        default:
+            configuration.log(
+                .notice, .launch,
+                "launch: past its \(deadline) s deadline; the app shows its cached state, the steps go on in the background"
+            )
+            return .pastDeadline
         }
     }
 }

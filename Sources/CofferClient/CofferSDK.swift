@@ -44,6 +44,9 @@ public struct SDKConfiguration: Sendable {
     /// token from CloudKit Console), sent with each claim. A server with `cloudkit.api.token` set requires it; an
     /// error is tried again later, `nil` claims without one.
     public var cloudKitWebAuthToken: (@Sendable () async throws -> String?)?
+    /// Where the SDK writes each step it takes (launch, purchase, recovery, refund, grant, backup, and each server
+    /// call with its request id): os.Logger under the subsystem `Coffer` on Apple platforms unless told otherwise.
+    public var log = SDKLog()
 
     /// Creates a configuration.
     public init(
@@ -188,7 +191,7 @@ public actor CofferSDK {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         self.configuration = configuration
         self.storeKit = storeKit
-        self.server = server
+        self.server = server.logging(to: configuration.log)
         self.credentialStore = credentials
         ledger = try DeviceLedger(path: folder.appendingPathComponent("ledger.sqlite").path)
         wallet = configuration.wallet == .device ? DeviceWallet() : ServerWallet()

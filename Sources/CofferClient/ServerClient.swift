@@ -17,6 +17,15 @@ public struct ServerClient: Sendable {
     public let eventSilence: TimeInterval
     /// Requests sent so far, shared by every copy of this client.
     private let sent = RequestCount()
+    /// Where each request is logged (the SDK's log, once the SDK holds the client).
+    private var log = SDKLog.silent
+
+    /// This client, logging each request (method, path, status, time and request id; never a token or a body).
+    func logging(to log: SDKLog) -> ServerClient {
+        var copy = self
+        copy.log = log
+        return copy
+    }
 
     /// How many requests this client (and its copies) has sent, the event stream included: a Settings screen's
     /// diagnostics, and how a benchmark counts the requests a game makes.
@@ -263,6 +272,10 @@ public struct ServerClient: Sendable {
         guard let url = endpoint(path) else { throw .transport("bad path \(path)") }
         var request = URLRequest(url: url)
         request.httpMethod = method
+        // The request's id, sent so the server's log line and this one name the same request even when no answer
+        // comes back; the server answers with it in `X-Request-Id`.
+        let requestId = UUID().uuidString.lowercased()
+        request.setValue(requestId, forHTTPHeaderField: "X-Request-Id")
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         if let body {
@@ -276,9 +289,11 @@ public struct ServerClient: Sendable {
         let data: Data
         let response: URLResponse
         sent.value.add(1, ordering: .relaxed)
+        let started = ContinuousClock.now
         do {
             (data, response) = try await load(request)
         } catch {
+            log(.warning, .server, "\(method) \(path): no answer (\(error.localizedDescription)), request \(requestId)")
             throw .transport(error.localizedDescription)
         }
         let http = response as? HTTPURLResponse
@@ -286,7 +301,14 @@ public struct ServerClient: Sendable {
         for (name, value) in http?.allHeaderFields ?? [:] {
             if let name = name as? String, let value = value as? String { fields[name] = value }
         }
-        return (data, http?.statusCode ?? 0, fields)
+        let status = http?.statusCode ?? 0
+        let answeredId = fields.first { $0.key.lowercased() == "x-request-id" }?.value ?? requestId
+        let took = (ContinuousClock.now - started).components
+        let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
+        log(
+            (200..<300).contains(status) ? .debug : .notice, .server,
+            "\(method) \(path): \(status) in \(milliseconds) ms, request \(answeredId)")
+        return (data, status, fields)
     }
 
     /// A 204 answer.

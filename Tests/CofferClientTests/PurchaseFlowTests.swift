@@ -48,17 +48,20 @@ struct PurchaseFlowTests {
         ///     `unavailable` stands for CloudKit not answering.
         ///   - bundled: The catalog the app bundles, when not the server's.
         ///   - configuredWallet: The wallet the app is configured for, when not the server's.
+        ///   - log: The SDK's log (none on the platform's logger, to keep the test output short).
         func app(
             crashAfter step: SDKStep? = nil, install: String = "app", identity: SDKIdentity = .install,
             device: (any StoreKitProvider)? = nil, offline: Bool = false, startingBalance: Int64 = 0,
             backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil, bundled: Catalog? = nil,
-            configuredWallet: WalletMode? = nil, launchDeadline: TimeInterval? = nil
+            configuredWallet: WalletMode? = nil, launchDeadline: TimeInterval? = nil,
+            log: SDKLog = SDKLog(toPlatform: false)
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             var configuration = SDKConfiguration(
                 wallet: configuredWallet ?? wallet, environment: .sandbox, catalog: bundled ?? catalog,
                 deviceName: install, identity: identity)
             configuration.startingBalance = startingBalance
+            configuration.log = log
             configuration.backupDelay = backupDelay
             configuration.launchDeadline = launchDeadline
             if let cloudKitUserRecordName {
