@@ -202,6 +202,44 @@ public final class CofferModel {
             + "you: \(code). Give it, with your Support ID, only to support you wrote to yourself. " + until
     }
 
+    /// Shows the App Store's subscription management (the loyalty celebration's "Manage Subscription", a Settings
+    /// row); a failure is kept in ``lastError``.
+    public func manageSubscriptions() async {
+        await attempt { try await sdk.manageSubscriptions() }
+    }
+
+    /// What the loyalty celebration says, in the customer's words (seed 002).
+    public struct CelebrationWords: Sendable, Equatable {
+        /// The headline: the app is theirs.
+        public var title: String
+        /// Why, and that the subscription is no longer needed.
+        public var message: String
+        /// The button that opens the subscription management sheet.
+        public var manage: String
+        /// The button that closes the celebration.
+        public var close: String
+    }
+
+    /// The loyalty celebration's words: the app is theirs to keep, everything the subscription unlocks stays
+    /// unlocked, and they no longer need the subscription, which they can cancel from the button that follows.
+    public nonisolated static func celebrationWords(appName: String) -> CelebrationWords {
+        CelebrationWords(
+            title: "\(appName) is yours",
+            message: "Thank you for subscribing all this time. \(appName) is now yours to keep: everything your "
+                + "subscription unlocks stays unlocked, even if it ends. You don't need the subscription anymore, "
+                + "and you can cancel it whenever you like.",
+            manage: "Manage Subscription", close: "Done")
+    }
+
+    /// The app's name as the customer sees it under its icon: the bundle's `CFBundleDisplayName`, else its
+    /// `CFBundleName`, else "This app".
+    public nonisolated static func appName(_ bundle: Bundle = .main) -> String {
+        for key in ["CFBundleDisplayName", "CFBundleName"] {
+            if let name = bundle.object(forInfoDictionaryKey: key) as? String, !name.isEmpty { return name }
+        }
+        return "This app"
+    }
+
     /// The celebration was shown: it is not shown again, on any launch.
     public func celebrated() {
         guard let group = celebration else { return }

@@ -128,7 +128,43 @@
         }
     }
 
+    /// The loyalty celebration as seed 002 shows it: the app is theirs, they no longer need the subscription, and a
+    /// button to manage it (the App Store's sheet, where they can cancel).
+    public struct LoyaltyCelebrationView: View {
+        let model: CofferModel
+        let words: CofferModel.CelebrationWords
+        @Environment(\.dismiss) private var dismiss
+
+        /// The celebration over `model`, naming the app as `appName` (its name under the icon by default).
+        public init(model: CofferModel, appName: String = CofferModel.appName()) {
+            self.model = model
+            words = CofferModel.celebrationWords(appName: appName)
+        }
+
+        /// The view.
+        public var body: some View {
+            VStack(spacing: 16) {
+                Image(systemName: "gift.fill").font(.system(size: 56)).foregroundStyle(.tint)
+                    .accessibilityHidden(true)
+                Text(words.title).font(.title.bold()).multilineTextAlignment(.center)
+                Text(words.message).multilineTextAlignment(.center).foregroundStyle(.secondary)
+                Button(words.manage) {
+                    Task { await model.manageSubscriptions() }
+                }
+                .buttonStyle(.borderedProminent)
+                Button(words.close) { dismiss() }
+            }
+            .padding(32)
+        }
+    }
+
     extension View {
+        /// Shows ``LoyaltyCelebrationView`` once, when the customer first earns a group's loyalty lifetime
+        /// (``CofferModel/celebration``); dismissing it marks it celebrated.
+        public func loyaltyCelebration(model: CofferModel, appName: String = CofferModel.appName()) -> some View {
+            modifier(LoyaltyCelebration(model: model) { _ in LoyaltyCelebrationView(model: model, appName: appName) })
+        }
+
         /// Shows `celebration` (given the subscription group) once, when the customer first earns a group's
         /// loyalty lifetime (``CofferModel/celebration``); dismissing it marks it celebrated.
         public func loyaltyCelebration<Celebration: View>(

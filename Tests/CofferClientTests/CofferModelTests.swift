@@ -100,7 +100,8 @@ struct CofferModelTests {
     @MainActor
     static func loyaltyMilestone(_ world: PurchaseFlowTests.World) async throws {
         do {
-            let app = try world.app()
+            let device = world.apple.device(account: "alice")
+            let app = try world.app(device: device)
             try await app.launch()
             let model = CofferModel(sdk: app)
             let running = Task { await model.run() }
@@ -128,6 +129,9 @@ struct CofferModelTests {
                 try await Self.eventually {
                     model.loyalty.first?.isEarned == true && model.entitlements.contains("lifetime")
                 })
+            // The celebration's "Manage Subscription" opens the App Store's sheet, where the customer can cancel.
+            await model.manageSubscriptions()
+            #expect(device.sheetChoices.manageSubscriptionsShown == 1 && model.lastError == nil)
             model.celebrated()
 
             // A refund of the first period drops a paid one (the lifetime goes); the next renewal earns it back:
@@ -148,9 +152,20 @@ struct CofferModelTests {
         }
     }
 
-    @Test("the words the screens show: history statuses, Verify Purchases verdicts")
+    @Test("the words the screens show: history statuses, Verify Purchases verdicts, the loyalty celebration")
     @MainActor
-    func words() {
+    func words() throws {
+        // Seed 002: the app is theirs, and they no longer need the subscription.
+        let celebration = CofferModel.celebrationWords(appName: "Takt")
+        #expect(celebration.title == "Takt is yours")
+        #expect(celebration.message.contains("Takt is now yours to keep"))
+        #expect(celebration.message.contains("You don't need the subscription anymore"))
+        #expect(celebration.manage == "Manage Subscription" && celebration.close == "Done")
+        // A bundle that names no app (no Info.plist) says "This app".
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        #expect(CofferModel.appName(try #require(Bundle(path: folder.path))) == "This app")
         #expect(CofferModel.words(status: "another device") == "Delivered on another device")
         #expect(CofferModel.words(status: "not delivered") == "Not delivered: tap Verify Purchases")
         #expect(CofferModel.words(.couldNotBeVerified) == "could not be verified: contact support with your Support ID")

@@ -45,14 +45,8 @@
                     Form { PurchaseHistorySection(model: model) }
                         .tabItem { Label("Settings", systemImage: "gear") }
                 }
-                .loyaltyCelebration(model: model) { _ in
-                    VStack(spacing: 12) {
-                        Text("🎉").font(.system(size: 64))
-                        Text("Pro for life").font(.title.bold())
-                        Text("Twelve months of Pro: it is yours for good. Thank you!")
-                    }
-                    .padding()
-                }
+                // Seed 002's screen: the app is theirs, the subscription no longer needed, a Manage Subscription button.
+                .loyaltyCelebration(model: model)
                 .task {
                     _ = try? await coffer.launch()
                     await withTaskGroup(of: Void.self) { group in
