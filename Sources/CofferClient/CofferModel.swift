@@ -93,6 +93,9 @@ public final class CofferModel {
         let changes = await sdk.changes()
         // A lifetime earned while no screen listened (at launch, say) is celebrated now.
         if let pending = try? await sdk.pendingMilestones().first { celebrate(pending) }
+        // StoreKit's entitlements first (no server step): the cached ones give way at once, even to a server that
+        // does not answer.
+        await attempt { entitlements = try await sdk.evaluateEntitlements().names }
         await reload()
         for await change in changes {
             switch change {

@@ -33,6 +33,16 @@ extension CofferSDK {
     /// StoreKit answers (``cachedEntitlements()``), and sent to ``entitlementUpdates()``.
     @discardableResult
     public func refreshEntitlements() async throws -> EntitlementState {
+        let entitlements = try await evaluateEntitlements()
+        try await recordMilestones(entitlements)
+        return entitlements
+    }
+
+    /// The entitlements by StoreKit alone, kept and published: no server step, so a launch or a screen whose server
+    /// does not answer still shows what StoreKit says now (a subscription that ended since the last run closes the
+    /// gate at once, not when the server answers).
+    @discardableResult
+    func evaluateEntitlements() async throws -> EntitlementState {
         let transactions = await storeKit.all()
         let facts = transactions.map(Self.fact)
         // StoreKit asks by App Store Connect's group id, which the transactions carry; the catalog's group names
@@ -49,6 +59,11 @@ extension CofferSDK {
             for continuation in watchers.values { continuation.yield(names) }
             publish(.entitlements(names))
         }
+        return entitlements
+    }
+
+    /// Records each loyalty lifetime earned with the server, once per customer.
+    func recordMilestones(_ entitlements: EntitlementState) async throws {
         // Once per customer: the server records the milestone and says whether this device asks first (the
         // customer's other devices and reinstalls hear "not first"); the answer is kept with the identity, which
         // survives reinstalling. Without an identity yet, or with the server out of reach, it waits for the next
@@ -71,7 +86,6 @@ extension CofferSDK {
                 publish(.loyaltyLifetimeEarned(group: group))
             }
         }
-        return entitlements
     }
 
     /// Publishes ``CofferChange/subscriptionLapsed(group:)`` for each subscription group active at the last refresh

@@ -46,6 +46,9 @@ extension CofferSDK {
             .info, .launch,
             "launch: \(configuration.wallet.rawValue) wallet, \(configuration.environment.rawValue), identity \(configuration.identity.rawValue)"
         )
+        // What StoreKit says now, before any server step (registering included): the cached entitlements a screen
+        // shows first give way at once to StoreKit's, however long the server takes.
+        try await evaluateEntitlements()
         _ = try await localUser()
         // Steps that need the server are left for the next launch when it is out of reach.
         var offline = false

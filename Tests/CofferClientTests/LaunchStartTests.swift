@@ -68,6 +68,55 @@ struct LaunchStartTests {
         deinit { close(socket) }
     }
 
+    @Test("a subscription that ended since the last run closes the gate from StoreKit while the server hangs")
+    func endedWhileAway() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, products: CofferModelTests.products) { world in
+            try await Self.endedWhileAway(world)
+        }
+    }
+
+    @MainActor
+    static func endedWhileAway(_ world: PurchaseFlowTests.World) async throws {
+        do {
+            let first = try world.app()
+            try await first.launch()
+            guard case .delivered(let id, _) = try await first.purchase(productId: CofferModelTests.pro) else {
+                Issue.record("the subscription was not delivered")
+                return
+            }
+            #expect(try await first.refreshEntitlements().names == ["premium"])
+            // It expires while the app is away.
+            try await world.apple.expireNow(originalTransactionId: id)
+            let silent = try SilentServer()
+            let hanging = try CofferSDK(
+                configuration: SDKConfiguration(
+                    wallet: .device, environment: .sandbox, catalog: world.catalog, deviceName: "iPhone",
+                    launchDeadline: nil),
+                storeKit: world.apple.device(account: "alice"),
+                server: ServerClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!, timeout: 60),
+                folder: world.folder.appendingPathComponent("app"),
+                credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
+            // The launch puts StoreKit's entitlements first, before its first server step: the kept gate closes
+            // though the server never answers.
+            #expect(try await hanging.cachedEntitlements() == ["premium"])
+            let launching = Task { try await hanging.launch() }
+            defer { launching.cancel() }
+            var closed = false
+            for _ in 0..<200 where !closed {
+                closed = try await hanging.cachedEntitlements().isEmpty
+                if !closed { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(closed)
+            // A screen's first frame shows the last run's gate (read as the SDK started); StoreKit's answer closes
+            // it, the server never answering.
+            let model = CofferModel(sdk: hanging)
+            #expect(model.entitlements == ["premium"])
+            let running = Task { await model.run() }
+            defer { running.cancel() }
+            #expect(try await CofferModelTests.eventually { model.entitlements.isEmpty })
+        }
+    }
+
     @Test("a launch past its deadline answers pastDeadline and goes on in the background; the next one completes")
     func deadline() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device) { world in
