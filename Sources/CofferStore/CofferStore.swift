@@ -83,6 +83,11 @@ public protocol CofferStore: Sendable {
         -> [User]
     /// How many users an environment has.
     func userCount(environment: AppStoreEnvironment) async throws -> Int
+    /// The Sandbox-marked users of an environment, newest first, optionally whose Support ID starts with
+    /// `supportIdPrefix`: those whose AppTransaction says Sandbox, or who hold a receipt of Apple's Sandbox data
+    /// (App Review, TestFlight and sandbox testers on a Production server).
+    func sandboxMarkedUsers(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int)
+        async throws -> [User]
 
     // MARK: Ledger
 
@@ -261,6 +266,15 @@ public protocol CofferStore: Sendable {
     ///
     /// - Returns: How many were deleted.
     func deleteGrants(environment: AppStoreEnvironment) async throws -> Int
+    /// The grants of an environment to its Sandbox-marked users (as ``sandboxMarkedUsers(environment:supportIdPrefix:limit:offset:)``
+    /// says), newest first, optionally of one status.
+    func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    /// Deletes the grants of an environment to its Sandbox-marked users: the test grants of a Production server
+    /// (ledger entries of claimed grants stay).
+    ///
+    /// - Returns: How many were deleted.
+    func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int
 
     // MARK: Admins
 

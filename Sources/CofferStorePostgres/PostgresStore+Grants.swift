@@ -52,11 +52,23 @@ extension PostgresStore {
         async throws
         -> [Grant]
     {
+        try await grants(environment: environment, recipient: recipient, status: status, limit: limit, marked: false)
+    }
+
+    /// Grants of an environment, newest first, optionally for one recipient, one status, or only to Sandbox-marked
+    /// users.
+    func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int, marked: Bool)
+        async throws -> [Grant]
+    {
         let statusName = status?.rawValue
         return try await all(
             """
             SELECT * FROM grants WHERE environment = \(environment.rawValue)
             AND (\(recipient?.uuidString)::text IS NULL OR recipient = \(recipient?.uuidString))
+            AND (NOT \(marked) OR recipient IN (
+                SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
+                AND (u.app_transaction_environment = 'Sandbox'
+                    OR EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox'))))
             AND (\(statusName)::text IS NULL
                 OR (\(statusName) = 'pending' AND claimed_at IS NULL AND cancelled_at IS NULL)
                 OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL)

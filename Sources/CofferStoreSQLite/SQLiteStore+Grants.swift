@@ -52,9 +52,21 @@ extension SQLiteStore {
         async throws
         -> [Grant]
     {
+        try await grants(environment: environment, recipient: recipient, status: status, limit: limit, marked: false)
+    }
+
+    /// Grants of an environment, newest first, optionally for one recipient, one status, or only to Sandbox-marked
+    /// users.
+    func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int, marked: Bool)
+        async throws -> [Grant]
+    {
         try await read { db in
             var sql = "SELECT * FROM grants WHERE environment = ?"
             var arguments: StatementArguments = [environment.rawValue]
+            if marked {
+                sql += " AND recipient IN (SELECT u.id FROM users u WHERE u.environment = ? AND \(Self.sandboxMarked))"
+                arguments += [environment.rawValue]
+            }
             if let recipient {
                 sql += " AND recipient = ?"
                 arguments += [recipient.uuidString]

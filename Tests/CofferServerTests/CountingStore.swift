@@ -323,6 +323,26 @@ final class CountingStore: CofferStore {
     func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await gate("deleteGrants", write: true) { try await base.deleteGrants(environment: environment) }
     }
+    func sandboxMarkedUsers(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int)
+        async throws -> [User]
+    {
+        try await gate("sandboxMarkedUsers", write: false) {
+            try await base.sandboxMarkedUsers(
+                environment: environment, supportIdPrefix: supportIdPrefix, limit: limit, offset: offset)
+        }
+    }
+    func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
+        try await gate("sandboxMarkedGrants", write: false) {
+            try await base.sandboxMarkedGrants(environment: environment, status: status, limit: limit)
+        }
+    }
+    func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int {
+        try await gate("deleteSandboxMarkedGrants", write: true) {
+            try await base.deleteSandboxMarkedGrants(environment: environment)
+        }
+    }
     func createAdmin(_ admin: Admin) async throws {
         try await gate("createAdmin", write: true) { try await base.createAdmin(admin) }
     }

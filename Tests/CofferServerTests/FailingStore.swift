@@ -117,6 +117,13 @@ struct FailingStore: CofferStore {
         throw error
     }
     func deleteGrants(environment: AppStoreEnvironment) async throws -> Int { throw error }
+    func sandboxMarkedUsers(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int)
+        async throws -> [User]
+    { throw error }
+    func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    { throw error }
+    func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int { throw error }
     func createAdmin(_ admin: Admin) async throws { throw error }
     func admin(name: String) async throws -> Admin? { throw error }
     func admins() async throws -> [Admin] { throw error }

@@ -301,6 +301,66 @@ struct AdminStoreContractTests {
     }
 
     @Test(
+        "a Production server's Sandbox-marked customers (AppTransaction or receipts say Sandbox) and their grants",
+        arguments: StoreEngine.allCases)
+    func sandboxMarked(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        // App Review's install (its AppTransaction says Sandbox), a TestFlight install without an AppTransaction whose
+        // purchase is Sandbox data, and a real customer.
+        var reviewer = Make.user("_aaaaaaaaaaa1", in: .production, createdAt: 2)
+        reviewer.appleAccount = AppleAccount(appTransactionId: "7001", environment: .sandbox)
+        let tester = Make.user("_bbbbbbbbbbb2", in: .production, createdAt: 1)
+        var customer = Make.user("_ccccccccccc3", in: .production)
+        customer.appleAccount = AppleAccount(appTransactionId: "7003", environment: .production)
+        for user in [reviewer, tester, customer] { try await store.createUser(user) }
+        var sandboxFact = Make.fact("t-1")
+        sandboxFact.environment = .sandbox
+        var productionFact = Make.fact("c-1")
+        productionFact.environment = .production
+        for (user, fact) in [(tester, sandboxFact), (customer, productionFact)] {
+            _ = try await store.apply([
+                LedgerRequest(
+                    owner: user.id, environment: .production, event: .purchase(fact, credits: 400), at: Make.start)
+            ])
+        }
+        let marked = try await store.sandboxMarkedUsers(
+            environment: .production, supportIdPrefix: nil, limit: 10, offset: 0)
+        #expect(marked.map(\.supportId.rawValue) == ["_aaaaaaaaaaa1", "_bbbbbbbbbbb2"])
+        #expect(
+            try await store.sandboxMarkedUsers(environment: .production, supportIdPrefix: "_bb", limit: 10, offset: 0)
+                .map(\.id) == [tester.id])
+        #expect(
+            try await store.sandboxMarkedUsers(environment: .production, supportIdPrefix: nil, limit: 1, offset: 1)
+                .map(\.id) == [tester.id])
+        #expect(
+            try await store.sandboxMarkedUsers(environment: .sandbox, supportIdPrefix: nil, limit: 10, offset: 0)
+                .isEmpty)
+        for (user, credits) in [(reviewer, Int64(5)), (tester, 6), (customer, 7)] {
+            try await store.createGrant(
+                Grant(
+                    environment: .production, recipient: user.id, credits: credits, reason: "r", createdBy: "a",
+                    createdAt: Make.start.addingTimeInterval(Double(credits))))
+        }
+        let claimed = try #require(
+            try await store.grants(environment: .production, recipient: reviewer.id, status: nil, limit: 1).first)
+        _ = try await store.claimGrant(
+            id: claimed.id, recipient: reviewer.id, environment: .production, crediting: .collect, at: Make.start)
+        #expect(
+            try await store.sandboxMarkedGrants(environment: .production, status: nil, limit: 10).map(\.credits)
+                == [6, 5])
+        #expect(
+            try await store.sandboxMarkedGrants(environment: .production, status: .pending, limit: 10).map(\.credits)
+                == [6])
+        #expect(try await store.sandboxMarkedGrants(environment: .production, status: nil, limit: 1).count == 1)
+        // "Delete all test grants" reaches them, and never a real customer's grant; the ledger stays.
+        #expect(try await store.deleteSandboxMarkedGrants(environment: .production) == 2)
+        #expect(
+            try await store.grants(environment: .production, recipient: nil, status: nil, limit: 10).map(\.credits)
+                == [7])
+        #expect(try await store.wallet(owner: reviewer.id, environment: .production).balance == 5)
+    }
+
+    @Test(
         "a pending grant is cancelled once, never claimed after; a claimed one is never cancelled",
         arguments: StoreEngine.allCases)
     func cancelGrants(engine: StoreEngine) async throws {

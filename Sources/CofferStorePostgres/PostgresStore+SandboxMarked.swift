@@ -1,0 +1,48 @@
+import CofferCore
+import CofferStore
+import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    /// The Sandbox-marked users of an environment, newest first: their AppTransaction says Sandbox, or they hold a
+    /// receipt of Apple's Sandbox data (served by the receipts' owner index).
+    public func sandboxMarkedUsers(
+        environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int
+    ) async throws -> [User] {
+        let prefix = supportIdPrefix?.lowercased() ?? ""
+        let end = prefix + "\u{7F}"
+        return try await all(
+            """
+            SELECT u.* FROM users u WHERE u.environment = \(environment.rawValue)
+                AND u.support_id COLLATE "C" >= \(prefix) AND u.support_id COLLATE "C" < \(end)
+                AND (u.app_transaction_environment = 'Sandbox'
+                    OR EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox'))
+            ORDER BY u.created_at DESC, u.support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
+            """, Rows.user)
+    }
+
+    /// The grants of an environment to its Sandbox-marked users, newest first.
+    public func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
+        try await grants(environment: environment, recipient: nil, status: status, limit: limit, marked: true)
+    }
+
+    /// Deletes the grants of an environment to its Sandbox-marked users, in one transaction.
+    public func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH deleted AS (
+                    DELETE FROM grants WHERE environment = \(environment.rawValue) AND recipient IN (
+                        SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
+                        AND (u.app_transaction_environment = 'Sandbox'
+                            OR EXISTS (
+                                SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox')))
+                    RETURNING 1)
+                SELECT count(*) FROM deleted
+                """, logger: self.logger)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import CofferCore
+import CofferStore
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    /// Whether the `users` row `u` is Sandbox-marked: its AppTransaction says Sandbox, or it holds a receipt of
+    /// Apple's Sandbox data (served by the receipts' owner index).
+    static let sandboxMarked = """
+        (u.app_transaction_environment = 'Sandbox'
+            OR EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox'))
+        """
+
+    /// The Sandbox-marked users of an environment, newest first.
+    public func sandboxMarkedUsers(
+        environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int
+    ) async throws -> [User] {
+        let prefix = supportIdPrefix?.lowercased() ?? ""
+        return try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT u.* FROM users u WHERE u.environment = ? AND u.support_id >= ? AND u.support_id < ?
+                        AND \(Self.sandboxMarked)
+                    ORDER BY u.created_at DESC, u.support_id DESC LIMIT ? OFFSET ?
+                    """,
+                arguments: [environment.rawValue, prefix, prefix + "\u{7F}", max(0, limit), max(0, offset)]
+            ).map(Self.user)
+        }
+    }
+
+    /// The grants of an environment to its Sandbox-marked users, newest first.
+    public func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    {
+        try await grants(environment: environment, recipient: nil, status: status, limit: limit, marked: true)
+    }
+
+    /// Deletes the grants of an environment to its Sandbox-marked users, in one transaction.
+    public func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM grants WHERE environment = ? AND recipient IN (
+                        SELECT u.id FROM users u WHERE u.environment = ? AND \(Self.sandboxMarked))
+                    """,
+                arguments: [environment.rawValue, environment.rawValue])
+            return db.changesCount
+        }
+    }
+}
