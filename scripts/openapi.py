@@ -192,6 +192,10 @@ schemas = {
                                            description="The Apple account the customer is; absent for an "
                                                        "anonymous install"),
                        "mergedInto": S("The Support ID this anonymous customer was merged into"),
+                       "sandboxMarked": {"type": "boolean", "description":
+                                         "Whether the customer's data is Apple's Sandbox (App Review, TestFlight, "
+                                         "sandbox testers): their AppTransaction says Sandbox, or a purchase of "
+                                         "theirs is Sandbox data"},
                        "subscriptions": {"type": "array", "items": ref("SubscriptionView")},
                        "purchases": {"type": "array", "items": ref("PurchaseView"),
                                      "description": "Newest first"},

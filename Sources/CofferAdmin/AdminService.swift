@@ -111,18 +111,26 @@ public struct AdminService: Sendable {
     }
 
     /// Users matching a query: a Support ID prefix (case-insensitive, the leading `_` optional), a transaction
-    /// or original transaction id, or an order id; everyone, newest first, without one.
-    public func searchUsers(environment: AppStoreEnvironment, query: String?, page: Int = 1, pageSize: Int = 25)
-        async throws -> UserSearchResult
-    {
+    /// or original transaction id, or an order id; everyone, newest first, without one. With `sandboxMarkedOnly`,
+    /// only the Sandbox-marked customers (``CustomerScope``).
+    public func searchUsers(
+        environment: AppStoreEnvironment, query: String?, page: Int = 1, pageSize: Int = 25,
+        sandboxMarkedOnly: Bool = false
+    ) async throws -> UserSearchResult {
         guard Self.pages.contains(page) else { throw Self.pageError }
         let pageSize = min(max(1, pageSize), 200)
         let text = (query ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard text.utf8.count <= 200 else { throw AdminError.invalid("the search is longer than 200 characters") }
         if text.isEmpty || Self.isSupportIdPrefix(text) {
             let prefix = text.isEmpty ? nil : (text.hasPrefix("_") ? text : "_" + text).lowercased()
-            let users = try await store.users(
-                environment: environment, supportIdPrefix: prefix, limit: pageSize + 1, offset: (page - 1) * pageSize)
+            let users =
+                sandboxMarkedOnly
+                ? try await store.sandboxMarkedUsers(
+                    environment: environment, supportIdPrefix: prefix, limit: pageSize + 1,
+                    offset: (page - 1) * pageSize)
+                : try await store.users(
+                    environment: environment, supportIdPrefix: prefix, limit: pageSize + 1,
+                    offset: (page - 1) * pageSize)
             // A text that is also a transaction or order id is looked up as one when no Support ID matches.
             if !users.isEmpty || prefix == nil || page > 1 {
                 return UserSearchResult(
@@ -137,10 +145,12 @@ public struct AdminService: Sendable {
             let user = try await store.user(id: imported.user)
         {
             return UserSearchResult(
-                users: try await summaries([user]), matchedBy: "cloudkit-record-name", page: 1, hasMore: false)
+                users: try await summaries(inScope([user], sandboxMarkedOnly)), matchedBy: "cloudkit-record-name",
+                page: 1, hasMore: false)
         }
         if text.allSatisfy(\.isNumber) {
-            let owners = try await owners(ofTransactions: [text], environment: environment)
+            let owners = try await inScope(
+                owners(ofTransactions: [text], environment: environment), sandboxMarkedOnly)
             if !owners.isEmpty {
                 return UserSearchResult(
                     users: try await summaries(owners), matchedBy: "transaction-id", page: 1, hasMore: false)
@@ -155,7 +165,8 @@ public struct AdminService: Sendable {
             } catch {
                 throw AdminError.unavailable("Apple's order lookup did not answer: \(error)")
             }
-            let owners = try await owners(ofTransactions: transactionIds, environment: environment)
+            let owners = try await inScope(
+                owners(ofTransactions: transactionIds, environment: environment), sandboxMarkedOnly)
             return UserSearchResult(users: try await summaries(owners), matchedBy: "order-id", page: 1, hasMore: false)
         }
         return UserSearchResult(users: [], matchedBy: "nothing", page: 1, hasMore: false)
@@ -239,6 +250,7 @@ public struct AdminService: Sendable {
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
+            sandboxMarked: Self.isSandboxMarked(user, receipts: receipts),
             mergedInto: mergedInto, subscriptions: subscriptions,
             purchases: receipts.suffix(Self.purchaseLimit).reversed().map { PurchaseView($0, catalog: catalog) },
             verifyReport: try await store.verifyReport(owner: user.id, environment: environment).map {
@@ -250,8 +262,13 @@ public struct AdminService: Sendable {
     public func grants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int = 200) async throws
         -> [GrantView]
     {
-        let grants = try await store.grants(
-            environment: environment, recipient: nil, status: status, limit: min(max(1, limit), 1_000))
+        try await views(
+            of: store.grants(
+                environment: environment, recipient: nil, status: status, limit: min(max(1, limit), 1_000)))
+    }
+
+    /// Grants as the panel and the admin API show them, with their recipients' Support IDs.
+    func views(of grants: [Grant]) async throws -> [GrantView] {
         var supportIds: [UUID: String] = [:]
         var views: [GrantView] = []
         for grant in grants {

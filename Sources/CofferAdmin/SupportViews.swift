@@ -296,14 +296,19 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var purchases: [PurchaseView] = []
     /// The last Verify Purchases the customer's app reported.
     public var verifyReport: VerifyReportView?
+    /// Whether the customer's data is Apple's Sandbox (App Review, TestFlight, a sandbox tester): their
+    /// AppTransaction says Sandbox, or a purchase of theirs is Sandbox data.
+    public var sandboxMarked = false
 
     /// Creates a detail view.
     public init(
         user: UserSummary, environment: AppStoreEnvironment, walletMode: String, entitlements: [String],
         grants: [GrantView],
-        timeline: [TimelineItem], appleAccount: AppleAccount? = nil, mergedInto: String? = nil,
-        subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [], verifyReport: VerifyReportView? = nil
+        timeline: [TimelineItem], appleAccount: AppleAccount? = nil, sandboxMarked: Bool = false,
+        mergedInto: String? = nil, subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [],
+        verifyReport: VerifyReportView? = nil
     ) {
+        self.sandboxMarked = sandboxMarked
         self.verifyReport = verifyReport
         self.subscriptions = subscriptions
         self.purchases = purchases

@@ -37,7 +37,8 @@ extension AdminPanel {
         let codes: [String]
         do {
             codes = try await service.enableTwoFactor(
-                environment: session.environment, name: session.adminName, secret: secret, code: form["code"] ?? "",
+                environment: scope(session).environment, name: session.adminName, secret: secret,
+                code: form["code"] ?? "",
                 actor: context.adminActor)
         } catch let error as AdminError {
             return twoFactorSetup(
@@ -66,7 +67,7 @@ extension AdminPanel {
         }
         do {
             try await service.disableTwoFactor(
-                environment: session.environment, name: session.adminName, code: form["code"] ?? "",
+                environment: scope(session).environment, name: session.adminName, code: form["code"] ?? "",
                 actor: context.adminActor)
             await finish(attempt, succeeded: true)
         } catch let error as AdminError {
@@ -127,7 +128,8 @@ extension AdminPanel {
                 throw AdminError.invalid("the grant limit must be a whole number, e.g. 50,000")
             }
             let (admin, password) = try await service.createAdmin(
-                environment: session.environment, name: name, role: role, grantLimit: role == .support ? limit : nil,
+                environment: scope(session).environment, name: name, role: role,
+                grantLimit: role == .support ? limit : nil,
                 hasher: hasher, actor: context.adminActor)
             return try await admins(
                 request, context,
@@ -153,7 +155,7 @@ extension AdminPanel {
                 throw AdminError.invalid("a support admin needs a grant limit, a whole number such as 50,000")
             }
             _ = try await service.setRole(
-                environment: session.environment, name: name, role: role, grantLimit: limit,
+                environment: scope(session).environment, name: name, role: role, grantLimit: limit,
                 actor: context.adminActor)
         } catch let error as AdminError {
             return try await admins(request, context, error: error.description)
@@ -172,7 +174,7 @@ extension AdminPanel {
         }
         do {
             _ = try await service.setDisabled(
-                environment: session.environment, name: name, disabled: disabled, actor: context.adminActor)
+                environment: scope(session).environment, name: name, disabled: disabled, actor: context.adminActor)
         } catch let error as AdminError {
             return try await admins(request, context, error: error.description)
         }
@@ -191,7 +193,7 @@ extension AdminPanel {
         }
         do {
             try await service.disableTwoFactor(
-                environment: session.environment, name: name, code: nil, actor: context.adminActor)
+                environment: scope(session).environment, name: name, code: nil, actor: context.adminActor)
         } catch let error as AdminError {
             return try await admins(request, context, error: error.description)
         }

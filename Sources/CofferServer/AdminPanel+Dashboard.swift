@@ -12,8 +12,8 @@ import NIOCore
 extension AdminPanel {
     func dashboard(_ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
-        let figures = try await service.dashboard(environment: session.environment)
-        let health = try await service.appleHealth(environment: session.environment)
+        let figures = try await service.dashboard(environment: scope(session).environment)
+        let health = try await service.appleHealth(environment: scope(session).environment)
         return page(
             "dashboard",
             [
@@ -29,7 +29,11 @@ extension AdminPanel {
                     "otherEnvironmentCredits": PanelText.credits(figures.otherEnvironmentCredits),
                     "otherEnvironmentSubscriptions": PanelText.count(figures.otherEnvironmentSubscriptions),
                 ],
-                "otherEnvironment": session.environment == .production ? "Sandbox" : "Production",
+                "otherEnvironment": scope(session).environment == .production ? "Sandbox" : "Production",
+                "notice": scope(session).sandboxMarkedOnly
+                    ? "This Production server keeps App Review's, TestFlight's and sandbox testers' customers among "
+                        + "its own: in this Sandbox view, Users and Grants list only them, and \"Delete all test "
+                        + "grants\" reaches only their grants. The figures below are the whole server's." : nil,
                 "hasOtherEnvironment": figures.otherEnvironmentPurchases > 0 || figures.otherEnvironmentCustomers > 0,
                 "chart": DashboardChart.svg(figures.days),
                 "apple": appleHealth(health, context),

@@ -16,7 +16,7 @@ extension AdminPanel {
     ) async throws -> Response {
         let session = try context.requireSession()
         let status = request.uri.queryParameters.get("status").flatMap { GrantStatus(rawValue: String($0)) }
-        let grants = try await service.grants(environment: session.environment, status: status)
+        let grants = try await service.grants(scope: scope(session), status: status)
         return page(
             "grants",
             [
@@ -46,7 +46,7 @@ extension AdminPanel {
             do {
                 reason = try AdminService.checkGrant(
                     credits: credits, reason: reason, ceiling: context.panelAdmin?.grantCeiling)
-                detail = try await service.user(environment: session.environment, supportId: supportId)
+                detail = try await service.user(scope: scope(session), supportId: supportId)
             } catch let error as AdminError {
                 return try await refuse(error.description, status: error.status)
             }
@@ -71,7 +71,7 @@ extension AdminPanel {
         let grant: GrantView
         do {
             grant = try await service.createGrant(
-                environment: session.environment, supportId: supportId, credits: credits, reason: reason,
+                environment: scope(session).environment, supportId: supportId, credits: credits, reason: reason,
                 actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling, holder: session.adminName,
                 id: form["grantId"].flatMap(UUID.init(uuidString:)))
         } catch let error as AdminError {
@@ -130,7 +130,7 @@ extension AdminPanel {
         let back = form["back"] == "user" ? "user" : "grants"
         let grant: GrantView
         do {
-            grant = try await service.grant(environment: session.environment, id: id)
+            grant = try await service.grant(environment: scope(session).environment, id: id)
         } catch let error as AdminError {
             return message(
                 "Not cancelled", error.description, link: "/admin/grants", linkText: "Back to grants",
@@ -163,7 +163,8 @@ extension AdminPanel {
                 ], context: context)
         }
         do {
-            _ = try await service.cancelGrant(environment: session.environment, id: id, actor: context.adminActor)
+            _ = try await service.cancelGrant(
+                environment: scope(session).environment, id: id, actor: context.adminActor)
         } catch let error as AdminError {
             return message(
                 "Not cancelled", error.description, link: backLink, linkText: "Back", context: context,

@@ -16,7 +16,9 @@ extension AdminPanel {
         let result: UserSearchResult
         do {
             pageNumber = try AdminService.page(request.uri.queryParameters.get("page"))
-            result = try await service.searchUsers(environment: session.environment, query: query, page: pageNumber)
+            result = try await service.searchUsers(
+                environment: scope(session).environment, query: query, page: pageNumber,
+                sandboxMarkedOnly: scope(session).sandboxMarkedOnly)
         } catch let error as AdminError {
             return page(
                 "users", ["title": "Users", "onUsers": true, "query": query, "error": error.description],
@@ -61,7 +63,7 @@ extension AdminPanel {
         let supportId = try supportId ?? context.parameters.require("supportId")
         let detail: UserDetail
         do {
-            detail = try await service.user(environment: session.environment, supportId: supportId)
+            detail = try await service.user(scope: scope(session), supportId: supportId)
         } catch let failure as AdminError {
             return message(
                 "No such user", failure.description, link: "/admin/users", linkText: "Back to users",
@@ -200,7 +202,7 @@ extension AdminPanel {
         let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         let detail: UserDetail
         do {
-            detail = try await service.user(environment: session.environment, supportId: supportId)
+            detail = try await service.user(scope: scope(session), supportId: supportId)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }
@@ -242,7 +244,7 @@ extension AdminPanel {
         }
         do {
             _ = try await service.setBalance(
-                environment: session.environment, supportId: supportId, balance: balance, reason: reason,
+                environment: scope(session).environment, supportId: supportId, balance: balance, reason: reason,
                 actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
@@ -270,9 +272,9 @@ extension AdminPanel {
             let account: UserDetail
             let tokens: TokenCounts
             do {
-                from = try await service.user(environment: session.environment, supportId: supportId)
-                account = try await service.user(environment: session.environment, supportId: into)
-                tokens = try await service.tokenCounts(environment: session.environment, supportId: supportId)
+                from = try await service.user(scope: scope(session), supportId: supportId)
+                account = try await service.user(scope: scope(session), supportId: into)
+                tokens = try await service.tokenCounts(environment: scope(session).environment, supportId: supportId)
             } catch let error as AdminError {
                 return try await user(request, context, error: error.description)
             }
@@ -303,7 +305,7 @@ extension AdminPanel {
         let done: MergeResponse
         do {
             done = try await service.mergeUsers(
-                environment: session.environment, from: supportId, into: into, consent: consent,
+                environment: scope(session).environment, from: supportId, into: into, consent: consent,
                 intoCode: intoCode, actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
@@ -320,7 +322,7 @@ extension AdminPanel {
         guard form["confirm"] == "yes" else {
             let detail: UserDetail
             do {
-                detail = try await service.user(environment: session.environment, supportId: supportId)
+                detail = try await service.user(scope: scope(session), supportId: supportId)
             } catch let error as AdminError {
                 return try await user(request, context, error: error.description)
             }
@@ -350,7 +352,7 @@ extension AdminPanel {
         }
         do {
             _ = try await service.deleteUser(
-                environment: session.environment, supportId: supportId, actor: context.adminActor)
+                environment: scope(session).environment, supportId: supportId, actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }
@@ -396,13 +398,18 @@ extension AdminPanel {
                 "Not in Production", "Grants can be deleted in bulk in Sandbox only.", link: "/admin/grants",
                 linkText: "Back to grants", context: context, status: .forbidden)
         }
+        let explanation =
+            scope(session).sandboxMarkedOnly
+            ? "This removes every grant to this Production server's test customers (App Review, TestFlight and "
+                + "sandbox testers: their AppTransaction or purchases are Apple's Sandbox), pending and claimed. "
+                + "Credits already claimed stay in the ledger. No real customer's grant is touched."
+            : "This removes all Sandbox grants, pending and claimed (test data). Credits already claimed "
+                + "stay in the ledger. Production is not touched."
         return page(
             "confirm",
             [
                 "title": "Delete all grants", "onGrants": true, "heading": "Delete every Sandbox grant?",
-                "explanation":
-                    "This removes all Sandbox grants, pending and claimed (test data). Credits already claimed "
-                    + "stay in the ledger. Production is not touched.",
+                "explanation": explanation,
                 "action": "/admin/grants/delete-all", "button": "Delete all Sandbox grants",
                 "cancel": "/admin/grants", "fields": [["name": "confirm", "value": "yes"]],
             ], context: context)
@@ -413,7 +420,7 @@ extension AdminPanel {
         _ = try context.requireOwner()
         guard form["confirm"] == "yes" else { return try await confirmDeleteAll(context) }
         do {
-            _ = try await service.deleteAllGrants(environment: session.environment, actor: context.adminActor)
+            _ = try await service.deleteTestGrants(scope: scope(session), actor: context.adminActor)
         } catch let error as AdminError {
             return message(
                 "Not deleted", error.description, link: "/admin/grants", linkText: "Back to grants",
@@ -464,7 +471,7 @@ extension AdminPanel {
         let query = Self.auditQuery(request)
         let events: [AuditEvent]
         do {
-            events = try await service.auditLog(environment: session.environment, query: query)
+            events = try await service.auditLog(environment: scope(session).environment, query: query)
         } catch let error as AdminError {
             return page(
                 "audit", ["title": "Audit log", "onAudit": true, "error": error.description], context: context,
@@ -494,7 +501,8 @@ extension AdminPanel {
     func auditCSV(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
         let events = try await service.auditLog(
-            environment: session.environment, query: Self.auditQuery(request), limit: AdminService.auditExportLimit)
+            environment: scope(session).environment, query: Self.auditQuery(request),
+            limit: AdminService.auditExportLimit)
         return Self.download(
             AdminService.auditCSV(events), type: "text/csv; charset=utf-8",
             filename: "coffer-audit-\(session.environment.rawValue.lowercased()).csv")
@@ -508,7 +516,8 @@ extension AdminPanel {
         let detail: UserDetail
         do {
             detail = try await service.exportUser(
-                environment: session.environment, supportId: supportId, format: format, actor: context.adminActor)
+                environment: scope(session).environment, supportId: supportId, format: format, actor: context.adminActor
+            )
         } catch let error as AdminError {
             return message(
                 "No such user", error.description, link: "/admin/users", linkText: "Back to users", context: context,

@@ -106,6 +106,12 @@ struct AdminPanel: Sendable {
         return page(template, values, environment: session.environment, status: status)
     }
 
+    /// The customers the session's view shows: on a Production server, its Sandbox view is the Sandbox-marked
+    /// customers (App Review, TestFlight, sandbox testers) kept among the Production ones.
+    func scope(_ session: AdminSession) -> CustomerScope {
+        CustomerScope(view: session.environment, server: api.configuration.environment)
+    }
+
     /// Renders a page; `nil` values are left out, so their sections do not show.
     func page(
         _ template: String, _ values: [String: Any?], environment: CofferCore.AppStoreEnvironment,

@@ -26,7 +26,7 @@ struct ClientAPITests {
 
         init(
             store cofferStore: any CofferStore = InMemoryStore(), wallet: WalletMode = .device,
-            panel: PanelConfiguration = PanelConfiguration(),
+            panel: PanelConfiguration = PanelConfiguration(), environment: AppStoreEnvironment = .sandbox,
             now: @escaping @Sendable () -> Date = { start.addingTimeInterval(3_600) }
         ) throws {
             let pki = try SimulatorPKI(
@@ -47,6 +47,8 @@ struct ClientAPITests {
             var configuration = ServerConfiguration(bundleId: bundleId)
             configuration.wallet = wallet
             configuration.panel = panel
+            configuration.environment = environment
+            configuration.appAppleId = 1_234
             app = buildApplication(
                 configuration: configuration,
                 dependencies: try ServerDependencies(

@@ -178,11 +178,11 @@ struct PanelTests {
 
     /// Runs `body` with an admin signed in and one customer, on a server over `store`.
     static func signedIn(
-        _ store: any CofferStore,
+        _ store: any CofferStore, server environment: AppStoreEnvironment = .sandbox,
         _ body: @Sendable (any TestClientProtocol, CreateUserResponse, inout Browser) async throws -> Void
     ) async throws {
         try await admin(in: store)
-        let setup = try Fixture.Setup(store: store)
+        let setup = try Fixture.Setup(store: store, environment: environment)
         try await setup.app.test(.router) { client in
             let user = try Fixture.decode(
                 CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))

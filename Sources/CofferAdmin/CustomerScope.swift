@@ -1,0 +1,77 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+/// Which customers a panel view shows. A Sandbox server keeps each environment's customers apart. A Production
+/// server keeps App Review's and TestFlight's customers among its own (Sandbox-marked: their AppTransaction or
+/// their purchases are Apple's Sandbox), so there the panel's Sandbox view shows those customers and their grants,
+/// and "Delete all test grants" reaches them, while the Production view shows every customer.
+public struct CustomerScope: Sendable, Equatable {
+    /// Where the customers are kept.
+    public var environment: AppStoreEnvironment
+    /// Whether only the Sandbox-marked customers are in the scope.
+    public var sandboxMarkedOnly: Bool
+
+    /// The scope of the panel's `view` (its environment switch) on a server of environment `server`.
+    public init(view: AppStoreEnvironment, server: AppStoreEnvironment) {
+        environment = server == .production ? .production : view
+        sandboxMarkedOnly = server == .production && view == .sandbox
+    }
+}
+
+extension AdminService {
+    /// Whether a customer's data is Apple's Sandbox: their AppTransaction says so, or one of their purchases is.
+    static func isSandboxMarked(_ user: User, receipts: [Receipt]) -> Bool {
+        user.appleAccount?.environment == .sandbox || receipts.contains { $0.transaction.environment == .sandbox }
+    }
+
+    /// The users among `users` in the scope: all of them, or only the Sandbox-marked ones.
+    func inScope(_ users: [User], _ sandboxMarkedOnly: Bool) async throws -> [User] {
+        guard sandboxMarkedOnly else { return users }
+        var kept: [User] = []
+        for user in users
+        where Self.isSandboxMarked(
+            user, receipts: try await store.receipts(owner: user.id, environment: user.environment))
+        {
+            kept.append(user)
+        }
+        return kept
+    }
+
+    /// One customer's detail, refused when the scope does not hold them: a Production customer seen from a
+    /// Production server's Sandbox view (support switches to Production to see or change a real customer).
+    public func user(scope: CustomerScope, supportId: String) async throws -> UserDetail {
+        let detail = try await user(environment: scope.environment, supportId: supportId)
+        guard !scope.sandboxMarkedOnly || detail.sandboxMarked else {
+            throw AdminError.forbidden(
+                "\(detail.user.supportId) is a Production customer, not App Review's, TestFlight's or a sandbox "
+                    + "tester's: switch to Production to see or change them")
+        }
+        return detail
+    }
+
+    /// The grants in the scope, newest first.
+    public func grants(scope: CustomerScope, status: GrantStatus?, limit: Int = 200) async throws -> [GrantView] {
+        guard scope.sandboxMarkedOnly else { return try await grants(environment: scope.environment, status: status) }
+        let grants = try await store.sandboxMarkedGrants(
+            environment: scope.environment, status: status, limit: min(max(1, limit), 1_000))
+        return try await views(of: grants)
+    }
+
+    /// "Delete all test grants": every grant of a Sandbox server, or a Production server's grants to its
+    /// Sandbox-marked customers (never a real customer's), audited. Refused in a Production view.
+    public func deleteTestGrants(scope: CustomerScope, actor: String) async throws -> Int {
+        guard scope.sandboxMarkedOnly else {
+            return try await deleteAllGrants(environment: scope.environment, actor: actor)
+        }
+        let before = try await store.sandboxMarkedGrants(environment: scope.environment, status: nil, limit: 1_000_000)
+        let deleted = try await store.deleteSandboxMarkedGrants(environment: scope.environment)
+        try await audit(
+            scope.environment, actor: actor, action: "grants.delete-test", subject: "grants",
+            before: [
+                "pending": before.count { $0.status == .pending }, "claimed": before.count { $0.status == .claimed },
+            ],
+            after: ["deleted": deleted])
+        return deleted
+    }
+}
