@@ -160,14 +160,15 @@ schemas = {
                          "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S(),
                          "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
                                               "reversals): Sandbox on a Production server marks App Review and "
-                                              "TestFlight", enum=["Sandbox", "Production"])},
+                                              "TestFlight; Xcode marks StoreKit testing in Xcode",
+                                              enum=["Sandbox", "Production", "Xcode"])},
                         required=["at", "kind", "summary"]),
     "SubscriptionView": obj({"group": S(), "product": S("The catalog's name for the current period's product"),
                              "state": S(enum=["active", "expiring", "in grace", "in billing retry", "expired",
                                               "refunded"]),
                              "startedAt": DATE, "expiresAt": DATE, "graceUntil": DATE,
                              "renewsInto": S("The product it renews into, when another"),
-                             "originalTransactionId": S(), "dataEnvironment": S(enum=["Sandbox", "Production"]),
+                             "originalTransactionId": S(), "dataEnvironment": S(enum=["Sandbox", "Production", "Xcode"]),
                              "paidPeriods": I(),
                              "upgradedFrom": S("The product the current period was upgraded from"),
                              "upgradedAt": DATE},
@@ -176,7 +177,7 @@ schemas = {
                          "purchaseDate": DATE, "quantity": I(),
                          "price": I("What Apple's data says the customer paid, in milliunits of currency"),
                          "currency": S("ISO 4217"), "storefront": S("ISO 3166-1 alpha-3"),
-                         "dataEnvironment": S(enum=["Sandbox", "Production"]), "familyShared": {"type": "boolean"},
+                         "dataEnvironment": S(enum=["Sandbox", "Production", "Xcode"]), "familyShared": {"type": "boolean"},
                          "status": S(enum=["pending", "delivered", "revoked", "restored"]),
                          "credits": I("Credits it delivered"), "refundedAt": DATE,
                          "refundReason": I("Apple's revocationReason while refunded: 0 another reason, 1 an issue "

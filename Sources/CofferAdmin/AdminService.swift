@@ -542,8 +542,11 @@ public struct AdminService: Sendable {
     private static func item(_ entry: LedgerEntry, environment: AppStoreEnvironment, catalog: Catalog) -> TimelineItem {
         let product = entry.productId.map { id in catalog.product(id: id)?.name.map { "\($0) (\(id))" } ?? id } ?? "?"
         var transaction = entry.transactionId ?? "?"
-        if let data = entry.dataEnvironment, data != environment {
-            transaction += ", \(data.rawValue) data" + (data == .sandbox ? ": App Review or TestFlight" : "")
+        if let data = entry.dataMark, data != DataEnvironment(environment) {
+            transaction +=
+                ", \(data.rawValue) data"
+                + (data == .sandbox
+                    ? ": App Review or TestFlight" : data == .xcode ? ": StoreKit testing in Xcode" : "")
         }
         let (kind, summary): (TimelineKind, String) =
             switch entry.key.kind {
@@ -570,7 +573,7 @@ public struct AdminService: Sendable {
         return TimelineItem(
             at: entry.createdAt, kind: kind, summary: summary, credits: entry.balanceDelta,
             balanceAfter: entry.walletAfter.balance, reference: entry.key.rawValue,
-            dataEnvironment: entry.dataEnvironment)
+            dataEnvironment: entry.dataMark)
     }
 
     static func json(_ value: some Encodable) throws -> String {

@@ -37,8 +37,8 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
     public var renewsInto: String?
     /// Apple's `originalTransactionId` of the chain.
     public var originalTransactionId: String
-    /// The environment Apple's data came from.
-    public var dataEnvironment: AppStoreEnvironment?
+    /// The environment Apple's data came from (Xcode for Xcode's StoreKit testing).
+    public var dataEnvironment: DataEnvironment?
     /// Paid periods on record in this group (what loyalty counts), refunds left out.
     public var paidPeriods: Int
     /// The product the customer upgraded from into the current period's, when the current period began as an
@@ -95,7 +95,7 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
                 group: group, product: product.displayName, state: state,
                 startedAt: chain.map(\.0.transaction.purchaseDate).min(), expiresAt: fact.expiresDate,
                 graceUntil: grace, renewsInto: next.map { catalog.product(id: $0)?.displayName ?? $0 },
-                originalTransactionId: fact.originalTransactionId, dataEnvironment: fact.environment,
+                originalTransactionId: fact.originalTransactionId, dataEnvironment: fact.dataEnvironment,
                 paidPeriods: items.filter { !$0.0.isRevoked && !$0.0.transaction.isTrial }.count,
                 upgradedFrom: replaced?.1.displayName, upgradedAt: replaced.map { _ in fact.purchaseDate })
         }

@@ -155,13 +155,13 @@ public struct TimelineItem: Sendable, Hashable, Codable {
     /// A transaction id, grant id or ledger key.
     public var reference: String?
     /// The environment Apple's data came from, for purchases, refunds and reversals whose source said: on a
-    /// Production server, Sandbox marks App Review's and TestFlight's purchases.
-    public var dataEnvironment: AppStoreEnvironment?
+    /// Production server, Sandbox marks App Review's and TestFlight's purchases; Xcode marks Xcode's StoreKit testing.
+    public var dataEnvironment: DataEnvironment?
 
     /// Creates an item.
     public init(
         at: Date, kind: TimelineKind, summary: String, credits: Int64? = nil, balanceAfter: Int64? = nil,
-        reference: String? = nil, dataEnvironment: AppStoreEnvironment? = nil
+        reference: String? = nil, dataEnvironment: DataEnvironment? = nil
     ) {
         self.at = at
         self.kind = kind
@@ -192,8 +192,8 @@ public struct PurchaseView: Sendable, Hashable, Codable {
     public var currency: String?
     /// The App Store storefront (country) it was bought in.
     public var storefront: String?
-    /// The environment Apple's data came from, where it said.
-    public var dataEnvironment: AppStoreEnvironment?
+    /// The environment Apple's data came from, where it said (Xcode for Xcode's StoreKit testing).
+    public var dataEnvironment: DataEnvironment?
     /// Whether it came through Family Sharing.
     public var familyShared: Bool
     /// Where it stands: pending, delivered, revoked (refunded) or restored (refund reversed).
@@ -216,7 +216,7 @@ public struct PurchaseView: Sendable, Hashable, Codable {
         price = fact.price
         currency = fact.currency
         storefront = fact.storefront
-        dataEnvironment = fact.environment
+        dataEnvironment = fact.dataEnvironment
         familyShared = fact.isFamilyShared
         status = receipt.status
         credits = receipt.deliveredCredits

@@ -16,7 +16,8 @@ extension TransactionFact {
             isTrial: transaction.offerDiscountType == .freeTrial, isUpgraded: transaction.isUpgraded ?? false,
             environment: transaction.environment?.ledgerEnvironment, price: transaction.price,
             currency: transaction.currency, storefront: transaction.storefront,
-            revocationReason: transaction.rawRevocationReason.map(Int.init))
+            revocationReason: transaction.rawRevocationReason.map(Int.init),
+            signedByXcode: transaction.environment == .xcode)
     }
 
     /// The facts of one in-app purchase record of a legacy app receipt, or `nil` when it lacks its id, product

@@ -44,7 +44,7 @@ struct LedgerCommand: AsyncParsableCommand {
                 table.add([
                     JSONText.timestamp(entry.createdAt), entry.key.rawValue, String(entry.amount),
                     String(entry.walletAfter.balance), String(entry.walletAfter.deficit),
-                    entry.dataEnvironment?.rawValue ?? "", entry.reason ?? "",
+                    entry.dataMark?.rawValue ?? "", entry.reason ?? "",
                 ])
             }
             print(entries.isEmpty ? "no entries" : table.render())

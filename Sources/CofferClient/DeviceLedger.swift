@@ -55,6 +55,10 @@ final class DeviceLedger: Sendable {
             }
             try db.execute(sql: LedgerTables.v4)
         }
+        migrator.registerMigration("device v5 Xcode's data") { db in
+            guard try !db.columns(in: "receipts").contains(where: { $0.name == "signed_by_xcode" }) else { return }
+            try db.execute(sql: LedgerTables.v5)
+        }
         try migrator.migrate(queue)
         legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
     }

@@ -150,13 +150,19 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
     /// The environment the transaction's data came from, for purchases, revocations and reversals whose source
     /// said (``TransactionFact/environment``): Sandbox on a Production server marks App Review and TestFlight.
     public var dataEnvironment: AppStoreEnvironment?
+    /// Whether Xcode's StoreKit testing signed the transaction's data (``TransactionFact/signedByXcode``).
+    public var signedByXcode = false
+
+    /// The environment the entry's data is marked with (Xcode for Xcode's StoreKit testing).
+    public var dataMark: DataEnvironment? { dataEnvironment.map { DataEnvironment($0, signedByXcode: signedByXcode) } }
 
     /// Creates an entry.
     public init(
         owner: UUID, key: IdempotencyKey, amount: Int64, balanceDelta: Int64, deficitDelta: Int64, walletAfter: Wallet,
         transactionId: String? = nil, productId: String? = nil, reason: String? = nil, createdAt: Date,
-        dataEnvironment: AppStoreEnvironment? = nil
+        dataEnvironment: AppStoreEnvironment? = nil, signedByXcode: Bool = false
     ) {
+        self.signedByXcode = signedByXcode
         self.owner = owner
         self.key = key
         self.amount = amount
@@ -421,7 +427,8 @@ public enum Ledger {
             productId: fact?.productId,
             reason: reason,
             createdAt: now,
-            dataEnvironment: fact?.environment
+            dataEnvironment: fact?.environment,
+            signedByXcode: fact?.signedByXcode ?? false
         )
         return LedgerDecision(outcome: .applied, wallet: after, receipt: receipt, entry: entry)
     }

@@ -27,6 +27,9 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// Production server it can be Sandbox: App Review and TestFlight buy in the sandbox with the production
     /// build, and such a purchase stays marked Sandbox on its receipt and ledger entries.
     public var environment: AppStoreEnvironment?
+    /// Whether Xcode's StoreKit testing signed the data (its `environment` says `Xcode`; ``environment`` is then
+    /// Sandbox, whose rules it follows), so it is marked Xcode wherever data is marked (``dataEnvironment``).
+    public var signedByXcode: Bool
     /// What the customer paid (Apple's `price`, in milliunits of ``currency``), or `nil` where the source did not
     /// say (a legacy receipt). Always in ``Payment/prices``.
     public var price: Int64?
@@ -43,8 +46,9 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
         purchaseDate: Date, expiresDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
         isTrial: Bool = false, isUpgraded: Bool = false, environment: AppStoreEnvironment? = nil, price: Int64? = nil,
-        currency: String? = nil, storefront: String? = nil, revocationReason: Int? = nil
+        currency: String? = nil, storefront: String? = nil, revocationReason: Int? = nil, signedByXcode: Bool = false
     ) {
+        self.signedByXcode = signedByXcode
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId
         self.productId = productId
@@ -62,10 +66,21 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         self.revocationReason = revocationReason.flatMap { Payment.revocationReasons.contains($0) ? $0 : nil }
     }
 
-    /// Takes what `earlier` knew and this one does not say: the price, currency, storefront and refund reason
-    /// (a legacy receipt or a notification without them must not erase what Apple's signed data said).
+    /// The environment the data is marked with (Xcode for Xcode's StoreKit testing), or `nil` where the source did
+    /// not say.
+    public var dataEnvironment: DataEnvironment? {
+        environment.map { DataEnvironment($0, signedByXcode: signedByXcode) }
+    }
+
+    /// Takes what `earlier` knew and this one does not say: the data's environment (and Xcode's mark), the price,
+    /// currency, storefront and refund reason (a legacy receipt or a notification without them must not erase what
+    /// Apple's signed data said).
     public mutating func keepPayment(of earlier: TransactionFact?) {
         guard let earlier else { return }
+        if environment == nil {
+            environment = earlier.environment
+            signedByXcode = earlier.signedByXcode
+        }
         if price == nil || currency == nil {
             price = earlier.price
             currency = earlier.currency

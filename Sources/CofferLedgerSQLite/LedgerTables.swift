@@ -71,6 +71,13 @@ public enum LedgerTables {
         ALTER TABLE receipts ADD COLUMN revocation_reason INTEGER;
         """
 
+    /// Marks the data Xcode's StoreKit testing signed (``TransactionFact/signedByXcode``) on receipts and entries.
+    public static let v5 = """
+        ALTER TABLE receipts ADD COLUMN signed_by_xcode INTEGER NOT NULL DEFAULT 0 CHECK (signed_by_xcode IN (0, 1));
+        ALTER TABLE ledger_entries ADD COLUMN signed_by_xcode INTEGER NOT NULL DEFAULT 0
+            CHECK (signed_by_xcode IN (0, 1));
+        """
+
     /// Marks a purchase the app delivered before it used Coffer (``Receipt/deliveredBeforeCoffer``).
     public static let v4 = """
         ALTER TABLE receipts ADD COLUMN delivered_before_coffer INTEGER NOT NULL DEFAULT 0

@@ -111,8 +111,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                     INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                         purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                         delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment,
-                        price, currency, storefront, revocation_reason, delivered_before_coffer)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        price, currency, storefront, revocation_reason, delivered_before_coffer, signed_by_xcode)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (environment, transaction_id) DO UPDATE SET
                         original_transaction_id = excluded.original_transaction_id, quantity = excluded.quantity,
                         purchase_date = excluded.purchase_date, expires_date = excluded.expires_date,
@@ -121,6 +121,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                         delivered_credits = excluded.delivered_credits, delivered_at = excluded.delivered_at,
                         revoked_at = excluded.revoked_at, taken_from_balance = excluded.taken_from_balance,
                         added_to_deficit = excluded.added_to_deficit, reversed_at = excluded.reversed_at,
+                        signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN signed_by_xcode
+                            ELSE excluded.signed_by_xcode END,
                         data_environment = COALESCE(excluded.data_environment, data_environment),
                         price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
                         revocation_reason = excluded.revocation_reason,
@@ -133,21 +135,22 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
                 receipt.deliveredCredits, receipt.deliveredAt.map(Millis.from), receipt.revokedAt.map(Millis.from),
                 receipt.takenFromBalance, receipt.addedToDeficit, receipt.reversedAt.map(Millis.from),
                 fact.environment?.rawValue, fact.price, fact.currency, fact.storefront, fact.revocationReason,
-                receipt.deliveredBeforeCoffer,
+                receipt.deliveredBeforeCoffer, fact.signedByXcode,
             ])
         }
         if decision.appendsEntry, let entry = decision.entry {
             try db.cachedStatement(
                 sql: """
                     INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                        balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment,
+                        signed_by_xcode)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
             ).execute(arguments: [
                 environment.rawValue, owner.uuidString, entry.key.rawValue, entry.key.kind.rawValue, entry.amount,
                 entry.balanceDelta, entry.deficitDelta, entry.walletAfter.balance, entry.walletAfter.deficit,
                 entry.transactionId, entry.productId, entry.reason, Millis.from(entry.createdAt),
-                entry.dataEnvironment?.rawValue,
+                entry.dataEnvironment?.rawValue, entry.signedByXcode,
             ])
         }
     }
@@ -166,7 +169,8 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
             isTrial: row["trial"],
             isUpgraded: row["upgraded"],
             environment: try RowValue.dataEnvironment(row), price: row["price"], currency: row["currency"],
-            storefront: row["storefront"], revocationReason: row["revocation_reason"])
+            storefront: row["storefront"], revocationReason: row["revocation_reason"],
+            signedByXcode: row["signed_by_xcode"])
         var receipt = Receipt(owner: try RowValue.uuid(row, "owner"), transaction: fact)
         receipt.deliveredCredits = row["delivered_credits"]
         receipt.deliveredAt = (row["delivered_at"] as Int64?).map(Millis.date)
@@ -186,6 +190,7 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
             deficitDelta: row["deficit_delta"],
             walletAfter: Wallet(balance: row["balance_after"], deficit: row["deficit_after"]),
             transactionId: row["transaction_id"], productId: row["product_id"], reason: row["reason"],
-            createdAt: Millis.date(row["created_at"]), dataEnvironment: try RowValue.dataEnvironment(row))
+            createdAt: Millis.date(row["created_at"]), dataEnvironment: try RowValue.dataEnvironment(row),
+            signedByXcode: row["signed_by_xcode"])
     }
 }

@@ -106,7 +106,9 @@ extension AdminPanel {
                         "sentence": subscription.sentence { Self.time($0, context) },
                         "started": subscription.startedAt.map { Self.time($0, context) } ?? "–",
                         "periods": PanelText.count(subscription.paidPeriods),
-                        "otherEnvironment": subscription.dataEnvironment.map { $0 != session.environment } ?? false,
+                        "otherEnvironment": subscription.dataEnvironment.map {
+                            $0 != DataEnvironment(session.environment)
+                        } ?? false,
                         "dataEnvironment": subscription.dataEnvironment?.rawValue ?? "",
                         "originalTransactionId": subscription.originalTransactionId,
                     ] as [String: Any]
@@ -131,7 +133,9 @@ extension AdminPanel {
                         } ?? "",
                         "familyShared": purchase.familyShared, "transactionId": purchase.transactionId,
                         "otherEnvironment": purchase.dataEnvironment?.rawValue ?? "",
-                        "fromOtherEnvironment": purchase.dataEnvironment.map { $0 != session.environment } ?? false,
+                        "fromOtherEnvironment": purchase.dataEnvironment.map {
+                            $0 != DataEnvironment(session.environment)
+                        } ?? false,
                     ] as [String: Any]
                 },
                 "verify": detail.verifyReport.map { report in
@@ -156,7 +160,8 @@ extension AdminPanel {
                         "credits": item.credits.map(PanelText.change) ?? "",
                         "balanceAfter": item.balanceAfter.map(PanelText.credits) ?? "",
                         "otherEnvironment": item.dataEnvironment?.rawValue ?? "",
-                        "fromOtherEnvironment": item.dataEnvironment.map { $0 != session.environment } ?? false,
+                        "fromOtherEnvironment": item.dataEnvironment.map { $0 != DataEnvironment(session.environment) }
+                            ?? false,
                     ] as [String: Any]
                 },
             ], context: context, status: error == nil ? .ok : errorStatus)

@@ -21,12 +21,12 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
             r.taken_from_balance AS r_taken_from_balance, r.added_to_deficit AS r_added_to_deficit,
             r.reversed_at AS r_reversed_at, r.data_environment AS r_data_environment, r.price AS r_price,
             r.currency AS r_currency, r.storefront AS r_storefront, r.revocation_reason AS r_revocation_reason,
-            r.delivered_before_coffer AS r_delivered_before_coffer,
+            r.delivered_before_coffer AS r_delivered_before_coffer, r.signed_by_xcode AS r_signed_by_xcode,
             e.owner AS e_owner, e.key AS e_key, e.amount AS e_amount, e.balance_delta AS e_balance_delta,
             e.deficit_delta AS e_deficit_delta, e.balance_after AS e_balance_after,
             e.deficit_after AS e_deficit_after, e.transaction_id AS e_transaction_id,
             e.product_id AS e_product_id, e.reason AS e_reason, e.created_at AS e_created_at,
-            e.data_environment AS e_data_environment
+            e.data_environment AS e_data_environment, e.signed_by_xcode AS e_signed_by_xcode
         """
 
     /// A request's state from a row of ``stateColumns``.
@@ -70,11 +70,12 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     WHERE user_id = \(owner.uuidString)
                 )
                 INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                    balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment)
+                    balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment,
+                    signed_by_xcode)
                 VALUES (\(environment.rawValue), \(owner.uuidString), \(entry.key.rawValue), \(entry.key.kind.rawValue),
                     \(entry.amount), \(entry.balanceDelta), \(entry.deficitDelta), \(entry.walletAfter.balance),
                     \(entry.walletAfter.deficit), \(entry.transactionId), \(entry.productId), \(entry.reason),
-                    \(Millis.from(entry.createdAt)), \(entry.dataEnvironment?.rawValue))
+                    \(Millis.from(entry.createdAt)), \(entry.dataEnvironment?.rawValue), \(entry.signedByXcode))
                 """, logger: logger)
         } else {
             try await connection.query(
@@ -93,7 +94,8 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id,
                     quantity, purchase_date, expires_date, revocation_date, family_shared, trial, upgraded,
                     delivered_credits, delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at,
-                    data_environment, price, currency, storefront, revocation_reason, delivered_before_coffer)
+                    data_environment, price, currency, storefront, revocation_reason, delivered_before_coffer,
+                    signed_by_xcode)
                 VALUES (\(environment.rawValue), \(fact.transactionId), \(receipt.owner.uuidString),
                     \(fact.originalTransactionId), \(fact.productId), \(fact.quantity),
                     \(Millis.from(fact.purchaseDate)), \(fact.expiresDate.map(Millis.from)),
@@ -102,7 +104,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     \(receipt.revokedAt.map(Millis.from)), \(receipt.takenFromBalance), \(receipt.addedToDeficit),
                     \(receipt.reversedAt.map(Millis.from)), \(fact.environment?.rawValue), \(fact.price),
                     \(fact.currency), \(fact.storefront), \(fact.revocationReason.map(Int64.init)),
-                    \(receipt.deliveredBeforeCoffer))
+                    \(receipt.deliveredBeforeCoffer), \(fact.signedByXcode))
                 ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
                     purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                     delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
@@ -110,6 +112,8 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
                     excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
                     excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
+                    signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN receipts.signed_by_xcode
+                        ELSE excluded.signed_by_xcode END,
                     data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
                     price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
                     revocation_reason = excluded.revocation_reason,

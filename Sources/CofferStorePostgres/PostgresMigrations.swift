@@ -344,6 +344,13 @@ enum PostgresMigrations {
             "ALTER TABLE receipts ADD COLUMN delivered_before_coffer BOOLEAN NOT NULL DEFAULT false"
         ),
         ("v19 the mailbox a backup holds", "ALTER TABLE backups ADD COLUMN applied TEXT NOT NULL DEFAULT '[]'"),
+        (
+            "v20 Xcode's data marked",
+            """
+            ALTER TABLE receipts ADD COLUMN signed_by_xcode BOOLEAN NOT NULL DEFAULT false;
+            ALTER TABLE ledger_entries ADD COLUMN signed_by_xcode BOOLEAN NOT NULL DEFAULT false
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

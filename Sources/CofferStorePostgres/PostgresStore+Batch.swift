@@ -89,24 +89,26 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
             WHERE wallets.user_id = v.user_id
         ), entry AS (
             INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment)
+                balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment,
+                signed_by_xcode)
             SELECT environment, owner, key, kind, amount, balance_delta, deficit_delta, balance_after, deficit_after,
-                transaction_id, product_id, reason, created_at, data_environment
+                transaction_id, product_id, reason, created_at, data_environment, signed_by_xcode
             FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::int8[], $9::int8[], $10::int8[],
-                $11::int8[], $12::int8[], $13::text[], $14::text[], $15::text[], $16::int8[], $17::text[])
+                $11::int8[], $12::int8[], $13::text[], $14::text[], $15::text[], $16::int8[], $17::text[],
+                $42::bool[])
                 WITH ORDINALITY AS e(environment, owner, key, kind, amount, balance_delta, deficit_delta,
                     balance_after, deficit_after, transaction_id, product_id, reason, created_at, data_environment,
-                    position)
+                    signed_by_xcode, position)
             ORDER BY position
         ), receipt AS (
             INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
                 purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                 delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at, data_environment, price,
-                currency, storefront, revocation_reason, delivered_before_coffer)
+                currency, storefront, revocation_reason, delivered_before_coffer, signed_by_xcode)
             SELECT * FROM unnest($18::text[], $19::text[], $20::text[], $21::text[], $22::text[], $23::int8[],
                 $24::int8[], $25::int8[], $26::int8[], $27::bool[], $28::bool[], $29::bool[], $30::int8[],
                 $31::int8[], $32::int8[], $33::int8[], $34::int8[], $35::int8[], $36::text[], $37::int8[],
-                $38::text[], $39::text[], $40::int8[], $41::bool[])
+                $38::text[], $39::text[], $40::int8[], $41::bool[], $43::bool[])
             ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
                 purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
                 delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
@@ -114,6 +116,8 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
                 excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
                 excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
                 excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
+                signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN receipts.signed_by_xcode
+                    ELSE excluded.signed_by_xcode END,
                 data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
                 price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
                 revocation_reason = excluded.revocation_reason,
@@ -128,7 +132,7 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
 
     /// How many receipts the batch writes.
     let receipts: Int
-    private var bindings = PostgresBindings(capacity: 40)
+    private var bindings = PostgresBindings(capacity: 43)
 
     init(_ batch: LedgerWriter.BatchWrite) throws {
         let wallets = batch.wallets
@@ -179,6 +183,9 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
         try Self.append(facts.map(\.storefront), to: &bindings)
         try Self.append(facts.map { $0.revocationReason.map(Int64.init) }, to: &bindings)
         bindings.append(receipts.map(\.receipt.deliveredBeforeCoffer))
+        // Xcode's mark, added last: $42 for the entries, $43 for the receipts.
+        bindings.append(entries.map(\.entry.signedByXcode))
+        bindings.append(facts.map(\.signedByXcode))
     }
 
     /// A column whose values may be missing.

@@ -89,7 +89,7 @@ enum Rows {
             storefront: try value(row, prefix + "storefront"),
             revocationReason: try value(row, prefix + "revocation_reason", as: Int64?.self).map {
                 Int(clamping: $0)
-            })
+            }, signedByXcode: try value(row, prefix + "signed_by_xcode"))
         var receipt = Receipt(owner: try uuid(row, prefix + "owner"), transaction: fact)
         receipt.deliveredCredits = try value(row, prefix + "delivered_credits")
         receipt.deliveredAt = try date(row, prefix + "delivered_at")
@@ -118,7 +118,8 @@ enum Rows {
                 balance: try value(row, prefix + "balance_after"), deficit: try value(row, prefix + "deficit_after")),
             transactionId: try value(row, prefix + "transaction_id"), productId: try value(row, prefix + "product_id"),
             reason: try value(row, prefix + "reason"), createdAt: Millis.date(try value(row, prefix + "created_at")),
-            dataEnvironment: try dataEnvironment(row, prefix + "data_environment"))
+            dataEnvironment: try dataEnvironment(row, prefix + "data_environment"),
+            signedByXcode: try value(row, prefix + "signed_by_xcode"))
     }
 
     static func backup(_ postgresRow: PostgresRow) throws -> BackupRecord {

@@ -290,6 +290,9 @@ extension SQLiteStore {
         migrator.registerMigration("v19 the mailbox a backup holds") { db in
             try db.execute(sql: "ALTER TABLE backups ADD COLUMN applied TEXT NOT NULL DEFAULT '[]'")
         }
+        migrator.registerMigration("v20 Xcode's data marked") { db in
+            try db.execute(sql: LedgerTables.v5)
+        }
         return migrator
     }
 }

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferServer
@@ -42,14 +43,16 @@ struct XcodeTestingTests {
         return try #require(Data(base64Encoded: base64))
     }
 
-    static func server(xcode: XcodeCertificate?) throws -> some ApplicationProtocol {
+    static func server(xcode: XcodeCertificate?, store: any CofferStore = InMemoryStore()) throws
+        -> some ApplicationProtocol
+    {
         let catalog = try Catalog(products: [
             CatalogProduct(id: "pass.premium", kind: .autoRenewable, entitlements: ["premium"], group: "pass")
         ])
         return buildApplication(
             configuration: ServerConfiguration(bundleId: bundleId),
             dependencies: try ServerDependencies(
-                store: InMemoryStore(), verifier: try verifier(xcode: xcode), catalog: catalog, now: { now }))
+                store: store, verifier: try verifier(xcode: xcode), catalog: catalog, now: { now }))
     }
 
     @Test("the certificate reads as PEM or DER; it is trusted in Sandbox only")
@@ -99,7 +102,8 @@ struct XcodeTestingTests {
         let xcode = try XcodeCertificate(pemOrDER: try Self.file("xcode-certificate.der"))
         let signed = try Self.text("xcode-signed-transaction")
         for (certificate, accepted) in [(xcode, true), (nil, false)] {
-            try await Self.server(xcode: certificate).test(.router) { client in
+            let store = InMemoryStore()
+            try await Self.server(xcode: certificate, store: store).test(.router) { client in
                 let user = try ClientAPITests.decode(
                     CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
                 let answer = try await client.execute(
@@ -109,6 +113,19 @@ struct XcodeTestingTests {
                     #expect(answer.status == .ok)
                     let delivered = try ClientAPITests.decode(TransactionResponse.self, answer)
                     #expect(delivered.outcome == .delivered && delivered.entitlements == ["premium"])
+                    // Marked Xcode wherever data is marked: the receipt, the ledger entry, support's views.
+                    let supportId = try #require(SupportID(user.supportId))
+                    let owner = try #require(try await store.user(supportId: supportId, environment: .sandbox))
+                    let receipt = try #require(try await store.receipts(owner: owner.id, environment: .sandbox).first)
+                    #expect(receipt.transaction.signedByXcode && receipt.transaction.dataEnvironment == .xcode)
+                    #expect(receipt.transaction.environment == .sandbox)  // its rules are Sandbox's
+                    let entries = try await store.entries(owner: owner.id, environment: .sandbox)
+                    #expect(entries.contains { $0.dataMark == .xcode })
+                    let catalog = try Catalog(products: [
+                        CatalogProduct(
+                            id: "pass.premium", kind: .autoRenewable, entitlements: ["premium"], group: "pass")
+                    ])
+                    #expect(PurchaseView(receipt, catalog: catalog).dataEnvironment == .xcode)
                 } else {
                     #expect(answer.status == .unprocessableContent)
                 }
