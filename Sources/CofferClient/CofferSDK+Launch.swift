@@ -199,9 +199,14 @@ extension CofferSDK {
         if configuration.wallet == .device, let wallet = try? await localWallet() { keepWallet(wallet) }
     }
 
-    /// This device's credentials from the server: the Apple account's user (``SDKIdentity/appleAccount``),
-    /// asking StoreKit for a fresh AppTransaction when the server finds the cached one too old; a user of the
-    /// install's own when the system has no AppTransaction the server takes, or with ``SDKIdentity/install``.
+    /// This device's credentials from the server: the Apple account's user (``SDKIdentity/appleAccount``) with the
+    /// AppTransaction StoreKit holds (`AppTransaction.shared`); a user of the install's own when the system has no
+    /// AppTransaction the server takes, or with ``SDKIdentity/install``.
+    ///
+    /// A cached AppTransaction the server finds too old is never refreshed here: `AppTransaction.refresh()` asks
+    /// the customer to sign in to the App Store, which Apple allows only on the customer's own action. The install
+    /// then starts as a customer of its own, and Restore Purchases (``restorePurchases()``, a button the customer
+    /// taps) refreshes it and joins the Apple account's customer while the install holds nothing of its own.
     func register() async throws(ServerClientError) -> CreateUserResponse {
         if let imported = try await claimImportedCustomer() { return imported }
         guard configuration.identity == .appleAccount, let cached = await storeKit.appTransaction(refresh: false)
@@ -209,11 +214,11 @@ extension CofferSDK {
         do {
             return try await server.register(signedAppTransaction: cached)
         } catch .refused(422, "stale-app-transaction", _) {
-            if let fresh = await storeKit.appTransaction(refresh: true) {
-                do {
-                    return try await server.register(signedAppTransaction: fresh)
-                } catch .refused(422, _, _) {}
-            }
+            try? state.set(Self.joinPendingKey, "stale")
+            configuration.log(
+                .notice, .launch,
+                "the AppTransaction StoreKit holds is too old for the server: this install starts as a customer of its own; Restore Purchases joins the Apple account's"
+            )
         } catch .refused(422, _, _) {
             // No appTransactionId (an older system), or an AppTransaction this server does not take.
         }
@@ -262,12 +267,8 @@ extension CofferSDK {
             do {
                 return try await claim(cached)
             } catch .refused(422, let code, _) where cached != nil && !code.hasPrefix("cloudkit-") {
-                let fresh = code == "stale-app-transaction" ? await storeKit.appTransaction(refresh: true) : nil
-                do {
-                    return try await claim(fresh)
-                } catch .refused(422, let code, _) where fresh != nil && !code.hasPrefix("cloudkit-") {
-                    return try await claim(nil)
-                }
+                // Never `AppTransaction.refresh()` here (it asks the customer to sign in): claimed without one.
+                return try await claim(nil)
             }
         } catch .refused(let status, let code, _)
             where [400, 403, 404, 409].contains(status) || code == "cloudkit-proof-required"

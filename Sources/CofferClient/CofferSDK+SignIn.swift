@@ -45,13 +45,18 @@ extension CofferSDK {
         return try await task.value
     }
 
-    /// Registers, keeps the new credentials where the old ones were kept, and finds the local user they name
-    /// (device wallet: a customer this device has not held starts with a ledger of its own, and the backup rule
-    /// brings in the server's backup). The keys of what was applied from the server stay when the customer is the
-    /// same one.
+    /// Registers, keeps the new credentials where the old ones were kept, and finds the local user they name.
     private func replaceCredentials(_ refused: Credentials) async throws -> Bool {
         let fresh = try await register()
         registeredAgainAt = now()
+        try await adopt(fresh, replacing: refused)
+        return true
+    }
+
+    /// Keeps `fresh` credentials where the old ones were kept, and finds the local user they name (device wallet: a
+    /// customer this device has not held starts with a ledger of its own, and the backup rule brings in the
+    /// server's backup). The keys of what was applied from the server stay when the customer is the same one.
+    private func adopt(_ fresh: CreateUserResponse, replacing refused: Credentials) async throws {
         let sameCustomer = fresh.supportId == refused.supportId
         if !sameCustomer {
             // Before the new credentials are kept: this device has never backed another customer's balance up, and
@@ -65,7 +70,60 @@ extension CofferSDK {
         user = nil
         _ = try await Self.$replacingCredentials.withValue(true) { try await localUser() }
         publish(.wallet)
+    }
+
+    /// The state's note that this install registered as a customer of its own because the AppTransaction StoreKit
+    /// held was too old, and waits for Restore Purchases to join the Apple account's customer.
+    static let joinPendingKey = "appleAccount.joinPending"
+
+    /// Restore Purchases, on the customer's tap: an install that registered as a customer of its own because its
+    /// AppTransaction was too old asks StoreKit for a fresh one (`AppTransaction.refresh()`, which may ask the
+    /// customer to sign in: allowed on their action) and joins the Apple account's customer, while it holds nothing
+    /// of its own (no purchase, balance or deficit: what it holds stays, and support can merge it with a merge
+    /// code).
+    ///
+    /// - Returns: Whether the install now is the Apple account's customer.
+    @discardableResult
+    func joinAppleAccount() async throws -> Bool {
+        guard configuration.identity == .appleAccount, try state.value(Self.joinPendingKey)?.isEmpty == false,
+            let current = identity?.credentials
+        else { return false }
+        guard try await holdsNothing(current) else {
+            configuration.log(
+                .notice, .launch,
+                "this install holds purchases of its own: it stays its own customer (support can merge it into the Apple account's)"
+            )
+            return false
+        }
+        guard let fresh = await storeKit.appTransaction(refresh: true) else { return false }
+        let registered: Result<CreateUserResponse, ServerClientError>
+        do {
+            registered = .success(try await server.register(signedAppTransaction: fresh))
+        } catch {
+            registered = .failure(error)
+        }
+        let answer: CreateUserResponse
+        switch registered {
+        case .success(let value): answer = value
+        case .failure(.refused(422, _, _)): return false  // an AppTransaction this server does not take: nothing to join
+        case .failure(let error): throw error
+        }
+        try await adopt(answer, replacing: current)
+        try state.set(Self.joinPendingKey, "")
+        configuration.log(.info, .launch, "joined the Apple account's customer \(answer.supportId)")
         return true
+    }
+
+    /// Whether the install's own customer holds nothing: nothing waiting to be posted, no purchase on the server,
+    /// no balance or deficit there, and (device wallet) nothing in the local ledger but the starting balance.
+    private func holdsNothing(_ credentials: Credentials) async throws -> Bool {
+        guard try state.outbox().isEmpty else { return false }
+        let me = try await server.me(token: credentials.token)
+        guard try await server.purchases(token: credentials.token).isEmpty else { return false }
+        guard configuration.wallet == .device else { return me.balance == 0 && me.deficit == 0 }
+        let local = try await localUser()
+        return try await ledger.entries(owner: local.id, environment: configuration.environment)
+            .allSatisfy { $0.key == Self.startingKey }
     }
 
     /// Set while the registration finds its local user: other callers of ``localUser()`` wait for it instead.

@@ -13,12 +13,21 @@ extension CofferSDK {
     }
 
     /// "Restore Purchases": syncs with the App Store (`AppStore.sync()`, which may ask the customer to sign
-    /// in: call it from the button only), then verifies every purchase as ``verifyPurchases()`` does (what
-    /// was never delivered is delivered now) and refreshes the entitlements.
+    /// in: call it from the button only); an install that started as a customer of its own because its
+    /// AppTransaction was too old joins the Apple account's customer (`AppTransaction.refresh()`, also on this tap
+    /// only, while the install holds nothing of its own); then verifies every purchase as ``verifyPurchases()``
+    /// does (what was never delivered is delivered now) and refreshes the entitlements.
     ///
     /// - Returns: Verify Purchases' results.
     public func restorePurchases() async throws -> [ReconciliationItem] {
         try await storeKit.sync()
+        // The customer's own tap: the one place the SDK may refresh the AppTransaction (it may ask them to sign in).
+        do {
+            try await joinAppleAccount()
+        } catch let error as ServerClientError {
+            // Out of reach or refused now: asked again on the next Restore Purchases.
+            configuration.log(.warning, .launch, "joining the Apple account's customer waits: \(error)")
+        }
         let items = try await verifyPurchases()
         try await refreshEntitlements()
         return items

@@ -12,6 +12,7 @@ public final class SimulatedDevice: StoreKitProvider {
     public let account: String
     private let outcome = OutcomeBox()
     private let cachedAppTransaction = Mutex<String?>(nil)
+    private let refreshes = Mutex(0)
     private let choices = Mutex(SimulatedSheetChoices())
 
     /// What the customer does on StoreKit's sheets.
@@ -106,9 +107,14 @@ public final class SimulatedDevice: StoreKitProvider {
         if let code { try await store.redeemOfferCode(code, account: account) }
     }
 
+    /// How many times the app asked for a fresh app transaction (`AppTransaction.refresh()`, which shows the
+    /// customer an App Store sign-in on a device: only on their own action).
+    public var appTransactionRefreshes: Int { refreshes.withLock { $0 } }
+
     /// The account's app transaction, signed when first asked for and kept, as StoreKit caches
     /// `AppTransaction.shared`; `refresh` signs a new one.
     public func appTransaction(refresh: Bool) async -> String? {
+        if refresh { refreshes.withLock { $0 += 1 } }
         if !refresh, let cached = cachedAppTransaction.withLock({ $0 }) { return cached }
         guard let signed = try? await store.signedAppTransaction(account: account) else { return nil }
         cachedAppTransaction.withLock { $0 = signed }

@@ -207,7 +207,9 @@ struct AccountFlowTests {
         }
     }
 
-    @Test("a cached AppTransaction too old for the server is refreshed, and the device joins its account")
+    @Test(
+        "a cached AppTransaction too old for the server is never refreshed at launch; Restore Purchases refreshes it and joins the account"
+    )
     func staleAppTransaction() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .server, serverOnSimulatedTime: true) { world in
             let device = world.apple.device(account: "alice")
@@ -226,10 +228,21 @@ struct AccountFlowTests {
                     Issue.record("refused as \(error), not stale-app-transaction")
                 }
             }
+            // The launch never refreshes it (Apple: `refresh()` asks the customer to sign in, only on their action):
+            // the reinstall starts as a customer of its own, and asks StoreKit nothing more.
             let reinstalled = try world.app(install: "reinstalled", identity: .appleAccount, device: device)
             try await reinstalled.launch()
+            #expect(await reinstalled.credentials?.supportId != (await first.credentials?.supportId))
+            #expect(device.appTransactionRefreshes == 0)
+            // Restore Purchases, the customer's tap, refreshes it and joins the Apple account's customer: it held
+            // nothing of its own.
+            _ = try await reinstalled.restorePurchases()
+            #expect(device.appTransactionRefreshes == 1)
             #expect(await reinstalled.credentials?.supportId == (await first.credentials?.supportId))
-            #expect(try await world.serverStore.userCount(environment: .sandbox) == 1)
+            // A second tap changes nothing.
+            _ = try await reinstalled.restorePurchases()
+            #expect(device.appTransactionRefreshes == 1)
+            #expect(await reinstalled.credentials?.supportId == (await first.credentials?.supportId))
         }
     }
 

@@ -98,8 +98,10 @@ final class Simulation: @unchecked Sendable {
         let account: String
         let folder: URL
         let credentials: URL
-        /// StoreKit on this device.
-        let storeKit: SimulatedDevice
+        /// StoreKit on this device: a new one for a new phone or a reinstall, whose download brings the App
+        /// Store's current AppTransaction.
+        var storeKit: SimulatedDevice
+        let apple: SimulatedAppStore
         var app: CofferSDK?
         /// The step after which this launch of the app will die, if one is set.
         var dying: SDKStep?
@@ -112,8 +114,12 @@ final class Simulation: @unchecked Sendable {
             self.account = account
             self.folder = folder
             self.credentials = credentials
+            self.apple = apple
             storeKit = apple.device(account: account)
         }
+
+        /// The app is installed anew (a new phone or a reinstall): StoreKit's cache starts empty.
+        func installAnew() { storeKit = apple.device(account: account) }
     }
 
     init(seed: UInt64) throws {
@@ -357,6 +363,7 @@ final class Simulation: @unchecked Sendable {
                 let before = await device.app?.credentials?.supportId
                 note("step \(step): \(device.name) is replaced by a new phone (nothing kept on it)")
                 device.app = nil
+                device.installAnew()
                 try? FileManager.default.removeItem(at: device.folder)
                 try? FileManager.default.removeItem(at: device.credentials)
                 try await launch(device, server: server)
@@ -371,6 +378,7 @@ final class Simulation: @unchecked Sendable {
             let before = await device.app?.credentials?.supportId
             note("step \(step): \(device.name) " + (newPhone ? "is replaced by a new phone" : "reinstalls the app"))
             device.app = nil
+            device.installAnew()
             try? FileManager.default.removeItem(at: device.folder)
             if newPhone { try? FileManager.default.removeItem(at: device.credentials) }
             device.beforeReinstall = Set(await apple.accountTransactions(account: device.account).map(\.id))
