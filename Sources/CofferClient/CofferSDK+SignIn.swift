@@ -105,7 +105,8 @@ extension CofferSDK {
         let answer: CreateUserResponse
         switch registered {
         case .success(let value): answer = value
-        case .failure(.refused(422, _, _)): return false  // an AppTransaction this server does not take: nothing to join
+        // An AppTransaction this server does not take: nothing to join.
+        case .failure(.refused(422, _, _)): return false
         case .failure(let error): throw error
         }
         try await adopt(answer, replacing: current)
