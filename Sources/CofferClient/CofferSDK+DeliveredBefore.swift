@@ -33,9 +33,8 @@ extension CofferSDK {
             try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
             if configuration.wallet == .device {
                 let fact = Self.fact(transaction)
-                let event: LedgerEvent =
-                    fact.revocationDate == nil
-                    ? .deliveredBeforeCoffer(fact, credits: try catalog.credits(for: fact)) : .revocation(fact)
+                // Refunded before Coffer too, it is recorded as delivered at 0: a later reversal restores nothing.
+                let event = LedgerEvent.deliveredBeforeCoffer(fact, credits: try catalog.credits(for: fact))
                 _ = try await ledger.apply(
                     LedgerRequest(
                         owner: user.id, environment: configuration.environment, event: event,

@@ -461,6 +461,13 @@ public enum Ledger {
             // Signed data that already says "refunded": record the revocation, credit nothing.
             var decision = revocation(fact, owner: owner, wallet: wallet, receipt: existing, now: now)
             decision.outcome = .revoked
+            if !credited, existing?.deliveredCredits == nil {
+                // Delivered by the app before Coffer and refunded before it too: what the old app gave or took is
+                // its own. Recorded as delivered at 0, so a later reversal restores nothing and presenting it
+                // again credits nothing.
+                decision.receipt?.deliveredCredits = 0
+                decision.receipt?.deliveredBeforeCoffer = true
+            }
             return decision
         }
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)

@@ -23,7 +23,10 @@ extension InMemoryStore {
         var purchasesByDay: [Int64: Int] = [:]
         var refundsByDay: [Int64: Int] = [:]
         for receipt in receipts {
-            if let delivered = receipt.deliveredAt, let key = day(delivered) { purchasesByDay[key, default: 0] += 1 }
+            // A purchase the app delivered before Coffer was not bought on the day Coffer recorded it.
+            if let delivered = receipt.deliveredAt, !receipt.deliveredBeforeCoffer, let key = day(delivered) {
+                purchasesByDay[key, default: 0] += 1
+            }
             if receipt.isRevoked, let revoked = receipt.revokedAt, let key = day(revoked) {
                 refundsByDay[key, default: 0] += 1
             }
@@ -39,7 +42,7 @@ extension InMemoryStore {
             users: own.count,
             pendingGrants: grants.count { $0.status == .pending },
             claimedGrants: grants.count { $0.status == .claimed },
-            purchases: receipts.count { $0.deliveredAt != nil },
+            purchases: receipts.count { $0.deliveredAt != nil && !$0.deliveredBeforeCoffer },
             refunds: receipts.count { $0.isRevoked },
             usersInDeficit: deficits.count,
             outstandingDeficit: deficits.values.reduce(0) { $0 + $1.deficit },
@@ -72,7 +75,7 @@ extension InMemoryStore {
                 let (amount, overflow) = sum.amount.addingReportingOverflow(price)
                 revenue[slot] = (sum.count + 1, overflow ? .max : amount)
             }
-            count(refund: false, on: receipt.deliveredAt)
+            count(refund: false, on: receipt.deliveredBeforeCoffer ? nil : receipt.deliveredAt)
             count(refund: true, on: receipt.isRevoked ? receipt.revokedAt : nil)
         }
         for (slot, sum) in revenue.sorted(by: {

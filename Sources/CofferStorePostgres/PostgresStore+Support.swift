@@ -33,6 +33,7 @@ extension PostgresStore {
                         AND cancelled_at IS NULL) AS pending,
                     (SELECT count(*) FROM grants WHERE environment = \(env) AND claimed_at IS NOT NULL) AS claimed,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND delivered_at IS NOT NULL
+                        AND NOT delivered_before_coffer
                         AND (data_environment IS NULL OR data_environment = environment)) AS purchases,
                     (SELECT count(*) FROM receipts WHERE environment = \(env) AND revoked_at IS NOT NULL
                         AND (reversed_at IS NULL OR revoked_at > reversed_at)
@@ -60,7 +61,7 @@ extension PostgresStore {
             let rows = try await connection.query(
                 """
                 SELECT 'p' AS kind, delivered_at / 86400000 AS day, count(*) AS n FROM receipts
-                WHERE environment = \(env) AND delivered_at >= \(since)
+                WHERE environment = \(env) AND delivered_at >= \(since) AND NOT delivered_before_coffer
                     AND (data_environment IS NULL OR data_environment = environment) GROUP BY day
                 UNION ALL
                 SELECT 'r' AS kind, revoked_at / 86400000 AS day, count(*) AS n FROM receipts
@@ -81,7 +82,7 @@ extension PostgresStore {
                 """
                 SELECT 'p' AS kind, delivered_at / 86400000 AS day, product_id, currency, count(*) AS n,
                     SUM(price)::BIGINT AS amount FROM receipts
-                WHERE environment = \(env) AND delivered_at >= \(since)
+                WHERE environment = \(env) AND delivered_at >= \(since) AND NOT delivered_before_coffer
                     AND (data_environment IS NULL OR data_environment = environment)
                     AND price IS NOT NULL AND currency IS NOT NULL AND NOT family_shared GROUP BY day, product_id, currency
                 UNION ALL

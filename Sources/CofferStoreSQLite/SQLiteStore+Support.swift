@@ -58,7 +58,7 @@ extension SQLiteStore {
                     "SELECT COUNT(*) FROM grants WHERE environment = ? AND claimed_at IS NOT NULL"),
                 purchases: try count(
                     "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL "
-                        + Self.ownEnvironment
+                        + "AND delivered_before_coffer = 0 " + Self.ownEnvironment
                 ),
                 refunds: try count(
                     "SELECT COUNT(*) FROM receipts WHERE environment = ? AND revoked_at IS NOT NULL"
@@ -67,7 +67,7 @@ extension SQLiteStore {
                 usersInDeficit: deficit?["n"] ?? 0,
                 outstandingDeficit: deficit?["total"] ?? 0,
                 days: DashboardFigures.fill(
-                    days: days, from: start, purchases: try perDay("delivered_at", ""),
+                    days: days, from: start, purchases: try perDay("delivered_at", "AND delivered_before_coffer = 0"),
                     refunds: try perDay("revoked_at", "AND (reversed_at IS NULL OR revoked_at > reversed_at)")),
                 otherEnvironmentPurchases: try count(
                     "SELECT COUNT(*) FROM receipts WHERE environment = ? AND delivered_at IS NOT NULL"
@@ -78,7 +78,7 @@ extension SQLiteStore {
                 sql: """
                     SELECT 'p' AS kind, delivered_at / 86400000 AS day, product_id, currency, COUNT(*) AS n,
                         SUM(price) AS amount FROM receipts
-                    WHERE environment = ? AND delivered_at >= ? \(Self.ownEnvironment)
+                    WHERE environment = ? AND delivered_at >= ? \(Self.ownEnvironment) AND delivered_before_coffer = 0
                         AND price IS NOT NULL AND currency IS NOT NULL AND family_shared = 0 GROUP BY day, product_id, currency
                     UNION ALL
                     SELECT 'r' AS kind, revoked_at / 86400000 AS day, product_id, currency, COUNT(*) AS n,
