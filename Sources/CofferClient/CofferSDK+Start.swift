@@ -32,6 +32,11 @@ extension CofferSDK {
         return CachedStart(entitlements: entitlements ?? [], balance: balance, deficit: deficit)
     }
 
+    /// The launch's steps are over: the next ``launch()`` runs them again.
+    func launchEnded(_ steps: Task<LaunchReport, any Error>) {
+        if launchInFlight == steps { launchInFlight = nil }
+    }
+
     /// Keeps the wallet for the next launch's first frame, when it changed.
     func keepWallet(_ wallet: Wallet) {
         guard wallet != keptWallet else { return }
@@ -42,14 +47,28 @@ extension CofferSDK {
     /// Starts the SDK (``launch()``'s steps) within ``SDKConfiguration/launchDeadline``: past it the report says
     /// ``LaunchReport/pastDeadline`` and the steps go on in the background, so the app shows its cached state and
     /// the customer goes on ("Continue anyway"). Without a deadline it waits for every step.
+    ///
+    /// A launch called while another one's steps still run (one that went past its deadline, say) waits for those
+    /// steps instead of running them a second time beside them.
     @discardableResult
     public func launch() async throws -> LaunchReport {
-        guard let deadline = configuration.launchDeadline else { return try await launchSteps() }
+        let steps: Task<LaunchReport, any Error>
+        if let running = launchInFlight {
+            steps = running
+        } else {
+            steps = Task { try await self.launchSteps() }
+            launchInFlight = steps
+            Task {
+                _ = try? await steps.value
+                self.launchEnded(steps)
+            }
+        }
+        guard let deadline = configuration.launchDeadline else { return try await steps.value }
         let (answers, answer) = AsyncStream.makeStream(of: Result<LaunchReport, any Error>?.self)
         Task {
             let result: Result<LaunchReport, any Error>
             do {
-                result = .success(try await self.launchSteps())
+                result = .success(try await steps.value)
             } catch {
                 result = .failure(error)
             }

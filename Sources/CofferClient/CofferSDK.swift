@@ -228,6 +228,8 @@ public actor CofferSDK {
     public internal(set) var lastBackupFailure: String?
 
     var backupInFlight: Task<BackupDecision, any Error>?
+    /// The launch whose steps run now (``launch()``): another launch meanwhile waits for it.
+    var launchInFlight: Task<LaunchReport, any Error>?
     /// The latest debounced backup after a balance change.
     var scheduledBackup: Task<Void, Never>?
     /// Whether that backup is still waiting (it will take any change made meanwhile).

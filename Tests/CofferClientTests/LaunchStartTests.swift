@@ -125,16 +125,20 @@ struct LaunchStartTests {
             _ = try await online.purchase(productId: PurchaseFlowTests.product)
             // The server hangs: every request waits (the client's own timeout is a minute).
             let silent = try SilentServer()
+            let client = ServerClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!, timeout: 60)
             let hanging = try CofferSDK(
                 configuration: SDKConfiguration(
                     wallet: .device, environment: .sandbox, catalog: world.catalog, deviceName: "iPhone",
                     launchDeadline: 0.2),
-                storeKit: world.apple.device(account: "alice"),
-                server: ServerClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!, timeout: 60),
+                storeKit: world.apple.device(account: "alice"), server: client,
                 folder: world.folder.appendingPathComponent("app"),
                 credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
             let report = try await hanging.launch()
             #expect(report.pastDeadline && report.recovered.isEmpty)
+            // Launched again while the first launch's steps still wait: it waits for them, it does not run them twice.
+            let sent = client.requestsSent
+            #expect(try await hanging.launch().pastDeadline)
+            #expect(client.requestsSent == sent)
             #expect(hanging.cachedStart.balance == 100)  // what the app shows meanwhile
             // The same install against the server that answers: the whole launch, no deadline met.
             let back = try world.app(launchDeadline: 30)
