@@ -20,9 +20,13 @@ public struct CustomerScope: Sendable, Equatable {
 }
 
 extension AdminService {
-    /// Whether a customer's data is Apple's Sandbox: their AppTransaction says so, or one of their purchases is.
+    /// Whether a customer's data is Apple's Sandbox: their AppTransaction says so; or, without an AppTransaction
+    /// that says Production, their purchases are Sandbox data and none is Production's (a real customer who once
+    /// ran a TestFlight build stays a real customer).
     static func isSandboxMarked(_ user: User, receipts: [Receipt]) -> Bool {
-        user.appleAccount?.environment == .sandbox || receipts.contains { $0.transaction.environment == .sandbox }
+        if let account = user.appleAccount { return account.environment == .sandbox }
+        return receipts.contains { $0.transaction.environment == .sandbox }
+            && !receipts.contains { $0.transaction.environment == .production }
     }
 
     /// The users among `users` in the scope: all of them, or only the Sandbox-marked ones.
@@ -42,17 +46,31 @@ extension AdminService {
     /// Production server's Sandbox view (support switches to Production to see or change a real customer).
     public func user(scope: CustomerScope, supportId: String) async throws -> UserDetail {
         let detail = try await user(environment: scope.environment, supportId: supportId)
-        guard !scope.sandboxMarkedOnly || detail.sandboxMarked else {
-            throw AdminError.forbidden(
-                "\(detail.user.supportId) is a Production customer, not App Review's, TestFlight's or a sandbox "
-                    + "tester's: switch to Production to see or change them")
-        }
+        guard !scope.sandboxMarkedOnly || detail.sandboxMarked else { throw Self.outOfScope(detail.user.supportId) }
         return detail
+    }
+
+    /// Refuses a customer the scope does not hold, as ``user(scope:supportId:)`` does: every write the panel makes
+    /// (a grant, its cancellation, a balance edit, a merge, a deletion, an export) asks first, the confirmed step
+    /// as well as its confirmation page.
+    public func requireInScope(_ scope: CustomerScope, supportId: String) async throws {
+        guard scope.sandboxMarkedOnly else { return }
+        let user = try await find(supportId, environment: scope.environment)
+        let receipts = try await store.receipts(owner: user.id, environment: user.environment)
+        guard Self.isSandboxMarked(user, receipts: receipts) else { throw Self.outOfScope(user.supportId.rawValue) }
+    }
+
+    static func outOfScope(_ supportId: String) -> AdminError {
+        .forbidden(
+            "\(supportId) is a Production customer, not App Review's, TestFlight's or a sandbox tester's: switch to "
+                + "Production to see or change them")
     }
 
     /// The grants in the scope, newest first.
     public func grants(scope: CustomerScope, status: GrantStatus?, limit: Int = 200) async throws -> [GrantView] {
-        guard scope.sandboxMarkedOnly else { return try await grants(environment: scope.environment, status: status) }
+        guard scope.sandboxMarkedOnly else {
+            return try await grants(environment: scope.environment, status: status, limit: limit)
+        }
         let grants = try await store.sandboxMarkedGrants(
             environment: scope.environment, status: status, limit: min(max(1, limit), 1_000))
         return try await views(of: grants)

@@ -378,6 +378,7 @@ extension UserDetail {
             grants: try container.decode([GrantView].self, forKey: .grants),
             timeline: try container.decode([TimelineItem].self, forKey: .timeline),
             appleAccount: try container.decodeIfPresent(AppleAccount.self, forKey: .appleAccount),
+            sandboxMarked: try container.decodeIfPresent(Bool.self, forKey: .sandboxMarked) ?? false,
             mergedInto: try container.decodeIfPresent(String.self, forKey: .mergedInto),
             subscriptions: try container.decodeIfPresent([SubscriptionView].self, forKey: .subscriptions) ?? [],
             purchases: try container.decodeIfPresent([PurchaseView].self, forKey: .purchases) ?? [],

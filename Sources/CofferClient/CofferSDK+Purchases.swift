@@ -96,10 +96,15 @@ extension CofferSDK {
     /// A transaction StoreKit could not verify on the device (`VerificationResult.unverified`): its fields are only
     /// the device's word, so nothing is delivered or remembered on them. Its signed form goes to the server, which
     /// verifies it with Apple's full policy:
-    /// - accepted there (StoreKit's check failed on this device alone), it is delivered as any verified one;
-    /// - refused there (forged or tampered data), it is finished with StoreKit, so it is not met again on every
-    ///   launch, and kept with why (``unverifiedRefusal(_:)``, the launch report, ``SDKError/unverifiedPurchase(transactionId:reason:)``);
-    /// - with the server out of reach, it stays unfinished for the next launch.
+    /// - accepted there (StoreKit's check failed on this device alone), it is delivered as any verified one, once
+    ///   its fields are found to be its signed form's (the server's answer names it, and the signed payload says
+    ///   the same id, product, quantity, kind, ownership, account token and refund): a device that pairs another
+    ///   purchase's genuine signed form with fields of its own delivers nothing;
+    /// - refused there as not Apple's (a verification failure: forged or tampered data), or its fields not its
+    ///   signed form's, it is finished with StoreKit, so it is not met again on every launch, and kept with why
+    ///   (``unverifiedRefusal(_:)``, the launch report, ``SDKError/unverifiedPurchase(transactionId:reason:)``);
+    /// - refused for another reason (a product this catalog does not sell, a token the server refuses) or with the
+    ///   server out of reach, it stays unfinished for a later launch, as a verified one would.
     ///
     /// - Returns: Whether it is finished.
     func handleUnverified(_ transaction: StoreTransaction, startedHere: Bool) async throws -> Bool {
@@ -107,8 +112,9 @@ extension CofferSDK {
             await storeKit.finish(transactionId: transaction.id)
             return true
         }
+        let answer: TransactionResponse
         do {
-            _ = try await signedIn {
+            answer = try await signedIn {
                 try await server.post(
                     signedTransaction: transaction.jwsRepresentation, previouslyDelivered: false, token: $0)
             }
@@ -118,13 +124,55 @@ extension CofferSDK {
             // Signed by Apple after all, and another user's: their install delivers and finishes it.
             return false
         } catch ServerClientError.refused(let status, let code, let message) {
-            try state.set(Self.unverifiedKey(transaction.id), "\(status) \(code): \(message)")
-            await storeKit.finish(transactionId: transaction.id)
-            return true
+            guard status == 422, Self.verificationCodes.contains(code) else {
+                try state.set("refused:\(transaction.id)", "\(status) \(code)")
+                return false
+            }
+            return try await refuseUnverified(transaction, why: "\(status) \(code): \(message)")
+        }
+        guard answer.transactionId == transaction.id, Self.matchesSignedForm(transaction) else {
+            return try await refuseUnverified(
+                transaction, why: "its fields are not those of its signed form (transaction \(answer.transactionId))")
         }
         var verified = transaction
         verified.verificationFailure = nil
         return try await handle(verified, startedHere: startedHere)
+    }
+
+    /// The server's codes for signed data that is not Apple's (its verifier's statuses; a retryable failure is a
+    /// 503, tried again).
+    static let verificationCodes: Set<String> = [
+        "VERIFICATION_FAILURE", "INVALID_APP_IDENTIFIER", "INVALID_ENVIRONMENT", "INVALID_CHAIN_LENGTH",
+        "INVALID_CERTIFICATE", "INVALID_CHAIN",
+    ]
+
+    /// Finishes an unverified transaction refused for good, keeping why.
+    private func refuseUnverified(_ transaction: StoreTransaction, why: String) async throws -> Bool {
+        try state.set(Self.unverifiedKey(transaction.id), why)
+        await storeKit.finish(transactionId: transaction.id)
+        return true
+    }
+
+    /// Whether the fields StoreKit reported are its signed payload's: the id, the original id, the product, the
+    /// quantity, the kind, Family Sharing, the account token and whether it is refunded. The payload is read, not
+    /// verified: the server verified the signed form it was sent.
+    static func matchesSignedForm(_ transaction: StoreTransaction) -> Bool {
+        let parts = transaction.jwsRepresentation.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return false }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+            let payload = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        else { return false }
+        let token = (payload["appAccountToken"] as? String).flatMap(UUID.init(uuidString:))
+        let quantity = (payload["quantity"] as? NSNumber)?.intValue ?? 1
+        return payload["transactionId"] as? String == transaction.id
+            && payload["originalTransactionId"] as? String == transaction.originalId
+            && payload["productId"] as? String == transaction.productId && quantity == transaction.quantity
+            && payload["type"] as? String == transaction.productType.rawValue
+            && (payload["inAppOwnershipType"] as? String == "FAMILY_SHARED") == transaction.isFamilyShared
+            && token == transaction.appAccountToken
+            && (payload["revocationDate"] != nil) == (transaction.revocationDate != nil)
     }
 
     /// Why the server refused a transaction StoreKit could not verify (it was then finished), or `nil`.

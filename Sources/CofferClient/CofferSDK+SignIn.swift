@@ -82,12 +82,24 @@ extension CofferSDK {
     /// of its own (no purchase, balance or deficit: what it holds stays, and support can merge it with a merge
     /// code).
     ///
+    /// The join runs as the install's registration: other flows that ask for the user wait for it, and it is not
+    /// run beside a registration after a refused token.
+    ///
     /// - Returns: Whether the install now is the Apple account's customer.
     @discardableResult
     func joinAppleAccount() async throws -> Bool {
-        guard configuration.identity == .appleAccount, try state.value(Self.joinPendingKey)?.isEmpty == false,
-            let current = identity?.credentials
-        else { return false }
+        guard configuration.identity == .appleAccount, try state.value(Self.joinPendingKey)?.isEmpty == false else {
+            return false
+        }
+        if let running = registration { _ = try? await running.value }
+        guard let current = identity?.credentials else { return false }
+        let task = Task { try await Self.$replacingCredentials.withValue(true) { try await self.join(current) } }
+        registration = task
+        defer { if registration == task { registration = nil } }
+        return try await task.value
+    }
+
+    private func join(_ current: Credentials) async throws -> Bool {
         guard try await holdsNothing(current) else {
             configuration.log(
                 .notice, .launch,
@@ -96,6 +108,8 @@ extension CofferSDK {
             return false
         }
         guard let fresh = await storeKit.appTransaction(refresh: true) else { return false }
+        // Asked again after the sign-in sheet, which may have stayed up a while: nothing may have come in meanwhile.
+        guard try await holdsNothing(current) else { return false }
         let registered: Result<CreateUserResponse, ServerClientError>
         do {
             registered = .success(try await server.register(signedAppTransaction: fresh))
@@ -115,10 +129,13 @@ extension CofferSDK {
         return true
     }
 
-    /// Whether the install's own customer holds nothing: nothing waiting to be posted, no purchase on the server,
-    /// no balance or deficit there, and (device wallet) nothing in the local ledger but the starting balance.
+    /// Whether the install's own customer holds nothing: nothing waiting to be posted, no purchase under way (an
+    /// Ask to Buy waiting, say), no purchase or grant on the server, no balance or deficit there, and (device
+    /// wallet) nothing in the local ledger but the starting balance.
     private func holdsNothing(_ credentials: Credentials) async throws -> Bool {
         guard try state.outbox().isEmpty else { return false }
+        for product in catalog.products where try state.hasOpenIntent(productId: product.id) { return false }
+        guard try await server.pendingGrants(token: credentials.token).isEmpty else { return false }
         let me = try await server.me(token: credentials.token)
         guard try await server.purchases(token: credentials.token).isEmpty else { return false }
         guard configuration.wallet == .device else { return me.balance == 0 && me.deficit == 0 }

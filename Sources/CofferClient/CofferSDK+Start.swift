@@ -33,8 +33,10 @@ extension CofferSDK {
     }
 
     /// The launch's steps are over: the next ``launch()`` runs them again.
-    func launchEnded(_ steps: Task<LaunchReport, any Error>) {
-        if launchInFlight == steps { launchInFlight = nil }
+    func launchEnded(_ id: UUID) {
+        guard launchId == id else { return }
+        launchInFlight = nil
+        launchId = nil
     }
 
     /// Keeps the wallet for the next launch's first frame, when it changed.
@@ -49,19 +51,23 @@ extension CofferSDK {
     /// the customer goes on ("Continue anyway"). Without a deadline it waits for every step.
     ///
     /// A launch called while another one's steps still run (one that went past its deadline, say) waits for those
-    /// steps instead of running them a second time beside them.
+    /// steps instead of running them a second time beside them. The steps run on their own: a caller that is
+    /// cancelled stops waiting, not the launch.
     @discardableResult
     public func launch() async throws -> LaunchReport {
         let steps: Task<LaunchReport, any Error>
         if let running = launchInFlight {
             steps = running
         } else {
-            steps = Task { try await self.launchSteps() }
-            launchInFlight = steps
-            Task {
-                _ = try? await steps.value
-                self.launchEnded(steps)
+            let id = UUID()
+            launchId = id
+            // The task runs on the SDK's actor: it lets go of `launchInFlight` in the same turn it ends, so a launch
+            // asked for after that runs the steps again.
+            steps = Task {
+                defer { self.launchEnded(id) }
+                return try await self.launchSteps()
             }
+            launchInFlight = steps
         }
         guard let deadline = configuration.launchDeadline else { return try await steps.value }
         let (answers, answer) = AsyncStream.makeStream(of: Result<LaunchReport, any Error>?.self)

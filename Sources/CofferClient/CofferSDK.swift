@@ -230,6 +230,8 @@ public actor CofferSDK {
     var backupInFlight: Task<BackupDecision, any Error>?
     /// The launch whose steps run now (``launch()``): another launch meanwhile waits for it.
     var launchInFlight: Task<LaunchReport, any Error>?
+    /// The launch ``launchInFlight`` is.
+    var launchId: UUID?
     /// The latest debounced backup after a balance change.
     var scheduledBackup: Task<Void, Never>?
     /// Whether that backup is still waiting (it will take any change made meanwhile).

@@ -302,7 +302,12 @@ public struct ServerClient: Sendable {
             if let name = name as? String, let value = value as? String { fields[name] = value }
         }
         let status = http?.statusCode ?? 0
-        let answeredId = fields.first { $0.key.lowercased() == "x-request-id" }?.value ?? requestId
+        // The server's id as it answered, when it is one an id can be (a proxy's could be anything): else ours.
+        let answeredId =
+            fields.first { $0.key.lowercased() == "x-request-id" }.map(\.value).flatMap { id in
+                (1...128).contains(id.count)
+                    && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) } ? id : nil
+            } ?? requestId
         let took = (ContinuousClock.now - started).components
         let milliseconds = took.seconds * 1_000 + took.attoseconds / 1_000_000_000_000_000
         log(

@@ -448,7 +448,13 @@ public enum Ledger {
         guard credits >= 0, credits <= maximumAmount else { throw .invalidAmount(credits) }
         guard fact.quantity >= 1 else { throw .invalidAmount(Int64(fact.quantity)) }
         if let existing, existing.isRevoked {
-            return unchanged(.revoked, wallet)
+            guard !credited, existing.deliveredCredits == nil else { return unchanged(.revoked, wallet) }
+            // Refunded on record before anything was delivered, and the app delivered it before Coffer: recorded
+            // as delivered at 0, so a later reversal restores nothing and presenting it again credits nothing.
+            var marked = existing
+            marked.deliveredCredits = 0
+            marked.deliveredBeforeCoffer = true
+            return LedgerDecision(outcome: .revoked, wallet: wallet, receipt: marked, entry: nil)
         }
         if let existing, existing.deliveredCredits != nil {
             // Delivered before from data without the payment (a legacy receipt): learn it now, credit nothing.

@@ -70,6 +70,7 @@ extension AdminPanel {
         }
         let grant: GrantView
         do {
+            try await service.requireInScope(scope(session), supportId: supportId)
             grant = try await service.createGrant(
                 environment: scope(session).environment, supportId: supportId, credits: credits, reason: reason,
                 actor: context.adminActor, ceiling: context.panelAdmin?.grantCeiling, holder: session.adminName,
@@ -131,6 +132,7 @@ extension AdminPanel {
         let grant: GrantView
         do {
             grant = try await service.grant(environment: scope(session).environment, id: id)
+            try await service.requireInScope(scope(session), supportId: grant.supportId)
         } catch let error as AdminError {
             return message(
                 "Not cancelled", error.description, link: "/admin/grants", linkText: "Back to grants",

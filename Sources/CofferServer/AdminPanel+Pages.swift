@@ -248,6 +248,7 @@ extension AdminPanel {
                     + "so nothing was changed. Check it and set it again.")
         }
         do {
+            try await service.requireInScope(scope(session), supportId: supportId)
             _ = try await service.setBalance(
                 environment: scope(session).environment, supportId: supportId, balance: balance, reason: reason,
                 actor: context.adminActor)
@@ -309,6 +310,8 @@ extension AdminPanel {
         }
         let done: MergeResponse
         do {
+            try await service.requireInScope(scope(session), supportId: supportId)
+            try await service.requireInScope(scope(session), supportId: into)
             done = try await service.mergeUsers(
                 environment: scope(session).environment, from: supportId, into: into, consent: consent,
                 intoCode: intoCode, actor: context.adminActor)
@@ -356,6 +359,7 @@ extension AdminPanel {
                 ], context: context)
         }
         do {
+            try await service.requireInScope(scope(session), supportId: supportId)
             _ = try await service.deleteUser(
                 environment: scope(session).environment, supportId: supportId, actor: context.adminActor)
         } catch let error as AdminError {
@@ -520,6 +524,7 @@ extension AdminPanel {
         let supportId = try context.parameters.require("supportId")
         let detail: UserDetail
         do {
+            try await service.requireInScope(scope(session), supportId: supportId)
             detail = try await service.exportUser(
                 environment: scope(session).environment, supportId: supportId, format: format, actor: context.adminActor
             )

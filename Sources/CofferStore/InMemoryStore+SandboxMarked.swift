@@ -2,10 +2,13 @@ import CofferCore
 import Foundation
 
 extension InMemoryStore {
-    /// Whether a user's data is Apple's Sandbox: the AppTransaction says so, or a receipt of theirs is Sandbox data.
+    /// Whether a user's data is Apple's Sandbox: the AppTransaction says so; or, without one, a receipt of theirs is
+    /// Sandbox data and none is Production's.
     func isSandboxMarked(_ user: User) -> Bool {
-        user.appleAccount?.environment == .sandbox
-            || state.receipts.values.contains { $0.owner == user.id && $0.transaction.environment == .sandbox }
+        if let account = user.appleAccount { return account.environment == .sandbox }
+        let theirs = state.receipts.values.filter { $0.owner == user.id }
+        return theirs.contains { $0.transaction.environment == .sandbox }
+            && !theirs.contains { $0.transaction.environment == .production }
     }
 
     /// The Sandbox-marked users of an environment, newest first.

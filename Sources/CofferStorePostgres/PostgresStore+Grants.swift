@@ -67,8 +67,7 @@ extension PostgresStore {
             AND (\(recipient?.uuidString)::text IS NULL OR recipient = \(recipient?.uuidString))
             AND (NOT \(marked) OR recipient IN (
                 SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
-                AND (u.app_transaction_environment = 'Sandbox'
-                    OR EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox'))))
+                AND \(unescaped: Self.sandboxMarked)))
             AND (\(statusName)::text IS NULL
                 OR (\(statusName) = 'pending' AND claimed_at IS NULL AND cancelled_at IS NULL)
                 OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL)

@@ -4,11 +4,13 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Whether the `users` row `u` is Sandbox-marked: its AppTransaction says Sandbox, or it holds a receipt of
-    /// Apple's Sandbox data (served by the receipts' owner index).
+    /// Whether the `users` row `u` is Sandbox-marked: its AppTransaction says Sandbox; or, without one, it holds a
+    /// receipt of Apple's Sandbox data and none of Production's (served by the receipts' owner index).
     static let sandboxMarked = """
         (u.app_transaction_environment = 'Sandbox'
-            OR EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox'))
+            OR (u.app_transaction_environment IS NULL
+                AND EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox')
+                AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Production')))
         """
 
     /// The Sandbox-marked users of an environment, newest first.

@@ -98,13 +98,35 @@ struct UnverifiedTransactionTests {
             #expect(refused != id)
         }
     }
+
+    @Test("the device wallet delivers nothing when an unverified transaction's fields are not its signed form's")
+    func fieldsNotSigned() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let device = world.apple.device(account: "alice")
+            // Apple's signed form of one credit pack, reported by the device as nine.
+            let app = try world.app(device: UnverifiedPurchases(device: device, tamper: false, otherQuantity: 9))
+            _ = try await app.launch()
+            var why: String?
+            do {
+                let outcome = try await app.purchase(productId: PurchaseFlowTests.product)
+                Issue.record("a purchase with fields of its own was delivered: \(outcome)")
+            } catch SDKError.unverifiedPurchase(_, let reason) {
+                why = reason
+            }
+            #expect(why?.contains("not those of its signed form") == true)
+            #expect(try await app.balance() == 0)
+            #expect(await device.unfinished().isEmpty)
+        }
+    }
 }
 
 /// A device whose StoreKit cannot verify its purchases: each purchase's transaction comes marked
-/// `invalidDeviceVerification`, with Apple's signed form or, with `tamper`, one whose signature was changed.
+/// `invalidDeviceVerification`, with Apple's signed form or, with `tamper`, one whose signature was changed, or, with
+/// `otherQuantity`, Apple's signed form under a quantity of the device's own.
 struct UnverifiedPurchases: StoreKitProvider {
     let device: SimulatedDevice
     let tamper: Bool
+    var otherQuantity: Int?
 
     func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws -> StorePurchaseResult {
         guard
@@ -112,6 +134,7 @@ struct UnverifiedPurchases: StoreKitProvider {
                 productId: productId, quantity: quantity, appAccountToken: appAccountToken)
         else { return .pending }
         transaction.verificationFailure = "invalidDeviceVerification"
+        if let otherQuantity { transaction.quantity = otherQuantity }
         if tamper {
             // The signature's first byte changed: it no longer matches the header and payload.
             var parts = transaction.jwsRepresentation.split(separator: ".").map(String.init)

@@ -69,6 +69,21 @@ struct PanelSandboxViewTests {
             #expect(String(buffer: real.body).contains("is a Production customer"))
             #expect(real.status == .forbidden)
             #expect(try await browser.get(client, "/admin/users/_aaaaaaaaaaa1").status == .ok)
+            // A confirmed write crafted for the real customer from this view is refused too, and changes nothing.
+            let crafted = try await browser.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", "_ccccccccccc3"), ("credits", "5"), ("reason", "Ticket"), ("confirm", "yes"),
+                    ("grantId", UUID().uuidString.lowercased()), ("csrf", csrf),
+                ])
+            #expect(crafted.status == .forbidden)
+            let deleting = try await browser.post(
+                client, "/admin/users/_ccccccccccc3/delete", [("confirm", "yes"), ("csrf", csrf)])
+            #expect(String(buffer: deleting.body).contains("is a Production customer"))
+            #expect(
+                try await store.grants(environment: .production, recipient: customerId, status: nil, limit: 5).count
+                    == 1)
+            #expect(try await store.user(id: customerId)?.deletedAt == nil)
             // "Delete all test grants" reaches the test customers' grants only.
             let confirm = String(buffer: try await browser.get(client, "/admin/grants/delete-all").body)
             #expect(confirm.contains("No real customer"))

@@ -312,12 +312,20 @@ struct AdminStoreContractTests {
         let tester = Make.user("_bbbbbbbbbbb2", in: .production, createdAt: 1)
         var customer = Make.user("_ccccccccccc3", in: .production)
         customer.appleAccount = AppleAccount(appTransactionId: "7003", environment: .production)
-        for user in [reviewer, tester, customer] { try await store.createUser(user) }
+        // A real customer registered without an AppTransaction who once ran a TestFlight build: not a test customer.
+        let mixed = Make.user("_ddddddddddd4", in: .production, createdAt: 3)
+        for user in [reviewer, tester, customer, mixed] { try await store.createUser(user) }
         var sandboxFact = Make.fact("t-1")
         sandboxFact.environment = .sandbox
         var productionFact = Make.fact("c-1")
         productionFact.environment = .production
-        for (user, fact) in [(tester, sandboxFact), (customer, productionFact)] {
+        var mixedSandbox = Make.fact("m-1")
+        mixedSandbox.environment = .sandbox
+        var mixedProduction = Make.fact("m-2")
+        mixedProduction.environment = .production
+        for (user, fact) in [
+            (tester, sandboxFact), (customer, productionFact), (mixed, mixedSandbox), (mixed, mixedProduction),
+        ] {
             _ = try await store.apply([
                 LedgerRequest(
                     owner: user.id, environment: .production, event: .purchase(fact, credits: 400), at: Make.start)

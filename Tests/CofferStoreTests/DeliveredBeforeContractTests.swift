@@ -28,6 +28,16 @@ struct DeliveredBeforeContractTests {
         #expect(again.outcome == .duplicate && again.wallet == .empty)
         let receipt = try #require(try await store.receipt(transactionId: "old-1", environment: .sandbox))
         #expect(receipt.deliveredBeforeCoffer && receipt.deliveredCredits == 0 && !receipt.isRevoked)
+
+        // The refund on record first (from the history), then the first launch with Coffer says the old app
+        // delivered it: the same, never credited after a reversal.
+        let earlier = Make.fact("old-2", revoked: true)
+        _ = try await apply(.revocation(earlier))
+        #expect(try await apply(.deliveredBeforeCoffer(earlier, credits: 300)).outcome == .revoked)
+        var reversed = earlier
+        reversed.revocationDate = nil
+        _ = try await apply(.reversal(reversed, at: Make.start.addingTimeInterval(120)))
+        #expect(try await apply(.purchase(reversed, credits: 300)).wallet == .empty)
     }
 
     @Test(
