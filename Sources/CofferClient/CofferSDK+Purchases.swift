@@ -80,8 +80,9 @@ extension CofferSDK {
     /// started here, never seen here) is left for that device for ``SDKConfiguration/otherDeviceGrace``, so the
     /// credits land on one device's balance, not on each.
     ///
-    /// A transaction StoreKit could not verify on the device is delivered on no one's word but the server's: see
-    /// ``handleUnverified(_:startedHere:)``.
+    /// A transaction StoreKit could not verify on the device is delivered on no one's word but the server's: the
+    /// server verifies its signed form, and it is delivered only when its fields are that form's; refused as not
+    /// Apple's, it is finished and kept with why (``unverifiedRefusal(_:)``).
     @discardableResult
     public func handle(_ transaction: StoreTransaction, startedHere: Bool = false) async throws -> Bool {
         if !transaction.isVerified { return try await handleUnverified(transaction, startedHere: startedHere) }
