@@ -250,7 +250,7 @@ public struct AdminService: Sendable {
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,
-            sandboxMarked: Self.isSandboxMarked(user, receipts: receipts),
+            sandboxMarked: SandboxMark.holds(user, receipts: receipts),
             mergedInto: mergedInto, subscriptions: subscriptions,
             purchases: receipts.suffix(Self.purchaseLimit).reversed().map { PurchaseView($0, catalog: catalog) },
             verifyReport: try await store.verifyReport(owner: user.id, environment: environment).map {

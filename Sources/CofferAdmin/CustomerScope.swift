@@ -20,21 +20,12 @@ public struct CustomerScope: Sendable, Equatable {
 }
 
 extension AdminService {
-    /// Whether a customer's data is Apple's Sandbox: their AppTransaction says so; or, without an AppTransaction
-    /// that says Production, their purchases are Sandbox data and none is Production's (a real customer who once
-    /// ran a TestFlight build stays a real customer).
-    static func isSandboxMarked(_ user: User, receipts: [Receipt]) -> Bool {
-        if let account = user.appleAccount { return account.environment == .sandbox }
-        return receipts.contains { $0.transaction.environment == .sandbox }
-            && !receipts.contains { $0.transaction.environment == .production }
-    }
-
     /// The users among `users` in the scope: all of them, or only the Sandbox-marked ones.
     func inScope(_ users: [User], _ sandboxMarkedOnly: Bool) async throws -> [User] {
         guard sandboxMarkedOnly else { return users }
         var kept: [User] = []
         for user in users
-        where Self.isSandboxMarked(
+        where SandboxMark.holds(
             user, receipts: try await store.receipts(owner: user.id, environment: user.environment))
         {
             kept.append(user)
@@ -57,7 +48,7 @@ extension AdminService {
         guard scope.sandboxMarkedOnly else { return }
         let user = try await find(supportId, environment: scope.environment)
         let receipts = try await store.receipts(owner: user.id, environment: user.environment)
-        guard Self.isSandboxMarked(user, receipts: receipts) else { throw Self.outOfScope(user.supportId.rawValue) }
+        guard SandboxMark.holds(user, receipts: receipts) else { throw Self.outOfScope(user.supportId.rawValue) }
     }
 
     static func outOfScope(_ supportId: String) -> AdminError {

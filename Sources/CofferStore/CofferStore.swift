@@ -83,9 +83,8 @@ public protocol CofferStore: Sendable {
         -> [User]
     /// How many users an environment has.
     func userCount(environment: AppStoreEnvironment) async throws -> Int
-    /// The Sandbox-marked users of an environment, newest first, optionally whose Support ID starts with
-    /// `supportIdPrefix`: those whose AppTransaction says Sandbox, or who hold a receipt of Apple's Sandbox data
-    /// (App Review, TestFlight and sandbox testers on a Production server).
+    /// The Sandbox-marked users of an environment (``SandboxMark``: App Review, TestFlight and sandbox testers on a
+    /// Production server), newest first, optionally whose Support ID starts with `supportIdPrefix`.
     func sandboxMarkedUsers(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int)
         async throws -> [User]
 

@@ -2,13 +2,9 @@ import CofferCore
 import Foundation
 
 extension InMemoryStore {
-    /// Whether a user's data is Apple's Sandbox: the AppTransaction says so; or, without one, a receipt of theirs is
-    /// Sandbox data and none is Production's.
+    /// Whether a user is Sandbox-marked (``SandboxMark``).
     func isSandboxMarked(_ user: User) -> Bool {
-        if let account = user.appleAccount { return account.environment == .sandbox }
-        let theirs = state.receipts.values.filter { $0.owner == user.id }
-        return theirs.contains { $0.transaction.environment == .sandbox }
-            && !theirs.contains { $0.transaction.environment == .production }
+        SandboxMark.holds(user, receipts: state.receipts.values.filter { $0.owner == user.id })
     }
 
     /// The Sandbox-marked users of an environment, newest first.

@@ -67,7 +67,7 @@ extension PostgresStore {
             AND (\(recipient?.uuidString)::text IS NULL OR recipient = \(recipient?.uuidString))
             AND (NOT \(marked) OR recipient IN (
                 SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
-                AND \(unescaped: Self.sandboxMarked)))
+                AND \(unescaped: SandboxMark.sql)))
             AND (\(statusName)::text IS NULL
                 OR (\(statusName) = 'pending' AND claimed_at IS NULL AND cancelled_at IS NULL)
                 OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL)

@@ -4,16 +4,7 @@ import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    /// Whether the `users` row `u` is Sandbox-marked: its AppTransaction says Sandbox; or, without one, it holds a
-    /// receipt of Apple's Sandbox data and none of Production's (served by the receipts' owner index).
-    static let sandboxMarked = """
-        (u.app_transaction_environment = 'Sandbox'
-            OR (u.app_transaction_environment IS NULL
-                AND EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox')
-                AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Production')))
-        """
-
-    /// The Sandbox-marked users of an environment (``sandboxMarked``), newest first.
+    /// The Sandbox-marked users of an environment (`SandboxMark`), newest first.
     public func sandboxMarkedUsers(
         environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int
     ) async throws -> [User] {
@@ -23,7 +14,7 @@ extension PostgresStore {
             """
             SELECT u.* FROM users u WHERE u.environment = \(environment.rawValue)
                 AND u.support_id COLLATE "C" >= \(prefix) AND u.support_id COLLATE "C" < \(end)
-                AND \(unescaped: Self.sandboxMarked)
+                AND \(unescaped: SandboxMark.sql)
             ORDER BY u.created_at DESC, u.support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
             """, Rows.user)
     }
@@ -44,7 +35,7 @@ extension PostgresStore {
                 WITH deleted AS (
                     DELETE FROM grants WHERE environment = \(environment.rawValue) AND recipient IN (
                         SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
-                        AND \(unescaped: Self.sandboxMarked))
+                        AND \(unescaped: SandboxMark.sql))
                     RETURNING 1)
                 SELECT count(*) FROM deleted
                 """, logger: self.logger)

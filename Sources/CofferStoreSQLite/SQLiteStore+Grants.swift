@@ -64,7 +64,7 @@ extension SQLiteStore {
             var sql = "SELECT * FROM grants WHERE environment = ?"
             var arguments: StatementArguments = [environment.rawValue]
             if marked {
-                sql += " AND recipient IN (SELECT u.id FROM users u WHERE u.environment = ? AND \(Self.sandboxMarked))"
+                sql += " AND recipient IN (SELECT u.id FROM users u WHERE u.environment = ? AND \(SandboxMark.sql))"
                 arguments += [environment.rawValue]
             }
             if let recipient {

@@ -4,15 +4,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Whether the `users` row `u` is Sandbox-marked: its AppTransaction says Sandbox; or, without one, it holds a
-    /// receipt of Apple's Sandbox data and none of Production's (served by the receipts' owner index).
-    static let sandboxMarked = """
-        (u.app_transaction_environment = 'Sandbox'
-            OR (u.app_transaction_environment IS NULL
-                AND EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox')
-                AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Production')))
-        """
-
     /// The Sandbox-marked users of an environment, newest first.
     public func sandboxMarkedUsers(
         environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int
@@ -23,7 +14,7 @@ extension SQLiteStore {
                 db,
                 sql: """
                     SELECT u.* FROM users u WHERE u.environment = ? AND u.support_id >= ? AND u.support_id < ?
-                        AND \(Self.sandboxMarked)
+                        AND \(SandboxMark.sql)
                     ORDER BY u.created_at DESC, u.support_id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: [environment.rawValue, prefix, prefix + "\u{7F}", max(0, limit), max(0, offset)]
@@ -44,7 +35,7 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     DELETE FROM grants WHERE environment = ? AND recipient IN (
-                        SELECT u.id FROM users u WHERE u.environment = ? AND \(Self.sandboxMarked))
+                        SELECT u.id FROM users u WHERE u.environment = ? AND \(SandboxMark.sql))
                     """,
                 arguments: [environment.rawValue, environment.rawValue])
             return db.changesCount

@@ -1,0 +1,31 @@
+import CofferCore
+import Foundation
+
+/// The one rule for a Sandbox-marked customer (App Review, TestFlight, a sandbox tester, kept on a Production
+/// server among real customers): their AppTransaction says Sandbox; or, without an AppTransaction, their purchases
+/// are Apple's Sandbox data and none is Production's (a real customer who once ran a TestFlight build stays a real
+/// customer). Every engine and the admin use cases ask it here.
+public enum SandboxMark {
+    /// Whether `user`, holding `receipts`, is Sandbox-marked.
+    public static func holds(_ user: User, receipts: some Sequence<Receipt>) -> Bool {
+        if let account = user.appleAccount { return account.environment == .sandbox }
+        var sandbox = false
+        for receipt in receipts {
+            switch receipt.transaction.environment {
+            case .production: return false
+            case .sandbox: sandbox = true
+            case nil: continue
+            }
+        }
+        return sandbox
+    }
+
+    /// The same rule over the `users` row `u` and its `receipts`, for the SQL engines (the receipts' owner index
+    /// serves it).
+    public static let sql = """
+        (u.app_transaction_environment = 'Sandbox'
+            OR (u.app_transaction_environment IS NULL
+                AND EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox')
+                AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Production')))
+        """
+}
