@@ -24,7 +24,7 @@ NULLABLE = lambda schema: {"anyOf": [schema, {"type": "null"}]}
 
 schemas = {
     "Error": obj({"error": obj({"code": S("A stable code: unauthorized, wrong-user, not-found, bad-request, "
-                                         "body-too-large, version-conflict, insufficient-balance, key-reused, "
+                                         "body-too-large, version-conflict, insufficient-balance, balance-changed, key-reused, "
                                          "device-wallet, refused, unknown-product, internal, or Apple's "
                                          "verification status (VERIFICATION_FAILURE, INVALID_CHAIN, ...)"),
                                    "message": S("For people")})}),
@@ -206,7 +206,12 @@ schemas = {
                          "id": S("The grant's id, chosen by the caller: the same request again (after a lost "
                                  "answer) answers this grant, never a second", format="uuid")},
                         required=["supportId", "credits", "reason"]),
-    "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500)}),
+    "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500),
+                           "expected": I("The balance support saw (the server wallet's balance, or the device "
+                                         "wallet's backed-up balance): when given, the edit is refused with 409 "
+                                         "balance-changed, and nothing changes, unless the balance is still this",
+                                         minimum=0)},
+                          required=["balance", "reason"]),
     "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"])}),
     "DeletedGrants": obj({"deleted": I()}),
     "MergeRequest": obj({"from": S("The anonymous user's Support ID"),
@@ -493,7 +498,8 @@ paths = {
     "/v1/admin/users/{supportId}/balance": {"post": admin(
         "Set the balance: a ledger adjustment (server wallet) or an admin backup (device wallet)",
         "adminSetBalance", "200", "BalanceChange", parameters=[SID], body="BalanceRequest",
-        errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here")})},
+        errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here"),
+                "409": ERR("balance-changed: the balance is not the expected one; nothing changed")})},
     "/v1/admin/users/{supportId}/delete": {"post": admin(
         "Delete a customer at their request (App Store guideline 5.1.1(v)), once: a ledger entry closes the "
         "wallet; tokens, push tokens, backups, the Apple account link and support's written reasons go; pending "

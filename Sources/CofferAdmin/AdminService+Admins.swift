@@ -220,9 +220,6 @@ extension AdminService {
 
     private static func limit(_ grantLimit: Int64?, role: AdminRole) throws(AdminError) -> Int64? {
         guard role == .support else { return nil }
-        guard let grantLimit, (0...maximumCredits).contains(grantLimit) else {
-            throw .invalid("a support admin needs a grant limit from 0 to \(PanelText.credits(maximumCredits)) credits")
-        }
-        return grantLimit
+        return try rule { () throws(SupportRuleError) in try SupportRules.grantLimit(grantLimit) }
     }
 }

@@ -11,10 +11,8 @@ extension AdminService {
     /// - Returns: The reason, trimmed.
     /// - Throws: ``AdminError/invalid(_:)``, or ``AdminError/forbidden(_:)`` over the limit.
     public static func checkGrant(credits: Int64, reason: String, ceiling: Int64?) throws(AdminError) -> String {
-        guard credits > 0, credits <= maximumCredits else {
-            throw .invalid("credits must be between 1 and \(PanelText.credits(maximumCredits))")
-        }
-        if let ceiling, credits > ceiling {
+        _ = try rule { () throws(SupportRuleError) in try SupportRules.grantCredits(credits) }
+        if !SupportRules.fitsGrantLimit(credits, used: 0, limit: ceiling), let ceiling {
             throw .forbidden(
                 "\(PanelText.credits(credits)) credits is over your grant limit of \(PanelText.credits(ceiling)): "
                     + "ask an owner to grant it or to raise your limit")
@@ -49,8 +47,8 @@ extension AdminService {
             if !known {
                 let granted = try await store.grantedCredits(
                     environment: environment, holder: holder, since: now().addingTimeInterval(-Self.grantLimitWindow))
-                let (total, overflow) = granted.addingReportingOverflow(credits)
-                if overflow || total > ceiling {
+                if !SupportRules.fitsGrantLimit(credits, used: granted, limit: ceiling) {
+                    let (total, overflow) = granted.addingReportingOverflow(credits)
                     throw AdminError.forbidden(
                         "\(PanelText.credits(credits)) more credits would bring your grants of the last 24 hours to "
                             + "\(PanelText.credits(overflow ? .max : total)), over your limit of "
@@ -85,7 +83,7 @@ extension AdminService {
             // takes its own grant back, so the day's grants never pass the limit.
             let granted = try await store.grantedCredits(
                 environment: environment, holder: holder, since: now().addingTimeInterval(-Self.grantLimitWindow))
-            if granted > ceiling {
+            if !SupportRules.fitsGrantLimit(0, used: granted, limit: ceiling) {
                 let cancelled = try await store.cancelGrant(
                     id: grant.id, environment: environment, by: actor, at: now())
                 try await audit(

@@ -250,8 +250,8 @@ extension AdminService {
         _ balance: Int64, of user: User, source: String, actor: String, record: ImportedCustomer,
         line: inout ImportReport.Line
     ) async throws -> String {
-        guard balance >= 0, balance <= Self.maximumCredits else {
-            line.problems.append("balance \(balance) is outside 0...\(Self.maximumCredits): not imported")
+        guard balance >= 0, balance <= SupportRules.maximumAmount else {
+            line.problems.append("balance \(balance) is outside 0...\(SupportRules.maximumAmount): not imported")
             return "none"
         }
         let reason = "imported from \(source)"

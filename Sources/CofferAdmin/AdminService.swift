@@ -41,8 +41,6 @@ public struct AdminService: Sendable {
     /// Receives ``Change``s with the id of the user they are about.
     public typealias ChangeObserver = @Sendable (_ user: UUID, _ change: Change) async -> Void
 
-    /// The most credits one grant or balance may carry.
-    public static let maximumCredits: Int64 = 1_000_000_000_000
     /// How many purchases a customer's page shows, newest first.
     public static let purchaseLimit = 200
 
@@ -392,63 +390,6 @@ public struct AdminService: Sendable {
         return deleted
     }
 
-    /// Sets a user's balance. With the server wallet it is a ledger adjustment of the difference; with the
-    /// device wallet it is an admin backup, which the app accepts as newer than its own (the backup rule).
-    public func setBalance(
-        environment: AppStoreEnvironment, supportId: String, balance: Int64, reason: String, actor: String
-    )
-        async throws -> BalanceChange
-    {
-        guard balance >= 0, balance <= Self.maximumCredits else {
-            throw AdminError.invalid("a balance must be between 0 and \(Self.maximumCredits)")
-        }
-        let reason = try Self.reason(reason)
-        let user = try await findChangeable(supportId, environment: environment)
-        let at = now()
-        // The audit entry is written in the edit's own transaction, on every engine.
-        @Sendable func entries(_ change: BalanceChange) throws -> [AuditEvent] {
-            guard change.before != change.after || change.via == "backup" else { return [] }
-            return [
-                AuditEvent(
-                    environment: environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
-                    before: try Self.json(BalanceAudit(balance: change.before)),
-                    after: try Self.json(BalanceAudit(balance: change.after, reason: reason, via: change.via)), at: at)
-            ]
-        }
-        let supportId = user.supportId.rawValue
-        switch walletMode {
-        case .server:
-            let edit = BalanceEdit(
-                owner: user.id, environment: environment, balance: balance, entryId: UUID().uuidString.lowercased(),
-                reason: reason, at: at)
-            let result = try await store.setBalance(edit) { result in
-                try entries(
-                    BalanceChange(
-                        supportId: supportId, before: result.before.balance, after: result.after.balance, via: "ledger")
-                )
-            }
-            if let entry = result.entry { await onChange?(user.id, .adjustment(key: entry.key.rawValue)) }
-            return BalanceChange(
-                supportId: supportId, before: result.before.balance, after: result.after.balance, via: "ledger")
-        case .device:
-            // Support sets the balance; the deficit the device backed up stays.
-            let (current, written) = try await store.writeBackup(
-                owner: user.id, environment: environment,
-                { current in
-                    BackupPrecondition.overwrite.write(
-                        over: current, value: balance, deficit: current?.deficit ?? 0, writer: .admin(actor), at: at)
-                },
-                audit: { current, record in
-                    try entries(
-                        BalanceChange(
-                            supportId: supportId, before: current?.value ?? 0, after: record.value, via: "backup"))
-                })
-            guard let written else { throw AdminError.invalid("the backup could not be written") }
-            await onChange?(user.id, .backup(version: written.version))
-            return BalanceChange(supportId: supportId, before: current?.value ?? 0, after: written.value, via: "backup")
-        }
-    }
-
     /// Records an admin action that happened outside this service (a key made, a password reset).
     public func audit(
         _ environment: AppStoreEnvironment, actor: String, action: String, subject: String,
@@ -461,12 +402,6 @@ public struct AdminService: Sendable {
     }
 
     // MARK: Helpers
-
-    private struct BalanceAudit: Encodable, Sendable {
-        var balance: Int64
-        var reason: String?
-        var via: String?
-    }
 
     /// Audit actions the timeline shows as their own items already.
     private static let shownElsewhere: Set<String> = ["grant.create", "grant.cancel", "balance.set"]
@@ -533,10 +468,25 @@ public struct AdminService: Sendable {
     }
 
     static func reason(_ text: String) throws(AdminError) -> String {
-        let reason = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !reason.isEmpty else { throw .invalid("a reason is required, e.g. \"Ticket #42\"") }
-        guard reason.count <= 500 else { throw .invalid("a reason has at most 500 characters") }
-        return reason
+        try rule { () throws(SupportRuleError) in try SupportRules.reason(text) }
+    }
+
+    /// Runs a check of ``SupportRules``, its refusal as ``AdminError/invalid(_:)``.
+    static func rule<T>(_ check: () throws(SupportRuleError) -> T) throws(AdminError) -> T {
+        do {
+            return try check()
+        } catch {
+            throw .invalid(error.description)
+        }
+    }
+
+    /// Runs a store call that checks the balance support saw, its refusal as ``AdminError/changed(_:)``.
+    static func refusingChanged<T>(_ call: () async throws -> T) async throws -> T {
+        do {
+            return try await call()
+        } catch let changed as BalanceChanged {
+            throw AdminError.changed(changed.description)
+        }
     }
 
     private static func item(_ entry: LedgerEntry, environment: AppStoreEnvironment, catalog: Catalog) -> TimelineItem {

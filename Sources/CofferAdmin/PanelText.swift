@@ -1,3 +1,4 @@
+import CofferCore
 import CofferStore
 import Foundation
 
@@ -5,16 +6,7 @@ import Foundation
 /// one of 1,200,000 never look alike), times in UTC with the admin's own time zone beside them.
 public enum PanelText {
     /// `1,200,000`; `-5,000` for a negative amount.
-    public static func credits(_ amount: Int64) -> String {
-        let digits = String(amount.magnitude)
-        var grouped = ""
-        grouped.reserveCapacity(digits.count + digits.count / 3 + 1)
-        for (index, digit) in digits.enumerated() {
-            if index > 0, (digits.count - index) % 3 == 0 { grouped.append(",") }
-            grouped.append(digit)
-        }
-        return amount < 0 ? "-" + grouped : grouped
-    }
+    public static func credits(_ amount: Int64) -> String { SupportRules.grouped(amount) }
 
     /// What a merge does with the merged customer's device tokens, for its confirmation: those of installs that
     /// registered themselves sign in as `into` from now on when the account's owner gives a merge code of their own,

@@ -353,6 +353,8 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
     case forbidden(String)
     /// Something the action needs (Apple's API) did not answer; try again later.
     case unavailable(String)
+    /// The record changed since support saw it (a balance edit's balance); nothing was changed.
+    case changed(String)
 
     /// The reason, for people.
     public var description: String {
@@ -361,6 +363,7 @@ public enum AdminError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalid(let why): why
         case .forbidden(let why): why
         case .unavailable(let why): why
+        case .changed(let why): why
         }
     }
 }

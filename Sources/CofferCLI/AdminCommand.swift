@@ -47,8 +47,8 @@ struct AdminCommand: AsyncParsableCommand {
         var grantLimit: Int64?
 
         func validate() throws {
-            if role == .support, !(0...AdminService.maximumCredits).contains(grantLimit ?? -1) {
-                throw ValidationError("a support admin needs --grant-limit, from 0 to \(AdminService.maximumCredits)")
+            if role == .support, !(0...SupportRules.maximumAmount).contains(grantLimit ?? -1) {
+                throw ValidationError("a support admin needs --grant-limit, from 0 to \(SupportRules.maximumAmount)")
             }
         }
 

@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferAppStore
+import CofferCore
 import Foundation
 
 /// What `coffer import cloudkit` trusts of records anyone can write: whose grants count, and the largest balance
@@ -68,7 +69,7 @@ enum CloudKitCustomers {
                 skip("not created by its owner", "created by \(record.created?.userRecordName ?? "nobody known")")
                 continue
             }
-            guard let balance = fields["bankroll"]?.int64, balance >= 0, balance <= AdminService.maximumCredits
+            guard let balance = fields["bankroll"]?.int64, balance >= 0, balance <= SupportRules.maximumAmount
             else {
                 skip("bankroll missing or outside 0...1e12")
                 continue
@@ -138,7 +139,7 @@ enum CloudKitCustomers {
                 skip("modified by someone other than its creator", "modified by \(modifier)")
                 continue
             }
-            guard let credits = fields["credits"]?.int64, credits > 0, credits <= AdminService.maximumCredits else {
+            guard let credits = fields["credits"]?.int64, credits > 0, credits <= SupportRules.maximumAmount else {
                 skip("credits missing or outside 1...1e12")
                 continue
             }

@@ -65,8 +65,8 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var options: Options
 
         func validate() throws {
-            if role == .support, !(0...AdminService.maximumCredits).contains(grantLimit ?? -1) {
-                throw ValidationError("a support key needs --grant-limit, from 0 to \(AdminService.maximumCredits)")
+            if role == .support, !(0...SupportRules.maximumAmount).contains(grantLimit ?? -1) {
+                throw ValidationError("a support key needs --grant-limit, from 0 to \(SupportRules.maximumAmount)")
             }
             if role == .owner, grantLimit != nil {
                 throw ValidationError("--grant-limit is for support keys (--role support): owners have no limit")

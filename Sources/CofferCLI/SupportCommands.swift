@@ -118,7 +118,7 @@ protocol SupportBackend: Sendable {
     func grants(status: GrantStatus?) async throws -> [GrantView]
     func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
     func cancelGrant(id: String) async throws -> GrantView
-    func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange
+    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse
     func deleteCustomer(_ supportId: String) async throws -> DeletionView
     func close() async
@@ -163,9 +163,10 @@ struct LocalSupport: SupportBackend {
     func cancelGrant(id: String) async throws -> GrantView {
         try await service.cancelGrant(environment: environment, id: id, actor: actor)
     }
-    func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
+    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange {
         try await service.setBalance(
-            environment: environment, supportId: supportId, balance: balance, reason: reason, actor: actor)
+            environment: environment, supportId: supportId, balance: balance, expected: expected, reason: reason,
+            actor: actor)
     }
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse {
         try await service.mergeUsers(
@@ -211,10 +212,10 @@ struct RemoteSupport: SupportBackend {
     func cancelGrant(id: String) async throws -> GrantView {
         try await send(.POST, "/v1/admin/grants/\(URLText.escape(id))/cancel")
     }
-    func setBalance(supportId: String, balance: Int64, reason: String) async throws -> BalanceChange {
+    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange {
         try await send(
             .POST, "/v1/admin/users/\(URLText.escape(supportId))/balance",
-            body: BalanceRequest(balance: balance, reason: reason))
+            body: BalanceRequest(balance: balance, reason: reason, expected: expected))
     }
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse {
         let body =
@@ -549,11 +550,18 @@ struct SetBalanceCommand: AsyncParsableCommand {
     @Option(help: "The new balance.")
     var balance: Int64
 
+    @Option(
+        help: ArgumentHelp(
+            "The balance you saw (`coffer user` shows it): the change is refused, and nothing changes, when the "
+                + "balance moved since.",
+            valueName: "credits"))
+    var expected: Int64?
+
     @OptionGroup var change: CustomerChange
 
     func run() async throws {
         try await change.run {
-            try await $0.setBalance(supportId: $1, balance: balance, reason: $2)
+            try await $0.setBalance(supportId: $1, balance: balance, expected: expected, reason: $2)
         } lines: { done in
             ["\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via))"]
         }

@@ -60,7 +60,7 @@ struct AdminAPI: Sendable {
         return try api.json(
             try await service.setBalance(
                 environment: try environment(request), supportId: try context.parameters.require("supportId"),
-                balance: body.balance, reason: body.reason, actor: context.adminActor))
+                balance: body.balance, expected: body.expected, reason: body.reason, actor: context.adminActor))
     }
 
     /// `POST /v1/admin/users/merge` `{"from", "into"}`: an anonymous user joins an Apple account's customer.

@@ -204,7 +204,13 @@ extension AdminPanel {
             return try await user(
                 request, context, error: "The balance must be a whole number, e.g. 1,200,000 or 1200000.")
         }
-        let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        let reason: String
+        do {
+            _ = try SupportRules.balance(balance)
+            reason = try SupportRules.reason(form["reason"] ?? "")
+        } catch {
+            return try await user(request, context, error: error.description)
+        }
         let detail: UserDetail
         do {
             detail = try await service.user(scope: scope(session), supportId: supportId)
@@ -213,9 +219,6 @@ extension AdminPanel {
         }
         let current = detail.walletMode == "server" ? detail.user.balance : detail.user.backup?.value ?? 0
         guard form["confirm"] == "yes" else {
-            guard !reason.isEmpty else {
-                return try await user(request, context, error: "A reason is required, e.g. \"Ticket #42\".")
-            }
             let change = balance - current
             return page(
                 "confirm",
@@ -241,17 +244,15 @@ extension AdminPanel {
                     ],
                 ], context: context)
         }
-        guard form["expected"] == String(current) else {
-            return try await user(
-                request, context,
-                error: "The balance changed since the confirmation page (it is \(PanelText.credits(current)) now), "
-                    + "so nothing was changed. Check it and set it again.")
+        // The balance the confirmation page showed, checked inside the edit's transaction.
+        guard let expected = form["expected"].flatMap({ Int64($0) }) else {
+            return try await user(request, context, error: "The confirmation is incomplete; set the balance again.")
         }
         do {
             try await service.requireInScope(scope(session), supportId: supportId)
             _ = try await service.setBalance(
-                environment: scope(session).environment, supportId: supportId, balance: balance, reason: reason,
-                actor: context.adminActor)
+                environment: scope(session).environment, supportId: supportId, balance: balance, expected: expected,
+                reason: reason, actor: context.adminActor)
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }

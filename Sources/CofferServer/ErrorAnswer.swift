@@ -23,7 +23,7 @@ extension ServiceError: HTTPResponseError {
         // The user was merged into another while the request waited (its token names that one now): again.
         case .ledger(.unknownUser): .serviceUnavailable
         case .ledger: .unprocessableContent
-        case .deviceWallet, .grantCancelled, .alreadyClaimed: .conflict
+        case .deviceWallet, .grantCancelled, .alreadyClaimed, .balanceChanged: .conflict
         case .tooManyStreams, .rateLimited: .tooManyRequests
         case .unavailable, .timeout: .serviceUnavailable
         case .internalError: .internalServerError

@@ -41,6 +41,8 @@ public enum ServiceError: Error, Sendable, Equatable {
     case verification(code: String, message: String)
     /// The change needs the server wallet.
     case deviceWallet
+    /// Support's balance edit named a balance that is no longer the customer's (409 `balance-changed`).
+    case balanceChanged(String)
     /// Too many requests of this kind from the client's address; it may try again after `retryAfter` seconds.
     case rateLimited(retryAfter: Int, what: String)
     /// The user has as many event streams open as allowed.
@@ -75,6 +77,7 @@ public enum ServiceError: Error, Sendable, Equatable {
             case .invalid(let why): self = .badRequest(why)
             case .forbidden(let why): self = .forbidden(why)
             case .unavailable(let why): self = .unavailable(code: "unavailable", message: why)
+            case .changed(let why): self = .balanceChanged(why)
             }
         case let error as AdminAuthError: self = .adminSignature(code: Self.code(error), message: error.description)
         case StoreError.unavailable:
@@ -107,6 +110,7 @@ public enum ServiceError: Error, Sendable, Equatable {
         case .ledger(.unknownUser): "try-again"
         case .ledger: "refused"
         case .deviceWallet: "device-wallet"
+        case .balanceChanged: "balance-changed"
         case .tooManyStreams: "too-many-streams"
         case .rateLimited: "rate-limited"
         case .timeout: "timeout"
@@ -118,7 +122,7 @@ public enum ServiceError: Error, Sendable, Equatable {
     public var message: String {
         switch self {
         case .badRequest(let why), .unauthorized(let why), .forbidden(let why), .notFound(let why),
-            .unknownProduct(let why), .internalError(let why):
+            .unknownProduct(let why), .internalError(let why), .balanceChanged(let why):
             why
         case .bodyTooLarge(let limit): "the body is larger than \(limit) bytes"
         case .environmentRequired:

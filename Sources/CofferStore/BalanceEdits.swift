@@ -11,6 +11,9 @@ public struct BalanceEdit: Sendable, Hashable {
     public var environment: AppStoreEnvironment
     /// The balance to set.
     public var balance: Int64
+    /// The balance support saw when it decided the edit, checked inside the store's transaction
+    /// (``SupportRules/check(expected:current:)``); `nil` sets the balance whatever it is.
+    public var expected: Int64?
     /// The adjustment entry's id (its key is `adjustment:<id>`).
     public var entryId: String
     /// Why, kept with the entry.
@@ -20,11 +23,13 @@ public struct BalanceEdit: Sendable, Hashable {
 
     /// Creates the edit.
     public init(
-        owner: UUID, environment: AppStoreEnvironment, balance: Int64, entryId: String, reason: String, at: Date
+        owner: UUID, environment: AppStoreEnvironment, balance: Int64, expected: Int64? = nil, entryId: String,
+        reason: String, at: Date
     ) {
         self.owner = owner
         self.environment = environment
         self.balance = balance
+        self.expected = expected
         self.entryId = entryId
         self.reason = reason
         self.at = at
@@ -34,7 +39,10 @@ public struct BalanceEdit: Sendable, Hashable {
     public var key: IdempotencyKey { IdempotencyKey(.adjustment, entryId) }
 
     /// The ledger request that takes `wallet` to the balance, `nil` when it holds it already.
-    public func request(from wallet: Wallet) -> LedgerRequest? {
+    ///
+    /// - Throws: ``BalanceChanged`` when `wallet` is not at the balance support saw.
+    public func request(from wallet: Wallet) throws(BalanceChanged) -> LedgerRequest? {
+        try SupportRules.check(expected: expected, current: wallet.balance)
         guard wallet.balance != balance else { return nil }
         return LedgerRequest(
             owner: owner, environment: environment,

@@ -441,7 +441,7 @@ public actor InMemoryStore: CofferStore {
             let wallet = state.wallet(owner: edit.owner, environment: edit.environment)
         else { throw StoreError.notFound("user \(edit.owner)") }
         var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
-        if let request = edit.request(from: wallet) {
+        if let request = try edit.request(from: wallet) {
             // Worked out on a copy: nothing changes when the ledger refuses or the entries cannot be made.
             var ledger = state
             let applied = try LedgerWriter.apply(request, in: &ledger).get()

@@ -83,7 +83,7 @@ extension PostgresStore {
                     logger: self.logger)
             else { throw StoreError.notFound("user \(edit.owner)") }
             var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
-            if let request = edit.request(from: wallet) {
+            if let request = try edit.request(from: wallet) {
                 let applied = try await LedgerWriter.apply(request, in: context).get()
                 result.after = applied.wallet
                 result.entry = applied.entry

@@ -70,7 +70,7 @@ extension SQLiteStore {
                 try Self.userExists(db, id: edit.owner, environment: edit.environment, live: true)
             else { throw StoreError.notFound("user \(edit.owner)") }
             var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
-            if let request = edit.request(from: wallet) {
+            if let request = try edit.request(from: wallet) {
                 let applied = try LedgerWriter.apply(request, in: &context).get()
                 result.after = applied.wallet
                 result.entry = applied.entry

@@ -44,6 +44,12 @@ struct SupportCommandTests {
         // The customer coffer serve --config keeps, with its wallet: the balance the app reads changes.
         let found = try CofferProcess.run(["user", supportId, "--config", "server.json", "--json"], in: folder)
         #expect(found.status == 0, Comment(rawValue: found.stderr))
+        let stale = try CofferProcess.run(
+            [
+                "set-balance", "--recipient", supportId, "--balance", "70", "--expected", "1", "--reason", "Ticket #44",
+                "--config", "server.json",
+            ], in: folder)
+        #expect(stale.status != 0 && stale.stderr.contains("balance changed since you saw it"))
         let set = try CofferProcess.run(
             [
                 "set-balance", "--recipient", supportId, "--balance", "70", "--reason", "Ticket #44", "--config",
@@ -135,9 +141,20 @@ struct SupportCommandTests {
         #expect(claimedOne.status != 0 && claimedOne.stderr.contains("claimed this grant already"))
         #expect(try await serve.request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 400_000)
 
+        // The balance support saw is checked by the server inside the edit's transaction, over the admin API too.
+        let stale = try CofferProcess.run(
+            [
+                "set-balance", "--recipient", supportId, "--balance", "1000", "--expected", "5", "--reason",
+                "Ticket #43",
+            ], in: folder, environment: remote)
+        #expect(
+            stale.status != 0 && stale.stderr.contains("it is 400,000 now, not 5"), Comment(rawValue: stale.stderr))
+        #expect(try await serve.request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 400_000)
         let set = try CofferProcess.run(
-            ["set-balance", "--recipient", supportId, "--balance", "1000", "--reason", "Ticket #43"], in: folder,
-            environment: remote)
+            [
+                "set-balance", "--recipient", supportId, "--balance", "1000", "--expected", "400000", "--reason",
+                "Ticket #43",
+            ], in: folder, environment: remote)
         #expect(set.stdout.contains("balance 400000 -> 1000 (via ledger)"), Comment(rawValue: set.stderr))
         #expect(try await serve.request("GET", base + "/v1/me", token: token).json["balance"] as? Int == 1_000)
 

@@ -106,12 +106,19 @@ struct AdminAPITests {
                 [GrantView].self, try await Self.send(client, signer, .get, "/v1/admin/grants?status=claimed"))
             #expect(claimed.map(\.id) == [grant.id])
 
-            // Set the balance: a ledger adjustment in the server wallet.
+            // Set the balance against one support saw before the claim: 409, and nothing changes.
+            let stale = try await Self.send(
+                client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
+                body: BalanceRequest(balance: 1_000, reason: "Ticket #43", expected: 200))
+            #expect(stale.status == .conflict)
+            #expect(String(buffer: stale.body).contains(#""code":"balance-changed""#))
+            #expect(String(buffer: stale.body).contains("it is 400,200 now, not 200"))
+            // Against the balance there now: a ledger adjustment in the server wallet.
             let set = try Self.decode(
                 BalanceChange.self,
                 try await Self.send(
                     client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
-                    body: BalanceRequest(balance: 1_000, reason: "Ticket #43")))
+                    body: BalanceRequest(balance: 1_000, reason: "Ticket #43", expected: 400_200)))
             #expect(set == BalanceChange(supportId: user.supportId, before: 400_200, after: 1_000, via: "ledger"))
             let me = try Fixture.decode(
                 MeResponse.self,
@@ -292,7 +299,12 @@ struct AdminAPITests {
                 client, signer, .post, "/v1/admin/grants/delete-all?environment=Production")
             #expect(forbidden.status == .forbidden)
 
-            // Device wallet: setting the balance writes an admin backup the app accepts.
+            // Device wallet: the backed-up balance support saw is checked too (none yet: 0).
+            let stale = try await Self.send(
+                client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
+                body: BalanceRequest(balance: 750, reason: "Ticket #7", expected: 10))
+            #expect(stale.status == .conflict && String(buffer: stale.body).contains("balance-changed"))
+            // Setting the balance writes an admin backup the app accepts.
             let set = try Self.decode(
                 BalanceChange.self,
                 try await Self.send(

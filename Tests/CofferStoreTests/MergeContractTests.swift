@@ -175,6 +175,17 @@ struct MergeContractTests {
         let same = try await store.setBalance(edit(40)) { _ in [] }
         #expect(same.entry == nil && same.before == same.after)
         #expect(try await store.entries(owner: customer.id, environment: .sandbox).count == 2)
+        // The balance support saw, checked inside the transaction: 100 seen, 40 there; refused, nothing written.
+        var stale = edit(90)
+        stale.expected = 100
+        await #expect(throws: BalanceChanged(expected: 100, current: 40)) {
+            try await store.setBalance(stale) { _ in [entry("stale")] }
+        }
+        #expect(try await store.wallet(owner: customer.id, environment: .sandbox).balance == 40)
+        #expect(try await store.entries(owner: customer.id, environment: .sandbox).count == 2)
+        #expect(try await store.auditEvents(environment: .sandbox, subject: "stale", limit: 5).isEmpty)
+        stale.expected = 40
+        #expect(try await store.setBalance(stale) { _ in [] }.after.balance == 90)
 
         // The device wallet's edit is a backup written by an admin, audited in the same transaction.
         await #expect(throws: Refused.self) {

@@ -1,0 +1,83 @@
+import CofferCore
+import CofferStore
+import Foundation
+
+/// Support setting a customer's balance, against the balance support saw.
+extension AdminService {
+    /// Sets a user's balance. With the server wallet it is a ledger adjustment of the difference; with the
+    /// device wallet it is an admin backup, which the app accepts as newer than its own (the backup rule).
+    ///
+    /// `expected` is the balance support saw (the server wallet's balance, or the device wallet's backed-up
+    /// balance); the store checks it inside the edit's transaction, so a purchase, a spend or a backup landing
+    /// between support's look and the edit refuses the edit instead of being overwritten.
+    ///
+    /// - Throws: ``AdminError/changed(_:)`` when the balance is not `expected`; ``AdminError/invalid(_:)`` for a
+    ///   balance out of range or no reason (``SupportRules``).
+    public func setBalance(
+        environment: AppStoreEnvironment, supportId: String, balance: Int64, expected: Int64? = nil, reason: String,
+        actor: String
+    )
+        async throws -> BalanceChange
+    {
+        let balance = try Self.rule { () throws(SupportRuleError) in try SupportRules.balance(balance) }
+        let reason = try Self.reason(reason)
+        let user = try await findChangeable(supportId, environment: environment)
+        let at = now()
+        // The audit entry is written in the edit's own transaction, on every engine.
+        @Sendable func entries(_ change: BalanceChange) throws -> [AuditEvent] {
+            guard change.before != change.after || change.via == "backup" else { return [] }
+            return [
+                AuditEvent(
+                    environment: environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
+                    before: try Self.json(BalanceAudit(balance: change.before)),
+                    after: try Self.json(BalanceAudit(balance: change.after, reason: reason, via: change.via)), at: at)
+            ]
+        }
+        let supportId = user.supportId.rawValue
+        switch walletMode {
+        case .server:
+            let edit = BalanceEdit(
+                owner: user.id, environment: environment, balance: balance, expected: expected,
+                entryId: UUID().uuidString.lowercased(), reason: reason, at: at)
+            let result = try await Self.refusingChanged {
+                try await store.setBalance(edit) { result in
+                    try entries(
+                        BalanceChange(
+                            supportId: supportId, before: result.before.balance, after: result.after.balance,
+                            via: "ledger")
+                    )
+                }
+            }
+            if let entry = result.entry { await onChange?(user.id, .adjustment(key: entry.key.rawValue)) }
+            return BalanceChange(
+                supportId: supportId, before: result.before.balance, after: result.after.balance, via: "ledger")
+        case .device:
+            // Support sets the balance; the deficit the device backed up stays.
+            // The balance support saw is checked inside the backup's transaction, where the audit entry is made.
+            let (current, written) = try await Self.refusingChanged {
+                try await store.writeBackup(
+                    owner: user.id, environment: environment,
+                    { current in
+                        BackupPrecondition.overwrite.write(
+                            over: current, value: balance, deficit: current?.deficit ?? 0, writer: .admin(actor),
+                            at: at)
+                    },
+                    audit: { current, record in
+                        try SupportRules.check(expected: expected, current: current?.value ?? 0)
+                        return try entries(
+                            BalanceChange(
+                                supportId: supportId, before: current?.value ?? 0, after: record.value, via: "backup"))
+                    })
+            }
+            guard let written else { throw AdminError.invalid("the backup could not be written") }
+            await onChange?(user.id, .backup(version: written.version))
+            return BalanceChange(supportId: supportId, before: current?.value ?? 0, after: written.value, via: "backup")
+        }
+    }
+
+    struct BalanceAudit: Encodable, Sendable {
+        var balance: Int64
+        var reason: String?
+        var via: String?
+    }
+}
