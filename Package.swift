@@ -141,7 +141,6 @@ let package = Package(
                 "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth", condition: server),
-                .product(name: "HummingbirdOTP", package: "hummingbird-auth", condition: server),
                 .product(name: "Mustache", package: "swift-mustache", condition: server),
             ],
             resources: [.copy("Panel")],

@@ -1,10 +1,9 @@
 import CofferStore
 import Crypto
 import Foundation
-import HummingbirdOTP
 
 /// Two-factor sign-in for the panel: time-based one-time codes (TOTP, RFC 6238: six digits, 30-second steps,
-/// HMAC-SHA1, what authenticator apps use), computed by hummingbird-auth's OTP, and single-use recovery codes.
+/// HMAC-SHA1, what authenticator apps use), computed on swift-crypto's HMAC, and single-use recovery codes.
 public enum TwoFactor {
     /// The issuer authenticator apps show beside the admin's name.
     public static let issuer = "Coffer"
@@ -31,8 +30,18 @@ public enum TwoFactor {
     }
 
     /// The `otpauth://` URL an authenticator app takes (as a link or a QR code).
+    /// Key Uri Format: `otpauth://totp/ISSUER:ADMIN?secret=BASE32&issuer=ISSUER`, the label and the issuer
+    /// percent-encoded, the secret's base32 without padding; SHA-1, six digits and 30 seconds are the defaults, so
+    /// they are left out.
     public static func authenticatorURL(secret: String, admin: String) -> String {
-        TOTP(secret: secret).createAuthenticatorURL(label: "\(issuer):\(admin)", issuer: issuer)
+        var unreserved = CharacterSet(
+            charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+        let query = unreserved
+        unreserved.insert(charactersIn: ":@")
+        let label = "\(issuer):\(admin)".addingPercentEncoding(withAllowedCharacters: unreserved) ?? issuer
+        let secret = base32(Array(secret.utf8)).filter { $0 != "=" }
+        return "otpauth://totp/\(label)?secret=\(secret)&issuer="
+            + (issuer.addingPercentEncoding(withAllowedCharacters: query) ?? issuer)
     }
 
     /// The 30-second step of a time.
@@ -41,9 +50,16 @@ public enum TwoFactor {
     }
 
     /// The code of a step.
+    ///
+    /// RFC 4226's HOTP of the step: HMAC-SHA1 of the step as 8 bytes, big-endian, keyed by the secret's bytes;
+    /// four bytes at the offset the last byte's low nibble names, their top bit cleared, modulo 10^6.
     public static func code(secret: String, step: Int64) -> String {
-        let value = TOTP(secret: secret).compute(date: Date(timeIntervalSince1970: Double(step) * Self.step))
-        let digits = String(value)
+        let counter = withUnsafeBytes(of: UInt64(bitPattern: step).bigEndian) { Array($0) }
+        let mac = Array(
+            HMAC<Insecure.SHA1>.authenticationCode(for: counter, using: SymmetricKey(data: Array(secret.utf8))))
+        let offset = Int(mac[mac.count - 1] & 0x0f)
+        let truncated = mac[offset..<offset + 4].reduce(UInt32(0)) { $0 << 8 | UInt32($1) } & 0x7fff_ffff
+        let digits = String(truncated % 1_000_000)
         return String(repeating: "0", count: max(0, 6 - digits.count)) + digits
     }
 
