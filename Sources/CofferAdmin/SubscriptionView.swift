@@ -5,21 +5,8 @@ import Foundation
 /// A subscription group as support sees it on a customer's page: its state now and the dates that matter, from
 /// the receipts of its auto-renewable products and Apple's renewal info.
 public struct SubscriptionView: Sendable, Hashable, Codable {
-    /// Where a subscription stands.
-    public enum State: String, Sendable, Hashable, Codable {
-        /// Paid up; renews at ``SubscriptionView/expiresAt``.
-        case active
-        /// Paid up, but set not to renew: it ends at ``SubscriptionView/expiresAt``.
-        case expiring
-        /// The renewal failed and Apple keeps access open until ``SubscriptionView/graceUntil``.
-        case inGrace = "in grace"
-        /// The renewal failed; Apple keeps trying to charge, without access.
-        case inBillingRetry = "in billing retry"
-        /// Ended.
-        case expired
-        /// Refunded or revoked.
-        case refunded
-    }
+    /// Where a subscription stands: the core's ``SubscriptionStatus``.
+    public typealias State = SubscriptionStatus
 
     /// The catalog's subscription group.
     public var group: String
@@ -39,7 +26,8 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
     public var originalTransactionId: String
     /// The environment Apple's data came from (Xcode for Xcode's StoreKit testing).
     public var dataEnvironment: DataEnvironment?
-    /// Paid periods on record in this group (what loyalty counts), refunds left out.
+    /// Paid periods on record in this group, as loyalty counts them (``Entitlements/isPaidPeriod(_:revoked:)``):
+    /// refunds, free trials, family-shared and upgraded-away periods left out.
     public var paidPeriods: Int
     /// The product the customer upgraded from into the current period's, when the current period began as an
     /// upgrade (Apple's `isUpgraded` on the period it replaced).
@@ -71,20 +59,10 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
             let fact = receipt.transaction
             let renewal = renewalByChain[fact.originalTransactionId]
             let chain = items.filter { $0.0.transaction.originalTransactionId == fact.originalTransactionId }
-            let state: State
-            var grace: Date?
-            if receipt.isRevoked {
-                state = .refunded
-            } else if let expires = fact.expiresDate, expires > now {
-                state = renewal?.autoRenews == false ? .expiring : .active
-            } else if let until = renewal?.gracePeriodExpiresDate, until > now {
-                state = .inGrace
-                grace = until
-            } else if renewal?.inBillingRetry == true {
-                state = .inBillingRetry
-            } else {
-                state = .expired
-            }
+            let state = State.of(
+                revoked: receipt.isRevoked, expiresDate: fact.expiresDate, autoRenews: renewal?.autoRenews,
+                graceUntil: renewal?.gracePeriodExpiresDate, inBillingRetry: renewal?.inBillingRetry == true, at: now)
+            let grace = state == .inGrace ? renewal?.gracePeriodExpiresDate : nil
             let next = renewal?.autoRenewProductId.flatMap { $0 == fact.productId ? nil : $0 }
             // The period this one replaced by an upgrade, in the same chain: the latest upgraded-away one before it.
             let replaced = chain.filter {
@@ -96,7 +74,8 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
                 startedAt: chain.map(\.0.transaction.purchaseDate).min(), expiresAt: fact.expiresDate,
                 graceUntil: grace, renewsInto: next.map { catalog.product(id: $0)?.displayName ?? $0 },
                 originalTransactionId: fact.originalTransactionId, dataEnvironment: fact.dataEnvironment,
-                paidPeriods: items.filter { !$0.0.isRevoked && !$0.0.transaction.isTrial }.count,
+                paidPeriods: items.filter { Entitlements.isPaidPeriod($0.0.transaction, revoked: $0.0.isRevoked) }
+                    .count,
                 upgradedFrom: replaced?.1.displayName, upgradedAt: replaced.map { _ in fact.purchaseDate })
         }
     }

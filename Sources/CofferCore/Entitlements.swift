@@ -125,8 +125,7 @@ public enum Entitlements {
         for rule in catalog.loyalty {
             let paid = history.filter { fact in
                 guard let product = catalog.product(id: fact.productId) else { return false }
-                return product.kind == .autoRenewable && product.group == rule.group && fact.revocationDate == nil
-                    && !fact.isTrial && !fact.isFamilyShared && !fact.isUpgraded
+                return product.kind == .autoRenewable && product.group == rule.group && isPaidPeriod(fact)
             }.count
             state.paidPeriods[rule.group] = paid
             if paid >= rule.periods { unlock(rule.entitlements, by: .loyalty(group: rule.group, periods: paid)) }

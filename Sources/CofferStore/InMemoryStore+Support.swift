@@ -86,10 +86,16 @@ extension InMemoryStore {
                 amount: sum.amount)
             if slot.refund { figures.refunded.append(item) } else { figures.revenue.append(item) }
         }
+        // Paid up, or in Apple's grace period (renewal info): the subscriptions that give access now.
         figures.activeSubscriptions =
             Set(
-                receipts.filter {
-                    $0.deliveredAt != nil && !$0.isRevoked && ($0.transaction.expiresDate.map { $0 > now } ?? false)
+                receipts.filter { receipt in
+                    guard receipt.deliveredAt != nil, !receipt.isRevoked else { return false }
+                    let chain = receipt.transaction.originalTransactionId
+                    let grace = renewals[TransactionKey(environment: environment, transactionId: chain)]?
+                        .gracePeriodExpiresDate
+                    return (receipt.transaction.expiresDate.map { $0 > now } ?? false)
+                        || (grace.map { $0 > now } ?? false)
                 }.map(\.transaction.originalTransactionId)
             ).count
         let prefix = DashboardFigures.loyaltyMilestonePrefix

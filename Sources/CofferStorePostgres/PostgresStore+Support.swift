@@ -106,10 +106,13 @@ extension PostgresStore {
                 try await Self.count(
                     connection,
                     """
-                    SELECT count(DISTINCT original_transaction_id) FROM receipts
-                    WHERE environment = \(env) AND expires_date > \(nowMillis) AND delivered_at IS NOT NULL
-                        AND (data_environment IS NULL OR data_environment = environment)
-                        AND (revoked_at IS NULL OR revoked_at <= reversed_at)
+                    SELECT count(DISTINCT r.original_transaction_id) FROM receipts r
+                    LEFT JOIN renewal_states s
+                        ON s.environment = r.environment AND s.original_transaction_id = r.original_transaction_id
+                    WHERE r.environment = \(env) AND r.delivered_at IS NOT NULL
+                        AND (r.data_environment IS NULL OR r.data_environment = r.environment)
+                        AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+                        AND (r.expires_date > \(nowMillis) OR s.grace_period_expires_date > \(nowMillis))
                     """, logger: self.logger))
             // What the other environment's data did (App Review and TestFlight on Production), shown beside.
             let other = try await Self.first(

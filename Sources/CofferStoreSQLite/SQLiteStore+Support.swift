@@ -103,9 +103,13 @@ extension SQLiteStore {
                 try Int.fetchOne(
                     db,
                     sql: """
-                        SELECT COUNT(DISTINCT original_transaction_id) FROM receipts
-                        WHERE environment = ? AND expires_date > ? AND delivered_at IS NOT NULL \(Self.ownEnvironment)
-                            AND (revoked_at IS NULL OR revoked_at <= reversed_at)
+                        SELECT COUNT(DISTINCT r.original_transaction_id) FROM receipts r
+                        LEFT JOIN renewal_states s
+                            ON s.environment = r.environment AND s.original_transaction_id = r.original_transaction_id
+                        WHERE r.environment = ?1 AND r.delivered_at IS NOT NULL
+                            AND (r.data_environment IS NULL OR r.data_environment = r.environment)
+                            AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+                            AND (r.expires_date > ?2 OR s.grace_period_expires_date > ?2)
                         """, arguments: [env, now]) ?? 0
             // What the other environment's data did (App Review and TestFlight on Production), shown beside.
             let other = try Row.fetchOne(

@@ -88,4 +88,49 @@ struct SubscriptionViewTests {
             ], renewals: [], catalog: try Self.catalog(), at: Self.now)
         #expect(none.isEmpty)
     }
+
+    @Test("paid periods are the loyalty rule's: no refund, trial, family-shared or upgraded-away period counts")
+    func paidPeriodsAreLoyalty() throws {
+        var shared = Self.receipt("s", days: (-70, -40))
+        shared.transaction.isFamilyShared = true
+        var reversed = Self.receipt("r", days: (-100, -70), refunded: true)
+        reversed.reversedAt = Self.now.addingTimeInterval(60)
+        let receipts = [
+            Self.receipt("t", days: (-130, -100), trial: true), reversed, shared,
+            Self.receipt("x", days: (-40, -10), refunded: true), Self.receipt("u", days: (-10, 20), upgraded: true),
+            Self.receipt("y", product: "y", days: (-1, 364)),
+        ]
+        let view = try Self.view(receipts)
+        // The reversed refund and the yearly period count; the rest do not.
+        #expect(view.paidPeriods == 2)
+        let catalog = try Catalog(
+            products: try Self.catalog().products,
+            loyalty: [LoyaltyRule(group: "pro", periods: 2, entitlements: ["lifetime"])])
+        let facts = receipts.map { receipt in
+            var fact = receipt.transaction
+            fact.revocationDate = receipt.isRevoked ? Self.now : nil
+            return fact
+        }
+        let loyalty = Entitlements.evaluate(facts, catalog: catalog, at: Self.now)
+        #expect(loyalty.paidPeriods["pro"] == view.paidPeriods && loyalty.hasLoyaltyLifetime)
+    }
+
+    @Test("a status has access while paid up or in grace, and only then")
+    func access() {
+        let now = Self.now
+        func status(expires: Double, renews: Bool? = true, grace: Double? = nil, retry: Bool = false)
+            -> SubscriptionStatus
+        {
+            SubscriptionStatus.of(
+                revoked: false, expiresDate: now.addingTimeInterval(expires), autoRenews: renews,
+                graceUntil: grace.map { now.addingTimeInterval($0) }, inBillingRetry: retry, at: now)
+        }
+        #expect(status(expires: 60) == .active && status(expires: 60, renews: nil) == .active)
+        #expect(status(expires: 60, renews: false) == .expiring)
+        #expect(status(expires: -60, grace: 60, retry: true) == .inGrace)
+        #expect(status(expires: -60, grace: -1, retry: true) == .inBillingRetry)
+        #expect(status(expires: 0) == .expired)
+        let access = SubscriptionStatus.allCases.filter(\.givesAccess)
+        #expect(access == [.active, .expiring, .inGrace])
+    }
 }

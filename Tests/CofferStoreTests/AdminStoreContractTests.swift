@@ -270,6 +270,16 @@ struct AdminStoreContractTests {
         let totals = DashboardFigures.totals(figures.revenue) { $0.productId }
         #expect(totals.map(\.currency) == ["EUR", "USD"] && totals.map(\.amount) == [9_980, 1_980])
 
+        // Bob's lapsed subscription in Apple's grace period still gives access: it counts, until the grace ends.
+        let grace = RenewalState(
+            originalTransactionId: "orig-t4", environment: .sandbox, owner: bob.id, autoRenewProductId: "pro",
+            autoRenews: true, inBillingRetry: true, gracePeriodExpiresDate: Make.start.addingTimeInterval(5 * day),
+            signedDate: now)
+        #expect(try await store.saveRenewalState(grace))
+        #expect(try await store.dashboard(environment: .sandbox, days: 30, now: now).activeSubscriptions == 2)
+        let later = Make.start.addingTimeInterval(5 * day + 1)
+        #expect(try await store.dashboard(environment: .sandbox, days: 30, now: later).activeSubscriptions == 1)
+
         let production = try await store.dashboard(environment: .production, days: 30, now: now)
         #expect(production.revenue.map(\.amount) == [990] && production.activeSubscriptions == 1)
         #expect(production.loyaltyLifetimes == [GroupCount(group: "pro", count: 1)])
