@@ -239,6 +239,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "CofferAdminTests",
+            dependencies: ["CofferAdmin", "CofferCore", "CofferStore", "CofferTestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "CofferStoreTests",
             dependencies: [
                 "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferTestSupport",

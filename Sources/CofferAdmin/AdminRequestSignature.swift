@@ -203,3 +203,47 @@ public struct NewAdminKey: Sendable {
         privateKeyPEM = key.pemRepresentation
     }
 }
+
+/// The admin API's signed-request check, as a use case with no HTTP in it: the key known and not revoked, the
+/// signature over the request's method, host, path, date and body verified within its window, and the signature
+/// never seen before (kept in the store, so every instance refuses a replay).
+public struct AdminRequestAuthenticator: Sendable {
+    private let store: any CofferStore
+    private let now: @Sendable () -> Date
+
+    /// Creates the check over the store the keys and seen signatures are kept in.
+    public init(store: any CofferStore, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.now = now
+    }
+
+    /// Checks a signed request and answers the key that signed it.
+    ///
+    /// - Parameters:
+    ///   - keyId: The `Coffer-Key-Id` header.
+    ///   - date: The `Coffer-Date` header.
+    ///   - signature: The `Coffer-Signature` header.
+    ///   - method: The request's method.
+    ///   - host: The request's host (`:authority`).
+    ///   - path: The request's path and query.
+    ///   - body: The request's body.
+    /// - Throws: ``AdminAuthError`` when the request is not signed by a live key, the signature does not verify or
+    ///   is stale, or it was seen before.
+    public func authenticate(
+        keyId: String, date: String, signature: String, method: String, host: String, path: String,
+        body: some DataProtocol
+    ) async throws -> AdminKey {
+        guard let key = try await store.adminKey(id: keyId) else { throw AdminAuthError.unknownKey(keyId) }
+        guard key.revokedAt == nil else { throw AdminAuthError.revokedKey(keyId) }
+        let now = now()
+        let digest = try AdminRequestSignature.verify(
+            publicKeyPEM: key.publicKeyPEM, date: date, signature: signature, method: method, host: host, body: body,
+            path: path, now: now)
+        // Kept a day, far past the signature's own window: a clock stepped forward and back again (an NTP
+        // correction) must not forget a signature its date would let through again.
+        let fresh = try await store.recordSignature(
+            digest, at: now, forgetBefore: now.addingTimeInterval(-max(2 * AdminRequestSignature.window, 86_400)))
+        guard fresh else { throw AdminAuthError.replayed }
+        return key
+    }
+}

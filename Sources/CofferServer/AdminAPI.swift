@@ -18,7 +18,11 @@ struct AdminAPI: Sendable {
     /// The routes under `/v1/admin`, behind a signed request, each answered by a handler below.
     var routes: RouteCollection<CofferRequestContext> {
         let routes = RouteCollection(context: CofferRequestContext.self)
-        let admin = routes.group("v1/admin").add(middleware: SignedRequestMiddleware(api: api))
+        let admin = routes.group("v1/admin").add(
+            middleware: SignedRequestMiddleware(
+                api: api,
+                authenticator: AdminRequestAuthenticator(
+                    store: api.dependencies.store, now: api.dependencies.now)))
         admin.get("dashboard", use: dashboard)
         admin.get("users", use: users)
         admin.get("users/:supportId", use: user)
@@ -170,6 +174,7 @@ extension CofferRequestContext {
 struct SignedRequestMiddleware: RouterMiddleware {
     typealias Context = CofferRequestContext
     let api: ClientAPI
+    let authenticator: AdminRequestAuthenticator
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
@@ -188,26 +193,14 @@ struct SignedRequestMiddleware: RouterMiddleware {
         } catch {
             throw ServiceError.bodyTooLarge(limit: limit)
         }
-        let store = api.dependencies.store
-        guard let key = try await store.adminKey(id: keyId) else {
-            throw ServiceError(AdminAuthError.unknownKey(keyId))
-        }
-        guard key.revokedAt == nil else { throw ServiceError(AdminAuthError.revokedKey(keyId)) }
-        let now = api.dependencies.now()
-        let digest: String
+        let key: AdminKey
         do {
-            digest = try AdminRequestSignature.verify(
-                publicKeyPEM: key.publicKeyPEM, date: date, signature: signature, method: request.method.rawValue,
-                host: request.head.authority ?? "", body: body.readableBytesView, path: request.uri.description,
-                now: now)
+            key = try await authenticator.authenticate(
+                keyId: keyId, date: date, signature: signature, method: request.method.rawValue,
+                host: request.head.authority ?? "", path: request.uri.description, body: body.readableBytesView)
         } catch {
             throw ServiceError(error)
         }
-        // Kept a day, far past the signature's own window: a clock stepped forward and back again (an NTP
-        // correction) must not forget a signature its date would let through again.
-        let fresh = try await store.recordSignature(
-            digest, at: now, forgetBefore: now.addingTimeInterval(-max(2 * AdminRequestSignature.window, 86_400)))
-        guard fresh else { throw ServiceError(AdminAuthError.replayed) }
         // A write names its environment: a signed grant never lands in an environment its signer did not see.
         if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {
             throw ServiceError.environmentRequired

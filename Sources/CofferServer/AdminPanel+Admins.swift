@@ -46,7 +46,7 @@ extension AdminPanel {
                 error: error.description, status: .badRequest)
         }
         // Sessions signed in with the password alone end: from now on every one has given a code.
-        _ = try await store.deleteSessions(adminId: session.adminId, except: session.tokenHash)
+        try await signIn.endOtherSessions(than: session)
         return page(
             "two-factor",
             [
@@ -59,19 +59,14 @@ extension AdminPanel {
     func disableTwoFactor(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await checkedForm(request, context)
         // The code is checked under the sign-in throttle: a stolen session cannot try every code.
-        let attempt: PanelAttempt
-        switch try await reserveAttempt(account: "2fa:" + session.adminName, address: context.clientAddress ?? "local")
-        {
-        case .success(let reserved): attempt = reserved
-        case .failure(let refusal): return try await settings(request, context, error: refusal.message)
-        }
         do {
-            try await service.disableTwoFactor(
-                environment: scope(session).environment, name: session.adminName, code: form["code"] ?? "",
-                actor: context.adminActor)
-            await finish(attempt, succeeded: true)
+            if let refusal = try await signIn.turnOffTwoFactor(
+                of: session, code: form["code"] ?? "", addressKey: RateLimiter.key(context.clientAddress ?? "local"),
+                environment: scope(session).environment, actor: context.adminActor)
+            {
+                return try await settings(request, context, error: refusal.message)
+            }
         } catch let error as AdminError {
-            await finish(attempt, succeeded: false)
             return try await settings(request, context, error: error.description)
         }
         return Self.redirect("/admin/settings?notice=two-factor-off")
@@ -84,12 +79,7 @@ extension AdminPanel {
         _ = try context.requireOwner()
         let admins = try await service.admins()
         // Two-factor codes guessed at (every instance's count): the owner is told, the account waits.
-        var guessed: [String: Int] = [:]
-        for admin in admins where admin.twoFactor {
-            let key = AccountGuard.Secret.code(account: admin.name).key
-            let count = try await store.failures(key, since: now.addingTimeInterval(-AccountGuard.window))
-            if count > 0 { guessed[admin.name] = count }
-        }
+        let guessed = try await signIn.guessedCodes(of: admins.filter(\.twoFactor).map(\.name))
         return page(
             "admins",
             [
@@ -198,9 +188,7 @@ extension AdminPanel {
             return try await admins(request, context, error: error.description)
         }
         // Whoever holds their sessions now signs in again.
-        if let admin = try await store.admin(name: name) {
-            _ = try await store.deleteSessions(adminId: admin.id, except: nil)
-        }
+        try await signIn.endSessions(ofAdmin: name)
         return Self.redirect("/admin/admins?notice=two-factor-reset")
     }
 }

@@ -397,7 +397,7 @@ extension AdminPanel {
             return try await settings(request, context, error: "\(name) is not a time zone this server knows.")
         }
         let stored = zone.identifier == "UTC" || zone.identifier == "GMT" ? nil : zone.identifier
-        _ = try await store.setAdminTimeZone(name: session.adminName, timeZone: stored)
+        try await signIn.setTimeZone(of: session.adminName, to: stored)
         return Self.redirect("/admin/settings?notice=settings")
     }
 
@@ -462,7 +462,7 @@ extension AdminPanel {
         if environment == .production, form["confirm"] != "yes" {
             return Self.redirect("/admin/environment?to=Production")
         }
-        try await store.setSessionEnvironment(tokenHash: session.tokenHash, environment: environment)
+        try await signIn.switchEnvironment(of: session, to: environment)
         return Self.redirect("/admin")
     }
 

@@ -14,18 +14,13 @@ struct AdminPanel: Sendable {
     let api: ClientAPI
     let service: AdminService
     let renderer: PanelRenderer
-    let hasher: PasswordHasher
-    let throttle: LoginThrottle
+    let signIn: AdminSignIn
     let configuration: PanelConfiguration
-    /// Wrong codes per half-open session, on this instance.
-    let codeFailures = CodeFailures()
 
-    var store: any CofferStore { api.dependencies.store }
     var now: Date { api.dependencies.now() }
+    var hasher: PasswordHasher { api.dependencies.passwordHasher }
     var cookieName: String { configuration.secureCookies ? "__Host-coffer-session" : "coffer-session" }
     static let loginCookie = "coffer-login"
-    /// A bcrypt hash of nothing anyone knows, checked for unknown names so they take as long as known ones.
-    static let decoyHash = "$2b$12$ZrNwFzbn4UAzJh1J6bqzEe0cYp7xLbXgE0dWv2Y3mKcS9q8mZ9Sta"
 
     /// The panel's routes: the sign-in pages, then the pages behind a session, each answered by a handler in
     /// `AdminPanel+SignIn.swift` or `AdminPanel+Pages.swift`.
@@ -247,12 +242,7 @@ struct SessionMiddleware: RouterMiddleware {
         // The password was right but the code is still to come: only the code page opens.
         guard !session.twoFactorPending else { return AdminPanel.redirect("/admin/login/code") }
         // A disabled admin's sessions end with the change; one opened while it was made ends here.
-        guard let admin = try await panel.store.admin(name: session.adminName), admin.isEnabled,
-            admin.id == session.adminId
-        else {
-            try await panel.store.deleteSession(tokenHash: session.tokenHash)
-            return AdminPanel.redirect("/admin/login")
-        }
+        guard let admin = try await panel.signIn.admin(of: session) else { return AdminPanel.redirect("/admin/login") }
         var context = context
         context.adminSession = session
         // The admin as stored now: a role an owner changed applies to the next request.
@@ -302,27 +292,5 @@ struct LoopbackOnlyMiddleware: RouterMiddleware {
                 status: .misdirectedRequest)
         }
         return try await next(request, context)
-    }
-}
-
-/// Wrong two-factor codes per half-open session (by its token's hash), kept in memory and bounded: a session
-/// that reaches ``AdminPanel/codeTries`` is ended.
-final class CodeFailures: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
-
-    /// Counts a wrong code; the session's count so far.
-    func failed(_ session: String) -> Int {
-        counts.withLock { counts in
-            // Half-open sessions last five minutes: a full table is mostly stale, and starting over only gives
-            // back a few tries.
-            if counts.count > 10_000 { counts.removeAll() }
-            counts[session, default: 0] += 1
-            return counts[session] ?? 0
-        }
-    }
-
-    /// Forgets a session's count.
-    func forget(_ session: String) {
-        _ = counts.withLock { $0.removeValue(forKey: session) }
     }
 }

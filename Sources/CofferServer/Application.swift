@@ -96,9 +96,14 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
         configuration: configuration, dependencies: dependencies, events: events,
         forgetTokens: { [client = api.service] user in client.forgetTokens(of: user) })
     router.addRoutes(AdminAPI(api: api, service: service).routes)
+    let logger = dependencies.logger
+    let signIn = AdminSignIn(
+        store: dependencies.store, service: service, hasher: dependencies.passwordHasher, throttle: LoginThrottle(),
+        sessionHours: configuration.panel.sessionHours, environment: configuration.environment, now: dependencies.now,
+        failureLog: { logger.error("\($0)") })
     let panel = AdminPanel(
-        api: api, service: service, renderer: dependencies.panelRenderer, hasher: dependencies.passwordHasher,
-        throttle: LoginThrottle(), configuration: configuration.panel)
+        api: api, service: service, renderer: dependencies.panelRenderer, signIn: signIn,
+        configuration: configuration.panel)
     router.addRoutes(panel.routes)
     let operations = OperationsAPI(
         dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken)

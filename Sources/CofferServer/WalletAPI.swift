@@ -9,8 +9,6 @@ import Hummingbird
 struct WalletAPI: Sendable {
     let api: ClientAPI
 
-    var store: any CofferStore { api.dependencies.store }
-
     /// The routes, each answered by a handler below.
     var routes: RouteCollection<CofferRequestContext> {
         let routes = RouteCollection(context: CofferRequestContext.self)
