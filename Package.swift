@@ -141,9 +141,7 @@ let package = Package(
                 "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth", condition: server),
-                .product(name: "Mustache", package: "swift-mustache", condition: server),
             ],
-            resources: [.copy("Panel")],
             swiftSettings: strictSettings
         ),
         // The application layer, with no HTTP in it: purchases, Apple's notifications and their recovery, the
@@ -158,10 +156,37 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // The HTTP edge's shared pieces: the request context, the one error answer, the client's address and the
+        // rate-limit middleware, for the server's routes and the panel's pages alike.
+        .target(
+            name: "CofferHTTP",
+            dependencies: [
+                "CofferAPI", "CofferAdmin", "CofferCore", "CofferService", "CofferStore",
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOFoundationCompat", package: "swift-nio", condition: server),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The admin panel at /admin: its pages over CofferAdmin's use cases, the renderer and the templates.
+        .target(
+            name: "CofferPanel",
+            dependencies: [
+                "CofferAdmin", "CofferCore", "CofferHTTP", "CofferService", "CofferStore",
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+                .product(name: "Mustache", package: "swift-mustache", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+            ],
+            resources: [.copy("Panel")],
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "CofferServer",
             dependencies: [
-                "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferService", "CofferStore",
+                "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferHTTP", "CofferPanel",
+                "CofferService", "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdCore", package: "hummingbird", condition: server),

@@ -108,7 +108,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
-        let app = buildApplication(
+        let app = try buildApplication(
             configuration: server,
             dependencies: try ServerDependencies(
                 store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI,

@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation
@@ -141,7 +142,7 @@ struct AdminAPI: Sendable {
         }
         return try api.json(
             try await service.auditLog(
-                environment: try environment(request), query: AdminPanel.auditQuery(request), limit: limit))
+                environment: try environment(request), query: AuditQuery(request), limit: limit))
     }
 
     /// The environment a request names, the server's own by default.
@@ -153,19 +154,6 @@ struct AdminAPI: Sendable {
             throw ServiceError.badRequest("environment must be Sandbox or Production")
         }
         return environment
-    }
-}
-
-extension CofferRequestContext {
-    /// Who is acting, for the audit log: the admin key's name and id, or the panel's admin.
-    var adminActor: String { admin ?? "unknown" }
-
-    /// Refuses a support key's request to what only an owner may do (balances, merges, deletions), before
-    /// anything is done.
-    func requireOwnerKey() throws {
-        guard adminKey?.role ?? .owner == .owner else {
-            throw ServiceError.forbidden("this admin key is support's: only an owner key may do this")
-        }
     }
 }
 

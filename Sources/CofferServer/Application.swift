@@ -2,6 +2,8 @@ import CofferAPI
 import CofferAdmin
 import CofferAppStore
 import CofferCore
+import CofferHTTP
+import CofferPanel
 import CofferService
 import CofferStore
 import Crypto
@@ -15,10 +17,12 @@ import ServiceLifecycle
 
 /// The one composition root of a Coffer server: the client API, Apple's notifications, the operations
 /// routes and the notification recovery service, over the given store, verifier and catalog.
+///
+/// - Throws: When the panel's templates are not installed with the server (a broken install).
 public func buildApplication(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
-    -> some ApplicationProtocol
+    throws -> some ApplicationProtocol
 {
-    let (router, intake, background) = makeRouter(configuration: configuration, dependencies: dependencies)
+    let (router, intake, background) = try makeRouter(configuration: configuration, dependencies: dependencies)
     var services: [any Service] = background
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
@@ -43,17 +47,18 @@ public func buildApplication(configuration: CofferService.ServerConfiguration, d
 /// The server's routes as one responder, without a listener: for driving every route in-process (the fuzz
 /// target). Background services (notification recovery) do not run.
 public func serverResponder(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
-    -> RouterResponder<CofferRequestContext>
+    throws -> RouterResponder<CofferRequestContext>
 {
-    makeRouter(configuration: configuration, dependencies: dependencies).router.buildResponder()
+    try makeRouter(configuration: configuration, dependencies: dependencies).router.buildResponder()
 }
 
 /// Every route of the server, as `buildApplication` serves them (for tests that check the API document).
 ///
 /// - Returns: `METHOD /path` for each route, with parameters as `{name}`.
-public func serverRoutes(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies) -> [String]
+public func serverRoutes(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies) throws
+    -> [String]
 {
-    makeRouter(configuration: configuration, dependencies: dependencies).router.routes.map { route in
+    try makeRouter(configuration: configuration, dependencies: dependencies).router.routes.map { route in
         let path = route.path.description.split(separator: "/").map { component in
             component.hasPrefix(":") ? "{\(component.dropFirst())}" : String(component)
         }
@@ -62,7 +67,7 @@ public func serverRoutes(configuration: CofferService.ServerConfiguration, depen
 }
 
 private func makeRouter(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
-    -> (router: Router<CofferRequestContext>, intake: NotificationIntake, background: [any Service])
+    throws -> (router: Router<CofferRequestContext>, intake: NotificationIntake, background: [any Service])
 {
     let router = Router(context: CofferRequestContext.self)
     router.add(middleware: ClientAddressMiddleware(proxies: configuration.trustedProxies))
@@ -102,8 +107,8 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
         sessionHours: configuration.panel.sessionHours, environment: configuration.environment, now: dependencies.now,
         failureLog: { logger.error("\($0)") })
     let panel = AdminPanel(
-        api: api, service: service, renderer: dependencies.panelRenderer, signIn: signIn,
-        configuration: configuration.panel)
+        dependencies: dependencies, environment: configuration.environment, service: service,
+        renderer: try PanelRenderer(), signIn: signIn, configuration: configuration.panel)
     router.addRoutes(panel.routes)
     let operations = OperationsAPI(
         dependencies: dependencies, environment: configuration.environment, metricsToken: configuration.metricsToken)
@@ -155,31 +160,4 @@ func adminService(
             }
             await events.publish(event, to: user)
         })
-}
-
-/// The request context: Hummingbird's basics plus the authenticated user.
-public struct CofferRequestContext: RequestContext {
-    /// Hummingbird's core context.
-    public var coreContext: CoreRequestContextStorage
-    /// The admin acting, once a signed request or a panel session is checked.
-    public var admin: String?
-    /// The panel session, once checked.
-    public var adminSession: AdminSession?
-    /// The signed-in admin's time zone, shown beside UTC on the panel's pages.
-    public var adminTimeZone: TimeZone?
-    /// The signed-in admin as stored now (role, grant limit, two-factor).
-    public var panelAdmin: Admin?
-    /// The admin key a signed admin API request was checked with (its role and grant limit).
-    public var adminKey: AdminKey?
-    /// The peer's address (a reverse proxy's, behind one).
-    public let remoteAddress: SocketAddress?
-    /// The client's address: the peer's, or behind a trusted proxy the one it forwards.
-    public var clientAddress: String?
-
-    /// Creates a context for a request.
-    public init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        remoteAddress = source.channel.remoteAddress
-        clientAddress = remoteAddress?.ipAddress
-    }
 }

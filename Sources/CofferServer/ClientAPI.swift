@@ -1,5 +1,6 @@
 import CofferAPI
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferHTTP
 import CofferService
 import Foundation
 import Hummingbird

@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Crypto

@@ -104,8 +104,6 @@ public struct ServerDependencies: Sendable {
     public var now: @Sendable () -> Date
     /// Hashes and checks admin passwords.
     public var passwordHasher: PasswordHasher
-    /// Renders the admin panel.
-    public var panelRenderer: PanelRenderer
     /// Sends background pushes to the apps (APNs); `nil` when no APNs key is configured.
     public var push: (any PushSender)?
     /// How instances sharing the database hear each other's events (PostgreSQL); `nil` for one instance.
@@ -127,7 +125,6 @@ public struct ServerDependencies: Sendable {
         self.push = push
         self.broadcast = broadcast
         self.passwordHasher = passwordHasher
-        self.panelRenderer = try PanelRenderer()
         self.store = store
         self.verifier = verifier
         self.catalog = catalog

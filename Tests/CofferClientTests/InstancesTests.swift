@@ -41,8 +41,8 @@ struct InstancesTests {
         configuration.wallet = .device
         configuration.recoveryInterval = 0
         let dependencies = try ServerDependencies(store: store, verifier: verifier, catalog: catalog, broadcast: store)
-        let firstInstance = buildApplication(configuration: configuration, dependencies: dependencies)
-        let secondInstance = buildApplication(configuration: configuration, dependencies: dependencies)
+        let firstInstance = try buildApplication(configuration: configuration, dependencies: dependencies)
+        let secondInstance = try buildApplication(configuration: configuration, dependencies: dependencies)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-two-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         try await firstInstance.test(.live) { first in

@@ -172,7 +172,7 @@ struct PurchaseFlowTests {
                 httpClient: .shared, container: "iCloud.\(bundleId)", environment: "production",
                 apiToken: "console-api-token", baseURL: cloudKit.url)
         }
-        let app = buildApplication(
+        let app = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: serverStore, verifier: verifier, catalog: catalog,

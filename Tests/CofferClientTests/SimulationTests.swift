@@ -157,7 +157,7 @@ final class Simulation: @unchecked Sendable {
         configuration.wallet = wallet
         configuration.recoveryInterval = 0
         let clock = clock
-        let server = buildApplication(
+        let server = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: serverStore, verifier: verifier, catalog: catalog, now: { clock.now() }))

@@ -48,7 +48,7 @@ extension SecurityTests {
         let setup = try Fixture.Setup(store: store, wallet: .server)
         let signer = try await AdminAPITests.key(in: store)
         try await PanelTests.admin(in: store)
-        let routes = serverRoutes(
+        let routes = try serverRoutes(
             configuration: ServerConfiguration(bundleId: Fixture.bundleId),
             dependencies: try ServerDependencies(
                 store: store,

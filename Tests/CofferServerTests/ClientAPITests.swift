@@ -49,7 +49,7 @@ struct ClientAPITests {
             configuration.panel = panel
             configuration.environment = environment
             configuration.appAppleId = 1_234
-            app = buildApplication(
+            app = try buildApplication(
                 configuration: configuration,
                 dependencies: try ServerDependencies(
                     store: cofferStore, verifier: verifier, catalog: catalog, now: now,

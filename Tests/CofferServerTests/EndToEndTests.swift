@@ -124,7 +124,7 @@ struct EndToEndTests {
         var configuration = ServerConfiguration(bundleId: NotificationTests.bundleId)
         configuration.environment = .production
         configuration.appAppleId = 1_234
-        let production = buildApplication(
+        let production = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: store,

@@ -105,10 +105,10 @@ struct FaultLoadTests {
         configuration.recoveryInterval = 0
         configuration.userCreationLimit = RateLimit(burst: 1_000, perSecond: 1_000)
         configuration.notificationFailureLimit = RateLimit(burst: 100_000, perSecond: 10_000)
-        let first = buildApplication(
+        let first = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(store: storeA, verifier: verifier, catalog: catalog, logger: quiet))
-        let second = buildApplication(
+        let second = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(store: storeB, verifier: verifier, catalog: catalog, logger: quiet))
         let http = HTTPClient.shared

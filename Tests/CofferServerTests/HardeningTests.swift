@@ -30,7 +30,7 @@ struct HardeningTests {
         var configuration = ServerConfiguration(bundleId: Fixture.bundleId)
         configuration.port = 0
         change(&configuration)
-        return buildApplication(
+        return try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: store,

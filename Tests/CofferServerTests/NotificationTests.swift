@@ -74,7 +74,7 @@ struct NotificationTests {
             if reviewers != nil { configuration.environment = .production }
             self.store = store
             self.configuration = configuration
-            app = buildApplication(
+            app = try buildApplication(
                 configuration: configuration,
                 dependencies: try ServerDependencies(
                     store: store, verifier: verifier, catalog: catalog, now: { clock.now() }))
@@ -91,7 +91,7 @@ struct NotificationTests {
         func application(api: AppStoreServerAPIClient) throws -> some ApplicationProtocol {
             var configuration = configuration
             configuration.recoveryInterval = 0
-            return buildApplication(configuration: configuration, dependencies: try dependencies(api: api))
+            return try buildApplication(configuration: configuration, dependencies: try dependencies(api: api))
         }
 
         /// Creates a user through the API.

@@ -38,7 +38,7 @@ struct OpenAPIConformanceTests {
         var dependencies = try setup.dependencies(api: nil)
         let clock = setup.clock
         dependencies.receiptReader = try AppReceiptReader(trustedRoots: [authority.rootDER()], now: { clock.now() })
-        let app = buildApplication(configuration: configuration, dependencies: dependencies)
+        let app = try buildApplication(configuration: configuration, dependencies: dependencies)
         let signer = try await AdminAPITests.key(in: setup.store)
 
         let limit = configuration.maximumBodySize
@@ -73,7 +73,7 @@ struct OpenAPIConformanceTests {
         configuration.eventStreamsTotal = 2
         configuration.userCreationLimit = RateLimit(burst: 2, perSecond: 0.001)
         configuration.notificationFailureLimit = RateLimit(burst: 2, perSecond: 0.001)
-        let app = buildApplication(configuration: configuration, dependencies: try setup.dependencies(api: nil))
+        let app = try buildApplication(configuration: configuration, dependencies: try setup.dependencies(api: nil))
         try await app.test(.live) { client in
             let port = try #require(client.port)
             var users: [CreateUserResponse] = []

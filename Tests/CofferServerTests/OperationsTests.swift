@@ -137,7 +137,7 @@ struct OpenAPITests {
     func everyRoute() async throws {
         let setup = try NotificationTests.Setup()
         // The panel's HTML pages (`/admin/...`) are for people, not API clients; everything else is the API.
-        let all = serverRoutes(configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
+        let all = try serverRoutes(configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
         let routes = all.filter { !$0.contains(" /admin") }
         #expect(routes.count >= 16)
         #expect(all.count - routes.count == 33, "the panel's pages: \(all.filter { $0.contains(" /admin") })")

@@ -30,7 +30,7 @@ struct ReceiptsAPITests {
         configuration.environment = environment
         configuration.sandboxInProduction = sandboxInProduction
         configuration.appAppleId = 1
-        return buildApplication(
+        return try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: store, verifier: verifier, catalog: try Catalog(products: products), now: { moment }))

@@ -38,7 +38,7 @@ extension SecurityTests {
             dependencies.cloudKitIdentity = try CloudKitUserIdentity(
                 httpClient: .shared, container: container, environment: "production", apiToken: "console-api-token",
                 baseURL: base)
-            let app = buildApplication(configuration: configuration, dependencies: dependencies)
+            let app = try buildApplication(configuration: configuration, dependencies: dependencies)
             try await app.test(.router) { client in
                 func claim(_ token: String?, key: String = "install-key-0000001") async throws -> TestResponse {
                     try await client.execute(
@@ -74,7 +74,7 @@ extension SecurityTests {
             dependencies.cloudKitIdentity = try CloudKitUserIdentity(
                 httpClient: .shared, container: container, environment: "production", apiToken: "console-api-token",
                 baseURL: "http://127.0.0.1:1")
-            try await buildApplication(configuration: configuration, dependencies: dependencies).test(.router) {
+            try await try buildApplication(configuration: configuration, dependencies: dependencies).test(.router) {
                 client in
                 let token = await cloudKit.webAuthToken(userRecordName: "_victim")
                 let down = try await client.execute(

@@ -38,7 +38,8 @@ struct SecurityTests {
     @Test("every route but the open ones refuses a request without credentials, and the open ones are known")
     func withoutCredentials() async throws {
         let setup = try NotificationTests.Setup()
-        let routes = serverRoutes(configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
+        let routes = try serverRoutes(
+            configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
         #expect(Set(routes).isSuperset(of: Self.open), "an open route went away: update the list")
         try await setup.app.test(.router) { client in
             for route in routes where !Self.open.contains(route) {
@@ -121,7 +122,8 @@ struct SecurityTests {
     @Test("every JSON route refuses an oversized body and deeply nested JSON, and changes nothing")
     func hostileBodies() async throws {
         let setup = try NotificationTests.Setup()
-        let routes = serverRoutes(configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
+        let routes = try serverRoutes(
+            configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
         let jsonRoutes = routes.filter {
             ($0.hasPrefix("POST /v1/") || $0.hasPrefix("PUT /v1/")) && !$0.hasPrefix("POST /v1/admin")
                 && $0 != "POST /v1/users"
@@ -221,7 +223,7 @@ struct SecurityTests {
         // Xcode's StoreKit testing signs with its own key: a Production server (Apple's roots only) refuses it.
         var configuration = ServerConfiguration(bundleId: "com.example.app")
         configuration.environment = .production
-        let production = buildApplication(
+        let production = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
                 store: InMemoryStore(),
@@ -271,7 +273,7 @@ struct SecurityTests {
         let reader = try AppReceiptReader(
             trustedRoots: [AppleRoots.rootCA(), genuine.rootDER()] + forgeries.map { try $0.1.rootDER() },
             now: { clock.now() })
-        let app = buildApplication(
+        let app = try buildApplication(
             configuration: setup.configuration,
             dependencies: try ServerDependencies(
                 store: setup.store, verifier: setup.verifier, catalog: setup.catalog, receiptReader: reader,

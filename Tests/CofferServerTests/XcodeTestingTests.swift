@@ -49,7 +49,7 @@ struct XcodeTestingTests {
         let catalog = try Catalog(products: [
             CatalogProduct(id: "pass.premium", kind: .autoRenewable, entitlements: ["premium"], group: "pass")
         ])
-        return buildApplication(
+        return try buildApplication(
             configuration: ServerConfiguration(bundleId: bundleId),
             dependencies: try ServerDependencies(
                 store: store, verifier: try verifier(xcode: xcode), catalog: catalog, now: { now }))

@@ -56,8 +56,8 @@ struct RouteHarness: Sendable {
             catalog: try Catalog(products: [CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)]
             ),
             logger: logger, passwordHasher: PasswordHasher(cost: 4))
-        let routes = serverRoutes(configuration: configuration, dependencies: dependencies)
-        let responder = serverResponder(configuration: configuration, dependencies: dependencies)
+        let routes = try serverRoutes(configuration: configuration, dependencies: dependencies)
+        let responder = try serverResponder(configuration: configuration, dependencies: dependencies)
         let created = try await respond(
             responder, HTTPRequest(method: .post, scheme: "http", authority: "localhost", path: "/v1/users"), body: [])
         guard let object = try JSONSerialization.jsonObject(with: Data(created.body)) as? [String: Any],

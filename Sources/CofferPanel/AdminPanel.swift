@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation
@@ -10,21 +11,44 @@ import Synchronization
 
 /// The admin panel at `/admin`: server-rendered pages over ``AdminService``, behind a sign-in with sessions in
 /// HttpOnly SameSite=Strict cookies and a CSRF token on every form.
-struct AdminPanel: Sendable {
-    let api: ClientAPI
+public struct AdminPanel: Sendable {
+    let dependencies: ServerDependencies
+    /// The server's environment (a session starts in it; Production's support may look at Sandbox).
+    let environment: AppStoreEnvironment
     let service: AdminService
     let renderer: PanelRenderer
     let signIn: AdminSignIn
     let configuration: PanelConfiguration
 
-    var now: Date { api.dependencies.now() }
-    var hasher: PasswordHasher { api.dependencies.passwordHasher }
+    var now: Date { dependencies.now() }
+    var hasher: PasswordHasher { dependencies.passwordHasher }
+
+    /// Creates the panel over support's use cases.
+    ///
+    /// - Parameters:
+    ///   - dependencies: The server's clock, password hasher, metrics and App Store Server API client.
+    ///   - environment: The server's environment.
+    ///   - service: Support's operations.
+    ///   - renderer: The pages' templates.
+    ///   - signIn: Signing in and the sessions.
+    ///   - configuration: The panel's settings.
+    public init(
+        dependencies: ServerDependencies, environment: AppStoreEnvironment, service: AdminService,
+        renderer: PanelRenderer, signIn: AdminSignIn, configuration: PanelConfiguration
+    ) {
+        self.dependencies = dependencies
+        self.environment = environment
+        self.service = service
+        self.renderer = renderer
+        self.signIn = signIn
+        self.configuration = configuration
+    }
     var cookieName: String { configuration.secureCookies ? "__Host-coffer-session" : "coffer-session" }
     static let loginCookie = "coffer-login"
 
     /// The panel's routes: the sign-in pages, then the pages behind a session, each answered by a handler in
     /// `AdminPanel+SignIn.swift` or `AdminPanel+Pages.swift`.
-    var routes: RouteCollection<CofferRequestContext> {
+    public var routes: RouteCollection<CofferRequestContext> {
         let router = RouteCollection(context: CofferRequestContext.self)
         let local = LoopbackOnlyMiddleware(
             allowRemote: configuration.allowRemote,
@@ -93,7 +117,7 @@ struct AdminPanel: Sendable {
     ) -> Response {
         var values = values
         guard let session = context.adminSession else {
-            return page(template, values, environment: api.configuration.environment, status: status)
+            return page(template, values, environment: environment, status: status)
         }
         values["adminName"] = session.adminName
         values["csrf"] = session.csrfToken
@@ -104,7 +128,7 @@ struct AdminPanel: Sendable {
     /// The customers the session's view shows: on a Production server, its Sandbox view is the Sandbox-marked
     /// customers (App Review, TestFlight, sandbox testers) kept among the Production ones.
     func scope(_ session: AdminSession) -> CustomerScope {
-        CustomerScope(view: session.environment, server: api.configuration.environment)
+        CustomerScope(view: session.environment, server: environment)
     }
 
     /// Renders a page; `nil` values are left out, so their sections do not show.

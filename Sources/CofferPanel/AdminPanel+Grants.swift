@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation

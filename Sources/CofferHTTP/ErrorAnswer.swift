@@ -34,7 +34,7 @@ extension ServiceError: HTTPResponseError {
     public func response(from request: Request, context: some RequestContext) throws -> Response { response }
 
     /// The answer (``ErrorAnswer``).
-    var response: Response {
+    public var response: Response {
         var retryAfter: Int?
         switch self {
         case .rateLimited(let seconds, _): retryAfter = seconds
@@ -48,9 +48,9 @@ extension ServiceError: HTTPResponseError {
 
 /// The one shape of every error answer: the status and `{"error": {"code", "message"}}`, with `Retry-After`
 /// when the client may try again after a wait.
-enum ErrorAnswer {
+public enum ErrorAnswer {
     /// The answer.
-    static func response(_ status: HTTPResponse.Status, code: String, message: String, retryAfter: Int? = nil)
+    public static func response(_ status: HTTPResponse.Status, code: String, message: String, retryAfter: Int? = nil)
         -> Response
     {
         let body = (try? JSONEncoder().encode(ErrorResponse(code: code, message: message))) ?? Data()
@@ -61,7 +61,7 @@ enum ErrorAnswer {
 
     /// The answer for any error: a ``ServiceError`` or what it maps, or Hummingbird's own refusal (no such
     /// route, a method the route does not take, a body over its limit); anything else is an internal error.
-    static func response(for error: any Error) -> Response {
+    public static func response(for error: any Error) -> Response {
         guard let refusal = error as? HTTPError else { return ServiceError(error).response }
         let code =
             switch refusal.status {
@@ -75,8 +75,12 @@ enum ErrorAnswer {
 }
 
 /// Turns every error into the API's one error shape (``ErrorAnswer``); errors nobody named are logged.
-struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+public struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// Creates the middleware.
+    public init() {}
+
+    /// Answers the request, or its error in the one shape.
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
         do {

@@ -1,3 +1,4 @@
+import CofferAdmin
 import CofferStore
 import Foundation
 import Mustache

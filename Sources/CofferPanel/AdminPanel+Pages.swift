@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation
@@ -466,19 +467,10 @@ extension AdminPanel {
         return Self.redirect("/admin")
     }
 
-    /// The audit log's filter from a query: an admin, a customer (Support ID) and an action (or family).
-    static func auditQuery(_ request: Request) -> AuditQuery {
-        func value(_ name: String) -> String? {
-            let text = (request.uri.queryParameters.get(name) ?? "").trimmingCharacters(in: .whitespaces)
-            return text.isEmpty ? nil : text
-        }
-        return AuditQuery(subject: value("customer"), admin: value("admin"), action: value("action"))
-    }
-
     /// `GET /admin/audit[?admin=&customer=&action=]`: the newest 200 matching, and a CSV link for all (to 10,000).
     func audit(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
-        let query = Self.auditQuery(request)
+        let query = AuditQuery(request)
         let events: [AuditEvent]
         do {
             events = try await service.auditLog(environment: scope(session).environment, query: query)
@@ -511,7 +503,7 @@ extension AdminPanel {
     func auditCSV(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let session = try context.requireSession()
         let events = try await service.auditLog(
-            environment: scope(session).environment, query: Self.auditQuery(request),
+            environment: scope(session).environment, query: AuditQuery(request),
             limit: AdminService.auditExportLimit)
         return Self.download(
             AdminService.auditCSV(events), type: "text/csv; charset=utf-8",

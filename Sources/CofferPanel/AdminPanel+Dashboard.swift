@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation
@@ -132,14 +133,14 @@ extension AdminPanel {
                 + "Notifications URL (version 2) in App Store Connect."
         }
         card["types"] = health.lastWeek.map { ["type": $0.type, "count": PanelText.count($0.count)] }
-        let refusals = api.dependencies.metrics.notificationRefusals
+        let refusals = dependencies.metrics.notificationRefusals
         card["refusals"] =
             refusals.count == 0
             ? "None refused on this instance since \(Self.time(refusals.since, context))."
             : "\(PanelText.count(refusals.count)) refused on this instance since \(Self.time(refusals.since, context)); "
                 + "the last at \(refusals.lastAt.map { Self.time($0, context) } ?? "?"): \(refusals.lastStatus ?? "?")"
         card["refusalsWarn"] = refusals.count > 0
-        if api.dependencies.appStoreAPI == nil {
+        if dependencies.appStoreAPI == nil {
             card["recovery"] =
                 "Off: without the App Store Server API key (appstore.key.*), missed notifications are not recovered."
             card["recoveryWarn"] = true

@@ -4,11 +4,16 @@ import HTTPTypes
 import Hummingbird
 
 /// Sets ``CofferRequestContext/clientAddress`` from the peer and, behind trusted proxies, `X-Forwarded-For`.
-struct ClientAddressMiddleware: RouterMiddleware {
-    typealias Context = CofferRequestContext
+public struct ClientAddressMiddleware: RouterMiddleware {
+    /// Coffer's request context.
+    public typealias Context = CofferRequestContext
     let proxies: TrustedProxies
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+    /// Creates the middleware, trusting `proxies`' forwarded addresses.
+    public init(proxies: TrustedProxies) { self.proxies = proxies }
+
+    /// Sets the client's address, then answers the request.
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response
     {
         var context = context
@@ -34,12 +39,15 @@ struct ClientAddressMiddleware: RouterMiddleware {
 /// Which Host names the panel answers to: loopback names, and the configured public host when
 /// `panel.remote` is on. Anything else is refused, so a web page whose name was rebound to 127.0.0.1 (DNS
 /// rebinding) cannot read or drive the panel from a browser on this machine.
-struct PanelHosts: Sendable {
+public struct PanelHosts: Sendable {
     /// The public host name (without port), when the panel is open to other machines.
-    var publicHost: String?
+    public var publicHost: String?
+
+    /// Creates the rule.
+    public init(publicHost: String?) { self.publicHost = publicHost }
 
     /// Whether a request's Host (with or without a port) is acceptable.
-    func allows(_ authority: String?) -> Bool {
+    public func allows(_ authority: String?) -> Bool {
         guard let authority, let host = Self.host(of: authority) else { return false }
         if Self.isLoopbackName(host) { return true }
         if let publicHost { return host == publicHost.lowercased() }
@@ -47,7 +55,7 @@ struct PanelHosts: Sendable {
     }
 
     /// The host part of a Host header, lowercased: `[::1]:8080` -> `::1`, `Example.com:443` -> `example.com`.
-    static func host(of authority: String) -> String? {
+    public static func host(of authority: String) -> String? {
         let text = authority.lowercased()
         guard text.utf8.count <= 255, !text.isEmpty else { return nil }
         if text.hasPrefix("[") {
@@ -57,7 +65,8 @@ struct PanelHosts: Sendable {
         return text.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)
     }
 
-    static func isLoopbackName(_ host: String) -> Bool {
+    /// Whether a host name is this machine's.
+    public static func isLoopbackName(_ host: String) -> Bool {
         host == "localhost" || host.hasSuffix(".localhost") || AddressRange.isLoopback(host)
     }
 }

@@ -1,5 +1,6 @@
 import CofferAdmin
 import CofferCore
+import CofferHTTP
 import CofferService
 import CofferStore
 import Foundation
@@ -26,7 +27,7 @@ extension AdminPanel {
             [
                 "title": "Sign in", "loginCsrf": token, "name": name, "binding": bindingNote,
                 "error": error,
-            ], environment: api.configuration.environment, status: status)
+            ], environment: environment, status: status)
         response.setCookie(
             Cookie(
                 name: Self.loginCookie, value: token, maxAge: 3_600, path: "/admin/login",
@@ -97,7 +98,7 @@ extension AdminPanel {
         return page(
             "login-code",
             ["title": "Two-factor sign-in", "codeCsrf": session.csrfToken, "name": session.adminName, "error": error],
-            environment: api.configuration.environment, status: status)
+            environment: environment, status: status)
     }
 
     /// `POST /admin/login/code`: a current code of the admin's app (used once) or a recovery code (used up); the
