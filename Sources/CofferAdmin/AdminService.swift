@@ -244,7 +244,7 @@ public struct AdminService: Sendable {
             renewals: try await store.renewalStates(owner: user.id, environment: environment), catalog: catalog,
             at: now())
         return UserDetail(
-            user: summary, environment: environment, walletMode: walletMode.rawValue,
+            user: summary, environment: environment, walletMode: walletMode,
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
             timeline: Array(timeline.prefix(Self.timelineLimit)), appleAccount: user.appleAccount,

@@ -278,7 +278,16 @@ public struct UserDetail: Sendable, Hashable, Codable {
     /// The environment.
     public var environment: AppStoreEnvironment
     /// Who owns the running balance: `device` or `server`.
-    public var walletMode: String
+    public var walletMode: WalletMode
+
+    /// The balance support edits and compares against: the server wallet's balance, or the device wallet's
+    /// backed-up balance (0 before the first backup).
+    public var editableBalance: Int64 {
+        switch walletMode {
+        case .server: user.balance
+        case .device: user.backup?.value ?? 0
+        }
+    }
     /// The entitlements the user has now.
     public var entitlements: [String]
     /// The user's grants, newest first.
@@ -302,7 +311,7 @@ public struct UserDetail: Sendable, Hashable, Codable {
 
     /// Creates a detail view.
     public init(
-        user: UserSummary, environment: AppStoreEnvironment, walletMode: String, entitlements: [String],
+        user: UserSummary, environment: AppStoreEnvironment, walletMode: WalletMode, entitlements: [String],
         grants: [GrantView],
         timeline: [TimelineItem], appleAccount: AppleAccount? = nil, sandboxMarked: Bool = false,
         mergedInto: String? = nil, subscriptions: [SubscriptionView] = [], purchases: [PurchaseView] = [],
@@ -376,7 +385,7 @@ extension UserDetail {
         self.init(
             user: try container.decode(UserSummary.self, forKey: .user),
             environment: try container.decode(AppStoreEnvironment.self, forKey: .environment),
-            walletMode: try container.decode(String.self, forKey: .walletMode),
+            walletMode: try container.decode(WalletMode.self, forKey: .walletMode),
             entitlements: try container.decode([String].self, forKey: .entitlements),
             grants: try container.decode([GrantView].self, forKey: .grants),
             timeline: try container.decode([TimelineItem].self, forKey: .timeline),

@@ -446,7 +446,7 @@ struct UserCommand: AsyncParsableCommand {
         let detail = try await withSupport(options) { try await $0.user(supportId) }
         if options.json { return print(try JSONText.encode(detail)) }
         let user = detail.user
-        print("\(user.supportId)  \(detail.environment.rawValue)  \(detail.walletMode) wallet")
+        print("\(user.supportId)  \(detail.environment.rawValue)  \(detail.walletMode.rawValue) wallet")
         print("balance \(user.balance)  deficit \(user.deficit)")
         if let backup = user.backup {
             print(

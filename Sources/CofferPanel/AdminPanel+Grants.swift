@@ -100,10 +100,10 @@ extension AdminPanel {
 
     /// The balance before and after a grant of `credits`, for the confirmation page.
     func beforeAfter(_ detail: UserDetail, credits: Int64) -> [String: String] {
-        let now = detail.walletMode == "server" ? detail.user.balance : detail.user.backup?.value ?? 0
+        let now = detail.editableBalance
         let (after, overflow) = now.addingReportingOverflow(credits)
         return [
-            "label": detail.walletMode == "server"
+            "label": detail.walletMode == .server
                 ? "Balance, once the app claims it" : "Backed-up balance, once the app claims it",
             "before": PanelText.credits(now), "after": overflow ? "–" : PanelText.credits(after),
         ]

@@ -75,7 +75,7 @@ extension AdminPanel {
             backup.map { "backup, written by \($0.writer) \($0.writerName) at \(Self.time($0.lastUpdated, context))" }
             ?? "no backup from the device yet"
         let balanceNote =
-            detail.walletMode == "server"
+            detail.walletMode == .server
             ? "The server owns this balance: setting it adds an adjustment to the ledger."
             : "The app owns this balance: setting it writes an admin backup, which the app accepts on its next sync."
         return page(
@@ -175,7 +175,7 @@ extension AdminPanel {
     static func walletStory(_ detail: UserDetail, _ context: CofferRequestContext) -> String {
         let ledger = PanelText.credits(detail.user.balance)
         guard let backup = detail.user.backup else {
-            return detail.walletMode == "server"
+            return detail.walletMode == .server
                 ? "The server keeps this customer's balance: \(ledger) credits in its ledger."
                 : "The app keeps the balance on the device and has not backed it up here yet; the server's ledger "
                     + "holds \(ledger) credits of purchases and grants it delivered."
@@ -183,7 +183,7 @@ extension AdminPanel {
         let copy = PanelText.credits(backup.value)
         let when = Self.time(backup.lastUpdated, context)
         let writer = backup.writer == "admin" ? "support (\(backup.writerName))" : "the device \(backup.writerName)"
-        if detail.walletMode == "server" {
+        if detail.walletMode == .server {
             return "The server keeps this customer's balance: \(ledger) credits in its ledger. The backup "
                 + "(\(copy), written by \(writer) at \(when)) is the app's own copy and is not the balance."
         }
@@ -218,7 +218,7 @@ extension AdminPanel {
         } catch let error as AdminError {
             return try await user(request, context, error: error.description)
         }
-        let current = detail.walletMode == "server" ? detail.user.balance : detail.user.backup?.value ?? 0
+        let current = detail.editableBalance
         guard form["confirm"] == "yes" else {
             let change = balance - current
             return page(
@@ -227,13 +227,13 @@ extension AdminPanel {
                     "title": "Set the balance", "onUsers": true,
                     "heading": "Set the balance of \(detail.user.supportId) to \(PanelText.credits(balance))?",
                     "explanation":
-                        (detail.walletMode == "server"
+                        (detail.walletMode == .server
                         ? "The ledger takes an adjustment of \(PanelText.change(change)) credits"
                         : "Coffer writes an admin backup the app accepts on its next sync "
                             + "(\(PanelText.change(change)) credits)")
                         + ", recorded in the audit log with the reason \"\(reason)\".",
                     "beforeAfter": [
-                        "label": detail.walletMode == "server" ? "Balance" : "Backed-up balance",
+                        "label": detail.walletMode == .server ? "Balance" : "Backed-up balance",
                         "before": PanelText.credits(current), "after": PanelText.credits(balance),
                     ],
                     "action": "/admin/users/\(URLText.escape(detail.user.supportId))/balance",
@@ -296,7 +296,7 @@ extension AdminPanel {
                         + "\(PanelText.credits(from.user.deficit)), backup "
                         + "\(from.user.backup.map { PanelText.credits($0.value) } ?? "none")) joins "
                         + "\(account.user.supportId) (Apple account, balance \(PanelText.credits(account.user.balance))). Its "
-                        + (from.walletMode == "server" ? "balance and deficit" : "last backed-up balance")
+                        + (from.walletMode == .server ? "balance and deficit" : "last backed-up balance")
                         + ", purchases, grants and history move once. "
                         + PanelText.mergedTokens(tokens, into: account.user.supportId)
                         + " This cannot be undone.",

@@ -129,7 +129,7 @@ struct AdminAPITests {
             let detail = try Self.decode(
                 UserDetail.self, try await Self.send(client, signer, .get, "/v1/admin/users/\(user.supportId)"))
             #expect(detail.user.balance == 1_000)
-            #expect(detail.walletMode == "server")
+            #expect(detail.walletMode == .server)
             #expect(Set(detail.timeline.map(\.kind)) == [.purchase, .grantCreated, .grantClaimed, .adjustment])
             #expect(detail.timeline.first { $0.kind == .purchase }?.credits == 200)
             #expect(detail.timeline.first { $0.kind == .adjustment }?.balanceAfter == 1_000)
