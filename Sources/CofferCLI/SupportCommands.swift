@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import CofferAPI
 import CofferAdmin
 import CofferCore
+import CofferService
 import CofferStore
 import CofferStorePostgres
 import Configuration
@@ -107,7 +108,7 @@ struct SupportOptions: ParsableArguments {
         }
         return LocalSupport(
             store: store, environment: served.environment,
-            service: AdminService(store: store, catalog: products, walletMode: served.wallet))
+            service: .onServerDatabase(store: store, catalog: products, walletMode: served.wallet))
     }
 }
 

@@ -144,20 +144,12 @@ func adminService(
         now: dependencies.now, orderLookup: orderLookup,
         onChange: { user, change in
             // The app hears of support's change at once on its event stream (when it has one open here).
-            let event: ServerEventBody
-            switch change {
-            case .grant(let id): event = ServerEventBody(type: .grant, key: id.uuidString.lowercased())
-            case .adjustment(let key): event = ServerEventBody(type: .adjustment, key: key)
-            case .backup(let version):
-                // Support's balance edit in the device wallet: the app takes it from the backup, so wake it.
-                await events.publish(ServerEventBody(type: .backup, key: String(version)), to: user, wakes: true)
-                return
-            case .merged, .deleted:
+            guard let (event, wakes) = SupportEvents.event(for: change) else {
                 // A merged install's token signs in as the account's customer from now on, a deleted customer's
                 // not at all: forgotten here at once (other instances within the token cache's 5 seconds).
                 forgetTokens(user)
                 return
             }
-            await events.publish(event, to: user)
+            await events.publish(event, to: user, wakes: wakes)
         })
 }
