@@ -20,8 +20,8 @@ import Testing
     "Events across instances", .timeLimit(.minutes(3)),
     .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
 struct InstancesTests {
-    @Test("support's grant made through one instance reaches the app listening on the other")
-    func grantAcrossInstances() async throws {
+    /// The simulated App Store, the catalog, its clock and a verifier of what it signs.
+    static func world() throws -> (SimulatedAppStore, Catalog, SimulatorClock, SignedDataVerifier) {
         let start = PurchaseFlowTests.start
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -35,6 +35,12 @@ struct InstancesTests {
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: PurchaseFlowTests.bundleId, appAppleId: nil,
             environment: .sandbox)
+        return (apple, catalog, clock, verifier)
+    }
+
+    @Test("support's grant made through one instance reaches the app listening on the other")
+    func grantAcrossInstances() async throws {
+        let (apple, catalog, clock, verifier) = try Self.world()
         let store = try await PostgresStore(url: try await TestPostgres.freshDatabase(), maximumConnections: 8)
         defer { store.close() }
         var configuration = ServerConfiguration(bundleId: PurchaseFlowTests.bundleId)
@@ -76,19 +82,7 @@ struct InstancesTests {
 
     @Test("a support command's grant on the server's database reaches the app's event stream through the relay")
     func commandGrantReachesApp() async throws {
-        let start = PurchaseFlowTests.start
-        let pki = try SimulatorPKI(
-            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
-        let catalog = try Catalog(products: [
-            CatalogProduct(id: PurchaseFlowTests.product, kind: .consumable, credits: 100)
-        ])
-        let clock = SimulatorClock(start: start)
-        let apple = SimulatedAppStore(
-            catalog: catalog, configuration: .init(bundleId: PurchaseFlowTests.bundleId, appAppleId: 1_234),
-            signer: try pki.signer(), clock: clock)
-        let verifier = try SignedDataVerifier(
-            rootCertificates: [pki.rootDER()], bundleId: PurchaseFlowTests.bundleId, appAppleId: nil,
-            environment: .sandbox)
+        let (apple, catalog, clock, verifier) = try Self.world()
         let url = try await TestPostgres.freshDatabase()
         let store = try await PostgresStore(url: url, maximumConnections: 8)
         defer { store.close() }
