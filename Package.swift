@@ -245,7 +245,7 @@ let package = Package(
         .target(
             name: "CofferTestSupport",
             dependencies: [
-                "CofferCore", .product(name: "Crypto", package: "swift-crypto", condition: server),
+                "CofferCore", "CofferStore", .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "X509", package: "swift-certificates", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),

@@ -156,7 +156,7 @@ struct TimeoutMiddleware<Context: RequestContext>: RouterMiddleware {
             // returns, so `next` never outlives the call.
             nonisolated(unsafe) let work = next
             let task = Task { try await work(request, context) }
-            let deadline = timer.schedule(at: ContinuousClock.now + .seconds(limit)) { task.cancel() }
+            let deadline = timer.schedule(after: .seconds(limit)) { task.cancel() }
             let result = await withTaskCancellationHandler {
                 await task.result
             } onCancel: {

@@ -1,7 +1,31 @@
 import Foundation
 import Synchronization
 
-/// Deadlines for many requests on one clock: an action scheduled with ``schedule(at:_:)`` runs at its deadline
+/// The clock deadlines are kept on: how long since it started, and a sleep on it. The system's monotonic clock
+/// (``SystemTimerClock``) in the server; a clock the test moves by hand in tests, so they step time instead of
+/// waiting for it.
+public protocol TimerClock: Sendable {
+    /// The time elapsed since the clock started.
+    var elapsed: Duration { get }
+    /// Suspends for `duration` on this clock.
+    func sleep(for duration: Duration) async throws
+}
+
+/// The system's monotonic clock (`ContinuousClock`), counted from when it was made.
+public struct SystemTimerClock: TimerClock {
+    private let start = ContinuousClock.now
+
+    /// A clock starting now.
+    public init() {}
+
+    /// The time elapsed since the clock was made.
+    public var elapsed: Duration { ContinuousClock.now - start }
+
+    /// Sleeps on the system's clock.
+    public func sleep(for duration: Duration) async throws { try await Task.sleep(for: duration) }
+}
+
+/// Deadlines for many requests on one clock: an action scheduled with ``schedule(after:_:)`` runs at its deadline
 /// (within a tick of a quarter second) unless cancelled first. One ticking task runs while any is scheduled,
 /// where a sleep per request would set a timer of the system's for each (a tenth of a delivery's overhead under
 /// load).
@@ -11,19 +35,23 @@ public final class DeadlineTimer: Sendable {
 
     private struct State {
         var next: UInt64 = 0
-        var scheduled: [UInt64: (deadline: ContinuousClock.Instant, action: @Sendable () -> Void)] = [:]
+        var scheduled: [UInt64: (deadline: Duration, action: @Sendable () -> Void)] = [:]
         var ticking = false
     }
 
     private let state = Mutex(State())
+    private let clock: any TimerClock
 
-    /// Creates a timer; it ticks only while a deadline waits.
-    public init() {}
+    /// Creates a timer on `clock` (the system's unless a test gives its own); it ticks only while a deadline waits.
+    public init(clock: any TimerClock = SystemTimerClock()) {
+        self.clock = clock
+    }
 
-    /// Runs `action` at `deadline`, unless ``cancel(_:)`` comes first.
+    /// Runs `action` once `delay` has passed on the timer's clock, unless ``cancel(_:)`` comes first.
     ///
     /// - Returns: The deadline's id, for ``cancel(_:)``.
-    public func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+    public func schedule(after delay: Duration, _ action: @escaping @Sendable () -> Void) -> UInt64 {
+        let deadline = clock.elapsed + delay
         let (id, start) = state.withLock { state -> (UInt64, Bool) in
             state.next &+= 1
             state.scheduled[state.next] = (deadline, action)
@@ -44,8 +72,8 @@ public final class DeadlineTimer: Sendable {
     /// Runs the actions whose deadline passed, every tick, until none is scheduled.
     private func run() async {
         while true {
-            try? await Task.sleep(for: Self.tick)
-            let now = ContinuousClock.now
+            try? await clock.sleep(for: Self.tick)
+            let now = clock.elapsed
             let (due, stop) = state.withLock { state -> ([@Sendable () -> Void], Bool) in
                 var due: [@Sendable () -> Void] = []
                 for (id, entry) in state.scheduled where entry.deadline <= now {
@@ -74,7 +102,7 @@ extension DeadlineTimer {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 guard answer.start(continuation) else { return }
-                let id = schedule(at: ContinuousClock.now + timeout) {
+                let id = schedule(after: timeout) {
                     answer.finish(.failure(failure()))
                 }
                 let task = Task {
