@@ -131,6 +131,10 @@ public final class AdminSignIn: Sendable {
     public func checkCode(_ code: String, session: AdminSession, addressKey: String) async throws
         -> Result<Opened, Refusal>
     {
+        // Only a half-open session still within its five minutes takes a code.
+        guard session.twoFactorPending, session.expiresAt > now() else {
+            return .failure(Refusal(reason: .tooManyCodes, message: "The sign-in expired: sign in again."))
+        }
         let account = "2fa:" + session.adminName
         let attempt: Attempt
         switch try await reserve(.code(account: session.adminName), account: account, addressKey: addressKey) {

@@ -71,7 +71,7 @@ enum CloudKitCustomers {
             }
             guard let balance = fields["bankroll"]?.int64, balance >= 0, balance <= SupportRules.maximumAmount
             else {
-                skip("bankroll missing or outside 0...1e12")
+                skip("bankroll missing or outside 0...\(SupportRules.maximumAmount)")
                 continue
             }
             let updated = record.modified?.timestamp ?? fields["lastUpdated"]?.int64 ?? 0
@@ -140,7 +140,7 @@ enum CloudKitCustomers {
                 continue
             }
             guard let credits = fields["credits"]?.int64, credits > 0, credits <= SupportRules.maximumAmount else {
-                skip("credits missing or outside 1...1e12")
+                skip("credits missing or outside 1...\(SupportRules.maximumAmount)")
                 continue
             }
             if let maximum = policy.maxGrant, credits > maximum {

@@ -553,8 +553,8 @@ struct SetBalanceCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The balance you saw (`coffer user` shows it): the change is refused, and nothing changes, when the "
-                + "balance moved since.",
+            "The balance you saw (`coffer user`: the balance line in the server wallet, the backup line in the "
+                + "device wallet): the change is refused, and nothing changes, when it moved since.",
             valueName: "credits"))
     var expected: Int64?
 

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Where an auto-renewable subscription stands, decided once here for support's customer page, the admin API and
-/// the dashboard's count.
+/// Where an auto-renewable subscription stands, decided once here for support's customer page and the admin API.
+/// The dashboard counts the chains that give access in the same sense (``givesAccess``: paid up, or in Apple's
+/// grace period) in each engine's query.
 public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterable {
     /// Paid up; renews when the period ends.
     case active

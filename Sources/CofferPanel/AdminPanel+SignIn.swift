@@ -50,11 +50,13 @@ extension AdminPanel {
             return try await loginPage(
                 request, context, error: "The sign-in form expired. Please try again.", status: .forbidden)
         }
-        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
+        // A name past any admin's length is neither echoed nor logged.
+        let typed = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
+        let name = typed.utf8.count <= 200 ? typed : ""
         let address = context.clientAddress ?? "local"
         let opened: AdminSignIn.Opened
         switch try await signIn.signIn(
-            name: name, password: form["password"] ?? "", addressKey: RateLimiter.key(address))
+            name: typed, password: form["password"] ?? "", addressKey: RateLimiter.key(address))
         {
         case .success(let done): opened = done
         case .failure(let refusal):

@@ -186,8 +186,8 @@ struct SignedRequestMiddleware: RouterMiddleware {
             key = try await authenticator.authenticate(
                 keyId: keyId, date: date, signature: signature, method: request.method.rawValue,
                 host: request.head.authority ?? "", path: request.uri.description, body: body.readableBytesView)
-        } catch {
-            throw ServiceError(error)
+        } catch let refusal as AdminAuthError {
+            throw ServiceError(refusal)
         }
         // A write names its environment: a signed grant never lands in an environment its signer did not see.
         if request.method != .get, AdminRequestSignature.environment(ofPath: request.uri.description).isEmpty {

@@ -16,6 +16,13 @@ extension InMemoryStore {
         let all = state.receipts.filter { $0.key.environment == environment }.values
         // Purchases whose data came from the other environment (App Review on Production) are counted apart.
         let receipts = all.filter { ($0.transaction.environment ?? environment) == environment }
+        // Paid up, or in Apple's grace period (renewal info): the subscriptions that give access now.
+        func givesAccess(_ receipt: Receipt) -> Bool {
+            guard receipt.deliveredAt != nil, !receipt.isRevoked else { return false }
+            let chain = receipt.transaction.originalTransactionId
+            let grace = renewals[TransactionKey(environment: environment, transactionId: chain)]?.gracePeriodExpiresDate
+            return (receipt.transaction.expiresDate.map { $0 > now } ?? false) || (grace.map { $0 > now } ?? false)
+        }
         func day(_ date: Date) -> Int64? {
             guard date >= start else { return nil }
             return Milliseconds.seconds(date) / DashboardFigures.secondsPerDay
@@ -57,10 +64,8 @@ extension InMemoryStore {
             figures.otherEnvironmentCredits = overflow ? .max : sum
         }
         figures.otherEnvironmentSubscriptions =
-            Set(
-                others.filter { !$0.isRevoked && ($0.transaction.expiresDate.map { $0 > now } ?? false) }
-                    .map(\.transaction.originalTransactionId)
-            ).count
+            Set(others.filter(givesAccess).map(\.transaction.originalTransactionId))
+            .count
         var revenue: [MoneyKey: (count: Int64, amount: Int64)] = [:]
         for receipt in receipts {
             // A family member's copy is not a payment: the purchaser's transaction counts it.
@@ -86,18 +91,7 @@ extension InMemoryStore {
                 amount: sum.amount)
             if slot.refund { figures.refunded.append(item) } else { figures.revenue.append(item) }
         }
-        // Paid up, or in Apple's grace period (renewal info): the subscriptions that give access now.
-        figures.activeSubscriptions =
-            Set(
-                receipts.filter { receipt in
-                    guard receipt.deliveredAt != nil, !receipt.isRevoked else { return false }
-                    let chain = receipt.transaction.originalTransactionId
-                    let grace = renewals[TransactionKey(environment: environment, transactionId: chain)]?
-                        .gracePeriodExpiresDate
-                    return (receipt.transaction.expiresDate.map { $0 > now } ?? false)
-                        || (grace.map { $0 > now } ?? false)
-                }.map(\.transaction.originalTransactionId)
-            ).count
+        figures.activeSubscriptions = Set(receipts.filter(givesAccess).map(\.transaction.originalTransactionId)).count
         let prefix = DashboardFigures.loyaltyMilestonePrefix
         var loyalty: [String: Int] = [:]
         for milestone in milestones {

@@ -124,9 +124,13 @@ extension PostgresStore {
                     (SELECT COALESCE(SUM(delivered_credits), 0)::BIGINT FROM receipts WHERE environment = \(env)
                         AND delivered_at IS NOT NULL AND data_environment <> environment
                         AND (revoked_at IS NULL OR revoked_at <= reversed_at)),
-                    (SELECT count(DISTINCT original_transaction_id) FROM receipts
-                        WHERE environment = \(env) AND expires_date > \(nowMillis) AND delivered_at IS NOT NULL
-                        AND data_environment <> environment AND (revoked_at IS NULL OR revoked_at <= reversed_at))
+                    (SELECT count(DISTINCT r.original_transaction_id) FROM receipts r
+                        LEFT JOIN renewal_states s ON s.environment = r.environment
+                            AND s.original_transaction_id = r.original_transaction_id
+                        WHERE r.environment = \(env) AND r.delivered_at IS NOT NULL
+                        AND r.data_environment <> r.environment
+                        AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+                        AND (r.expires_date > \(nowMillis) OR s.grace_period_expires_date > \(nowMillis)))
                 """, logger: self.logger
             ) { try $0.decode((Int64, Int64, Int64).self) }
             figures.otherEnvironmentCustomers = Int(other?.0 ?? 0)

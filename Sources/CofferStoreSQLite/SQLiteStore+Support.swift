@@ -121,10 +121,13 @@ extension SQLiteStore {
                         (SELECT COALESCE(SUM(delivered_credits), 0) FROM receipts WHERE environment = ?1
                             AND delivered_at IS NOT NULL AND data_environment <> environment
                             AND (revoked_at IS NULL OR revoked_at <= reversed_at)) AS credits,
-                        (SELECT COUNT(DISTINCT original_transaction_id) FROM receipts
-                            WHERE environment = ?1 AND expires_date > ?2 AND delivered_at IS NOT NULL
-                            AND data_environment <> environment AND (revoked_at IS NULL OR revoked_at <= reversed_at))
-                            AS subscriptions
+                        (SELECT COUNT(DISTINCT r.original_transaction_id) FROM receipts r
+                            LEFT JOIN renewal_states s ON s.environment = r.environment
+                                AND s.original_transaction_id = r.original_transaction_id
+                            WHERE r.environment = ?1 AND r.delivered_at IS NOT NULL
+                            AND r.data_environment <> r.environment
+                            AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+                            AND (r.expires_date > ?2 OR s.grace_period_expires_date > ?2)) AS subscriptions
                     """, arguments: [env, now])
             figures.otherEnvironmentCustomers = other?["customers"] ?? 0
             figures.otherEnvironmentCredits = other?["credits"] ?? 0

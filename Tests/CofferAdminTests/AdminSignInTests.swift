@@ -55,6 +55,27 @@ struct AdminSignInTests {
         #expect(try await setup.store.session(tokenHash: opened.session.tokenHash) == nil)
     }
 
+    @Test("a password tried for the name 2fa:ADMIN counts as a password, never against the admin's code tries")
+    func codePrefixName() async throws {
+        let setup = try await Setup()
+        for _ in 0..<3 {
+            let refused = try await setup.signIn.signIn(name: "2fa:ada", password: "nope", addressKey: "192.0.2.1")
+            #expect((try? refused.get()) == nil)
+        }
+        #expect(try await setup.signIn.guessedCodes(of: ["ada"]).isEmpty)
+        let key = AccountGuard.Secret.password(account: "2fa:ada", address: "192.0.2.1").key
+        #expect(try await setup.store.failures(key, since: setup.clock.now().addingTimeInterval(-3_600)) == 3)
+    }
+
+    @Test("a signed-in session takes no code: only a half-open one within its five minutes")
+    func codeOnlyWhenPending() async throws {
+        let setup = try await Setup()
+        let opened = try await setup.signIn.signIn(name: "ada", password: setup.password, addressKey: "192.0.2.1").get()
+        let refused = try await setup.signIn.checkCode("000000", session: opened.session, addressKey: "192.0.2.1")
+        #expect((try? refused.get()) == nil)
+        #expect(try await setup.signIn.session(token: opened.token) == opened.session, "the session stays as it was")
+    }
+
     @Test("a disabled admin is refused, and a session opened before ends at its next request")
     func disabled() async throws {
         let setup = try await Setup()
