@@ -5,8 +5,8 @@ import Foundation
 /// A subscription group as support sees it on a customer's page: its state now and the dates that matter, from
 /// the receipts of its auto-renewable products and Apple's renewal info.
 public struct SubscriptionView: Sendable, Hashable, Codable {
-    /// Where a subscription stands: the core's ``SubscriptionStatus``.
-    public typealias State = SubscriptionStatus
+    /// Where a subscription stands: the core's ``SubscriptionState``.
+    public typealias State = SubscriptionState
 
     /// The catalog's subscription group.
     public var group: String

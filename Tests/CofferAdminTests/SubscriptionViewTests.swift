@@ -119,9 +119,9 @@ struct SubscriptionViewTests {
     func access() {
         let now = Self.now
         func status(expires: Double, renews: Bool? = true, grace: Double? = nil, retry: Bool = false)
-            -> SubscriptionStatus
+            -> SubscriptionState
         {
-            SubscriptionStatus.of(
+            SubscriptionState.of(
                 revoked: false, expiresDate: now.addingTimeInterval(expires), autoRenews: renews,
                 graceUntil: grace.map { now.addingTimeInterval($0) }, inBillingRetry: retry, at: now)
         }
@@ -130,7 +130,7 @@ struct SubscriptionViewTests {
         #expect(status(expires: -60, grace: 60, retry: true) == .inGrace)
         #expect(status(expires: -60, grace: -1, retry: true) == .inBillingRetry)
         #expect(status(expires: 0) == .expired)
-        let access = SubscriptionStatus.allCases.filter(\.givesAccess)
+        let access = SubscriptionState.allCases.filter(\.givesAccess)
         #expect(access == [.active, .expiring, .inGrace])
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 /// Where an auto-renewable subscription stands, decided once here for support's customer page and the admin API.
 /// The dashboard counts the chains that give access in the same sense (``givesAccess``: paid up, or in Apple's
 /// grace period) in each engine's query.
-public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterable {
+public enum SubscriptionState: String, Sendable, Hashable, Codable, CaseIterable {
     /// Paid up; renews when the period ends.
     case active
     /// Paid up, but set not to renew: it ends with the period.
@@ -28,7 +28,7 @@ public enum SubscriptionStatus: String, Sendable, Hashable, Codable, CaseIterabl
     ///   - now: The current time.
     public static func of(
         revoked: Bool, expiresDate: Date?, autoRenews: Bool?, graceUntil: Date?, inBillingRetry: Bool, at now: Date
-    ) -> SubscriptionStatus {
+    ) -> SubscriptionState {
         if revoked { return .refunded }
         if let expiresDate, expiresDate > now { return autoRenews == false ? .expiring : .active }
         if let graceUntil, graceUntil > now { return .inGrace }
