@@ -32,6 +32,8 @@ let package = Package(
         .library(name: "CofferStoreKit2", targets: ["CofferStoreKit2"]),
         .library(name: "CofferUI", targets: ["CofferUI"]),
         .library(name: "CofferService", targets: ["CofferService"]),
+        .library(name: "CofferHTTP", targets: ["CofferHTTP"]),
+        .library(name: "CofferPanel", targets: ["CofferPanel"]),
         .library(name: "CofferServer", targets: ["CofferServer"]),
         .library(name: "CofferSimulator", targets: ["CofferSimulator"]),
         .library(name: "CofferCLI", targets: ["CofferCLI"]),

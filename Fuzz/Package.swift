@@ -29,6 +29,7 @@ let package = Package(
                 .product(name: "CofferAPI", package: coffer),
                 .product(name: "CofferAppStore", package: coffer),
                 .product(name: "CofferCore", package: coffer),
+                .product(name: "CofferHTTP", package: coffer),
                 .product(name: "CofferServer", package: coffer),
                 .product(name: "CofferService", package: coffer),
                 .product(name: "CofferStore", package: coffer),
