@@ -247,7 +247,8 @@ let package = Package(
         .target(
             name: "CofferTestSupport",
             dependencies: [
-                "CofferCore", "CofferStore", .product(name: "Crypto", package: "swift-crypto", condition: server),
+                "CofferCore", "CofferSimulator", "CofferStore",
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "X509", package: "swift-certificates", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "NIOPosix", package: "swift-nio", condition: server),
@@ -262,6 +263,22 @@ let package = Package(
             dependencies: [
                 "CofferCore", "CofferTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based", condition: server),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferAPITests",
+            dependencies: [
+                "CofferAPI", "CofferTestSupport",
+                .product(name: "PropertyBased", package: "swift-property-based", condition: server),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "CofferServiceTests",
+            dependencies: [
+                "CofferAPI", "CofferAppStore", "CofferCore", "CofferService", "CofferSimulator", "CofferStore",
+                "CofferTestSupport",
             ],
             swiftSettings: strictSettings
         ),

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import CofferAppStore
+import CofferTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -191,7 +192,7 @@ struct VerifyReceiptClientTests {
         }
     }
 
-    @Test("a hanging host times out per call and within the overall deadline")
+    @Test("a hanging host times out per call and within the overall deadline", .tags(.timing))
     func hang() async throws {
         try await withClient(callTimeout: .milliseconds(300), deadline: .seconds(2)) { client, _ in
             let started = ContinuousClock.now

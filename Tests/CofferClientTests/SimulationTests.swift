@@ -47,7 +47,7 @@ struct SimulationTests {
     // runs out. Each seed keeps a server, devices and a clock of its own, so nothing is shared between them.
     @Test(
         "a seeded schedule of purchases, crashes, lost notifications, refunds and support keeps every promise",
-        .serialized, arguments: seeds)
+        .serialized, .tags(.sweep), arguments: seeds)
     func schedule(seed: UInt64) async throws {
         let simulation = try Simulation(seed: seed)
         do {

@@ -1,4 +1,5 @@
 import CofferCore
+import CofferTestSupport
 import Foundation
 import PropertyBased
 import Testing
@@ -145,7 +146,9 @@ struct StrictJSONDecoderTests {
         }
     }
 
-    @Test("an object with many keys is checked for repeats without quadratic work, the repeat found wherever it is")
+    @Test(
+        "an object with many keys is checked for repeats without quadratic work, the repeat found wherever it is",
+        .tags(.timing))
     func manyKeys() throws {
         let members = (0..<20_000).map { #""k\#($0)": \#($0)"# }
         let document = "{" + members.joined(separator: ", ") + "}"

@@ -5,6 +5,7 @@ import CofferCore
 import CofferServer
 import CofferService
 import CofferStore
+import CofferTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -42,7 +43,9 @@ extension SecurityTests {
         "receiptData", "signedPayload",
     ]
 
-    @Test("absurd numbers and strings in every parameter of every route answer below 500 and the server stays up")
+    @Test(
+        "absurd numbers and strings in every parameter of every route answer below 500 and the server stays up",
+        .tags(.sweep))
     func absurdValues() async throws {
         let store = InMemoryStore()
         let setup = try Fixture.Setup(store: store, wallet: .server)

@@ -40,7 +40,7 @@ struct ClockStepTests {
     /// A server's client and support services over one in-memory store, on a clock that steps, and Apple on a
     /// true clock of its own.
     static func make(wallet: WalletMode, step: ClockStep) throws -> (ClientService, AdminService, SimulatedAppStore) {
-        let (pki, catalog, apple) = try ServiceTests.apple(
+        let (pki, catalog, apple) = try SimulatedApple.make(
             at: start,
             selling: [
                 CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),

@@ -23,7 +23,7 @@ import Testing
 /// swallows the traffic and the database restarts (connections cut, new ones refused). Clients retry a 503 as
 /// the SDK does (the same request, the same key); Apple retries its notifications until answered 200.
 @Suite(
-    "Faults under load", .timeLimit(.minutes(3)),
+    "Faults under load", .timeLimit(.minutes(3)), .tags(.timing),
     .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
 struct FaultLoadTests {
     /// The database deadline the instances run with (`database.timeout`).
@@ -76,7 +76,7 @@ struct FaultLoadTests {
 
     @Test("two instances through cuts, delays, a black hole and a restart: answered in time, each change once")
     func twoInstances() async throws {
-        let (pki, catalog, apple) = try ServiceTests.apple(at: Date())
+        let (pki, catalog, apple) = try SimulatedApple.make(at: Date())
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: ClientAPITests.bundleId, appAppleId: 1_234,
             environment: .sandbox)

@@ -227,7 +227,8 @@ struct HardeningTests {
         }
     }
 
-    @Test("a client that trickles its request is cut off at the read deadline; connections are capped")
+    @Test(
+        "a client that trickles its request is cut off at the read deadline; connections are capped", .tags(.timing))
     func slowClientsAndConnectionCap() async throws {
         // HummingbirdTesting's live server drops the connection limit, so the server runs as `coffer serve` does.
         let port = Int(try LocalPort.free())

@@ -27,7 +27,7 @@ import Testing
 ///
 /// A failing seed prints itself with its steps and its replay command; `COFFER_MODEL_SEEDS=SEED` replays it.
 /// Long runs: `scripts/simulate 100000`.
-@Suite("Model simulation", .timeLimit(.minutes(10)))
+@Suite("Model simulation", .timeLimit(.minutes(10)), .tags(.sweep))
 struct ModelSimulationTests {
     /// The seeds to run: `COFFER_MODEL_SEEDS` as `N`, `A-B` or `A,B,C`; 1-1000 by default.
     static let seeds = SeedList.parse(ProcessInfo.processInfo.environment["COFFER_MODEL_SEEDS"], fallback: "1-1000")

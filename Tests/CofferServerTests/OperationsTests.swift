@@ -3,6 +3,7 @@ import CofferAPI
 import CofferServer
 import CofferService
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -71,7 +72,7 @@ struct OperationsTests {
         }
     }
 
-    @Test("a request that takes longer than request.timeout is answered 503 timeout")
+    @Test("a request that takes longer than request.timeout is answered 503 timeout", .tags(.timing))
     func timeout() async throws {
         var configuration = NotificationTests.Setup.defaultConfiguration()
         configuration.requestTimeout = 1

@@ -1,5 +1,6 @@
 import CofferCore
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -122,7 +123,8 @@ struct AdminStoreContractTests {
         #expect(try await store.backupHistory(owner: alice.id, environment: .production, limit: 10).isEmpty)
     }
 
-    @Test("backup history is bounded per user: the newest are kept", arguments: StoreEngine.allCases)
+    @Test(
+        "backup history is bounded per user: the newest are kept", .tags(.timing), arguments: StoreEngine.allCases)
     func backupHistoryBounded(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()
         let alice = Make.user("_aaaaaaaaaaa1")

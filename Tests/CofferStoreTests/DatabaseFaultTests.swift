@@ -10,7 +10,7 @@ import Testing
 /// into a black hole, and SQLite out of room. Every operation answers within its deadline with
 /// ``StoreError/unavailable(_:)``, nothing acknowledged is lost, nothing is credited twice, and the store serves
 /// again once the fault is gone.
-@Suite("Database faults")
+@Suite("Database faults", .tags(.timing))
 struct DatabaseFaultTests {
     /// Retries `body` until it succeeds or `limit` passes; answers how long it took.
     static func untilServing(within limit: Duration, _ body: () async throws -> Void) async throws -> Duration {

@@ -6,7 +6,7 @@ import PropertyBased
 import Synchronization
 import Testing
 
-@Suite("Store properties")
+@Suite("Store properties", .tags(.sweep))
 struct StorePropertyTests {
     @Test("every engine answers a random event sequence identically and keeps sound books")
     func enginesAgree() async throws {

@@ -4,40 +4,24 @@ import CofferCore
 import CofferService
 import CofferSimulator
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Testing
 
 /// The application layer called directly, with no HTTP: what the routes do is decided here.
 @Suite("Client service", .timeLimit(.minutes(1)))
 struct ServiceTests {
-    /// Apple selling `products` (one consumable of 100 credits) from `start`: its signing chain, the catalog and
-    /// the simulator.
-    static func apple(
-        at start: Date,
-        selling products: [CatalogProduct] = [
-            CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)
-        ]
-    ) throws -> (SimulatorPKI, Catalog, SimulatedAppStore) {
-        let pki = try SimulatorPKI(
-            validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400))
-        let catalog = try Catalog(products: products)
-        let apple = SimulatedAppStore(
-            catalog: catalog, configuration: .init(bundleId: ClientAPITests.bundleId, appAppleId: 1_234),
-            signer: try pki.signer(), clock: SimulatorClock(start: start))
-        return (pki, catalog, apple)
-    }
-
     /// A client service over an in-memory store, and the simulator that signs its transactions.
     static func make(wallet: WalletMode) throws -> (ClientService, SimulatedAppStore) {
-        let start = ClientAPITests.start
-        let (pki, catalog, apple) = try Self.apple(at: start)
-        var configuration = ServerConfiguration(bundleId: ClientAPITests.bundleId)
+        let start = SimulatedApple.start
+        let (pki, catalog, apple) = try SimulatedApple.make(at: start)
+        var configuration = ServerConfiguration(bundleId: SimulatedApple.bundleId)
         configuration.wallet = wallet
         let store = InMemoryStore()
         let dependencies = try ServerDependencies(
             store: store,
             verifier: try SignedDataVerifier(
-                rootCertificates: [pki.rootDER()], bundleId: ClientAPITests.bundleId, appAppleId: nil,
+                rootCertificates: [pki.rootDER()], bundleId: SimulatedApple.bundleId, appAppleId: nil,
                 environment: .sandbox),
             catalog: catalog, now: { start.addingTimeInterval(3_600) })
         let service = ClientService(
