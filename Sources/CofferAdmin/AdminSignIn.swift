@@ -58,6 +58,7 @@ public final class AdminSignIn: Sendable {
     private let sessionHours: Int
     private let environment: AppStoreEnvironment
     private let now: @Sendable () -> Date
+    private let timerClock: any TimerClock
     private let failureLog: @Sendable (String) -> Void
     /// Wrong codes per half-open session, on this instance.
     private let codeFailures = Mutex<[String: Int]>([:])
@@ -72,12 +73,14 @@ public final class AdminSignIn: Sendable {
     ///   - sessionHours: How long a signed-in session lasts.
     ///   - environment: The environment a new session starts in (the server's).
     ///   - now: The clock.
+    ///   - timerClock: The clock a busy throttle's short waits are kept on.
     ///   - failureLog: Told when a failure could not be counted (the database away).
     public init(
         store: any CofferStore, service: AdminService, hasher: PasswordHasher, throttle: LoginThrottle,
         sessionHours: Int, environment: AppStoreEnvironment, now: @escaping @Sendable () -> Date = { Date() },
-        failureLog: @escaping @Sendable (String) -> Void = { _ in }
+        timerClock: any TimerClock = SystemTimerClock(), failureLog: @escaping @Sendable (String) -> Void = { _ in }
     ) {
+        self.timerClock = timerClock
         self.store = store
         self.service = service
         self.hasher = hasher
@@ -307,7 +310,7 @@ public final class AdminSignIn: Sendable {
         }
         var decision = await throttle.begin(account: account, address: addressKey, now: now())
         for _ in 0..<20 where decision == .busy {
-            try await Task.sleep(for: .milliseconds(100))
+            try await timerClock.sleep(for: .milliseconds(100))
             decision = await throttle.begin(account: account, address: addressKey, now: now())
         }
         switch decision {

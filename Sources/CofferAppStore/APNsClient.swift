@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CofferCore
 import Crypto
 import Foundation
 import NIOCore
@@ -78,6 +79,7 @@ public final class APNsClient: Sendable {
     private let now: @Sendable () -> Date
     private let timeout: TimeAmount
     private let retryDelays: [Duration]
+    private let timerClock: any TimerClock
     private let token = Mutex<(value: String, issuedAt: Date)?>(nil)
 
     /// A client.
@@ -92,12 +94,14 @@ public final class APNsClient: Sendable {
     ///   - timeout: The deadline of one request.
     ///   - retryDelays: The waits before each retry of a 429 or 5xx answer.
     ///   - now: The clock.
+    ///   - timerClock: The clock the waits are kept on (the system's; a test's own to step them).
     public init(
         httpClient: HTTPClient, credentials: Credentials, topic: String, baseURL: String? = nil,
         gateway: APNsGateway? = nil, timeout: TimeAmount = .seconds(10),
         retryDelays: [Duration] = [.milliseconds(500), .seconds(2)],
-        now: @escaping @Sendable () -> Date = Date.init
+        now: @escaping @Sendable () -> Date = Date.init, timerClock: any TimerClock = SystemTimerClock()
     ) {
+        self.timerClock = timerClock
         self.httpClient = httpClient
         self.credentials = credentials
         self.topic = topic
@@ -141,7 +145,7 @@ public final class APNsClient: Sendable {
                 continue
             case (429, _), (500...599, _), (0, _):
                 guard attempt < retryDelays.count else { return .failed(status: status, reason: reason) }
-                try? await Task.sleep(for: retryDelays[attempt])
+                try? await timerClock.sleep(for: retryDelays[attempt])
                 attempt += 1
             default:
                 return .failed(status: status, reason: reason)

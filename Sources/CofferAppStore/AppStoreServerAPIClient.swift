@@ -134,6 +134,8 @@ public struct AppStoreServerAPIClient: Sendable {
         public var initialBackoff: Duration = .milliseconds(500)
         /// The longest one call may take.
         public var callTimeout: Duration = .seconds(15)
+        /// The clock the pauses are kept on (the system's; a test's own to step them).
+        public var clock: any TimerClock = SystemTimerClock()
 
         /// The defaults.
         public init() {}
@@ -301,7 +303,7 @@ public struct AppStoreServerAPIClient: Sendable {
                 guard error.isRetryable, attempt < retry.maximumAttempts else { throw error }
             }
             do {
-                try await Task.sleep(for: backoff)
+                try await retry.clock.sleep(for: backoff)
             } catch {
                 throw .transport("cancelled")
             }

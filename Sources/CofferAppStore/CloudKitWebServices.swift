@@ -294,6 +294,7 @@ public struct CloudKitClient: Sendable {
     private let key: CloudKitKey
     private let timeout: Duration
     private let now: @Sendable () -> Date
+    private let timerClock: any TimerClock
 
     /// A client.
     ///
@@ -302,11 +303,14 @@ public struct CloudKitClient: Sendable {
     ///   - environment: `development` or `production`.
     ///   - baseURL: Apple's address, or the simulator's.
     ///   - timeout: The longest wait for one page.
+    ///   - now: The clock the requests are dated by.
+    ///   - timerClock: The clock the pauses between retries are kept on (the system's; a test's own to step them).
     public init(
         httpClient: HTTPClient, container: String, environment: String, key: CloudKitKey,
         baseURL: String = CloudKitClient.appleURL, timeout: Duration = .seconds(30),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date = { Date() }, timerClock: any TimerClock = SystemTimerClock()
     ) throws(CloudKitError) {
+        self.timerClock = timerClock
         try Self.check(container: container, environment: environment)
         self.httpClient = httpClient
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
@@ -365,7 +369,7 @@ public struct CloudKitClient: Sendable {
                 }
             }
             do {
-                try await Task.sleep(for: wait)
+                try await timerClock.sleep(for: wait)
             } catch {
                 throw .transport("cancelled")
             }

@@ -65,6 +65,8 @@ public struct VerifyReceiptClient: Sendable {
         public var maximumAttempts = 3
         /// The first pause between retries; it doubles each time.
         public var initialBackoff: Duration = .milliseconds(500)
+        /// The clock the deadline and the pauses are kept on (the system's; a test's own to step them).
+        public var clock: any TimerClock = SystemTimerClock()
 
         /// The defaults, with an optional shared secret.
         public init(sharedSecret: String? = nil) { self.sharedSecret = sharedSecret }
@@ -89,8 +91,8 @@ public struct VerifyReceiptClient: Sendable {
     /// - Returns: Apple's answer for a valid receipt (status 0 or 21006).
     /// - Throws: ``VerifyReceiptError``.
     public func verify(receiptData: String) async throws(VerifyReceiptError) -> VerifyReceiptResponse {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: configuration.deadline)
+        let clock = configuration.clock
+        let deadline = clock.elapsed + configuration.deadline
         var url = configuration.productionURL
         var attempt = 1
         var backoff = configuration.initialBackoff
@@ -107,11 +109,11 @@ public struct VerifyReceiptClient: Sendable {
             }
             let retryable = response.isRetryable ?? status.isRetryable
             guard retryable else { throw .rejected(status) }
-            guard attempt < configuration.maximumAttempts, clock.now.advanced(by: backoff) < deadline else {
+            guard attempt < configuration.maximumAttempts, clock.elapsed + backoff < deadline else {
                 throw .exhausted(status)
             }
             do {
-                try await Task.sleep(for: backoff)
+                try await clock.sleep(for: backoff)
             } catch {
                 throw .timedOut("cancelled")
             }
@@ -121,9 +123,9 @@ public struct VerifyReceiptClient: Sendable {
     }
 
     private func post(
-        receiptData: String, to url: String, deadline: ContinuousClock.Instant, clock: ContinuousClock
+        receiptData: String, to url: String, deadline: Duration, clock: any TimerClock
     ) async throws(VerifyReceiptError) -> VerifyReceiptResponse {
-        let remaining = clock.now.duration(to: deadline)
+        let remaining = deadline - clock.elapsed
         guard remaining > .zero else { throw .timedOut("the deadline of \(configuration.deadline) passed") }
         let timeout = min(remaining, configuration.callTimeout)
         var body: [String: Any] = ["receipt-data": receiptData]

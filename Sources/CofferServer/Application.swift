@@ -105,7 +105,7 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     let signIn = AdminSignIn(
         store: dependencies.store, service: service, hasher: dependencies.passwordHasher, throttle: LoginThrottle(),
         sessionHours: configuration.panel.sessionHours, environment: configuration.environment, now: dependencies.now,
-        failureLog: { logger.error("\($0)") })
+        timerClock: dependencies.timerClock, failureLog: { logger.error("\($0)") })
     let panel = AdminPanel(
         dependencies: dependencies, environment: configuration.environment, service: service,
         renderer: try PanelRenderer(), signIn: signIn, configuration: configuration.panel)

@@ -76,7 +76,9 @@ public struct NotificationRecovery: Service {
             run.error = run.error.map { String($0.prefix(500)) }
             try? await store.saveCursor(RecoveryRun.cursorName, value: run.text, environment: environment)
             do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(interval)) }
+                try await cancelWhenGracefulShutdown {
+                    try await self.intake.dependencies.timerClock.sleep(for: .seconds(self.interval))
+                }
             } catch {
                 return  // shutting down
             }

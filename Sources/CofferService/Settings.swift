@@ -102,6 +102,8 @@ public struct ServerDependencies: Sendable {
     public var logger: Logger
     /// The clock.
     public var now: @Sendable () -> Date
+    /// The clock timed waits are kept on (intervals, pauses): the system's; a test's own to step them.
+    public var timerClock: any TimerClock
     /// Hashes and checks admin passwords.
     public var passwordHasher: PasswordHasher
     /// Sends background pushes to the apps (APNs); `nil` when no APNs key is configured.
@@ -119,8 +121,9 @@ public struct ServerDependencies: Sendable {
         metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
         now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher(),
         push: (any PushSender)? = nil, broadcast: (any EventBroadcast)? = nil,
-        cloudKitIdentity: CloudKitUserIdentity? = nil
+        cloudKitIdentity: CloudKitUserIdentity? = nil, timerClock: any TimerClock = SystemTimerClock()
     ) throws {
+        self.timerClock = timerClock
         self.cloudKitIdentity = cloudKitIdentity
         self.push = push
         self.broadcast = broadcast

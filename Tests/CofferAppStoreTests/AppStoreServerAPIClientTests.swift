@@ -1,5 +1,7 @@
 import AsyncHTTPClient
 import CofferAppStore
+import CofferCore
+import CofferTestSupport
 import Crypto
 import Foundation
 import Hummingbird
@@ -114,7 +116,7 @@ final class FakeServerAPI: Sendable {
 @Suite("App Store Server API client")
 struct AppStoreServerAPIClientTests {
     func withAPI(
-        key: P256.Signing.PrivateKey = P256.Signing.PrivateKey(),
+        key: P256.Signing.PrivateKey = P256.Signing.PrivateKey(), clock: any TimerClock = SystemTimerClock(),
         _ body: @Sendable (AppStoreServerAPIClient, FakeServerAPI) async throws -> Void
     ) async throws {
         let fake = FakeServerAPI(publicKey: key.publicKey, bundleId: "com.example")
@@ -122,6 +124,7 @@ struct AppStoreServerAPIClientTests {
             let port = try #require(client.port)
             var retry = AppStoreServerAPIClient.RetryPolicy()
             retry.initialBackoff = .milliseconds(10)
+            retry.clock = clock
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             let api = AppStoreServerAPIClient(
                 httpClient: http,
@@ -179,6 +182,20 @@ struct AppStoreServerAPIClientTests {
             let extended = try await api.extendSubscriptionRenewalDate("2312412", extend)
             #expect(extended.success == true)
             #expect(extended.effectiveDate == Date(timeIntervalSince1970: 1_698_148_900))
+        }
+    }
+
+    @Test("a 429 is asked again after the backoff on the client's clock, and not before")
+    func backoffOnClock() async throws {
+        let clock = TestClock()
+        try await withAPI(clock: clock) { api, fake in
+            let call = Task { try await api.getTransactionInfo("flaky") }
+            // Apple answered 429 once: the client waits its 10 ms on the clock the test moves.
+            await clock.waitForSleepers(1)
+            #expect(fake.flakyFailures.withLock { $0 } == 0)
+            clock.advance(0.01)
+            let info = try await call.value
+            #expect(info.signedTransactionInfo != nil)
         }
     }
 

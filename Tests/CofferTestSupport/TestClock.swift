@@ -1,4 +1,4 @@
-import CofferStore
+import CofferCore
 import Foundation
 import Synchronization
 
