@@ -278,7 +278,7 @@ let package = Package(
             name: "CofferServiceTests",
             dependencies: [
                 "CofferAPI", "CofferAppStore", "CofferCore", "CofferService", "CofferSimulator", "CofferStore",
-                "CofferTestSupport",
+                "CofferTestSupport", .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: strictSettings
         ),

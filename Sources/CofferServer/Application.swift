@@ -79,7 +79,9 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
         PushNotifier(
             store: dependencies.store, sender: $0, environment: configuration.environment, logger: dependencies.logger)
     }
-    let relay = dependencies.broadcast.map { EventRelay(broadcast: $0, logger: dependencies.logger) }
+    let relay = dependencies.broadcast.map {
+        EventRelay(broadcast: $0, logger: dependencies.logger, clock: dependencies.timerClock)
+    }
     let events = EventHub(
         perUser: configuration.eventStreamsPerUser, perAddress: configuration.eventStreamsPerAddress,
         total: configuration.eventStreamsTotal,

@@ -31,6 +31,7 @@ struct EventsAPI: Sendable {
         let stream = try await api.service.events(
             of: try await api.authenticate(request), address: context.clientAddress)
         let keepAlive = api.configuration.eventKeepAlive
+        let clock = api.dependencies.timerClock
         context.logger.info("event stream opened")
         return Response(
             status: .ok,
@@ -44,7 +45,7 @@ struct EventsAPI: Sendable {
                 }
                 let beat = Task {
                     while !Task.isCancelled {
-                        try await Task.sleep(for: .seconds(keepAlive))
+                        try await clock.sleep(for: .seconds(keepAlive))
                         sink.yield(": keep-alive\n\n")
                     }
                 }

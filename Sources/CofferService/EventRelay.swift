@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferCore
 import CofferStore
 import Foundation
 import Logging
@@ -15,15 +16,20 @@ public final class EventRelay: Service, Sendable {
     private let broadcast: any EventBroadcast
     private let logger: Logger
     private let heartbeat: Duration
-    private let lastHeard = Mutex(ContinuousClock.now)
+    private let clock: any TimerClock
+    private let lastHeard = Mutex(Duration.zero)
     /// This instance, in the messages it sends.
     public let origin = UUID()
     private let hub = Mutex<EventHub?>(nil)
     private let outbound: AsyncStream<BroadcastMessage>
     private let continuation: AsyncStream<BroadcastMessage>.Continuation
 
-    /// A relay over `broadcast`, checking its listening connection every `heartbeat`.
-    public init(broadcast: any EventBroadcast, logger: Logger, heartbeat: Duration = .seconds(15)) {
+    /// A relay over `broadcast`, checking its listening connection every `heartbeat` on `clock`.
+    public init(
+        broadcast: any EventBroadcast, logger: Logger, heartbeat: Duration = .seconds(15),
+        clock: any TimerClock = SystemTimerClock()
+    ) {
+        self.clock = clock
         self.broadcast = broadcast
         self.logger = logger
         self.heartbeat = heartbeat
@@ -58,7 +64,7 @@ public final class EventRelay: Service, Sendable {
                         guard !Task.isCancelled && !Task.isShuttingDownGracefully else { return }
                         self.logger.warning("events: listening stopped (\(error)); listening again in a second")
                     }
-                    try? await Task.sleep(for: .seconds(1))
+                    try? await self.clock.sleep(for: .seconds(1))
                 }
             }
         }
@@ -66,7 +72,7 @@ public final class EventRelay: Service, Sendable {
 
     /// Listens until the connection drops or falls silent for three heartbeats.
     private func listenWhileAlive() async throws {
-        lastHeard.withLock { $0 = .now }
+        lastHeard.withLock { $0 = clock.elapsed }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 try await self.broadcast.listen { message in await self.receive(message) }
@@ -74,10 +80,10 @@ public final class EventRelay: Service, Sendable {
             }
             group.addTask {
                 while true {
-                    try await Task.sleep(for: self.heartbeat)
+                    try await self.clock.sleep(for: self.heartbeat)
                     try? await self.broadcast.broadcast(
                         BroadcastMessage(origin: self.origin, user: self.origin, kind: "heartbeat", key: nil))
-                    if self.lastHeard.withLock({ ContinuousClock.now - $0 }) > self.heartbeat * 3 {
+                    if self.clock.elapsed - self.lastHeard.withLock({ $0 }) > self.heartbeat * 3 {
                         throw EventRelayError("nothing heard for three heartbeats")
                     }
                 }
@@ -88,7 +94,7 @@ public final class EventRelay: Service, Sendable {
     }
 
     private func receive(_ message: BroadcastMessage) async {
-        lastHeard.withLock { $0 = .now }
+        lastHeard.withLock { $0 = clock.elapsed }
         guard message.origin != origin, let kind = ServerEventKind(rawValue: message.kind),
             let hub = hub.withLock({ $0 })
         else { return }
