@@ -1,8 +1,8 @@
 import CofferAppStore
 import CofferSimulator
+import CofferTestSupport
 import Crypto
 import Foundation
-import Synchronization
 import Testing
 import X509
 
@@ -217,13 +217,6 @@ struct AttackTests {
 
 @Suite("Verified-chain cache")
 struct ChainCacheTests {
-    /// A clock the test moves by hand.
-    final class Clock: Sendable {
-        let date = Mutex(Date(timeIntervalSince1970: 1_767_225_600))
-        func now() -> Date { date.withLock { $0 } }
-        func advance(_ seconds: TimeInterval) { date.withLock { $0.addTimeInterval(seconds) } }
-    }
-
     @Test("a verified chain is reused for the time to live, only inside its validity")
     func reuse() async throws {
         let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
@@ -280,7 +273,7 @@ struct ChainCacheTests {
     @Test("an entry older than the time to live is verified again")
     func expiry() async throws {
         let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
-        let clock = Clock()
+        let clock = TestClock()
         let cache = ChainCache(timeToLive: 60, now: { clock.now() })
         let chains = try ChainVerifier(rootCertificates: [pki.rootDER()], cache: cache)
         let x5c = try pki.signer().certificateChain
@@ -341,7 +334,7 @@ struct ChainCacheTests {
     @Test("a chain verified through a remembered intermediate lives no longer than that intermediate's verification")
     func anchoredChainExpiresWithItsAnchor() async throws {
         let pki = try SimulatorPKI(validFrom: AttackTests.issued, leafValidUntil: AttackTests.leafExpiry)
-        let clock = Clock()
+        let clock = TestClock()
         let cache = ChainCache(timeToLive: 60, now: { clock.now() })
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: "com.example.coffer", appAppleId: nil, environment: .sandbox,
