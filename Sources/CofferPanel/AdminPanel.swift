@@ -7,10 +7,13 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import Synchronization
 
 /// The admin panel at `/admin`: server-rendered pages over ``AdminService``, behind a sign-in with sessions in
 /// HttpOnly SameSite=Strict cookies and a CSRF token on every form.
+///
+/// Each page is a controller in `Controllers/` with the routes it answers; this type composes them and gives
+/// them what every page shares: the rendering of a typed page model in its frame, the one mapping of a refusal
+/// to a page, forms and redirects.
 public struct AdminPanel: Sendable {
     let dependencies: ServerDependencies
     /// The server's environment (a session starts in it; Production's support may look at Sandbox).
@@ -21,7 +24,6 @@ public struct AdminPanel: Sendable {
     let configuration: PanelConfiguration
 
     var now: Date { dependencies.now() }
-    var hasher: PasswordHasher { dependencies.passwordHasher }
 
     /// Creates the panel over support's use cases.
     ///
@@ -43,64 +45,60 @@ public struct AdminPanel: Sendable {
         self.signIn = signIn
         self.configuration = configuration
     }
-    var cookieName: String { configuration.secureCookies ? "__Host-coffer-session" : "coffer-session" }
-    static let loginCookie = "coffer-login"
 
-    /// The panel's routes: the sign-in pages, then the pages behind a session, each answered by a handler in
-    /// `AdminPanel+SignIn.swift` or `AdminPanel+Pages.swift`.
+    /// The panel's routes: the sign-in pages, open and throttled, then every page behind a session.
     public var routes: RouteCollection<CofferRequestContext> {
         let router = RouteCollection(context: CofferRequestContext.self)
         let local = LoopbackOnlyMiddleware(
             allowRemote: configuration.allowRemote,
             hosts: PanelHosts(publicHost: configuration.allowRemote ? configuration.publicHost : nil))
-        let open = router.group("admin/login").add(middleware: local)
+        let signInPages = SignInController(panel: self)
+        router.group("admin/login").add(middleware: local)
             .add(
                 middleware: RateLimitMiddleware(
-                    limiter: RateLimiter(limit: configuration.signInLimit), what: "sign-in requests"))
-        open.get { request, context in try await loginPage(request, context) }
-        open.post { request, context in try await signIn(request, context) }
-        open.get("code") { request, context in try await codePage(request, context) }
-        open.post("code") { request, context in try await checkCode(request, context) }
-        let panel = router.group("admin").add(middleware: local).add(middleware: SessionMiddleware(panel: self))
-        panel.get { _, context in try await dashboard(context) }
-        panel.get("users") { request, context in try await users(request, context) }
-        panel.get("users/:supportId") { request, context in try await user(request, context) }
-        panel.post("users/:supportId/balance") { request, context in try await setBalance(request, context) }
-        panel.post("users/:supportId/merge") { request, context in try await merge(request, context) }
-        panel.post("users/:supportId/delete") { request, context in try await deleteCustomer(request, context) }
-        panel.get("grants") { request, context in try await grants(request, context) }
-        panel.post("grants") { request, context in try await createGrant(request, context) }
-        panel.post("grants/:id/cancel") { request, context in try await cancelGrant(request, context) }
-        panel.get("grants/delete-all") { _, context in try await confirmDeleteAll(context) }
-        panel.post("grants/delete-all") { request, context in try await deleteAll(request, context) }
-        panel.get("environment") { request, context in try await confirmEnvironment(request, context) }
-        panel.post("environment") { request, context in try await switchEnvironment(request, context) }
-        panel.get("audit") { request, context in try await audit(request, context) }
-        panel.get("audit.csv") { request, context in try await auditCSV(request, context) }
-        panel.get("users/:supportId/export.json") { request, context in
-            try await exportUser(request, context, format: "json")
-        }
-        panel.get("users/:supportId/export.csv") { request, context in
-            try await exportUser(request, context, format: "csv")
-        }
-        panel.get("settings") { request, context in try await settings(request, context) }
-        panel.post("settings") { request, context in try await saveSettings(request, context) }
-        panel.post("settings/two-factor/begin") { request, context in try await beginTwoFactor(request, context) }
-        panel.post("settings/two-factor") { request, context in try await enableTwoFactor(request, context) }
-        panel.post("settings/two-factor/off") { request, context in try await disableTwoFactor(request, context) }
-        panel.get("admins") { request, context in try await admins(request, context) }
-        panel.post("admins") { request, context in try await createAdmin(request, context) }
-        panel.post("admins/:name/role") { request, context in try await setRole(request, context) }
-        panel.post("admins/:name/disable") { request, context in try await setDisabled(request, context, true) }
-        panel.post("admins/:name/enable") { request, context in try await setDisabled(request, context, false) }
-        panel.post("admins/:name/two-factor-reset") { request, context in
-            try await resetTwoFactor(request, context)
-        }
-        panel.post("logout") { request, context in try await signOut(request, context) }
+                    limiter: RateLimiter(limit: configuration.signInLimit), what: "sign-in requests")
+            )
+            .addRoutes(signInPages.routes)
+        let signedIn = router.group("admin").add(middleware: local).add(middleware: SessionMiddleware(panel: self))
+        let controllers: [any PanelController] = [
+            DashboardController(panel: self), CustomersController(panel: self), CustomerChangesController(panel: self),
+            GrantsController(panel: self), AuditController(panel: self), SettingsController(panel: self),
+            AdminsController(panel: self), EnvironmentController(panel: self),
+        ]
+        for controller in controllers { signedIn.addRoutes(controller.routes) }
+        signedIn.addRoutes(signInPages.signedInRoutes)
         return router
     }
 
-    // MARK: Helpers
+    // MARK: Pages
+
+    /// `page` in its frame: the signed-in admin's environment (the server's before sign-in), the navigation, a
+    /// notice, and the failure that sent support back to it (whose status the page answers with).
+    func render(
+        _ page: some PanelPage, _ context: CofferRequestContext, notice: PanelNotice? = nil,
+        failure: PanelFailure? = nil, status: HTTPResponse.Status? = nil
+    ) -> Response {
+        let session = context.adminSession
+        let frame = PanelFrame(
+            environment: session?.environment ?? environment, session: session,
+            isOwner: context.panelAdmin?.role == .owner, section: page.section, notice: notice,
+            error: failure?.message)
+        let html = renderer.render(FramedPage(page: page, frame: frame))
+        return Self.html(html, status: status ?? failure?.status ?? .ok)
+    }
+
+    /// Runs an action; a refusal of a use case, a rule or the panel's own checks (``PanelFailure``) is shown by
+    /// `show`, the page support came from. This is the one place a refusal becomes a page.
+    func attempt(
+        _ action: () async throws -> Response, otherwise show: (PanelFailure) async throws -> Response
+    ) async throws -> Response {
+        do {
+            return try await action()
+        } catch {
+            guard let failure = PanelFailure(error) else { throw error }
+            return try await show(failure)
+        }
+    }
 
     /// The session and form of a POST, refused (403, nothing changed) without the session's CSRF token.
     func checkedForm(_ request: Request, _ context: CofferRequestContext) async throws
@@ -112,45 +110,18 @@ public struct AdminPanel: Sendable {
         return (session, form)
     }
 
-    func page(
-        _ template: String, _ values: [String: Any?], context: CofferRequestContext, status: HTTPResponse.Status = .ok
-    ) -> Response {
-        var values = values
-        guard let session = context.adminSession else {
-            return page(template, values, environment: environment, status: status)
-        }
-        values["adminName"] = session.adminName
-        values["csrf"] = session.csrfToken
-        values["isOwner"] = context.panelAdmin?.role == .owner
-        return page(template, values, environment: session.environment, status: status)
-    }
-
     /// The customers the session's view shows: on a Production server, its Sandbox view is the Sandbox-marked
     /// customers (App Review, TestFlight, sandbox testers) kept among the Production ones.
     func scope(_ session: AdminSession) -> CustomerScope {
         CustomerScope(view: session.environment, server: environment)
     }
 
-    /// Renders a page; `nil` values are left out, so their sections do not show.
-    func page(
-        _ template: String, _ values: [String: Any?], environment: CofferCore.AppStoreEnvironment,
-        status: HTTPResponse.Status
-    ) -> Response {
-        var values = values.compactMapValues { $0 }
-        values["environment"] = environment.rawValue
-        values["isProduction"] = environment == .production
-        values["isSandbox"] = environment == .sandbox
-        return Self.html(renderer.render(template, values), status: status)
+    /// A time as the pages show it: UTC, with the signed-in admin's time zone beside it.
+    static func time(_ date: Date, _ context: CofferRequestContext) -> String {
+        PanelText.time(date, in: context.adminTimeZone)
     }
 
-    func message(
-        _ heading: String, _ text: String, link: String, linkText: String, context: CofferRequestContext,
-        status: HTTPResponse.Status
-    ) -> Response {
-        page(
-            "message", ["title": heading, "heading": heading, "message": text, "link": link, "linkText": linkText],
-            context: context, status: status)
-    }
+    // MARK: Answers
 
     static func html(_ text: String, status: HTTPResponse.Status = .ok) -> Response {
         var headers = securityHeaders
@@ -181,30 +152,6 @@ public struct AdminPanel: Sendable {
         .cacheControl: "no-store", HTTPField.Name("X-Content-Type-Options")!: "nosniff",
     ]
 
-    static func notice(_ code: String?) -> String? {
-        switch code {
-        case "granted": "Grant created. The app picks it up on its next launch, foreground or refresh."
-        case "balance": "Balance set."
-        case "deleted": "All Sandbox grants deleted."
-        case "cancelled": "Grant cancelled. The app will not get it."
-        case "settings": "Settings saved."
-        case "two-factor-off": "Two-factor sign-in is off."
-        case "role": "Role saved."
-        case "disabled": "Admin disabled: they cannot sign in, and their sessions have ended."
-        case "enabled": "Admin enabled: they can sign in again."
-        case "two-factor-reset": "Two-factor sign-in reset: they sign in with their password and can turn it on again."
-        case "customer-deleted": "Customer deleted at their request."
-        case "merged":
-            "Merged: the anonymous customer's balance, purchases, grants and history are this customer's now."
-        default: nil
-        }
-    }
-
-    /// A time as the pages show it: UTC, with the signed-in admin's time zone beside it.
-    static func time(_ date: Date, _ context: CofferRequestContext) -> String {
-        PanelText.time(date, in: context.adminTimeZone)
-    }
-
     /// The fields of a URL-encoded form body (the first of a repeated name).
     static func form(_ request: Request) async throws -> [String: String] {
         let body: ByteBuffer
@@ -226,95 +173,15 @@ public struct AdminPanel: Sendable {
     }
 }
 
-/// Why the panel refused a request before doing anything.
-enum PanelRefusal: Error {
-    case csrf
-    case tooLarge
-    /// The page or action is an owner's; the signed-in admin is support.
-    case ownerOnly
+/// A page's routes, added behind the panel's session.
+protocol PanelController: Sendable {
+    /// The routes, relative to `/admin`.
+    var routes: RouteCollection<CofferRequestContext> { get }
 }
 
-extension AdminError {
-    /// The status the panel's page answers with: the same as the API's (``ErrorAnswer``).
-    var status: HTTPResponse.Status { ServiceError(self).status }
-}
-
-extension CofferRequestContext {
-    func requireSession() throws -> AdminSession {
-        guard let adminSession else { throw PanelRefusal.csrf }
-        return adminSession
-    }
-
-    /// The session of an owner; a support admin's request is refused (403) before anything is done.
-    func requireOwner() throws -> AdminSession {
-        let session = try requireSession()
-        guard panelAdmin?.role == .owner else { throw PanelRefusal.ownerOnly }
-        return session
-    }
-}
-
-/// Sends requests without a valid session to the sign-in page, and answers CSRF failures with a page that says
-/// nothing was changed.
-struct SessionMiddleware: RouterMiddleware {
-    typealias Context = CofferRequestContext
-    let panel: AdminPanel
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
-    {
-        guard let session = try await panel.session(request) else { return AdminPanel.redirect("/admin/login") }
-        // The password was right but the code is still to come: only the code page opens.
-        guard !session.twoFactorPending else { return AdminPanel.redirect("/admin/login/code") }
-        // A disabled admin's sessions end with the change; one opened while it was made ends here.
-        guard let admin = try await panel.signIn.admin(of: session) else { return AdminPanel.redirect("/admin/login") }
-        var context = context
-        context.adminSession = session
-        // The admin as stored now: a role an owner changed applies to the next request.
-        context.panelAdmin = admin
-        context.adminTimeZone = admin.timeZone.flatMap(PanelText.timeZone)
-        // The audit log names the admin and the real client address (behind trusted proxies, the forwarded one).
-        context.admin = "\(session.adminName) from \(context.clientAddress ?? "this machine")"
-        do {
-            return try await next(request, context)
-        } catch PanelRefusal.csrf {
-            return panel.message(
-                "Not done",
-                "This form is out of date or did not come from this panel, so nothing was changed. "
-                    + "Go back, reload the page and try again.", link: "/admin", linkText: "Dashboard",
-                context: context, status: .forbidden)
-        } catch PanelRefusal.ownerOnly {
-            return panel.message(
-                "Not done", "Only an owner can do this, so nothing was changed. Ask an owner of this Coffer.",
-                link: "/admin", linkText: "Dashboard", context: context, status: .forbidden)
-        } catch PanelRefusal.tooLarge {
-            return panel.message(
-                "Not done", "The form was too large.", link: "/admin", linkText: "Dashboard", context: context,
-                status: .contentTooLarge)
-        }
-    }
-}
-
-/// Refuses the panel to other machines unless `panel.remote` is on (judged by the real client address, so a
-/// reverse proxy on this machine does not make every visitor local), and to Host names other than loopback
-/// names and the configured public host (so a page whose name was rebound to 127.0.0.1 cannot reach it).
-struct LoopbackOnlyMiddleware: RouterMiddleware {
-    typealias Context = CofferRequestContext
-    let allowRemote: Bool
-    let hosts: PanelHosts
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
-        async throws -> Response
-    {
-        if !allowRemote, let address = context.clientAddress, !AddressRange.isLoopback(address) {
-            return AdminPanel.html(
-                "<!doctype html><p>The Coffer panel answers only on its own machine.</p>", status: .forbidden)
-        }
-        guard hosts.allows(request.head.authority) else {
-            return AdminPanel.html(
-                "<!doctype html><p>The Coffer panel does not answer to this Host name: it answers to localhost "
-                    + "names, and to panel.host when panel.remote is on.</p>",
-                status: .misdirectedRequest)
-        }
-        return try await next(request, context)
+extension AdminPanel {
+    /// How the pages of `context` show a time: UTC with the signed-in admin's time zone beside it.
+    func times(_ context: CofferRequestContext) -> (Date) -> String {
+        { Self.time($0, context) }
     }
 }

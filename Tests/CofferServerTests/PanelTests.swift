@@ -251,10 +251,20 @@ struct PanelTests {
             #expect(unconfirmed.headers[.location] == "/admin/environment?to=Production")
             let confirm = try await browser.get(client, "/admin/environment?to=Production")
             #expect(String(buffer: confirm.body).contains("Switch to Production?"))
+            // Each page's title is its template's own words, in the layout's frame.
+            #expect(String(buffer: confirm.body).contains("<title>Switch to Production · Coffer Sandbox</title>"))
             _ = try await browser.post(
                 client, "/admin/environment", [("environment", "Production"), ("confirm", "yes"), ("csrf", csrf)])
             let users = try await browser.get(client, "/admin/users")
             #expect(String(buffer: users.body).contains(#"id="environment">Production<"#))
+            #expect(String(buffer: users.body).contains("<title>Users · Coffer Production</title>"))
+            // A redirect's notice names one of the panel's own; the standing notes and any other text show nothing.
+            let saved = String(buffer: try await browser.get(client, "/admin/settings?notice=settings").body)
+            #expect(saved.contains(#"id="notice">Settings saved.<"#))
+            for forged in ["twoFactorOn", "sandboxMarkedView", "%3Cb%3Ehi%3C%2Fb%3E"] {
+                let page = String(buffer: try await browser.get(client, "/admin/settings?notice=\(forged)").body)
+                #expect(!page.contains(#"id="notice""#))
+            }
             #expect(!String(buffer: users.body).contains(user.supportId))
             #expect(!String(buffer: try await browser.get(client, "/admin/grants").body).contains("delete-all"))
             let refused = try await browser.post(
@@ -469,7 +479,7 @@ struct PanelTests {
             let stale = try await browser.post(
                 client, uri,
                 [("balance", "7000"), ("reason", "x"), ("expected", "0"), ("confirm", "yes"), ("csrf", csrf)])
-            #expect(stale.status == .badRequest && String(buffer: stale.body).contains("changed since"))
+            #expect(stale.status == .conflict && String(buffer: stale.body).contains("changed since"))
             #expect(try await store.backup(owner: owner.id, environment: .sandbox)?.value == 5_000)
             let shown = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
             #expect(shown.contains(#"id="backup">5,000<"#))

@@ -1,0 +1,40 @@
+import CofferAdmin
+import CofferCore
+import CofferHTTP
+import Hummingbird
+
+/// `/admin`: the dashboard.
+struct DashboardController: PanelController {
+    let panel: AdminPanel
+
+    var routes: RouteCollection<CofferRequestContext> {
+        let routes = RouteCollection(context: CofferRequestContext.self)
+        routes.get { _, context in try await dashboard(context) }
+        return routes
+    }
+
+    func dashboard(_ context: CofferRequestContext) async throws -> Response {
+        let session = try context.requireSession()
+        let scope = panel.scope(session)
+        let figures = try await panel.service.dashboard(environment: scope.environment)
+        let health = try await panel.service.appleHealth(environment: scope.environment)
+        let page = DashboardPage(
+            figures: DashboardPage.Figures(
+                users: PanelText.count(figures.users), pendingGrants: PanelText.count(figures.pendingGrants),
+                claimedGrants: PanelText.count(figures.claimedGrants), purchases: PanelText.count(figures.purchases),
+                refunds: PanelText.count(figures.refunds), usersInDeficit: PanelText.count(figures.usersInDeficit),
+                outstandingDeficit: PanelText.credits(figures.outstandingDeficit),
+                otherEnvironmentPurchases: PanelText.count(figures.otherEnvironmentPurchases),
+                otherEnvironmentCustomers: PanelText.count(figures.otherEnvironmentCustomers),
+                otherEnvironmentCredits: PanelText.credits(figures.otherEnvironmentCredits),
+                otherEnvironmentSubscriptions: PanelText.count(figures.otherEnvironmentSubscriptions)),
+            otherEnvironment: scope.environment == .production ? "Sandbox" : "Production",
+            hasOtherEnvironment: figures.otherEnvironmentPurchases > 0 || figures.otherEnvironmentCustomers > 0,
+            chart: DashboardChart.svg(figures.days),
+            money: DashboardPage.Money(figures, catalog: panel.service.catalog),
+            apple: DashboardPage.AppleCard(
+                health, refusals: panel.dependencies.metrics.notificationRefusals,
+                recoveryOn: panel.dependencies.appStoreAPI != nil, now: panel.now, time: panel.times(context)))
+        return panel.render(page, context, notice: scope.sandboxMarkedOnly ? .sandboxMarkedView : nil)
+    }
+}

@@ -1,0 +1,215 @@
+import CofferAPI
+import CofferAdmin
+import CofferCore
+import CofferStore
+import Foundation
+
+/// `/admin/users`: a search and a page of customers.
+struct UsersPage: PanelPage {
+    static let template = "users"
+    var section: PanelSection? { .users }
+
+    /// What the search matched by.
+    enum Match: PanelChoice { case transactionId, orderId, cloudKitRecordName, nothing }
+
+    var query: String
+    var matched: Match?
+    var users: [Row] = []
+    var previous: String?
+    var next: String?
+
+    struct Row: Sendable {
+        var supportId, created, balance, deficit, backupValue, backedUp: String
+        var deleted: Bool
+    }
+
+    /// The page for a query that was refused.
+    init(query: String) { self.query = query }
+
+    init(query: String, result: UserSearchResult, page: Int, time: (Date) -> String) {
+        self.query = query
+        matched =
+            switch result.matchedBy {
+            case "transaction-id": .transactionId
+            case "order-id": .orderId
+            case "cloudkit-record-name": .cloudKitRecordName
+            case "nothing": .nothing
+            default: nil
+            }
+        users = result.users.map { user in
+            Row(
+                supportId: user.supportId, created: time(user.createdAt), balance: PanelText.credits(user.balance),
+                deficit: PanelText.credits(user.deficit),
+                backupValue: user.backup.map { PanelText.credits($0.value) } ?? "–",
+                backedUp: user.backup.map { time($0.lastUpdated) } ?? "–", deleted: user.deletedAt != nil)
+        }
+        let link = { (number: Int) in
+            "/admin/users?page=\(number)" + (query.isEmpty ? "" : "&q=" + URLText.escape(query))
+        }
+        previous = page > 1 ? link(page - 1) : nil
+        next = result.hasMore ? link(page + 1) : nil
+    }
+}
+
+/// `/admin/users/{supportId}`: a customer's balance, backup, subscriptions, purchases, the app's last Verify
+/// Purchases, pending grants and timeline, with support's actions.
+struct CustomerPage: PanelPage {
+    static let template = "user"
+    var section: PanelSection? { .users }
+
+    var user: Figures
+    var walletMode: String
+    var serverWallet: Bool
+    var mergedInto: String?
+    /// The environment of the Apple account's data, for an Apple account customer.
+    var appleAccount: String?
+    var canMerge: Bool
+    var canChange: Bool
+    var deletedAt: String?
+    var backup: Backup?
+    var backupValue: String
+    var subscriptions: [Subscription]
+    var pendingGrants: GrantRows
+    var entitlementCount: Int
+    var entitlements: String?
+    var purchases: [Purchase]
+    var verify: Verify?
+    var timeline: [TimelineRow]
+
+    struct Figures: Sendable {
+        var supportId, balance, deficit: String
+    }
+
+    /// The device's backup beside the ledger.
+    struct Backup: Sendable {
+        var value, writer, writerName: String
+        var byDevice: Bool
+        var at: String
+        var agrees: Bool
+        var difference: String
+    }
+
+    struct Subscription: Sendable {
+        var group, product, state, stateClass, sentence, started, periods: String
+        var otherEnvironment: Bool
+        var dataEnvironment, originalTransactionId: String
+    }
+
+    struct Purchase: Sendable {
+        var at, product, productId: String
+        var quantity: String?
+        var price, storefront, status, credits: String
+        var refundedAt: String?
+        var refundReason: String
+        var familyShared: Bool
+        var transactionId, otherEnvironment: String
+        var fromOtherEnvironment: Bool
+    }
+
+    struct Verify: Sendable {
+        var at, summary: String
+        var items: [Item]
+
+        struct Item: Sendable {
+            var transactionId, product, verdict: String
+            var warn: Bool
+            var finished: Bool
+            var verified: Bool
+        }
+    }
+
+    struct TimelineRow: Sendable {
+        var at, kind, summary, credits, balanceAfter, otherEnvironment: String
+        var fromOtherEnvironment: Bool
+    }
+
+    init(_ detail: UserDetail, view: DataEnvironment, catalog: Catalog, time: (Date) -> String) {
+        let summary = detail.user
+        user = Figures(
+            supportId: summary.supportId, balance: PanelText.credits(summary.balance),
+            deficit: PanelText.credits(summary.deficit))
+        walletMode = detail.walletMode.rawValue
+        serverWallet = detail.walletMode == .server
+        mergedInto = detail.mergedInto
+        appleAccount = detail.appleAccount?.environment.rawValue
+        canMerge = detail.appleAccount == nil && detail.mergedInto == nil && summary.deletedAt == nil
+        canChange = summary.deletedAt == nil && detail.mergedInto == nil
+        deletedAt = summary.deletedAt.map(time)
+        backup = summary.backup.map { backup in
+            Backup(
+                value: PanelText.credits(backup.value), writer: backup.writer, writerName: backup.writerName,
+                byDevice: backup.writer != "admin", at: time(backup.lastUpdated),
+                agrees: backup.value == summary.balance,
+                difference: PanelText.change(backup.value - summary.balance))
+        }
+        backupValue = summary.backup.map { PanelText.credits($0.value) } ?? "–"
+        let other = { (data: DataEnvironment?) in data.map { $0 != view } ?? false }
+        subscriptions = detail.subscriptions.map { subscription in
+            Subscription(
+                group: subscription.group, product: subscription.product, state: subscription.state.rawValue,
+                stateClass: subscription.state.rawValue.replacingOccurrences(of: " ", with: "-"),
+                sentence: subscription.sentence(time), started: subscription.startedAt.map(time) ?? "–",
+                periods: PanelText.count(subscription.paidPeriods),
+                otherEnvironment: other(subscription.dataEnvironment),
+                dataEnvironment: subscription.dataEnvironment?.rawValue ?? "",
+                originalTransactionId: subscription.originalTransactionId)
+        }
+        pendingGrants = GrantRows(detail.grants.filter { $0.status == .pending }, back: "user", time: time)
+        entitlementCount = detail.entitlements.count
+        entitlements = detail.entitlements.isEmpty ? nil : detail.entitlements.joined(separator: ", ")
+        purchases = detail.purchases.map { purchase in
+            Purchase(
+                at: time(purchase.purchaseDate), product: purchase.product, productId: purchase.productId,
+                quantity: purchase.quantity > 1 ? PanelText.count(purchase.quantity) : nil,
+                price: purchase.priceText ?? "–", storefront: purchase.storefront ?? "",
+                status: purchase.status == .revoked ? "refunded" : purchase.status.rawValue,
+                credits: purchase.credits.map(PanelText.credits) ?? "", refundedAt: purchase.refundedAt.map(time),
+                refundReason: purchase.refundReasonText ?? "", familyShared: purchase.familyShared,
+                transactionId: purchase.transactionId, otherEnvironment: purchase.dataEnvironment?.rawValue ?? "",
+                fromOtherEnvironment: other(purchase.dataEnvironment))
+        }
+        verify = detail.verifyReport.map { report in
+            Verify(
+                at: time(report.reportedAt), summary: report.summary,
+                items: report.items.prefix(100).map { item in
+                    Verify.Item(
+                        transactionId: item.transaction.transactionId,
+                        product: catalog.product(id: item.transaction.productId)?.name ?? item.transaction.productId,
+                        verdict: VerifyReportView.words(item.verdict), warn: item.verdict == .couldNotBeVerified,
+                        finished: item.transaction.isFinished, verified: item.transaction.isVerified)
+                })
+        }
+        timeline = detail.timeline.map { item in
+            TimelineRow(
+                at: time(item.at), kind: item.kind.rawValue, summary: item.summary,
+                credits: item.credits.map(PanelText.change) ?? "",
+                balanceAfter: item.balanceAfter.map(PanelText.credits) ?? "",
+                otherEnvironment: item.dataEnvironment?.rawValue ?? "",
+                fromOtherEnvironment: other(item.dataEnvironment))
+        }
+    }
+}
+
+/// Grants as table rows, with a cancel button on the pending ones (the `grant-rows` partial).
+struct GrantRows: Sendable {
+    var grants: [Row]
+
+    struct Row: Sendable {
+        var id, created, supportId, credits, status, createdBy, reason: String
+        var cancellable: Bool
+        var back: String
+        var cancelledBy: String?
+        var cancelledAt: String?
+    }
+
+    init(_ grants: [GrantView], back: String, time: (Date) -> String) {
+        self.grants = grants.map { grant in
+            Row(
+                id: grant.id.uuidString.lowercased(), created: time(grant.createdAt), supportId: grant.supportId,
+                credits: PanelText.credits(grant.credits), status: grant.status.rawValue, createdBy: grant.createdBy,
+                reason: grant.reason, cancellable: grant.status == .pending, back: back,
+                cancelledBy: grant.cancelledAt == nil ? nil : grant.cancelledBy ?? "?",
+                cancelledAt: grant.cancelledAt.map(time))
+        }
+    }
+}
