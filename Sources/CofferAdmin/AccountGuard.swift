@@ -1,6 +1,6 @@
 import Foundation
 
-/// The failures that protect an admin account, counted in the store (``CofferStore/recordFailure(_:at:since:)``)
+/// The failures that protect an admin account, counted in the store (``AdminStore/recordFailure(_:at:since:)``)
 /// so that several instances behind a load balancer do not multiply them: wrong passwords per account and
 /// address (an attacker elsewhere cannot lock support out), and wrong two-factor codes per account whatever the
 /// address (once a password is known, codes cannot be guessed from many addresses).

@@ -3,7 +3,7 @@ import CofferStore
 import Foundation
 
 /// Group commit for the server: ledger requests from concurrent HTTP requests are collected while the
-/// previous batch commits, and applied together in one ``CofferStore/apply(_:)`` call, one durable
+/// previous batch commits, and applied together in one ``LedgerStore/apply(_:)`` call, one durable
 /// commit. Each request is still decided on its own (a refusal changes nothing); a storage failure fails
 /// the batch, and each caller answers 5xx so its client retries (every request is idempotent).
 ///

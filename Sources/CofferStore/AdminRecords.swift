@@ -34,7 +34,7 @@ public struct Admin: Sendable, Hashable, Codable {
     public var twoFactorLastStep: Int64?
     /// SHA-256 hashes of the recovery codes not used yet.
     public var recoveryCodeHashes: [String]
-    /// When an owner took the admin off (``CofferStore/updateAdmin(name:_:)`` ends their sessions in the same
+    /// When an owner took the admin off (``AdminStore/updateAdmin(name:_:)`` ends their sessions in the same
     /// transaction); `nil` while the admin may sign in.
     public var disabledAt: Date?
 
@@ -58,7 +58,7 @@ public struct Admin: Sendable, Hashable, Codable {
         self.disabledAt = disabledAt
     }
 
-    /// This admin with what ``CofferStore/updateAdmin(name:_:)`` may change taken from `changed` (time zone, role,
+    /// This admin with what ``AdminStore/updateAdmin(name:_:)`` may change taken from `changed` (time zone, role,
     /// grant limit, two-factor, whether it is disabled); the id, name, password and creation dates stay.
     public func adopting(_ changed: Admin) -> Admin {
         var adopted = self

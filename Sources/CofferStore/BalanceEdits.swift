@@ -1,7 +1,7 @@
 import CofferCore
 import Foundation
 
-/// Support setting a customer's balance in the server wallet (``CofferStore/setBalance(_:audit:)``): a ledger
+/// Support setting a customer's balance in the server wallet (``BackupStore/setBalance(_:audit:)``): a ledger
 /// adjustment of the difference from the wallet as it is inside the store's transaction, so a purchase or a spend
 /// landing meanwhile is never overwritten by a difference worked out before it.
 public struct BalanceEdit: Sendable, Hashable {

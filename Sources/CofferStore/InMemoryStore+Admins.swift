@@ -1,9 +1,11 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import Foundation
 
 /// The in-memory store's admins, their sessions and keys, and the signatures seen.
 extension InMemoryStore {
-    /// Adds an admin.
     public func createAdmin(_ admin: Admin) throws {
         guard !adminList.contains(where: { $0.name == admin.name || $0.id == admin.id }) else {
             throw StoreError.alreadyExists("admin \(admin.name)")
@@ -11,13 +13,10 @@ extension InMemoryStore {
         adminList.append(admin)
     }
 
-    /// The admin with this name.
     public func admin(name: String) -> Admin? { adminList.first { $0.name == name } }
 
-    /// Every admin, by name.
     public func admins() -> [Admin] { adminList.sorted { $0.name < $1.name } }
 
-    /// Sets an admin's password hash and ends the admin's sessions.
     public func setAdminPassword(name: String, passwordHash: String, at: Date) -> Bool {
         guard let index = adminList.firstIndex(where: { $0.name == name }) else { return false }
         adminList[index].passwordHash = passwordHash
@@ -27,7 +26,6 @@ extension InMemoryStore {
         return true
     }
 
-    /// Changes an admin as `change` says.
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) -> Admin? {
         guard let index = adminList.firstIndex(where: { $0.name == name }), let changed = change(adminList[index])
         else { return nil }
@@ -40,57 +38,46 @@ extension InMemoryStore {
         return adminList[index]
     }
 
-    /// Ends an admin's sessions but `kept`.
     public func deleteSessions(adminId: UUID, except kept: String?) -> Int {
         let before = sessions.count
         sessions = sessions.filter { $0.value.adminId != adminId || $0.key == kept }
         return before - sessions.count
     }
 
-    /// Stores a new session.
     public func createSession(_ session: AdminSession) throws {
         guard sessions[session.tokenHash] == nil else { throw StoreError.alreadyExists("session") }
         sessions[session.tokenHash] = session
     }
 
-    /// The session with this token hash.
     public func session(tokenHash: String) -> AdminSession? { sessions[tokenHash] }
 
-    /// Switches a session's environment.
     public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) {
         sessions[tokenHash]?.environment = environment
     }
 
-    /// Ends a session.
     public func deleteSession(tokenHash: String) { sessions[tokenHash] = nil }
 
-    /// Ends sessions that expired before `date`.
     public func deleteSessions(expiredBefore date: Date) -> Int {
         let before = sessions.count
         sessions = sessions.filter { $0.value.expiresAt >= date }
         return before - sessions.count
     }
 
-    /// Adds a request-signing key.
     public func createAdminKey(_ key: AdminKey) throws {
         guard !keys.contains(where: { $0.id == key.id }) else { throw StoreError.alreadyExists("key \(key.id)") }
         keys.append(key)
     }
 
-    /// The key with this id.
     public func adminKey(id: String) -> AdminKey? { keys.first { $0.id == id } }
 
-    /// Every key, oldest first.
     public func adminKeys() -> [AdminKey] { keys.sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) } }
 
-    /// Revokes a key.
     public func revokeAdminKey(id: String, at: Date) -> Bool {
         guard let index = keys.firstIndex(where: { $0.id == id }), keys[index].revokedAt == nil else { return false }
         keys[index].revokedAt = at
         return true
     }
 
-    /// Remembers a signature; `false` when seen before.
     public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) -> Bool {
         signatures = signatures.filter { $0.value >= forgetBefore }
         guard signatures[digest] == nil else { return false }

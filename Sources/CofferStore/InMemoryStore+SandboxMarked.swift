@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import Foundation
 
@@ -7,7 +10,6 @@ extension InMemoryStore {
         SandboxMark.holds(user, receipts: state.receipts.values.filter { $0.owner == user.id })
     }
 
-    /// The Sandbox-marked users of an environment, newest first.
     public func sandboxMarkedUsers(
         environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int
     ) -> [User] {
@@ -18,7 +20,6 @@ extension InMemoryStore {
         return Array(matching.dropFirst(max(0, offset)).prefix(max(0, limit)))
     }
 
-    /// The grants of an environment to its Sandbox-marked users, newest first.
     public func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) -> [Grant] {
         let marked = Set(state.users.values.filter { $0.environment == environment && isSandboxMarked($0) }.map(\.id))
         return Array(
@@ -28,7 +29,6 @@ extension InMemoryStore {
                 .prefix(max(0, limit)))
     }
 
-    /// Deletes the grants of an environment to its Sandbox-marked users.
     public func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) -> Int {
         let marked = Set(state.users.values.filter { $0.environment == environment && isSandboxMarked($0) }.map(\.id))
         let before = grantList.count

@@ -1,16 +1,17 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import Foundation
 
 /// The in-memory store's support figures: backup histories, the dashboard, and Sandbox cleanup.
 extension InMemoryStore {
-    /// The backups a user's devices and admins wrote, newest first.
     public func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) -> [BackupHistoryItem] {
         Array(
             backupLog.filter { $0.owner == owner && $0.environment == environment }.map(\.item).reversed()
                 .prefix(max(0, limit)))
     }
 
-    /// The dashboard's figures for an environment.
     public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         let all = state.receipts.filter { $0.key.environment == environment }.values
@@ -112,7 +113,6 @@ extension InMemoryStore {
         var currency: String
     }
 
-    /// Deletes every grant of an environment.
     public func deleteGrants(environment: AppStoreEnvironment) -> Int {
         let before = grantList.count
         grantList.removeAll { $0.environment == environment }

@@ -1,10 +1,12 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import Foundation
 
 /// The in-memory store's tokens, merge codes, shared failure counts and grant totals.
 extension InMemoryStore {
 
-    /// Counts a failure against `key`.
     public func recordFailure(_ key: String, at date: Date, since: Date) -> Int {
         let day = date.addingTimeInterval(-86_400)
         failureLog = failureLog.compactMapValues { times in
@@ -15,16 +17,12 @@ extension InMemoryStore {
         return failures(key, since: since)
     }
 
-    /// The failures of `key` since `since`.
     public func failures(_ key: String, since: Date) -> Int { failureLog[key]?.count { $0 >= since } ?? 0 }
 
-    /// Forgets the failures of `key`.
     public func clearFailures(_ key: String) { failureLog[key] = nil }
 
-    /// Answers at once: memory is always there.
     public func ping() {}
 
-    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
     public func createUser(_ user: User) throws {
         for other in state.users.values {
             if other.id == user.id { throw StoreError.alreadyExists("user \(user.id)") }
@@ -42,7 +40,6 @@ extension InMemoryStore {
         state.users[user.id] = user
     }
 
-    /// Revokes a user's oldest live device tokens beyond the newest `keeping`.
     public func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) -> Int {
         guard let user = state.users[owner] else { return 0 }
         if deviceTokens[user.tokenHash] == nil, !imports.values.contains(where: { $0.user == owner }) {
@@ -58,7 +55,6 @@ extension InMemoryStore {
         return old.count
     }
 
-    /// The live tokens a user holds, by origin.
     public func tokenCounts(owner: UUID) -> TokenCounts {
         guard let user = state.users[owner] else { return TokenCounts(devices: 0, claims: 0) }
         let live = deviceTokens.values.filter { $0.owner == owner && $0.revokedAt == nil }
@@ -68,7 +64,6 @@ extension InMemoryStore {
             devices: live.count { $0.origin == .device } + first, claims: live.count { $0.origin == .claim })
     }
 
-    /// Keeps a customer's merge code, replacing the one before.
     public func saveMergeCode(_ code: MergeCode) throws {
         guard isLive(code.owner), state.users[code.owner]?.mergedInto == nil else {
             throw StoreError.notFound("user \(code.owner)")
@@ -76,14 +71,12 @@ extension InMemoryStore {
         mergeCodes[code.owner] = code
     }
 
-    /// Uses up a customer's merge code, once.
     public func useMergeCode(owner: UUID, codeHash: String, at date: Date) -> Bool {
         guard let code = mergeCodes[owner], code.codeHash == codeHash, code.expiresAt > date else { return false }
         mergeCodes[owner] = nil
         return true
     }
 
-    /// The credits one admin granted since `since`, not cancelled.
     public func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) -> Int64 {
         grantList.filter { grant in
             grant.environment == environment && grant.createdAt >= since && grant.status != .cancelled

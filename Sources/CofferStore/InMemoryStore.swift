@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import Foundation
 
@@ -72,15 +75,12 @@ public actor InMemoryStore: CofferStore {
     /// Creates an empty store.
     public init() {}
 
-    /// The user with this id.
     public func user(id: UUID) -> User? { state.users[id] }
 
-    /// The user with this Support ID in `environment`.
     public func user(supportId: SupportID, environment: AppStoreEnvironment) -> User? {
         state.users.values.first { $0.supportId == supportId && $0.environment == environment }
     }
 
-    /// The user whose token hashes to `tokenHash`.
     public func user(tokenHash: String) -> User? {
         if let token = deviceTokens[tokenHash] {
             return token.revokedAt == nil && isLive(token.owner) && state.users[token.owner]?.mergedInto == nil
@@ -92,12 +92,10 @@ public actor InMemoryStore: CofferStore {
     /// Whether the user exists and was not deleted at the customer's request.
     func isLive(_ id: UUID) -> Bool { state.users[id].map { $0.deletedAt == nil } ?? false }
 
-    /// The user who is this Apple account in `environment`.
     public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) -> User? {
         state.users.values.first { $0.appleAccount == appleAccount && $0.environment == environment }
     }
 
-    /// Gives a user another device's token.
     public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) throws {
         guard isLive(owner), state.users[owner]?.mergedInto == nil else { throw StoreError.notFound("user \(owner)") }
         guard deviceTokens[tokenHash] == nil, !state.users.values.contains(where: { $0.tokenHash == tokenHash })
@@ -113,7 +111,6 @@ public actor InMemoryStore: CofferStore {
         "\(environment.rawValue)/\(source)/\(externalId)"
     }
 
-    /// Makes a user with no Apple account that account's.
     public func linkAppleAccount(_ account: AppleAccount, to id: UUID) throws -> Bool {
         guard var user = state.users[id], user.appleAccount == nil, user.mergedInto == nil, user.deletedAt == nil
         else { return false }
@@ -125,7 +122,6 @@ public actor InMemoryStore: CofferStore {
         return true
     }
 
-    /// Records an imported customer unless one is on file.
     public func recordImport(_ customer: ImportedCustomer) -> ImportedCustomer {
         let key = Self.importKey(customer.source, customer.externalId, customer.environment)
         if let found = imports[key] { return found }
@@ -133,14 +129,12 @@ public actor InMemoryStore: CofferStore {
         return customer
     }
 
-    /// The imported customer of this source and external id.
     public func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment)
         -> ImportedCustomer?
     {
         imports[Self.importKey(source, externalId, environment)]
     }
 
-    /// Claims an imported customer with `keyHash`, once.
     public func claimImport(
         source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
     ) -> ImportedCustomer? {
@@ -154,13 +148,11 @@ public actor InMemoryStore: CofferStore {
         return found
     }
 
-    /// Records a milestone once.
     public func recordMilestone(owner: UUID, name: String, at date: Date) throws -> Bool {
         guard isLive(owner) else { throw StoreError.notFound("user \(owner)") }
         return milestones.insert("\(owner)/\(name)").inserted
     }
 
-    /// Registers a push token.
     public func savePushToken(_ token: PushToken) throws {
         guard isLive(token.owner) else { throw StoreError.notFound("user \(token.owner)") }
         pushTokenRecords[token.token] = token
@@ -169,13 +161,11 @@ public actor InMemoryStore: CofferStore {
         }
     }
 
-    /// A user's push tokens, most recently registered first.
     public func pushTokens(owner: UUID, environment: AppStoreEnvironment) -> [PushToken] {
         pushTokenRecords.values.filter { $0.owner == owner && $0.environment == environment }
             .sorted { ($0.updatedAt, $0.token) > ($1.updatedAt, $1.token) }
     }
 
-    /// Forgets a push token.
     @discardableResult
     public func deletePushToken(_ token: String, owner: UUID) -> Bool {
         guard pushTokenRecords[token]?.owner == owner else { return false }
@@ -183,7 +173,6 @@ public actor InMemoryStore: CofferStore {
         return true
     }
 
-    /// Revokes one token.
     public func revokeToken(tokenHash: String, at date: Date) -> Bool {
         if let token = deviceTokens[tokenHash] {
             guard token.revokedAt == nil else { return false }
@@ -195,20 +184,17 @@ public actor InMemoryStore: CofferStore {
         return true
     }
 
-    /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: AppStoreEnvironment) -> User? {
         let named = state.users.values.first { $0.appAccountToken == appAccountToken && $0.environment == environment }
         return named?.mergedInto.flatMap { state.users[$0] } ?? named
     }
 
-    /// The users support merged into `user`, oldest first.
     public func users(mergedInto user: UUID) -> [User] {
         state.users.values.filter { $0.mergedInto == user }.sorted {
             ($0.createdAt, $0.supportId) < ($1.createdAt, $1.supportId)
         }
     }
 
-    /// Merges an anonymous user into an account user.
     public func mergeUser(_ merge: UserMerge, audit events: @Sendable (UserMergeResult) throws -> [AuditEvent])
         throws -> UserMergeResult
     {
@@ -263,7 +249,6 @@ public actor InMemoryStore: CofferStore {
         return result
     }
 
-    /// Deletes a customer at their request.
     public func deleteUser(
         _ deletion: UserDeletion, audit events: @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) throws -> UserDeletionResult {
@@ -319,7 +304,6 @@ public actor InMemoryStore: CofferStore {
         return result
     }
 
-    /// Keeps an install's latest Verify Purchases report.
     public func saveVerifyReport(_ report: VerifyReport) throws {
         guard isLive(report.owner), state.users[report.owner]?.environment == report.environment else {
             throw StoreError.notFound("user \(report.owner)")
@@ -327,12 +311,10 @@ public actor InMemoryStore: CofferStore {
         verifyReports[report.owner] = report
     }
 
-    /// A user's latest Verify Purchases report.
     public func verifyReport(owner: UUID, environment: AppStoreEnvironment) -> VerifyReport? {
         verifyReports[owner].flatMap { $0.environment == environment ? $0 : nil }
     }
 
-    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     public func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) -> [User] {
         let prefix = supportIdPrefix?.lowercased() ?? ""
         let matching = state.users.values
@@ -341,12 +323,10 @@ public actor InMemoryStore: CofferStore {
         return Array(matching.dropFirst(max(0, offset)).prefix(max(0, limit)))
     }
 
-    /// How many users an environment has.
     public func userCount(environment: AppStoreEnvironment) -> Int {
         state.users.values.filter { $0.environment == environment }.count
     }
 
-    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
     public func apply(_ requests: [LedgerRequest]) -> [Result<LedgerResult, LedgerError>] {
         requests.map { request in
             // The in-memory context never throws; a refusal comes back as the request's failure.
@@ -354,28 +334,23 @@ public actor InMemoryStore: CofferStore {
         }
     }
 
-    /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet {
         state.wallet(owner: owner, environment: environment) ?? .empty
     }
 
-    /// A user's ledger entries, oldest first.
     public func entries(owner: UUID, environment: AppStoreEnvironment) -> [LedgerEntry] {
         guard state.users[owner]?.environment == environment else { return [] }
         return state.entries.filter { $0.owner == owner }
     }
 
-    /// A user's ledger entries of some kinds, oldest first.
     public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) -> [LedgerEntry] {
         entries(owner: owner, environment: environment).filter { kinds.contains($0.key.kind) }
     }
 
-    /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? {
         state.receipt(transactionId: transactionId, environment: environment)
     }
 
-    /// A user's receipts, oldest purchase first.
     public func receipts(owner: UUID, environment: AppStoreEnvironment) -> [Receipt] {
         state.receiptOrder.filter { $0.environment == environment }
             .compactMap { state.receipts[$0] }
@@ -387,12 +362,10 @@ public actor InMemoryStore: CofferStore {
             }
     }
 
-    /// A user's receipts of the given products, oldest purchase first.
     public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) -> [Receipt] {
         receipts(owner: owner, environment: environment).filter { productIds.contains($0.transaction.productId) }
     }
 
-    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) -> [Receipt] {
         state.receipts.values
             .filter { $0.transaction.originalTransactionId == originalTransactionId }
@@ -404,13 +377,11 @@ public actor InMemoryStore: CofferStore {
             }
     }
 
-    /// A user's backup.
     public func backup(owner: UUID, environment: AppStoreEnvironment) -> BackupRecord? {
         guard let (env, record) = backups[owner], env == environment else { return nil }
         return record
     }
 
-    /// Writes a user's backup as `decide` says, kept in the backup history too.
     public func writeBackup(
         owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
@@ -433,7 +404,6 @@ public actor InMemoryStore: CofferStore {
         return (current, record)
     }
 
-    /// Sets a user's balance with a ledger adjustment and its audit entries.
     public func setBalance(
         _ edit: BalanceEdit, audit events: @Sendable (BalanceEditResult) throws -> [AuditEvent]
     ) throws -> BalanceEditResult {
@@ -456,7 +426,6 @@ public actor InMemoryStore: CofferStore {
         return result
     }
 
-    /// Adds a grant.
     public func createGrant(_ grant: Grant, audit events: [AuditEvent]) throws {
         guard isLive(grant.recipient), state.users[grant.recipient]?.environment == grant.environment else {
             throw StoreError.notFound("user \(grant.recipient)")
@@ -468,12 +437,10 @@ public actor InMemoryStore: CofferStore {
         appendAudit(events)
     }
 
-    /// The grant with this id in an environment.
     public func grant(id: UUID, environment: AppStoreEnvironment) -> Grant? {
         grantList.first { $0.id == id && $0.environment == environment }
     }
 
-    /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int) -> [Grant]
     {
         let matching = grantList.filter { grant in
@@ -485,7 +452,6 @@ public actor InMemoryStore: CofferStore {
                 max(0, limit)))
     }
 
-    /// Claims a grant as `claim` says, crediting it in the same step.
     public func claimGrant(
         id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     )
@@ -504,7 +470,6 @@ public actor InMemoryStore: CofferStore {
         return claimed.grant
     }
 
-    /// Cancels a grant as `cancel` says.
     public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         throws -> Grant
     {
@@ -516,26 +481,21 @@ public actor InMemoryStore: CofferStore {
         return cancelled
     }
 
-    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
     public func recordNotification(_ record: NotificationRecord) -> Bool {
         guard notification(uuid: record.uuid, environment: record.environment) == nil else { return false }
         notificationLog.append(record)
         return true
     }
 
-    /// The notification with this `notificationUUID`.
     public func notification(uuid: String, environment: AppStoreEnvironment) -> NotificationRecord? {
         notificationLog.first { $0.uuid == uuid && $0.environment == environment }
     }
 
-    /// How many notifications of each type an environment received at or after `since`.
     public func notificationCounts(environment: AppStoreEnvironment, since: Date) -> [String: Int] {
         notificationLog.filter { $0.environment == environment && $0.receivedAt >= since }
             .reduce(into: [:]) { counts, record in counts[record.type, default: 0] += 1 }
     }
 
-    /// Notifications of an environment, latest received first, optionally about one transaction or with one
-    /// outcome.
     public func notifications(
         environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) -> [NotificationRecord] {
@@ -550,7 +510,6 @@ public actor InMemoryStore: CofferStore {
                 .map(\.element).prefix(max(0, limit)))
     }
 
-    /// Saves a subscription chain's renewal state unless the stored one was signed later.
     public func saveRenewalState(_ renewal: RenewalState) throws -> Bool {
         guard state.users[renewal.owner]?.environment == renewal.environment else {
             throw StoreError.notFound("user \(renewal.owner)")
@@ -561,18 +520,15 @@ public actor InMemoryStore: CofferStore {
         return true
     }
 
-    /// The renewal states of a user's subscription chains.
     public func renewalStates(owner: UUID, environment: AppStoreEnvironment) -> [RenewalState] {
         renewals.values.filter { $0.owner == owner && $0.environment == environment }
             .sorted { $0.originalTransactionId < $1.originalTransactionId }
     }
 
-    /// A named position of a background service.
     public func cursor(_ name: String, environment: AppStoreEnvironment) -> String? {
         cursors["\(environment.rawValue)/\(name)"]
     }
 
-    /// Saves a named position.
     public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) {
         cursors["\(environment.rawValue)/\(name)"] = value
     }
@@ -587,13 +543,11 @@ public actor InMemoryStore: CofferStore {
         }
     }
 
-    /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) throws {
         guard !audit.contains(where: { $0.id == event.id }) else { throw StoreError.alreadyExists("audit \(event.id)") }
         audit.append(event)
     }
 
-    /// Audit events of an environment that `query` matches, newest first.
     public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) -> [AuditEvent] {
         Array(audit.filter { $0.environment == environment && query.matches($0) }.reversed().prefix(max(0, limit)))
     }

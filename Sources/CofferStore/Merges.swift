@@ -1,7 +1,7 @@
 import CofferCore
 import Foundation
 
-/// Support merging an anonymous user into an account user (``CofferStore/mergeUser(_:)``).
+/// Support merging an anonymous user into an account user (``UserStore/mergeUser(_:)``).
 public struct UserMerge: Sendable, Hashable {
     /// The anonymous user, merged away.
     public var from: UUID
@@ -69,7 +69,7 @@ public struct UserMergeResult: Sendable, Hashable, Codable {
     }
 }
 
-/// How an install came by its token (``CofferStore/addToken(tokenHash:owner:origin:at:)``).
+/// How an install came by its token (``UserStore/addToken(tokenHash:owner:origin:at:)``).
 public enum TokenOrigin: String, Sendable, Hashable, Codable, CaseIterable {
     /// The install registered itself: an anonymous user's first token, or its Apple account's AppTransaction. A
     /// merge moves it to the account user.
@@ -93,7 +93,7 @@ public struct TokenCounts: Sendable, Hashable, Codable {
     }
 }
 
-/// A one-time merge code a customer's install shows (``CofferStore/saveMergeCode(_:)``): support types it in to
+/// A one-time merge code a customer's install shows (``UserStore/saveMergeCode(_:)``): support types it in to
 /// merge that customer into another, so a Support ID read out in the open is not enough.
 public struct MergeCode: Sendable, Hashable {
     /// The customer whose install asked for it.

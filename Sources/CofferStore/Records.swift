@@ -21,7 +21,7 @@ public struct User: Sendable, Hashable, Codable {
     /// The account user support merged this anonymous user into: its tokens, appAccountToken, receipts,
     /// grants and balance are that user's now.
     public var mergedInto: UUID?
-    /// When support deleted the customer at their request (``CofferStore/deleteUser(_:)``): the record stays,
+    /// When support deleted the customer at their request (``UserStore/deleteUser(_:)``): the record stays,
     /// anonymised, so the ledger's totals still add up; nothing signs in as it.
     public var deletedAt: Date?
 
@@ -44,7 +44,7 @@ public struct User: Sendable, Hashable, Codable {
 }
 
 /// Support deleting a customer at their request (App Store guideline 5.1.1(v)), with the installs support
-/// merged into them (``CofferStore/deleteUser(_:)``).
+/// merged into them (``UserStore/deleteUser(_:)``).
 public struct UserDeletion: Sendable, Hashable {
     /// The customer.
     public var user: UUID
@@ -109,7 +109,7 @@ public struct UserDeletionResult: Sendable, Hashable, Codable {
     }
 }
 
-/// The last "Verify Purchases" an install ran and reported (``CofferStore/saveVerifyReport(_:)``).
+/// The last "Verify Purchases" an install ran and reported (``UserStore/saveVerifyReport(_:)``).
 public struct VerifyReport: Sendable, Hashable, Codable {
     /// The user.
     public var owner: UUID
@@ -458,7 +458,7 @@ public struct AuditQuery: Sendable, Hashable {
 /// What the notification recovery service's last run did, kept as a named position of the store so every
 /// instance's dashboard shows it.
 public struct RecoveryRun: Sendable, Hashable, Codable {
-    /// The name it is kept under (``CofferStore/saveCursor(_:value:environment:)``).
+    /// The name it is kept under (``NotificationStore/saveCursor(_:value:environment:)``).
     public static let cursorName = "notification-recovery.last-run"
 
     /// When the run ended.

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,7 +9,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// Adds an admin.
     public func createAdmin(_ admin: Admin) async throws {
         try await write { connection in
             do {
@@ -25,17 +27,14 @@ extension PostgresStore {
         }
     }
 
-    /// The admin with this name.
     public func admin(name: String) async throws -> Admin? {
         try await first("SELECT * FROM admins WHERE name = \(name)", Rows.admin)
     }
 
-    /// Every admin, by name.
     public func admins() async throws -> [Admin] {
         try await all("SELECT * FROM admins ORDER BY name", Rows.admin)
     }
 
-    /// Sets an admin's password hash and ends the admin's sessions.
     public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
         try await write { connection in
             guard
@@ -51,7 +50,6 @@ extension PostgresStore {
         }
     }
 
-    /// Changes an admin as `change` says, in a transaction that holds the admin's row.
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await write { connection in
             guard
@@ -78,7 +76,6 @@ extension PostgresStore {
         }
     }
 
-    /// Ends an admin's sessions but `kept`.
     public func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
         try await write { connection in
             try await Self.count(
@@ -92,7 +89,6 @@ extension PostgresStore {
         }
     }
 
-    /// Stores a new session.
     public func createSession(_ session: AdminSession) async throws {
         try await write { connection in
             do {
@@ -110,12 +106,10 @@ extension PostgresStore {
         }
     }
 
-    /// The session with this token hash.
     public func session(tokenHash: String) async throws -> AdminSession? {
         try await first("SELECT * FROM admin_sessions WHERE token_hash = \(tokenHash)", Rows.session)
     }
 
-    /// Switches a session's environment.
     public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws {
         try await write { connection in
             try await connection.query(
@@ -124,7 +118,6 @@ extension PostgresStore {
         }
     }
 
-    /// Ends a session.
     public func deleteSession(tokenHash: String) async throws {
         try await write { connection in
             try await connection.query(
@@ -132,7 +125,6 @@ extension PostgresStore {
         }
     }
 
-    /// Ends sessions that expired before `date`.
     public func deleteSessions(expiredBefore date: Date) async throws -> Int {
         try await write { connection in
             try await Self.count(
@@ -144,7 +136,6 @@ extension PostgresStore {
         }
     }
 
-    /// Counts a failure against `key`, shared by every instance on the database.
     public func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int {
         try await write { connection in
             try await Self.count(
@@ -158,7 +149,6 @@ extension PostgresStore {
         }
     }
 
-    /// The failures of `key` since `since`.
     public func failures(_ key: String, since: Date) async throws -> Int {
         try await read { connection in
             try await Self.count(
@@ -167,14 +157,12 @@ extension PostgresStore {
         }
     }
 
-    /// Forgets the failures of `key`.
     public func clearFailures(_ key: String) async throws {
         try await write { connection in
             try await connection.query("DELETE FROM failures WHERE key = \(key)", logger: self.logger)
         }
     }
 
-    /// Adds a request-signing key.
     public func createAdminKey(_ key: AdminKey) async throws {
         try await write { connection in
             do {
@@ -190,17 +178,14 @@ extension PostgresStore {
         }
     }
 
-    /// The key with this id.
     public func adminKey(id: String) async throws -> AdminKey? {
         try await first("SELECT * FROM admin_keys WHERE id = \(id)", Rows.adminKey)
     }
 
-    /// Every key, oldest first.
     public func adminKeys() async throws -> [AdminKey] {
         try await all("SELECT * FROM admin_keys ORDER BY created_at, id", Rows.adminKey)
     }
 
-    /// Revokes a key.
     public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
         try await write { connection in
             try await Self.exists(
@@ -212,7 +197,6 @@ extension PostgresStore {
         }
     }
 
-    /// Remembers a signature; `false` when seen before.
     public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
         try await write { connection in
             try await connection.query(

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,7 +9,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) async throws {
         try await write { connection in
             do {
@@ -40,7 +42,6 @@ extension PostgresStore {
         }
     }
 
-    /// Audit events of an environment that `query` matches, newest first.
     public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws
         -> [AuditEvent]
     {

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,15 +9,12 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// A user's backup.
     public func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord? {
         try await first(
             "SELECT * FROM backups WHERE owner = \(owner.uuidString) AND environment = \(environment.rawValue)",
             Rows.backup)
     }
 
-    /// Writes a user's backup as `decide` says, kept in the backup history too, in one transaction that
-    /// holds the user's wallet row.
     public func writeBackup(
         owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
@@ -67,8 +67,6 @@ extension PostgresStore {
         }
     }
 
-    /// Sets a user's balance with a ledger adjustment and its audit entries, in one transaction that holds the
-    /// user's wallet row from the first read.
     public func setBalance(
         _ edit: BalanceEdit, audit events: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent]
     ) async throws -> BalanceEditResult {

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -5,13 +8,6 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
-    /// Applies ledger requests in order, all in one durable commit (group commit), in two statements whatever
-    /// the batch's size: one reads every request's state (locking the wallets, in one order for every batch, so
-    /// concurrent batches never wait on each other in a cycle), the core decides the batch
-    /// (``LedgerWriter/decide(batch:states:)``), one writes the wallets, entries and receipts. Both are
-    /// prepared once per connection. A request the ledger refuses gets its ``LedgerError`` and changes nothing;
-    /// the others still apply. A receipt another user's transaction committed meanwhile, or an entry a
-    /// concurrent batch wrote, makes the whole batch run again (``write(_:)``).
     public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         guard !requests.isEmpty else { return [] }
         return try await write { connection in

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,7 +9,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// Adds a grant.
     public func createGrant(_ grant: Grant, audit events: [AuditEvent]) async throws {
         try await write { connection in
             try await Self.requireUser(connection, grant.recipient, grant.environment, live: true, logger: self.logger)
@@ -25,14 +27,12 @@ extension PostgresStore {
         }
     }
 
-    /// The grant with this id in an environment.
     public func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? {
         try await all(
             "SELECT * FROM grants WHERE id = \(id.uuidString) AND environment = \(environment.rawValue)", Rows.grant
         ).first
     }
 
-    /// The credits one admin granted since `since`, not cancelled.
     public func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64 {
         try await read { connection in
             try await Self.first(
@@ -47,7 +47,6 @@ extension PostgresStore {
         }
     }
 
-    /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int)
         async throws
         -> [Grant]
@@ -76,7 +75,6 @@ extension PostgresStore {
             """, Rows.grant)
     }
 
-    /// Claims a grant as `claim` says, crediting it in the same transaction, which holds the grant's row.
     public func claimGrant(
         id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
@@ -94,7 +92,6 @@ extension PostgresStore {
         }
     }
 
-    /// Cancels a grant as `cancel` says, in a transaction that holds the grant's row.
     public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
     {

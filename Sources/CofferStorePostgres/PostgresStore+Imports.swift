@@ -1,10 +1,12 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    /// Makes a user with no Apple account that account's.
     public func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool {
         try await write { connection in
             do {
@@ -23,7 +25,6 @@ extension PostgresStore {
         }
     }
 
-    /// Records an imported customer unless one of that source and external id is on file; answers the one on file.
     public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
         try await write { connection in
             try await connection.query(
@@ -41,7 +42,6 @@ extension PostgresStore {
         }
     }
 
-    /// The imported customer of this source and external id.
     public func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     {
@@ -50,7 +50,6 @@ extension PostgresStore {
         }
     }
 
-    /// Claims an imported customer with `keyHash`: the first claim keeps its key; only that key claims again.
     public func claimImport(
         source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
     ) async throws -> ImportedCustomer? {

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,7 +9,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
         try await first(
             """
@@ -19,7 +21,6 @@ extension PostgresStore {
         } ?? .empty
     }
 
-    /// A user's ledger entries, oldest first.
     public func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await all(
             """
@@ -28,7 +29,6 @@ extension PostgresStore {
             """, Rows.entry)
     }
 
-    /// A user's ledger entries of some kinds, oldest first.
     public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
     {
@@ -41,7 +41,6 @@ extension PostgresStore {
             """, Rows.entry)
     }
 
-    /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await first(
             """
@@ -49,7 +48,6 @@ extension PostgresStore {
             """, Rows.receipt)
     }
 
-    /// A user's receipts, oldest purchase first.
     public func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
             """
@@ -58,7 +56,6 @@ extension PostgresStore {
             """, Rows.receipt)
     }
 
-    /// A user's receipts of the given products, oldest purchase first.
     public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws
         -> [Receipt]
     {
@@ -71,7 +68,6 @@ extension PostgresStore {
             """, Rows.receipt)
     }
 
-    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
             """

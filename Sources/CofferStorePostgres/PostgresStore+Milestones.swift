@@ -1,11 +1,12 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    /// Records a milestone the app reached for a customer, once: true when this call recorded it, false when
-    /// it was on file already.
     public func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
         try await write { connection in
             guard

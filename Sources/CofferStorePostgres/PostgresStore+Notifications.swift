@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,7 +9,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
     public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await write { connection in
             try await Self.exists(
@@ -23,15 +25,12 @@ extension PostgresStore {
         }
     }
 
-    /// The notification with this `notificationUUID`.
     public func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
         try await first(
             "SELECT * FROM notifications WHERE environment = \(environment.rawValue) AND uuid = \(uuid)",
             Rows.notification)
     }
 
-    /// Notifications of an environment, latest received first, optionally about one transaction or with
-    /// one outcome.
     public func notifications(
         environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) async throws -> [NotificationRecord] {
@@ -45,7 +44,6 @@ extension PostgresStore {
             """, Rows.notification)
     }
 
-    /// How many notifications of each type an environment received at or after `since`.
     public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
         let rows = try await all(
             """
@@ -59,7 +57,6 @@ extension PostgresStore {
         return Dictionary(rows, uniquingKeysWith: +)
     }
 
-    /// Saves a subscription chain's renewal state unless the stored one was signed later.
     public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await write { connection in
             try await Self.requireUser(connection, state.owner, state.environment, logger: self.logger)
@@ -81,7 +78,6 @@ extension PostgresStore {
         }
     }
 
-    /// The renewal states of a user's subscription chains.
     public func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
         try await all(
             """
@@ -90,14 +86,12 @@ extension PostgresStore {
             """, Rows.renewalState)
     }
 
-    /// A named position of a background service.
     public func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {
         try await first(
             "SELECT value FROM cursors WHERE environment = \(environment.rawValue) AND name = \(name)"
         ) { try $0.decode(String.self) }
     }
 
-    /// Saves a named position.
     public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws {
         try await write { connection in
             try await connection.query(

@@ -1,10 +1,12 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
 import PostgresNIO
 
 extension PostgresStore {
-    /// Registers a push token, replacing what was on file for it.
     public func savePushToken(_ token: PushToken) async throws {
         let saved = try await write { connection in
             let inserted = try await Self.exists(
@@ -32,7 +34,6 @@ extension PostgresStore {
         guard saved else { throw StoreError.notFound("user \(token.owner)") }
     }
 
-    /// A user's push tokens, most recently registered first.
     public func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken] {
         try await all(
             """
@@ -41,7 +42,6 @@ extension PostgresStore {
             """, Rows.pushToken)
     }
 
-    /// Forgets a push token.
     @discardableResult
     public func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {
         try await write { connection in

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,7 +9,6 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// The backups a user's devices and admins wrote, newest first.
     public func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
         -> [BackupHistoryItem]
     {
@@ -17,7 +19,6 @@ extension PostgresStore {
             """, Rows.backupHistoryItem)
     }
 
-    /// The dashboard's figures for an environment.
     public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         let env = environment.rawValue
@@ -150,7 +151,6 @@ extension PostgresStore {
         }
     }
 
-    /// Deletes every grant of an environment.
     public func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { connection in
             try await Self.count(

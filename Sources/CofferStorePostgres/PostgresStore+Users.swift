@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
@@ -6,15 +9,12 @@ import NIOSSL
 import PostgresNIO
 
 extension PostgresStore {
-    /// One cheap round trip (`SELECT 1`), within the database deadline.
     public func ping() async throws {
         try await read { connection in
             _ = try await connection.query("SELECT 1", logger: self.logger)
         }
     }
 
-    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
-    /// `appAccountToken` is taken.
     public func createUser(_ user: User) async throws {
         try await write { connection in
             do {
@@ -35,19 +35,16 @@ extension PostgresStore {
         }
     }
 
-    /// The user with this id.
     public func user(id: UUID) async throws -> User? {
         try await first("SELECT * FROM users WHERE id = \(id.uuidString)", Rows.user)
     }
 
-    /// The user with this Support ID in an environment.
     public func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User? {
         try await first(
             "SELECT * FROM users WHERE environment = \(environment.rawValue) AND support_id = \(supportId.rawValue)",
             Rows.user)
     }
 
-    /// The user whose token hashes to `tokenHash`, unless it was revoked.
     public func user(tokenHash: String) async throws -> User? {
         try await first(
             """
@@ -61,7 +58,6 @@ extension PostgresStore {
             """, Rows.user)
     }
 
-    /// The user who is this Apple account in an environment.
     public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? {
         try await first(
             """
@@ -71,7 +67,6 @@ extension PostgresStore {
             """, Rows.user)
     }
 
-    /// Gives a user another device's token.
     public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws {
         let added = try await write { connection in
             do {
@@ -94,7 +89,6 @@ extension PostgresStore {
         }
     }
 
-    /// Revokes a user's oldest live device tokens beyond the newest `keeping`.
     public func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int {
         let id = owner.uuidString
         return try await write { connection in
@@ -122,7 +116,6 @@ extension PostgresStore {
         }
     }
 
-    /// The live tokens a user holds, by origin.
     public func tokenCounts(owner: UUID) async throws -> TokenCounts {
         try await read { connection in try await Self.tokenCounts(connection, owner: owner.uuidString, self.logger) }
     }
@@ -146,7 +139,6 @@ extension PostgresStore {
         } ?? TokenCounts(devices: 0, claims: 0)
     }
 
-    /// Revokes one token.
     public func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         do {
             return try await revokeTokenOnce(tokenHash: tokenHash, at: date)
@@ -177,7 +169,6 @@ extension PostgresStore {
         }
     }
 
-    /// The user who owns this `appAccountToken` in an environment (the one it was merged into, if it was).
     public func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User? {
         let named = try await first(
             """
@@ -188,7 +179,6 @@ extension PostgresStore {
         return try await user(id: merged)
     }
 
-    /// Keeps a customer's merge code, replacing the one before.
     public func saveMergeCode(_ code: MergeCode) async throws {
         let saved = try await write { connection in
             try await Self.exists(
@@ -206,7 +196,6 @@ extension PostgresStore {
         guard saved else { throw StoreError.notFound("user \(code.owner)") }
     }
 
-    /// Uses up a customer's merge code, once.
     public func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool {
         try await write { connection in
             try await Self.exists(
@@ -219,13 +208,11 @@ extension PostgresStore {
         }
     }
 
-    /// The users support merged into `user`, oldest first.
     public func users(mergedInto user: UUID) async throws -> [User] {
         try await all(
             "SELECT * FROM users WHERE merged_into = \(user.uuidString) ORDER BY created_at, support_id", Rows.user)
     }
 
-    /// Merges an anonymous user into an account user, in one transaction.
     public func mergeUser(
         _ merge: UserMerge, audit events: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent]
     ) async throws -> UserMergeResult {
@@ -318,7 +305,6 @@ extension PostgresStore {
         }
     }
 
-    /// Deletes a customer at their request, in one transaction.
     public func deleteUser(
         _ deletion: UserDeletion, audit events: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) async throws -> UserDeletionResult {
@@ -412,7 +398,6 @@ extension PostgresStore {
         }
     }
 
-    /// Keeps an install's latest Verify Purchases report.
     public func saveVerifyReport(_ report: VerifyReport) async throws {
         try await write { connection in
             try await Self.requireUser(connection, report.owner, report.environment, live: true, logger: self.logger)
@@ -427,7 +412,6 @@ extension PostgresStore {
         }
     }
 
-    /// A user's latest Verify Purchases report.
     public func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport? {
         try await first(
             """
@@ -442,8 +426,6 @@ extension PostgresStore {
         }
     }
 
-    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
-    /// (case-insensitive).
     public func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
         -> [User]
     {
@@ -459,7 +441,6 @@ extension PostgresStore {
             """, Rows.user)
     }
 
-    /// How many users an environment has.
     public func userCount(environment: AppStoreEnvironment) async throws -> Int {
         try await first("SELECT count(*) FROM users WHERE environment = \(environment.rawValue)") {
             Int(try $0.decode(Int64.self))

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Adds an admin.
     public func createAdmin(_ admin: Admin) async throws {
         let arguments: StatementArguments = [
             admin.id.uuidString, admin.name, admin.passwordHash, Millis.from(admin.createdAt),
@@ -27,17 +29,14 @@ extension SQLiteStore {
         }
     }
 
-    /// The admin with this name.
     public func admin(name: String) async throws -> Admin? {
         try await one("SELECT * FROM admins WHERE name = ?", [name], Self.admin)
     }
 
-    /// Every admin, by name.
     public func admins() async throws -> [Admin] {
         try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM admins ORDER BY name").map(Self.admin) }
     }
 
-    /// Sets an admin's password hash and ends the admin's sessions.
     public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
         try await write { db in
             guard let id = try String.fetchOne(db, sql: "SELECT id FROM admins WHERE name = ?", arguments: [name])
@@ -50,7 +49,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Changes an admin as `change` says, in one write transaction.
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await write { db in
             guard
@@ -77,7 +75,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Ends an admin's sessions but `kept`.
     public func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
         try await write { db in
             try db.execute(
@@ -87,7 +84,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Stores a new session.
     public func createSession(_ session: AdminSession) async throws {
         try await write { db in
             do {
@@ -108,7 +104,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The session with this token hash.
     public func session(tokenHash: String) async throws -> AdminSession? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
@@ -122,7 +117,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Switches a session's environment.
     public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws {
         try await write { db in
             try db.execute(
@@ -131,14 +125,12 @@ extension SQLiteStore {
         }
     }
 
-    /// Ends a session.
     public func deleteSession(tokenHash: String) async throws {
         try await write { db in
             try db.execute(sql: "DELETE FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
         }
     }
 
-    /// Ends sessions that expired before `date`.
     public func deleteSessions(expiredBefore date: Date) async throws -> Int {
         try await write { db in
             try db.execute(sql: "DELETE FROM admin_sessions WHERE expires_at < ?", arguments: [Millis.from(date)])
@@ -146,7 +138,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Counts a failure against `key`, shared by every process on the file.
     public func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int {
         try await write { db in
             try db.execute(
@@ -158,7 +149,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The failures of `key` since `since`.
     public func failures(_ key: String, since: Date) async throws -> Int {
         try await read { db in
             try Int.fetchOne(
@@ -167,12 +157,10 @@ extension SQLiteStore {
         }
     }
 
-    /// Forgets the failures of `key`.
     public func clearFailures(_ key: String) async throws {
         try await write { db in try db.execute(sql: "DELETE FROM failures WHERE key = ?", arguments: [key]) }
     }
 
-    /// Adds a request-signing key.
     public func createAdminKey(_ key: AdminKey) async throws {
         try await write { db in
             do {
@@ -191,21 +179,18 @@ extension SQLiteStore {
         }
     }
 
-    /// The key with this id.
     public func adminKey(id: String) async throws -> AdminKey? {
         try await read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM admin_keys WHERE id = ?", arguments: [id]).map(Self.adminKey)
         }
     }
 
-    /// Every key, oldest first.
     public func adminKeys() async throws -> [AdminKey] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM admin_keys ORDER BY created_at, id").map(Self.adminKey)
         }
     }
 
-    /// Revokes a key.
     public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -215,7 +200,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Remembers a signature; `false` when seen before.
     public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
         try await write { db in
             try db.execute(

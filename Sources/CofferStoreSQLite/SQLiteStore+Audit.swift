@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Appends an audit event.
     public func recordAudit(_ event: AuditEvent) async throws {
         try await write { db in
             do {
@@ -43,7 +45,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Audit events of an environment that `query` matches, newest first.
     public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws
         -> [AuditEvent]
     {

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,12 +8,10 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// A user's backup.
     public func backup(owner: UUID, environment: AppStoreEnvironment) async throws -> BackupRecord? {
         try await read { db in try Self.backup(db, owner: owner, environment: environment) }
     }
 
-    /// Writes a user's backup as `decide` says, kept in the backup history too, in one write transaction.
     public func writeBackup(
         owner: UUID, environment: AppStoreEnvironment, _ decide: @escaping @Sendable (BackupRecord?) -> BackupRecord?,
         audit events: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent]
@@ -60,7 +61,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Sets a user's balance with a ledger adjustment and its audit entries, in one write transaction.
     public func setBalance(
         _ edit: BalanceEdit, audit events: @escaping @Sendable (BalanceEditResult) throws -> [AuditEvent]
     ) async throws -> BalanceEditResult {

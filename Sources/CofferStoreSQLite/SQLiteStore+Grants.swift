@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Adds a grant.
     public func createGrant(_ grant: Grant, audit events: [AuditEvent]) async throws {
         try await write { db in
             guard try Self.userExists(db, id: grant.recipient, environment: grant.environment, live: true) else {
@@ -28,13 +30,11 @@ extension SQLiteStore {
         }
     }
 
-    /// The grant with this id in an environment.
     public func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? {
         try await one(
             "SELECT * FROM grants WHERE id = ? AND environment = ?", [id.uuidString, environment.rawValue], Self.grant)
     }
 
-    /// The credits one admin granted since `since`, not cancelled.
     public func grantedCredits(environment: AppStoreEnvironment, holder: String, since: Date) async throws -> Int64 {
         try await read { db in
             try Int64.fetchOne(
@@ -47,7 +47,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Grants of an environment, newest first, optionally for one recipient and one status.
     public func grants(environment: AppStoreEnvironment, recipient: UUID?, status: GrantStatus?, limit: Int)
         async throws
         -> [Grant]
@@ -83,7 +82,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Claims a grant as `claim` says, crediting it in the same write transaction.
     public func claimGrant(
         id: UUID, environment: AppStoreEnvironment, _ claim: @escaping @Sendable (Grant) throws -> GrantClaim?
     ) async throws -> Grant {
@@ -101,7 +99,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Cancels a grant as `cancel` says, in a write transaction.
     public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
         async throws -> Grant
     {

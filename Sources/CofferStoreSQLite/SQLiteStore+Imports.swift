@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Makes a user with no Apple account that account's.
     public func linkAppleAccount(_ account: AppleAccount, to user: UUID) async throws -> Bool {
         try await write { db in
             do {
@@ -22,7 +24,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Records an imported customer unless one of that source and external id is on file; answers the one on file.
     public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
         try await write { db in
             try db.execute(
@@ -40,14 +41,12 @@ extension SQLiteStore {
         }
     }
 
-    /// The imported customer of this source and external id.
     public func importedCustomer(source: String, externalId: String, environment: AppStoreEnvironment) async throws
         -> ImportedCustomer?
     {
         try await read { db in try Self.importedCustomer(db, source, externalId, environment) }
     }
 
-    /// Claims an imported customer with `keyHash`: the first claim keeps its key; only that key claims again.
     public func claimImport(
         source: String, externalId: String, environment: AppStoreEnvironment, keyHash: String, at date: Date
     ) async throws -> ImportedCustomer? {

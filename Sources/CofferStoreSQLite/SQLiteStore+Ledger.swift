@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
     public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         try await write { db in
             var context = SQLiteLedgerContext(db: db, excludingMerged: true)
@@ -13,19 +15,16 @@ extension SQLiteStore {
         }
     }
 
-    /// A user's wallet (empty for a user with no entries).
     public func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
         try await read { db in
             try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
         }
     }
 
-    /// A user's ledger entries, oldest first.
     public func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
     }
 
-    /// A user's ledger entries of some kinds, oldest first.
     public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
     {
@@ -44,19 +43,16 @@ extension SQLiteStore {
         }
     }
 
-    /// The receipt of a transaction.
     public func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await read { db in
             try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
         }
     }
 
-    /// A user's receipts, oldest purchase first.
     public func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
     }
 
-    /// A user's receipts of the given products, oldest purchase first.
     public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws
         -> [Receipt]
     {
@@ -75,7 +71,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
             "SELECT * FROM receipts WHERE environment = ? AND original_transaction_id = ? ORDER BY purchase_date, transaction_id",

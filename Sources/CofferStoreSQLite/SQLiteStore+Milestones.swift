@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,8 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Records a milestone the app reached for a customer, once: true when this call recorded it, false when
-    /// it was on file already.
     public func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
         try await write { db in
             guard

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Records a notification unless one with its `notificationUUID` is recorded in its environment.
     public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -24,7 +26,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The notification with this `notificationUUID`.
     public func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
         try await read { db in
             try Row.fetchOne(
@@ -34,8 +35,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Notifications of an environment, latest received first, optionally about one transaction or with
-    /// one outcome.
     public func notifications(
         environment: AppStoreEnvironment, transactionId: String?, outcome: NotificationOutcome?, limit: Int
     ) async throws -> [NotificationRecord] {
@@ -57,7 +56,6 @@ extension SQLiteStore {
         }
     }
 
-    /// How many notifications of each type an environment received at or after `since`.
     public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
         try await read { db in
             var counts: [String: Int] = [:]
@@ -74,7 +72,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Saves a subscription chain's renewal state unless the stored one was signed later.
     public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await write { db in
             guard try Self.userExists(db, id: state.owner, environment: state.environment) else {
@@ -101,7 +98,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The renewal states of a user's subscription chains.
     public func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
         try await all(
             "SELECT * FROM renewal_states WHERE environment = ? AND owner = ? ORDER BY original_transaction_id",
@@ -119,7 +115,6 @@ extension SQLiteStore {
         }
     }
 
-    /// A named position of a background service.
     public func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {
         try await read { db in
             try String.fetchOne(
@@ -128,7 +123,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Saves a named position.
     public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws {
         try await write { db in
             try db.execute(

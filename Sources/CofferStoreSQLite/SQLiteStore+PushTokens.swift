@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Registers a push token, replacing what was on file for it.
     public func savePushToken(_ token: PushToken) async throws {
         try await write { db in
             guard
@@ -33,7 +35,6 @@ extension SQLiteStore {
         }
     }
 
-    /// A user's push tokens, most recently registered first.
     public func pushTokens(owner: UUID, environment: AppStoreEnvironment) async throws -> [PushToken] {
         try await all(
             """
@@ -42,7 +43,6 @@ extension SQLiteStore {
             """, [owner.uuidString, environment.rawValue], Self.pushToken)
     }
 
-    /// Forgets a push token.
     @discardableResult
     public func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {
         try await write { db in

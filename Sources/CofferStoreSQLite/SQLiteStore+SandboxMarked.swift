@@ -1,10 +1,12 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferStore
 import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// The Sandbox-marked users of an environment, newest first.
     public func sandboxMarkedUsers(
         environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int
     ) async throws -> [User] {
@@ -22,14 +24,12 @@ extension SQLiteStore {
         }
     }
 
-    /// The grants of an environment to its Sandbox-marked users, newest first.
     public func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
         -> [Grant]
     {
         try await grants(environment: environment, recipient: nil, status: status, limit: limit, marked: true)
     }
 
-    /// Deletes the grants of an environment to its Sandbox-marked users, in one transaction.
     public func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { db in
             try db.execute(

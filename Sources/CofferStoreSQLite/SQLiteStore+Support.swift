@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -5,7 +8,6 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// The backups a user's devices and admins wrote, newest first.
     public func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
         -> [BackupHistoryItem]
     {
@@ -26,7 +28,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The dashboard's figures for an environment.
     public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         return try await read { db in
@@ -156,7 +157,6 @@ extension SQLiteStore {
     /// sandbox purchases on a Production server).
     static let ownEnvironment = "AND (data_environment IS NULL OR data_environment = environment)"
 
-    /// Deletes every grant of an environment.
     public func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { db in
             try db.execute(sql: "DELETE FROM grants WHERE environment = ?", arguments: [environment.rawValue])

@@ -1,3 +1,6 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
 import CofferCore
 import CofferLedgerSQLite
 import CofferStore
@@ -13,13 +16,10 @@ extension SQLiteStore {
             arguments: [id.uuidString]) == true
     }
 
-    /// One cheap read (`SELECT 1`).
     public func ping() async throws {
         _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
     }
 
-    /// Adds a user. Throws ``StoreError/alreadyExists(_:)`` when the Support ID, token hash or
-    /// `appAccountToken` is taken.
     public func createUser(_ user: User) async throws {
         try await write { db in
             do {
@@ -43,19 +43,16 @@ extension SQLiteStore {
         }
     }
 
-    /// The user with this id.
     public func user(id: UUID) async throws -> User? {
         try await one("SELECT * FROM users WHERE id = ?", [id.uuidString], Self.user)
     }
 
-    /// The user with this Support ID in `environment`.
     public func user(supportId: SupportID, environment: AppStoreEnvironment) async throws -> User? {
         try await one(
             "SELECT * FROM users WHERE environment = ? AND support_id = ?", [environment.rawValue, supportId.rawValue],
             Self.user)
     }
 
-    /// The user whose token hashes to `tokenHash`, unless it was revoked.
     public func user(tokenHash: String) async throws -> User? {
         try await one(
             """
@@ -68,7 +65,6 @@ extension SQLiteStore {
             """, [tokenHash], Self.user)
     }
 
-    /// The user who is this Apple account in `environment`.
     public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? {
         try await one(
             """
@@ -76,7 +72,6 @@ extension SQLiteStore {
             """, [environment.rawValue, appleAccount.environment.rawValue, appleAccount.appTransactionId], Self.user)
     }
 
-    /// Gives a user another device's token.
     public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) async throws {
         try await write { db in
             guard try Self.isOwnCustomer(db, owner) else { throw StoreError.notFound("user \(owner)") }
@@ -93,7 +88,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Revokes a user's oldest live device tokens beyond the newest `keeping`.
     public func revokeOldTokens(owner: UUID, keeping: Int, at date: Date) async throws -> Int {
         try await write { db in
             // The first token lives in users: kept as a row here so it is counted and revoked like the others.
@@ -115,7 +109,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The live tokens a user holds, by origin.
     public func tokenCounts(owner: UUID) async throws -> TokenCounts {
         try await read { db in try Self.tokenCounts(db, owner: owner.uuidString) }
     }
@@ -135,7 +128,6 @@ extension SQLiteStore {
         return TokenCounts(devices: row?["devices"] ?? 0, claims: row?["claims"] ?? 0)
     }
 
-    /// Revokes one token.
     public func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -153,7 +145,6 @@ extension SQLiteStore {
         }
     }
 
-    /// The user whose `appAccountToken` this is, in `environment`.
     public func user(appAccountToken: UUID, environment: AppStoreEnvironment) async throws -> User? {
         let named = try await one(
             "SELECT * FROM users WHERE environment = ? AND app_account_token = ?",
@@ -162,7 +153,6 @@ extension SQLiteStore {
         return try await user(id: merged)
     }
 
-    /// Keeps a customer's merge code, replacing the one before.
     public func saveMergeCode(_ code: MergeCode) async throws {
         try await write { db in
             guard try Self.isOwnCustomer(db, code.owner) else { throw StoreError.notFound("user \(code.owner)") }
@@ -179,7 +169,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Uses up a customer's merge code, once.
     public func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
@@ -189,13 +178,11 @@ extension SQLiteStore {
         }
     }
 
-    /// The users support merged into `user`, oldest first.
     public func users(mergedInto user: UUID) async throws -> [User] {
         try await all(
             "SELECT * FROM users WHERE merged_into = ? ORDER BY created_at, support_id", [user.uuidString], Self.user)
     }
 
-    /// Merges an anonymous user into an account user, in one write transaction.
     public func mergeUser(
         _ merge: UserMerge, audit events: @escaping @Sendable (UserMergeResult) throws -> [AuditEvent]
     ) async throws -> UserMergeResult {
@@ -265,7 +252,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Deletes a customer at their request, in one write transaction.
     public func deleteUser(
         _ deletion: UserDeletion, audit events: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) async throws -> UserDeletionResult {
@@ -347,7 +333,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Keeps an install's latest Verify Purchases report.
     public func saveVerifyReport(_ report: VerifyReport) async throws {
         try await write { db in
             guard try Self.userExists(db, id: report.owner, environment: report.environment, live: true) else {
@@ -366,7 +351,6 @@ extension SQLiteStore {
         }
     }
 
-    /// A user's latest Verify Purchases report.
     public func verifyReport(owner: UUID, environment: AppStoreEnvironment) async throws -> VerifyReport? {
         try await one(
             "SELECT * FROM verify_reports WHERE owner = ? AND environment = ?",
@@ -378,7 +362,6 @@ extension SQLiteStore {
         }
     }
 
-    /// Users of an environment, newest first, optionally whose Support ID starts with `supportIdPrefix`
     public func users(environment: AppStoreEnvironment, supportIdPrefix: String?, limit: Int, offset: Int) async throws
         -> [User]
     {
@@ -396,7 +379,6 @@ extension SQLiteStore {
         }
     }
 
-    /// How many users an environment has.
     public func userCount(environment: AppStoreEnvironment) async throws -> Int {
         try await read { db in
             try Int.fetchOne(

@@ -6,7 +6,7 @@ import Testing
 
 /// What every engine keeps when support merges a customer that a CloudKit claim reached: the claim's tokens end,
 /// only tokens of installs that registered themselves move, and the merged customer's import is settled.
-@Suite("Store contract: merges and claims")
+@Suite("UserStore contract: merges and claims")
 struct MergeContractTests {
     /// An imported customer, and an Apple account's customer to merge it into.
     static func customers(_ store: any CofferStore) async throws -> (imported: User, account: User) {

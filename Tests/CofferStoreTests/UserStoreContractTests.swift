@@ -1,13 +1,12 @@
 import CofferCore
 import CofferStore
-import CofferStorePostgres
 import CofferTestSupport
 import Foundation
 import Testing
 
-/// The contract every ``CofferStore`` engine keeps. Run against each engine in ``StoreEngine``.
-@Suite("Store contract")
-struct StoreContractTests {
+/// The ``UserStore`` contract every engine keeps (``StoreEngine``): the customers: users, tokens, Apple accounts, imports, push tokens, milestones, merges, deletions and Verify Purchases reports.
+@Suite("UserStore contract")
+struct UserStoreContractTests {
     @Test(
         "users are found by id, Support ID, token hash and appAccountToken, within their environment",
         arguments: StoreEngine.allCases)
@@ -215,32 +214,6 @@ struct StoreContractTests {
     }
 
     @Test(
-        "a delivery and its receipt are stored together; the same transaction again is a duplicate",
-        arguments: StoreEngine.allCases)
-    func delivery(engine: StoreEngine) async throws {
-        let store = try await engine.makeStore()
-        let alice = Make.user("_aaaaaaaaaaa1")
-        try await store.createUser(alice)
-        let first = try await store.apply(Make.purchase("t1", for: alice))
-        #expect(first.outcome == .applied)
-        #expect(first.wallet == Wallet(balance: 400, deficit: 0))
-        let second = try await store.apply(Make.purchase("t1", for: alice))
-        #expect(second.outcome == .duplicate)
-        #expect(second.entry?.key == IdempotencyKey(.purchase, "t1"))
-        #expect(try await store.wallet(owner: alice.id, environment: .sandbox) == Wallet(balance: 400, deficit: 0))
-        let entries = try await store.entries(owner: alice.id, environment: .sandbox)
-        #expect(entries.count == 1)
-        #expect(entries.first == first.entry)
-        let receipt = try #require(try await store.receipt(transactionId: "t1", environment: .sandbox))
-        #expect(receipt.owner == alice.id)
-        #expect(receipt.transaction == Make.fact("t1"))
-        #expect(receipt.deliveredCredits == 400)
-        #expect(receipt.deliveredAt == Make.start)
-        #expect(try await store.receipt(transactionId: "t1", environment: .production) == nil)
-        #expect(try await store.receipts(owner: alice.id, environment: .sandbox) == [receipt])
-    }
-
-    @Test(
         "an Apple account is one user per environment; each device has a token of its own, revoked on its own",
         arguments: StoreEngine.allCases)
     func appleAccounts(engine: StoreEngine) async throws {
@@ -367,115 +340,155 @@ struct StoreContractTests {
     }
 
     @Test(
-        "a backup keeps its deficit with the balance; a write without one clears it", arguments: StoreEngine.allCases)
-    func backupDeficit(engine: StoreEngine) async throws {
-        let store = try await engine.makeStore()
-        let alice = Make.user("_aaaaaaaaaaa1")
-        try await store.createUser(alice)
-        let first = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 0, deficit: 250, precondition: .absent,
-            writer: .device("phone"), at: Make.start)
-        guard case .saved(let record) = first else {
-            Issue.record("not saved")
-            return
-        }
-        #expect(record.deficit == 250)
-        #expect(try await store.backup(owner: alice.id, environment: .sandbox)?.deficit == 250)
-        _ = try await store.saveBackup(
-            owner: alice.id, environment: .sandbox, value: 10, precondition: .version(record.version),
-            writer: .device("phone"), at: Make.start)
-        #expect(try await store.backup(owner: alice.id, environment: .sandbox)?.deficit == 0)
-    }
-
-    @Test(
-        "App Review's sandbox purchase on a Production ledger stays marked Sandbox: receipt, entries, dashboard",
+        "deleting a customer: tokens, devices, backups, the Apple account and reasons go; the ledger stays and adds up",
         arguments: StoreEngine.allCases)
-    func dataEnvironment(engine: StoreEngine) async throws {
+    func deleteUser(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()
-        let reviewer = Make.user("_aaaaaaaaaaa1", in: .production)
-        let customer = Make.user("_ccccccccccc2", in: .production)
-        try await store.createUser(reviewer)
-        try await store.createUser(customer)
-        func fact(_ id: String, _ environment: AppStoreEnvironment?, revoked: Bool = false) -> TransactionFact {
-            var fact = Make.fact(id, revoked: revoked)
-            fact.environment = environment
-            return fact
-        }
-        func request(_ event: LedgerEvent, for user: User) -> LedgerRequest {
-            LedgerRequest(owner: user.id, environment: .production, event: event, at: Make.start)
-        }
-        let reviewed = try await store.apply(request(.purchase(fact("s1", .sandbox), credits: 400), for: reviewer))
-        #expect(reviewed.outcome == .applied)
-        #expect(reviewed.entry?.dataEnvironment == .sandbox)
-        _ = try await store.apply(request(.purchase(fact("p1", .production), credits: 400), for: customer))
-        _ = try await store.apply(request(.purchase(fact("u1", nil), credits: 400), for: customer))
-        // Refunded in the sandbox: the revocation is marked too, and the receipt keeps its mark.
-        _ = try await store.apply(request(.revocation(fact("s1", .sandbox, revoked: true)), for: reviewer))
-        let receipt = try #require(try await store.receipt(transactionId: "s1", environment: .production))
-        #expect(receipt.transaction.environment == .sandbox)
-        #expect(receipt.status == .revoked)
-        #expect(
-            try await store.entries(owner: reviewer.id, environment: .production).map(\.dataEnvironment) == [
-                .sandbox, .sandbox,
-            ])
-        #expect(
-            try await store.receipt(transactionId: "p1", environment: .production)?.transaction.environment
-                == .production)
-        #expect(try await store.receipt(transactionId: "u1", environment: .production)?.transaction.environment == nil)
-        // Data from the other environment under a transaction id on record is another transaction: refused.
-        await #expect(throws: LedgerError.transactionMismatch(transactionId: "p1")) {
-            try await store.apply(request(.revocation(fact("p1", .sandbox, revoked: true)), for: customer))
-        }
-        #expect(try await store.wallet(owner: customer.id, environment: .production) == Wallet(balance: 800))
-        // Production's figures leave the reviewer's purchase and refund out, and count it apart.
-        let figures = try await store.dashboard(environment: .production, days: 30, now: Make.start)
-        #expect(figures.purchases == 2)
-        #expect(figures.refunds == 0)
-        #expect(figures.otherEnvironmentPurchases == 1)
-        #expect(figures.days.reduce(0) { $0 + $1.purchases } == 2)
-        #expect(figures.days.reduce(0) { $0 + $1.refunds } == 0)
-        // A reviewer registered with a sandbox AppTransaction is not one of Production's users.
-        var tester = Make.user("_ddddddddddd4", in: .production)
-        tester.appleAccount = AppleAccount(appTransactionId: "706000000000001", environment: .sandbox)
-        try await store.createUser(tester)
-        #expect(try await store.dashboard(environment: .production, days: 30, now: Make.start).users == 2)
-    }
-
-    @Test(
-        "what the customer paid and Apple's refund reason survive storage, one by one and in a batch",
-        arguments: StoreEngine.allCases)
-    func payments(engine: StoreEngine) async throws {
-        let store = try await engine.makeStore()
-        let alice = Make.user("_aaaaaaaaaaa1")
-        try await store.createUser(alice)
-        func paid(_ id: String) -> LedgerRequest {
-            var fact = Make.fact(id)
-            fact.price = 4_990
-            fact.currency = "EUR"
-            fact.storefront = "FRA"
-            return LedgerRequest(
-                owner: alice.id, environment: .sandbox, event: .purchase(fact, credits: 400), at: Make.start)
-        }
-        let batch = try await store.apply([paid("t1"), paid("t2")])
-        #expect(try batch.map { try $0.get().outcome } == [.applied, .applied])
-        _ = try await store.apply(paid("t3"))
-        for id in ["t1", "t2", "t3"] {
-            let fact = try #require(try await store.receipt(transactionId: id, environment: .sandbox)).transaction
-            #expect(fact.price == 4_990 && fact.currency == "EUR" && fact.storefront == "FRA")
-            #expect(fact.revocationReason == nil)
-        }
-        // A refund whose data has no price (a notification without it) keeps the price and adds Apple's reason.
-        var refund = Make.fact("t2", revoked: true)
-        refund.revocationReason = 1
+        var alice = Make.user("_aaaaaaaaaaa1")
+        alice.appleAccount = AppleAccount(appTransactionId: "705000000000001", environment: .sandbox)
+        let install = Make.user("_bbbbbbbbbbb2")
+        let carol = Make.user("_ccccccccccc3")
+        for user in [alice, install, carol] { try await store.createUser(user) }
+        try await store.addToken(tokenHash: "alice-phone", owner: alice.id, at: Make.start)
+        _ = try await store.mergeUser(
+            UserMerge(
+                from: install.id, fromSupportId: install.supportId, into: alice.id, environment: .sandbox,
+                movesBackup: false, at: Make.start))
+        _ = try await store.apply(Make.purchase("t1", for: alice))
+        _ = try await store.apply(Make.purchase("lifetime", for: alice, credits: 0))
         _ = try await store.apply(
-            LedgerRequest(owner: alice.id, environment: .sandbox, event: .revocation(refund), at: Make.start))
-        let refunded = try #require(try await store.receipt(transactionId: "t2", environment: .sandbox))
-        #expect(refunded.status == .revoked)
-        #expect(refunded.transaction.price == 4_990 && refunded.transaction.currency == "EUR")
-        #expect(refunded.transaction.revocationReason == 1)
+            LedgerRequest(owner: alice.id, environment: .sandbox, event: .spend(key: "k1", amount: 300), at: Make.start)
+        )
+        try await store.recordAudit(
+            AuditEvent(
+                environment: .sandbox, actor: "ada", action: "grant.create", subject: alice.supportId.rawValue,
+                after: #"{"credits":50,"reason":"Ticket 7, alice@example.com"}"#, at: Make.start))
+        let claimed = Grant(
+            environment: .sandbox, recipient: alice.id, credits: 50, reason: "Ticket 7, alice@example.com",
+            createdBy: "ada", createdAt: Make.start)
+        try await store.createGrant(claimed)
+        _ = try await store.claimGrant(
+            id: claimed.id, recipient: alice.id, environment: .sandbox, crediting: .collect, at: Make.start)
+        let pending = Grant(
+            environment: .sandbox, recipient: alice.id, credits: 70, reason: "Ticket 8", createdBy: "ada",
+            createdAt: Make.start)
+        try await store.createGrant(pending)
+        try await store.savePushToken(
+            PushToken(token: "aa", owner: alice.id, environment: .sandbox, gateway: .sandbox, updatedAt: Make.start))
+        _ = try await store.saveBackup(
+            owner: alice.id, environment: .sandbox, value: 150, precondition: .absent,
+            writer: .device("Alice's iPhone"), at: Make.start)
+        try await store.saveVerifyReport(
+            VerifyReport(owner: alice.id, environment: .sandbox, reportedAt: Make.start, items: []))
+        try await store.createGrant(
+            Grant(
+                environment: .sandbox, recipient: carol.id, credits: 5, reason: "Carol's", createdBy: "ada",
+                createdAt: Make.start))
+
+        let at = Make.start.addingTimeInterval(60)
+        let result = try await store.deleteUser(
+            UserDeletion(user: alice.id, environment: .sandbox, actor: "ada", at: at))
+        #expect(result == UserDeletionResult(closed: Wallet(balance: 150, deficit: 0), users: 2, cancelledGrants: 1))
+        #expect(try await store.wallet(owner: alice.id, environment: .sandbox) == .empty)
+        for hash in [alice.tokenHash, install.tokenHash, "alice-phone"] {
+            #expect(try await store.user(tokenHash: hash) == nil)
+        }
+        #expect(try await store.user(appAccountToken: alice.appAccountToken, environment: .sandbox) == nil)
+        #expect(try await store.user(appAccountToken: install.appAccountToken, environment: .sandbox) == nil)
+        #expect(try await store.user(appleAccount: try #require(alice.appleAccount), environment: .sandbox) == nil)
+        let deleted = try #require(try await store.user(id: alice.id))
+        #expect(deleted.deletedAt == at && deleted.appleAccount == nil && deleted.supportId == alice.supportId)
+        #expect(try await store.user(id: install.id)?.deletedAt == at)
+        #expect(try await store.pushTokens(owner: alice.id, environment: .sandbox).isEmpty)
+        #expect(try await store.backup(owner: alice.id, environment: .sandbox) == nil)
+        #expect(try await store.backupHistory(owner: alice.id, environment: .sandbox, limit: 10).isEmpty)
+        #expect(try await store.verifyReport(owner: alice.id, environment: .sandbox) == nil)
+        let grants = try await store.grants(environment: .sandbox, recipient: alice.id, status: nil, limit: 10)
+        #expect(grants.allSatisfy { $0.reason == UserDeletion.removedReason })
+        #expect(grants.first { $0.id == pending.id }?.status == .cancelled)
+        #expect(grants.first { $0.id == pending.id }?.cancelledBy == "ada")
+        #expect(grants.first { $0.id == claimed.id }?.status == .claimed)
+        let carols = try await store.grants(environment: .sandbox, recipient: carol.id, status: nil, limit: 10)
+        #expect(carols.map(\.reason) == ["Carol's"])
+        // The entries stay, anonymised, and still sum to the wallet; the receipt keeps the transaction once.
+        let entries = try await store.entries(owner: alice.id, environment: .sandbox)
+        #expect(entries.map(\.key.kind) == [.merge, .purchase, .purchase, .spend, .grant, .adjustment])
+        #expect(entries.last?.key.id == UserDeletion.closingId)
         #expect(
-            try await store.receipts(owner: alice.id, environment: .sandbox).map(\.transaction.price) == [
-                4_990, 4_990, 4_990,
+            entries.compactMap(\.reason) == [
+                "merged from another user", UserDeletion.removedReason, UserDeletion.closingReason,
             ])
+        #expect(LedgerAudit.discrepancies(entries: entries, wallet: .empty).isEmpty)
+        #expect(try await store.receipt(transactionId: "t1", environment: .sandbox)?.owner == alice.id)
+        // What delivered no credits is Apple's to give again: the customer's next account restores it.
+        #expect(try await store.receipt(transactionId: "lifetime", environment: .sandbox) == nil)
+        let next = Make.user("_ddddddddddd4")
+        try await store.createUser(next)
+        #expect(try await store.apply(Make.purchase("lifetime", for: next, credits: 0)).outcome == .applied)
+        // The audit log keeps the action, not the reason support wrote.
+        let audit = try await store.auditEvents(environment: .sandbox, subject: alice.supportId.rawValue, limit: 10)
+        let after = try #require(audit.first?.after)
+        let fields = try JSONSerialization.jsonObject(with: Data(after.utf8)) as? [String: Any]
+        #expect(audit.count == 1 && fields?["reason"] as? String == UserDeletion.removedReason)
+        #expect(fields?["credits"] as? Int == 50)
+        // Nothing personal is written for the record again, and nothing signs in as it.
+        await #expect(throws: StoreError.self) { try await store.addToken(tokenHash: "new", owner: alice.id, at: at) }
+        await #expect(throws: StoreError.self) {
+            try await store.savePushToken(
+                PushToken(token: "bb", owner: alice.id, environment: .sandbox, gateway: .sandbox, updatedAt: at))
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.recordMilestone(owner: alice.id, name: "loyalty:pro", at: at)
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.saveBackup(
+                owner: alice.id, environment: .sandbox, value: 1, precondition: .absent, writer: .device("x"), at: at)
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.saveVerifyReport(
+                VerifyReport(owner: alice.id, environment: .sandbox, reportedAt: at, items: []))
+        }
+        await #expect(throws: StoreError.self) {
+            try await store.mergeUser(
+                UserMerge(
+                    from: next.id, fromSupportId: next.supportId, into: alice.id, environment: .sandbox,
+                    movesBackup: false, at: at))
+        }
+        // A refund Apple sends later is still taken back from the record, as a deficit.
+        let refund = try await store.apply(
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox, event: .revocation(Make.fact("t1", revoked: true)), at: at))
+        #expect(refund.wallet == Wallet(balance: 0, deficit: 400))
+
+        await #expect(throws: StoreError.self) {
+            try await store.deleteUser(UserDeletion(user: alice.id, environment: .sandbox, actor: "ada", at: at))
+        }
+        await #expect(throws: StoreError.notFound("user")) {
+            try await store.deleteUser(UserDeletion(user: carol.id, environment: .production, actor: "ada", at: at))
+        }
+        #expect(try await store.user(id: carol.id)?.deletedAt == nil)
+    }
+
+    @Test(
+        "a Verify Purchases report is kept per user, the newest replacing the one before",
+        arguments: StoreEngine.allCases)
+    func verifyReports(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        let item = ReconciliationItem(
+            transaction: DeviceTransaction(transactionId: "t1", productId: "p", isFinished: true, isVerified: false),
+            verdict: .couldNotBeVerified)
+        try await store.saveVerifyReport(
+            VerifyReport(owner: alice.id, environment: .sandbox, reportedAt: Make.start, items: [item, item]))
+        let later = VerifyReport(
+            owner: alice.id, environment: .sandbox, reportedAt: Make.start.addingTimeInterval(1), items: [item])
+        try await store.saveVerifyReport(later)
+        #expect(try await store.verifyReport(owner: alice.id, environment: .sandbox) == later)
+        #expect(try await store.verifyReport(owner: alice.id, environment: .production) == nil)
+        await #expect(throws: StoreError.notFound("user \(alice.id)")) {
+            try await store.saveVerifyReport(
+                VerifyReport(owner: alice.id, environment: .production, reportedAt: Make.start, items: []))
+        }
     }
 }

@@ -1,0 +1,43 @@
+import CofferCore
+import Foundation
+
+/// The ledger: entries, wallets and receipts, written only through ``apply(_:)``.
+public protocol LedgerStore: Sendable {
+    // MARK: Ledger
+
+    /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
+    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply.
+    ///
+    /// - Returns: One result per request, in order.
+    /// - Throws: A storage failure, in which case nothing was applied.
+    func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>]
+    /// A user's wallet (empty for a user with no entries).
+    func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet
+    /// A user's ledger entries, oldest first.
+    func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry]
+    /// A user's ledger entries of some kinds, oldest first (the device wallet's mailbox reads revocations,
+    /// reversals and adjustments without the user's purchases).
+    func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
+        -> [LedgerEntry]
+    /// The receipt of a transaction.
+    func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt?
+    /// A user's receipts, oldest purchase first.
+    func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt]
+    /// A user's receipts of the given products, oldest purchase first: what entitlements are computed
+    /// from, without reading the user's consumable purchases.
+    func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws -> [Receipt]
+    /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
+    func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt]
+}
+
+extension LedgerStore {
+    /// Applies one ledger request in its own commit.
+    ///
+    /// - Returns: The result once durable.
+    /// - Throws: ``LedgerError`` when the ledger refuses it, or a storage failure.
+    public func apply(_ request: LedgerRequest) async throws -> LedgerResult {
+        let results = try await apply([request])
+        guard let result = results.first else { throw StoreError.storage("no result for the request") }
+        return try result.get()
+    }
+}

@@ -1,0 +1,27 @@
+import CofferCore
+import Foundation
+
+/// What support's pages read across customers: backup history, the dashboard's figures, and the Sandbox
+/// grants they clean up.
+public protocol SupportViewStore: Sendable {
+    // MARK: Support
+
+    /// The backups a user's devices and admins wrote, newest first.
+    func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws -> [BackupHistoryItem]
+    /// The dashboard's figures: totals, and purchases and refunds per UTC day over the `days` days ending
+    /// with the day of `now`.
+    func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures
+    /// Deletes every grant of an environment (ledger entries of claimed grants stay).
+    ///
+    /// - Returns: How many were deleted.
+    func deleteGrants(environment: AppStoreEnvironment) async throws -> Int
+    /// The grants of an environment to its Sandbox-marked users (as ``sandboxMarkedUsers(environment:supportIdPrefix:limit:offset:)``
+    /// says), newest first, optionally of one status.
+    func sandboxMarkedGrants(environment: AppStoreEnvironment, status: GrantStatus?, limit: Int) async throws
+        -> [Grant]
+    /// Deletes the grants of an environment to its Sandbox-marked users: the test grants of a Production server
+    /// (ledger entries of claimed grants stay).
+    ///
+    /// - Returns: How many were deleted.
+    func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int
+}
