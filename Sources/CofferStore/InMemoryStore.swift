@@ -198,32 +198,22 @@ public actor InMemoryStore: CofferStore {
     public func mergeUser(_ merge: UserMerge, audit events: @Sendable (UserMergeResult) throws -> [AuditEvent])
         throws -> UserMergeResult
     {
-        guard let from = state.users[merge.from], from.environment == merge.environment,
-            let into = state.users[merge.into], into.environment == merge.environment
-        else { throw StoreError.notFound("user") }
-        guard from.mergedInto == nil else { throw StoreError.alreadyExists("merge of \(from.supportId)") }
-        guard from.deletedAt == nil, into.deletedAt == nil else { throw StoreError.notFound("user") }
-        let fromWallet = state.wallets[from.id] ?? .empty
-        let intoWallet = state.wallets[into.id] ?? .empty
-        let moving =
-            merge.movesBackup
-            ? Wallet(balance: backups[from.id]?.1.value ?? 0, deficit: fromWallet.deficit) : fromWallet
-        let decisions = try Ledger.merge(
-            from: from.id, fromSupportId: from.supportId, fromWallet: fromWallet, into: into.id, intoWallet: intoWallet,
-            moving: moving,
-            at: merge.at)
-        // The result and its audit entries first: nothing changes when they cannot be made.
-        let counts = tokenCounts(owner: from.id)
         let movedReceipts = state.receipts.filter {
-            $0.value.owner == from.id && $0.key.environment == merge.environment
+            $0.value.owner == merge.from && $0.key.environment == merge.environment
         }
-        let result = UserMergeResult(
-            moved: moving, wallet: decisions.into.wallet, receipts: movedReceipts.count,
-            grants: grantList.count { $0.recipient == from.id }, tokensMoved: merge.movesTokens ? counts.devices : 0,
-            claimTokensEnded: counts.claims, tokensEnded: merge.movesTokens ? 0 : counts.devices)
-        let entries = try events(result)
-        state.save(decisions.from, owner: from.id, environment: merge.environment)
-        state.save(decisions.into, owner: into.id, environment: merge.environment)
+        // The plan, its result and its audit entries first: nothing changes when they cannot be made.
+        let plan = try merge.plan(
+            UserMergeState(
+                from: state.users[merge.from], into: state.users[merge.into],
+                fromWallet: state.wallets[merge.from] ?? .empty, intoWallet: state.wallets[merge.into] ?? .empty,
+                backup: backups[merge.from]?.1.value, tokens: tokenCounts(owner: merge.from),
+                receipts: movedReceipts.count, grants: grantList.count { $0.recipient == merge.from }),
+            audit: events)
+        guard let from = state.users[merge.from], let into = state.users[merge.into] else {
+            throw StoreError.notFound("user")
+        }
+        state.save(plan.from, owner: from.id, environment: merge.environment)
+        state.save(plan.into, owner: into.id, environment: merge.environment)
         for key in movedReceipts.keys { state.receipts[key]?.owner = into.id }
         for index in grantList.indices where grantList[index].recipient == from.id {
             grantList[index].recipient = into.id
@@ -245,24 +235,24 @@ public actor InMemoryStore: CofferStore {
             imports[key]?.claimKeyHash = ImportedCustomer.mergedKeyHash
         }
         state.users[from.id]?.mergedInto = into.id
-        appendAudit(entries)
-        return result
+        appendAudit(plan.audit)
+        return plan.result
     }
 
     public func deleteUser(
         _ deletion: UserDeletion, audit events: @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) throws -> UserDeletionResult {
-        guard let user = state.users[deletion.user], user.environment == deletion.environment,
-            let wallet = state.wallet(owner: user.id, environment: user.environment)
-        else { throw StoreError.notFound("user") }
-        guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
-        let ids = Set([user.id] + state.users.values.filter { $0.mergedInto == user.id }.map(\.id))
-        let closing = try UserDeletion.closing(owner: user.id, wallet: wallet, at: deletion.at)
-        // The result and its audit entries first: nothing changes when they cannot be made.
-        let result = UserDeletionResult(
-            closed: wallet, users: ids.count,
-            cancelledGrants: grantList.count { ids.contains($0.recipient) && $0.status == .pending })
-        let entries = try events(result)
+        let user = state.users[deletion.user]
+        let merged = state.users.values.filter { $0.mergedInto == deletion.user }.map(\.id)
+        let everyone = Set([deletion.user] + merged)
+        // The plan, its result and its audit entries first: nothing changes when they cannot be made.
+        let plan = try deletion.plan(
+            UserDeletionState(
+                user: user, wallet: user.flatMap { state.wallet(owner: $0.id, environment: $0.environment) },
+                merged: merged,
+                pendingGrants: grantList.count { everyone.contains($0.recipient) && $0.status == .pending }),
+            audit: events)
+        let ids = Set(plan.owners)
         deviceTokens = deviceTokens.filter { !ids.contains($0.value.owner) }
         pushTokenRecords = pushTokenRecords.filter { !ids.contains($0.value.owner) }
         backupLog.removeAll { ids.contains($0.owner) }
@@ -290,7 +280,7 @@ public actor InMemoryStore: CofferStore {
         }
         let supportIds = Set(ids.compactMap { state.users[$0]?.supportId.rawValue })
         for index in audit.indices
-        where audit[index].environment == user.environment && supportIds.contains(audit[index].subject) {
+        where audit[index].environment == deletion.environment && supportIds.contains(audit[index].subject) {
             audit[index].before = UserDeletion.anonymised(audit[index].before)
             audit[index].after = UserDeletion.anonymised(audit[index].after)
         }
@@ -299,9 +289,11 @@ public actor InMemoryStore: CofferStore {
             state.receipts[key] = nil
             state.receiptOrder.removeAll { $0 == key }
         }
-        if let closing { state.save(closing, owner: user.id, environment: user.environment) }
-        appendAudit(entries)
-        return result
+        if let closing = plan.closing {
+            state.save(closing, owner: deletion.user, environment: deletion.environment)
+        }
+        appendAudit(plan.audit)
+        return plan.result
     }
 
     public func saveVerifyReport(_ report: VerifyReport) throws {

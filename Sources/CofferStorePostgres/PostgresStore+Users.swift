@@ -219,52 +219,49 @@ extension PostgresStore {
         try await write { connection in
             let env = merge.environment.rawValue
             let (from, into) = (merge.from.uuidString, merge.into.uuidString)
-            // Both wallets locked, in a fixed order so two merges never wait on each other in a cycle.
+            // Both wallets locked, in a fixed order so two merges never wait on each other in a cycle; what the
+            // plan reads is read after the locks.
             var wallets: [String: Wallet] = [:]
             for try await (id, balance, deficit) in try await connection.query(
                 """
-                SELECT w.user_id, w.balance, w.deficit FROM wallets w JOIN users u ON u.id = w.user_id
-                WHERE w.user_id IN (\(from), \(into)) AND u.environment = \(env) AND u.deleted_at IS NULL
-                ORDER BY w.user_id FOR UPDATE OF w
+                SELECT user_id, balance, deficit FROM wallets WHERE user_id IN (\(from), \(into))
+                ORDER BY user_id FOR UPDATE
                 """, logger: self.logger
             ).decode((String, Int64, Int64).self) {
                 wallets[id] = Wallet(balance: balance, deficit: deficit)
             }
-            guard let fromWallet = wallets[from], let intoWallet = wallets[into] else {
-                throw StoreError.notFound("user")
+            let user = { (id: String) in
+                try await Self.first(connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user)
             }
+            let plan = try merge.plan(
+                UserMergeState(
+                    from: try await user(from), into: try await user(into), fromWallet: wallets[from] ?? .empty,
+                    intoWallet: wallets[into] ?? .empty,
+                    backup: try await Self.first(
+                        connection, "SELECT value FROM backups WHERE owner = \(from)", logger: self.logger
+                    ) { try $0.decode(Int64.self) },
+                    tokens: try await Self.tokenCounts(connection, owner: from, self.logger),
+                    receipts: try await Self.count(
+                        connection, "SELECT count(*) FROM receipts WHERE owner = \(from) AND environment = \(env)",
+                        logger: self.logger),
+                    grants: try await Self.count(
+                        connection, "SELECT count(*) FROM grants WHERE recipient = \(from)", logger: self.logger)),
+                audit: events)
             let marked = try await Self.exists(
                 connection,
                 "UPDATE users SET merged_into = \(into) WHERE id = \(from) AND merged_into IS NULL RETURNING 1",
                 logger: self.logger)
             guard marked else { throw StoreError.alreadyExists("merge of user \(from)") }
-            let backup = try await Self.first(
-                connection, "SELECT value FROM backups WHERE owner = \(from)", logger: self.logger
-            ) { try $0.decode(Int64.self) }
-            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: fromWallet.deficit) : fromWallet
-            let decisions = try Ledger.merge(
-                from: merge.from, fromSupportId: merge.fromSupportId, fromWallet: fromWallet, into: merge.into,
-                intoWallet: intoWallet, moving: moving,
-                at: merge.at)
             let context = PostgresLedgerContext(connection: connection, logger: self.logger)
-            try await context.save(decisions.from, owner: merge.from, environment: merge.environment)
-            try await context.save(decisions.into, owner: merge.into, environment: merge.environment)
-            let receipts = try await Self.count(
-                connection,
-                """
-                WITH moved AS (UPDATE receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
-                    RETURNING 1)
-                SELECT count(*) FROM moved
-                """, logger: self.logger)
-            let grants = try await Self.count(
-                connection,
-                """
-                WITH moved AS (UPDATE grants SET recipient = \(into) WHERE recipient = \(from) RETURNING 1)
-                SELECT count(*) FROM moved
-                """, logger: self.logger)
+            try await context.save(plan.from, owner: merge.from, environment: merge.environment)
+            try await context.save(plan.into, owner: merge.into, environment: merge.environment)
+            try await connection.query(
+                "UPDATE receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)",
+                logger: self.logger)
+            try await connection.query(
+                "UPDATE grants SET recipient = \(into) WHERE recipient = \(from)", logger: self.logger)
             try await connection.query(
                 "UPDATE renewal_states SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
-            let tokens = try await Self.tokenCounts(connection, owner: from, self.logger)
             let at = Millis.from(merge.at)
             // A claim's tokens end with the merge; they never sign in as the account user. Without the account
             // owner's word the installs' tokens end too. A merged customer is settled: its imported record name
@@ -296,12 +293,8 @@ extension PostgresStore {
                     "UPDATE user_tokens SET owner = \(into) WHERE owner = \(from) AND origin = 'device'",
                     logger: self.logger)
             }
-            let result = UserMergeResult(
-                moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
-                tokensMoved: merge.movesTokens ? tokens.devices : 0, claimTokensEnded: tokens.claims,
-                tokensEnded: merge.movesTokens ? 0 : tokens.devices)
-            try await Self.insertAudit(connection, try events(result), logger: self.logger)
-            return result
+            try await Self.insertAudit(connection, plan.audit, logger: self.logger)
+            return plan.result
         }
     }
 
@@ -311,7 +304,8 @@ extension PostgresStore {
         try await write { connection in
             let id = deletion.user.uuidString
             let env = deletion.environment.rawValue
-            // The wallet locked first, as every ledger write locks it, so a purchase waits for the deletion.
+            // The wallet locked first, as every ledger write locks it, so a purchase waits for the deletion; what
+            // the plan reads is read after the lock.
             let wallet = try await Self.first(
                 connection,
                 """
@@ -322,17 +316,25 @@ extension PostgresStore {
                 let (balance, deficit) = try row.decode((Int64, Int64).self)
                 return Wallet(balance: balance, deficit: deficit)
             }
-            guard let wallet,
-                let user = try await Self.first(
-                    connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user)
-            else { throw StoreError.notFound("user") }
-            guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
-            var ids = [id]
-            for try await merged in try await connection.query(
+            var merged: [String] = []
+            for try await other in try await connection.query(
                 "SELECT id FROM users WHERE merged_into = \(id)", logger: self.logger
             ).decode(String.self) {
-                ids.append(merged)
+                merged.append(other)
             }
+            let plan = try deletion.plan(
+                UserDeletionState(
+                    user: try await Self.first(
+                        connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user),
+                    wallet: wallet, merged: merged.compactMap(UUID.init(uuidString:)),
+                    pendingGrants: try await Self.count(
+                        connection,
+                        """
+                        SELECT count(*) FROM grants WHERE recipient = ANY(\([id] + merged))
+                            AND claimed_at IS NULL AND cancelled_at IS NULL
+                        """, logger: self.logger)),
+                audit: events)
+            let ids = plan.owners.map(\.uuidString)
             try await connection.query(
                 """
                 WITH a AS (DELETE FROM user_tokens WHERE owner = ANY(\(ids))),
@@ -352,13 +354,10 @@ extension PostgresStore {
                     WHERE id = \(owner)
                     """, logger: self.logger)
             }
-            let cancelled = try await Self.count(
-                connection,
+            try await connection.query(
                 """
-                WITH cancelled AS (
-                    UPDATE grants SET cancelled_at = \(at), cancelled_by = \(deletion.actor)
-                    WHERE recipient = ANY(\(ids)) AND claimed_at IS NULL AND cancelled_at IS NULL RETURNING 1)
-                SELECT count(*) FROM cancelled
+                UPDATE grants SET cancelled_at = \(at), cancelled_by = \(deletion.actor)
+                WHERE recipient = ANY(\(ids)) AND claimed_at IS NULL AND cancelled_at IS NULL
                 """, logger: self.logger)
             try await connection.query(
                 "UPDATE grants SET reason = \(UserDeletion.removedReason) WHERE recipient = ANY(\(ids))",
@@ -388,13 +387,12 @@ extension PostgresStore {
                 DELETE FROM receipts
                 WHERE owner = ANY(\(ids)) AND delivered_credits = 0 AND revoked_at IS NULL
                 """, logger: self.logger)
-            if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
+            if let closing = plan.closing {
                 let context = PostgresLedgerContext(connection: connection, logger: self.logger)
                 try await context.save(closing, owner: deletion.user, environment: deletion.environment)
             }
-            let result = UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
-            try await Self.insertAudit(connection, try events(result), logger: self.logger)
-            return result
+            try await Self.insertAudit(connection, plan.audit, logger: self.logger)
+            return plan.result
         }
     }
 

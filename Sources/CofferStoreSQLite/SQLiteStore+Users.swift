@@ -190,30 +190,32 @@ extension SQLiteStore {
             let env = merge.environment.rawValue
             let (from, into) = (merge.from.uuidString, merge.into.uuidString)
             let context = SQLiteLedgerContext(db: db)
-            guard let fromWallet = try context.wallet(owner: merge.from, environment: merge.environment),
-                let intoWallet = try context.wallet(owner: merge.into, environment: merge.environment)
-            else { throw StoreError.notFound("user") }
+            let user = { (id: String) in
+                try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user)
+            }
+            let count = { (sql: String, arguments: StatementArguments) in
+                try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0
+            }
+            let plan = try merge.plan(
+                UserMergeState(
+                    from: try user(from), into: try user(into),
+                    fromWallet: try context.wallet(owner: merge.from, environment: merge.environment) ?? .empty,
+                    intoWallet: try context.wallet(owner: merge.into, environment: merge.environment) ?? .empty,
+                    backup: try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from]),
+                    tokens: try Self.tokenCounts(db, owner: from),
+                    receipts: try count(
+                        "SELECT COUNT(*) FROM receipts WHERE owner = ? AND environment = ?", [from, env]),
+                    grants: try count("SELECT COUNT(*) FROM grants WHERE recipient = ?", [from])),
+                audit: events)
             try db.execute(
-                sql: """
-                    UPDATE users SET merged_into = ?1 WHERE id = ?2 AND merged_into IS NULL AND deleted_at IS NULL
-                        AND EXISTS (SELECT 1 FROM users WHERE id = ?1 AND deleted_at IS NULL)
-                    """, arguments: [into, from])
+                sql: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL", arguments: [into, from])
             guard db.changesCount == 1 else { throw StoreError.alreadyExists("merge of user \(from)") }
-            let backup = try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from])
-            let moving = merge.movesBackup ? Wallet(balance: backup ?? 0, deficit: fromWallet.deficit) : fromWallet
-            let decisions = try Ledger.merge(
-                from: merge.from, fromSupportId: merge.fromSupportId, fromWallet: fromWallet, into: merge.into,
-                intoWallet: intoWallet, moving: moving,
-                at: merge.at)
-            try context.save(decisions.from, owner: merge.from, environment: merge.environment)
-            try context.save(decisions.into, owner: merge.into, environment: merge.environment)
+            try context.save(plan.from, owner: merge.from, environment: merge.environment)
+            try context.save(plan.into, owner: merge.into, environment: merge.environment)
             try db.execute(
                 sql: "UPDATE receipts SET owner = ? WHERE owner = ? AND environment = ?", arguments: [into, from, env])
-            let receipts = db.changesCount
             try db.execute(sql: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
-            let grants = db.changesCount
             try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
-            let tokens = try Self.tokenCounts(db, owner: from)
             // A claim's tokens end with the merge; they never sign in as the account user. Without the account
             // owner's word the installs' tokens end too (an import's first token was never an install's).
             let ended = Millis.from(merge.at)
@@ -243,12 +245,8 @@ extension SQLiteStore {
                     sql: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'",
                     arguments: [into, from])
             }
-            let result = UserMergeResult(
-                moved: moving, wallet: decisions.into.wallet, receipts: receipts, grants: grants,
-                tokensMoved: merge.movesTokens ? tokens.devices : 0, claimTokensEnded: tokens.claims,
-                tokensEnded: merge.movesTokens ? 0 : tokens.devices)
-            try Self.insertAudit(db, try events(result))
-            return result
+            try Self.insertAudit(db, plan.audit)
+            return plan.result
         }
     }
 
@@ -259,15 +257,21 @@ extension SQLiteStore {
             let id = deletion.user.uuidString
             // A user merged into another is gone for the ledger: delete the one it joined.
             let context = SQLiteLedgerContext(db: db, excludingMerged: true)
-            guard
-                let user = try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(
-                    Self.user),
-                user.environment == deletion.environment,
-                let wallet = try context.wallet(owner: deletion.user, environment: deletion.environment)
-            else { throw StoreError.notFound("user") }
-            guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
-            let ids =
-                [id] + (try String.fetchAll(db, sql: "SELECT id FROM users WHERE merged_into = ?", arguments: [id]))
+            let merged = try String.fetchAll(db, sql: "SELECT id FROM users WHERE merged_into = ?", arguments: [id])
+            let everyone = StatementArguments([id] + merged)
+            let plan = try deletion.plan(
+                UserDeletionState(
+                    user: try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user),
+                    wallet: try context.wallet(owner: deletion.user, environment: deletion.environment),
+                    merged: merged.compactMap(UUID.init(uuidString:)),
+                    pendingGrants: try Int.fetchOne(
+                        db,
+                        sql: """
+                            SELECT COUNT(*) FROM grants WHERE recipient IN (\(databaseQuestionMarks(count: 1 + merged.count)))
+                                AND claimed_at IS NULL AND cancelled_at IS NULL
+                            """, arguments: everyone) ?? 0),
+                audit: events)
+            let ids = plan.owners.map(\.uuidString)
             let marks = databaseQuestionMarks(count: ids.count)
             let owners = StatementArguments(ids)
             for statement in [
@@ -294,7 +298,6 @@ extension SQLiteStore {
                     UPDATE grants SET cancelled_at = ?, cancelled_by = ?
                     WHERE recipient IN (\(marks)) AND claimed_at IS NULL AND cancelled_at IS NULL
                     """, arguments: [Millis.from(deletion.at), deletion.actor] + owners)
-            let cancelled = db.changesCount
             try db.execute(
                 sql: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
@@ -324,12 +327,11 @@ extension SQLiteStore {
                 sql: """
                     DELETE FROM receipts WHERE owner IN (\(marks)) AND delivered_credits = 0 AND revoked_at IS NULL
                     """, arguments: owners)
-            if let closing = try UserDeletion.closing(owner: deletion.user, wallet: wallet, at: deletion.at) {
+            if let closing = plan.closing {
                 try context.save(closing, owner: deletion.user, environment: deletion.environment)
             }
-            let result = UserDeletionResult(closed: wallet, users: ids.count, cancelledGrants: cancelled)
-            try Self.insertAudit(db, try events(result))
-            return result
+            try Self.insertAudit(db, plan.audit)
+            return plan.result
         }
     }
 
