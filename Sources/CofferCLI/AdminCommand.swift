@@ -54,20 +54,17 @@ struct AdminCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (secret, generated) = try password.password()
-            let (store, environment) = try await password.options.open()
             do {
-                let admin = Admin(
-                    name: password.name, passwordHash: await PasswordHasher().hash(secret), createdAt: Date(),
-                    role: role, grantLimit: role == .support ? grantLimit : nil)
-                try await store.createAdmin(admin)
-                try await LocalSupport.audit(store, environment, action: "admin.create", subject: "admin \(admin.name)")
-                await LocalDatabase.close(store)
+                try await password.options.withDatabase { store, environment in
+                    let admin = Admin(
+                        name: password.name, passwordHash: await PasswordHasher().hash(secret), createdAt: Date(),
+                        role: role, grantLimit: role == .support ? grantLimit : nil)
+                    try await store.createAdmin(admin)
+                    try await LocalSupport.audit(
+                        store, environment, action: "admin.create", subject: "admin \(admin.name)")
+                }
             } catch StoreError.alreadyExists {
-                await LocalDatabase.close(store)
                 throw CommandFailure("an admin named \(password.name) exists; use `coffer admin reset-password`")
-            } catch {
-                await LocalDatabase.close(store)
-                throw error
             }
             print(
                 "Created \(role.rawValue) \(password.name)" + (generated ? " with password \(secret) (shown once)" : "")
@@ -170,19 +167,14 @@ struct AdminCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (secret, generated) = try password.password()
-            let (store, environment) = try await password.options.open()
-            let found: Bool
-            do {
-                found = try await store.setAdminPassword(
+            let found = try await password.options.withDatabase { store, environment in
+                let found = try await store.setAdminPassword(
                     name: password.name, passwordHash: await PasswordHasher().hash(secret), at: Date())
                 if found {
                     try await LocalSupport.audit(
                         store, environment, action: "admin.reset-password", subject: "admin \(password.name)")
                 }
-                await LocalDatabase.close(store)
-            } catch {
-                await LocalDatabase.close(store)
-                throw error
+                return found
             }
             guard found else { throw CommandFailure("no admin named \(password.name)") }
             print(
@@ -198,9 +190,7 @@ struct AdminCommand: AsyncParsableCommand {
         @OptionGroup var options: KeysCommand.Options
 
         func run() async throws {
-            let (store, _) = try await options.open()
-            let admins = try await store.admins()
-            await LocalDatabase.close(store)
+            let admins = try await options.withDatabase { store, _ in try await store.admins() }
             guard !admins.isEmpty else { return print("no admins (the first `coffer serve` creates one)") }
             var table = TextTable(["name", "role", "grant limit", "two-factor", "created (UTC)", "password set (UTC)"])
             for admin in admins {
@@ -222,18 +212,13 @@ extension KeysCommand.Options {
     /// Runs `body` with the support service over the server's database, closed after; a refusal is the
     /// command's failure, in words.
     func withAdminService<T>(_ body: (AdminService, AppStoreEnvironment) async throws -> T) async throws -> T {
-        let (store, environment) = try await open()
-        let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: .device)
-        do {
-            let result = try await body(service, environment)
-            await LocalDatabase.close(store)
-            return result
-        } catch let error as AdminError {
-            await LocalDatabase.close(store)
-            throw CommandFailure(error.description)
-        } catch {
-            await LocalDatabase.close(store)
-            throw error
+        try await withComposition { composition, environment in
+            do {
+                // An admin's account changes nothing a wallet holds: the wallet is the default's.
+                return try await body(composition.support(wallet: .device), environment)
+            } catch let error as AdminError {
+                throw CommandFailure(error.description)
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ struct DatabaseLocationOptions: ParsableArguments {
 
     /// The database these options name.
     func database() async throws -> ServeSettings.Database {
-        try await LocalDatabase.settings(flags: ["database.url": databaseURL], config: config).database
+        try await Composition.settings(flags: ["database.url": databaseURL], config: config).database
     }
 
     /// The SQLite file these options name; PostgreSQL is refused with what to use instead.

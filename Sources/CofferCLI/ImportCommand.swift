@@ -88,7 +88,7 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
             let keyFile = keyFile ?? variables["COFFER_CLOUDKIT_KEY_FILE"]
         else { throw ValidationError("--key-id and --key-file (the CloudKit server-to-server key) are needed") }
         // As coffer serve reads them; the import then goes where the database's server keeps its customers.
-        let settings = try await LocalDatabase.settings(
+        let settings = try await Composition.settings(
             flags: ["database.url": database.databaseURL, "environment": environment, "wallet": wallet],
             config: database.config)
         let key: CloudKitKey
@@ -126,24 +126,15 @@ struct ImportCloudKitCommand: AsyncParsableCommand {
             if !skipped.isEmpty { print(CloudKitCustomers.skippedSummary(skipped)) }
             return
         }
-        let store = try await LocalDatabase.open(settings)
-        let (environment, walletMode): (AppStoreEnvironment, WalletMode)
-        do {
-            (environment, walletMode) = try await ServedWallet.resolve(store, settings)
-        } catch {
-            await LocalDatabase.close(store)
-            throw error
-        }
-        let service = AdminService(store: store, catalog: try Catalog(products: []), walletMode: walletMode)
-        let report: ImportReport
-        do {
-            report = try await service.importCustomers(
-                customers, source: ClientService.cloudKitSource, environment: environment,
-                actor: "import:cloudkit:" + LocalSupport.actor)
-            await LocalDatabase.close(store)
-        } catch {
-            await LocalDatabase.close(store)
-            throw CommandFailure("the import stopped (run it again to go on; nothing is made twice): \(error)")
+        let report = try await Composition.with(settings, withCatalog: false) { composition in
+            let (environment, wallet) = try await composition.served(settings)
+            do {
+                return try await composition.support(wallet: wallet).importCustomers(
+                    customers, source: ClientService.cloudKitSource, environment: environment,
+                    actor: "import:cloudkit:" + LocalSupport.actor)
+            } catch {
+                throw CommandFailure("the import stopped (run it again to go on; nothing is made twice): \(error)")
+            }
         }
         if json {
             print(try JSONText.encode(report))

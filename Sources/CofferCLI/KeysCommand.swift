@@ -33,11 +33,18 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "The environment whose audit log records the change. Default Sandbox.")
         var environment: String = "Sandbox"
 
-        func open() async throws -> (any CofferStore, AppStoreEnvironment) {
+        /// Runs `body` on the server's database (``Composition``), closed after whatever happens.
+        func withComposition<T>(_ body: (Composition, AppStoreEnvironment) async throws -> T) async throws -> T {
             guard let environment = AppStoreEnvironment(rawValue: environment) else {
                 throw ValidationError("environment must be Sandbox or Production")
             }
-            return (try await LocalDatabase.open(databaseURL, config: config), environment)
+            let settings = try await Composition.settings(flags: ["database.url": databaseURL], config: config)
+            return try await Composition.with(settings, withCatalog: false) { try await body($0, environment) }
+        }
+
+        /// Runs `body` on the server's store, closed after whatever happens.
+        func withDatabase<T>(_ body: (any CofferStore, AppStoreEnvironment) async throws -> T) async throws -> T {
+            try await withComposition { composition, environment in try await body(composition.store, environment) }
         }
     }
 
@@ -76,13 +83,8 @@ struct KeysCommand: AsyncParsableCommand {
         func run() async throws {
             let name = name.trimmingCharacters(in: .whitespaces)
             guard !name.isEmpty, name.count <= 100 else { throw ValidationError("--name needs 1 to 100 characters") }
-            let (store, environment) = try await options.open()
-            do {
+            try await options.withDatabase { store, environment in
                 try await create(name: name, store: store, environment: environment)
-                await LocalDatabase.close(store)
-            } catch {
-                await LocalDatabase.close(store)
-                throw error
             }
         }
 
@@ -125,9 +127,7 @@ struct KeysCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let (store, _) = try await options.open()
-            let keys = try await store.adminKeys()
-            await LocalDatabase.close(store)
+            let keys = try await options.withDatabase { store, _ in try await store.adminKeys() }
             if json { return print(try JSONText.encode(keys.map(KeyView.init))) }
             guard !keys.isEmpty else { return print("no admin keys") }
             var table = TextTable(["key id", "name", "role", "grant limit", "created (UTC)", "status"])
@@ -152,17 +152,12 @@ struct KeysCommand: AsyncParsableCommand {
         @OptionGroup var options: Options
 
         func run() async throws {
-            let (store, environment) = try await options.open()
-            let revoked: Bool
-            do {
-                revoked = try await store.revokeAdminKey(id: keyId, at: Date())
+            let revoked = try await options.withDatabase { store, environment in
+                let revoked = try await store.revokeAdminKey(id: keyId, at: Date())
                 if revoked {
                     try await LocalSupport.audit(store, environment, action: "key.revoke", subject: "key \(keyId)")
                 }
-                await LocalDatabase.close(store)
-            } catch {
-                await LocalDatabase.close(store)
-                throw error
+                return revoked
             }
             guard revoked else { throw CommandFailure("no active admin key \(keyId)") }
             print("Revoked admin key \(keyId)")

@@ -42,7 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
         let pem: String?
         let apnsPEM: String?
         do {
-            products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
+            products = try Composition.catalog(file: settings.catalogFile, required: true)
             roots = try settings.appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
             roots.insert(try AppleRoots.rootCAG3(), at: 0)
             xcode = try settings.xcodeCertificate.map { path throws(VerificationError) in
@@ -63,16 +63,16 @@ struct ServeCommand: AsyncParsableCommand {
             environment: appStoreEnvironment, acceptsSandbox: server.sandboxInProduction, xcodeCertificate: xcode)
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let logger = settings.logFormat.logger(label: "coffer", level: level)
-        let store: any CofferStore
-        let location: String
+        let composition: Composition
         do {
-            (store, location) = try await settings.database.open(
-                timeout: settings.databaseTimeout,
+            composition = try await Composition.open(
+                database: settings.database, timeout: settings.databaseTimeout, catalog: products,
                 logger: settings.logFormat.logger(label: "coffer.postgres", level: level))
         } catch {
             FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
             throw ExitCode(2)
         }
+        let store = composition.store
         // The database says which environment and wallet its server keeps, so support's commands on it find them.
         try await store.saveCursor(
             ServedWallet.cursor, value: server.wallet.rawValue, environment: server.environment)
@@ -111,7 +111,7 @@ struct ServeCommand: AsyncParsableCommand {
         let app = try buildApplication(
             configuration: server,
             dependencies: try ServerDependencies(
-                store: store, verifier: verifier, catalog: products, appStoreAPI: appStoreAPI,
+                store: store, verifier: verifier, catalog: composition.catalog, appStoreAPI: appStoreAPI,
                 receiptReader: AppReceiptReader(trustedRoots: [AppleRoots.rootCA()] + roots.dropFirst()),
                 logger: logger, push: push,
                 // Instances sharing a PostgreSQL database hear each other's events (LISTEN/NOTIFY).
@@ -126,7 +126,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let banner =
             "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
-            + "on http://\(server.host):\(server.port), \(location)"
+            + "on http://\(server.host):\(server.port), \(composition.location)"
             + ((flags.config ?? ServedWallet.defaultConfig()).map { ", settings from \($0)" } ?? "")
             + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
             + (push == nil ? "; no APNs key: apps hear of grants and refunds when they open" : "")

@@ -56,7 +56,7 @@ struct SupportOptions: ParsableArguments {
 
     /// The settings coffer serve would read with these flags: the flags first, then `COFFER_*`, then the config file.
     func settings() async throws -> SupportSettings {
-        try await LocalDatabase.settings(
+        try await Composition.settings(
             flags: ["database.url": databaseURL, "environment": environment, "wallet": wallet, "catalog": catalog],
             config: config)
     }
@@ -86,29 +86,16 @@ struct SupportOptions: ParsableArguments {
             return try RemoteSupport(server: server, signer: signer, environment: environment)
         }
         let settings = try await settings()
-        let products: Catalog
-        if FileManager.default.fileExists(atPath: settings.catalogFile) {
-            do {
-                products = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
-            } catch {
-                throw CommandFailure("cannot read the catalog \(settings.catalogFile): \(error)")
-            }
-        } else if settings.catalogNamed {
-            throw CommandFailure("no catalog at \(settings.catalogFile)")
-        } else {
-            products = try Catalog(products: [])
-        }
-        let store = try await LocalDatabase.open(settings)
-        let served: (environment: AppStoreEnvironment, wallet: WalletMode)
+        let composition = try await Composition.open(settings)
         do {
-            served = try await ServedWallet.resolve(store, settings)
+            let served = try await composition.served(settings)
+            return LocalSupport(
+                composition: composition, environment: served.environment,
+                service: composition.support(wallet: served.wallet))
         } catch {
-            await LocalDatabase.close(store)
+            await composition.close()
             throw error
         }
-        return LocalSupport(
-            store: store, environment: served.environment,
-            service: .onServerDatabase(store: store, catalog: products, walletMode: served.wallet))
     }
 }
 
@@ -127,7 +114,7 @@ protocol SupportBackend: Sendable {
 
 /// Support commands on a local database, through the same ``AdminService`` as the server.
 struct LocalSupport: SupportBackend {
-    let store: any CofferStore
+    let composition: Composition
     let environment: AppStoreEnvironment
     let service: AdminService
 
@@ -176,7 +163,7 @@ struct LocalSupport: SupportBackend {
     func deleteCustomer(_ supportId: String) async throws -> DeletionView {
         try await service.deleteUser(environment: environment, supportId: supportId, actor: actor)
     }
-    func close() async { await LocalDatabase.close(store) }
+    func close() async { await composition.close() }
 }
 
 /// Support commands on a remote server: each request signed with the admin key.

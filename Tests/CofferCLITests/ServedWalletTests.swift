@@ -13,9 +13,9 @@ struct ServedWalletTests {
     )
     func resolve() async throws {
         let store = InMemoryStore()
-        let unnamed = try await LocalDatabase.settings(flags: [:], config: nil)
+        let unnamed = try await Composition.settings(flags: [:], config: nil)
         func settings(_ flags: [String: String?]) async throws -> SupportSettings {
-            try await LocalDatabase.settings(flags: flags, config: nil)
+            try await Composition.settings(flags: flags, config: nil)
         }
         // A database no server ran on says nothing: the defaults.
         var taken = try await ServedWallet.resolve(store, unnamed)

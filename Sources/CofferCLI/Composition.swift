@@ -1,12 +1,25 @@
 import ArgumentParser
+import CofferAdmin
 import CofferCore
+import CofferService
 import CofferStore
 import CofferStorePostgres
 import Configuration
 import Foundation
+import Logging
 
-/// Opening the local database a command names, found as `coffer serve` finds it.
-enum LocalDatabase {
+/// The one composition root of the `coffer` binary. `coffer serve` and every command that works on the server's
+/// database build from it: the settings read as serve reads them, the catalog, the database opened (migrated)
+/// and closed, the environment and wallet the database's server keeps, and support's use cases built as the
+/// server's (so a change made here reaches the app's event stream through the store's relay).
+struct Composition: Sendable {
+    /// The server's database.
+    let store: any CofferStore
+    /// Where it is, for people.
+    let location: String
+    /// The products the server sells (empty for a command whose default catalog file is absent).
+    let catalog: Catalog
+
     /// The settings `flags` (keys as in docs/operations.md; `nil` for a flag not given), the `COFFER_*` variables
     /// and the config file give, as `coffer serve` reads them.
     static func settings(flags: [String: String?], config: String?) async throws -> SupportSettings {
@@ -21,23 +34,72 @@ enum LocalDatabase {
         }
     }
 
-    /// The store at `url`, else where `coffer serve` finds it (`COFFER_DATABASE_URL`, the config file), else
-    /// sqlite:coffer.sqlite.
-    static func open(_ url: String?, config: String? = nil) async throws -> any CofferStore {
-        try await open(try await settings(flags: ["database.url": url], config: config))
+    /// The catalog in `file`; a missing file is an empty catalog unless it is `required` (serve's, or one a
+    /// command named).
+    static func catalog(file: String, required: Bool) throws -> Catalog {
+        guard required || FileManager.default.fileExists(atPath: file) else { return try Catalog(products: []) }
+        guard FileManager.default.fileExists(atPath: file) else { throw CommandFailure("no catalog at \(file)") }
+        do {
+            return try Catalog(json: Data(contentsOf: URL(fileURLWithPath: file)))
+        } catch {
+            throw CommandFailure("cannot read the catalog \(file): \(error)")
+        }
     }
 
-    /// The store the settings name (migrated).
-    static func open(_ settings: SupportSettings) async throws -> any CofferStore {
+    /// Opens `database` (migrating it) beside `catalog`.
+    ///
+    /// - Parameters:
+    ///   - timeout: Seconds an operation waits on PostgreSQL, or on SQLite for another process's write.
+    ///   - logger: Where PostgreSQL's client logs.
+    static func open(
+        database: ServeSettings.Database, timeout: Int, catalog: Catalog,
+        logger: Logger = Logger(label: "coffer.postgres")
+    ) async throws -> Composition {
+        let (store, location) = try await database.open(timeout: timeout, logger: logger)
+        return Composition(store: store, location: location, catalog: catalog)
+    }
+
+    /// Opens what `settings` name: the database, and the catalog unless `withCatalog` is off (a command that
+    /// sells nothing).
+    static func open(_ settings: SupportSettings, withCatalog: Bool = true) async throws -> Composition {
+        let catalog =
+            withCatalog
+            ? try Self.catalog(file: settings.catalogFile, required: settings.catalogNamed) : try Catalog(products: [])
         do {
-            return try await settings.database.open(timeout: settings.databaseTimeout).store
+            return try await open(database: settings.database, timeout: settings.databaseTimeout, catalog: catalog)
         } catch {
             throw CommandFailure("cannot open the database \(settings.database.shown): \(error)")
         }
     }
 
-    /// Releases a store's connections.
-    static func close(_ store: any CofferStore) async {
+    /// Runs `body` on what `settings` name, closing the database after whatever happens.
+    static func with<T>(
+        _ settings: SupportSettings, withCatalog: Bool = true, _ body: (Composition) async throws -> T
+    ) async throws -> T {
+        let composition = try await open(settings, withCatalog: withCatalog)
+        do {
+            let result = try await body(composition)
+            await composition.close()
+            return result
+        } catch {
+            await composition.close()
+            throw error
+        }
+    }
+
+    /// The environment and wallet to act on: those `settings` name, else what the database's server keeps
+    /// (``ServedWallet/resolve(_:_:)``).
+    func served(_ settings: SupportSettings) async throws -> (environment: AppStoreEnvironment, wallet: WalletMode) {
+        try await ServedWallet.resolve(store, settings)
+    }
+
+    /// Support's use cases on this database, as the server's.
+    func support(wallet: WalletMode) -> AdminService {
+        .onServerDatabase(store: store, catalog: catalog, walletMode: wallet)
+    }
+
+    /// Releases the database's connections.
+    func close() async {
         (store as? PostgresStore)?.close()
     }
 }
