@@ -255,7 +255,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: server),
             ],
             path: "Tests/CofferTestSupport",
-            resources: [.copy("Fixtures")],
+            resources: [.copy("Fixtures"), .copy("Apple")],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -334,7 +334,6 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
             ],
-            resources: [.copy("Apple")],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -371,7 +370,6 @@ let package = Package(
                 "CofferTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
             ],
-            resources: [.copy("Apple")],
             swiftSettings: strictSettings
         ),
     ],

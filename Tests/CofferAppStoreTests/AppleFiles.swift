@@ -1,9 +1,12 @@
 import CofferAppStore
+import CofferTestSupport
 import Foundation
 
-/// Apple's test material, copied from `shared/apple/` into this target's `Apple/` resources.
+/// Apple's test material: Apple's model fixtures in this target's `Apple/models`, everything else from
+/// ``AppleFixtures`` (kept once in `CofferTestSupport`).
 enum AppleFiles {
     static func data(_ path: String) throws -> Data {
+        guard path.hasPrefix("models/") else { return try AppleFixtures.data(path) }
         guard let base = Bundle.module.resourceURL?.appendingPathComponent("Apple") else {
             throw CocoaError(.fileNoSuchFile)
         }

@@ -187,7 +187,7 @@ struct ServeCommandTests {
 
     @Test("xcode.certificate: refused in Production, off loopback and unreadable; on loopback the start line says so")
     func xcodeCertificate() async throws {
-        let certificate = try apple("xcode-certificate.pem")
+        let certificate = try apple("xcode/xcode-certificate.pem")
         let production = try CofferProcess.run(
             [
                 "serve", "--bundle-id", "com.example.app", "--app-apple-id", "1", "--environment", "Production",

@@ -6,12 +6,7 @@ import Foundation
 import Testing
 
 /// The path of a file copied from `shared/apple/` into this target's resources.
-func apple(_ name: String) throws -> String {
-    guard let url = Bundle.module.url(forResource: name, withExtension: nil, subdirectory: "Apple") else {
-        throw CocoaError(.fileNoSuchFile)
-    }
-    return url.path
-}
+func apple(_ name: String) throws -> String { try AppleFixtures.path(name) }
 
 /// `coffer verify` is a contract other tools rely on: exit 0 verified, 1 rejected, 2 unreadable input, 64 usage;
 /// `--json` prints one object with `status`, `message` and `payload`.
@@ -24,7 +19,7 @@ struct VerifyCommandTests {
     @Test("the real Apple-signed notification verifies offline (exit 0) and is refused at the current date (exit 1)")
     func realNotification() throws {
         let base = [
-            "verify", try apple("sandbox-test-notification.jws"), "--kind", "notification",
+            "verify", try apple("real-signed/sandbox-test-notification.jws"), "--kind", "notification",
             "--bundle-id", "com.loki-project.loki-messenger", "--environment", "Sandbox", "--json",
         ]
         let offline = try CofferProcess.run(base)
@@ -44,15 +39,15 @@ struct VerifyCommandTests {
 
     @Test("Apple's mock vectors through --root; wrong environment and app identifier are named")
     func mockVectors() throws {
-        let root = try apple("testCA.der")
+        let root = try apple("mock-signed/testCA.der")
         let transaction = try CofferProcess.run([
-            "verify", try apple("transactionInfo"), "--kind", "transaction", "--root", root, "--bundle-id",
+            "verify", try apple("mock-signed/transactionInfo"), "--kind", "transaction", "--root", root, "--bundle-id",
             "com.example",
             "--environment", "sandbox",
         ])
         #expect(transaction.status == 0)
         #expect(transaction.stdout.hasPrefix("OK: verified transaction"))
-        let notification = try apple("testNotification")
+        let notification = try apple("mock-signed/testNotification")
         let production = try CofferProcess.run([
             "verify", notification, "--kind", "notification", "--root", root, "--bundle-id", "com.example",
             "--environment", "Production", "--app-apple-id", "1234", "--json",
@@ -157,12 +152,12 @@ struct VerifyCommandTests {
 struct ReceiptCommandTests {
     @Test("a real production receipt verifies and lists its purchases")
     func production() throws {
-        let output = try CofferProcess.run(["receipt", try apple("receipt-production")])
+        let output = try CofferProcess.run(["receipt", try apple("receipts/receipt-production")])
         #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
         #expect(output.stdout.contains("type Production  bundle org.getpure.pure-iphone"))
         #expect(output.stdout.contains("in-app purchases 4"))
         #expect(output.stdout.contains("340001196262039"))
-        let json = try CofferProcess.run(["receipt", try apple("receipt-production"), "--json"])
+        let json = try CofferProcess.run(["receipt", try apple("receipts/receipt-production"), "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["status"] as? String == "OK")
         let receipt = try #require(object["receipt"] as? [String: Any])
@@ -171,11 +166,11 @@ struct ReceiptCommandTests {
 
     @Test("an Xcode receipt needs --xcode; unreadable files exit 2")
     func xcode() throws {
-        let refused = try CofferProcess.run(["receipt", try apple("receipt-xcode")])
+        let refused = try CofferProcess.run(["receipt", try apple("receipts/receipt-xcode")])
         #expect(refused.status == 1)
         #expect(refused.stdout.hasPrefix("INVALID_CHAIN"))
         let accepted = try CofferProcess.run([
-            "receipt", try apple("receipt-xcode"), "--xcode", try apple("StoreKitTestCertificate.cer"),
+            "receipt", try apple("receipts/receipt-xcode"), "--xcode", try apple("StoreKitTestCertificate.cer"),
         ])
         #expect(accepted.status == 0)
         #expect(accepted.stdout.contains("Xcode's StoreKit test certificate"))
@@ -188,7 +183,7 @@ struct ReceiptCommandTests {
             "coffer-xcode-\(UUID().uuidString).pem")
         defer { try? FileManager.default.removeItem(at: saved) }
         let arguments = [
-            "verify", try apple("xcode-signed-transaction"), "--kind", "transaction", "--bundle-id",
+            "verify", try apple("xcode/xcode-signed-transaction"), "--kind", "transaction", "--bundle-id",
             "com.example.naturelab.backyardbirds.example", "--environment", "Sandbox",
         ]
         let refused = try CofferProcess.run(arguments + ["--save-xcode-certificate", saved.path])

@@ -4,6 +4,7 @@ import CofferCore
 import CofferServer
 import CofferService
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -13,7 +14,7 @@ import Testing
 @Suite("Legacy receipts route", .timeLimit(.minutes(1)))
 struct ReceiptsAPITests {
     static func receipt(_ name: String) throws -> String {
-        let url = try #require(Bundle.module.url(forResource: "Apple/\(name)", withExtension: nil))
+        let url = try AppleFixtures.url(name)
         return try String(contentsOf: url, encoding: .utf8)
     }
 
@@ -54,7 +55,7 @@ struct ReceiptsAPITests {
                 CatalogProduct(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")
             ],
             now: "2025-12-26T18:45:00Z", store: store)
-        let receipt = try Self.receipt("receipt-sandbox-g5")
+        let receipt = try Self.receipt("receipts/receipt-sandbox-g5")
         try await app.test(.router) { client in
             let reviewer = try await NotificationTests.createUser(client)
             let first = try await Self.post(receipt, token: reviewer.token, client)
@@ -92,7 +93,7 @@ struct ReceiptsAPITests {
             products: [
                 CatalogProduct(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")
             ], now: "2025-12-26T18:45:00Z", store: try await engine.makeStore())
-        let receipt = try Self.receipt("receipt-sandbox-g5")
+        let receipt = try Self.receipt("receipts/receipt-sandbox-g5")
         try await app.test(.router) { client in
             let alice = try await NotificationTests.createUser(client)
             let first = try await Self.post(receipt, token: alice.token, client)
@@ -131,7 +132,7 @@ struct ReceiptsAPITests {
             now: "2024-02-24T00:00:00Z", store: store)
         try await app.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
-            let production = try Self.receipt("receipt-production")
+            let production = try Self.receipt("receipts/receipt-production")
             let accepted = try ClientAPITests.decode(
                 ReceiptVerifyResponse.self, try await Self.post(production, token: user.token, client))
             // One product is sold (7 credits), the three monthly ones are not.
@@ -142,8 +143,8 @@ struct ReceiptsAPITests {
             #expect(accepted.balance == 7)
 
             let cases: [(String, String)] = [
-                (try Self.receipt("receipt-sandbox-g5"), "INVALID_APP_IDENTIFIER"),
-                (try Self.receipt("receipt-xcode-with-purchases"), "INVALID_CHAIN"),
+                (try Self.receipt("receipts/receipt-sandbox-g5"), "INVALID_APP_IDENTIFIER"),
+                (try Self.receipt("receipts/receipt-xcode-with-purchases"), "INVALID_CHAIN"),
                 (String(production.dropLast(40)), "VERIFICATION_FAILURE"),
                 ("not base64 at all", "VERIFICATION_FAILURE"),
             ]
@@ -172,7 +173,7 @@ struct ReceiptsAPITests {
             store: InMemoryStore(), sandboxInProduction: false)
         try await sandboxApp.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
-            let refused = try await Self.post(try Self.receipt("receipt-sandbox-g5"), token: user.token, client)
+            let refused = try await Self.post(try Self.receipt("receipts/receipt-sandbox-g5"), token: user.token, client)
             #expect(try ClientAPITests.decode(ErrorResponse.self, refused).error.code == "INVALID_ENVIRONMENT")
         }
     }

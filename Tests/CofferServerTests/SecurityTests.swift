@@ -6,6 +6,7 @@ import CofferServer
 import CofferService
 import CofferSimulator
 import CofferStore
+import CofferTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -230,7 +231,7 @@ struct SecurityTests {
                 verifier: try SignedDataVerifier(
                     rootCertificates: [], bundleId: "com.example.app", appAppleId: 1_234, environment: .production),
                 catalog: setup.catalog))
-        let file = try #require(Bundle.module.url(forResource: "Apple/xcode-signed-transaction", withExtension: nil))
+        let file = try AppleFixtures.url("xcode/xcode-signed-transaction")
         let xcode = try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         try await production.test(.router) { client in
             let user = try Fixture.decode(

@@ -6,6 +6,7 @@ import CofferServer
 import CofferService
 import CofferSimulator
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -16,13 +17,13 @@ import Testing
 /// sign.
 @Suite("Xcode's StoreKit testing", .timeLimit(.minutes(1)))
 struct XcodeTestingTests {
-    /// The app of the real Xcode data in Tests/CofferServerTests/Apple (from ../shared/apple/xcode).
+    /// The app of the real Xcode data in Tests/CofferTestSupport/Apple/xcode (from ../shared/apple/xcode).
     static let bundleId = "com.example.naturelab.backyardbirds.example"
     /// The Xcode data's own time: signed 2023-10-19, the subscription's period ends 2023-11-19.
     static let now = Date(timeIntervalSince1970: 1_697_700_000)
 
     static func file(_ name: String) throws -> Data {
-        let url = try #require(Bundle.module.url(forResource: "Apple/\(name)", withExtension: nil))
+        let url = try AppleFixtures.url(name)
         return try Data(contentsOf: url)
     }
 
@@ -57,8 +58,8 @@ struct XcodeTestingTests {
 
     @Test("the certificate reads as PEM or DER; it is trusted in Sandbox only")
     func certificate() throws {
-        let der = try XcodeCertificate(pemOrDER: try Self.file("xcode-certificate.der"))
-        let pem = try XcodeCertificate(pemOrDER: try Self.file("xcode-certificate.pem"))
+        let der = try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.der"))
+        let pem = try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.pem"))
         #expect(der == pem)
         #expect(der.fingerprint == "16c47dfe09825de02ac3fa40126ee5f81747941955fbc18a7696a6246a733c7a")
         #expect(throws: VerificationError.self) { try XcodeCertificate(pemOrDER: Data("not a certificate".utf8)) }
@@ -71,19 +72,19 @@ struct XcodeTestingTests {
 
     @Test("Xcode's transaction, renewal info and app transaction verify with its certificate, and say Xcode")
     func verifies() async throws {
-        let verifier = try Self.verifier(xcode: try XcodeCertificate(pemOrDER: try Self.file("xcode-certificate.pem")))
-        let transaction = try await verifier.verifyTransaction(try Self.text("xcode-signed-transaction"))
+        let verifier = try Self.verifier(xcode: try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.pem")))
+        let transaction = try await verifier.verifyTransaction(try Self.text("xcode/xcode-signed-transaction"))
         #expect(transaction.productId == "pass.premium" && transaction.rawEnvironment == "Xcode")
-        let renewal = try await verifier.verifyRenewalInfo(try Self.text("xcode-signed-renewal-info"))
+        let renewal = try await verifier.verifyRenewalInfo(try Self.text("xcode/xcode-signed-renewal-info"))
         #expect(renewal.rawEnvironment == "Xcode")
-        let app = try await verifier.verifyAppTransaction(try Self.text("xcode-signed-app-transaction"))
+        let app = try await verifier.verifyAppTransaction(try Self.text("xcode/xcode-signed-app-transaction"))
         #expect(app.rawReceiptType == "Xcode")
         // Without the certificate, as before: refused.
         await #expect(throws: VerificationError.self) {
-            try await Self.verifier(xcode: nil).verifyTransaction(try Self.text("xcode-signed-transaction"))
+            try await Self.verifier(xcode: nil).verifyTransaction(try Self.text("xcode/xcode-signed-transaction"))
         }
         // Its payload changed (another product): the signature no longer verifies.
-        let parts = try Self.text("xcode-signed-transaction").split(separator: ".").map(String.init)
+        let parts = try Self.text("xcode/xcode-signed-transaction").split(separator: ".").map(String.init)
         let payload = try Self.segment(parts[1])
         let forged = String(decoding: payload, as: UTF8.self).replacing("pass.premium", with: "pass.premiun")
         let tampered = [parts[0], Base64URL.encode(Data(forged.utf8)), parts[2]].joined(separator: ".")
@@ -93,14 +94,14 @@ struct XcodeTestingTests {
             validFrom: Self.now.addingTimeInterval(-86_400), leafValidUntil: Self.now.addingTimeInterval(86_400))
         let other = try pki.signer().sign(payloadJSON: payload)
         let trusting = try Self.verifier(
-            xcode: try XcodeCertificate(pemOrDER: try Self.file("xcode-certificate.der")), roots: [pki.rootDER()])
+            xcode: try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.der")), roots: [pki.rootDER()])
         await #expect(throws: VerificationError.self) { try await trusting.verifyTransaction(other) }
     }
 
     @Test("a Sandbox server with the certificate delivers a .storekit purchase; without it, 422 as before")
     func serverDelivers() async throws {
-        let xcode = try XcodeCertificate(pemOrDER: try Self.file("xcode-certificate.der"))
-        let signed = try Self.text("xcode-signed-transaction")
+        let xcode = try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.der"))
+        let signed = try Self.text("xcode/xcode-signed-transaction")
         for (certificate, accepted) in [(xcode, true), (nil, false)] {
             let store = InMemoryStore()
             try await Self.server(xcode: certificate, store: store).test(.router) { client in
