@@ -173,7 +173,8 @@ struct ReceiptsAPITests {
             store: InMemoryStore(), sandboxInProduction: false)
         try await sandboxApp.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
-            let refused = try await Self.post(try Self.receipt("receipts/receipt-sandbox-g5"), token: user.token, client)
+            let refused = try await Self.post(
+                try Self.receipt("receipts/receipt-sandbox-g5"), token: user.token, client)
             #expect(try ClientAPITests.decode(ErrorResponse.self, refused).error.code == "INVALID_ENVIRONMENT")
         }
     }

@@ -72,7 +72,8 @@ struct XcodeTestingTests {
 
     @Test("Xcode's transaction, renewal info and app transaction verify with its certificate, and say Xcode")
     func verifies() async throws {
-        let verifier = try Self.verifier(xcode: try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.pem")))
+        let verifier = try Self.verifier(
+            xcode: try XcodeCertificate(pemOrDER: try Self.file("xcode/xcode-certificate.pem")))
         let transaction = try await verifier.verifyTransaction(try Self.text("xcode/xcode-signed-transaction"))
         #expect(transaction.productId == "pass.premium" && transaction.rawEnvironment == "Xcode")
         let renewal = try await verifier.verifyRenewalInfo(try Self.text("xcode/xcode-signed-renewal-info"))
