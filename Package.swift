@@ -324,6 +324,7 @@ let package = Package(
             name: "CofferServerTests",
             dependencies: [
                 "CofferServer", "CofferService", "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore",
+                "CofferPanel",
                 "CofferStore",
                 "CofferStoreSQLite",
                 "CofferStorePostgres", "CofferStoreKit", "CofferSimulator", "CofferTestSupport",

@@ -19,7 +19,7 @@ import ServiceLifecycle
 /// routes and the notification recovery service, over the given store, verifier and catalog.
 ///
 /// - Throws: When the panel's templates are not installed with the server (a broken install).
-public func buildApplication(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
+public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies)
     throws -> some ApplicationProtocol
 {
     let (router, intake, background) = try makeRouter(configuration: configuration, dependencies: dependencies)
@@ -46,7 +46,7 @@ public func buildApplication(configuration: CofferService.ServerConfiguration, d
 
 /// The server's routes as one responder, without a listener: for driving every route in-process (the fuzz
 /// target). Background services (notification recovery) do not run.
-public func serverResponder(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
+public func serverResponder(configuration: ServerConfiguration, dependencies: ServerDependencies)
     throws -> RouterResponder<CofferRequestContext>
 {
     try makeRouter(configuration: configuration, dependencies: dependencies).router.buildResponder()
@@ -55,7 +55,7 @@ public func serverResponder(configuration: CofferService.ServerConfiguration, de
 /// Every route of the server, as `buildApplication` serves them (for tests that check the API document).
 ///
 /// - Returns: `METHOD /path` for each route, with parameters as `{name}`.
-public func serverRoutes(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies) throws
+public func serverRoutes(configuration: ServerConfiguration, dependencies: ServerDependencies) throws
     -> [String]
 {
     try makeRouter(configuration: configuration, dependencies: dependencies).router.routes.map { route in
@@ -66,7 +66,7 @@ public func serverRoutes(configuration: CofferService.ServerConfiguration, depen
     }
 }
 
-private func makeRouter(configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies)
+private func makeRouter(configuration: ServerConfiguration, dependencies: ServerDependencies)
     throws -> (router: Router<CofferRequestContext>, intake: NotificationIntake, background: [any Service])
 {
     let router = Router(context: CofferRequestContext.self)
@@ -92,8 +92,9 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
     relay?.connect(events)
     let ledger = LedgerBatcher(
         store: dependencies.store, maximumBatch: configuration.ledgerBatch, writers: configuration.ledgerWriters)
-    let parts = ServiceParts(configuration: configuration, dependencies: dependencies, events: events, ledger: ledger)
-    let api = ClientAPI(service: ClientService(parts))
+    let parts = ServiceParts(
+        configuration: configuration.service, dependencies: dependencies, events: events, ledger: ledger)
+    let api = ClientAPI(service: ClientService(parts), configuration: configuration)
     router.addRoutes(api.routes)
     let intake = NotificationIntake(parts)
     let notifications = NotificationsAPI(
@@ -122,7 +123,7 @@ private func makeRouter(configuration: CofferService.ServerConfiguration, depend
 /// Support's operations over the server's store, with order ids looked up through the App Store Server API
 /// when the server has a key (for its own environment).
 func adminService(
-    configuration: CofferService.ServerConfiguration, dependencies: ServerDependencies, events: EventHub,
+    configuration: ServerConfiguration, dependencies: ServerDependencies, events: EventHub,
     forgetTokens: @escaping @Sendable (UUID) -> Void = { _ in }
 ) -> AdminService {
     var orderLookup: AdminService.OrderLookup?

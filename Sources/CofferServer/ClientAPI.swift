@@ -11,8 +11,8 @@ import NIOFoundationCompat
 struct ClientAPI: Sendable {
     /// The use cases behind the routes.
     let service: ClientService
-
-    var configuration: ServerConfiguration { service.configuration }
+    /// The server's settings: its limits, and its use cases' (``ServerConfiguration/service``).
+    let configuration: ServerConfiguration
     var dependencies: ServerDependencies { service.dependencies }
 
     /// The client API's routes: its own, each answered by a handler below, and its features' controllers.

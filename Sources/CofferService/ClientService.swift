@@ -40,8 +40,8 @@ public struct ClientService: ServiceOnParts {
     /// together; each can be revoked alone, ``revoke(token:)``).
     ///
     /// The AppTransaction is verified like any of Apple's signed data (chain, bundle id, app Apple id, the
-    /// environment rules of ``ServerConfiguration/sandboxInProduction``) and must be younger than
-    /// ``ServerConfiguration/appTransactionMaxAge``: whoever holds a copy can register a device to the
+    /// environment rules of ``ServiceConfiguration/sandboxInProduction``) and must be younger than
+    /// ``ServiceConfiguration/appTransactionMaxAge``: whoever holds a copy can register a device to the
     /// account, so a copy works only that long.
     ///
     /// - Returns: The answer, and whether the account's user was created now.
@@ -185,7 +185,7 @@ public struct ClientService: ServiceOnParts {
         return Self.answer(user, token: token)
     }
 
-    /// Checks the claim's proof of the CloudKit identity, as ``ServerConfiguration/cloudKitClaimProof`` asks: with
+    /// Checks the claim's proof of the CloudKit identity, as ``ServiceConfiguration/cloudKitClaimProof`` asks: with
     /// `web-auth-token`, CloudKit Web Services must say the token is the named user's (before anything is used up).
     ///
     /// - Throws: ``ServiceError/verification(code:message:)`` `cloudkit-proof-required` (no token) or

@@ -25,7 +25,7 @@ public struct NotificationRecovery: Service {
     /// in `buildApplication(configuration:dependencies:)` (CofferServer).
     ///
     /// - Returns: `nil` when the dependencies have no App Store Server API client.
-    public init?(configuration: ServerConfiguration, dependencies: ServerDependencies) {
+    public init?(configuration: ServiceConfiguration, dependencies: ServerDependencies) {
         self.init(
             intake: NotificationIntake(
                 ServiceParts(

@@ -4,7 +4,7 @@ import CofferStore
 /// its dependencies, the users' event streams and the ledger's group commit.
 public struct ServiceParts: Sendable {
     /// How the server runs.
-    public let configuration: ServerConfiguration
+    public let configuration: ServiceConfiguration
     /// What it is made of.
     public let dependencies: ServerDependencies
     /// The users' event streams, told what changed.
@@ -14,7 +14,7 @@ public struct ServiceParts: Sendable {
 
     /// The parts of a server with `configuration` over `dependencies`.
     public init(
-        configuration: ServerConfiguration, dependencies: ServerDependencies, events: EventHub, ledger: LedgerBatcher
+        configuration: ServiceConfiguration, dependencies: ServerDependencies, events: EventHub, ledger: LedgerBatcher
     ) {
         self.configuration = configuration
         self.dependencies = dependencies
@@ -31,7 +31,7 @@ public protocol ServiceOnParts: Sendable {
 
 extension ServiceOnParts {
     /// How the server runs.
-    public var configuration: ServerConfiguration { parts.configuration }
+    public var configuration: ServiceConfiguration { parts.configuration }
     /// What it is made of.
     public var dependencies: ServerDependencies { parts.dependencies }
     /// The users' event streams.

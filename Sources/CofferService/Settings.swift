@@ -5,12 +5,10 @@ import CofferStore
 import Foundation
 import Logging
 
-/// How a Coffer server runs: where it listens, which app and environment it serves.
-public struct ServerConfiguration: Sendable {
-    /// The address to listen on.
-    public var host = "127.0.0.1"
-    /// The port to listen on.
-    public var port = 8080
+/// What Coffer's use cases run with: the app and environment served, the wallet, and how the ledger and Apple's
+/// notifications are handled. The HTTP edge's own settings (listener, limits, the panel, proxies) are
+/// `ServerConfiguration`'s, in `CofferServer`.
+public struct ServiceConfiguration: Sendable {
     /// The environment this server serves; data from the other is refused.
     public var environment: CofferCore.AppStoreEnvironment = .sandbox
     /// Whether a Production server also accepts Apple's Sandbox data (App Review and TestFlight buy with sandbox
@@ -30,20 +28,11 @@ public struct ServerConfiguration: Sendable {
     public var wallet: WalletMode = .device
     /// Whether credits delivered after a refund settle the deficit first.
     public var deficitPolicy: DeficitPolicy = .collect
-    /// The largest request body accepted, in bytes (a signed transaction is about 4 KB; a notification
-    /// with its nested data about 12 KB).
-    public var maximumBodySize = 64 * 1024
-    /// Seconds an idle keep-alive connection stays open.
-    public var idleTimeout = 60
-    /// Seconds a request may take before it is answered 503 `timeout` (the event stream is exempt).
-    public var requestTimeout = 30
     /// The most ledger requests one group commit takes.
     public var ledgerBatch = 256
     /// How many group commits may be in flight at once: 1 suits SQLite's single writer; PostgreSQL takes
     /// several.
     public var ledgerWriters = 1
-    /// Seconds between keep-alive comments on an open event stream.
-    public var eventKeepAlive = 15
     /// How CONSUMPTION_REQUEST notifications are answered.
     public var consumption = ConsumptionConfiguration()
     /// Seconds between notification recovery runs (0 turns recovery off); runs only with an App Store
@@ -51,33 +40,11 @@ public struct ServerConfiguration: Sendable {
     public var recoveryInterval = 600
     /// How many days of Notification History the first recovery run reads (Apple keeps 180).
     public var recoveryLookbackDays = 7
-    /// How the admin panel is offered.
-    public var panel = PanelConfiguration()
-    /// Reverse proxies whose `X-Forwarded-For` names the real client (for rate limits, the sign-in throttle,
-    /// the panel's "this machine only" and the audit log); nobody else's forwarded headers are believed.
-    public var trustedProxies = TrustedProxies()
-    /// New users per client address (`POST /v1/users`): a burst real customers behind one busy NAT never
-    /// meet, then one a second.
-    public var userCreationLimit = RateLimit(burst: 60, perSecond: 1)
-    /// Notifications that fail verification per client address; Apple's, which verify, are never counted.
-    public var notificationFailureLimit = RateLimit(burst: 60, perSecond: 1)
     /// What a CloudKit claim (`POST /v1/users/cloudkit`) must prove: the record name alone, or a CloudKit web auth
     /// token of that iCloud user (with an API token configured, ``ServerDependencies/cloudKitIdentity``).
     public var cloudKitClaimProof = CloudKitClaimProof.recordName
     /// Device tokens one Apple account's customer keeps: registering one more revokes the oldest.
     public var devicesPerAccount = 10
-    /// Event streams one user may hold open.
-    public var eventStreamsPerUser = 4
-    /// Event streams one client address (IPv6 by /64) may hold open, whatever tokens it presents.
-    public var eventStreamsPerAddress = 100
-    /// Event streams open at once on this server.
-    public var eventStreamsTotal = 1_000
-    /// The most connections open at once; further ones wait in the listen backlog.
-    public var maximumConnections = 4_096
-    /// Seconds a client has to send a request's head and body once it starts one (slow clients are cut off).
-    public var readTimeout = 30
-    /// When set, `/metrics` answers only requests carrying `Authorization: Bearer <token>`.
-    public var metricsToken: String?
 
     /// Creates a configuration for an app.
     public init(bundleId: String) { self.bundleId = bundleId }
@@ -137,24 +104,6 @@ public struct ServerDependencies: Sendable {
         self.logger = logger
         self.now = now
     }
-}
-
-/// How the admin panel is offered.
-public struct PanelConfiguration: Sendable {
-    /// Whether the panel answers requests from other machines; off, it answers loopback addresses only.
-    public var allowRemote = false
-    /// Whether session cookies are `Secure` with the `__Host-` prefix (set this behind TLS).
-    public var secureCookies = false
-    /// Hours a session lasts.
-    public var sessionHours = 8
-    /// The public host name the panel is reached by when ``allowRemote`` is on (`support.example.com`); other
-    /// Host names than this and loopback names are refused, so DNS rebinding cannot reach the panel.
-    public var publicHost: String?
-    /// Requests to the sign-in page per client address.
-    public var signInLimit = RateLimit(burst: 30, perSecond: 0.2)
-
-    /// The defaults: loopback only, plain cookies, 8-hour sessions.
-    public init() {}
 }
 
 /// What a CloudKit claim must show before the imported customer is handed over (`cloudkit.claim.proof`).

@@ -2,6 +2,7 @@ import CofferAPI
 import CofferAdmin
 import CofferAppStore
 import CofferCore
+import CofferPanel
 import CofferServer
 import CofferService
 import CofferSimulator

@@ -58,7 +58,7 @@ struct ClockStepTests {
             catalog: catalog, now: now)
         let client = ClientService(
             ServiceParts(
-                configuration: configuration, dependencies: dependencies, events: EventHub(),
+                configuration: configuration.service, dependencies: dependencies, events: EventHub(),
                 ledger: LedgerBatcher(store: store)))
         return (client, AdminService(store: store, catalog: catalog, walletMode: wallet, now: now), apple)
     }

@@ -194,7 +194,7 @@ final class ModelRun {
         // Two instances of the server on one database: each request goes to either.
         func instance() -> (ClientService, NotificationIntake) {
             let parts = ServiceParts(
-                configuration: configuration, dependencies: dependencies, events: EventHub(),
+                configuration: configuration.service, dependencies: dependencies, events: EventHub(),
                 ledger: LedgerBatcher(store: store))
             return (ClientService(parts), NotificationIntake(parts))
         }

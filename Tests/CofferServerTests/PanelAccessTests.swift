@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferAdmin
 import CofferCore
+import CofferPanel
 import CofferServer
 import CofferService
 import CofferStore

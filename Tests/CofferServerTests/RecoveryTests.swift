@@ -70,7 +70,8 @@ struct RecoveryTests {
         try await setup.apple.advanceClock(by: 60)
         try await Self.withAppleAPI(setup) { api in
             let recovery = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: try setup.dependencies(api: api))
+                NotificationRecovery(
+                    configuration: setup.configuration.service, dependencies: try setup.dependencies(api: api))
             )
             let first = try await recovery.runOnce()
             #expect(first.read == 3)
@@ -86,7 +87,8 @@ struct RecoveryTests {
 
             // A restart: a new service on the same store resumes from the saved cursor; nothing twice.
             let restarted = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: try setup.dependencies(api: api))
+                NotificationRecovery(
+                    configuration: setup.configuration.service, dependencies: try setup.dependencies(api: api))
             )
             let again = try await restarted.runOnce()
             #expect(again.new == 0)
@@ -109,7 +111,7 @@ struct RecoveryTests {
             let dependencies = try ServerDependencies(
                 store: setup.store, verifier: verifier, catalog: setup.catalog, appStoreAPI: api, now: { clock.now() })
             let recovery = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: dependencies))
+                NotificationRecovery(configuration: setup.configuration.service, dependencies: dependencies))
             let report = try await recovery.runOnce()
             #expect(report.new == 0)
             #expect(try await setup.store.cursor("notification-history", environment: .sandbox) != nil)
@@ -130,7 +132,8 @@ struct RecoveryTests {
         try await setup.apple.advanceClock(by: 60)
         try await Self.withAppleAPI(setup) { api in
             let recovery = try #require(
-                NotificationRecovery(configuration: setup.configuration, dependencies: try setup.dependencies(api: api))
+                NotificationRecovery(
+                    configuration: setup.configuration.service, dependencies: try setup.dependencies(api: api))
             )
             let report = try await recovery.runOnce()
             #expect(report.filled == 1)

@@ -15,7 +15,7 @@ struct ServiceTests {
     static func make(wallet: WalletMode) throws -> (ClientService, SimulatedAppStore) {
         let start = SimulatedApple.start
         let (pki, catalog, apple) = try SimulatedApple.make(at: start)
-        var configuration = ServerConfiguration(bundleId: SimulatedApple.bundleId)
+        var configuration = ServiceConfiguration(bundleId: SimulatedApple.bundleId)
         configuration.wallet = wallet
         let store = InMemoryStore()
         let dependencies = try ServerDependencies(
