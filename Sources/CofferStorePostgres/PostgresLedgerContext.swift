@@ -6,6 +6,27 @@ import PostgresNIO
 
 /// The ledger's read and write steps inside one PostgreSQL transaction.
 struct PostgresLedgerContext: AsyncLedgerWriteContext {
+    /// What a receipt written again keeps and takes, in a delivery's write and in a batch's: Apple's facts and the
+    /// delivery's outcome are the latest; the data's environment and the Xcode mark stay unless the write knows
+    /// them; a receipt of another owner is never overwritten (nothing is returned then).
+    static let receiptConflict = """
+        ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
+            purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
+            delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
+            = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
+            excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
+            excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
+            excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
+            signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN receipts.signed_by_xcode
+                ELSE excluded.signed_by_xcode END,
+            data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
+            price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
+            revocation_reason = excluded.revocation_reason,
+            delivered_before_coffer = excluded.delivered_before_coffer
+        WHERE receipts.owner = excluded.owner
+        RETURNING 1
+        """
+
     let connection: PostgresConnection
     let logger: Logger
 
@@ -105,21 +126,7 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                     \(receipt.reversedAt.map(Millis.from)), \(fact.environment?.rawValue), \(fact.price),
                     \(fact.currency), \(fact.storefront), \(fact.revocationReason.map(Int64.init)),
                     \(receipt.deliveredBeforeCoffer), \(fact.signedByXcode))
-                ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
-                    purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
-                    delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
-                    = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
-                    excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
-                    excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
-                    excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
-                    signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN receipts.signed_by_xcode
-                        ELSE excluded.signed_by_xcode END,
-                    data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
-                    price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
-                    revocation_reason = excluded.revocation_reason,
-                    delivered_before_coffer = excluded.delivered_before_coffer
-                WHERE receipts.owner = excluded.owner
-                RETURNING 1
+                \(unescaped: Self.receiptConflict)
                 """, logger: logger)
             guard written else { throw LostRace() }
         }

@@ -105,21 +105,7 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
                 $24::int8[], $25::int8[], $26::int8[], $27::bool[], $28::bool[], $29::bool[], $30::int8[],
                 $31::int8[], $32::int8[], $33::int8[], $34::int8[], $35::int8[], $36::text[], $37::int8[],
                 $38::text[], $39::text[], $40::int8[], $41::bool[], $43::bool[])
-            ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
-                purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
-                delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
-                = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
-                excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
-                excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
-                excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
-                signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN receipts.signed_by_xcode
-                    ELSE excluded.signed_by_xcode END,
-                data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
-                price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
-                revocation_reason = excluded.revocation_reason,
-                delivered_before_coffer = excluded.delivered_before_coffer
-            WHERE receipts.owner = excluded.owner
-            RETURNING 1
+            \(PostgresLedgerContext.receiptConflict)
         )
         SELECT count(*)::int8 FROM receipt
         """
