@@ -28,7 +28,7 @@ extension CofferSDK {
                 if !Task.isCancelled { lastEventFailure = "\(error)" }
             }
             isConnectedToEvents = false
-            do { try await Task.sleep(for: retry) } catch { return }
+            do { try await configuration.timerClock.sleep(for: retry) } catch { return }
         }
     }
 

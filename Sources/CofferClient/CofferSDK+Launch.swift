@@ -181,7 +181,7 @@ extension CofferSDK {
     /// are kept in ``lastBackupFailure`` and retried at the next tick.
     public func runBackups(every interval: Duration = .seconds(300)) async {
         while !Task.isCancelled {
-            do { try await Task.sleep(for: interval) } catch { return }
+            do { try await configuration.timerClock.sleep(for: interval) } catch { return }
             _ = try? await postOutbox()
             await backUpNow()
         }
@@ -238,7 +238,7 @@ extension CofferSDK {
         else { return nil }
         let name: String?
         do {
-            name = try await Self.within(.seconds(10), read)
+            name = try await Self.within(.seconds(10), on: configuration.timerClock, read)
         } catch {
             throw .transport("CloudKit did not give the user record name: \(error)")
         }
@@ -285,7 +285,7 @@ extension CofferSDK {
     func cloudKitWebAuthToken() async throws(ServerClientError) -> String? {
         guard let fetch = configuration.cloudKitWebAuthToken else { return nil }
         do {
-            return try await Self.within(.seconds(10), fetch)
+            return try await Self.within(.seconds(10), on: configuration.timerClock, fetch)
         } catch {
             throw .transport("CloudKit did not give a web auth token: \(error)")
         }
@@ -299,9 +299,11 @@ extension CofferSDK {
         try? state.set(Self.cloudKitClaimKey, "")
     }
 
-    /// `body`'s answer, or a timeout error after `limit`, even when `body` ignores cancellation (it is cancelled
-    /// and left to finish on its own).
-    static func within<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T)
+    /// `body`'s answer, or a timeout error once `limit` has passed on `clock`, even when `body` ignores
+    /// cancellation (it is cancelled and left to finish on its own).
+    static func within<T: Sendable>(
+        _ limit: Duration, on clock: any TimerClock, _ body: @escaping @Sendable () async throws -> T
+    )
         async throws -> T
     {
         let waiting = Waiting<T>()
@@ -317,7 +319,7 @@ extension CofferSDK {
                 waiting.take()?.resume(with: result)
             }
             Task {
-                try? await Task.sleep(for: limit)
+                try? await clock.sleep(for: limit)
                 guard let late = waiting.take() else { return }
                 work.cancel()
                 late.resume(throwing: CancellationError())
@@ -418,7 +420,7 @@ extension CofferSDK {
     }
 }
 
-/// The continuation ``CofferSDK/within(_:_:)`` resumes once: with the answer, or at the deadline.
+/// The continuation ``CofferSDK/within(_:on:_:)`` resumes once: with the answer, or at the deadline.
 private final class Waiting<T: Sendable>: Sendable {
     let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
 

@@ -70,7 +70,7 @@ extension CofferSDK {
         guard let delay = configuration.backupDelay, !backupWaiting else { return }
         backupWaiting = true
         scheduledBackup = Task {
-            if delay > 0 { try? await Task.sleep(for: .milliseconds(Int(delay * 1_000))) }
+            if delay > 0 { try? await self.configuration.timerClock.sleep(for: .milliseconds(Int(delay * 1_000))) }
             await self.runScheduledBackup()
         }
     }

@@ -82,7 +82,8 @@ extension CofferSDK {
             answer.finish()
         }
         let timer = Task {
-            try? await Task.sleep(for: .milliseconds(Int(min(max(deadline, 0), 86_400) * 1_000)))
+            try? await self.configuration.timerClock.sleep(
+                for: .milliseconds(Int(min(max(deadline, 0), 86_400) * 1_000)))
             answer.yield(nil)
             answer.finish()
         }

@@ -47,6 +47,9 @@ public struct SDKConfiguration: Sendable {
     /// Where the SDK writes each step it takes (launch, purchase, recovery, refund, grant, backup, and each server
     /// call with its request id): os.Logger under the subsystem `Coffer` on Apple platforms unless told otherwise.
     public var log = SDKLog()
+    /// The clock the SDK's waits are kept on: the launch deadline, the backup delay, ``CofferSDK/runBackups(every:)``
+    /// and the event stream's reconnection. The system's; a test gives one it moves by hand.
+    public var timerClock: any TimerClock = SystemTimerClock()
 
     /// Creates a configuration.
     public init(

@@ -3,6 +3,7 @@ import CofferCore
 import CofferSimulator
 import CofferStore
 import CofferStoreKit
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -126,18 +127,29 @@ struct LaunchStartTests {
             // The server hangs: every request waits (the client's own timeout is a minute).
             let silent = try SilentServer()
             let client = ServerClient(baseURL: URL(string: "http://127.0.0.1:\(silent.port)")!, timeout: 60)
+            // The deadline is kept on a clock the test moves: the launch answers when the clock passes it.
+            let clock = TestClock()
+            var configuration = SDKConfiguration(
+                wallet: .device, environment: .sandbox, catalog: world.catalog, deviceName: "iPhone",
+                launchDeadline: 0.2)
+            configuration.timerClock = clock
             let hanging = try CofferSDK(
-                configuration: SDKConfiguration(
-                    wallet: .device, environment: .sandbox, catalog: world.catalog, deviceName: "iPhone",
-                    launchDeadline: 0.2),
-                storeKit: world.apple.device(account: "alice"), server: client,
+                configuration: configuration, storeKit: world.apple.device(account: "alice"), server: client,
                 folder: world.folder.appendingPathComponent("app"),
                 credentials: FileCredentialStore(path: world.folder.appendingPathComponent("credentials.json").path))
-            let report = try await hanging.launch()
+            let launching = Task { try await hanging.launch() }
+            await clock.waitForSleepers()
+            clock.advance(0.1)
+            #expect(clock.sleepers == 1)  // not yet past the deadline: the launch still waits
+            clock.advance(0.1)
+            let report = try await launching.value
             #expect(report.pastDeadline && report.recovered.isEmpty)
             // Launched again while the first launch's steps still wait: it waits for them, it does not run them twice.
             let sent = client.requestsSent
-            #expect(try await hanging.launch().pastDeadline)
+            let again = Task { try await hanging.launch() }
+            await clock.waitForSleepers()
+            clock.advance(0.2)
+            #expect(try await again.value.pastDeadline)
             #expect(client.requestsSent == sent)
             #expect(hanging.cachedStart.balance == 100)  // what the app shows meanwhile
             // The same install against the server that answers: the whole launch, no deadline met.

@@ -6,6 +6,7 @@ import CofferCore
 import CofferSimulator
 import CofferStore
 import CofferStoreKit
+import CofferTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -132,15 +133,22 @@ struct LiveSyncTests {
     @Test("device wallet: the backup follows spending every few moments and on going to the background")
     func backupSchedule() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device) { world in
-            // No backup after each change here: the periodic and background ones are what is tested.
-            let app = try world.app(backupDelay: nil)
+            // No backup after each change here: the periodic and background ones are what is tested, the period
+            // on a clock the test moves.
+            let clock = TestClock()
+            let app = try world.app(backupDelay: nil, timerClock: clock)
             try await app.launch()
             _ = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
             let user = try await SupportFlowTests.serverUser(world, app)
             #expect(try await app.spend(50) == 250)
             #expect(try await app.backupStatus() == .differs(device: 250, server: 300))
 
-            let schedule = Task { await app.runBackups(every: .milliseconds(100)) }
+            let schedule = Task { await app.runBackups(every: .seconds(300)) }
+            await clock.waitForSleepers()
+            clock.advance(299)
+            #expect(clock.sleepers == 1)  // not yet five minutes: nothing was backed up
+            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 300)
+            clock.advance(1)
             try await Self.eventually("the periodic backup holds 250") {
                 try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 250
             }
@@ -166,6 +174,32 @@ struct LiveSyncTests {
             }
             #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 110)
             #expect(try await app.balance() == 110)
+        }
+    }
+
+    @Test(
+        "device wallet: a balance change is backed up backupDelay later on the SDK's clock; changes meanwhile share it")
+    func delayedBackup() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let clock = TestClock()
+            let app = try world.app(backupDelay: 2, timerClock: clock)
+            try await app.launch()
+            _ = try await app.purchase(productId: PurchaseFlowTests.product, quantity: 3)
+            let user = try await SupportFlowTests.serverUser(world, app)
+            try await Self.eventually("the purchase's backup holds 300") {
+                if clock.sleepers > 0 { clock.advance(2) }
+                return try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 300
+            }
+            #expect(try await app.spend(50) == 250)
+            await clock.waitForSleepers()
+            #expect(try await app.spend(25) == 225)
+            #expect(clock.sleepers == 1)  // one backup waits, for both changes
+            clock.advance(1.9)
+            #expect(try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 300)
+            clock.advance(0.1)
+            try await Self.eventually("the delayed backup holds 225") {
+                try await world.serverStore.backup(owner: user.id, environment: .sandbox)?.value == 225
+            }
         }
     }
 

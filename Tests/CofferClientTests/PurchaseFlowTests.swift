@@ -54,7 +54,7 @@ struct PurchaseFlowTests {
             device: (any StoreKitProvider)? = nil, offline: Bool = false, startingBalance: Int64 = 0,
             backupDelay: TimeInterval? = 0.05, cloudKitUserRecordName: String? = nil, bundled: Catalog? = nil,
             configuredWallet: WalletMode? = nil, launchDeadline: TimeInterval? = nil,
-            log: SDKLog = SDKLog(toPlatform: false)
+            log: SDKLog = SDKLog(toPlatform: false), timerClock: (any TimerClock)? = nil
         ) throws -> CofferSDK {
             let fired = Mutex(false)
             var configuration = SDKConfiguration(
@@ -64,6 +64,7 @@ struct PurchaseFlowTests {
             configuration.log = log
             configuration.backupDelay = backupDelay
             configuration.launchDeadline = launchDeadline
+            if let timerClock { configuration.timerClock = timerClock }
             if let cloudKitUserRecordName {
                 configuration.cloudKitUserRecordName = {
                     guard cloudKitUserRecordName != "unavailable" else { throw URLError(.notConnectedToInternet) }
