@@ -1,0 +1,18 @@
+/// `POST /v1/admin/users/{supportId}/balance`: the balance to set, with a reason.
+public struct BalanceRequest: Sendable, Hashable, Codable {
+    /// The new balance.
+    public var balance: Int64
+    /// Why.
+    public var reason: String
+    /// The balance support saw (the server wallet's balance, or the device wallet's backed-up balance): when
+    /// given, the edit is refused (409 `balance-changed`) unless the balance is still this inside its
+    /// transaction.
+    public var expected: Int64?
+
+    /// Creates a request.
+    public init(balance: Int64, reason: String, expected: Int64? = nil) {
+        self.balance = balance
+        self.reason = reason
+        self.expected = expected
+    }
+}

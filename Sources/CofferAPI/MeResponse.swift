@@ -1,0 +1,40 @@
+/// `GET /v1/me` answers with this.
+public struct MeResponse: Codable, Sendable, Equatable {
+    /// The user's support id.
+    public var supportId: String
+    /// The balance.
+    public var balance: Int64
+    /// What refunds could not take back.
+    public var deficit: Int64
+    /// The entitlements now.
+    public var entitlements: [String]
+    /// The backup, if the device made one.
+    public var backup: BackupBody?
+    /// Who keeps the balance: `server` or `device` (the server's `wallet` setting); `nil` from a server before it
+    /// said. The SDK configured for the other wallet stops at launch (its `walletMismatch` error).
+    public var wallet: String?
+
+    /// Creates the answer.
+    public init(
+        supportId: String, balance: Int64, deficit: Int64, entitlements: [String], backup: BackupBody?,
+        wallet: String? = nil
+    ) {
+        self.supportId = supportId
+        self.balance = balance
+        self.deficit = deficit
+        self.entitlements = entitlements
+        self.backup = backup
+        self.wallet = wallet
+    }
+
+    /// Encodes `backup` as `null` when there is none, as the contract says.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(supportId, forKey: .supportId)
+        try container.encode(balance, forKey: .balance)
+        try container.encode(deficit, forKey: .deficit)
+        try container.encode(entitlements, forKey: .entitlements)
+        try container.encode(backup, forKey: .backup)
+        try container.encodeIfPresent(wallet, forKey: .wallet)
+    }
+}
