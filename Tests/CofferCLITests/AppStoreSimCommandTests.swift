@@ -33,7 +33,9 @@ struct AppStoreSimCommandTests {
         var ready = false
         for _ in 0..<100 where !ready {
             ready =
-                try CofferProcess.run(["appstore-sim", "history", "nobody", "--server", "http://127.0.0.1:\(port)"])
+                try await CofferProcess.run([
+                    "appstore-sim", "history", "nobody", "--server", "http://127.0.0.1:\(port)",
+                ])
                 .status == 0
             if !ready { try await Task.sleep(for: .milliseconds(100)) }
         }
@@ -44,10 +46,10 @@ struct AppStoreSimCommandTests {
     @Test("init, serve, purchase, advance-clock, refund, history; signed data verifies in Sandbox only")
     func session() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sim-\(UUID().uuidString)")
-        let initialized = try CofferProcess.run(["appstore-sim", "init", folder.path])
+        let initialized = try await CofferProcess.run(["appstore-sim", "init", folder.path])
         #expect(initialized.status == 0, "\(initialized.stderr)")
         #expect(initialized.stdout.contains("root.der"))
-        #expect(try CofferProcess.run(["appstore-sim", "init", folder.path]).status != 0)  // never overwrites
+        #expect(try await CofferProcess.run(["appstore-sim", "init", folder.path]).status != 0)  // never overwrites
 
         let (server, port) = try await Self.serve(folder, ["--offer-code", "SPRING=com.example.credits.400k"])
         defer {
@@ -56,7 +58,7 @@ struct AppStoreSimCommandTests {
         }
         let remote = ["--server", "http://127.0.0.1:\(port)"]
 
-        let bought = try CofferProcess.run(
+        let bought = try await CofferProcess.run(
             [
                 "appstore-sim", "purchase", "--account", "alice", "--product", "com.example.credits.400k", "--quantity",
                 "3",
@@ -65,20 +67,20 @@ struct AppStoreSimCommandTests {
         #expect(bought.status == 0, "\(bought.stderr)")
         #expect(bought.stdout.contains("alice bought com.example.credits.400k ×3: transaction 2000000000"))
         #expect(bought.stdout.contains("notifications: ONE_TIME_CHARGE"))
-        let subscribed = try CofferProcess.run(
+        let subscribed = try await CofferProcess.run(
             ["appstore-sim", "purchase", "--account", "alice", "--product", "com.example.pro.monthly"] + remote)
         #expect(subscribed.stdout.contains("SUBSCRIBED/INITIAL_BUY"))
-        let advanced = try CofferProcess.run(["appstore-sim", "advance-clock", "31d"] + remote)
+        let advanced = try await CofferProcess.run(["appstore-sim", "advance-clock", "31d"] + remote)
         #expect(advanced.stdout.contains("renewed"))
         #expect(advanced.stdout.contains("DID_RENEW"))
-        let refunded = try CofferProcess.run(["appstore-sim", "refund", "2000000000"] + remote)
+        let refunded = try await CofferProcess.run(["appstore-sim", "refund", "2000000000"] + remote)
         #expect(refunded.stdout.contains("refunded 2000000000"))
-        let reversed = try CofferProcess.run(["appstore-sim", "reverse-refund", "2000000000"] + remote)
+        let reversed = try await CofferProcess.run(["appstore-sim", "reverse-refund", "2000000000"] + remote)
         #expect(reversed.stdout.contains("REFUND_REVERSED"))
-        let expired = try CofferProcess.run(["appstore-sim", "expire", "2000000002"] + remote)
+        let expired = try await CofferProcess.run(["appstore-sim", "expire", "2000000002"] + remote)
         #expect(expired.stdout.contains("EXPIRED/VOLUNTARY"))
 
-        let history = try CofferProcess.run(["appstore-sim", "history", "alice", "--json"] + remote)
+        let history = try await CofferProcess.run(["appstore-sim", "history", "alice", "--json"] + remote)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(history.stdout.utf8)) as? [String: Any])
         let notifications = try #require(object["notifications"] as? [[String: Any]])
         #expect(
@@ -90,55 +92,56 @@ struct AppStoreSimCommandTests {
 
         // The app receipt is PKCS#7 in Apple's shape: `coffer receipt` verifies it by Apple's receipt policy
         // with the simulator's receipt root, and refuses it without.
-        let receipt = try CofferProcess.run(["appstore-sim", "receipt", "alice"] + remote)
+        let receipt = try await CofferProcess.run(["appstore-sim", "receipt", "alice"] + remote)
         #expect(receipt.status == 0)
         let receiptFile = folder.appendingPathComponent("alice.receipt")
         try Data(receipt.stdout.utf8).write(to: receiptFile)
-        let verified = try CofferProcess.run([
+        let verified = try await CofferProcess.run([
             "receipt", receiptFile.path, "--root", folder.appendingPathComponent("receipt-root.der").path,
         ])
         #expect(verified.status == 0, "\(verified.stdout)\(verified.stderr)")
         #expect(verified.stdout.contains("type ProductionSandbox  bundle com.example.app"))
         #expect(verified.stdout.contains("2000000000"))
-        #expect(try CofferProcess.run(["receipt", receiptFile.path]).status == 1)
+        #expect(try await CofferProcess.run(["receipt", receiptFile.path]).status == 1)
         let keyMode =
             try FileManager.default.attributesOfItem(
                 atPath: folder.appendingPathComponent("receipt-leaf-key.pem").path)[.posixPermissions] as? Int
         #expect(keyMode == 0o600)
 
         // Bad input: a clear error, exit 1, nothing changes.
-        let unknown = try CofferProcess.run(["appstore-sim", "refund", "999"] + remote)
+        let unknown = try await CofferProcess.run(["appstore-sim", "refund", "999"] + remote)
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no transaction 999"))
-        let badProduct = try CofferProcess.run(
+        let badProduct = try await CofferProcess.run(
             ["appstore-sim", "purchase", "--account", "alice", "--product", "com.example.nope"] + remote)
         #expect(badProduct.status == 1)
         #expect(badProduct.stderr.contains("not in the catalog"))
-        #expect(try CofferProcess.run(["appstore-sim", "advance-clock", "soon"] + remote).status == 64)
+        #expect(try await CofferProcess.run(["appstore-sim", "advance-clock", "soon"] + remote).status == 64)
 
         // An offer code from --offer-code, redeemed once per account, as the device's sheet does.
-        let redeemed = try CofferProcess.run(
+        let redeemed = try await CofferProcess.run(
             ["appstore-sim", "redeem-offer-code", "--account", "bob", "SPRING"] + remote)
         #expect(redeemed.status == 0, "\(redeemed.stderr)")
         #expect(redeemed.stdout.contains("bob redeemed offer code SPRING"))
-        let twice = try CofferProcess.run(["appstore-sim", "redeem-offer-code", "--account", "bob", "SPRING"] + remote)
+        let twice = try await CofferProcess.run(
+            ["appstore-sim", "redeem-offer-code", "--account", "bob", "SPRING"] + remote)
         #expect(twice.status == 1 && twice.stderr.contains("already redeemed"))
-        let unknownCode = try CofferProcess.run(
+        let unknownCode = try await CofferProcess.run(
             ["appstore-sim", "redeem-offer-code", "--account", "bob", "NOPE"] + remote)
         #expect(unknownCode.status == 1 && unknownCode.stderr.contains("no offer code NOPE"))
 
         // What the device would post verifies with the simulator's root in Sandbox, and never in Production.
-        let signed = try CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote)
+        let signed = try await CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote)
         let jws = folder.appendingPathComponent("transaction.jws")
         try Data(signed.stdout.utf8).write(to: jws)
         let rootDER = folder.appendingPathComponent("root.der").path
-        let sandbox = try CofferProcess.run([
+        let sandbox = try await CofferProcess.run([
             "verify", jws.path, "--kind", "transaction", "--root", rootDER, "--bundle-id", "com.example.app",
             "--environment", "Sandbox",
         ])
         #expect(sandbox.status == 0, "\(sandbox.stdout)")
         #expect(sandbox.stdout.contains("\"quantity\" : 3"))
-        let production = try CofferProcess.run([
+        let production = try await CofferProcess.run([
             "verify", jws.path, "--kind", "transaction", "--root", rootDER, "--bundle-id", "com.example.app",
             "--environment", "Production", "--app-apple-id", "1234567890",
         ])
@@ -149,7 +152,7 @@ struct AppStoreSimCommandTests {
         let key = try #require(
             try JSONSerialization.jsonObject(
                 with: Data(contentsOf: folder.appendingPathComponent("api-key.json"))) as? [String: String])
-        let info = try CofferProcess.run([
+        let info = try await CofferProcess.run([
             "appstore", "transaction", "2000000000", "--key-id", key["keyId"] ?? "", "--issuer-id",
             key["issuerId"] ?? "", "--bundle-id", "com.example.app", "--private-key",
             folder.appendingPathComponent(key["privateKeyFile"] ?? "").path, "--base-url", "http://127.0.0.1:\(port)",

@@ -1,6 +1,7 @@
 import CofferCore
 import CofferStore
 import CofferStoreSQLite
+import CofferTestSupport
 import Foundation
 import Testing
 
@@ -20,7 +21,8 @@ struct CofferProcess {
         return folder.appendingPathComponent("coffer")
     }
 
-    static func run(
+    /// Runs the command and waits for it on the calling thread: only for a thread of its own (``run(_:in:environment:executable:)``).
+    static func runBlocking(
         _ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:],
         executable other: String? = nil
     ) throws -> Output {
@@ -44,19 +46,14 @@ struct CofferProcess {
             stderr: String(decoding: stderr, as: UTF8.self))
     }
 
-    /// ``run(_:in:environment:)`` on a thread of its own: waiting for a command that takes seconds must not
-    /// hold one of the few threads Swift concurrency runs every suite on (on 2 cores, two such waits stall
-    /// every test in the process).
-    static func runDetached(
+    /// Runs the command on a thread of its own: waiting for a command that takes seconds must not hold one of the
+    /// few threads Swift concurrency runs every suite on (on 2 cores, two such waits stall every test in the
+    /// process, and tests waiting on PostgreSQL meanwhile miss their deadlines).
+    static func run(
         _ arguments: [String], in folder: URL? = nil, environment: [String: String] = [:], executable: String? = nil
     ) async throws -> Output {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    with: Result {
-                        try run(arguments, in: folder, environment: environment, executable: executable)
-                    })
-            }.start()
+        try await blockingWork {
+            try runBlocking(arguments, in: folder, environment: environment, executable: executable)
         }
     }
 }
@@ -73,15 +70,15 @@ struct CLITests {
     }
 
     @Test("--help lists the commands")
-    func help() throws {
-        let output = try CofferProcess.run(["--help"])
+    func help() async throws {
+        let output = try await CofferProcess.run(["--help"])
         #expect(output.status == 0)
         for command in ["catalog", "ledger", "migrate"] { #expect(output.stdout.contains(command)) }
     }
 
     @Test("catalog check accepts the example catalog and lists its products")
-    func catalogCheck() throws {
-        let output = try CofferProcess.run([
+    func catalogCheck() async throws {
+        let output = try await CofferProcess.run([
             "catalog", "check", root.appendingPathComponent("Examples/catalog.json").path,
         ])
         #expect(output.status == 0)
@@ -91,8 +88,8 @@ struct CLITests {
     }
 
     @Test("catalog check --json prints the parsed catalog")
-    func catalogJSON() throws {
-        let output = try CofferProcess.run([
+    func catalogJSON() async throws {
+        let output = try await CofferProcess.run([
             "catalog", "check", "--json", root.appendingPathComponent("Examples/catalog.json").path,
         ])
         #expect(output.status == 0)
@@ -101,14 +98,14 @@ struct CLITests {
     }
 
     @Test("catalog check refuses a bad catalog with exit 1 and a message naming the fault")
-    func catalogRefused() throws {
+    func catalogRefused() async throws {
         let path = try temporaryFile("bad.json")
         try Data(#"{"products": [{"id": "a", "kind": "consumable", "credits": -1}]}"#.utf8).write(
             to: URL(fileURLWithPath: path))
-        let output = try CofferProcess.run(["catalog", "check", path])
+        let output = try await CofferProcess.run(["catalog", "check", path])
         #expect(output.status == 1)
         #expect(output.stderr.contains("product a: credits must not be negative (got -1)"))
-        let missing = try CofferProcess.run(["catalog", "check", "/nonexistent/catalog.json"])
+        let missing = try await CofferProcess.run(["catalog", "check", "/nonexistent/catalog.json"])
         #expect(missing.status == 1)
         #expect(missing.stderr.contains("cannot read"))
     }
@@ -131,7 +128,7 @@ struct CLITests {
                 LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: user.createdAt))
         }
 
-        let output = try CofferProcess.run(["ledger", "show", "_ABC123DEF456", "--database", path])
+        let output = try await CofferProcess.run(["ledger", "show", "_ABC123DEF456", "--database", path])
         #expect(output.status == 0, "\(output.stderr)")
         // 400k bought, 350k spent, refunded (50k taken, 350k deficit), 400k granted settles the deficit first.
         #expect(output.stdout.contains("_abc123def456  Sandbox  balance 50000  deficit 0"))
@@ -139,28 +136,32 @@ struct CLITests {
             #expect(output.stdout.contains(key))
         }
 
-        let json = try CofferProcess.run(["ledger", "show", "_abc123def456", "--database", path, "--json"])
+        let json = try await CofferProcess.run(["ledger", "show", "_abc123def456", "--database", path, "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect((object["entries"] as? [Any])?.count == 4)
         #expect((object["wallet"] as? [String: Any])?["balance"] as? Int == 50_000)
 
-        let check = try CofferProcess.run(["ledger", "check", "--database", path])
+        let check = try await CofferProcess.run(["ledger", "check", "--database", path])
         #expect(check.status == 0)
         #expect(check.stdout.contains("checked 1 users in Sandbox: 0 problems"))
     }
 
     @Test("ledger show refuses unknown users, bad Support IDs, missing databases and environments")
-    func ledgerErrors() throws {
+    func ledgerErrors() async throws {
         let path = try temporaryFile("empty.sqlite")
-        #expect(try CofferProcess.run(["migrate", "--database", path]).status == 0)
-        let unknown = try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path])
+        #expect(try await CofferProcess.run(["migrate", "--database", path]).status == 0)
+        let unknown = try await CofferProcess.run(["ledger", "show", "_000000000000", "--database", path])
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no user _000000000000 in Sandbox"))
         #expect(
-            try CofferProcess.run(["ledger", "show", "nope", "--database", path]).stderr.contains("not a Support ID"))
+            try await CofferProcess.run(["ledger", "show", "nope", "--database", path]).stderr.contains(
+                "not a Support ID"))
         #expect(
-            try CofferProcess.run(["ledger", "show", "_000000000000", "--database", path + ".missing"]).status == 1)
-        let environment = try CofferProcess.run(["ledger", "check", "--database", path, "--environment", "Staging"])
+            try await CofferProcess.run(["ledger", "show", "_000000000000", "--database", path + ".missing"]).status
+                == 1)
+        let environment = try await CofferProcess.run([
+            "ledger", "check", "--database", path, "--environment", "Staging",
+        ])
         #expect(environment.status == 1)
         #expect(environment.stderr.contains("unknown environment Staging"))
     }

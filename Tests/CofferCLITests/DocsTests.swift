@@ -59,7 +59,7 @@ struct DocsTests {
                     "set -euo pipefail\n"
                     + block.split(separator: "\n").filter { !$0.hasPrefix("swift build") }.joined(separator: "\n")
                 let bin = CofferProcess.executable.deletingLastPathComponent().path
-                let output = try await CofferProcess.runDetached(
+                let output = try await CofferProcess.run(
                     ["-c", script], in: folder,
                     environment: ["PATH": bin + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")],
                     executable: "/bin/bash")
@@ -73,10 +73,10 @@ struct DocsTests {
     }
 
     @Test("docs/operations.md holds the settings reference coffer settings generates")
-    func settingsReference() throws {
+    func settingsReference() async throws {
         let operations = try String(
             contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
-        let generated = try CofferProcess.run(["settings"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let generated = try await CofferProcess.run(["settings"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let begin = try #require(operations.range(of: "<!-- settings:begin -->\n"))
         let end = try #require(operations.range(of: "\n<!-- settings:end -->"))
         #expect(

@@ -39,7 +39,9 @@ struct ImportCloudKitTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-ck-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let initialized = try CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path])
+        let initialized = try await CofferProcess.run([
+            "appstore-sim", "init", folder.appendingPathComponent("sim").path,
+        ])
         #expect(initialized.status == 0, "\(initialized.stderr)")
         let keyFile =
             try JSONSerialization.jsonObject(
@@ -149,7 +151,7 @@ struct ImportCloudKitTests {
         ]
         let recordsFile = folder.appendingPathComponent("records.json")
         try JSONSerialization.data(withJSONObject: ["records": records]).write(to: recordsFile)
-        let saved = try CofferProcess.run(["appstore-sim", "cloudkit-records", recordsFile.path] + remote)
+        let saved = try await CofferProcess.run(["appstore-sim", "cloudkit-records", recordsFile.path] + remote)
         #expect(saved.status == 0, "\(saved.stderr)")
         #expect(saved.stdout.contains("saved 461 records"))
 
@@ -163,19 +165,19 @@ struct ImportCloudKitTests {
         // A key CloudKit does not hold under that id (a forged one): refused, nothing written.
         let forged = folder.appendingPathComponent("forged.pem")
         try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: forged)
-        let refused = try CofferProcess.run(common + ["--key-file", forged.path])
+        let refused = try await CofferProcess.run(common + ["--key-file", forged.path])
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("AUTHENTICATION_FAILED"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("coffer.sqlite").path))
 
-        let dry = try CofferProcess.run(common + ["--key-file", keyPath, "--dry-run"])
+        let dry = try await CofferProcess.run(common + ["--key-file", keyPath, "--dry-run"])
         #expect(dry.status == 0, "\(dry.stderr)")
         #expect(dry.stdout.contains("would import 450 customers (450 balances, 2 unclaimed grants)"), "\(dry.stdout)")
         #expect(dry.stdout.contains("the ten largest balances:\n  7007 credits"), "\(dry.stdout)")
         #expect(dry.stdout.contains("the ten largest grants:\n  400000 credits"), "\(dry.stdout)")
         #expect(!FileManager.default.fileExists(atPath: folder.appendingPathComponent("coffer.sqlite").path))
 
-        let first = try CofferProcess.run(common + ["--key-file", keyPath, "--json"])
+        let first = try await CofferProcess.run(common + ["--key-file", keyPath, "--json"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stderr.contains("CreditGrant grant-negative: credits missing or outside"))
         #expect(first.stderr.contains("CreditGrant grant-self: not created by a --grant-creator"))
@@ -194,7 +196,7 @@ struct ImportCloudKitTests {
         let zeroId = try #require(zero["supportId"] as? String)
 
         // Run again: everything on file, nothing made twice.
-        let second = try CofferProcess.run(common + ["--key-file", keyPath])
+        let second = try await CofferProcess.run(common + ["--key-file", keyPath])
         #expect(second.status == 0, "\(second.stderr)")
         #expect(
             second.stdout.contains(
@@ -204,12 +206,12 @@ struct ImportCloudKitTests {
         #expect(second.stdout.contains("1 CreditGrant records: modified by someone other than its creator"))
 
         // The customers are there for support: the later backup's balance, the import in the story.
-        let user = try CofferProcess.run(["user", zeroId, "--database-url", database])
+        let user = try await CofferProcess.run(["user", zeroId, "--database-url", database])
         #expect(user.status == 0, "\(user.stderr)")
         #expect(user.stdout.contains("backup 1000 (version 1"), "\(user.stdout)")
         #expect(user.stdout.contains("customer.import"))
         // Support finds the customer by the old Support ID (the CloudKit user record name) too.
-        let found = try CofferProcess.run([
+        let found = try await CofferProcess.run([
             "users", "--search", String(format: "_%032x", 0), "--database-url", database, "--json",
         ])
         #expect(found.stdout.contains(zeroId) && found.stdout.contains("cloudkit-record-name"), "\(found.stdout)")
@@ -232,23 +234,24 @@ struct ImportCloudKitTests {
                 ]),
         ]
         try JSONSerialization.data(withJSONObject: ["records": later]).write(to: recordsFile)
-        #expect(try CofferProcess.run(["appstore-sim", "cloudkit-records", recordsFile.path] + remote).status == 0)
-        let third = try CofferProcess.run(common + ["--key-file", keyPath])
+        #expect(
+            try await CofferProcess.run(["appstore-sim", "cloudkit-records", recordsFile.path] + remote).status == 0)
+        let third = try await CofferProcess.run(common + ["--key-file", keyPath])
         #expect(third.stdout.contains("0 users made, 1 balances, 0 grants made"), "\(third.stdout)")
         #expect(third.stdout.contains("updated"))
         #expect(third.stdout.contains("0 made, 0 on file, 1 withdrawn"), "\(third.stdout)")
         #expect(
-            try CofferProcess.run(["user", zeroId, "--database-url", database]).stdout.contains(
+            try await CofferProcess.run(["user", zeroId, "--database-url", database]).stdout.contains(
                 "backup 7777 (version 2"))
 
         let seven = try #require(customers.first { $0["externalId"] as? String == String(format: "_%032x", 7) })
-        let sevenUser = try CofferProcess.run([
+        let sevenUser = try await CofferProcess.run([
             "user", try #require(seven["supportId"] as? String), "--database-url", database,
         ])
         #expect(sevenUser.stdout.contains("backup 7007 (version 1"), "\(sevenUser.stdout)")
 
         #expect(!customers.contains { $0["externalId"] as? String == "_onlygrant" })
-        let grants = try CofferProcess.run(["grants", "--database-url", database, "--status", "pending"])
+        let grants = try await CofferProcess.run(["grants", "--database-url", database, "--status", "pending"])
         #expect(!grants.stdout.contains("Ticket #42"), "withdrawn: \(grants.stdout)")
         #expect(!grants.stdout.contains("9,999") && !grants.stdout.contains("9999"))
         #expect(!grants.stdout.contains("500,000") && !grants.stdout.contains("500000"))
@@ -260,16 +263,16 @@ struct ImportCloudKitTests {
         var serverWallet = common
         serverWallet[serverWallet.count - 1] = ledger
         serverWallet += ["--key-file", keyPath, "--wallet", "server"]
-        let made = try CofferProcess.run(serverWallet + ["--json"])
+        let made = try await CofferProcess.run(serverWallet + ["--json"])
         #expect(made.status == 0, "\(made.stderr)")
-        let again = try CofferProcess.run(serverWallet)
+        let again = try await CofferProcess.run(serverWallet)
         #expect(again.stdout.contains("0 users made, 0 balances, 0 grants made"), "\(again.stdout)")
         let madeReport = try JSONSerialization.jsonObject(with: Data(made.stdout.utf8)) as? [String: Any]
         let first450 = try #require(
             (madeReport?["customers"] as? [[String: Any]])?.first {
                 $0["externalId"] as? String == String(format: "_%032x", 449)
             })
-        let serverUser = try CofferProcess.run([
+        let serverUser = try await CofferProcess.run([
             "user", try #require(first450["supportId"] as? String), "--database-url", ledger, "--wallet", "server",
         ])
         #expect(serverUser.stdout.contains("balance 1449  deficit 0"), "\(serverUser.stdout)")

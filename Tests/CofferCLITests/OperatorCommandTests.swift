@@ -34,8 +34,8 @@ struct OperatorCommandTests {
     }
 
     @Test("coffer --version prints the build's version, the one CHANGELOG.md names")
-    func version() throws {
-        let output = try CofferProcess.run(["--version"])
+    func version() async throws {
+        let output = try await CofferProcess.run(["--version"])
         #expect(output.status == 0)
         #expect(output.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == CofferVersion.current)
         let changelog = try String(
@@ -70,7 +70,8 @@ struct OperatorCommandTests {
         var lines: [[String: Any]] = []
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline, !lines.contains(where: { ($0["path"] as? String) == "/v1/users" }) {
-            text += String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+            let reading = output.fileHandleForReading
+            text += try await blockingWork { String(decoding: reading.availableData, as: UTF8.self) }
             let complete = text.split(separator: "\n", omittingEmptySubsequences: true)
             lines = try complete.dropLast(text.hasSuffix("\n") ? 0 : 1).map { line in
                 let object = try JSONSerialization.jsonObject(with: Data(line.utf8))
@@ -85,7 +86,7 @@ struct OperatorCommandTests {
         #expect((request["request_id"] as? String)?.isEmpty == false)
         #expect(request["status"] as? String == "201")
 
-        let wrong = try CofferProcess.run(["serve", "--bundle-id", "com.example.app", "--log-format", "xml"])
+        let wrong = try await CofferProcess.run(["serve", "--bundle-id", "com.example.app", "--log-format", "xml"])
         #expect(wrong.status != 0)
         #expect(wrong.stderr.contains("log.format is \"xml\"; expected text or json"), "\(wrong.stderr)")
     }
@@ -120,7 +121,7 @@ struct OperatorCommandTests {
             try await Task.sleep(for: .milliseconds(20))
         }
         let before = acknowledged.withLock { $0 }
-        let backup = try await CofferProcess.runDetached(["backup", "copy.sqlite"], in: folder)
+        let backup = try await CofferProcess.run(["backup", "copy.sqlite"], in: folder)
         try await Task.sleep(for: .milliseconds(300))
         stop.withLock { $0 = true }
         try await load.value
@@ -144,16 +145,16 @@ struct OperatorCommandTests {
         let inCopy = Set(try await reader.read { db in try String.fetchAll(db, sql: "SELECT support_id FROM users") })
         try reader.close()
         #expect(before.allSatisfy { inCopy.contains($0.supportId) })
-        #expect(try CofferProcess.run(["backup", "copy.sqlite"], in: folder).stderr.contains("exists already"))
+        #expect(try await CofferProcess.run(["backup", "copy.sqlite"], in: folder).stderr.contains("exists already"))
 
         // Restored into a new folder, a server started on it serves a customer acknowledged before the copy.
         let restored = try serve.temporaryFolder()
-        let restore = try CofferProcess.run(
+        let restore = try await CofferProcess.run(
             ["restore", copy, "--database-url", "sqlite:coffer.sqlite"], in: restored)
         #expect(restore.status == 0, "\(restore.stderr)")
-        let again = try CofferProcess.run(["restore", copy], in: restored)
+        let again = try await CofferProcess.run(["restore", copy], in: restored)
         #expect(again.status != 0 && again.stderr.contains("--yes"), "\(again.stderr)")
-        let replaced = try CofferProcess.run(["restore", copy, "--yes"], in: restored)
+        let replaced = try await CofferProcess.run(["restore", copy, "--yes"], in: restored)
         #expect(replaced.status == 0 && replaced.stdout.contains("kept as"), "\(replaced.stdout)")
         let restoredPort = try LocalPort.free()
         let second = try await serving(in: restored, port: restoredPort)
@@ -175,49 +176,49 @@ struct OperatorCommandTests {
     }
 
     @Test("coffer restore refuses a copy of another schema version, a damaged file and one that is not Coffer's")
-    func restoreRefuses() throws {
+    func restoreRefuses() async throws {
         let folder = try serve.temporaryFolder()
         let original = folder.appendingPathComponent("coffer.sqlite").path
         _ = try SQLiteStore(path: original)
-        #expect(try CofferProcess.run(["backup", "old.sqlite"], in: folder).status == 0)
+        #expect(try await CofferProcess.run(["backup", "old.sqlite"], in: folder).status == 0)
         // An older Coffer's copy: its last migration was never applied.
         let old = try DatabaseQueue(path: folder.appendingPathComponent("old.sqlite").path)
-        try old.write { db in
+        try await old.write { db in
             try db.execute(
                 sql: "DELETE FROM grdb_migrations WHERE identifier = ?", arguments: [SQLiteBackup.migrations.last])
         }
         try old.close()
         let target = folder.appendingPathComponent("target.sqlite").path
-        let refused = try CofferProcess.run(["restore", "old.sqlite", "--database-url", target], in: folder)
+        let refused = try await CofferProcess.run(["restore", "old.sqlite", "--database-url", target], in: folder)
         #expect(refused.status != 0)
         #expect(refused.stderr.contains("restore it with the Coffer version that made it"), "\(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: target))
         try Data("not a database at all, just some bytes".utf8).write(
             to: folder.appendingPathComponent("junk.sqlite"))
-        let junk = try CofferProcess.run(["restore", "junk.sqlite", "--database-url", target], in: folder)
+        let junk = try await CofferProcess.run(["restore", "junk.sqlite", "--database-url", target], in: folder)
         #expect(junk.status != 0 && !FileManager.default.fileExists(atPath: target), "\(junk.stderr)")
         let other = try DatabaseQueue(path: folder.appendingPathComponent("other.sqlite").path)
-        try other.write { db in try db.execute(sql: "CREATE TABLE notes (text TEXT)") }
+        try await other.write { db in try db.execute(sql: "CREATE TABLE notes (text TEXT)") }
         try other.close()
-        let foreign = try CofferProcess.run(["restore", "other.sqlite", "--database-url", target], in: folder)
+        let foreign = try await CofferProcess.run(["restore", "other.sqlite", "--database-url", target], in: folder)
         #expect(foreign.stderr.contains("not a Coffer database"), "\(foreign.stderr)")
         // A link to a good copy is refused: the database path must become a file of its own.
-        #expect(try CofferProcess.run(["backup", "good.sqlite"], in: folder).status == 0)
+        #expect(try await CofferProcess.run(["backup", "good.sqlite"], in: folder).status == 0)
         try FileManager.default.createSymbolicLink(
             atPath: folder.appendingPathComponent("link.sqlite").path,
             withDestinationPath: folder.appendingPathComponent("good.sqlite").path)
-        let linked = try CofferProcess.run(["restore", "link.sqlite", "--database-url", target], in: folder)
+        let linked = try await CofferProcess.run(["restore", "link.sqlite", "--database-url", target], in: folder)
         #expect(linked.status != 0 && linked.stderr.contains("symbolic link"), "\(linked.stderr)")
         #expect(!FileManager.default.fileExists(atPath: target))
-        let postgres = try CofferProcess.run(
+        let postgres = try await CofferProcess.run(
             ["backup", "x.sqlite", "--database-url", "postgres://coffer@127.0.0.1/coffer"], in: folder)
         #expect(postgres.stderr.contains("pg_dump"), "\(postgres.stderr)")
     }
 
     @Test("coffer doctor: settings, catalog, database, key files and what Production still needs; 1 on a problem")
-    func doctor() throws {
+    func doctor() async throws {
         let folder = try serve.temporaryFolder()
-        let missing = try CofferProcess.run(["doctor"], in: folder)
+        let missing = try await CofferProcess.run(["doctor"], in: folder)
         #expect(missing.status == 1)
         #expect(missing.stdout.contains("FAIL  settings: bundle.id is missing"), "\(missing.stdout)")
 
@@ -231,7 +232,7 @@ struct OperatorCommandTests {
             "COFFER_APPSTORE_KEY_ID": "TEST123456", "COFFER_APPSTORE_ISSUER_ID": "57246542-96fe-1a63-e053-0824d011072a",
             "COFFER_APPSTORE_PRIVATE_KEY": keyFile.path,
         ]
-        let good = try CofferProcess.run(arguments, in: folder, environment: environment)
+        let good = try await CofferProcess.run(arguments, in: folder, environment: environment)
         #expect(good.status == 0, "\(good.stdout)")
         #expect(good.stdout.contains("ok    catalog: catalog.json, 4 products"))
         #expect(good.stdout.contains("schema up to date (\(SQLiteBackup.migrations.count) migrations)"))
@@ -243,17 +244,17 @@ struct OperatorCommandTests {
             good.stdout.contains("if a reverse proxy on this machine forwards to Coffer, list it"), "\(good.stdout)")
         #expect(!good.stdout.contains("metrics.token"))
         // Behind a trusted proxy without a metrics token: /metrics answers whoever reaches the proxy.
-        let proxied = try CofferProcess.run(
+        let proxied = try await CofferProcess.run(
             arguments, in: folder,
             environment: environment.merging(["COFFER_SERVER_TRUSTED_PROXIES": "127.0.0.1"]) { $1 })
         #expect(proxied.stdout.contains("metrics.token: without it /metrics answers anyone"), "\(proxied.stdout)")
         #expect(!proxied.stdout.contains("if a reverse proxy on this machine forwards"))
 
         try "not a key".write(to: keyFile, atomically: true, encoding: .utf8)
-        let broken = try CofferProcess.run(arguments, in: folder, environment: environment)
+        let broken = try await CofferProcess.run(arguments, in: folder, environment: environment)
         #expect(broken.status == 1)
         #expect(broken.stdout.contains("FAIL  App Store Server API key TEST123456"), "\(broken.stdout)")
-        let noCatalog = try CofferProcess.run(arguments + ["--catalog", "missing.json"], in: folder)
+        let noCatalog = try await CofferProcess.run(arguments + ["--catalog", "missing.json"], in: folder)
         #expect(noCatalog.status == 1 && noCatalog.stdout.contains("FAIL  catalog: missing.json"))
     }
 
@@ -263,11 +264,11 @@ struct OperatorCommandTests {
     func doctorPostgres() async throws {
         let folder = try serve.temporaryFolder()
         let url = try await TestPostgres.freshDatabase()
-        let fresh = try CofferProcess.run(
+        let fresh = try await CofferProcess.run(
             ["doctor", "--bundle-id", "com.example.app", "--database-url", url], in: folder)
         #expect(fresh.status == 0, "\(fresh.stdout)")
         #expect(fresh.stdout.contains("migrations to apply at the next start"), "\(fresh.stdout)")
-        let closed = try CofferProcess.run(
+        let closed = try await CofferProcess.run(
             ["doctor", "--bundle-id", "com.example.app", "--database-url", "postgres://coffer@127.0.0.1:1/none"],
             in: folder, environment: ["COFFER_DATABASE_TIMEOUT": "2"])
         #expect(closed.status == 1)
@@ -277,7 +278,7 @@ struct OperatorCommandTests {
     @Test(
         "deploy/install.sh lays out the binary, the data folder 0700 and a config coffer doctor accepts; the unit verifies"
     )
-    func deploy() throws {
+    func deploy() async throws {
         let stage = try serve.temporaryFolder().appendingPathComponent("root")
         let install = Process()
         install.executableURL = serve.root.appendingPathComponent("deploy/install.sh")
@@ -291,10 +292,10 @@ struct OperatorCommandTests {
         #expect(mode("etc/coffer") == 0o750)
         #expect(mode("etc/coffer/coffer.json") == 0o640 && mode("etc/coffer/coffer.env") == 0o640)
         let coffer = stage.appendingPathComponent("usr/local/bin/coffer").path
-        let version = try CofferProcess.run(["--version"], executable: coffer)
+        let version = try await CofferProcess.run(["--version"], executable: coffer)
         #expect(version.stdout.contains(CofferVersion.current))
         // The config it installs, with the staged paths in place of /etc and /var/lib, passes coffer doctor.
-        let doctor = try CofferProcess.run(
+        let doctor = try await CofferProcess.run(
             ["doctor", "--config", stage.appendingPathComponent("etc/coffer/coffer.json").path],
             environment: [
                 "COFFER_CATALOG": stage.appendingPathComponent("etc/coffer/catalog.json").path,
@@ -318,7 +319,7 @@ struct OperatorCommandTests {
         ).replacingOccurrences(of: "/usr/local/bin/coffer", with: coffer)
         let unitFile = stage.appendingPathComponent("coffer.service")
         try unit.write(to: unitFile, atomically: true, encoding: .utf8)
-        let verify = try CofferProcess.run(["verify", unitFile.path], executable: analyze)
+        let verify = try await CofferProcess.run(["verify", unitFile.path], executable: analyze)
         #expect(verify.status == 0, "\(verify.stderr)")
     }
 }

@@ -35,21 +35,26 @@ struct ServeCommandTests {
         return process
     }
 
-    /// Starts `coffer serve`, reads its start line and stops it.
-    func startLine(_ arguments: [String], in folder: URL, environment: [String: String] = [:]) throws -> String {
+    /// Starts `coffer serve`, reads its start line and stops it (on a thread of its own: the read blocks).
+    func startLine(_ arguments: [String], in folder: URL, environment: [String: String] = [:]) async throws
+        -> String
+    {
         let output = Pipe()
         let server = try start(arguments, in: folder, environment: environment, output: output)
         defer {
             kill(server.processIdentifier, SIGKILL)
             server.waitUntilExit()
         }
-        var line = ""
-        while !line.contains("\n") {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            line += String(decoding: data, as: UTF8.self)
+        let reading = output.fileHandleForReading
+        return try await blockingWork {
+            var line = ""
+            while !line.contains("\n") {
+                let data = reading.availableData
+                if data.isEmpty { break }
+                line += String(decoding: data, as: UTF8.self)
+            }
+            return line
         }
-        return line
     }
 
     func temporaryFolder() throws -> URL {
@@ -75,7 +80,9 @@ struct ServeCommandTests {
     @Test("serve, create a user, post a simulator-signed transaction, see the balance")
     func readme() async throws {
         let folder = try temporaryFolder()
-        #expect(try CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0)
+        #expect(
+            try await CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0
+        )
         let (simPort, port) = (try LocalPort.free(), try LocalPort.free())
         let simulator = try start(
             [
@@ -102,13 +109,13 @@ struct ServeCommandTests {
         let token = try #require(created.json["token"] as? String)
         let accountToken = try #require(created.json["appAccountToken"] as? String)
         let remote = ["--server", "http://127.0.0.1:\(simPort)"]
-        let bought = try CofferProcess.run(
+        let bought = try await CofferProcess.run(
             [
                 "appstore-sim", "purchase", "--account", "alice", "--product", "com.example.credits.400k", "--quantity",
                 "2", "--app-account-token", accountToken,
             ] + remote)
         #expect(bought.status == 0, "\(bought.stderr)")
-        let signed = try CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote).stdout
+        let signed = try await CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote).stdout
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let delivered = try await request(
             "POST", base + "/v1/transactions", token: token, body: ["signedTransaction": signed])
@@ -122,7 +129,7 @@ struct ServeCommandTests {
         #expect(try await request("GET", base + "/v1/me").status == 401)
 
         // Apple refunds it: the notification reaches the server, which takes the credits back.
-        let refunded = try CofferProcess.run(["appstore-sim", "refund", "2000000000"] + remote)
+        let refunded = try await CofferProcess.run(["appstore-sim", "refund", "2000000000"] + remote)
         #expect(refunded.status == 0, "\(refunded.stderr)")
         var balance: Int?
         for _ in 0..<100 {
@@ -131,7 +138,7 @@ struct ServeCommandTests {
             try await Task.sleep(for: .milliseconds(100))
         }
         #expect(balance == 0)
-        let history = try CofferProcess.run(["appstore-sim", "history", "alice", "--json"] + remote)
+        let history = try await CofferProcess.run(["appstore-sim", "history", "alice", "--json"] + remote)
         #expect(history.stdout.contains("REFUND"))
         // Every post reached the server and was answered 200.
         #expect(history.stdout.contains("SUCCESS"))
@@ -149,37 +156,39 @@ struct ServeCommandTests {
              "database": {"url": "sqlite:from-file.sqlite"}, "recovery": {"interval": 0}}
             """
         try config.write(to: folder.appendingPathComponent("coffer.json"), atomically: true, encoding: .utf8)
-        let line = try startLine(
+        let line = try await startLine(
             ["serve", "--config", "coffer.json", "--port", String(flagPort)], in: folder,
             environment: ["COFFER_WALLET": "server"])
         #expect(line.contains("server wallet"))
         #expect(line.contains("http://127.0.0.1:\(flagPort)"))
         #expect(line.contains("SQLite from-file.sqlite"))
 
-        let bad = try CofferProcess.run(["serve", "--bundle-id", "com.example.app", "--port", "99999"])
+        let bad = try await CofferProcess.run(["serve", "--bundle-id", "com.example.app", "--port", "99999"])
         #expect(bad.status != 0)
         #expect(bad.stderr.contains("port is \"99999\""))
         try #"{"bundle": {"id": "x"}, "wallet": "cloud"}"#.write(
             to: folder.appendingPathComponent("bad.json"), atomically: true, encoding: .utf8)
-        let wrongWallet = try CofferProcess.run(["serve", "--config", folder.appendingPathComponent("bad.json").path])
+        let wrongWallet = try await CofferProcess.run([
+            "serve", "--config", folder.appendingPathComponent("bad.json").path,
+        ])
         #expect(wrongWallet.stderr.contains("wallet is \"cloud\"; expected device or server"))
-        let missing = try CofferProcess.run(["serve"])
+        let missing = try await CofferProcess.run(["serve"])
         #expect(missing.stderr.contains("bundle.id is missing"))
         #expect(missing.stderr.contains("COFFER_BUNDLE_ID"))
     }
 
     @Test("panel.remote refuses to start without secure cookies and a panel.host, saying why")
-    func panelRemoteNeedsTLSSettings() throws {
-        let insecure = try CofferProcess.run(
+    func panelRemoteNeedsTLSSettings() async throws {
+        let insecure = try await CofferProcess.run(
             ["serve", "--bundle-id", "com.example.app"], environment: ["COFFER_PANEL_REMOTE": "true"])
         #expect(insecure.status != 0)
         #expect(insecure.stderr.contains("panel.secure.cookies"), "\(insecure.stderr)")
-        let hostless = try CofferProcess.run(
+        let hostless = try await CofferProcess.run(
             ["serve", "--bundle-id", "com.example.app"],
             environment: ["COFFER_PANEL_REMOTE": "true", "COFFER_PANEL_SECURE_COOKIES": "true"])
         #expect(hostless.status != 0)
         #expect(hostless.stderr.contains("panel.host"), "\(hostless.stderr)")
-        let badProxy = try CofferProcess.run(
+        let badProxy = try await CofferProcess.run(
             ["serve", "--bundle-id", "com.example.app"], environment: ["COFFER_SERVER_TRUSTED_PROXIES": "10.0.0.0/99"])
         #expect(badProxy.status != 0)
         #expect(badProxy.stderr.contains("server.trusted.proxies"))
@@ -188,19 +197,19 @@ struct ServeCommandTests {
     @Test("xcode.certificate: refused in Production, off loopback and unreadable; on loopback the start line says so")
     func xcodeCertificate() async throws {
         let certificate = try apple("xcode/xcode-certificate.pem")
-        let production = try CofferProcess.run(
+        let production = try await CofferProcess.run(
             [
                 "serve", "--bundle-id", "com.example.app", "--app-apple-id", "1", "--environment", "Production",
                 "--xcode-certificate", certificate,
             ])
         #expect(production.status != 0)
         #expect(production.stderr.contains("xcode.certificate"), "\(production.stderr)")
-        let remote = try CofferProcess.run(
+        let remote = try await CofferProcess.run(
             ["serve", "--bundle-id", "com.example.app", "--host", "0.0.0.0", "--xcode-certificate", certificate])
         #expect(remote.status != 0)
         #expect(remote.stderr.contains("loopback"), "\(remote.stderr)")
         let folder = try temporaryFolder()
-        let unreadable = try CofferProcess.run(
+        let unreadable = try await CofferProcess.run(
             [
                 "serve", "--bundle-id", "com.example.app", "--catalog",
                 folder.appendingPathComponent("catalog.json").path,
@@ -209,7 +218,7 @@ struct ServeCommandTests {
         #expect(unreadable.status == 2)
         #expect(unreadable.stderr.contains("Xcode certificate"), "\(unreadable.stderr)")
 
-        let line = try startLine(
+        let line = try await startLine(
             [
                 "serve", "--bundle-id", "com.example.app", "--port", String(try LocalPort.free()),
                 "--xcode-certificate", certificate,
@@ -219,9 +228,9 @@ struct ServeCommandTests {
     }
 
     @Test("docs/operations.md documents every setting with its variable")
-    func documented() throws {
+    func documented() async throws {
         let readme = try String(contentsOf: root.appendingPathComponent("docs/operations.md"), encoding: .utf8)
-        let help = try CofferProcess.run(["serve", "--help"]).stdout
+        let help = try await CofferProcess.run(["serve", "--help"]).stdout
         #expect(help.contains("--config"))
         for setting in ServeSettings.keys {
             #expect(readme.contains("`\(setting.key)`"), "docs/operations.md lacks \(setting.key)")
@@ -237,7 +246,9 @@ struct ServeCommandTests {
     func twoServersOnePostgres() async throws {
         let folder = try temporaryFolder()
         let url = try await TestPostgres.freshDatabase()
-        #expect(try CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0)
+        #expect(
+            try await CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0
+        )
         let ports = [try LocalPort.free(), try LocalPort.free()]
         let servers = try ports.map { port in
             try start(

@@ -14,7 +14,9 @@ struct SimulateCommandTests {
     @Test("the guided run holds at every step, in either wallet", arguments: ["device", "server"])
     func guided(wallet: String) async throws {
         let folder = try serve.temporaryFolder()
-        #expect(try CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0)
+        #expect(
+            try await CofferProcess.run(["appstore-sim", "init", folder.appendingPathComponent("sim").path]).status == 0
+        )
         let (simPort, port) = (try LocalPort.free(), try LocalPort.free())
         let simulator = try serve.start(
             [
@@ -43,9 +45,10 @@ struct SimulateCommandTests {
             if !ready { try await Task.sleep(for: .milliseconds(100)) }
         }
         #expect(ready)
-        let made = try CofferProcess.run(["keys", "create", "--name", "simulate", "--out", "key.pem"], in: folder)
+        let made = try await CofferProcess.run(
+            ["keys", "create", "--name", "simulate", "--out", "key.pem"], in: folder)
         #expect(made.status == 0, Comment(rawValue: made.stderr))
-        let keys = try CofferProcess.run(["keys", "list", "--json"], in: folder)
+        let keys = try await CofferProcess.run(["keys", "list", "--json"], in: folder)
         let keyList = try JSONSerialization.jsonObject(with: Data(keys.stdout.utf8)) as? [[String: Any]]
         let keyId = try #require(keyList?.first?["id"] as? String)
 
@@ -53,7 +56,7 @@ struct SimulateCommandTests {
             "simulate", "--server", base, "--simulator", simulatorBase, "--wallet", wallet, "--key-id", keyId, "--key",
             "key.pem", "--folder", "app-home",
         ]
-        let run = try await CofferProcess.runDetached(arguments, in: folder)
+        let run = try await CofferProcess.run(arguments, in: folder)
         #expect(run.status == 0, Comment(rawValue: run.stdout + run.stderr))
         for line in [
             "✓ StoreKit still holds 1 unfinished transaction", "✓ nothing unfinished",
@@ -66,11 +69,11 @@ struct SimulateCommandTests {
         if wallet == "device" { #expect(run.stdout.contains("restored from the backup")) }
 
         // Run again: a new account and a new customer, the same story.
-        let again = try await CofferProcess.runDetached(arguments.dropLast(2) + ["--folder", "app-home-2"], in: folder)
+        let again = try await CofferProcess.run(arguments.dropLast(2) + ["--folder", "app-home-2"], in: folder)
         #expect(again.status == 0, Comment(rawValue: again.stdout + again.stderr))
 
         // Without the simulator it says so, and fails.
-        let nowhere = try await CofferProcess.runDetached(
+        let nowhere = try await CofferProcess.run(
             ["simulate", "--server", base, "--simulator", "http://127.0.0.1:9", "--wallet", wallet], in: folder)
         #expect(nowhere.status != 0 && nowhere.stderr.contains("out of reach"))
     }

@@ -17,12 +17,12 @@ struct VerifyCommandTests {
     }
 
     @Test("the real Apple-signed notification verifies offline (exit 0) and is refused at the current date (exit 1)")
-    func realNotification() throws {
+    func realNotification() async throws {
         let base = [
             "verify", try apple("real-signed/sandbox-test-notification.jws"), "--kind", "notification",
             "--bundle-id", "com.loki-project.loki-messenger", "--environment", "Sandbox", "--json",
         ]
-        let offline = try CofferProcess.run(base)
+        let offline = try await CofferProcess.run(base)
         #expect(offline.status == 0)
         let verified = try json(offline)
         #expect(verified["status"] as? String == "OK")
@@ -30,7 +30,7 @@ struct VerifyCommandTests {
         #expect(payload["notificationType"] as? String == "TEST")
         #expect(payload["notificationUUID"] as? String == "592751ef-c1b8-47fc-929e-d62dee66df4c")
 
-        let online = try CofferProcess.run(base + ["--online"])
+        let online = try await CofferProcess.run(base + ["--online"])
         #expect(online.status == 1)
         let refused = try json(online)
         #expect(refused["status"] as? String == "INVALID_CHAIN")
@@ -38,9 +38,9 @@ struct VerifyCommandTests {
     }
 
     @Test("Apple's mock vectors through --root; wrong environment and app identifier are named")
-    func mockVectors() throws {
+    func mockVectors() async throws {
         let root = try apple("mock-signed/testCA.der")
-        let transaction = try CofferProcess.run([
+        let transaction = try await CofferProcess.run([
             "verify", try apple("mock-signed/transactionInfo"), "--kind", "transaction", "--root", root, "--bundle-id",
             "com.example",
             "--environment", "sandbox",
@@ -48,13 +48,13 @@ struct VerifyCommandTests {
         #expect(transaction.status == 0)
         #expect(transaction.stdout.hasPrefix("OK: verified transaction"))
         let notification = try apple("mock-signed/testNotification")
-        let production = try CofferProcess.run([
+        let production = try await CofferProcess.run([
             "verify", notification, "--kind", "notification", "--root", root, "--bundle-id", "com.example",
             "--environment", "Production", "--app-apple-id", "1234", "--json",
         ])
         #expect(production.status == 1)
         #expect(try json(production)["status"] as? String == "INVALID_ENVIRONMENT")
-        let otherApp = try CofferProcess.run([
+        let otherApp = try await CofferProcess.run([
             "verify", notification, "--kind", "notification", "--root", root, "--bundle-id", "com.example",
             "--environment", "Production", "--app-apple-id", "1235",
         ])
@@ -63,7 +63,7 @@ struct VerifyCommandTests {
     }
 
     @Test("data signed by the simulator's chain round-trips through coffer verify")
-    func simulatorRoundTrip() throws {
+    func simulatorRoundTrip() async throws {
         let pki = try SimulatorPKI(
             validFrom: Date(timeIntervalSince1970: 1_735_689_600),
             leafValidUntil: Date(timeIntervalSince1970: 1_798_761_600))
@@ -75,7 +75,7 @@ struct VerifyCommandTests {
             #"{"transactionId": "2000000042", "productId": "com.example.credits", "bundleId": "com.example.coffer", "environment": "Sandbox", "signedDate": 1767225600000, "quantity": 3}"#
         let jwsPath = folder.appendingPathComponent("transaction.jws")
         try Data(try pki.signer().sign(payloadJSON: Data(payload.utf8)).utf8).write(to: jwsPath)
-        let output = try CofferProcess.run([
+        let output = try await CofferProcess.run([
             "verify", jwsPath.path, "--kind", "transaction", "--root", rootPath.path, "--bundle-id",
             "com.example.coffer",
             "--environment", "Sandbox", "--json",
@@ -85,7 +85,7 @@ struct VerifyCommandTests {
         #expect(decoded["transactionId"] as? String == "2000000042")
         #expect(decoded["quantity"] as? Int == 3)
         // Without the simulator's root, Apple Root CA - G3 alone does not trust it.
-        let untrusted = try CofferProcess.run([
+        let untrusted = try await CofferProcess.run([
             "verify", jwsPath.path, "--kind", "transaction", "--bundle-id", "com.example.coffer", "--environment",
             "Sandbox",
         ])
@@ -94,7 +94,7 @@ struct VerifyCommandTests {
     }
 
     @Test("--online asks the chain's OCSP responders: good, revoked, unreachable")
-    func online() throws {
+    func online() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-online-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let (leafPort, intermediatePort) = (try LocalPort.free(), try LocalPort.free())
@@ -119,7 +119,7 @@ struct VerifyCommandTests {
             folder: folder, name: "intermediate", port: intermediatePort, issuer: pki.root, issuerKey: pki.rootKey,
             subject: pki.intermediate, status: .good)
         defer { intermediate.stop() }
-        let unreachable = try CofferProcess.run(command)
+        let unreachable = try await CofferProcess.run(command)
         #expect(unreachable.status == 1)
         #expect(try json(unreachable)["status"] as? String == "RETRYABLE_VERIFICATION_FAILURE")
 
@@ -128,20 +128,20 @@ struct VerifyCommandTests {
                 folder: folder, name: "leaf", port: leafPort, issuer: pki.intermediate, issuerKey: pki.intermediateKey,
                 subject: pki.leaf, status: answer)
             defer { leaf.stop() }
-            let output = try CofferProcess.run(command)
+            let output = try await CofferProcess.run(command)
             #expect(output.status == exit, "\(output.stdout)")
             #expect(try json(output)["status"] as? String == status)
         }
     }
 
     @Test("unreadable input exits 2 and usage errors 64, never 0 or 1")
-    func usageErrors() throws {
-        let missing = try CofferProcess.run([
+    func usageErrors() async throws {
+        let missing = try await CofferProcess.run([
             "verify", "/nonexistent/file.jws", "--kind", "transaction", "--bundle-id", "b", "--environment", "Sandbox",
         ])
         #expect(missing.status == 2)
         #expect(missing.stderr.contains("cannot read input"))
-        let badKind = try CofferProcess.run([
+        let badKind = try await CofferProcess.run([
             "verify", "x", "--kind", "receipt", "--bundle-id", "b", "--environment", "Sandbox",
         ])
         #expect(badKind.status == 64)
@@ -151,13 +151,13 @@ struct VerifyCommandTests {
 @Suite("coffer receipt")
 struct ReceiptCommandTests {
     @Test("a real production receipt verifies and lists its purchases")
-    func production() throws {
-        let output = try CofferProcess.run(["receipt", try apple("receipts/receipt-production")])
+    func production() async throws {
+        let output = try await CofferProcess.run(["receipt", try apple("receipts/receipt-production")])
         #expect(output.status == 0, "\(output.stdout)\(output.stderr)")
         #expect(output.stdout.contains("type Production  bundle org.getpure.pure-iphone"))
         #expect(output.stdout.contains("in-app purchases 4"))
         #expect(output.stdout.contains("340001196262039"))
-        let json = try CofferProcess.run(["receipt", try apple("receipts/receipt-production"), "--json"])
+        let json = try await CofferProcess.run(["receipt", try apple("receipts/receipt-production"), "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect(object["status"] as? String == "OK")
         let receipt = try #require(object["receipt"] as? [String: Any])
@@ -165,20 +165,20 @@ struct ReceiptCommandTests {
     }
 
     @Test("an Xcode receipt needs --xcode; unreadable files exit 2")
-    func xcode() throws {
-        let refused = try CofferProcess.run(["receipt", try apple("receipts/receipt-xcode")])
+    func xcode() async throws {
+        let refused = try await CofferProcess.run(["receipt", try apple("receipts/receipt-xcode")])
         #expect(refused.status == 1)
         #expect(refused.stdout.hasPrefix("INVALID_CHAIN"))
-        let accepted = try CofferProcess.run([
+        let accepted = try await CofferProcess.run([
             "receipt", try apple("receipts/receipt-xcode"), "--xcode", try apple("StoreKitTestCertificate.cer"),
         ])
         #expect(accepted.status == 0)
         #expect(accepted.stdout.contains("Xcode's StoreKit test certificate"))
-        #expect(try CofferProcess.run(["receipt", "/nonexistent"]).status == 2)
+        #expect(try await CofferProcess.run(["receipt", "/nonexistent"]).status == 2)
     }
 
     @Test("an Xcode-signed transaction: its certificate saved, then trusted in Sandbox with --xcode-certificate")
-    func xcodeCertificate() throws {
+    func xcodeCertificate() async throws {
         let saved = FileManager.default.temporaryDirectory.appendingPathComponent(
             "coffer-xcode-\(UUID().uuidString).pem")
         defer { try? FileManager.default.removeItem(at: saved) }
@@ -186,13 +186,13 @@ struct ReceiptCommandTests {
             "verify", try apple("xcode/xcode-signed-transaction"), "--kind", "transaction", "--bundle-id",
             "com.example.naturelab.backyardbirds.example", "--environment", "Sandbox",
         ]
-        let refused = try CofferProcess.run(arguments + ["--save-xcode-certificate", saved.path])
+        let refused = try await CofferProcess.run(arguments + ["--save-xcode-certificate", saved.path])
         #expect(refused.stdout.contains("saved Xcode's certificate (SHA-256 16c47dfe"), "\(refused.stdout)")
         #expect(refused.status == 1)  // saved, never trusted by saving it
-        let accepted = try CofferProcess.run(arguments + ["--xcode-certificate", saved.path])
+        let accepted = try await CofferProcess.run(arguments + ["--xcode-certificate", saved.path])
         #expect(accepted.status == 0, "\(accepted.stdout)")
         #expect(accepted.stdout.contains("\"environment\" : \"Xcode\""), "\(accepted.stdout)")
-        let production = try CofferProcess.run(
+        let production = try await CofferProcess.run(
             arguments.dropLast(2) + [
                 "--environment", "Production", "--app-apple-id", "1", "--xcode-certificate",
                 saved.path,
@@ -201,7 +201,7 @@ struct ReceiptCommandTests {
     }
 
     @Test("--root trusts one more root: a receipt in Apple's shape exits 0, a forged chain 1 with the reason")
-    func extraRoot() throws {
+    func extraRoot() async throws {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "coffer-receipt-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -231,25 +231,25 @@ struct ReceiptCommandTests {
         options.leafOID = false
         let forged = try write(options, "forged")
 
-        let accepted = try CofferProcess.run(["receipt", genuine.file, "--root", genuine.root])
+        let accepted = try await CofferProcess.run(["receipt", genuine.file, "--root", genuine.root])
         #expect(accepted.status == 0, "\(accepted.stdout)\(accepted.stderr)")
         #expect(accepted.stdout.contains("4000000000000007"))
-        let untrusted = try CofferProcess.run(["receipt", genuine.file])
+        let untrusted = try await CofferProcess.run(["receipt", genuine.file])
         #expect(untrusted.status == 1)
-        let refused = try CofferProcess.run(["receipt", forged.file, "--root", forged.root, "--json"])
+        let refused = try await CofferProcess.run(["receipt", forged.file, "--root", forged.root, "--json"])
         #expect(refused.status == 1)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(refused.stdout.utf8)) as? [String: Any])
         #expect(object["status"] as? String == "INVALID_CHAIN")
         #expect((object["message"] as? String)?.contains("leaf lacks OID 1.2.840.113635.100.6.11.1") == true)
-        #expect(try CofferProcess.run(["receipt", genuine.file, "--root", "/nonexistent.der"]).status == 2)
+        #expect(try await CofferProcess.run(["receipt", genuine.file, "--root", "/nonexistent.der"]).status == 2)
     }
 }
 
 @Suite("coffer appstore")
 struct AppStoreCommandTests {
     @Test("lists the App Store Server API calls; a missing key file exits 2, an unreachable host 1")
-    func usage() throws {
-        let help = try CofferProcess.run(["appstore", "--help"])
+    func usage() async throws {
+        let help = try await CofferProcess.run(["appstore", "--help"])
         #expect(help.status == 0)
         for command in [
             "transaction", "history", "statuses", "lookup", "refunds", "notifications", "test-notification",
@@ -259,10 +259,10 @@ struct AppStoreCommandTests {
         let base = [
             "appstore", "transaction", "2000000001", "--key-id", "K", "--issuer-id", "I", "--bundle-id", "com.example",
         ]
-        #expect(try CofferProcess.run(base + ["--private-key", "/nonexistent.p8"]).status == 2)
+        #expect(try await CofferProcess.run(base + ["--private-key", "/nonexistent.p8"]).status == 2)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-key-\(UUID().uuidString).p8")
         try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: folder)
-        let unreachable = try CofferProcess.run(
+        let unreachable = try await CofferProcess.run(
             base + ["--private-key", folder.path, "--base-url", "http://127.0.0.1:9", "--timeout", "1"])
         #expect(unreachable.status == 1)
         #expect(unreachable.stderr.contains("unreachable"))

@@ -144,7 +144,9 @@ struct LaunchStartTests {
             clock.advance(0.1)
             let report = try await launching.value
             #expect(report.pastDeadline && report.recovered.isEmpty)
-            // Launched again while the first launch's steps still wait: it waits for them, it does not run them twice.
+            // Launched again while the first launch's steps still wait (on the server, which never answers): it waits
+            // for them, it does not run them twice.
+            while client.requestsSent == 0 { await Task.yield() }
             let sent = client.requestsSent
             let again = Task { try await hanging.launch() }
             await clock.waitForSleepers()
