@@ -107,6 +107,9 @@ extension AdminService {
             }
         } catch StoreError.alreadyExists {
             throw AdminError.invalid("\(merged.supportId) was merged already")
+        } catch StoreError.notFound {
+            // Changed since it was read: deleted meanwhile, or the account merged into another.
+            throw AdminError.notFound("\(merged.supportId) or \(account.supportId) as they were")
         } catch let error as LedgerError {
             throw AdminError.invalid("the merge would overflow a wallet: \(error)")
         }

@@ -369,6 +369,9 @@ public struct AdminService: Sendable {
             }
         } catch StoreError.alreadyExists {
             throw AdminError.invalid("\(user.supportId) was deleted already")
+        } catch StoreError.notFound {
+            // Merged into another customer since it was read: delete that one.
+            throw AdminError.notFound("\(user.supportId) as it was")
         }
         await onChange?(user.id, .deleted)
         return view(result)

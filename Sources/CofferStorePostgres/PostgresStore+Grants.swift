@@ -11,6 +11,10 @@ import PostgresNIO
 extension PostgresStore {
     public func createGrant(_ grant: Grant, audit events: [AuditEvent]) async throws {
         try await write { connection in
+            // The recipient's wallet held as a merge or a deletion holds it, so a grant made meanwhile waits for
+            // it: what the merge moves, or the deletion cancels, is what it counted.
+            try await connection.query(
+                "SELECT 1 FROM wallets WHERE user_id = \(grant.recipient.uuidString) FOR SHARE", logger: self.logger)
             try await Self.requireUser(connection, grant.recipient, grant.environment, live: true, logger: self.logger)
             do {
                 try await connection.query(

@@ -19,6 +19,41 @@ struct MergeContractTests {
     }
 
     @Test(
+        "grants made while a merge runs: the merge counts exactly the grants it moved",
+        arguments: StoreEngine.allCases)
+    func grantsDuringMerge(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (from, into) = try await Self.customers(store)
+        let grant: @Sendable (Int) -> Grant = { index in
+            Grant(
+                environment: .sandbox, recipient: from.id, credits: 10, reason: "Ticket #\(index)",
+                createdBy: "ada", createdAt: Make.start)
+        }
+        try await store.createGrant(grant(0))
+        let result = try await withThrowingTaskGroup(of: UserMergeResult?.self) { group in
+            for index in 1...20 {
+                group.addTask {
+                    try await store.createGrant(grant(index))
+                    return nil
+                }
+            }
+            group.addTask {
+                try await store.mergeUser(
+                    UserMerge(
+                        from: from.id, fromSupportId: from.supportId, into: into.id, environment: .sandbox,
+                        movesBackup: false, at: Make.start))
+            }
+            var merged: UserMergeResult?
+            for try await done in group { merged = merged ?? done }
+            return try #require(merged)
+        }
+        let moved = try await store.grants(environment: .sandbox, recipient: into.id, status: nil, limit: 100)
+        #expect(moved.count == result.grants)
+        let left = try await store.grants(environment: .sandbox, recipient: from.id, status: nil, limit: 100)
+        #expect(moved.count + left.count == 21)
+    }
+
+    @Test(
         "a merge moves the tokens of installs that registered themselves, ends a claim's, and settles the import",
         arguments: StoreEngine.allCases)
     func claimTokens(engine: StoreEngine) async throws {
