@@ -85,7 +85,7 @@ extension AdminService {
             // The audit entries are written in the merge's own transaction, on every engine.
             result = try await store.mergeUser(
                 UserMerge(
-                    from: merged.id, fromSupportId: merged.supportId, into: account.id, environment: environment,
+                    from: merged.id, into: account.id, environment: environment,
                     movesBackup: walletMode == .device, movesTokens: intoHash != nil,
                     at: at)
             ) { result in

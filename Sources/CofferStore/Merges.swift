@@ -3,10 +3,8 @@ import Foundation
 
 /// Support merging an anonymous user into an account user (``UserStore/mergeUser(_:)``).
 public struct UserMerge: Sendable, Hashable {
-    /// The anonymous user, merged away.
+    /// The anonymous user, merged away (its Support ID, as stored, keys the merge's entries).
     public var from: UUID
-    /// Its Support ID, which keys the merge's entries.
-    public var fromSupportId: SupportID
     /// The account user it joins.
     public var into: UUID
     /// Their environment.
@@ -23,11 +21,10 @@ public struct UserMerge: Sendable, Hashable {
 
     /// Creates the request.
     public init(
-        from: UUID, fromSupportId: SupportID, into: UUID, environment: AppStoreEnvironment, movesBackup: Bool,
+        from: UUID, into: UUID, environment: AppStoreEnvironment, movesBackup: Bool,
         movesTokens: Bool = false, at: Date
     ) {
         self.from = from
-        self.fromSupportId = fromSupportId
         self.into = into
         self.environment = environment
         self.movesBackup = movesBackup

@@ -40,7 +40,7 @@ struct MergeContractTests {
             group.addTask {
                 try await store.mergeUser(
                     UserMerge(
-                        from: from.id, fromSupportId: from.supportId, into: into.id, environment: .sandbox,
+                        from: from.id, into: into.id, environment: .sandbox,
                         movesBackup: false, at: Make.start))
             }
             var merged: UserMergeResult?
@@ -75,7 +75,7 @@ struct MergeContractTests {
 
         let result = try await store.mergeUser(
             UserMerge(
-                from: imported.id, fromSupportId: imported.supportId, into: account.id, environment: .sandbox,
+                from: imported.id, into: account.id, environment: .sandbox,
                 movesBackup: false, movesTokens: true, at: Make.start.addingTimeInterval(60)))
         #expect(result.tokensMoved == 1 && result.claimTokensEnded == 1 && result.tokensEnded == 0)
         // The claim's token signs in as nobody; the install that registered itself is the account's now.
@@ -111,7 +111,7 @@ struct MergeContractTests {
         #expect(try await store.tokenCounts(owner: anonymous.id) == TokenCounts(devices: 2, claims: 0))
         let result = try await store.mergeUser(
             UserMerge(
-                from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+                from: anonymous.id, into: account.id, environment: .sandbox,
                 movesBackup: false, at: Make.start.addingTimeInterval(60)))
         #expect(result.tokensMoved == 0 && result.tokensEnded == 2 && result.claimTokensEnded == 0)
         for hash in [anonymous.tokenHash, "old-tablet"] { #expect(try await store.user(tokenHash: hash) == nil) }
@@ -131,7 +131,7 @@ struct MergeContractTests {
         let at = Make.start.addingTimeInterval(60)
         let result = try await store.mergeUser(
             UserMerge(
-                from: imported.id, fromSupportId: imported.supportId, into: account.id, environment: .sandbox,
+                from: imported.id, into: account.id, environment: .sandbox,
                 movesBackup: false, at: at))
         #expect(result.tokensMoved == 0 && result.claimTokensEnded == 0)
         let settled = try await store.importedCustomer(source: "cloudkit", externalId: "_feed", environment: .sandbox)
@@ -150,7 +150,7 @@ struct MergeContractTests {
         let store = try await engine.makeStore()
         let (anonymous, account) = try await Self.customers(store)
         let merge = UserMerge(
-            from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+            from: anonymous.id, into: account.id, environment: .sandbox,
             movesBackup: false, at: Make.start)
         @Sendable func entry(_ subject: String, id: UUID = UUID()) -> AuditEvent {
             AuditEvent(id: id, environment: .sandbox, actor: "ada", action: "test", subject: subject, at: Make.start)

@@ -48,7 +48,7 @@ struct UserStoreContractTests {
         try await store.createUser(dave)
         _ = try await store.mergeUser(
             UserMerge(
-                from: dave.id, fromSupportId: dave.supportId, into: alice.id, environment: .sandbox, movesBackup: true,
+                from: dave.id, into: alice.id, environment: .sandbox, movesBackup: true,
                 at: Make.start))
         #expect(try await store.linkAppleAccount(other, to: dave.id) == false)
         let carl = Make.user("_ccccccccccc3")
@@ -291,7 +291,7 @@ struct UserStoreContractTests {
 
         let result = try await store.mergeUser(
             UserMerge(
-                from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+                from: anonymous.id, into: account.id, environment: .sandbox,
                 movesBackup: movesBackup, movesTokens: true,
                 at: Make.start))
         let moved: Int64 = movesBackup ? 90 : 250
@@ -322,7 +322,7 @@ struct UserStoreContractTests {
         await #expect(throws: StoreError.self) {
             try await store.mergeUser(
                 UserMerge(
-                    from: anonymous.id, fromSupportId: anonymous.supportId, into: account.id, environment: .sandbox,
+                    from: anonymous.id, into: account.id, environment: .sandbox,
                     movesBackup: movesBackup,
                     at: Make.start))
         }
@@ -352,7 +352,7 @@ struct UserStoreContractTests {
         try await store.addToken(tokenHash: "alice-phone", owner: alice.id, at: Make.start)
         _ = try await store.mergeUser(
             UserMerge(
-                from: install.id, fromSupportId: install.supportId, into: alice.id, environment: .sandbox,
+                from: install.id, into: alice.id, environment: .sandbox,
                 movesBackup: false, at: Make.start))
         _ = try await store.apply(Make.purchase("t1", for: alice))
         _ = try await store.apply(Make.purchase("lifetime", for: alice, credits: 0))
@@ -451,7 +451,7 @@ struct UserStoreContractTests {
         await #expect(throws: StoreError.self) {
             try await store.mergeUser(
                 UserMerge(
-                    from: next.id, fromSupportId: next.supportId, into: alice.id, environment: .sandbox,
+                    from: next.id, into: alice.id, environment: .sandbox,
                     movesBackup: false, at: at))
         }
         // A refund Apple sends later is still taken back from the record, as a deficit.
