@@ -109,7 +109,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(name: "CofferStoreKit", swiftSettings: strictSettings),
-        .target(name: "CofferAPI", swiftSettings: strictSettings),
+        .target(name: "CofferAPI", dependencies: ["CofferCore"], swiftSettings: strictSettings),
         // StoreKit 2 behind the StoreKitProvider protocol; on Linux compiled against StoreKitInterface, for its tests.
         .target(
             name: "CofferStoreKit2",
@@ -139,6 +139,7 @@ let package = Package(
         .target(
             name: "CofferAdmin",
             dependencies: [
+                "CofferAPI",
                 "CofferCore",
                 "CofferStore",
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
@@ -175,7 +176,7 @@ let package = Package(
         .target(
             name: "CofferPanel",
             dependencies: [
-                "CofferAdmin", "CofferCore", "CofferHTTP", "CofferService", "CofferStore",
+                "CofferAPI", "CofferAdmin", "CofferCore", "CofferHTTP", "CofferService", "CofferStore",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
                 .product(name: "Mustache", package: "swift-mustache", condition: server),
@@ -284,7 +285,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CofferAdminTests",
-            dependencies: ["CofferAdmin", "CofferCore", "CofferStore", "CofferTestSupport"],
+            dependencies: ["CofferAPI", "CofferAdmin", "CofferCore", "CofferStore", "CofferTestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -163,7 +163,7 @@ schemas = {
                                               "TestFlight; Xcode marks StoreKit testing in Xcode",
                                               enum=["Sandbox", "Production", "Xcode"])},
                         required=["at", "kind", "summary"]),
-    "SubscriptionView": obj({"group": S(), "product": S("The catalog's name for the current period's product"),
+    "SubscriptionSummary": obj({"group": S(), "product": S("The catalog's name for the current period's product"),
                              "state": S(enum=["active", "expiring", "in grace", "in billing retry", "expired",
                                               "refunded"]),
                              "startedAt": DATE, "expiresAt": DATE, "graceUntil": DATE,
@@ -197,7 +197,7 @@ schemas = {
                                          "Whether the customer's data is Apple's Sandbox (App Review, TestFlight, "
                                          "sandbox testers): their AppTransaction says Sandbox, or a purchase of "
                                          "theirs is Sandbox data"},
-                       "subscriptions": {"type": "array", "items": ref("SubscriptionView")},
+                       "subscriptions": {"type": "array", "items": ref("SubscriptionSummary")},
                        "purchases": {"type": "array", "items": ref("PurchaseView"),
                                      "description": "Newest first"},
                        "verifyReport": ref("VerifyReportView")},

@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferCore
 import CofferStore
 import Foundation
@@ -25,7 +26,7 @@ extension AdminService {
         let at = now()
         // The audit entry is written in the edit's own transaction, on every engine.
         @Sendable func entries(_ change: BalanceChange) throws -> [AuditEvent] {
-            guard change.before != change.after || change.via == "backup" else { return [] }
+            guard change.before != change.after || change.via == .backup else { return [] }
             return [
                 AuditEvent(
                     environment: environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
@@ -44,13 +45,13 @@ extension AdminService {
                     try entries(
                         BalanceChange(
                             supportId: supportId, before: result.before.balance, after: result.after.balance,
-                            via: "ledger")
+                            via: .ledger)
                     )
                 }
             }
             if let entry = result.entry { await onChange?(user.id, .adjustment(key: entry.key.rawValue)) }
             return BalanceChange(
-                supportId: supportId, before: result.before.balance, after: result.after.balance, via: "ledger")
+                supportId: supportId, before: result.before.balance, after: result.after.balance, via: .ledger)
         case .device:
             // Support sets the balance; the deficit the device backed up stays.
             // The balance support saw is checked inside the backup's transaction, where the audit entry is made.
@@ -66,18 +67,18 @@ extension AdminService {
                         try SupportRules.check(expected: expected, current: current?.value ?? 0)
                         return try entries(
                             BalanceChange(
-                                supportId: supportId, before: current?.value ?? 0, after: record.value, via: "backup"))
+                                supportId: supportId, before: current?.value ?? 0, after: record.value, via: .backup))
                     })
             }
             guard let written else { throw AdminError.invalid("the backup could not be written") }
             await onChange?(user.id, .backup(version: written.version))
-            return BalanceChange(supportId: supportId, before: current?.value ?? 0, after: written.value, via: "backup")
+            return BalanceChange(supportId: supportId, before: current?.value ?? 0, after: written.value, via: .backup)
         }
     }
 
     struct BalanceAudit: Encodable, Sendable {
         var balance: Int64
         var reason: String?
-        var via: String?
+        var via: BalanceChange.Via?
     }
 }

@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferCore
 import CofferStore
 import Foundation

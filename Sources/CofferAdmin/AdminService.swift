@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferCore
 import CofferStore
 import Foundation
@@ -132,7 +133,7 @@ public struct AdminService: Sendable {
             // A text that is also a transaction or order id is looked up as one when no Support ID matches.
             if !users.isEmpty || prefix == nil || page > 1 {
                 return UserSearchResult(
-                    users: try await summaries(users.prefix(pageSize)), matchedBy: prefix == nil ? "all" : "support-id",
+                    users: try await summaries(users.prefix(pageSize)), matchedBy: prefix == nil ? .all : .supportId,
                     page: page, hasMore: users.count > pageSize)
             }
         }
@@ -143,7 +144,7 @@ public struct AdminService: Sendable {
             let user = try await store.user(id: imported.user)
         {
             return UserSearchResult(
-                users: try await summaries(inScope([user], sandboxMarkedOnly)), matchedBy: "cloudkit-record-name",
+                users: try await summaries(inScope([user], sandboxMarkedOnly)), matchedBy: .cloudKitRecordName,
                 page: 1, hasMore: false)
         }
         if text.allSatisfy(\.isNumber) {
@@ -151,7 +152,7 @@ public struct AdminService: Sendable {
                 owners(ofTransactions: [text], environment: environment), sandboxMarkedOnly)
             if !owners.isEmpty {
                 return UserSearchResult(
-                    users: try await summaries(owners), matchedBy: "transaction-id", page: 1, hasMore: false)
+                    users: try await summaries(owners), matchedBy: .transactionId, page: 1, hasMore: false)
             }
         }
         if let orderLookup, text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
@@ -165,9 +166,9 @@ public struct AdminService: Sendable {
             }
             let owners = try await inScope(
                 owners(ofTransactions: transactionIds, environment: environment), sandboxMarkedOnly)
-            return UserSearchResult(users: try await summaries(owners), matchedBy: "order-id", page: 1, hasMore: false)
+            return UserSearchResult(users: try await summaries(owners), matchedBy: .orderId, page: 1, hasMore: false)
         }
-        return UserSearchResult(users: [], matchedBy: "nothing", page: 1, hasMore: false)
+        return UserSearchResult(users: [], matchedBy: .nothing, page: 1, hasMore: false)
     }
 
     /// One user's figures, entitlements, grants and timeline.
@@ -239,7 +240,7 @@ public struct AdminService: Sendable {
         var mergedInto: String?
         if let id = user.mergedInto { mergedInto = try await store.user(id: id)?.supportId.rawValue }
         let subscriptionProducts = Set(catalog.products.filter { $0.kind == .autoRenewable }.map(\.id))
-        let subscriptions = SubscriptionView.groups(
+        let subscriptions = SubscriptionSummary.groups(
             receipts: receipts.filter { subscriptionProducts.contains($0.transaction.productId) },
             renewals: try await store.renewalStates(owner: user.id, environment: environment), catalog: catalog,
             at: now())

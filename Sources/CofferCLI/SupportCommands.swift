@@ -438,7 +438,7 @@ struct UserCommand: AsyncParsableCommand {
         print("balance \(user.balance)  deficit \(user.deficit)")
         if let backup = user.backup {
             print(
-                "backup \(backup.value) (version \(backup.version), by \(backup.writer) \(backup.writerName), "
+                "backup \(backup.value) (version \(backup.version), by \(backup.writer.rawValue) \(backup.writerName), "
                     + "\(JSONText.timestamp(backup.lastUpdated)))")
         } else {
             print("backup none")
@@ -551,7 +551,7 @@ struct SetBalanceCommand: AsyncParsableCommand {
         try await change.run {
             try await $0.setBalance(supportId: $1, balance: balance, expected: expected, reason: $2)
         } lines: { done in
-            ["\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via))"]
+            ["\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via.rawValue))"]
         }
     }
 }

@@ -79,22 +79,6 @@ public struct VerifyReport: Sendable, Hashable, Codable {
     }
 }
 
-/// One Apple account's copy of the app, as Apple's signed AppTransaction names it: `appTransactionId` is the
-/// same on every device and reinstall of the app for one Apple account, per environment.
-public struct AppleAccount: Sendable, Hashable, Codable {
-    /// Apple's `appTransactionId`.
-    public var appTransactionId: String
-    /// The environment the AppTransaction says (`receiptType`): Sandbox for App Review, TestFlight and sandbox
-    /// testers, even on a Production server.
-    public var environment: AppStoreEnvironment
-
-    /// Creates an account key.
-    public init(appTransactionId: String, environment: AppStoreEnvironment) {
-        self.appTransactionId = appTransactionId
-        self.environment = environment
-    }
-}
-
 /// What a backup write needs to find on the server before it may replace the record.
 public enum BackupPrecondition: Sendable, Hashable {
     /// No backup exists yet (a first write).
@@ -136,16 +120,6 @@ public enum BackupSaveResult: Sendable, Hashable {
     case saved(BackupRecord)
     /// The precondition failed; the record on the server now (`nil` if none).
     case conflict(current: BackupRecord?)
-}
-
-/// Whether a grant has been picked up by the app.
-public enum GrantStatus: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Waiting for the app.
-    case pending
-    /// Delivered to the app.
-    case claimed
-    /// Cancelled by support before the app claimed it: the app never gets it.
-    case cancelled
 }
 
 /// Credits support gives a user, with a reason; the app picks them up and claims them once.

@@ -79,12 +79,12 @@ struct AdminAPITests {
             let byPrefix = try Self.decode(
                 UserSearchResult.self, try await Self.send(client, signer, .get, "/v1/admin/users?search=\(prefix)"))
             #expect(byPrefix.users.map(\.supportId) == [user.supportId])
-            #expect(byPrefix.matchedBy == "support-id")
+            #expect(byPrefix.matchedBy == .supportId)
             let byTransaction = try Self.decode(
                 UserSearchResult.self,
                 try await Self.send(client, signer, .get, "/v1/admin/users?search=\(transactionId)"))
             #expect(byTransaction.users.map(\.supportId) == [user.supportId])
-            #expect(byTransaction.matchedBy == "transaction-id")
+            #expect(byTransaction.matchedBy == .transactionId)
             let everyone = try Self.decode(
                 UserSearchResult.self, try await Self.send(client, signer, .get, "/v1/admin/users"))
             #expect(everyone.users.count == 2)
@@ -119,7 +119,7 @@ struct AdminAPITests {
                 try await Self.send(
                     client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
                     body: BalanceRequest(balance: 1_000, reason: "Ticket #43", expected: 400_200)))
-            #expect(set == BalanceChange(supportId: user.supportId, before: 400_200, after: 1_000, via: "ledger"))
+            #expect(set == BalanceChange(supportId: user.supportId, before: 400_200, after: 1_000, via: .ledger))
             let me = try Fixture.decode(
                 MeResponse.self,
                 try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(user.token)))
@@ -310,7 +310,7 @@ struct AdminAPITests {
                 try await Self.send(
                     client, signer, .post, "/v1/admin/users/\(user.supportId)/balance",
                     body: BalanceRequest(balance: 750, reason: "Ticket #7")))
-            #expect(set == BalanceChange(supportId: user.supportId, before: 0, after: 750, via: "backup"))
+            #expect(set == BalanceChange(supportId: user.supportId, before: 0, after: 750, via: .backup))
             let backup = try Fixture.decode(
                 BackupBody.self,
                 try await client.execute(uri: "/v1/me/backup", method: .get, headers: Fixture.bearer(user.token)))
@@ -437,7 +437,7 @@ struct AdminAPITests {
                 let found = try Self.decode(
                     UserSearchResult.self,
                     try await Self.send(client, signer, .get, "/v1/admin/users?search=\(orderId)", at: now))
-                #expect(found.matchedBy == "order-id")
+                #expect(found.matchedBy == .orderId)
                 #expect(found.users.map(\.supportId) == [user.supportId])
                 let unknown = try Self.decode(
                     UserSearchResult.self,

@@ -30,11 +30,11 @@ struct UsersPage: PanelPage {
         self.query = query
         matched =
             switch result.matchedBy {
-            case "transaction-id": .transactionId
-            case "order-id": .orderId
-            case "cloudkit-record-name": .cloudKitRecordName
-            case "nothing": .nothing
-            default: nil
+            case .transactionId: .transactionId
+            case .orderId: .orderId
+            case .cloudKitRecordName: .cloudKitRecordName
+            case .nothing: .nothing
+            case .all, .supportId: nil
             }
         users = result.users.map { user in
             Row(
@@ -137,8 +137,8 @@ struct CustomerPage: PanelPage {
         deletedAt = summary.deletedAt.map(time)
         backup = summary.backup.map { backup in
             Backup(
-                value: PanelText.credits(backup.value), writer: backup.writer, writerName: backup.writerName,
-                byDevice: backup.writer != "admin", at: time(backup.lastUpdated),
+                value: PanelText.credits(backup.value), writer: backup.writer.rawValue, writerName: backup.writerName,
+                byDevice: backup.writer == .device, at: time(backup.lastUpdated),
                 agrees: backup.value == summary.balance,
                 difference: PanelText.change(backup.value - summary.balance))
         }

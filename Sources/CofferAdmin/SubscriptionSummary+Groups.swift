@@ -1,43 +1,12 @@
+import CofferAPI
 import CofferCore
 import CofferStore
 import Foundation
 
-/// A subscription group as support sees it on a customer's page: its state now and the dates that matter, from
-/// the receipts of its auto-renewable products and Apple's renewal info.
-public struct SubscriptionView: Sendable, Hashable, Codable {
-    /// Where a subscription stands: the core's ``SubscriptionState``.
-    public typealias State = SubscriptionState
-
-    /// The catalog's subscription group.
-    public var group: String
-    /// The product of the current period (its catalog name).
-    public var product: String
-    /// The state now.
-    public var state: State
-    /// When the chain began (its first purchase on record).
-    public var startedAt: Date?
-    /// When the current period ends (renews, or expires).
-    public var expiresAt: Date?
-    /// When the grace period ends, while in grace.
-    public var graceUntil: Date?
-    /// The product it renews into when that is another one (an upgrade or downgrade at renewal).
-    public var renewsInto: String?
-    /// Apple's `originalTransactionId` of the chain.
-    public var originalTransactionId: String
-    /// The environment Apple's data came from (Xcode for Xcode's StoreKit testing).
-    public var dataEnvironment: DataEnvironment?
-    /// Paid periods on record in this group, as loyalty counts them (``Entitlements/isPaidPeriod(_:revoked:)``):
-    /// refunds, free trials, family-shared and upgraded-away periods left out.
-    public var paidPeriods: Int
-    /// The product the customer upgraded from into the current period's, when the current period began as an
-    /// upgrade (Apple's `isUpgraded` on the period it replaced).
-    public var upgradedFrom: String? = nil
-    /// When that upgrade happened (the current period's purchase).
-    public var upgradedAt: Date? = nil
-
+extension SubscriptionSummary {
     /// The customer's subscription groups, from their receipts and renewal states, at `now`.
     public static func groups(receipts: [Receipt], renewals: [RenewalState], catalog: Catalog, at now: Date)
-        -> [SubscriptionView]
+        -> [SubscriptionSummary]
     {
         let renewalByChain = Dictionary(renewals.map { ($0.originalTransactionId, $0) }, uniquingKeysWith: { $1 })
         var byGroup: [String: [(Receipt, CatalogProduct)]] = [:]
@@ -69,7 +38,7 @@ public struct SubscriptionView: Sendable, Hashable, Codable {
                 $0.0.transaction.isUpgraded && $0.0.transaction.productId != fact.productId
                     && $0.0.transaction.purchaseDate <= fact.purchaseDate
             }.max { $0.0.transaction.purchaseDate < $1.0.transaction.purchaseDate }
-            return SubscriptionView(
+            return SubscriptionSummary(
                 group: group, product: product.displayName, state: state,
                 startedAt: chain.map(\.0.transaction.purchaseDate).min(), expiresAt: fact.expiresDate,
                 graceUntil: grace, renewsInto: next.map { catalog.product(id: $0)?.displayName ?? $0 },

@@ -1,3 +1,4 @@
+import CofferAPI
 import CofferAdmin
 import CofferCore
 import CofferStore
@@ -6,7 +7,7 @@ import Testing
 
 /// A customer's subscription groups as support reads them: the state now and its dates.
 @Suite("Subscriptions on the customer page")
-struct SubscriptionViewTests {
+struct SubscriptionSummaryTests {
     static let now = Date(timeIntervalSince1970: 1_764_110_400)
     static let owner = UUID()
     static func catalog() throws -> Catalog {
@@ -44,8 +45,8 @@ struct SubscriptionViewTests {
             gracePeriodExpiresDate: grace.map { now.addingTimeInterval($0 * 86_400) }, signedDate: now)
     }
 
-    static func view(_ receipts: [Receipt], _ renewals: [RenewalState] = []) throws -> SubscriptionView {
-        let groups = SubscriptionView.groups(receipts: receipts, renewals: renewals, catalog: try catalog(), at: now)
+    static func view(_ receipts: [Receipt], _ renewals: [RenewalState] = []) throws -> SubscriptionSummary {
+        let groups = SubscriptionSummary.groups(receipts: receipts, renewals: renewals, catalog: try catalog(), at: now)
         #expect(groups.count == 1)
         return try #require(groups.first)
     }
@@ -80,7 +81,7 @@ struct SubscriptionViewTests {
         let downgrade = try Self.view([Self.receipt("b", product: "y", days: (-1, 364))], [Self.renewal(next: "m")])
         #expect(downgrade.renewsInto == "Pro, monthly" && downgrade.upgradedFrom == nil)
         #expect(downgrade.sentence { _ in "T" } == "Active: renews at T into Pro, monthly.")
-        let none = SubscriptionView.groups(
+        let none = SubscriptionSummary.groups(
             receipts: [
                 Receipt(
                     owner: Self.owner,
