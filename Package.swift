@@ -89,6 +89,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: strictSettings
         ),
@@ -293,6 +294,8 @@ let package = Package(
             dependencies: [
                 "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferTestSupport",
                 .product(name: "PropertyBased", package: "swift-property-based", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: strictSettings
         ),

@@ -7,6 +7,7 @@ import CofferStorePostgres
 import Configuration
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// The one composition root of the `coffer` binary. `coffer serve` and every command that works on the server's
 /// database build from it: the settings read as serve reads them, the catalog, the database opened (migrated)
@@ -50,12 +51,13 @@ struct Composition: Sendable {
     ///
     /// - Parameters:
     ///   - timeout: Seconds an operation waits on PostgreSQL, or on SQLite for another process's write.
+    ///   - runner: Who runs PostgreSQL's pool: the store itself, or `coffer serve`'s service group.
     ///   - logger: Where PostgreSQL's client logs.
     static func open(
-        database: ServeSettings.Database, timeout: Int, catalog: Catalog,
+        database: ServeSettings.Database, timeout: Int, catalog: Catalog, runner: PostgresStore.Runner = .itself,
         logger: Logger = Logger(label: "coffer.postgres")
     ) async throws -> Composition {
-        let (store, location) = try await database.open(timeout: timeout, logger: logger)
+        let (store, location) = try await database.open(timeout: timeout, runner: runner, logger: logger)
         return Composition(store: store, location: location, catalog: catalog)
     }
 
@@ -96,6 +98,13 @@ struct Composition: Sendable {
     /// Support's use cases on this database, as the server's.
     func support(wallet: WalletMode) -> AdminService {
         .onServerDatabase(store: store, catalog: catalog, walletMode: wallet)
+    }
+
+    /// What `coffer serve`'s service group runs before the server and stops after it: PostgreSQL's pool, opened with
+    /// ``PostgresStore/Runner/serviceGroup``.
+    var services: [any Service] {
+        guard let pool = store as? PostgresStore, pool.runner == .serviceGroup else { return [] }
+        return [pool]
     }
 
     /// Releases the database's connections.

@@ -67,15 +67,12 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             composition = try await Composition.open(
                 database: settings.database, timeout: settings.databaseTimeout, catalog: products,
-                logger: settings.logFormat.logger(label: "coffer.postgres", level: level))
+                runner: .serviceGroup, logger: settings.logFormat.logger(label: "coffer.postgres", level: level))
         } catch {
             FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
             throw ExitCode(2)
         }
         let store = composition.store
-        // The database says which environment and wallet its server keeps, so support's commands on it find them.
-        try await store.saveCursor(
-            ServedWallet.cursor, value: server.wallet.rawValue, environment: server.environment)
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         var appStoreAPI: AppStoreServerAPIClient?
         if let key = settings.appStoreKey, let pem {
@@ -108,6 +105,16 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(2)
             }
         }
+        // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it; in the
+        // JSON log format, as log lines like every other.
+        let say: @Sendable (String) -> Void = { text in
+            if settings.logFormat == .json {
+                for line in text.split(separator: "\n") { logger.notice("\(line)") }
+            } else {
+                FileHandle.standardOutput.write(Data((text + "\n").utf8))
+            }
+        }
+        let (config, apiKeyed, pushing) = (flags.config, appStoreAPI != nil, push != nil)
         let app = try buildApplication(
             configuration: server,
             dependencies: try ServerDependencies(
@@ -115,7 +122,35 @@ struct ServeCommand: AsyncParsableCommand {
                 receiptReader: AppReceiptReader(trustedRoots: [AppleRoots.rootCA()] + roots.dropFirst()),
                 logger: logger, push: push,
                 // Instances sharing a PostgreSQL database hear each other's events (LISTEN/NOTIFY).
-                broadcast: store as? any EventBroadcast, cloudKitIdentity: cloudKitIdentity))
+                broadcast: store as? any EventBroadcast, cloudKitIdentity: cloudKitIdentity,
+                services: composition.services),
+            // Once PostgreSQL's pool runs in the service group, and before the server listens.
+            beforeServing: {
+                try await Self.prepare(
+                    store: store, settings: settings,
+                    banner: Self.banner(
+                        server, location: composition.location, config: config, apiKeyed: apiKeyed,
+                        pushing: pushing, xcode: xcode),
+                    say: say)
+            })
+        do {
+            try await app.runService()
+        } catch {
+            try await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+    }
+
+    /// What `coffer serve` does once the database's pool runs and before the server listens: records the wallet
+    /// and environment the database's server keeps (so support's commands on it find them), creates the first admin,
+    /// and says where the server and its panel are.
+    static func prepare(
+        store: any CofferStore, settings: ServeSettings, banner: String, say: @Sendable (String) -> Void
+    ) async throws {
+        let server = settings.server
+        try await store.saveCursor(
+            ServedWallet.cursor, value: server.wallet.rawValue, environment: server.environment)
         let firstLogin: String?
         do {
             firstLogin = try await AdminAccounts.createFirstAdmin(
@@ -123,25 +158,6 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             FileHandle.standardError.write(Data("Error: cannot create the first admin: \(error)\n".utf8))
             throw ExitCode(2)
-        }
-        let banner =
-            "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
-            + "on http://\(server.host):\(server.port), \(composition.location)"
-            + ((flags.config ?? ServedWallet.defaultConfig()).map { ", settings from \($0)" } ?? "")
-            + (appStoreAPI == nil ? "; no App Store Server API key: recovery and consumption answers are off" : "")
-            + (push == nil ? "; no APNs key: apps hear of grants and refunds when they open" : "")
-            + (xcode.map {
-                "; accepting Xcode's StoreKit testing data signed by certificate \($0.fingerprint.prefix(16))…"
-            }
-                ?? "")
-        // Written straight away (print buffers when stdout is a pipe), so supervisors and tests see it; in the
-        // JSON log format, as log lines like every other.
-        let say: (String) -> Void = { text in
-            if settings.logFormat == .json {
-                for line in text.split(separator: "\n") { logger.notice("\(line)") }
-            } else {
-                FileHandle.standardOutput.write(Data((text + "\n").utf8))
-            }
         }
         say(banner)
         let panelHost = server.host == "0.0.0.0" || server.host == "::" ? "127.0.0.1" : server.host
@@ -169,13 +185,22 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         say(panel)
-        do {
-            try await app.runService()
-        } catch {
-            try await http.shutdown()
-            throw error
-        }
-        try await http.shutdown()
+    }
+
+    /// The start line: what is served, where, from which settings, and what is off.
+    static func banner(
+        _ server: ServerConfiguration, location: String, config: String?, apiKeyed: Bool, pushing: Bool,
+        xcode: XcodeCertificate?
+    ) -> String {
+        "Coffer serving \(server.bundleId) (\(server.environment.rawValue), \(server.wallet.rawValue) wallet) "
+            + "on http://\(server.host):\(server.port), \(location)"
+            + ((config ?? ServedWallet.defaultConfig()).map { ", settings from \($0)" } ?? "")
+            + (apiKeyed ? "" : "; no App Store Server API key: recovery and consumption answers are off")
+            + (pushing ? "" : "; no APNs key: apps hear of grants and refunds when they open")
+            + (xcode.map {
+                "; accepting Xcode's StoreKit testing data signed by certificate \($0.fingerprint.prefix(16))…"
+            }
+                ?? "")
     }
 
     /// Where the first-run admin password is written when standard output is not a terminal: beside the

@@ -215,15 +215,17 @@ struct ServeSettings: Sendable {
         ///
         /// - Parameters:
         ///   - timeout: Seconds an operation waits on PostgreSQL, or on SQLite for another process's write.
+        ///   - runner: Who runs PostgreSQL's pool: the store itself, or `coffer serve`'s service group.
         ///   - logger: Where PostgreSQL's client logs.
-        func open(timeout: Int = 5, logger: Logger = Logger(label: "coffer.postgres")) async throws
-            -> (store: any CofferStore, location: String)
-        {
+        func open(
+            timeout: Int = 5, runner: PostgresStore.Runner = .itself, logger: Logger = Logger(label: "coffer.postgres")
+        ) async throws -> (store: any CofferStore, location: String) {
             switch self {
             case .sqlite(let path):
                 return (try SQLiteStore(path: path, busyTimeout: TimeInterval(timeout)), "SQLite \(path)")
             case .postgres(let url):
-                let store = try await PostgresStore(url: url, operationTimeout: .seconds(timeout), logger: logger)
+                let store = try await PostgresStore(
+                    url: url, operationTimeout: .seconds(timeout), runner: runner, logger: logger)
                 return (store, shown)
             }
         }

@@ -18,17 +18,20 @@ import ServiceLifecycle
 /// The one composition root of a Coffer server: the client API, Apple's notifications, the operations
 /// routes and the notification recovery service, over the given store, verifier and catalog.
 ///
+/// - Parameter beforeServing: Work run once the services run and before the server listens (what needs the database
+///   running in the group: the first admin, say); what it throws ends the server.
 /// - Throws: When the panel's templates are not installed with the server (a broken install).
-public func buildApplication(configuration: ServerConfiguration, dependencies: ServerDependencies)
-    throws -> some ApplicationProtocol
-{
+public func buildApplication(
+    configuration: ServerConfiguration, dependencies: ServerDependencies,
+    beforeServing: (@Sendable () async throws -> Void)? = nil
+) throws -> some ApplicationProtocol {
     let (router, intake, background) = try makeRouter(configuration: configuration, dependencies: dependencies)
-    var services: [any Service] = background
+    var services: [any Service] = dependencies.services + background
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
     let readTimeout = TimeAmount.seconds(Int64(configuration.readTimeout))
-    return Application(
+    var application = Application(
         router: router,
         server: .http1(
             configuration: .init(
@@ -42,6 +45,8 @@ public func buildApplication(configuration: ServerConfiguration, dependencies: S
                 configuration.maximumConnections, logger: dependencies.logger)),
         services: services,
         logger: dependencies.logger)
+    if let beforeServing { application.beforeServerStarts(perform: beforeServing) }
+    return application
 }
 
 /// The server's routes as one responder, without a listener: for driving every route in-process (the fuzz

@@ -4,6 +4,7 @@ import CofferCore
 import CofferStore
 import Foundation
 import Logging
+import ServiceLifecycle
 
 /// What Coffer's use cases run with: the app and environment served, the wallet, and how the ledger and Apple's
 /// notifications are handled. The HTTP edge's own settings (listener, limits, the panel, proxies) are
@@ -80,6 +81,9 @@ public struct ServerDependencies: Sendable {
     /// Asks CloudKit Web Services whose web auth token a CloudKit claim carries (`cloudkit.api.token`); `nil`
     /// when no API token is configured: then claims trust the record name (``CloudKitClaimProof/recordName``).
     public var cloudKitIdentity: CloudKitUserIdentity?
+    /// What the server's service group runs before the server's own services and stops after them: the database's
+    /// pool, when the composition root leaves it to the group (`PostgresStore`'s `serviceGroup` runner).
+    public var services: [any Service]
 
     /// Creates the dependencies.
     public init(
@@ -88,8 +92,10 @@ public struct ServerDependencies: Sendable {
         metrics: ServerMetrics = ServerMetrics(), logger: Logger = Logger(label: "coffer"),
         now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher(),
         push: (any PushSender)? = nil, broadcast: (any EventBroadcast)? = nil,
-        cloudKitIdentity: CloudKitUserIdentity? = nil, timerClock: any TimerClock = SystemTimerClock()
+        cloudKitIdentity: CloudKitUserIdentity? = nil, timerClock: any TimerClock = SystemTimerClock(),
+        services: [any Service] = []
     ) throws {
+        self.services = services
         self.timerClock = timerClock
         self.cloudKitIdentity = cloudKitIdentity
         self.push = push

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOSSL
 import PostgresNIO
+import ServiceLifecycle
 import Synchronization
 
 /// The ``CofferStore`` for several server instances: PostgreSQL through postgres-nio. Migrates when
@@ -14,29 +15,66 @@ import Synchronization
 /// transaction id, an entry per user and key) catch the rest, and a transaction that loses such a race is
 /// rolled back and run again from the start, where it sees the winner's commit.
 ///
+/// The pool's connections run in ``run()``: in `coffer serve`, as a service of the server's group (started first,
+/// stopped last); for a tool or a test, by the store itself from when it opens until ``close()``
+/// (``Runner/itself``).
+///
 /// ```swift
 /// let store = try await PostgresStore(url: "postgres://coffer:secret@127.0.0.1:5432/coffer")
 /// ```
-public final class PostgresStore: CofferStore {
-    /// The pool, renewed when the database answers again after a run of failures (see ``renewIfStuck()``).
+public final class PostgresStore: CofferStore, Service {
+    /// Who runs the pool's connections.
+    public enum Runner: Sendable, Hashable {
+        /// The store, from when it opens until ``PostgresStore/close()``: for a tool or a test.
+        case itself
+        /// The caller's service group, which runs ``PostgresStore/run()``; operations wait (within their deadline)
+        /// until it does.
+        case serviceGroup
+    }
+
+    /// The pool, renewed when the database answers again after a run of failures (see ``noteOutcome(unavailable:)``).
     private let pool: Mutex<Pool>
+    /// Each pool made, for ``run()`` to run until it is retired.
+    private let pools: (stream: AsyncStream<Pool.Running>, continuation: AsyncStream<Pool.Running>.Continuation)
+    /// Who runs the pool's connections.
+    public let runner: Runner
+    /// Whether ``run()`` has begun (it runs once).
+    private let started = Mutex(false)
     /// What a new pool is made from.
     private let configuration: PostgresClient.Configuration
     let logger: Logger
     /// How long one operation (a read, or a write's transaction) may wait on the database.
     let operationTimeout: Duration
-    private let deadlines = DeadlineTimer()
+    /// The clock the operation deadline and the pool's renewal are kept on.
+    private let clock: any TimerClock
+    private let deadlines: DeadlineTimer
 
     /// The pool in use and its failures.
     private struct Pool {
+        /// A pool to run, and what ends it.
+        struct Running: Sendable {
+            var client: PostgresClient
+            /// Finished when the pool is retired (made anew, or the store closed).
+            var retired: AsyncStream<Void>
+        }
+
         var client: PostgresClient
-        var runner: Task<Void, Never>
+        var retire: AsyncStream<Void>.Continuation
         /// Since when every operation has failed as unavailable, if they do.
-        var failingSince: ContinuousClock.Instant?
+        var failingSince: Duration?
         /// When the pool was last made.
-        var madeAt: ContinuousClock.Instant
+        var madeAt: Duration
         /// Whether the store was closed: no pool is made anew then.
         var closed = false
+
+        /// A new pool on `configuration`, and what ``PostgresStore/run()`` runs of it.
+        static func make(
+            _ configuration: PostgresClient.Configuration, logger: Logger, at now: Duration
+        ) -> (Pool, Running) {
+            let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+            let (retired, retire) = AsyncStream<Void>.makeStream()
+            return (Pool(client: client, retire: retire, madeAt: now), Running(client: client, retired: retired))
+        }
     }
 
     /// The pool in use.
@@ -51,14 +89,21 @@ public final class PostgresStore: CofferStore {
     ///   - startupTimeout: How long opening may take (connecting and migrating) before it fails.
     ///   - operationTimeout: How long a read, or a write's whole transaction, may wait on the database (for a
     ///     connection, and for its answers) before it fails with ``StoreError/unavailable(_:)``.
+    ///   - runner: Who runs the pool: the store itself (the default), or the caller's service group.
+    ///   - clock: The clock of the operation deadline and the pool's renewal (the system's unless a test steps its
+    ///     own).
     ///   - logger: Where the pool logs.
     /// - Throws: ``StoreError/storage(_:)`` when the URL does not parse, the server does not answer in
     ///   time, or the database cannot be migrated.
     public init(
         url: String, maximumConnections: Int = 20, startupTimeout: Duration = .seconds(30),
-        operationTimeout: Duration = .seconds(5), logger: Logger = Logger(label: "coffer.postgres")
+        operationTimeout: Duration = .seconds(5), runner: Runner = .itself,
+        clock: any TimerClock = SystemTimerClock(), logger: Logger = Logger(label: "coffer.postgres")
     ) async throws {
         self.operationTimeout = operationTimeout
+        self.clock = clock
+        self.runner = runner
+        deadlines = DeadlineTimer(clock: clock)
         var configuration = try Self.configuration(url: url)
         configuration.options.maximumConnections = maximumConnections
         // Every statement is planned for the tables as they are when it runs. A prepared statement's generic plan
@@ -77,19 +122,71 @@ public final class PostgresStore: CofferStore {
             ("statement_timeout", String(serverLimit)), ("idle_in_transaction_session_timeout", String(serverLimit)),
         ]
         self.configuration = configuration
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        pool = Mutex(Pool(client: client, runner: Task { await client.run() }, madeAt: .now))
         self.logger = logger
+        let (first, running) = Pool.make(configuration, logger: logger, at: clock.elapsed)
+        pool = Mutex(first)
+        pools = AsyncStream.makeStream(bufferingPolicy: .unbounded)
+        pools.continuation.yield(running)
         let target = "\(configuration.host ?? "?"):\(configuration.port ?? 5432)"
         do {
-            // Abandoned at the deadline, never waited on: a migration stuck behind a lock fails the start.
-            try await deadlines.run(
-                within: startupTimeout,
-                orThrow: { StoreError.storage("PostgreSQL at \(target) did not answer within \(startupTimeout)") },
-                { try await PostgresMigrations.migrate(client, logger: logger) })
+            // On a connection of its own, run beside the migration and closed after it; abandoned at the deadline,
+            // never waited on: a migration stuck behind a lock fails the start.
+            var single = configuration
+            single.options.maximumConnections = 1
+            let migrator = PostgresClient(configuration: single, backgroundLogger: logger)
+            try await withThrowingTaskGroup { group in
+                group.addTask { await migrator.run() }
+                defer { group.cancelAll() }
+                try await deadlines.run(
+                    within: startupTimeout,
+                    orThrow: { StoreError.storage("PostgreSQL at \(target) did not answer within \(startupTimeout)") },
+                    { try await PostgresMigrations.migrate(migrator, logger: logger) })
+            }
         } catch {
             close()
             throw error
+        }
+        if case .itself = runner {
+            started.withLock { $0 = true }
+            // The pools alone, not the store: a store let go unclosed is closed by its deinit, which ends this.
+            let pools = pools.stream
+            Task { await Self.run(pools) }
+        }
+    }
+
+    /// Runs the pool's connections, and each pool made anew, until the store is closed, the service group shuts
+    /// down gracefully (then the store closes, after the services started after it), or the task is cancelled.
+    /// It runs once; a second call returns at once.
+    public func run() async {
+        let first = started.withLock { started in
+            defer { started = true }
+            return !started
+        }
+        guard first else { return }
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await Self.run(pools.stream)
+            } onCancel: {
+                self.close()
+            }
+        } onGracefulShutdown: {
+            self.close()
+        }
+    }
+
+    /// Runs each pool of `pools` until it is retired, and returns once the stream ends and every pool stopped.
+    private static func run(_ pools: AsyncStream<Pool.Running>) async {
+        await withDiscardingTaskGroup { group in
+            for await running in pools {
+                group.addTask {
+                    await withTaskGroup(of: Void.self) { pool in
+                        pool.addTask { await running.client.run() }
+                        pool.addTask { for await _ in running.retired {} }
+                        _ = await pool.next()
+                        pool.cancelAll()
+                    }
+                }
+            }
         }
     }
 
@@ -97,8 +194,9 @@ public final class PostgresStore: CofferStore {
     public func close() {
         pool.withLock { pool in
             pool.closed = true
-            pool.runner.cancel()
+            pool.retire.finish()
         }
+        pools.continuation.finish()
     }
 
     deinit { close() }
@@ -108,8 +206,8 @@ public final class PostgresStore: CofferStore {
     /// once); after a second of failures the pool is made anew, at most once a second, so an instance serves
     /// again within about a second of the database answering, however long it was away.
     private func noteOutcome(unavailable: Bool) {
-        let now = ContinuousClock.now
-        let stale: Task<Void, Never>? = pool.withLock { pool in
+        let now = clock.elapsed
+        let stale: AsyncStream<Void>.Continuation? = pool.withLock { pool in
             guard unavailable, !pool.closed else {
                 pool.failingSince = nil
                 return nil
@@ -119,16 +217,15 @@ public final class PostgresStore: CofferStore {
                 return nil
             }
             guard now - since > .seconds(1), now - pool.madeAt > .seconds(1) else { return nil }
-            let old = pool.runner
-            let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-            pool.client = client
-            pool.runner = Task { await client.run() }
-            pool.madeAt = now
+            let old = pool.retire
+            let (fresh, running) = Pool.make(configuration, logger: logger, at: now)
+            pool = fresh
+            pools.continuation.yield(running)
             return old
         }
         if let stale {
             logger.notice("PostgreSQL has not answered for a while: connecting anew")
-            stale.cancel()
+            stale.finish()
         }
     }
 
@@ -361,8 +458,6 @@ extension PostgresStore {
         var configuration = try configuration(url: url)
         configuration.options.connectTimeout = timeout
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let runner = Task { await client.run() }
-        defer { runner.cancel() }
         let read: @Sendable () async throws -> [String] = {
             do {
                 return try await client.withConnection { connection in
@@ -378,7 +473,12 @@ extension PostgresStore {
                 throw StoreError.unavailable("PostgreSQL cannot be reached: \(error)")
             }
         }
-        return try await DeadlineTimer().run(
-            within: timeout, orThrow: { StoreError.unavailable("PostgreSQL did not answer within \(timeout)") }, read)
+        return try await withThrowingTaskGroup { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await DeadlineTimer().run(
+                within: timeout, orThrow: { StoreError.unavailable("PostgreSQL did not answer within \(timeout)") },
+                read)
+        }
     }
 }
