@@ -170,7 +170,7 @@ extension AdminService {
             guard let into = target.mergedInto, let next = try await store.user(id: into) else { break }
             target = next
         }
-        if target.deletedAt != nil || target.mergedInto != nil {
+        if !target.isOwnCustomer {
             line.notes.append("deleted at the customer's request: nothing imported")
             return line
         }

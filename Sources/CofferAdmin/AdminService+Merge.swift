@@ -42,7 +42,7 @@ extension AdminService {
             throw AdminError.invalid("\(account.supportId) is not an Apple account's customer")
         }
         guard merged.mergedInto == nil else { throw AdminError.invalid("\(merged.supportId) was merged already") }
-        guard merged.deletedAt == nil, account.deletedAt == nil else {
+        guard merged.isLive, account.isLive else {
             throw AdminError.invalid("a customer deleted at their request cannot be merged")
         }
         // Sandbox data never reaches a customer installed from the App Store, through a merge either.

@@ -137,7 +137,7 @@ public struct ClientService: ServiceOnParts {
             throw ServiceError.unavailable(
                 code: "try-again", message: "this customer's import is not finished; try again later")
         }
-        guard user.deletedAt == nil else { throw notImported }
+        guard user.isLive else { throw notImported }
         // A customer support merged into another is settled (the merge marked the import claimed): the record
         // name, public in CloudKit, never leads to the account it joined.
         guard user.mergedInto == nil else { throw ServiceError.alreadyClaimed }

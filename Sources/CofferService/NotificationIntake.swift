@@ -143,7 +143,7 @@ public struct NotificationIntake: ServiceOnParts {
         // A customer deleted at their request gets nothing new: a renewal of their chain waits for the app to
         // present it (under whoever it signs in as now). A transaction delivered to them before still finds them
         // above, so Apple's refunds are still taken back.
-        return try await store.user(id: chainOwner).flatMap { $0.deletedAt == nil && reaches($0) ? $0 : nil }
+        return try await store.user(id: chainOwner).flatMap { $0.isLive && reaches($0) ? $0 : nil }
     }
 
     private func apply(_ notification: VerifiedNotification, fact: TransactionFact, to user: User, logger: Logger)
@@ -251,7 +251,7 @@ public struct NotificationIntake: ServiceOnParts {
             logger.info("consumption request not answered (consumption answers are off)")
             return
         }
-        guard user.deletedAt == nil else {
+        guard user.isLive else {
             // Their consent and their balance went with the deletion: Apple decides without Coffer's word.
             logger.info("consumption request about a customer deleted at their request not answered")
             return

@@ -129,7 +129,7 @@ extension UserMerge {
             into.environment == environment
         else { throw StoreError.notFound("user") }
         guard from.mergedInto == nil else { throw StoreError.alreadyExists("merge of \(from.supportId)") }
-        guard from.deletedAt == nil, into.deletedAt == nil, into.mergedInto == nil else {
+        guard from.isLive, into.isOwnCustomer else {
             throw StoreError.notFound("user")
         }
         let moving =
@@ -190,7 +190,7 @@ extension UserDeletion {
         guard let user = state.user, user.environment == environment, user.mergedInto == nil,
             let wallet = state.wallet
         else { throw StoreError.notFound("user") }
-        guard user.deletedAt == nil else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
+        guard user.isLive else { throw StoreError.alreadyExists("deletion of \(user.supportId)") }
         let closing = try Self.closing(owner: user.id, wallet: wallet, at: at)
         let result = UserDeletionResult(
             closed: wallet, users: 1 + state.merged.count, cancelledGrants: state.pendingGrants)

@@ -59,13 +59,13 @@ extension InMemoryStore {
         guard let user = state.users[owner] else { return TokenCounts(devices: 0, claims: 0) }
         let live = deviceTokens.values.filter { $0.owner == owner && $0.revokedAt == nil }
         let imported = imports.values.contains { $0.user == owner }
-        let first = deviceTokens[user.tokenHash] == nil && !imported && user.deletedAt == nil ? 1 : 0
+        let first = deviceTokens[user.tokenHash] == nil && !imported && user.isLive ? 1 : 0
         return TokenCounts(
             devices: live.count { $0.origin == .device } + first, claims: live.count { $0.origin == .claim })
     }
 
     public func saveMergeCode(_ code: MergeCode) throws {
-        guard isLive(code.owner), state.users[code.owner]?.mergedInto == nil else {
+        guard isOwnCustomer(code.owner) else {
             throw StoreError.notFound("user \(code.owner)")
         }
         mergeCodes[code.owner] = code

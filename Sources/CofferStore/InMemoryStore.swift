@@ -83,21 +83,23 @@ public actor InMemoryStore: CofferStore {
 
     public func user(tokenHash: String) -> User? {
         if let token = deviceTokens[tokenHash] {
-            return token.revokedAt == nil && isLive(token.owner) && state.users[token.owner]?.mergedInto == nil
-                ? state.users[token.owner] : nil
+            return token.revokedAt == nil && isOwnCustomer(token.owner) ? state.users[token.owner] : nil
         }
-        return state.users.values.first { $0.tokenHash == tokenHash && $0.deletedAt == nil && $0.mergedInto == nil }
+        return state.users.values.first { $0.tokenHash == tokenHash && $0.isOwnCustomer }
     }
 
-    /// Whether the user exists and was not deleted at the customer's request.
-    func isLive(_ id: UUID) -> Bool { state.users[id].map { $0.deletedAt == nil } ?? false }
+    /// Whether the user exists and is live (``User/isLive``).
+    func isLive(_ id: UUID) -> Bool { state.users[id]?.isLive ?? false }
+
+    /// Whether the user exists and a token or a code may name it (``User/isOwnCustomer``).
+    func isOwnCustomer(_ id: UUID) -> Bool { state.users[id]?.isOwnCustomer ?? false }
 
     public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) -> User? {
         state.users.values.first { $0.appleAccount == appleAccount && $0.environment == environment }
     }
 
     public func addToken(tokenHash: String, owner: UUID, origin: TokenOrigin, at date: Date) throws {
-        guard isLive(owner), state.users[owner]?.mergedInto == nil else { throw StoreError.notFound("user \(owner)") }
+        guard isOwnCustomer(owner) else { throw StoreError.notFound("user \(owner)") }
         guard deviceTokens[tokenHash] == nil, !state.users.values.contains(where: { $0.tokenHash == tokenHash })
         else { throw StoreError.alreadyExists("token") }
         deviceTokens[tokenHash] = (owner, nil, origin)
@@ -112,7 +114,7 @@ public actor InMemoryStore: CofferStore {
     }
 
     public func linkAppleAccount(_ account: AppleAccount, to id: UUID) throws -> Bool {
-        guard var user = state.users[id], user.appleAccount == nil, user.mergedInto == nil, user.deletedAt == nil
+        guard var user = state.users[id], user.appleAccount == nil, user.isOwnCustomer
         else { return false }
         if state.users.values.contains(where: { $0.appleAccount == account && $0.environment == user.environment }) {
             throw StoreError.alreadyExists("user of Apple account \(account.appTransactionId)")
@@ -399,7 +401,7 @@ public actor InMemoryStore: CofferStore {
     public func setBalance(
         _ edit: BalanceEdit, audit events: @Sendable (BalanceEditResult) throws -> [AuditEvent]
     ) throws -> BalanceEditResult {
-        guard isLive(edit.owner), state.users[edit.owner]?.mergedInto == nil,
+        guard isOwnCustomer(edit.owner),
             let wallet = state.wallet(owner: edit.owner, environment: edit.environment)
         else { throw StoreError.notFound("user \(edit.owner)") }
         var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)

@@ -25,6 +25,14 @@ public struct User: Sendable, Hashable, Codable {
     /// anonymised, so the ledger's totals still add up; nothing signs in as it.
     public var deletedAt: Date?
 
+    /// Whether the customer is live: not deleted at their request. A deleted customer gets nothing new (no token,
+    /// push token, milestone, backup, grant, report or Apple account); every engine keeps this one rule (SQL
+    /// engines as the `live_users` view).
+    public var isLive: Bool { deletedAt == nil }
+
+    /// Whether a token or a code may name the user: live, and not merged into another customer.
+    public var isOwnCustomer: Bool { isLive && mergedInto == nil }
+
     /// Creates a user record.
     public init(
         id: UUID = UUID(), environment: AppStoreEnvironment, supportId: SupportID, tokenHash: String,

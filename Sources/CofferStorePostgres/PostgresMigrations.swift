@@ -351,6 +351,10 @@ enum PostgresMigrations {
             ALTER TABLE ledger_entries ADD COLUMN signed_by_xcode BOOLEAN NOT NULL DEFAULT false
             """
         ),
+        // "A deleted customer gets nothing new", written once: every query that may give a customer something new
+        // reads them from here (`User.isLive` in Swift). PostgreSQL fixes a view's columns when it is made: a
+        // migration that adds a column to users makes the view again (CREATE OR REPLACE VIEW).
+        ("v21 live users", "CREATE VIEW live_users AS SELECT * FROM users WHERE deleted_at IS NULL"),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -25,9 +25,8 @@ extension PostgresStore {
                 try await Self.exists(
                     connection,
                     """
-                    SELECT 1 FROM users u JOIN wallets w ON w.user_id = u.id
+                    SELECT 1 FROM live_users u JOIN wallets w ON w.user_id = u.id
                     WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
-                        AND u.deleted_at IS NULL
                     FOR UPDATE OF w
                     """, logger: self.logger)
             else { throw StoreError.notFound("user \(owner)") }
@@ -77,7 +76,7 @@ extension PostgresStore {
                     owner: edit.owner, environment: edit.environment, transactionId: nil, key: edit.key),
                 try await Self.exists(
                     connection,
-                    "SELECT 1 FROM users WHERE id = \(edit.owner.uuidString) AND deleted_at IS NULL",
+                    "SELECT 1 FROM live_users WHERE id = \(edit.owner.uuidString)",
                     logger: self.logger)
             else { throw StoreError.notFound("user \(edit.owner)") }
             var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)

@@ -11,7 +11,7 @@ extension PostgresStore {
         try await write { connection in
             guard
                 try await Self.exists(
-                    connection, "SELECT 1 FROM users WHERE id = \(owner.uuidString) AND deleted_at IS NULL",
+                    connection, "SELECT 1 FROM live_users WHERE id = \(owner.uuidString)",
                     logger: self.logger)
             else { throw StoreError.notFound("user \(owner)") }
             return try await Self.exists(

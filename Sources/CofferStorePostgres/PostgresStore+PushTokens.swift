@@ -15,7 +15,7 @@ extension PostgresStore {
                 INSERT INTO push_tokens (token, owner, environment, gateway, updated_at)
                 SELECT \(token.token), id, \(token.environment.rawValue), \(token.gateway.rawValue),
                     \(Millis.from(token.updatedAt))
-                FROM users WHERE id = \(token.owner.uuidString) AND deleted_at IS NULL
+                FROM live_users WHERE id = \(token.owner.uuidString)
                 ON CONFLICT (token) DO UPDATE SET owner = excluded.owner, environment = excluded.environment,
                     gateway = excluded.gateway, updated_at = excluded.updated_at
                 RETURNING 1

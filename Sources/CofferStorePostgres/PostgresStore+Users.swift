@@ -48,11 +48,10 @@ extension PostgresStore {
     public func user(tokenHash: String) async throws -> User? {
         try await first(
             """
-            SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
-            WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL AND u.deleted_at IS NULL
-                AND u.merged_into IS NULL
+            SELECT u.* FROM user_tokens t JOIN live_users u ON u.id = t.owner
+            WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL AND u.merged_into IS NULL
             UNION ALL
-            SELECT * FROM users WHERE token_hash = \(tokenHash) AND deleted_at IS NULL AND merged_into IS NULL
+            SELECT * FROM live_users WHERE token_hash = \(tokenHash) AND merged_into IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
             LIMIT 1
             """, Rows.user)
@@ -74,8 +73,8 @@ extension PostgresStore {
                     connection,
                     """
                     INSERT INTO user_tokens (token_hash, owner, created_at, origin)
-                    SELECT \(tokenHash), id, \(Millis.from(date)), \(origin.rawValue) FROM users
-                    WHERE id = \(owner.uuidString) AND deleted_at IS NULL AND merged_into IS NULL AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
+                    SELECT \(tokenHash), id, \(Millis.from(date)), \(origin.rawValue) FROM live_users
+                    WHERE id = \(owner.uuidString) AND merged_into IS NULL AND NOT EXISTS (SELECT 1 FROM users WHERE token_hash = \(tokenHash))
                     RETURNING 1
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
@@ -84,7 +83,7 @@ extension PostgresStore {
         }
         guard added else {
             let user = try await user(id: owner)
-            throw user == nil || user?.deletedAt != nil || user?.mergedInto != nil
+            throw user?.isOwnCustomer != true
                 ? StoreError.notFound("user \(owner)") : StoreError.alreadyExists("token")
         }
     }
@@ -96,8 +95,8 @@ extension PostgresStore {
             try await connection.query(
                 """
                 INSERT INTO user_tokens (token_hash, owner, created_at)
-                SELECT token_hash, id, created_at FROM users WHERE id = \(id) AND deleted_at IS NULL
-                    AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                SELECT token_hash, id, created_at FROM live_users u WHERE id = \(id)
+                    AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
                     AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = \(id))
                 ON CONFLICT DO NOTHING
                 """, logger: self.logger)
@@ -128,7 +127,7 @@ extension PostgresStore {
             """
             SELECT
                 (SELECT count(*) FROM user_tokens WHERE owner = \(owner) AND revoked_at IS NULL AND origin = 'device')
-                + (SELECT count(*) FROM users u WHERE u.id = \(owner) AND u.deleted_at IS NULL
+                + (SELECT count(*) FROM live_users u WHERE u.id = \(owner)
                     AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
                     AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = u.id)),
                 (SELECT count(*) FROM user_tokens WHERE owner = \(owner) AND revoked_at IS NULL AND origin = 'claim')
@@ -187,7 +186,7 @@ extension PostgresStore {
                 INSERT INTO merge_codes (owner, environment, code_hash, created_at, expires_at)
                 SELECT id, \(code.environment.rawValue), \(code.codeHash), \(Millis.from(code.createdAt)),
                     \(Millis.from(code.expiresAt))
-                FROM users WHERE id = \(code.owner.uuidString) AND deleted_at IS NULL AND merged_into IS NULL
+                FROM live_users WHERE id = \(code.owner.uuidString) AND merged_into IS NULL
                 ON CONFLICT (owner) DO UPDATE SET code_hash = excluded.code_hash, created_at = excluded.created_at,
                     expires_at = excluded.expires_at
                 RETURNING 1

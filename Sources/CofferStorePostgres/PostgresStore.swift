@@ -415,8 +415,8 @@ public final class PostgresStore: CofferStore, Service {
             try await exists(
                 connection,
                 """
-                SELECT 1 FROM users WHERE id = \(owner.uuidString) AND environment = \(environment.rawValue)
-                    AND (deleted_at IS NULL OR NOT \(live))
+                SELECT 1 FROM \(unescaped: live ? "live_users" : "users") WHERE id = \(owner.uuidString)
+                    AND environment = \(environment.rawValue)
                 """,
                 logger: logger)
         else { throw StoreError.notFound("user \(owner)") }

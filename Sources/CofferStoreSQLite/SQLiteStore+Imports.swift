@@ -14,7 +14,8 @@ extension SQLiteStore {
                 try db.execute(
                     sql: """
                         UPDATE users SET app_transaction_id = ?, app_transaction_environment = ?
-                        WHERE id = ? AND app_transaction_id IS NULL AND merged_into IS NULL AND deleted_at IS NULL
+                        WHERE id = ?3 AND id IN (SELECT id FROM live_users WHERE id = ?3)
+                            AND app_transaction_id IS NULL AND merged_into IS NULL
                         """,
                     arguments: [account.appTransactionId, account.environment.rawValue, user.uuidString])
                 return db.changesCount > 0

@@ -11,9 +11,7 @@ extension SQLiteStore {
     public func recordMilestone(owner: UUID, name: String, at date: Date) async throws -> Bool {
         try await write { db in
             guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL)",
-                    arguments: [owner.uuidString]) == true
+                try Self.isLive(db, owner)
             else { throw StoreError.notFound("user \(owner)") }
             try db.execute(
                 sql: "INSERT INTO milestones (owner, name, reached_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",

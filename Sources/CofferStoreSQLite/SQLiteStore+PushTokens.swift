@@ -11,10 +11,7 @@ extension SQLiteStore {
     public func savePushToken(_ token: PushToken) async throws {
         try await write { db in
             guard
-                try Bool.fetchOne(
-                    db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL)",
-                    arguments: [token.owner.uuidString])
-                    == true
+                try Self.isLive(db, token.owner)
             else { throw StoreError.notFound("user \(token.owner)") }
             try db.execute(
                 sql: """

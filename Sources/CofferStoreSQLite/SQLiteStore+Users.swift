@@ -8,11 +8,16 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
-    /// Whether a user exists, was not deleted and was not merged into another (what a token or a code may name).
+    /// Whether a user exists and is live (``User/isLive``, the `live_users` view).
+    static func isLive(_ db: Database, _ id: UUID) throws -> Bool {
+        try Bool.fetchOne(
+            db, sql: "SELECT EXISTS (SELECT 1 FROM live_users WHERE id = ?)", arguments: [id.uuidString]) == true
+    }
+
+    /// Whether a user exists and a token or a code may name it (``User/isOwnCustomer``).
     static func isOwnCustomer(_ db: Database, _ id: UUID) throws -> Bool {
         try Bool.fetchOne(
-            db,
-            sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND deleted_at IS NULL AND merged_into IS NULL)",
+            db, sql: "SELECT EXISTS (SELECT 1 FROM live_users WHERE id = ? AND merged_into IS NULL)",
             arguments: [id.uuidString]) == true
     }
 
@@ -56,10 +61,10 @@ extension SQLiteStore {
     public func user(tokenHash: String) async throws -> User? {
         try await one(
             """
-            SELECT u.* FROM user_tokens t JOIN users u ON u.id = t.owner
-            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL AND u.deleted_at IS NULL AND u.merged_into IS NULL
+            SELECT u.* FROM user_tokens t JOIN live_users u ON u.id = t.owner
+            WHERE t.token_hash = ?1 AND t.revoked_at IS NULL AND u.merged_into IS NULL
             UNION ALL
-            SELECT * FROM users WHERE token_hash = ?1 AND deleted_at IS NULL AND merged_into IS NULL
+            SELECT * FROM live_users WHERE token_hash = ?1 AND merged_into IS NULL
                 AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?1)
             LIMIT 1
             """, [tokenHash], Self.user)
@@ -94,8 +99,8 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     INSERT INTO user_tokens (token_hash, owner, created_at)
-                    SELECT token_hash, id, created_at FROM users WHERE id = ?1 AND deleted_at IS NULL
-                        AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
+                    SELECT token_hash, id, created_at FROM live_users u WHERE id = ?1
+                        AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
                         AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = ?1)
                     """, arguments: [owner.uuidString])
             try db.execute(
@@ -119,7 +124,7 @@ extension SQLiteStore {
             sql: """
                 SELECT
                     (SELECT COUNT(*) FROM user_tokens WHERE owner = ?1 AND revoked_at IS NULL AND origin = 'device')
-                    + (SELECT COUNT(*) FROM users u WHERE u.id = ?1 AND u.deleted_at IS NULL
+                    + (SELECT COUNT(*) FROM live_users u WHERE u.id = ?1
                         AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
                         AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = u.id)) AS devices,
                     (SELECT COUNT(*) FROM user_tokens WHERE owner = ?1 AND revoked_at IS NULL AND origin = 'claim')

@@ -167,8 +167,7 @@ public final class SQLiteStore: CofferStore {
     {
         try Bool.fetchOne(
             db,
-            sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ? AND environment = ?"
-                + (live ? " AND deleted_at IS NULL)" : ")"),
+            sql: "SELECT EXISTS (SELECT 1 FROM \(live ? "live_users" : "users") WHERE id = ? AND environment = ?)",
             arguments: [id.uuidString, environment.rawValue]) ?? false
     }
 
