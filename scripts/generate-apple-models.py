@@ -248,6 +248,16 @@ models = {
    ('success','Bool','Whether it was extended.'),
    ('effectiveDate','Date','The new expiry.'),
  ]),
+ 'AppTransactionInfoResponse': ('Get App Transaction Info: the customer\'s app transaction.', False, [
+   ('signedAppTransactionInfo','String','The app transaction, as a JWS.'),
+ ]),
+ 'UpdateAppAccountTokenRequest': ('The body of Set App Account Token.', False, [
+   ('appAccountToken','String','The UUID to tie the purchase to from now on (read as text, so a bad one is Apple\'s error, not a decoding failure).'),
+ ]),
+ 'CheckTestNotificationResponse': ('Get Test Notification Status: the test notification and its send attempts.', False, [
+   ('signedPayload','String','The test notification, as Apple sent it.'),
+   ('sendAttempts','[SendAttemptItem]','Each attempt to deliver it.'),
+ ]),
  'ErrorPayload': ('The body of an App Store Server API error.', False, [
    ('errorCode','Int64','Apple\'s error code, e.g. 4040010.'),
    ('errorMessage','String','Apple\'s message.'),

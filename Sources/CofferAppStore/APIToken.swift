@@ -3,8 +3,8 @@ import Crypto
 import Foundation
 
 /// Checks a bearer token of the App Store Server API the way Apple's servers do: an ES256 JWT with a known
-/// key id, the issuer id, audience `appstoreconnect-v1`, the app's bundle id, and a lifetime of at most an
-/// hour that includes now. The App Store simulator answers only requests that carry one.
+/// key id, the issuer id, audience `appstoreconnect-v1`, the app's bundle id, and an end at most an hour away (after
+/// `iat` when the token has one; Apple's own libraries send none). The App Store simulator answers only requests that carry one.
 public struct APITokenVerifier: Sendable {
     /// Why a token was refused.
     public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
@@ -55,13 +55,18 @@ public struct APITokenVerifier: Sendable {
             throw Refusal(description: "the token's audience is not appstoreconnect-v1")
         }
         guard claims.bid == bundleId else { throw Refusal(description: "the token is for another app") }
-        guard let issuedAt = claims.iat, let expires = claims.exp else {
-            throw Refusal(description: "the token lacks iat or exp")
-        }
+        guard let expires = claims.exp else { throw Refusal(description: "the token lacks exp") }
         let current = now.timeIntervalSince1970
-        guard expires - issuedAt <= 3_600 else { throw Refusal(description: "the token lives longer than an hour") }
-        guard issuedAt <= current + 60, current < expires else {
-            throw Refusal(description: "the token is expired or not yet valid")
+        guard current < expires else { throw Refusal(description: "the token is expired") }
+        // Apple's own libraries send no `iat`, and Apple accepts their tokens: without it, the token may not end more
+        // than an hour from now; with it, not more than an hour after it, and it may not be issued in the future.
+        if let issuedAt = claims.iat {
+            guard expires - issuedAt <= 3_600 else { throw Refusal(description: "the token lives longer than an hour") }
+            guard issuedAt <= current + 60 else { throw Refusal(description: "the token is not yet valid") }
+        } else {
+            guard expires <= current + 3_600 + 60 else {
+                throw Refusal(description: "the token ends more than an hour from now")
+            }
         }
     }
 

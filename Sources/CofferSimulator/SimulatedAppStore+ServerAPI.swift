@@ -35,13 +35,14 @@ extension SimulatedAppStore {
         return response
     }
 
-    /// Get Transaction History v2: every transaction of the customer who owns `transactionId`, in the order
+    /// Get Transaction History (v1 and v2): every transaction of the customer `transactionId` names (any of their
+    /// transaction ids, or their app transaction id), in the order
     /// they last changed, 20 per page; `revision` is the previous page's token.
     public func transactionHistory(_ transactionId: String, revision: String?) throws(SimulatedAPIError)
         -> HistoryResponse
     {
-        guard let owner = record(transactionId) else { throw .transactionNotFound }
-        let all = transactions.filter { $0.account == owner.account }.sorted {
+        guard let account = account(ofAnyId: transactionId) else { throw .transactionNotFound }
+        let all = transactions.filter { $0.account == account }.sorted {
             ($0.modified, $0.id) < ($1.modified, $1.id)
         }
         let (page, next, more) = try Self.page(all, token: revision, error: .invalidRevision)
@@ -50,17 +51,18 @@ extension SimulatedAppStore {
         response.hasMore = more
         response.bundleId = configuration.bundleId
         response.appAppleId = configuration.appAppleId
-        response.rawEnvironment = environment(of: owner.account).rawValue
+        response.rawEnvironment = environment(of: account).rawValue
         response.signedTransactions = try page.map(apiSigned)
         return response
     }
 
-    /// Get All Subscription Statuses for the customer who owns `transactionId`.
+    /// Get All Subscription Statuses for the customer `transactionId` names (any of their transaction ids, or their
+    /// app transaction id).
     public func subscriptionStatuses(_ transactionId: String) throws(SimulatedAPIError) -> StatusResponse {
-        guard let owner = record(transactionId) else { throw .transactionNotFound }
+        guard let account = account(ofAnyId: transactionId) else { throw .transactionNotFound }
         var groups: [String: [LastTransactionsItem]] = [:]
         for subscription in subscriptions.values.sorted(by: { $0.originalId < $1.originalId })
-        where subscription.account == owner.account {
+        where subscription.account == account {
             guard let latest = record(subscription.latestTransactionId) else { continue }
             var item = LastTransactionsItem()
             item.rawStatus = subscription.state.rawValue
@@ -74,7 +76,7 @@ extension SimulatedAppStore {
             groups[subscription.group, default: []].append(item)
         }
         var response = StatusResponse()
-        response.rawEnvironment = environment(of: owner.account).rawValue
+        response.rawEnvironment = environment(of: account).rawValue
         response.bundleId = configuration.bundleId
         response.appAppleId = configuration.appAppleId
         response.data = groups.keys.sorted().map { group in
@@ -98,12 +100,13 @@ extension SimulatedAppStore {
     /// The order id of a transaction (what the customer's emailed receipt shows), for tests and the CLI.
     public func orderId(of transactionId: String) -> String? { record(transactionId)?.orderId }
 
-    /// Get Refund History v2: the customer's refunded transactions, 20 per page.
+    /// Get Refund History v2: the refunded transactions of the customer `transactionId` names (any of their
+    /// transaction ids, or their app transaction id), 20 per page.
     public func refundHistory(_ transactionId: String, revision: String?) throws(SimulatedAPIError)
         -> RefundHistoryResponse
     {
-        guard let owner = record(transactionId) else { throw .transactionNotFound }
-        let refunded = transactions.filter { $0.account == owner.account && $0.isRevoked && !$0.familyShared }
+        guard let account = account(ofAnyId: transactionId) else { throw .transactionNotFound }
+        let refunded = transactions.filter { $0.account == account && $0.isRevoked && !$0.familyShared }
             .sorted { ($0.modified, $0.id) < ($1.modified, $1.id) }
         let (page, next, more) = try Self.page(refunded, token: revision, error: .invalidRevision)
         var response = RefundHistoryResponse()

@@ -55,6 +55,8 @@ public enum SimulatorServer {
             ("v1/transactions/:id", { try await $0.transactionInfo($1) }),
             ("v1/subscriptions/:id", { try await $0.subscriptionStatuses($1) }),
             ("v1/lookup/:id", { try await $0.lookUpOrder($1) }),
+            ("v1/transactions/appTransactions/:id", { try await $0.appTransactionInfo($1) }),
+            ("v1/notifications/test/:id", { try await $0.testNotificationStatus($1) }),
         ]
         for (path, read) in byId {
             api.get(RouterPath(path)) { _, context in
@@ -63,6 +65,8 @@ public enum SimulatorServer {
             }
         }
         let byRevision: [(String, @Sendable (SimulatedAppStore, String, String?) async throws -> any Encodable)] = [
+            // Version 1 of the history (Apple's libraries' default) answers as version 2 does here.
+            ("v1/history/:id", { try await $0.transactionHistory($1, revision: $2) }),
             ("v2/history/:id", { try await $0.transactionHistory($1, revision: $2) }),
             ("v2/refund/lookup/:id", { try await $0.refundHistory($1, revision: $2) }),
         ]
@@ -100,6 +104,15 @@ public enum SimulatorServer {
                 return try apiError(error)
             }
             return Response(status: .accepted)
+        }
+        api.put("v1/transactions/:id/appAccountToken") { request, context in
+            let body: UpdateAppAccountTokenRequest = try await decode(request)
+            let id = try context.parameters.require("id")
+            return try await done { try await store.setAppAccountToken(id, body) }
+        }
+        api.post("v1/transactions/:id/finish") { _, context in
+            let id = try context.parameters.require("id")
+            return try await done { try await store.finishTransaction(id) }
         }
         api.put("v1/subscriptions/extend/:id") { request, context in
             let body: ExtendRenewalDateRequest = try await decode(request)
@@ -370,6 +383,16 @@ public enum SimulatorServer {
             return try apiError(error)
         }
         return json(try AppleJSON.encode(value))
+    }
+
+    /// Runs `body`, answering 200 with no body as Apple does for a request that returns nothing.
+    private static func done(_ body: () async throws -> Void) async throws -> Response {
+        do {
+            try await body()
+        } catch let error as SimulatedAPIError {
+            return try apiError(error)
+        }
+        return Response(status: .ok)
     }
 
     private static func apiError(_ error: SimulatedAPIError) throws -> Response {

@@ -14,20 +14,52 @@ struct AppleLibraryTests {
         return path
     }
 
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/apple-library/verify.py")
+    /// A script of `scripts/apple-library`.
+    static func script(_ name: String) -> URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/apple-library/\(name)")
+    }
+
+    /// The interpreter with Apple's library, or `nil` after saying why `check` cannot run: a failure under CI (a
+    /// missing piece fails there), a warning elsewhere.
+    static func pythonOrSay(_ check: String) -> String? {
+        if let python = python() { return python }
+        let message = "COFFER_PYTHON is not set: run scripts/test, which installs Apple's library from PyPI"
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Issue.record("\(message) (a missing piece fails under CI)")
+        } else {
+            print("⚠️  SKIPPED \(check): \(message)")
+        }
+        return nil
+    }
+
+    /// Runs `script` with `argument` under `python` and returns what it printed; a script that fails throws with
+    /// what it wrote to standard error. Blocks: call it through `blockingWork`.
+    static func run(python: String, script: URL, argument: String) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script.path, argument]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(
+                .executableLoad,
+                userInfo: [
+                    NSLocalizedDescriptionKey: "Apple's library failed: \(String(decoding: stderr, as: UTF8.self))"
+                ])
+        }
+        return data
+    }
 
     @Test("every kind of signed data, from every scenario, verifies in both")
     func sameVerdicts() async throws {
-        guard let python = Self.python() else {
-            let message = "COFFER_PYTHON is not set: run scripts/test, which installs Apple's library from PyPI"
-            if ProcessInfo.processInfo.environment["CI"] == "true" {
-                Issue.record("\(message) (a missing piece fails under CI)")
-            } else {
-                print("⚠️  SKIPPED Apple's Python library check: \(message)")
-            }
-            return
-        }
+        guard let python = Self.pythonOrSay("Apple's Python library check") else { return }
         let fixture = try SimulatorFixture()
         let store = fixture.store
         await store.formFamily(["alice", "bob"])
@@ -116,26 +148,7 @@ struct AppleLibraryTests {
             "items": items.map { ["kind": $0.kind, "jws": $0.jws] },
         ]
         try JSONSerialization.data(withJSONObject: spec).write(to: folder.appendingPathComponent("items.json"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script.path, folder.path]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0,
-            let verdicts = try JSONSerialization.jsonObject(with: data) as? [String]
-        else {
-            throw CocoaError(
-                .executableLoad,
-                userInfo: [
-                    NSLocalizedDescriptionKey: "Apple's library failed: \(String(decoding: stderr, as: UTF8.self))"
-                ])
-        }
-        return verdicts
+        let printed = try run(python: python, script: script("verify.py"), argument: folder.path)
+        return try #require(JSONSerialization.jsonObject(with: printed) as? [String])
     }
 }
