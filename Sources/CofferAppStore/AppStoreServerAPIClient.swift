@@ -52,8 +52,10 @@ public enum APIErrorCode: Int64, Sendable, CaseIterable {
     case invalidTransactionId = 4_000_006
     /// 4000005: the revision token is not valid.
     case invalidRequestRevision = 4_000_005
-    /// 4000023: the app account token field is not a valid UUID.
-    case invalidAppAccountToken = 4_000_023
+    /// 4000023: the product id is not valid (a history filter's).
+    case invalidProductId = 4_000_023
+    /// 4000183: the app account token is not a valid UUID (Set App Account Token).
+    case invalidAppAccountTokenUUID = 4_000_183
     /// 4040001: no account for the token.
     case accountNotFound = 4_040_001
     /// 4040002: retry later: account not found yet.

@@ -14,11 +14,12 @@ public struct SimulatedAPIError: Error, Sendable, Equatable {
     static let invalidTransactionId = Self(status: 400, errorCode: 4_000_006, errorMessage: "Invalid transaction id.")
     static let invalidRevision = Self(status: 400, errorCode: 4_000_005, errorMessage: "Invalid revision.")
     static let invalidPaginationToken = Self(
-        status: 400, errorCode: 4_000_006, errorMessage: "Invalid pagination token.")
+        status: 400, errorCode: 4_000_014, errorMessage: "Invalid pagination token.")
+    static let invalidStatus = Self(status: 400, errorCode: 4_000_031, errorMessage: "Invalid status.")
     static let invalidDates = Self(
         status: 400, errorCode: 4_000_016, errorMessage: "Invalid start date or end date.")
     static let subscriptionNotActive = Self(
-        status: 400, errorCode: 4_030_004, errorMessage: "The subscription is not active.")
+        status: 403, errorCode: 4_030_004, errorMessage: "The subscription is not active.")
     static let invalidExtendByDays = Self(
         status: 400, errorCode: 4_000_009, errorMessage: "Invalid extend by days value.")
 }
@@ -37,14 +38,16 @@ extension SimulatedAppStore {
 
     /// Get Transaction History (v1 and v2): every transaction of the customer `transactionId` names (any of their
     /// transaction ids, or their app transaction id), in the order
-    /// they last changed, 20 per page; `revision` is the previous page's token.
-    public func transactionHistory(_ transactionId: String, revision: String?) throws(SimulatedAPIError)
-        -> HistoryResponse
-    {
+    /// they last changed (newest first with `filter`'s `DESCENDING`), those `filter` admits, 20 per page; `revision` is
+    /// the previous page's token.
+    public func transactionHistory(
+        _ transactionId: String, revision: String?, filter: HistoryFilter = HistoryFilter()
+    ) throws(SimulatedAPIError) -> HistoryResponse {
         guard let account = account(ofAnyId: transactionId) else { throw .transactionNotFound }
-        let all = transactions.filter { $0.account == account }.sorted {
+        let ordered = transactions.filter { $0.account == account && filter.admits($0) }.sorted {
             ($0.modified, $0.id) < ($1.modified, $1.id)
         }
+        let all = filter.descending ? ordered.reversed() : ordered
         let (page, next, more) = try Self.page(all, token: revision, error: .invalidRevision)
         var response = HistoryResponse()
         response.revision = next
@@ -58,11 +61,15 @@ extension SimulatedAppStore {
 
     /// Get All Subscription Statuses for the customer `transactionId` names (any of their transaction ids, or their
     /// app transaction id).
-    public func subscriptionStatuses(_ transactionId: String) throws(SimulatedAPIError) -> StatusResponse {
+    /// With `statuses`, only subscriptions in one of them (Apple's `status` values: 1 active, 2 expired, 3 billing
+    /// retry, 4 grace period, 5 revoked).
+    public func subscriptionStatuses(_ transactionId: String, statuses: Set<Int32> = []) throws(SimulatedAPIError)
+        -> StatusResponse
+    {
         guard let account = account(ofAnyId: transactionId) else { throw .transactionNotFound }
         var groups: [String: [LastTransactionsItem]] = [:]
         for subscription in subscriptions.values.sorted(by: { $0.originalId < $1.originalId })
-        where subscription.account == account {
+        where subscription.account == account && (statuses.isEmpty || statuses.contains(subscription.state.rawValue)) {
             guard let latest = record(subscription.latestTransactionId) else { continue }
             var item = LastTransactionsItem()
             item.rawStatus = subscription.state.rawValue

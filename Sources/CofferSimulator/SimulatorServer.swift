@@ -53,7 +53,6 @@ public enum SimulatorServer {
         // Routes by one id, and by one id with a revision: each answers what the simulated store says.
         let byId: [(String, @Sendable (SimulatedAppStore, String) async throws -> any Encodable)] = [
             ("v1/transactions/:id", { try await $0.transactionInfo($1) }),
-            ("v1/subscriptions/:id", { try await $0.subscriptionStatuses($1) }),
             ("v1/lookup/:id", { try await $0.lookUpOrder($1) }),
             ("v1/transactions/appTransactions/:id", { try await $0.appTransactionInfo($1) }),
             ("v1/notifications/test/:id", { try await $0.testNotificationStatus($1) }),
@@ -65,16 +64,38 @@ public enum SimulatorServer {
             }
         }
         let byRevision: [(String, @Sendable (SimulatedAppStore, String, String?) async throws -> any Encodable)] = [
-            // Version 1 of the history (Apple's libraries' default) answers as version 2 does here.
-            ("v1/history/:id", { try await $0.transactionHistory($1, revision: $2) }),
-            ("v2/history/:id", { try await $0.transactionHistory($1, revision: $2) }),
-            ("v2/refund/lookup/:id", { try await $0.refundHistory($1, revision: $2) }),
+            ("v2/refund/lookup/:id", { try await $0.refundHistory($1, revision: $2) })
         ]
         for (path, read) in byRevision {
             api.get(RouterPath(path)) { request, context in
                 let revision = request.uri.queryParameters.get("revision")
                 let id = try context.parameters.require("id")
                 return try await answer { try await read(store, id, revision) }
+            }
+        }
+        // Version 1 of the history (Apple's libraries' default) answers as version 2 does here, filters included.
+        for version in ["v1", "v2"] {
+            api.get(RouterPath("\(version)/history/:id")) { request, context in
+                let id = try context.parameters.require("id")
+                let query = request.uri.queryParameters
+                return try await answer {
+                    let filter = try HistoryFilter { query.getAll($0) }
+                    return try await store.transactionHistory(id, revision: query.get("revision"), filter: filter)
+                }
+            }
+        }
+        api.get("v1/subscriptions/:id") { request, context in
+            let id = try context.parameters.require("id")
+            let values = request.uri.queryParameters.getAll("status")
+            return try await answer {
+                var statuses: Set<Int32> = []
+                for value in values {
+                    guard let status = Int32(value), (1...5).contains(status) else {
+                        throw SimulatedAPIError.invalidStatus
+                    }
+                    statuses.insert(status)
+                }
+                return try await store.subscriptionStatuses(id, statuses: statuses)
             }
         }
         api.post("v1/notifications/history") { request, _ in

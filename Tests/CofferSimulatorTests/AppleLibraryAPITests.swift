@@ -90,6 +90,19 @@ struct AppleLibraryAPITests {
                 args: [monthly, ["extendByDays": 7, "extendReasonCode": 1, "requestIdentifier": UUID().uuidString]],
                 models: [1: "ExtendRenewalDateRequest"]),
             Call(method: "request_test_notification"),
+            // Version 2's filters, as the library writes them (its booleans as Python prints them: `True`).
+            Call(
+                method: "get_transaction_history", args: [credits, NSNull(), ["productTypes": ["CONSUMABLE"]], "v2"],
+                models: [2: "TransactionHistoryRequest"], enums: [3: "GetTransactionHistoryVersion"]),
+            Call(
+                method: "get_transaction_history", args: [credits, NSNull(), ["revoked": false], "v2"],
+                models: [2: "TransactionHistoryRequest"], enums: [3: "GetTransactionHistoryVersion"]),
+            Call(
+                method: "get_transaction_history",
+                args: [credits, NSNull(), ["sort": "DESCENDING", "productIds": ["com.example.credits"]], "v2"],
+                models: [2: "TransactionHistoryRequest"], enums: [3: "GetTransactionHistoryVersion"]),
+            Call(method: "get_all_subscription_statuses", args: [monthly, [1]], enums: [1: "Status"]),
+            Call(method: "get_all_subscription_statuses", args: [monthly, [2, 5]], enums: [1: "Status"]),
         ]
         let key = P256.Signing.PrivateKey()
         let (methods, plan) = (calls.map(\.method), try JSONSerialization.data(withJSONObject: calls.map(\.json)))
@@ -136,6 +149,18 @@ struct AppleLibraryAPITests {
             #expect((results[16].answer?["notificationHistory"] as? [Any])?.isEmpty == false)
             #expect(results[17].answer?["success"] as? Bool == true)
             #expect(try !signed(18, "testNotificationToken").isEmpty)
+            func history(_ index: Int) async throws -> [String] {
+                var found: [String] = []
+                for jws in results[index].answer?["signedTransactions"] as? [String] ?? [] {
+                    found.append(try #require(try await fixture.verifier.verifyTransaction(jws).transactionId))
+                }
+                return found
+            }
+            #expect(try await history(19) == [credits], "only the consumable")
+            #expect(try await history(20) == [monthly], "only what was not refunded")
+            #expect(try await history(21) == [credits], "only the product named")
+            #expect((results[22].answer?["data"] as? [Any])?.count == 1, "active subscriptions")
+            #expect((results[23].answer?["data"] as? [Any])?.isEmpty == true, "expired or revoked: none")
             // The new token stands on the subscription, and the finished transaction is no longer replayed.
             let transactions = await store.deviceTransactions(account: "alice")
             #expect(transactions.first { $0.id == monthly }?.appAccountToken == token)
