@@ -27,6 +27,8 @@ public struct HistoryFilter: Sendable, Equatable {
     static let invalidStartDate = SimulatedAPIError(
         status: 400, errorCode: 4_000_015, errorMessage: "Invalid start date.")
     static let invalidEndDate = SimulatedAPIError(status: 400, errorCode: 4_000_016, errorMessage: "Invalid end date.")
+    static let startAfterEnd = SimulatedAPIError(
+        status: 400, errorCode: 4_000_013, errorMessage: "The start date must precede the end date.")
     static let invalidSort = SimulatedAPIError(status: 400, errorCode: 4_000_021, errorMessage: "Invalid sort.")
     static let invalidProductType = SimulatedAPIError(
         status: 400, errorCode: 4_000_022, errorMessage: "Invalid product type.")
@@ -41,7 +43,7 @@ public struct HistoryFilter: Sendable, Equatable {
             try Self.date(text, or: Self.invalidStartDate)
         }
         end = try one("endDate").map { text throws(SimulatedAPIError) in try Self.date(text, or: Self.invalidEndDate) }
-        if let start, let end, start > end { throw Self.invalidEndDate }
+        if let start, let end, start >= end { throw Self.startAfterEnd }
         productIds = Set(values("productId"))
         let kinds: [String: ProductKind] = [
             "AUTO_RENEWABLE": .autoRenewable, "NON_RENEWABLE": .nonRenewing, "CONSUMABLE": .consumable,

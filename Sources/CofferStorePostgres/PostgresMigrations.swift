@@ -392,6 +392,7 @@ enum PostgresMigrations {
                         }
                         logger.info("applied migration \(migration.name)")
                     }
+                    try await checkLiveUsers(connection, logger: logger)
                 } catch {
                     _ = try? await connection.query("SELECT pg_advisory_unlock(\(lockKey))", logger: logger)
                     _ = try? await connection.query("RESET statement_timeout", logger: logger)
@@ -402,6 +403,26 @@ enum PostgresMigrations {
             }
         } catch let error as PSQLError {
             throw StoreError.storage("migration failed: \(PostgresStore.describe(error))")
+        }
+    }
+
+    /// PostgreSQL fixes a view's columns when it is made: `live_users` must still hold every column of `users`, or
+    /// reading a user through it would miss one on this engine only. A migration that adds a column to `users` makes
+    /// the view again (`CREATE OR REPLACE VIEW`); one that forgets fails here, in every PostgreSQL test.
+    static func checkLiveUsers(_ connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query(
+            """
+            SELECT count(*) FROM information_schema.columns u
+            WHERE u.table_schema = current_schema() AND u.table_name = 'users' AND NOT EXISTS (
+                SELECT 1 FROM information_schema.columns v WHERE v.table_schema = current_schema()
+                    AND v.table_name = 'live_users' AND v.column_name = u.column_name)
+            """, logger: logger)
+        var missing: Int64 = 0
+        for try await value in rows.decode(Int64.self) { missing = value }
+        guard missing == 0 else {
+            throw StoreError.storage(
+                "the live_users view lacks \(missing) column(s) of users: the migration that added them must make "
+                    + "the view again (CREATE OR REPLACE VIEW)")
         }
     }
 

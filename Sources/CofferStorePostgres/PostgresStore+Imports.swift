@@ -13,10 +13,9 @@ extension PostgresStore {
                 return try await Self.exists(
                     connection,
                     """
-                    UPDATE users SET app_transaction_id = \(account.appTransactionId),
+                    UPDATE live_users SET app_transaction_id = \(account.appTransactionId),
                         app_transaction_environment = \(account.environment.rawValue)
-                    WHERE id = \(user.uuidString) AND id IN (SELECT id FROM live_users WHERE id = \(user.uuidString))
-                        AND app_transaction_id IS NULL AND merged_into IS NULL
+                    WHERE id = \(user.uuidString) AND app_transaction_id IS NULL AND merged_into IS NULL
                     RETURNING 1
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {

@@ -294,7 +294,9 @@ extension SQLiteStore {
             try db.execute(sql: LedgerTables.v5)
         }
         // "A deleted customer gets nothing new", written once: every query that may give a customer something new
-        // reads them from here (`User.isLive` in Swift).
+        // reads them from here (`User.isLive` in Swift). SQLite reads the view's columns when it is used; a migration
+        // that rebuilds users (a new table, copied, the old dropped, the new renamed) drops the view first and makes it
+        // again after.
         migrator.registerMigration("v21 live users") { db in
             try db.execute(sql: "CREATE VIEW live_users AS SELECT * FROM users WHERE deleted_at IS NULL")
         }

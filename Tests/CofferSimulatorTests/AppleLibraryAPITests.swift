@@ -103,6 +103,10 @@ struct AppleLibraryAPITests {
                 models: [2: "TransactionHistoryRequest"], enums: [3: "GetTransactionHistoryVersion"]),
             Call(method: "get_all_subscription_statuses", args: [monthly, [1]], enums: [1: "Status"]),
             Call(method: "get_all_subscription_statuses", args: [monthly, [2, 5]], enums: [1: "Status"]),
+            Call(
+                method: "get_transaction_history",
+                args: [credits, NSNull(), ["startDate": start + 1_000, "endDate": start], "v2"],
+                models: [2: "TransactionHistoryRequest"], enums: [3: "GetTransactionHistoryVersion"]),
         ]
         let key = P256.Signing.PrivateKey()
         let (methods, plan) = (calls.map(\.method), try JSONSerialization.data(withJSONObject: calls.map(\.json)))
@@ -161,6 +165,7 @@ struct AppleLibraryAPITests {
             #expect(try await history(21) == [credits], "only the product named")
             #expect((results[22].answer?["data"] as? [Any])?.count == 1, "active subscriptions")
             #expect((results[23].answer?["data"] as? [Any])?.isEmpty == true, "expired or revoked: none")
+            refused(24, 400, 4_000_013)
             // The new token stands on the subscription, and the finished transaction is no longer replayed.
             let transactions = await store.deviceTransactions(account: "alice")
             #expect(transactions.first { $0.id == monthly }?.appAccountToken == token)
