@@ -2,7 +2,6 @@ import CofferAppStore
 import Foundation
 
 extension SimulatedAPIError {
-    static let internalError = Self(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
     static let appTransactionNotFound = Self(
         status: 404, errorCode: 4_040_019, errorMessage: "No AppTransaction exists for the customer.")
     static let testNotificationNotFound = Self(

@@ -10,6 +10,7 @@ public struct SimulatedAPIError: Error, Sendable, Equatable {
     /// Apple's message.
     public var errorMessage: String
 
+    static let internalError = Self(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
     static let transactionNotFound = Self(status: 404, errorCode: 4_040_010, errorMessage: "Transaction id not found.")
     static let invalidTransactionId = Self(status: 400, errorCode: 4_000_006, errorMessage: "Invalid transaction id.")
     static let invalidRevision = Self(status: 400, errorCode: 4_000_005, errorMessage: "Invalid revision.")
@@ -78,7 +79,7 @@ extension SimulatedAppStore {
             do {
                 item.signedRenewalInfo = try signedRenewalInfo(subscription)
             } catch {
-                throw SimulatedAPIError(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
+                throw .internalError
             }
             groups[subscription.group, default: []].append(item)
         }
@@ -186,7 +187,7 @@ extension SimulatedAppStore {
         do {
             return try signedTransaction(record)
         } catch {
-            throw SimulatedAPIError(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
+            throw .internalError
         }
     }
 
