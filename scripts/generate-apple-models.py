@@ -18,6 +18,8 @@ string_enums = {
  'Subtype': ('The subtype that refines a notification type.', [(camel(n), n) for n in ['INITIAL_BUY','RESUBSCRIBE','DOWNGRADE','UPGRADE','AUTO_RENEW_ENABLED','AUTO_RENEW_DISABLED','VOLUNTARY','BILLING_RETRY','PRICE_INCREASE','GRACE_PERIOD','PENDING','ACCEPTED','BILLING_RECOVERY','PRODUCT_NOT_FOR_SALE','SUMMARY','FAILURE','UNREPORTED']]),
  'ConsumptionRequestReason': ('Why the customer asked for a refund of a consumable.', [('unintendedPurchase','UNINTENDED_PURCHASE'),('fulfillmentIssue','FULFILLMENT_ISSUE'),('unsatisfiedWithPurchase','UNSATISFIED_WITH_PURCHASE'),('legal','LEGAL'),('other','OTHER')]),
  'SendAttemptResult': ('The outcome of one attempt to send a notification.', [(camel(n), n) for n in ['SUCCESS','TIMED_OUT','TLS_ISSUE','CIRCULAR_REDIRECT','NO_RESPONSE','SOCKET_ISSUE','UNSUPPORTED_CHARSET','INVALID_RESPONSE','PREMATURE_CLOSE','UNSUCCESSFUL_HTTP_RESPONSE_CODE','OTHER']]),
+ 'DeliveryStatus': ('Whether the app delivered a purchase that works (Send Consumption Information).', [(camel(n), n) for n in ['DELIVERED','UNDELIVERED_QUALITY_ISSUE','UNDELIVERED_WRONG_ITEM','UNDELIVERED_SERVER_OUTAGE','UNDELIVERED_OTHER']]),
+ 'RefundPreference': ('The developer\'s preferred outcome for a refund request (Send Consumption Information).', [(camel(n), n) for n in ['DECLINE','GRANT_FULL','GRANT_PRORATED']]),
  'PurchasePlatform': ('The platform the app was first bought on.', [('iOS','iOS'),('macOS','macOS'),('tvOS','tvOS'),('visionOS','visionOS')]),
 }
 int_enums = {
@@ -223,13 +225,20 @@ models = {
  'SendTestNotificationResponse': ('Request a Test Notification.', False, [
    ('testNotificationToken','String','The token to look the test notification up with.'),
  ]),
- 'ConsumptionRequest': ('The body of Send Consumption Information, answering a CONSUMPTION_REQUEST.', False, [
+ 'ConsumptionRequest': ('The body of Send Consumption Information (version 2), answering a CONSUMPTION_REQUEST.', False, [
+   ('customerConsented','Bool','Whether the customer consented to share consumption data (Apple refuses anything but `true`).'),
+   ('consumptionPercentage','Int32','How much of the purchase the customer consumed, in milliunits (0 to 100000).'),
+   ('deliveryStatus','String','Whether the purchase was delivered and works.','DeliveryStatus'),
+   ('refundPreference','String','The developer\'s preferred outcome.','RefundPreference'),
+   ('sampleContentProvided','Bool','Whether a free sample or trial was offered before the purchase.'),
+ ]),
+ 'ConsumptionRequestV1': ('The body of Send Consumption Information version 1 (Apple\'s older, coded form).', False, [
    ('customerConsented','Bool','Whether the customer consented to share the data.'),
    ('consumptionStatus','Int32','How much of the purchase was consumed (0 undeclared, 1 not, 2 partly, 3 fully).'),
    ('platform','Int32','The platform (0 undeclared, 1 Apple, 2 other).'),
    ('sampleContentProvided','Bool','Whether a free sample was offered.'),
    ('deliveryStatus','Int32','Whether the purchase was delivered (0 delivered and working, 1-5 problems).'),
-   ('appAccountToken','UUID','The customer\'s account token.'),
+   ('appAccountToken','String','The customer\'s account token, a UUID, or empty when there is none (read as text, as Apple types it).'),
    ('accountTenure','Int32','How long the customer has had an account (coded).'),
    ('playTime','Int32','How much the customer used the app (coded).'),
    ('lifetimeDollarsRefunded','Int32','Refunds so far (coded).'),
@@ -247,6 +256,23 @@ models = {
    ('webOrderLineItemId','String','The renewal extended.'),
    ('success','Bool','Whether it was extended.'),
    ('effectiveDate','Date','The new expiry.'),
+ ]),
+ 'MassExtendRenewalDateRequest': ('The body of Extend Renewal Dates for All Active Subscribers.', False, [
+   ('extendByDays','Int32','Days to extend by (1 to 90).'),
+   ('extendReasonCode','Int32','Why (0 undeclared, 1 customer satisfaction, 2 other, 3 service issue).'),
+   ('requestIdentifier','String','A UUID naming the request (at most 128 characters).'),
+   ('storefrontCountryCodes','[String]','Only subscribers of these storefronts (ISO 3166-1 alpha-3); every storefront when absent.'),
+   ('productId','String','The subscription product to extend.'),
+ ]),
+ 'MassExtendRenewalDateResponse': ('Extend Renewal Dates for All Active Subscribers: the request accepted.', False, [
+   ('requestIdentifier','String','The request\'s UUID.'),
+ ]),
+ 'MassExtendRenewalDateStatusResponse': ('Get Status of Subscription Renewal Date Extensions.', False, [
+   ('requestIdentifier','String','The request\'s UUID.'),
+   ('complete','Bool','Whether every eligible subscription was tried.'),
+   ('completeDate','Date','When it completed.'),
+   ('succeededCount','Int64','Subscriptions extended.'),
+   ('failedCount','Int64','Subscriptions that could not be extended.'),
  ]),
  'AppTransactionInfoResponse': ('Get App Transaction Info: the customer\'s app transaction.', False, [
    ('signedAppTransactionInfo','String','The app transaction, as a JWS.'),

@@ -231,8 +231,17 @@ public struct AppStoreServerAPIClient: Sendable {
         try await send(.POST, "/inApps/v1/notifications/test")
     }
 
-    /// Send Consumption Information, answering a `CONSUMPTION_REQUEST` (Apple answers 202 with no body).
+    /// Send Consumption Information (version 2), answering a `CONSUMPTION_REQUEST` (Apple answers 202 with no
+    /// body).
     public func sendConsumptionInformation(_ transactionId: String, _ request: ConsumptionRequest)
+        async throws(AppStoreAPIError)
+    {
+        let _: EmptyResponse = try await send(
+            .PUT, "/inApps/v2/transactions/consumption/\(try escape(transactionId))", body: request)
+    }
+
+    /// Send Consumption Information version 1, Apple's older coded form (Apple answers 202 with no body).
+    public func sendConsumptionInformationV1(_ transactionId: String, _ request: ConsumptionRequestV1)
         async throws(AppStoreAPIError)
     {
         let _: EmptyResponse = try await send(
@@ -244,6 +253,22 @@ public struct AppStoreServerAPIClient: Sendable {
         async throws(AppStoreAPIError) -> ExtendRenewalDateResponse
     {
         try await send(.PUT, "/inApps/v1/subscriptions/extend/\(try escape(originalTransactionId))", body: request)
+    }
+
+    /// Extend Renewal Dates for All Active Subscribers of a product (Apple runs it in the background; see
+    /// ``getStatusOfRenewalDateExtensions(productId:requestIdentifier:)``).
+    public func extendRenewalDatesForAllActiveSubscribers(_ request: MassExtendRenewalDateRequest)
+        async throws(AppStoreAPIError) -> MassExtendRenewalDateResponse
+    {
+        try await send(.POST, "/inApps/v1/subscriptions/extend/mass", body: request)
+    }
+
+    /// Get Status of Subscription Renewal Date Extensions.
+    public func getStatusOfRenewalDateExtensions(productId: String, requestIdentifier: String)
+        async throws(AppStoreAPIError) -> MassExtendRenewalDateStatusResponse
+    {
+        try await send(
+            .GET, "/inApps/v1/subscriptions/extend/mass/\(try escape(productId))/\(try escape(requestIdentifier))")
     }
 
     // MARK: Authentication

@@ -139,13 +139,18 @@ struct AppStoreCommand: AsyncParsableCommand {
         }
     }
 
-    /// `coffer appstore notifications --since HOURS`.
+    /// `coffer appstore notifications [--hours N] [--only-failures]`.
     struct Notifications: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Get Notification History (one page).")
-        @Option(help: "How many hours back to look.") var hours: Int = 24
+        @Option(help: "How many hours back to look (1-4320: Apple keeps 180 days, 30 in the sandbox).")
+        var hours: Int = 24
         @Option(help: "The pagination token of the page to fetch.") var paginationToken: String?
         @Flag(help: "Only notifications Apple failed to deliver.") var onlyFailures = false
         @OptionGroup var connection: Connection
+        func validate() throws {
+            guard (1...4_320).contains(hours) else { throw ValidationError("--hours must be 1-4320") }
+        }
+
         func run() async throws {
             var request = NotificationHistoryRequest()
             request.endDate = Date()

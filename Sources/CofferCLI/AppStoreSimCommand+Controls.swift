@@ -32,6 +32,9 @@ extension AppStoreSimCommand {
             }
             let report = try JSONDecoder().decode(SimulatorReport.self, from: data)
             for line in report.happened { print(line) }
+            for id in report.transactionIds {
+                if let order = report.orderIds[id] { print("order \(order): transaction \(id)") }
+            }
             if !report.notifications.isEmpty {
                 print("notifications: \(report.notifications.joined(separator: ", "))")
             }
@@ -341,8 +344,11 @@ extension AppStoreSimCommand {
                 let revoked = item.revocationDate.map { "  refunded \($0.formatted(.iso8601))" } ?? ""
                 let expires = item.expiresDate.map { "  until \($0.formatted(.iso8601))" } ?? ""
                 print(
-                    "  \(item.transactionId)  \(item.productId) ×\(item.quantity)  \(item.ownership.lowercased())"
-                        + "\(expires)\(revoked)\(item.finished ? "" : "  unfinished")")
+                    "  \(item.transactionId)  order \(item.orderId)  \(item.productId) ×\(item.quantity)"
+                        + "  \(item.ownership.lowercased())\(expires)\(revoked)\(item.finished ? "" : "  unfinished")")
+                if let consumption = item.consumption {
+                    print("    consumption information (v\(consumption.version)) \(consumption.describedForSupport)")
+                }
             }
             let states = [1: "active", 2: "expired", 3: "billing retry", 4: "grace period", 5: "revoked"]
             if !history.subscriptions.isEmpty { print("subscriptions") }

@@ -57,12 +57,12 @@ enum ConsumptionAnswer {
         user: User,
         refundPreference: ConsumptionConfiguration.RefundPreference,
         now: Date
-    ) -> ConsumptionRequest {
-        var request = ConsumptionRequest()
+    ) -> ConsumptionRequestV1 {
+        var request = ConsumptionRequestV1()
         request.customerConsented = true
         request.platform = 1
         request.sampleContentProvided = false
-        request.appAccountToken = user.appAccountToken
+        request.appAccountToken = user.appAccountToken.uuidString.lowercased()
         request.accountTenure = tenure(days: now.timeIntervalSince(user.createdAt) / 86_400)
         request.playTime = 0
         request.lifetimeDollarsPurchased = 0

@@ -269,7 +269,7 @@ public struct NotificationIntake: ServiceOnParts {
             let request = ConsumptionAnswer.request(
                 receipt: receipt, product: product, wallet: wallet, backup: backup, wallet: configuration.wallet,
                 user: user, refundPreference: configuration.consumption.refundPreference, now: dependencies.now())
-            try await client.sendConsumptionInformation(fact.transactionId, request)
+            try await client.sendConsumptionInformationV1(fact.transactionId, request)
         } catch {
             // Apple asks once; a failure to answer is logged and does not fail the notification.
             logger.error("could not send consumption information: \(error)")

@@ -17,7 +17,7 @@ public struct NotificationRecovery: Service {
     let client: AppStoreServerAPIClient
     /// Seconds between runs.
     let interval: Int
-    /// How far back the first run reads, in seconds (Apple keeps 180 days).
+    /// How far back the first run reads, in seconds (Apple keeps 180 days, 30 in the sandbox).
     let firstLookback: TimeInterval
     let logger: Logger
 
@@ -41,6 +41,11 @@ public struct NotificationRecovery: Service {
         interval = intake.configuration.recoveryInterval
         firstLookback = TimeInterval(intake.configuration.recoveryLookbackDays) * 86_400
         logger = intake.dependencies.logger
+    }
+
+    /// The days of Notification History Apple keeps.
+    static func historyDays(_ environment: CofferCore.AppStoreEnvironment) -> Double {
+        environment == .production ? 180 : 30
     }
 
     var store: any CofferStore { intake.store }
@@ -92,6 +97,10 @@ public struct NotificationRecovery: Service {
             try await store.cursor(Self.cursorName, environment: environment).flatMap(Cursor.init)
             ?? Cursor(start: now.addingTimeInterval(-firstLookback), end: now, token: nil)
         if cursor.token == nil { cursor.end = now }
+        // Apple keeps 180 days of history in Production and 30 in the sandbox, and refuses an older start
+        // (4000012): a cursor from before that (a server stopped for weeks) starts at the oldest day Apple has.
+        let oldest = now.addingTimeInterval(-Self.historyDays(environment) * 86_400 + 3_600)
+        if cursor.start < oldest { cursor = Cursor(start: oldest, end: now, token: nil) }
         var report = Report()
         var touched: [UUID: String] = [:]
         while true {

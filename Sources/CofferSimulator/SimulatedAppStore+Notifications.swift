@@ -36,9 +36,10 @@ extension SimulatedAppStore {
     }
 
     @discardableResult
-    func notify(_ type: String, _ subtype: String?, transactionId: String?, consumptionReason: Bool = false)
-        throws(SimulatorError) -> SimulatorReport
-    {
+    func notify(
+        _ type: String, _ subtype: String?, transactionId: String? = nil, consumptionReason: Bool = false,
+        summary: NotificationSummary? = nil
+    ) throws(SimulatorError) -> SimulatorReport {
         var payload = ResponseBodyV2DecodedPayload()
         payload.rawNotificationType = type
         payload.rawSubtype = subtype
@@ -59,7 +60,11 @@ extension SimulatedAppStore {
             }
         }
         if consumptionReason { data.rawConsumptionRequestReason = "UNINTENDED_PURCHASE" }
-        payload.data = data
+        if let summary {
+            payload.summary = summary  // a summary notification carries no data
+        } else {
+            payload.data = data
+        }
         let signed = try sign(payload)
         notifications.append(
             SimulatedNotification(

@@ -16,6 +16,7 @@ extension SimulatedAppStore {
         var report = SimulatorReport()
         report.happened.append("\(record.account) asked for a refund of \(transactionId)")
         report.append(try notify("CONSUMPTION_REQUEST", nil, transactionId: transactionId, consumptionReason: true))
+        awaitConsumption(transactionId)
         return report
     }
 
@@ -33,6 +34,7 @@ extension SimulatedAppStore {
             throw SimulatorError("invalid-request", "a prorated refund percentage is 1-99999 thousandths of a percent")
         }
         let now = clock.now()
+        settleConsumption(transactionId)
         update(transactionId) {
             $0.revocationDate = now
             $0.revocationReason = 0
@@ -57,6 +59,7 @@ extension SimulatedAppStore {
     @discardableResult
     public func declineRefund(transactionId: String) throws(SimulatorError) -> SimulatorReport {
         let record = try existing(transactionId)
+        settleConsumption(transactionId)
         var report = SimulatorReport()
         report.happened.append("refund of \(transactionId) (\(record.product.id)) declined")
         report.append(try notify("REFUND_DECLINED", nil, transactionId: transactionId))

@@ -13,12 +13,12 @@ public struct SimulatedAPIError: Error, Sendable, Equatable {
     static let internalError = Self(status: 500, errorCode: 5_000_000, errorMessage: "An unknown error occurred.")
     static let transactionNotFound = Self(status: 404, errorCode: 4_040_010, errorMessage: "Transaction id not found.")
     static let invalidTransactionId = Self(status: 400, errorCode: 4_000_006, errorMessage: "Invalid transaction id.")
+    static let invalidOriginalTransactionId = Self(
+        status: 400, errorCode: 4_000_008, errorMessage: "Invalid original transaction id.")
     static let invalidRevision = Self(status: 400, errorCode: 4_000_005, errorMessage: "Invalid revision.")
     static let invalidPaginationToken = Self(
         status: 400, errorCode: 4_000_014, errorMessage: "Invalid pagination token.")
     static let invalidStatus = Self(status: 400, errorCode: 4_000_031, errorMessage: "Invalid status.")
-    static let invalidDates = Self(
-        status: 400, errorCode: 4_000_016, errorMessage: "Invalid start date or end date.")
     static let subscriptionNotActive = Self(
         status: 403, errorCode: 4_030_004, errorMessage: "The subscription is not active.")
     static let invalidExtendByDays = Self(
@@ -108,6 +108,13 @@ extension SimulatedAppStore {
     /// The order id of a transaction (what the customer's emailed receipt shows), for tests and the CLI.
     public func orderId(of transactionId: String) -> String? { record(transactionId)?.orderId }
 
+    /// `report` with the order id of each of its transactions.
+    public func namingOrders(_ report: SimulatorReport) -> SimulatorReport {
+        var report = report
+        for id in report.transactionIds { report.orderIds[id] = record(id)?.orderId }
+        return report
+    }
+
     /// Get Refund History v2: the refunded transactions of the customer `transactionId` names (any of their
     /// transaction ids, or their app transaction id), 20 per page.
     public func refundHistory(_ transactionId: String, revision: String?) throws(SimulatedAPIError)
@@ -124,66 +131,7 @@ extension SimulatedAppStore {
         return response
     }
 
-    /// Get Notification History: notifications created between the request's dates (at most 180 days
-    /// apart), filtered by type, subtype, transaction or failure, 20 per page, each with its attempts.
-    public func notificationHistory(_ request: NotificationHistoryRequest, paginationToken: String?)
-        throws(SimulatedAPIError) -> NotificationHistoryResponse
-    {
-        guard let start = request.startDate, let end = request.endDate, start < end,
-            end.timeIntervalSince(start) <= 180 * 86_400
-        else { throw .invalidDates }
-        let matching = notifications.filter { notification in
-            notification.created >= start && notification.created < end
-                && (request.rawNotificationType == nil || request.rawNotificationType == notification.type)
-                && (request.rawNotificationSubtype == nil || request.rawNotificationSubtype == notification.subtype)
-                && (request.transactionId == nil || request.transactionId == notification.transactionId)
-                && (request.onlyFailures != true
-                    || notification.attempts.contains { $0.rawSendAttemptResult != SendAttemptResult.success.rawValue })
-        }
-        let (page, next, more) = try Self.page(matching, token: paginationToken, error: .invalidPaginationToken)
-        var response = NotificationHistoryResponse()
-        response.paginationToken = next
-        response.hasMore = more
-        response.notificationHistory = page.map { notification in
-            var item = NotificationHistoryResponseItem()
-            item.signedPayload = notification.signedPayload
-            item.sendAttempts = notification.attempts
-            return item
-        }
-        return response
-    }
-
-    /// Send Consumption Information: recorded for a consumption request.
-    public func recordConsumption(_ transactionId: String, _ request: ConsumptionRequest) throws(SimulatedAPIError) {
-        guard record(transactionId) != nil else { throw .transactionNotFound }
-        consumptionRequests[transactionId] = request
-    }
-
-    /// The consumption information sent for a transaction, if any.
-    public func consumption(for transactionId: String) -> ConsumptionRequest? { consumptionRequests[transactionId] }
-
-    /// Extend a Subscription Renewal Date by up to 90 days.
-    public func extendRenewalDate(_ originalTransactionId: String, _ request: ExtendRenewalDateRequest)
-        throws(SimulatedAPIError) -> ExtendRenewalDateResponse
-    {
-        guard let days = request.extendByDays, (1...90).contains(days) else { throw .invalidExtendByDays }
-        guard let key = subscriptions.first(where: { $0.value.originalId == originalTransactionId })?.key,
-            var subscription = subscriptions[key]
-        else { throw .transactionNotFound }
-        guard subscription.state == .active else { throw .subscriptionNotActive }
-        let extended = subscription.expiresDate.addingTimeInterval(Double(days) * 86_400)
-        subscription.expiresDate = extended
-        subscriptions[key] = subscription
-        extend(subscription.latestTransactionId, to: extended)
-        var response = ExtendRenewalDateResponse()
-        response.originalTransactionId = originalTransactionId
-        response.webOrderLineItemId = record(subscription.latestTransactionId)?.webOrderLineItemId
-        response.success = true
-        response.effectiveDate = extended
-        return response
-    }
-
-    private func apiSigned(_ record: SimulatedTransaction) throws(SimulatedAPIError) -> String {
+    func apiSigned(_ record: SimulatedTransaction) throws(SimulatedAPIError) -> String {
         do {
             return try signedTransaction(record)
         } catch {
@@ -192,7 +140,7 @@ extension SimulatedAppStore {
     }
 
     /// One page of `items` after the position in `token` (an opaque offset).
-    private static func page<T>(_ items: [T], token: String?, error: SimulatedAPIError) throws(SimulatedAPIError)
+    static func page<T>(_ items: [T], token: String?, error: SimulatedAPIError) throws(SimulatedAPIError)
         -> (page: [T], next: String, hasMore: Bool)
     {
         var offset = 0

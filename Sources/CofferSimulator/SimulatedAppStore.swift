@@ -32,7 +32,11 @@ public actor SimulatedAppStore {
     var families: [String: Set<String>] = [:]
     var failingBilling: Set<String> = []
     var appTransactionIds: [String: String] = [:]
-    var consumptionRequests: [String: ConsumptionRequest] = [:]
+    var consumptions: [String: SimulatedConsumption] = [:]
+    var consumptionAsked: [String: Date] = [:]
+    var extensionAnswers: [String: ExtendRenewalDateResponse] = [:]
+    var extensionDates: [String: [Date]] = [:]
+    var massExtensions: [String: MassExtension] = [:]
     var redeemedCodes: Set<String> = []
     var forged: [String: ForgedTransaction] = [:]
     var nextId: Int64

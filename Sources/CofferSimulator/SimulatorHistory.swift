@@ -10,6 +10,8 @@ public struct SimulatorHistory: Sendable, Codable, Equatable {
         public var transactionId: String
         /// The original transaction id.
         public var originalTransactionId: String
+        /// The order id, as the customer's emailed receipt shows it (Look Up Order ID takes it).
+        public var orderId: String
         /// The product.
         public var productId: String
         /// Units bought.
@@ -24,6 +26,8 @@ public struct SimulatorHistory: Sendable, Codable, Equatable {
         public var ownership: String
         /// Whether the device finished it.
         public var finished: Bool
+        /// The consumption information the app's server last sent about it (Send Consumption Information).
+        public var consumption: SimulatedConsumption?
     }
 
     /// One subscription.
@@ -77,10 +81,11 @@ extension SimulatedAppStore {
             account: account, clock: clock.now(),
             transactions: own.map {
                 .init(
-                    transactionId: $0.id, originalTransactionId: $0.originalId, productId: $0.product.id,
+                    transactionId: $0.id, originalTransactionId: $0.originalId, orderId: $0.orderId,
+                    productId: $0.product.id,
                     quantity: $0.quantity, purchaseDate: $0.purchaseDate, expiresDate: $0.expiresDate,
                     revocationDate: $0.revocationDate, ownership: $0.familyShared ? "FAMILY_SHARED" : "PURCHASED",
-                    finished: $0.finished)
+                    finished: $0.finished, consumption: consumptions[$0.id])
             },
             subscriptions: subscriptions.values.filter { $0.account == account }.sorted {
                 $0.originalId < $1.originalId

@@ -23,6 +23,9 @@ public struct SimulatorReport: Sendable, Codable, Equatable {
     public var notifications: [String] = []
     /// The id of an Ask to Buy request waiting for approval.
     public var pendingId: String?
+    /// The order id of each transaction in ``transactionIds`` (what the customer's emailed receipt shows, and
+    /// Look Up Order ID takes), by transaction id. The HTTP controls fill it in.
+    public var orderIds: [String: String] = [:]
 
     /// An empty report.
     public init() {}
@@ -32,6 +35,7 @@ public struct SimulatorReport: Sendable, Codable, Equatable {
         transactionIds += other.transactionIds
         notifications += other.notifications
         pendingId = other.pendingId ?? pendingId
+        orderIds.merge(other.orderIds) { _, new in new }
     }
 }
 

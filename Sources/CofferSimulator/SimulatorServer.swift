@@ -100,46 +100,42 @@ public enum SimulatorServer {
         }
         api.post("v1/notifications/history") { request, _ in
             let token = request.uri.queryParameters.get("paginationToken")
-            let body: NotificationHistoryRequest = try await decode(request)
             return try await answer {
-                try await store.notificationHistory(body, paginationToken: token)
+                let body: NotificationHistoryRequest = try await decode(request)
+                return try await store.notificationHistory(body, paginationToken: token)
             }
         }
         api.post("v1/notifications/test") { _, _ in
-            try await answer {
-                var response = SendTestNotificationResponse()
-                do {
-                    response.testNotificationToken = try await store.sendTestNotification()
-                } catch {
-                    throw SimulatedAPIError(status: 500, errorCode: 5_000_000, errorMessage: "\(error)")
-                }
-                return response
-            }
+            try await answer { try await store.requestTestNotification() }
+        }
+        api.put("v2/transactions/consumption/:id") { request, context in
+            let id = try context.parameters.require("id")
+            return try await done(.accepted) { try await store.recordConsumption(id, decode(request)) }
         }
         api.put("v1/transactions/consumption/:id") { request, context in
-            let body: ConsumptionRequest = try await decode(request)
             let id = try context.parameters.require("id")
-            do {
-                try await store.recordConsumption(id, body)
-            } catch let error as SimulatedAPIError {
-                return try apiError(error)
-            }
-            return Response(status: .accepted)
+            return try await done(.accepted) { try await store.recordConsumptionV1(id, decode(request)) }
         }
         api.put("v1/transactions/:id/appAccountToken") { request, context in
-            let body: UpdateAppAccountTokenRequest = try await decode(request)
             let id = try context.parameters.require("id")
-            return try await done { try await store.setAppAccountToken(id, body) }
+            return try await done { try await store.setAppAccountToken(id, decode(request)) }
         }
         api.post("v1/transactions/:id/finish") { _, context in
             let id = try context.parameters.require("id")
             return try await done { try await store.finishTransaction(id) }
         }
         api.put("v1/subscriptions/extend/:id") { request, context in
-            let body: ExtendRenewalDateRequest = try await decode(request)
             let id = try context.parameters.require("id")
+            return try await answer { try await store.extendRenewalDate(id, decode(request)) }
+        }
+        api.post("v1/subscriptions/extend/mass") { request, _ in
+            try await answer { try await store.extendRenewalDates(decode(request)) }
+        }
+        api.get("v1/subscriptions/extend/mass/:productId/:requestIdentifier") { _, context in
+            let productId = try context.parameters.require("productId")
+            let requestIdentifier = try context.parameters.require("requestIdentifier")
             return try await answer {
-                try await store.extendRenewalDate(id, body)
+                try await store.renewalExtensionStatus(productId: productId, requestIdentifier: requestIdentifier)
             }
         }
     }
@@ -308,7 +304,7 @@ public enum SimulatorServer {
                 }
                 let report: SimulatorReport
                 do {
-                    report = try await action(control)
+                    report = await store.namingOrders(try await action(control))
                 } catch let error as SimulatorError {
                     return try encoded(error, error.code.hasPrefix("unknown") ? .notFound : .badRequest)
                 }
@@ -406,14 +402,17 @@ public enum SimulatorServer {
         return json(try AppleJSON.encode(value))
     }
 
-    /// Runs `body`, answering 200 with no body as Apple does for a request that returns nothing.
-    private static func done(_ body: () async throws -> Void) async throws -> Response {
+    /// Runs `body`, answering `status` (200 unless told) with no body, as Apple does for a request that returns
+    /// nothing.
+    private static func done(_ status: HTTPResponse.Status = .ok, _ body: () async throws -> Void) async throws
+        -> Response
+    {
         do {
             try await body()
         } catch let error as SimulatedAPIError {
             return try apiError(error)
         }
-        return Response(status: .ok)
+        return Response(status: status)
     }
 
     private static func apiError(_ error: SimulatedAPIError) throws -> Response {
@@ -423,12 +422,13 @@ public enum SimulatorServer {
         return response
     }
 
+    /// The request's JSON body; one that does not decode is Apple's general bad request (4000000).
     private static func decode<T: Decodable>(_ request: Request) async throws -> T {
         let body = try await request.body.collect(upTo: maximumBodySize)
         do {
             return try AppleJSON.decode(T.self, from: Data(buffer: body))
         } catch {
-            throw HTTPError(.badRequest, message: "the body does not decode: \(error)")
+            throw SimulatedAPIError.generalBadRequest
         }
     }
 

@@ -74,12 +74,14 @@ final class FakeServerAPI: Sendable {
             try self.authorize(request)
             return try self.sample("requestTestNotificationResponse")
         }
-        router.put("/inApps/v1/transactions/consumption/:id") { request, context -> Response in
-            try self.authorize(request)
-            let body = try await request.body.collect(upTo: 1 << 16)
-            let id = context.parameters.get("id") ?? ""
-            self.consumption.withLock { $0[id] = String(buffer: body) }
-            return Response(status: .accepted)
+        for version in ["v1", "v2"] {
+            router.put("/inApps/\(version)/transactions/consumption/:id") { request, context -> Response in
+                try self.authorize(request)
+                let body = try await request.body.collect(upTo: 1 << 16)
+                let id = context.parameters.get("id") ?? ""
+                self.consumption.withLock { $0["\(version)/\(id)"] = String(buffer: body) }
+                return Response(status: .accepted)
+            }
         }
         router.put("/inApps/v1/subscriptions/extend/:id") { request, _ in
             try self.authorize(request)
@@ -170,11 +172,20 @@ struct AppStoreServerAPIClientTests {
             #expect(try await api.requestTestNotification().testNotificationToken != nil)
             var consumption = ConsumptionRequest()
             consumption.customerConsented = true
-            consumption.consumptionStatus = 3
-            consumption.deliveryStatus = 0
+            consumption.consumptionPercentage = 25_000
+            consumption.rawDeliveryStatus = DeliveryStatus.delivered.rawValue
+            consumption.sampleContentProvided = false
             try await api.sendConsumptionInformation("2000000001", consumption)
-            let sent = try #require(fake.consumption.withLock { $0["2000000001"] })
-            #expect(sent.contains(#""consumptionStatus":3"#))
+            let sent = try #require(fake.consumption.withLock { $0["v2/2000000001"] })
+            #expect(sent.contains(#""consumptionPercentage":25000"#))
+            #expect(sent.contains(#""deliveryStatus":"DELIVERED""#))
+            var v1 = ConsumptionRequestV1()
+            v1.customerConsented = true
+            v1.consumptionStatus = 3
+            v1.deliveryStatus = 0
+            try await api.sendConsumptionInformationV1("2000000002", v1)
+            let sentV1 = try #require(fake.consumption.withLock { $0["v1/2000000002"] })
+            #expect(sentV1.contains(#""consumptionStatus":3"#))
             var extend = ExtendRenewalDateRequest()
             extend.extendByDays = 7
             extend.extendReasonCode = 1

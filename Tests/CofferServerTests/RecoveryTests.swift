@@ -118,6 +118,31 @@ struct RecoveryTests {
         }
     }
 
+    @Test("a cursor older than the history Apple keeps (30 days in the sandbox) starts at the oldest day it has")
+    func staleCursor() async throws {
+        let setup = try NotificationTests.Setup()
+        let user = try await setup.createUser()
+        try await setup.apple.advanceClock(by: 45 * 86_400)
+        // The server stopped 44 days ago, its cursor then; a purchase since never reached it.
+        let start = setup.clock.now().addingTimeInterval(-44 * 86_400)
+        let millis = Int64(start.timeIntervalSince1970 * 1_000)
+        try await setup.store.saveCursor(
+            "notification-history", value: "\(millis)|\(millis + 60_000)|", environment: .sandbox)
+        let bought = try #require(
+            try await setup.apple.purchase(
+                account: "olga", productId: "com.example.credits", appAccountToken: user.appAccountToken
+            ).transactionIds.first)
+        try await setup.apple.advanceClock(by: 60)
+        try await Self.withAppleAPI(setup) { api in
+            let recovery = try #require(
+                NotificationRecovery(
+                    configuration: setup.configuration.service, dependencies: try setup.dependencies(api: api)))
+            let report = try await recovery.runOnce()
+            #expect(report.new == 1)
+            #expect(try await setup.store.receipt(transactionId: bought, environment: .sandbox)?.status == .delivered)
+        }
+    }
+
     @Test("a transaction no notification brought is filled in from Transaction History")
     func gapFill() async throws {
         let setup = try NotificationTests.Setup()
@@ -170,12 +195,14 @@ struct RecoveryTests {
             }
             let sent = await setup.apple.consumption(for: id)
             if answer {
-                let request = try #require(sent)
+                let kept = try #require(sent)
+                #expect(kept.requested)
+                let request = try #require(kept.informationV1)
                 #expect(request.customerConsented == true)
                 #expect(request.consumptionStatus == 2)
                 #expect(request.deliveryStatus == 0)
                 #expect(request.refundPreference == 2)
-                #expect(request.appAccountToken == user.appAccountToken)
+                #expect(request.appAccountToken == user.appAccountToken.uuidString.lowercased())
                 #expect(request.accountTenure == 1)
             } else {
                 #expect(sent == nil)

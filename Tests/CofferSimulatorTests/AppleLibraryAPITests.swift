@@ -54,6 +54,7 @@ struct AppleLibraryAPITests {
             try await fixture.verifier.verifyAppTransaction(try await store.signedAppTransaction(account: "alice"))
                 .appTransactionId)
         let test = try await store.sendTestNotification()
+        _ = await store.notificationFeed()  // a notification URL: Request a Test Notification answers
         let token = UUID()
         let start = Int64(SimulatorFixture.start.timeIntervalSince1970 * 1_000)
         let calls: [Call] = [
@@ -109,29 +110,17 @@ struct AppleLibraryAPITests {
                 models: [2: "TransactionHistoryRequest"], enums: [3: "GetTransactionHistoryVersion"]),
         ]
         let key = P256.Signing.PrivateKey()
-        let (methods, plan) = (calls.map(\.method), try JSONSerialization.data(withJSONObject: calls.map(\.json)))
-        let lookup = try JSONSerialization.data(
-            withJSONObject: [Call(method: "get_transaction_info", args: [credits]).json])
+        let (methods, plan) = (calls.map(\.method), try Plan(calls))
+        let lookup = try Plan([Call(method: "get_transaction_info", args: [credits])])
         try await ServerTests().withServer(fixture, key: key) { baseURL, _ in
-            let results = try Self.outcomes(
-                try await blockingWork { try Self.run(python: python, baseURL: baseURL, key: key, calls: plan) })
-            try #require(results.count == methods.count)
+            let results = try await Self.outcomes(of: plan, python: python, baseURL: baseURL, key: key)
             func signed(_ index: Int, _ field: String) throws -> String {
                 try #require(results[index].answer?[field] as? String, "\(methods[index]) answered no \(field)")
-            }
-            func refused(_ index: Int, _ status: Int, _ code: Int) {
-                let error = results[index].error
-                #expect(
-                    error?.status == status && error?.code == code,
-                    "call \(index), \(methods[index]), answered \(error.map { "\($0)" } ?? "no error")")
-            }
-            func emptyAnswer(_ index: Int) {
-                #expect(results[index].answered && results[index].error == nil, "\(methods[index]) was refused")
             }
             #expect(
                 try await fixture.verifier.verifyTransaction(try signed(0, "signedTransactionInfo")).transactionId
                     == credits)
-            refused(1, 404, 4_040_010)
+            results.expectRefused(1, 404, 4_040_010)
             for index in [2, 3] {
                 #expect((results[index].answer?["signedTransactions"] as? [String])?.count == 2, "history \(index)")
             }
@@ -142,13 +131,13 @@ struct AppleLibraryAPITests {
                 let app = try await fixture.verifier.verifyAppTransaction(try signed(index, "signedAppTransactionInfo"))
                 #expect(app.appTransactionId == appTransactionId)
             }
-            refused(8, 404, 4_040_019)
+            results.expectRefused(8, 404, 4_040_019)
             #expect(try !signed(9, "signedPayload").isEmpty)
-            refused(10, 404, 4_040_008)
-            emptyAnswer(11)
-            refused(12, 400, 4_000_183)
-            emptyAnswer(13)
-            refused(14, 404, 4_040_010)
+            results.expectRefused(10, 404, 4_040_008)
+            results.expectTaken(11)
+            results.expectRefused(12, 400, 4_000_183)
+            results.expectTaken(13)
+            results.expectRefused(14, 404, 4_040_010)
             #expect(results[15].answer?["status"] as? Int == 1)
             #expect((results[16].answer?["notificationHistory"] as? [Any])?.isEmpty == false)
             #expect(results[17].answer?["success"] as? Bool == true)
@@ -165,17 +154,15 @@ struct AppleLibraryAPITests {
             #expect(try await history(21) == [credits], "only the product named")
             #expect((results[22].answer?["data"] as? [Any])?.count == 1, "active subscriptions")
             #expect((results[23].answer?["data"] as? [Any])?.isEmpty == true, "expired or revoked: none")
-            refused(24, 400, 4_000_013)
+            results.expectRefused(24, 400, 4_000_013)
             // The new token stands on the subscription, and the finished transaction is no longer replayed.
             let transactions = await store.deviceTransactions(account: "alice")
             #expect(transactions.first { $0.id == monthly }?.appAccountToken == token)
             #expect(await store.unfinishedTransactions(account: "alice").contains { $0.id == monthly } == false)
 
             // A key the simulator does not know: every call is refused 401, as Apple refuses it.
-            let stranger = try Self.outcomes(
-                try await blockingWork {
-                    try Self.run(python: python, baseURL: baseURL, key: P256.Signing.PrivateKey(), calls: lookup)
-                })
+            let stranger = try await Self.outcomes(
+                of: lookup, python: python, baseURL: baseURL, key: P256.Signing.PrivateKey())
             #expect(stranger.first?.error?.status == 401)
         }
     }
@@ -198,8 +185,47 @@ struct AppleLibraryAPITests {
             python: python, script: AppleLibraryTests.script("api.py"), argument: file.path)
     }
 
+    /// The calls of one run as the script reads them, and how many.
+    struct Plan: Sendable {
+        let json: Data
+        let count: Int
+
+        init(_ calls: [Call]) throws {
+            json = try JSONSerialization.data(withJSONObject: calls.map(\.json))
+            count = calls.count
+        }
+    }
+
+    /// Runs `plan` through Apple's library against the simulator at `baseURL`: one outcome per call.
+    static func outcomes(of plan: Plan, python: String, baseURL: String, key: P256.Signing.PrivateKey) async throws
+        -> [Outcome]
+    {
+        let results = try outcomes(
+            try await blockingWork { try run(python: python, baseURL: baseURL, key: key, calls: plan.json) })
+        try #require(results.count == plan.count)
+        return results
+    }
+
     /// The script's output, one outcome per call.
     static func outcomes(_ printed: Data) throws -> [Outcome] {
         try #require(JSONSerialization.jsonObject(with: printed) as? [[String: Any]]).map(Outcome.init)
+    }
+}
+
+extension [AppleLibraryAPITests.Outcome] {
+    /// Expects the call at `index` answered with no error.
+    func expectTaken(_ index: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        let error = self[index].error.map { "\($0)" } ?? ""
+        #expect(
+            self[index].answered && error.isEmpty, "call \(index) was refused: \(error)", sourceLocation: sourceLocation
+        )
+    }
+
+    /// Expects the call at `index` refused with Apple's `status` and `code`.
+    func expectRefused(_ index: Int, _ status: Int, _ code: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+        let error = self[index].error
+        #expect(
+            error?.status == status && error?.code == code,
+            "call \(index) answered \(error.map { "\($0)" } ?? "no error")", sourceLocation: sourceLocation)
     }
 }

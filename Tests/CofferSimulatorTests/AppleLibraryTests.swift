@@ -75,7 +75,7 @@ struct AppleLibraryTests {
         _ = try await store.sendTestNotification()
 
         var items: [(kind: String, jws: String)] = []
-        for notification in try await Self.signedNotifications(store) {
+        for notification in await store.sentNotifications().map(\.signedPayload) {
             items.append(("notification", notification))
             let verified = try await fixture.verifier.verifyNotification(notification)
             if let data = verified.payload.data {
@@ -110,21 +110,6 @@ struct AppleLibraryTests {
             #expect(verdict == "OK", "Apple's library refused a \(item.kind): \(verdict)")
         }
         #expect(verdicts.last?.hasPrefix("refused") == true)
-    }
-
-    /// Every notification the store sent, read back through Get Notification History.
-    static func signedNotifications(_ store: SimulatedAppStore) async throws -> [String] {
-        var request = NotificationHistoryRequest()
-        request.startDate = SimulatorFixture.start.addingTimeInterval(-60)
-        request.endDate = SimulatorFixture.start.addingTimeInterval(90 * 86_400)
-        var payloads: [String] = []
-        var token: String?
-        repeat {
-            let page = try await store.notificationHistory(request, paginationToken: token)
-            payloads += (page.notificationHistory ?? []).compactMap(\.signedPayload)
-            token = page.hasMore == true ? page.paginationToken : nil
-        } while token != nil
-        return payloads
     }
 
     /// The JWS with one payload character changed.

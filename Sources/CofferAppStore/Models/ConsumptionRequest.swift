@@ -3,49 +3,34 @@
 import CofferCore
 import Foundation
 
-/// The body of Send Consumption Information, answering a CONSUMPTION_REQUEST.
+/// The body of Send Consumption Information (version 2), answering a CONSUMPTION_REQUEST.
 public struct ConsumptionRequest: Codable, Sendable, Hashable {
-    /// Whether the customer consented to share the data.
+    /// Whether the customer consented to share consumption data (Apple refuses anything but `true`).
     public var customerConsented: Bool?
-    /// How much of the purchase was consumed (0 undeclared, 1 not, 2 partly, 3 fully).
-    public var consumptionStatus: Int32?
-    /// The platform (0 undeclared, 1 Apple, 2 other).
-    public var platform: Int32?
-    /// Whether a free sample was offered.
+    /// How much of the purchase the customer consumed, in milliunits (0 to 100000).
+    public var consumptionPercentage: Int32?
+    /// Whether the purchase was delivered and works. The raw value as Apple sent it; see `deliveryStatus` for the typed value.
+    public var rawDeliveryStatus: String?
+    /// The developer's preferred outcome. The raw value as Apple sent it; see `refundPreference` for the typed value.
+    public var rawRefundPreference: String?
+    /// Whether a free sample or trial was offered before the purchase.
     public var sampleContentProvided: Bool?
-    /// Whether the purchase was delivered (0 delivered and working, 1-5 problems).
-    public var deliveryStatus: Int32?
-    /// The customer's account token.
-    public var appAccountToken: UUID?
-    /// How long the customer has had an account (coded).
-    public var accountTenure: Int32?
-    /// How much the customer used the app (coded).
-    public var playTime: Int32?
-    /// Refunds so far (coded).
-    public var lifetimeDollarsRefunded: Int32?
-    /// Purchases so far (coded).
-    public var lifetimeDollarsPurchased: Int32?
-    /// The account status (coded).
-    public var userStatus: Int32?
-    /// Whether the developer prefers a refund be granted (0 undeclared, 1 yes, 2 no, 3 no preference).
-    public var refundPreference: Int32?
+
+    /// Whether the purchase was delivered and works. `nil` when absent or a value this version does not know.
+    public var deliveryStatus: DeliveryStatus? { rawDeliveryStatus.flatMap { DeliveryStatus(rawValue: $0) } }
+
+    /// The developer's preferred outcome. `nil` when absent or a value this version does not know.
+    public var refundPreference: RefundPreference? { rawRefundPreference.flatMap { RefundPreference(rawValue: $0) } }
 
     /// Creates an empty value, every field absent.
     public init() {}
 
     enum CodingKeys: String, CodingKey {
         case customerConsented
-        case consumptionStatus
-        case platform
+        case consumptionPercentage
+        case rawDeliveryStatus = "deliveryStatus"
+        case rawRefundPreference = "refundPreference"
         case sampleContentProvided
-        case deliveryStatus
-        case appAccountToken
-        case accountTenure
-        case playTime
-        case lifetimeDollarsRefunded
-        case lifetimeDollarsPurchased
-        case userStatus
-        case refundPreference
     }
 }
 
@@ -55,49 +40,23 @@ extension ConsumptionRequest: StrictJSONReadable {
         self.init()
         try object.members { key, value in
             switch key.count {
-            case 8:
-                if key == "platform" {
-                    platform = try value.int32()
-                } else if key == "playTime" {
-                    playTime = try value.int32()
-                }
-            case 10:
-                if key == "userStatus" {
-                    userStatus = try value.int32()
-                }
-            case 13:
-                if key == "accountTenure" {
-                    accountTenure = try value.int32()
-                }
             case 14:
                 if key == "deliveryStatus" {
-                    deliveryStatus = try value.int32()
-                }
-            case 15:
-                if key == "appAccountToken" {
-                    appAccountToken = try value.uuid()
+                    rawDeliveryStatus = try value.string()
                 }
             case 16:
                 if key == "refundPreference" {
-                    refundPreference = try value.int32()
+                    rawRefundPreference = try value.string()
                 }
             case 17:
                 if key == "customerConsented" {
                     customerConsented = try value.bool()
-                } else if key == "consumptionStatus" {
-                    consumptionStatus = try value.int32()
                 }
             case 21:
-                if key == "sampleContentProvided" {
+                if key == "consumptionPercentage" {
+                    consumptionPercentage = try value.int32()
+                } else if key == "sampleContentProvided" {
                     sampleContentProvided = try value.bool()
-                }
-            case 23:
-                if key == "lifetimeDollarsRefunded" {
-                    lifetimeDollarsRefunded = try value.int32()
-                }
-            case 24:
-                if key == "lifetimeDollarsPurchased" {
-                    lifetimeDollarsPurchased = try value.int32()
                 }
             default: break
             }
