@@ -25,7 +25,8 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             Init.self, Serve.self, Purchase.self, AskToBuy.self, Refund.self, RequestRefund.self, DeclineRefund.self,
             ReverseRefund.self, Renew.self, Expire.self, AutoRenew.self, Billing.self, AdvanceClock.self,
             Family.self, LeaveFamily.self, History.self, Signed.self, Receipt.self, RedeemOfferCode.self,
-            CloudKitRecords.self, Forge.self,
+            CloudKitRecords.self, Forge.self, PriceIncrease.self, AcceptPriceIncrease.self, RemoveFromSale.self,
+            RescindConsent.self, Extend.self, ExtendAll.self,
         ]
     )
 

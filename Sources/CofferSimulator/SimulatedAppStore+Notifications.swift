@@ -38,7 +38,7 @@ extension SimulatedAppStore {
     @discardableResult
     func notify(
         _ type: String, _ subtype: String?, transactionId: String? = nil, consumptionReason: Bool = false,
-        summary: NotificationSummary? = nil
+        summary: NotificationSummary? = nil, appData: AppData? = nil
     ) throws(SimulatorError) -> SimulatorReport {
         var payload = ResponseBodyV2DecodedPayload()
         payload.rawNotificationType = type
@@ -60,8 +60,11 @@ extension SimulatedAppStore {
             }
         }
         if consumptionReason { data.rawConsumptionRequestReason = "UNINTENDED_PURCHASE" }
+        // A summary or an app-level notification carries no transaction data.
         if let summary {
-            payload.summary = summary  // a summary notification carries no data
+            payload.summary = summary
+        } else if let appData {
+            payload.appData = appData
         } else {
             payload.data = data
         }

@@ -58,8 +58,8 @@ extension SimulatedAppStore {
         return report
     }
 
-    func complete(account: String, product: CatalogProduct, quantity: Int, token: UUID?) throws(SimulatorError)
-        -> SimulatorReport
+    func complete(account: String, product: CatalogProduct, quantity: Int, token: UUID?, offerCode: String? = nil)
+        throws(SimulatorError) -> SimulatorReport
     {
         var report = SimulatorReport()
         let now = clock.now()
@@ -74,20 +74,21 @@ extension SimulatedAppStore {
             if let existing = subscriptions[subscriptionKey(account, group)], existing.state != .expired,
                 existing.state != .revoked
             {
-                return try change(existing, to: product)
+                return try change(existing, to: product, offerCode: offerCode)
             }
-            return try subscribe(account: account, product: product, token: token)
+            return try subscribe(account: account, product: product, token: token, offerCode: offerCode)
         }
         let id = nextIdentifier()
         var expires: Date?
         if product.kind == .nonRenewing, let days = product.durationDays {
             expires = now.addingTimeInterval(Double(days) * 86_400)
         }
-        let record = SimulatedTransaction(
+        var record = SimulatedTransaction(
             id: id, originalId: id, webOrderLineItemId: nil, orderId: orderId(), account: account, product: product,
             purchaseDate: now, originalPurchaseDate: now, expiresDate: expires, quantity: quantity,
             appAccountToken: token, familyShared: false, renewal: false, price: price(product) * Int64(quantity),
             modified: now)
+        record.offerCode = offerCode
         add(record)
         report.happened.append("\(account) bought \(product.id) ×\(quantity): transaction \(id)")
         report.transactionIds.append(id)
@@ -96,16 +97,20 @@ extension SimulatedAppStore {
         return report
     }
 
-    func subscribe(account: String, product: CatalogProduct, token: UUID?) throws(SimulatorError) -> SimulatorReport {
+    /// A new subscription (SUBSCRIBED), or one redeemed with an offer code (OFFER_REDEEMED), with the same
+    /// subtypes: INITIAL_BUY for a customer new to the group, RESUBSCRIBE otherwise.
+    func subscribe(account: String, product: CatalogProduct, token: UUID?, offerCode: String? = nil)
+        throws(SimulatorError) -> SimulatorReport
+    {
         let group = product.group ?? product.id
         let now = clock.now()
         let previous = subscriptions[subscriptionKey(account, group)]
         let id = nextIdentifier()
         let originalId = previous?.originalId ?? id
         let original = previous.flatMap { self.record($0.originalId) }
-        // The introductory offer, for a customer who never subscribed in the group.
+        // The introductory offer, for a customer who never subscribed in the group (an offer code replaces it).
         let offer =
-            transactions.contains { $0.account == account && $0.product.group == group }
+            offerCode != nil || transactions.contains { $0.account == account && $0.product.group == group }
             ? nil : configuration.introductoryOffers[product.id]
         var record = SimulatedTransaction(
             id: id, originalId: originalId, webOrderLineItemId: nextIdentifier(), orderId: orderId(),
@@ -113,6 +118,7 @@ extension SimulatedAppStore {
             originalPurchaseDate: original?.originalPurchaseDate ?? now, expiresDate: now + period(product),
             quantity: 1, appAccountToken: token, familyShared: false, renewal: false, price: price(product),
             modified: now)
+        record.offerCode = offerCode
         if let offer {
             record.introductoryOffer = offer.paymentMode
             // In milliunits, as Apple's price fields; an offer price out of range (a test's mistake) is free.
@@ -132,28 +138,49 @@ extension SimulatedAppStore {
             "\(account) subscribed to \(product.id): transaction \(id), renews \((record.expiresDate ?? now).formatted(.iso8601))"
         )
         report.transactionIds.append(id)
-        report.append(try notify("SUBSCRIBED", previous == nil ? "INITIAL_BUY" : "RESUBSCRIBE", transactionId: id))
+        report.append(
+            try notify(
+                offerCode == nil ? "SUBSCRIBED" : "OFFER_REDEEMED", previous == nil ? "INITIAL_BUY" : "RESUBSCRIBE",
+                transactionId: id))
         report.append(try shareWithFamily(id))
         return report
     }
 
     /// Moves a live subscription to another product of its group: a higher-ranked product takes effect at
-    /// once (the current transaction is marked upgraded); a lower-ranked one at the next renewal.
-    func change(_ subscription: SimulatedSubscription, to product: CatalogProduct) throws(SimulatorError)
-        -> SimulatorReport
+    /// once (the current transaction is marked upgraded); a lower-ranked one at the next renewal
+    /// (DID_CHANGE_RENEWAL_PREF, or OFFER_REDEEMED with an offer code, UPGRADE or DOWNGRADE). Choosing the current
+    /// product again reverts a pending downgrade (DID_CHANGE_RENEWAL_PREF without a subtype); an offer code for it
+    /// applies from the next renewal (OFFER_REDEEMED without a subtype).
+    func change(_ subscription: SimulatedSubscription, to product: CatalogProduct, offerCode: String? = nil)
+        throws(SimulatorError) -> SimulatorReport
     {
         var subscription = subscription
         var report = SimulatorReport()
+        let key = subscriptionKey(subscription.account, subscription.group)
+        let type = offerCode == nil ? "DID_CHANGE_RENEWAL_PREF" : "OFFER_REDEEMED"
         guard product.id != subscription.productId else {
+            if offerCode != nil {
+                report.happened.append(
+                    "\(subscription.account) redeemed an offer for \(product.id), from the next renewal")
+                report.append(try notify(type, nil, transactionId: subscription.latestTransactionId))
+                return report
+            }
+            if subscription.autoRenewProductId != product.id {
+                subscription.autoRenewProductId = product.id
+                subscriptions[key] = subscription
+                report.happened.append("\(subscription.account) stays on \(product.id): the downgrade is undone")
+                report.append(try notify(type, nil, transactionId: subscription.latestTransactionId))
+                return report
+            }
             if !subscription.autoRenew { return try setAutoRenew(originalTransactionId: subscription.originalId, true) }
             throw SimulatorError("invalid-state", "\(subscription.account) is already subscribed to \(product.id)")
         }
-        let key = subscriptionKey(subscription.account, subscription.group)
         if rank(product.id) < rank(subscription.productId) {
             let now = clock.now()
             update(subscription.latestTransactionId) { $0.isUpgraded = true }
             let record = nextPeriod(of: subscription, product: product, from: now, renewal: false)
             let id = record.id
+            update(id) { $0.offerCode = offerCode }
             subscription.productId = product.id
             subscription.autoRenewProductId = product.id
             subscription.latestTransactionId = id
@@ -161,15 +188,14 @@ extension SimulatedAppStore {
             subscriptions[key] = subscription
             report.happened.append("\(subscription.account) upgraded to \(product.id) at once: transaction \(id)")
             report.transactionIds.append(id)
-            report.append(try notify("DID_CHANGE_RENEWAL_PREF", "UPGRADE", transactionId: id))
+            report.append(try notify(type, "UPGRADE", transactionId: id))
         } else {
             subscription.autoRenewProductId = product.id
             subscriptions[key] = subscription
             report.happened.append(
                 "\(subscription.account) downgrades to \(product.id) at the next renewal (\(subscription.expiresDate.formatted(.iso8601)))"
             )
-            report.append(
-                try notify("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE", transactionId: subscription.latestTransactionId))
+            report.append(try notify(type, "DOWNGRADE", transactionId: subscription.latestTransactionId))
         }
         return report
     }

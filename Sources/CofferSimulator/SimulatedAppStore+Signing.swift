@@ -46,6 +46,10 @@ extension SimulatedAppStore {
                 case .payUpFront: "PAY_UP_FRONT"
                 }
         }
+        if let code = record.offerCode {
+            payload.rawOfferType = 3  // an offer code
+            payload.offerIdentifier = code
+        }
         payload.rawEnvironment = environment(of: record.account).rawValue
         payload.storefront = configuration.storefront
         payload.storefrontId = "143441"
@@ -71,7 +75,10 @@ extension SimulatedAppStore {
         info.recentSubscriptionStartDate = subscription.recentStartDate
         info.renewalDate = subscription.autoRenew ? subscription.expiresDate : nil
         info.currency = configuration.currency
-        info.renewalPrice = (try? product(subscription.autoRenewProductId)).map(price)
+        info.renewalPrice = (try? product(subscription.autoRenewProductId)).map { renewalPrice(subscription, $0) }
+        if let increase = subscription.priceIncrease {
+            info.rawPriceIncreaseStatus = increase.accepted ? 1 : 0
+        }
         info.appTransactionId = appTransactionId(subscription.account)
         info.appAccountToken = record(subscription.latestTransactionId)?.appAccountToken
         return try sign(info)

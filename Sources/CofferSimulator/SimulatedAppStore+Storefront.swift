@@ -66,8 +66,10 @@ extension SimulatedAppStore {
     }
 
     /// The customer redeems an offer code on the device's sheet: the code's product is bought for the account
-    /// (no app account token: the sheet does not carry one) and reaches the device through its updates. Each
-    /// code buys once per account.
+    /// (no app account token: the sheet does not carry one) and reaches the device through its updates. A
+    /// subscription's code sends OFFER_REDEEMED (INITIAL_BUY, RESUBSCRIBE, UPGRADE, DOWNGRADE, or none for the
+    /// product already subscribed to); the transaction names the code (offer type 3). Each code buys once per
+    /// account.
     @discardableResult
     public func redeemOfferCode(_ code: String, account: String) throws(SimulatorError) -> SimulatorReport {
         guard let productId = configuration.offerCodes[code] else {
@@ -76,7 +78,8 @@ extension SimulatedAppStore {
         guard !redeemedCodes.contains("\(account)\u{1F}\(code)") else {
             throw SimulatorError("invalid-state", "\(account) already redeemed \(code)")
         }
-        var report = try purchase(account: account, productId: productId)
+        var report = try complete(
+            account: account, product: product(productId), quantity: 1, token: nil, offerCode: code)
         redeemedCodes.insert("\(account)\u{1F}\(code)")
         report.happened.insert("\(account) redeemed offer code \(code)", at: 0)
         for id in report.transactionIds where record(id)?.account == account { pushUpdate(id) }

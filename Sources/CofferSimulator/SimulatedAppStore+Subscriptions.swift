@@ -121,6 +121,12 @@ extension SimulatedAppStore {
         switch subscription.state {
         case .active:
             guard subscription.autoRenew else { return try expire(key, subtype: "VOLUNTARY", intent: 1) }
+            if offSale.contains(subscription.autoRenewProductId) {
+                return try expire(key, subtype: "PRODUCT_NOT_FOR_SALE", intent: 4)
+            }
+            if let increase = subscription.priceIncrease, !increase.accepted {
+                return try expire(key, subtype: "PRICE_INCREASE", intent: 3)
+            }
             guard failingBilling.contains(subscription.account) else {
                 return try renew(key, at: subscription.expiresDate, recovery: false)
             }
@@ -162,6 +168,10 @@ extension SimulatedAppStore {
                 $0.modified = start
             }
         }
+        if let increase = subscription.priceIncrease, increase.accepted {
+            subscription.renewalPrice = (product.id, increase.price)
+            subscription.priceIncrease = nil
+        }
         let record = nextPeriod(of: subscription, product: product, from: start, renewal: true)
         let id = record.id
         subscription.productId = product.id
@@ -190,7 +200,7 @@ extension SimulatedAppStore {
             orderId: orderId(), account: subscription.account, product: product, purchaseDate: start,
             originalPurchaseDate: latest?.originalPurchaseDate ?? start, expiresDate: start + period(product),
             quantity: 1, appAccountToken: latest?.appAccountToken, familyShared: false, renewal: renewal,
-            price: price(product), modified: start)
+            price: renewalPrice(subscription, product), modified: start)
         add(record)
         return record
     }

@@ -37,6 +37,7 @@ public actor SimulatedAppStore {
     var extensionAnswers: [String: ExtendRenewalDateResponse] = [:]
     var extensionDates: [String: [Date]] = [:]
     var massExtensions: [String: MassExtension] = [:]
+    var offSale: Set<String> = []
     var redeemedCodes: Set<String> = []
     var forged: [String: ForgedTransaction] = [:]
     var nextId: Int64

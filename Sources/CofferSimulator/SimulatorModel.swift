@@ -128,6 +128,8 @@ struct SimulatedTransaction: Sendable {
     var finished = false
     /// The introductory offer this period was bought with, if any (a free trial pays nothing).
     var introductoryOffer: StoreIntroductoryOffer.PaymentMode?
+    /// The offer code this transaction was redeemed with, if any.
+    var offerCode: String?
     /// When this record last changed (purchase, refund, reversal), for history order.
     var modified: Date
 
@@ -157,6 +159,10 @@ struct SimulatedSubscription: Sendable {
     var billingRetryEnds: Date?
     var expirationIntent: Int32?
     var recentStartDate: Date
+    /// A price increase announced for the next renewal, and whether the customer accepted it (or needed not to).
+    var priceIncrease: (price: Int64, accepted: Bool)?
+    /// What the subscription renews at once an accepted increase took effect, for the product it applies to.
+    var renewalPrice: (productId: String, price: Int64)?
 
     /// Renewed and paid (`active`, renewing) or ended (`expired` for `intent`, not renewing): out of grace and
     /// billing retry either way.

@@ -157,6 +157,10 @@ public enum SimulatorServer {
         var seconds: Double?
         var accounts: [String]?
         var code: String?
+        var price: Int64?
+        var consentRequired: Bool?
+        var days: Int32?
+        var storefronts: [String]?
 
         func require<T>(_ value: T?, _ name: String) throws(SimulatorError) -> T {
             guard let value else { throw SimulatorError("invalid-request", "\(name) is required") }
@@ -164,8 +168,11 @@ public enum SimulatorServer {
         }
     }
 
+    /// A control: the request's fields in, what happened out.
+    typealias ControlAction = @Sendable (Control) async throws(SimulatorError) -> SimulatorReport
+
     private static func addControls(to controls: RouterGroup<BasicRequestContext>, store: SimulatedAppStore) {
-        typealias Action = @Sendable (Control) async throws(SimulatorError) -> SimulatorReport
+        typealias Action = ControlAction
         typealias IdAction = @Sendable (String) async throws(SimulatorError) -> SimulatorReport
         /// An action on the transaction named by `transactionId`.
         func onTransaction(_ action: @escaping IdAction) -> Action {
@@ -292,7 +299,7 @@ public enum SimulatorServer {
                 }
             ),
         ]
-        for (name, action) in actions {
+        for (name, action) in actions + eventControls(store) {
             controls.post(RouterPath(name)) { request, _ -> Response in
                 let control: Control
                 do {

@@ -130,6 +130,29 @@ struct AppStoreSimCommandTests {
             ["appstore-sim", "redeem-offer-code", "--account", "bob", "NOPE"] + remote)
         #expect(unknownCode.status == 1 && unknownCode.stderr.contains("no offer code NOPE"))
 
+        // The App Store's own events, one control each; the report names each order.
+        let carol = try await CofferProcess.run(
+            ["appstore-sim", "purchase", "--account", "carol", "--product", "com.example.pro.monthly"] + remote)
+        let carolsLine = try #require(carol.stdout.split(separator: "\n").first { $0.hasPrefix("order ") })
+        let original = String(try #require(carolsLine.split(separator: " ").last))
+        let events: [([String], String)] = [
+            (["price-increase", original, "--price", "12.99"], "PRICE_INCREASE/PENDING"),
+            (["accept-price-increase", original], "PRICE_INCREASE/ACCEPTED"),
+            (["extend", original, "--days", "3"], "RENEWAL_EXTENDED"),
+            (["extend-all", "com.example.pro.monthly", "--days", "2", "--storefront", "USA"], "1 extended"),
+            (["rescind-consent", "carol"], "RESCIND_CONSENT"),
+            (["remove-from-sale", "com.example.pro.monthly"], "expire at their next renewal"),
+        ]
+        for (arguments, said) in events {
+            let run = try await CofferProcess.run(["appstore-sim"] + arguments + remote)
+            #expect(run.status == 0 && run.stdout.contains(said), "\(arguments): \(run.stdout)\(run.stderr)")
+        }
+        #expect(
+            try await CofferProcess.run(["appstore-sim", "price-increase", original, "--price", "12,99"] + remote)
+                .status == 64)
+        #expect(
+            try await CofferProcess.run(["appstore-sim", "extend", original, "--days", "91"] + remote).status == 64)
+
         // What the device would post verifies with the simulator's root in Sandbox, and never in Production.
         let signed = try await CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote)
         let jws = folder.appendingPathComponent("transaction.jws")

@@ -68,7 +68,15 @@ struct AppleLibraryTests {
         let monthly = try await store.purchase(account: "alice", productId: "com.example.pro.monthly")
         try await store.purchase(account: "carol", productId: "com.example.pass")
         try await store.advanceClock(by: 31 * 86_400)
-        try await store.purchase(account: "alice", productId: "com.example.pro.yearly")
+        try await store.purchase(account: "alice", productId: "com.example.pro.yearly")  // an upgrade
+        // The shapes without a transaction's data too: a summary, and an app-level notification.
+        try await store.announcePriceIncrease(
+            originalTransactionId: try #require(monthly.transactionIds.first), price: 49_990, consentRequired: true)
+        var extendAll = MassExtendRenewalDateRequest()
+        (extendAll.extendByDays, extendAll.extendReasonCode) = (5, 3)
+        (extendAll.productId, extendAll.requestIdentifier) = ("com.example.pro.yearly", UUID().uuidString)
+        _ = try await store.extendRenewalDates(extendAll)
+        try await store.rescindConsent(account: "alice")
         try await store.requestRefund(transactionId: try #require(credits.transactionIds.first))
         try await store.refund(transactionId: try #require(credits.transactionIds.first), percentage: nil)
         try await store.refund(transactionId: try #require(monthly.transactionIds.first), percentage: 25_000)
