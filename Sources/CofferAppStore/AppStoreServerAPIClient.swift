@@ -143,10 +143,11 @@ public struct AppStoreServerAPIClient: Sendable {
         public init() {}
     }
 
-    /// Apple's production host.
-    public static let productionURL = "https://api.storekit.itunes.apple.com"
-    /// Apple's sandbox host.
-    public static let sandboxURL = "https://api.storekit-sandbox.itunes.apple.com"
+    /// Apple's production host (Apple's documentation and libraries name it since 2026; the older
+    /// `api.storekit.itunes.apple.com` answers the same API).
+    public static let productionURL = "https://api.storekit.apple.com"
+    /// Apple's sandbox host (formerly `api.storekit-sandbox.itunes.apple.com`).
+    public static let sandboxURL = "https://api.storekit-sandbox.apple.com"
 
     private let httpClient: HTTPClient
     private let credentials: Credentials

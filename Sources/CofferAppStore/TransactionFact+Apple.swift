@@ -17,7 +17,9 @@ extension TransactionFact {
             environment: transaction.environment?.ledgerEnvironment, price: transaction.price,
             currency: transaction.currency, storefront: transaction.storefront,
             revocationReason: transaction.rawRevocationReason.map(Int.init),
-            signedByXcode: transaction.environment == .xcode)
+            signedByXcode: transaction.environment == .xcode,
+            revocationPercentage: transaction.revocationType == .refundProrated
+                ? transaction.revocationPercentage.map(Int.init) : nil)
     }
 
     /// The facts of one in-app purchase record of a legacy app receipt, or `nil` when it lacks its id, product

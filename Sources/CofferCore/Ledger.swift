@@ -501,31 +501,56 @@ public enum Ledger {
     ) -> LedgerDecision {
         let revokedAt = fact.revocationDate ?? now
         if let existing, existing.isRevoked {
-            // Refunded already. A later refund date is remembered, so a reversal older than it stays superseded.
-            guard let known = existing.revokedAt, revokedAt > known else {
-                return unchanged(.duplicate, wallet)
+            // Refunded already: a larger share now (a full refund after a prorated one) takes the rest, keyed by its
+            // date. A later refund date is remembered, so a reversal older than it stays superseded.
+            let known = existing.revokedAt ?? revokedAt
+            let target = fact.refundedShare(of: existing.deliveredCredits ?? 0)
+            if target > existing.refundedCredits {
+                return takeBack(
+                    target - existing.refundedCredits, for: fact, on: existing, at: max(revokedAt, known),
+                    key: wordKey(.revocation, fact, first: false, at: revokedAt), owner: owner, wallet: wallet,
+                    now: now)
             }
+            guard revokedAt > known else { return unchanged(.duplicate, wallet) }
             var receipt = existing
             receipt.revokedAt = revokedAt
             receipt.transaction.revocationDate = revokedAt
             receipt.transaction.learnRefund(from: fact)
+            receipt.transaction.revocationPercentage = existing.transaction.revocationPercentage
             return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: receipt, entry: nil)
         }
         if let existing, let reversedAt = existing.reversedAt, revokedAt <= reversedAt {
             return unchanged(.superseded, wallet)
         }
-        let key = wordKey(.revocation, fact, first: existing?.revokedAt == nil, at: revokedAt)
         var receipt = existing ?? Receipt(owner: owner, transaction: fact)
+        receipt.takenFromBalance = 0
+        receipt.addedToDeficit = 0
+        return takeBack(
+            fact.refundedShare(of: receipt.deliveredCredits ?? 0), for: fact, on: receipt, at: revokedAt,
+            key: wordKey(.revocation, fact, first: existing?.revokedAt == nil, at: revokedAt), owner: owner,
+            wallet: wallet, now: now)
+    }
+
+    /// A revocation's entry: `taken` more credits back, recorded on the receipt (what came from the balance, what
+    /// became deficit) and, for a prorated refund, the share in the entry's reason.
+    private static func takeBack(
+        _ taken: Int64, for fact: TransactionFact, on existing: Receipt, at revokedAt: Date, key: IdempotencyKey,
+        owner: UUID, wallet: Wallet, now: Date
+    ) -> LedgerDecision {
+        var receipt = existing
         receipt.revokedAt = revokedAt
         receipt.transaction.revocationDate = revokedAt
         receipt.transaction.learnRefund(from: fact)
-        let taken = receipt.deliveredCredits ?? 0
         let after = takeBack(taken, from: wallet)
-        receipt.takenFromBalance = wallet.balance - after.balance
-        receipt.addedToDeficit = after.deficit - wallet.deficit
+        receipt.takenFromBalance += wallet.balance - after.balance
+        receipt.addedToDeficit += after.deficit - wallet.deficit
+        let reason = fact.revocationPercentage.map { percentage in
+            "prorated refund of \(Payment.percentText(percentage)): \(receipt.refundedCredits) of "
+                + "\(receipt.deliveredCredits ?? 0) credits taken back"
+        }
         return applied(
             key: key, owner: owner, amount: -taken, before: wallet, after: after, fact: fact, receipt: receipt,
-            reason: nil, now: now)
+            reason: reason, now: now)
     }
 
     private static func reversal(
@@ -552,16 +577,17 @@ public enum Ledger {
         receipt.transaction.keepPayment(of: fact)
         var after = wallet
         var restored: Int64 = 0
-        if wasRevoked, let delivered = receipt.deliveredCredits {
-            restored = delivered
+        if wasRevoked, receipt.deliveredCredits != nil {
+            // What the refund took (all that was delivered, or a prorated share) comes back.
+            restored = receipt.takenFromBalance + receipt.addedToDeficit
             switch policy {
             case .collect:
-                after = credit(delivered, to: wallet, policy: .collect)
+                after = credit(restored, to: wallet, policy: .collect)
             case .forgive:
                 // Cancel only the deficit this revocation recorded; other deficits stay forgiven.
                 let cancelled = min(wallet.deficit, receipt.addedToDeficit)
                 after.deficit -= cancelled
-                after.balance += delivered - cancelled
+                after.balance += restored - cancelled
             }
         }
         return applied(

@@ -29,6 +29,10 @@ public struct Receipt: Sendable, Hashable, Codable {
         self.transaction = transaction
     }
 
+    /// What the refunds on record took back (from the balance and as deficit): all that was delivered, or a
+    /// prorated share; 0 while not refunded.
+    public var refundedCredits: Int64 { isRevoked ? takenFromBalance + addedToDeficit : 0 }
+
     /// Whether the transaction currently counts as refunded: Apple's latest word on it, by Apple's dates, is a
     /// revocation (refund -> reversal -> refund again is refunded, whatever order the three arrive in).
     public var isRevoked: Bool {

@@ -40,13 +40,18 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// Why Apple refunded it (Apple's `revocationReason`: 0 for another reason, such as an accidental purchase; 1
     /// for an issue in the app), or `nil` where the source did not say.
     public var revocationReason: Int?
+    /// The share Apple refunded, in milliunits of a percent (Apple's `revocationPercentage` of a `REFUND_PRORATED`
+    /// revocation: 1-99999), or `nil` for a full refund (or a source that did not say). A value outside the range
+    /// is not kept: the refund counts as full.
+    public var revocationPercentage: Int?
 
     /// Creates a transaction fact.
     public init(
         transactionId: String, originalTransactionId: String? = nil, productId: String, quantity: Int = 1,
         purchaseDate: Date, expiresDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
         isTrial: Bool = false, isUpgraded: Bool = false, environment: AppStoreEnvironment? = nil, price: Int64? = nil,
-        currency: String? = nil, storefront: String? = nil, revocationReason: Int? = nil, signedByXcode: Bool = false
+        currency: String? = nil, storefront: String? = nil, revocationReason: Int? = nil, signedByXcode: Bool = false,
+        revocationPercentage: Int? = nil
     ) {
         self.signedByXcode = signedByXcode
         self.transactionId = transactionId
@@ -64,6 +69,19 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         self.currency = currency.flatMap(Payment.code)
         self.storefront = storefront.flatMap(Payment.code)
         self.revocationReason = revocationReason.flatMap { Payment.revocationReasons.contains($0) ? $0 : nil }
+        self.revocationPercentage = revocationPercentage.flatMap { Payment.proratedShares.contains($0) ? $0 : nil }
+    }
+
+    /// What a refund of this transaction takes back of `delivered` credits: all of them, or for a prorated refund
+    /// its share, rounded down.
+    public func refundedShare(of delivered: Int64) -> Int64 {
+        guard let percentage = revocationPercentage, Payment.proratedShares.contains(percentage), delivered > 0 else {
+            return max(delivered, 0)
+        }
+        let share = Int64(percentage)
+        // delivered × percentage ÷ 100000 without overflow: delivered is at most 2^52, the percentage below 2^17.
+        let (whole, rest) = delivered.quotientAndRemainder(dividingBy: 100_000)
+        return whole * share + rest * share / 100_000
     }
 
     /// The environment the data is marked with (Xcode for Xcode's StoreKit testing), or `nil` where the source did
@@ -93,6 +111,7 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// payment.
     public mutating func learnRefund(from newer: TransactionFact) {
         revocationReason = newer.revocationReason ?? revocationReason
+        revocationPercentage = newer.revocationPercentage
         keepPayment(of: newer)
     }
 }
@@ -104,10 +123,22 @@ public enum Payment {
     public static let prices: ClosedRange<Int64> = 0...1_000_000_000_000
     /// Refund reasons kept: Apple's 0 and 1, with room for values Apple may add.
     public static let revocationReasons: ClosedRange<Int> = 0...99
+    /// Prorated refund shares kept, in milliunits of a percent: more than nothing, less than all.
+    public static let proratedShares: ClosedRange<Int> = 1...99_999
 
     /// A currency or storefront code as kept: three ASCII capital letters, or `nil`.
     public static func code(_ text: String) -> String? {
         text.utf8.count == 3 && text.utf8.allSatisfy { $0 >= 0x41 && $0 <= 0x5A } ? text : nil
+    }
+
+    /// A share in milliunits of a percent as text: `25%`, `33.333%`.
+    public static func percentText(_ milliunits: Int) -> String {
+        let (whole, fraction) = milliunits.quotientAndRemainder(dividingBy: 1_000)
+        guard fraction > 0 else { return "\(whole)%" }
+        var digits = String(fraction)
+        digits = String(repeating: "0", count: 3 - digits.count) + digits
+        while digits.hasSuffix("0") { digits.removeLast() }
+        return "\(whole).\(digits)%"
     }
 
     /// Apple's refund reason in words, for support screens.

@@ -20,12 +20,15 @@ extension SimulatedAppStore {
         return report
     }
 
-    /// Refunds a transaction: fully, or prorated (`percentage` in thousandths of a percent, 1-99999).
+    /// Refunds a transaction: fully, or prorated (`percentage` in thousandths of a percent, 1-99999). A transaction
+    /// refunded in part can be refunded again for a larger share or in full (a new REFUND).
     @discardableResult
     public func refund(transactionId: String, percentage: Int32? = nil) throws(SimulatorError) -> SimulatorReport {
         let record = try existing(transactionId)
-        guard !record.isRevoked else {
-            throw SimulatorError("invalid-state", "transaction \(transactionId) is already refunded")
+        if record.isRevoked {
+            guard let earlier = record.revocationPercentage, percentage.map({ $0 > earlier }) ?? true else {
+                throw SimulatorError("invalid-state", "transaction \(transactionId) is already refunded")
+            }
         }
         guard !record.familyShared else {
             throw SimulatorError("invalid-state", "transaction \(transactionId) is family-shared; refund the purchase")

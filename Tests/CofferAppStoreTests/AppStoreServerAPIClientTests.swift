@@ -256,7 +256,9 @@ struct AppStoreServerAPIClientTests {
             environment: .production, now: { Date(timeIntervalSince1970: 1_767_225_600) })
         let token = try? api.makeToken()
         try await http.shutdown()
-        #expect(api.baseURL == AppStoreServerAPIClient.productionURL)
+        // Apple's current hosts, as its libraries use since 2026.
+        #expect(api.baseURL == "https://api.storekit.apple.com")
+        #expect(AppStoreServerAPIClient.sandboxURL == "https://api.storekit-sandbox.apple.com")
         let parts = try #require(token).split(separator: ".").map(String.init)
         var claimsText = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         claimsText += String(repeating: "=", count: (4 - claimsText.count % 4) % 4)
