@@ -299,8 +299,9 @@ public actor CofferSDK {
             transactionId: transaction.id, originalTransactionId: transaction.originalId,
             productId: transaction.productId, quantity: transaction.quantity, purchaseDate: transaction.purchaseDate,
             expiresDate: transaction.expirationDate, revocationDate: transaction.revocationDate,
-            isFamilyShared: transaction.isFamilyShared, isTrial: transaction.isTrial, isUpgraded: transaction.isUpgraded
-        )
+            isFamilyShared: transaction.isFamilyShared, isTrial: transaction.isTrial,
+            isUpgraded: transaction.isUpgraded,
+            revocationPercentage: transaction.revocationPercentage)
     }
 }
 

@@ -110,7 +110,8 @@ public actor SimulatedAppStore {
             isFamilyShared: record.familyShared, isUpgraded: record.isUpgraded,
             isTrial: record.introductoryOffer == .freeTrial, appAccountToken: record.appAccountToken,
             subscriptionGroupId: record.product.kind == .autoRenewable ? record.product.group.map(Self.groupId) : nil,
-            jwsRepresentation: (try? signedTransaction(record)) ?? "")
+            jwsRepresentation: (try? signedTransaction(record)) ?? "",
+            revocationPercentage: record.isRevoked ? record.revocationPercentage.map(Int.init) : nil)
     }
 
     /// The App Store Connect-style id the simulator gives a catalog group: eight digits, the same for a group

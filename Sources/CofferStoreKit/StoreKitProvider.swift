@@ -233,6 +233,9 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public var expirationDate: Date?
     /// When it was refunded or revoked, if it was.
     public var revocationDate: Date?
+    /// For a prorated refund, the share refunded in milliunits of a percent (1-99999), from StoreKit's
+    /// `revocationPercentage` below 100; `nil` for a full refund or none.
+    public var revocationPercentage: Int?
     /// Whether a family member's purchase shares it.
     public var isFamilyShared: Bool
     /// Whether a higher subscription in the group replaced it.
@@ -260,7 +263,8 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
         id: String, originalId: String, productId: String, productType: ProductType, purchaseDate: Date, quantity: Int,
         expirationDate: Date? = nil, revocationDate: Date? = nil, isFamilyShared: Bool = false,
         isUpgraded: Bool = false, isTrial: Bool = false, appAccountToken: UUID? = nil,
-        subscriptionGroupId: String? = nil, jwsRepresentation: String, verificationFailure: String? = nil
+        subscriptionGroupId: String? = nil, jwsRepresentation: String, verificationFailure: String? = nil,
+        revocationPercentage: Int? = nil
     ) {
         self.id = id
         self.originalId = originalId
@@ -270,6 +274,7 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
         self.quantity = quantity
         self.expirationDate = expirationDate
         self.revocationDate = revocationDate
+        self.revocationPercentage = revocationPercentage
         self.isFamilyShared = isFamilyShared
         self.isUpgraded = isUpgraded
         self.isTrial = isTrial

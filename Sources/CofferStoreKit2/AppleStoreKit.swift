@@ -264,7 +264,20 @@ public struct AppleStoreKit: StoreKitProvider {
             isFamilyShared: transaction.ownershipType == .familyShared, isUpgraded: transaction.isUpgraded,
             isTrial: transaction.offer?.paymentMode == .freeTrial, appAccountToken: transaction.appAccountToken,
             subscriptionGroupId: transaction.subscriptionGroupID, jwsRepresentation: result.jwsRepresentation,
-            verificationFailure: failure)
+            verificationFailure: failure, revocationPercentage: proratedShare(transaction))
+    }
+
+    /// A prorated refund's share in milliunits of a percent: StoreKit's `revocationPercentage` (a percentage, 0-100,
+    /// back-deployed with Xcode 26.4's SDK) when below 100; `nil` for a full refund, none, or an older SDK.
+    static func proratedShare(_ transaction: Transaction) -> Int? {
+        #if compiler(>=6.3)
+            guard let percentage = transaction.revocationPercentage, percentage > 0, percentage < 100 else {
+                return nil
+            }
+            return Int(NSDecimalNumber(decimal: percentage * 1_000).doubleValue.rounded())
+        #else
+            return nil
+        #endif
     }
 
     static func productType(_ type: Product.ProductType) -> StoreTransaction.ProductType {

@@ -18,6 +18,9 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
     public let expirationDate: Date?
     /// `let revocationDate: Date?` (SK/transaction/revocationdate).
     public let revocationDate: Date?
+    /// `var revocationPercentage: Decimal? { get }` (SK/transaction/revocationpercentage; back-deployed before iOS
+    /// 26.4): the share refunded, a percentage 0.0-100.0, present only while a refund stands.
+    public var revocationPercentage: Decimal? { percentageRefunded }
     /// `let ownershipType: Transaction.OwnershipType` (SK/transaction/ownershiptype-swift.property).
     public let ownershipType: Transaction.OwnershipType
     /// `let isUpgraded: Bool` (SK/transaction/isupgraded).
@@ -32,13 +35,16 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
     /// The signed form StoreKit keeps behind `VerificationResult<Transaction>.jwsRepresentation` (the mirror's
     /// own).
     public let signed: String
+    /// The mirror's own storage behind ``revocationPercentage``.
+    let percentageRefunded: Decimal?
 
     /// The mirror's own: a transaction for a test.
     public init(
         id: UInt64, originalID: UInt64, productID: String, productType: Product.ProductType, purchaseDate: Date,
         purchasedQuantity: Int = 1, expirationDate: Date? = nil, revocationDate: Date? = nil,
         ownershipType: Transaction.OwnershipType = .purchased, isUpgraded: Bool = false, appAccountToken: UUID? = nil,
-        offer: Transaction.Offer? = nil, subscriptionGroupID: String? = nil, signed: String
+        offer: Transaction.Offer? = nil, subscriptionGroupID: String? = nil, signed: String,
+        revocationPercentage: Decimal? = nil
     ) {
         self.id = id
         self.originalID = originalID
@@ -54,6 +60,7 @@ public struct Transaction: Identifiable, Equatable, Hashable, Sendable {
         self.offer = offer
         self.subscriptionGroupID = subscriptionGroupID
         self.signed = signed
+        self.percentageRefunded = revocationPercentage
     }
 
     /// `func finish() async` (SK/transaction/finish()).

@@ -62,6 +62,29 @@ struct EntitlementsTests {
         }
     }
 
+    @Test("the device wallet takes back a prorated refund's share; a full refund later the rest")
+    func proratedOnDevice() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device) { world in
+            let app = try world.app()
+            try await app.launch()
+            guard
+                case .delivered(let credits, 300) = try await app.purchase(
+                    productId: PurchaseFlowTests.product, quantity: 3)
+            else {
+                Issue.record("credits not delivered")
+                return
+            }
+            let listener = Task { await app.processUpdates() }
+            #expect(try await Self.eventually { await app.isListening })
+            try await world.apple.refund(transactionId: credits, percentage: 33_333)
+            #expect(try await Self.eventually { try await app.localWallet().balance == 201 }, "99 of 300 taken")
+            try await world.apple.refund(transactionId: credits)
+            #expect(try await Self.eventually { try await app.localWallet().balance == 0 })
+            listener.cancel()
+            #expect(await app.lastUpdateFailure == nil)
+        }
+    }
+
     @Test("the refund check takes back a refund whose update was never heard, once")
     func refundCheck() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device) { world in

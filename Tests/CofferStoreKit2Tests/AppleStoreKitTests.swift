@@ -145,6 +145,24 @@
             #expect(AppleStoreKit.productType(.nonConsumable) == .nonConsumable)
         }
 
+        @Test("StoreKit's revocationPercentage below 100 is a prorated share in milliunits; 100 is a full refund")
+        func proratedShare() {
+            func refunded(_ percentage: Decimal?) -> Int? {
+                let base = Self.transaction(11, revoked: Self.date)
+                return AppleStoreKit.transaction(
+                    .verified(
+                        Transaction(
+                            id: base.id, originalID: base.originalID, productID: base.productID,
+                            productType: base.productType, purchaseDate: base.purchaseDate,
+                            revocationDate: base.revocationDate, signed: base.signed,
+                            revocationPercentage: percentage))
+                ).revocationPercentage
+            }
+            #expect(refunded(Decimal(string: "33.333")) == 33_333)
+            #expect(refunded(25) == 25_000)
+            #expect(refunded(100) == nil && refunded(nil) == nil && refunded(0) == nil)
+        }
+
         @Test("a purchase asks StoreKit with the quantity and the account token; each of its endings maps")
         func purchase() async throws {
             let store = FakeStore()
