@@ -57,6 +57,8 @@ public actor InMemoryStore: CofferStore {
     var notificationLog: [NotificationRecord] = []
     var renewals: [TransactionKey: RenewalState] = [:]
     var cursors: [String: String] = [:]
+    var consents: [UUID: ConsumptionConsent] = [:]
+    var consumptionAnswerLog: [ConsumptionAnswerRecord] = []
     var backupLog: [(owner: UUID, environment: AppStoreEnvironment, item: BackupHistoryItem)] = []
     var adminList: [Admin] = []
     var sessions: [String: AdminSession] = [:]
@@ -262,6 +264,8 @@ public actor InMemoryStore: CofferStore {
             backups[id] = nil
             verifyReports[id] = nil
             mergeCodes[id] = nil
+            consents[id] = nil
+            consumptionAnswerLog.removeAll { $0.owner == id }
             state.users[id]?.tokenHash = "deleted:" + id.uuidString
             state.users[id]?.appAccountToken = UUID()
             state.users[id]?.appleAccount = nil

@@ -355,6 +355,30 @@ enum PostgresMigrations {
         // reads them from here (`User.isLive` in Swift). PostgreSQL fixes a view's columns when it is made: a
         // migration that adds a column to users makes the view again (CREATE OR REPLACE VIEW).
         ("v21 live users", "CREATE VIEW live_users AS SELECT * FROM users WHERE deleted_at IS NULL"),
+        (
+            "v22 the refund defence",
+            """
+            CREATE TABLE consumption_consents (
+                owner TEXT PRIMARY KEY REFERENCES users (id),
+                environment TEXT NOT NULL,
+                consented BOOLEAN NOT NULL,
+                at BIGINT NOT NULL
+            );
+            CREATE TABLE consumption_answers (
+                environment TEXT NOT NULL,
+                notification_uuid TEXT NOT NULL,
+                owner TEXT NOT NULL REFERENCES users (id),
+                transaction_id TEXT NOT NULL,
+                requested_at BIGINT NOT NULL,
+                answered_at BIGINT NOT NULL,
+                sent BOOLEAN NOT NULL,
+                body TEXT,
+                reason TEXT NOT NULL,
+                PRIMARY KEY (environment, notification_uuid)
+            );
+            CREATE INDEX consumption_answers_by_owner ON consumption_answers (owner, environment, requested_at)
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

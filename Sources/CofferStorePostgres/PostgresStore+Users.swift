@@ -340,7 +340,9 @@ extension PostgresStore {
                     b AS (DELETE FROM push_tokens WHERE owner = ANY(\(ids))),
                     c AS (DELETE FROM backups WHERE owner = ANY(\(ids))),
                     d AS (DELETE FROM backup_history WHERE owner = ANY(\(ids))),
-                    e AS (DELETE FROM merge_codes WHERE owner = ANY(\(ids)))
+                    e AS (DELETE FROM merge_codes WHERE owner = ANY(\(ids))),
+                    f AS (DELETE FROM consumption_consents WHERE owner = ANY(\(ids))),
+                    g AS (DELETE FROM consumption_answers WHERE owner = ANY(\(ids)))
                 DELETE FROM verify_reports WHERE owner = ANY(\(ids))
                 """, logger: self.logger)
             let at = Millis.from(deletion.at)

@@ -300,6 +300,9 @@ extension SQLiteStore {
         migrator.registerMigration("v21 live users") { db in
             try db.execute(sql: "CREATE VIEW live_users AS SELECT * FROM users WHERE deleted_at IS NULL")
         }
+        migrator.registerMigration("v22 the refund defence") { db in
+            try db.execute(sql: ConsumptionTables.sql)
+        }
         return migrator
     }
 }

@@ -285,6 +285,8 @@ extension SQLiteStore {
                 "DELETE FROM backups WHERE owner IN (\(marks))", "DELETE FROM backup_history WHERE owner IN (\(marks))",
                 "DELETE FROM verify_reports WHERE owner IN (\(marks))",
                 "DELETE FROM merge_codes WHERE owner IN (\(marks))",
+                "DELETE FROM consumption_consents WHERE owner IN (\(marks))",
+                "DELETE FROM consumption_answers WHERE owner IN (\(marks))",
             ] {
                 try db.execute(sql: statement, arguments: owners)
             }

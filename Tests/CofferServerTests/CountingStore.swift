@@ -302,6 +302,24 @@ final class CountingStore: CofferStore {
             try await base.saveCursor(name, value: value, environment: environment)
         }
     }
+    func saveConsumptionConsent(_ consent: ConsumptionConsent) async throws {
+        try await gate("saveConsumptionConsent", write: true) { try await base.saveConsumptionConsent(consent) }
+    }
+    func consumptionConsent(owner: UUID, environment: AppStoreEnvironment) async throws -> ConsumptionConsent? {
+        try await gate("consumptionConsent", write: false) {
+            try await base.consumptionConsent(owner: owner, environment: environment)
+        }
+    }
+    func recordConsumptionAnswer(_ answer: ConsumptionAnswerRecord) async throws -> Bool {
+        try await gate("recordConsumptionAnswer", write: true) { try await base.recordConsumptionAnswer(answer) }
+    }
+    func consumptionAnswers(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
+        -> [ConsumptionAnswerRecord]
+    {
+        try await gate("consumptionAnswers", write: false) {
+            try await base.consumptionAnswers(owner: owner, environment: environment, limit: limit)
+        }
+    }
     func recordAudit(_ event: AuditEvent) async throws {
         try await gate("recordAudit", write: true) { try await base.recordAudit(event) }
     }

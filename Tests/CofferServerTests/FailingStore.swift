@@ -106,6 +106,14 @@ struct FailingStore: CofferStore {
     func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] { throw error }
     func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? { throw error }
     func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws { throw error }
+    func saveConsumptionConsent(_ consent: ConsumptionConsent) async throws { throw error }
+    func consumptionConsent(owner: UUID, environment: AppStoreEnvironment) async throws -> ConsumptionConsent? {
+        throw error
+    }
+    func recordConsumptionAnswer(_ answer: ConsumptionAnswerRecord) async throws -> Bool { throw error }
+    func consumptionAnswers(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
+        -> [ConsumptionAnswerRecord]
+    { throw error }
     func recordAudit(_ event: AuditEvent) async throws { throw error }
     func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         throw error
