@@ -41,7 +41,22 @@ schemas = {
     "MeResponse": obj({"supportId": S(), "balance": I(), "deficit": I(),
                        "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup")),
                        "wallet": S("Who keeps the balance (the server's wallet setting): an app configured for "
-                                   "the other wallet stops", enum=["server", "device"])}),
+                                   "the other wallet stops", enum=["server", "device"]),
+                       "consent": ref("ConsentResponse")},
+                      required=["supportId", "balance", "deficit", "entitlements", "backup", "wallet"]),
+    "ConsentRequest": obj({"customerConsented": {"type": "boolean", "description":
+                                                 "Whether the customer consents to share consumption data with "
+                                                 "Apple when they ask for a refund; false withdraws it"}},
+                          required=["customerConsented"]),
+    "ConsentResponse": obj({"customerConsented": {"type": "boolean"}, "at": S(format="date-time")},
+                           required=["customerConsented", "at"],
+                           description="The customer's answer, absent until they answered: the app asks once"),
+    "RefundRequestView": obj({"requestedAt": S(format="date-time"), "transactionId": S(),
+                              "sent": {"type": "boolean", "description": "Whether Send Consumption Information "
+                                                                         "was sent and Apple took it"},
+                              "answer": S("What was sent, Apple's JSON"),
+                              "reason": S("How the answer was reached, or why nothing was sent")},
+                             required=["requestedAt", "transactionId", "sent", "reason"]),
     "CatalogProduct": obj({"id": S(), "kind": S(enum=["consumable", "nonConsumable", "autoRenewable",
                                                       "nonRenewing"]),
                            "credits": I(minimum=0), "entitlements": {"type": "array", "items": S()},
@@ -200,7 +215,11 @@ schemas = {
                        "subscriptions": {"type": "array", "items": ref("SubscriptionSummary")},
                        "purchases": {"type": "array", "items": ref("PurchaseView"),
                                      "description": "Newest first"},
-                       "verifyReport": ref("VerifyReportView")},
+                       "verifyReport": ref("VerifyReportView"),
+                       "refundRequests": {"type": "array", "items": ref("RefundRequestView"),
+                                          "description": "Apple's refund requests and what was answered, latest "
+                                                         "first"},
+                       "consent": ref("ConsentResponse")},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
     "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500),
                          "id": S("The grant's id, chosen by the caller: the same request again (after a lost "
@@ -454,6 +473,11 @@ paths = {
                       "409": ERR("insufficient-balance, or device-wallet"),
                       "422": ERR("key-reused for another amount, or refused (an amount below 1)"),
                       "400": ERR("No Idempotency-Key"),
+                      "401": ERR("No valid token")}}},
+    "/v1/me/consent": {"put": {
+        "summary": "The customer's answer to sharing consumption data with Apple for refund requests",
+        "operationId": "saveConsent", "requestBody": json_body("ConsentRequest"),
+        "responses": {"200": answer("Recorded", "ConsentResponse"), "400": ERR("The body is not valid"),
                       "401": ERR("No valid token")}}},
     "/v1/me/adjustments": {"get": {
         "summary": "The device wallet's mailbox: refunds, reversals and admin edits to apply once",

@@ -13,11 +13,14 @@ public struct MeResponse: Codable, Sendable, Equatable {
     /// Who keeps the balance: `server` or `device` (the server's `wallet` setting); `nil` from a server before it
     /// said. The SDK configured for the other wallet stops at launch (its `walletMismatch` error).
     public var wallet: String?
+    /// The customer's answer to sharing consumption data with Apple for refund requests (`PUT /v1/me/consent`),
+    /// `nil` until they answered: the app asks once.
+    public var consent: ConsentResponse?
 
     /// Creates the answer.
     public init(
         supportId: String, balance: Int64, deficit: Int64, entitlements: [String], backup: BackupBody?,
-        wallet: String? = nil
+        wallet: String? = nil, consent: ConsentResponse? = nil
     ) {
         self.supportId = supportId
         self.balance = balance
@@ -25,6 +28,7 @@ public struct MeResponse: Codable, Sendable, Equatable {
         self.entitlements = entitlements
         self.backup = backup
         self.wallet = wallet
+        self.consent = consent
     }
 
     /// Encodes `backup` as `null` when there is none, as the contract says.
@@ -36,5 +40,6 @@ public struct MeResponse: Codable, Sendable, Equatable {
         try container.encode(entitlements, forKey: .entitlements)
         try container.encode(backup, forKey: .backup)
         try container.encodeIfPresent(wallet, forKey: .wallet)
+        try container.encodeIfPresent(consent, forKey: .consent)
     }
 }

@@ -38,6 +38,10 @@ public struct UserDetail: Sendable, Hashable, Codable {
     /// Whether the customer's data is Apple's Sandbox (App Review, TestFlight, a sandbox tester): their
     /// AppTransaction says Sandbox, or a purchase of theirs is Sandbox data.
     public var sandboxMarked = false
+    /// Apple's refund requests about the customer's purchases and what was answered, latest first.
+    public var refundRequests: [RefundRequestView] = []
+    /// The customer's answer to sharing consumption data with Apple, `nil` until they answered.
+    public var consent: ConsentResponse?
 
     /// Creates a detail view.
     public init(
@@ -62,7 +66,7 @@ public struct UserDetail: Sendable, Hashable, Codable {
     }
 
     /// Decodes a detail; what an older server does not send (subscriptions, purchases, the Verify Purchases
-    /// report) is empty.
+    /// report, refund requests, the consent) is empty.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         self.init(
@@ -78,5 +82,7 @@ public struct UserDetail: Sendable, Hashable, Codable {
             subscriptions: try container.decodeIfPresent([SubscriptionSummary].self, forKey: .subscriptions) ?? [],
             purchases: try container.decodeIfPresent([PurchaseView].self, forKey: .purchases) ?? [],
             verifyReport: try container.decodeIfPresent(VerifyReportView.self, forKey: .verifyReport))
+        refundRequests = try container.decodeIfPresent([RefundRequestView].self, forKey: .refundRequests) ?? []
+        consent = try container.decodeIfPresent(ConsentResponse.self, forKey: .consent)
     }
 }

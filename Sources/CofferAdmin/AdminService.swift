@@ -244,7 +244,7 @@ public struct AdminService: Sendable {
             receipts: receipts.filter { subscriptionProducts.contains($0.transaction.productId) },
             renewals: try await store.renewalStates(owner: user.id, environment: environment), catalog: catalog,
             at: now())
-        return UserDetail(
+        var detail = UserDetail(
             user: summary, environment: environment, walletMode: walletMode,
             entitlements: try await store.entitlements(of: user, catalog: catalog, at: now()),
             grants: grants.map { GrantView($0, supportId: user.supportId.rawValue) },
@@ -255,6 +255,16 @@ public struct AdminService: Sendable {
             verifyReport: try await store.verifyReport(owner: user.id, environment: environment).map {
                 VerifyReportView(reportedAt: $0.reportedAt, items: $0.items)
             })
+        detail.refundRequests = try await store.consumptionAnswers(owner: user.id, environment: environment, limit: 20)
+            .map {
+                RefundRequestView(
+                    requestedAt: $0.requestedAt, transactionId: $0.transactionId, sent: $0.sent, answer: $0.body,
+                    reason: $0.reason)
+            }
+        detail.consent = try await store.consumptionConsent(owner: user.id, environment: environment).map {
+            ConsentResponse(customerConsented: $0.consented, at: $0.at.formatted(.iso8601))
+        }
+        return detail
     }
 
     /// Grants of an environment, newest first.

@@ -111,8 +111,19 @@ struct ServeSettings: Sendable {
                 "true to answer CONSUMPTION_REQUEST with ledger data (only with the customer's consent). Default false."
         ),
         .init(
+            key: "consumption.version",
+            help: "2 (Apple's current Send Consumption Information) or 1 (its older coded form). Default 2."),
+        .init(
+            key: "consumption.policy",
+            help:
+                "How the refund preference is chosen from the share used: grant-unused, decline-above=N, prorate, "
+                + "comma-separated, or none. Default grant-unused,decline-above=50."),
+        .init(
+            key: "consumption.sample.content",
+            help: "true when the app offers a free sample or trial of what it sells. Default false."),
+        .init(
             key: "consumption.refund.preference",
-            help: "undeclared, grant, decline or none, sent with each answer. Default undeclared."),
+            help: "Version 1 only: undeclared, grant, decline or none, sent with each answer. Default undeclared."),
         .init(
             key: "panel.remote",
             help:
@@ -324,6 +335,16 @@ struct ServeSettings: Sendable {
             return parsed
         }
         server.consumption.answer = try flag("consumption.answer", default: false)
+        server.consumption.version = try number("consumption.version", default: 2, in: 1...2)
+        server.consumption.sampleContentProvided = try flag("consumption.sample.content", default: false)
+        if let raw = text("consumption.policy") {
+            guard let policy = ConsumptionPolicy(raw) else {
+                throw SettingsError(
+                    key: "consumption.policy", value: raw,
+                    expected: "rules separated by commas: grant-unused, decline-above=N (0-100), prorate; or none")
+            }
+            server.consumption.policy = policy
+        }
         server.sandboxInProduction = try flag("sandbox.in.production", default: true)
         server.appTransactionMaxAge = try number(
             "app.transaction.max.age", default: server.appTransactionMaxAge, in: 60...31_536_000)

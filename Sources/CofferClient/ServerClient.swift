@@ -192,6 +192,11 @@ public struct ServerClient: Sendable {
             "POST", "/v1/me/spend", token: token, body: SpendRequest(amount: amount), headers: ["Idempotency-Key": key])
     }
 
+    /// `PUT /v1/me/consent`: the customer's answer to sharing consumption data with Apple for refund requests.
+    public func saveConsent(_ consented: Bool, token: String) async throws(ServerClientError) -> ConsentResponse {
+        try await send("PUT", "/v1/me/consent", token: token, body: ConsentRequest(customerConsented: consented))
+    }
+
     /// `GET /v1/me/events`: the server's hints of what changed for the user, as Server-Sent Events, until the
     /// connection drops (it then ends with ``ServerClientError/transport(_:)``) or the reader stops.
     public func events(token: String) -> AsyncThrowingStream<ServerEventSignal, any Error> {

@@ -18,7 +18,15 @@ struct WalletAPI: Sendable {
         routes.get("v1/me/grants", use: grants)
         routes.post("v1/me/grants/:id/claim", use: claimGrant)
         routes.post("v1/me/spend", use: spend)
+        routes.put("v1/me/consent", use: consent)
         return routes
+    }
+
+    /// `PUT /v1/me/consent {"customerConsented"}`: the customer's answer to sharing consumption data with Apple.
+    func consent(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let user = try await api.authenticate(request)
+        let body: ConsentRequest = try await api.decode(request)
+        return try api.json(try await api.service.saveConsent(of: user, consented: body.customerConsented))
     }
 
     /// `GET /v1/me/backup`: the backup, its version as the ETag.

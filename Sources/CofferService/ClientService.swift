@@ -280,10 +280,24 @@ public struct ClientService: ServiceOnParts {
     public func me(user: User) async throws -> MeResponse {
         let wallet = try await store.wallet(owner: user.id, environment: user.environment)
         let backup = try await store.backup(owner: user.id, environment: user.environment)
+        let consent = try await store.consumptionConsent(owner: user.id, environment: user.environment)
         return MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
             entitlements: try await entitlements(of: user), backup: backup.map(BackupBody.init),
-            wallet: configuration.wallet.rawValue)
+            wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent))
+    }
+
+    /// Records the customer's answer to sharing consumption data with Apple for refund requests; Coffer answers
+    /// Apple's CONSUMPTION_REQUEST only while it is yes.
+    public func saveConsent(of user: User, consented: Bool) async throws -> ConsentResponse {
+        let consent = ConsumptionConsent(
+            owner: user.id, environment: user.environment, consented: consented, at: dependencies.now())
+        try await store.saveConsumptionConsent(consent)
+        return Self.consent(consent)
+    }
+
+    static func consent(_ consent: ConsumptionConsent) -> ConsentResponse {
+        ConsentResponse(customerConsented: consent.consented, at: consent.at.formatted(.iso8601))
     }
 
     // MARK: Transactions

@@ -160,7 +160,7 @@ public struct NotificationIntake: ServiceOnParts {
             _ = try await store.saveRenewalState(state)
         }
         if type == .consumptionRequest {
-            await answerConsumptionRequest(fact: fact, user: user, logger: logger)
+            await answerConsumptionRequest(notification, fact: fact, user: user, logger: logger)
             return .applied
         }
         switch type {
@@ -242,37 +242,6 @@ public struct NotificationIntake: ServiceOnParts {
             return .logged
         case nil:
             throw ServiceError.internalError("the ledger did not answer")
-        }
-    }
-
-    /// Answers a CONSUMPTION_REQUEST through Send Consumption Information, when configured to.
-    private func answerConsumptionRequest(fact: TransactionFact, user: User, logger: Logger) async {
-        guard configuration.consumption.answer, let client = dependencies.appStoreAPI else {
-            logger.info("consumption request not answered (consumption answers are off)")
-            return
-        }
-        guard user.isLive else {
-            // Their consent and their balance went with the deletion: Apple decides without Coffer's word.
-            logger.info("consumption request about a customer deleted at their request not answered")
-            return
-        }
-        guard (fact.environment ?? user.environment) == user.environment else {
-            // The client speaks to this server's environment; Apple asks about sandbox purchases in the sandbox.
-            logger.info("consumption request about \(fact.environment?.rawValue ?? "") data not answered")
-            return
-        }
-        do {
-            let receipt = try await store.receipt(transactionId: fact.transactionId, environment: user.environment)
-            let wallet = try await store.wallet(owner: user.id, environment: user.environment)
-            let backup = try await store.backup(owner: user.id, environment: user.environment)
-            let product = dependencies.catalog.product(id: fact.productId)
-            let request = ConsumptionAnswer.request(
-                receipt: receipt, product: product, wallet: wallet, backup: backup, wallet: configuration.wallet,
-                user: user, refundPreference: configuration.consumption.refundPreference, now: dependencies.now())
-            try await client.sendConsumptionInformationV1(fact.transactionId, request)
-        } catch {
-            // Apple asks once; a failure to answer is logged and does not fail the notification.
-            logger.error("could not send consumption information: \(error)")
         }
     }
 }

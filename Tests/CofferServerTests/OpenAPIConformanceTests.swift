@@ -229,6 +229,18 @@ struct Scenario {
         let me = try await send(.get, "/v1/me", token: alice.token, expect: .ok)
         #expect(try ClientAPITests.decode(MeResponse.self, me).backup == nil)
         try await send(.get, "/v1/me", token: "not a token", expect: .unauthorized)
+        try await send(
+            .put, "/v1/me/consent", token: alice.token, body: try .json(ConsentRequest(customerConsented: true)),
+            expect: .ok)
+        try await send(
+            .put, "/v1/me/consent", token: alice.token, body: .invalid(#"{"customerConsented": "yes"}"#),
+            expect: .badRequest)
+        try await send(
+            .put, "/v1/me/consent", token: "not a token", body: try .json(ConsentRequest(customerConsented: true)),
+            expect: .unauthorized)
+        #expect(
+            try ClientAPITests.decode(MeResponse.self, try await send(.get, "/v1/me", token: alice.token, expect: .ok))
+                .consent?.customerConsented == true)
 
         // Purchases: credits presented by the app, a subscription through Apple's notifications, a refund.
         let credits = try #require(

@@ -169,44 +169,4 @@ struct RecoveryTests {
             #expect(try await setup.store.wallet(owner: owner.id, environment: .sandbox).balance == 200)
         }
     }
-
-    @Test("a consumption request is answered with what the ledger knows, when configured to", arguments: [true, false])
-    func consumption(answer: Bool) async throws {
-        var configuration = NotificationTests.Setup.defaultConfiguration(wallet: .server)
-        configuration.consumption = ConsumptionConfiguration(answer: answer, refundPreference: .decline)
-        let setup = try NotificationTests.Setup(configuration: configuration)
-        let user = try await setup.createUser()
-        let id = try #require(
-            try await setup.apple.purchase(
-                account: "gus", productId: "com.example.credits", quantity: 4, appAccountToken: user.appAccountToken
-            ).transactionIds.first)
-        try await Self.withAppleAPI(setup) { api in
-            let app = try setup.application(api: api)
-            try await app.test(.router) { client in
-                #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
-                // The customer spends 150 of the 400 credits, then asks Apple for a refund.
-                let spent = try await client.execute(
-                    uri: "/v1/me/spend", method: .post,
-                    headers: [.authorization: "Bearer \(user.token)", .init("Idempotency-Key")!: "s1"],
-                    body: try ClientAPITests.body(SpendRequest(amount: 150)))
-                #expect(spent.status == .ok)
-                try await setup.apple.requestRefund(transactionId: id)
-                #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
-            }
-            let sent = await setup.apple.consumption(for: id)
-            if answer {
-                let kept = try #require(sent)
-                #expect(kept.requested)
-                let request = try #require(kept.informationV1)
-                #expect(request.customerConsented == true)
-                #expect(request.consumptionStatus == 2)
-                #expect(request.deliveryStatus == 0)
-                #expect(request.refundPreference == 2)
-                #expect(request.appAccountToken == user.appAccountToken.uuidString.lowercased())
-                #expect(request.accountTenure == 1)
-            } else {
-                #expect(sent == nil)
-            }
-        }
-    }
 }

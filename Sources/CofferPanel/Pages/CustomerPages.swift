@@ -74,7 +74,16 @@ struct CustomerPage: PanelPage {
     var entitlements: String?
     var purchases: [Purchase]
     var verify: Verify?
+    var refundRequests: [RefundRequest]
+    var consent: String
     var timeline: [TimelineRow]
+
+    /// One of Apple's refund requests and what Coffer answered.
+    struct RefundRequest: Sendable {
+        var at, transactionId, outcome, reason: String
+        var answer: String?
+        var sent: Bool
+    }
 
     struct Figures: Sendable {
         var supportId, balance, deficit: String
@@ -179,6 +188,18 @@ struct CustomerPage: PanelPage {
                         finished: item.transaction.isFinished, verified: item.transaction.isVerified)
                 })
         }
+        refundRequests = detail.refundRequests.map { request in
+            RefundRequest(
+                at: time(request.requestedAt), transactionId: request.transactionId,
+                outcome: request.sent ? "answered" : "not answered", reason: request.reason, answer: request.answer,
+                sent: request.sent)
+        }
+        consent =
+            switch detail.consent?.customerConsented {
+            case true?: "The customer consented to share consumption data with Apple."
+            case false?: "The customer declined to share consumption data with Apple: refund requests are not answered."
+            case nil: "The customer has not been asked to share consumption data with Apple."
+            }
         timeline = detail.timeline.map { item in
             TimelineRow(
                 at: time(item.at), kind: item.kind.rawValue, summary: item.summary,
