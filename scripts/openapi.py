@@ -219,8 +219,15 @@ schemas = {
                        "refundRequests": {"type": "array", "items": ref("RefundRequestView"),
                                           "description": "Apple's refund requests and what was answered, latest "
                                                          "first"},
-                       "consent": ref("ConsentResponse")},
+                       "consent": ref("ConsentResponse"),
+                       "appTransaction": ref("AppTransactionView")},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
+    "AppTransactionView": obj({"appTransactionId": S(), "originalPurchaseDate": S(format="date-time"),
+                               "originalApplicationVersion": S(), "applicationVersion": S(),
+                               "originalPlatform": S(), "environment": S()},
+                              required=["appTransactionId"],
+                              description="Apple's app transaction of an Apple account customer (Get App "
+                                          "Transaction Info), when the server has an App Store Server API key"),
     "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500),
                          "id": S("The grant's id, chosen by the caller: the same request again (after a lost "
                                  "answer) answers this grant, never a second", format="uuid")},

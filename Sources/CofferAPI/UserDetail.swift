@@ -42,6 +42,9 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var refundRequests: [RefundRequestView] = []
     /// The customer's answer to sharing consumption data with Apple, `nil` until they answered.
     public var consent: ConsentResponse?
+    /// The Apple account's app transaction as Apple answers Get App Transaction Info now; `nil` for an anonymous
+    /// install, without an App Store Server API key, or when Apple did not answer.
+    public var appTransaction: AppTransactionView?
 
     /// Creates a detail view.
     public init(
@@ -84,5 +87,6 @@ public struct UserDetail: Sendable, Hashable, Codable {
             verifyReport: try container.decodeIfPresent(VerifyReportView.self, forKey: .verifyReport))
         refundRequests = try container.decodeIfPresent([RefundRequestView].self, forKey: .refundRequests) ?? []
         consent = try container.decodeIfPresent(ConsentResponse.self, forKey: .consent)
+        appTransaction = try container.decodeIfPresent(AppTransactionView.self, forKey: .appTransaction)
     }
 }

@@ -21,6 +21,13 @@ public struct AdminService: Sendable {
     public let now: @Sendable () -> Date
     /// Order id lookup, when configured.
     public let orderLookup: OrderLookup?
+    /// Get App Transaction Info for an app transaction id, verified, when configured.
+    public var appTransactionLookup: AppTransactionLookup?
+
+    /// Reads the customer's app transaction from Apple (Get App Transaction Info), or throws when Apple did not
+    /// answer; configured only with an App Store Server API key.
+    public typealias AppTransactionLookup =
+        @Sendable (_ appTransactionId: String, _ environment: AppStoreEnvironment) async throws -> AppTransactionView
     /// Told after each change an app should hear of at once (the server turns it into an event on the
     /// user's stream).
     public let onChange: ChangeObserver?
@@ -261,6 +268,10 @@ public struct AdminService: Sendable {
                     requestedAt: $0.requestedAt, transactionId: $0.transactionId, sent: $0.sent, answer: $0.body,
                     reason: $0.reason)
             }
+        if let account = user.appleAccount, let lookup = appTransactionLookup {
+            // Apple's word now; a page without it still answers (the panel says Apple did not).
+            detail.appTransaction = try? await lookup(account.appTransactionId, account.environment)
+        }
         detail.consent = try await store.consumptionConsent(owner: user.id, environment: environment).map {
             ConsentResponse(customerConsented: $0.consented, at: $0.at.formatted(.iso8601))
         }

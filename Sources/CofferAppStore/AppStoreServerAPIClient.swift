@@ -249,6 +249,20 @@ public struct AppStoreServerAPIClient: Sendable {
             .PUT, "/inApps/v1/transactions/consumption/\(try escape(transactionId))", body: request)
     }
 
+    /// Get App Transaction Info: the customer's app transaction, by any of their transaction ids or their app
+    /// transaction id.
+    public func getAppTransactionInfo(_ anyTransactionId: String) async throws(AppStoreAPIError)
+        -> AppTransactionInfoResponse
+    {
+        try await send(.GET, "/inApps/v1/transactions/appTransactions/\(try escape(anyTransactionId))")
+    }
+
+    /// Finish Transaction: tells Apple the server delivered the purchase, as `Transaction.finish()` does on the
+    /// device (Apple answers 200 with no body).
+    public func finishTransaction(_ transactionId: String) async throws(AppStoreAPIError) {
+        let _: EmptyResponse = try await send(.POST, "/inApps/v1/transactions/\(try escape(transactionId))/finish")
+    }
+
     /// Extend a Subscription Renewal Date.
     public func extendSubscriptionRenewalDate(_ originalTransactionId: String, _ request: ExtendRenewalDateRequest)
         async throws(AppStoreAPIError) -> ExtendRenewalDateResponse

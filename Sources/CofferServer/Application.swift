@@ -147,7 +147,7 @@ func adminService(
             return ids
         }
     }
-    return AdminService(
+    var service = AdminService(
         store: dependencies.store, catalog: dependencies.catalog, walletMode: configuration.wallet,
         now: dependencies.now, orderLookup: orderLookup,
         onChange: { user, change in
@@ -160,4 +160,20 @@ func adminService(
             }
             await events.publish(event, to: user, wakes: wakes)
         })
+    if let appStoreAPI = dependencies.appStoreAPI {
+        let (verifier, served) = (dependencies.verifier, configuration.environment)
+        service.appTransactionLookup = { appTransactionId, environment in
+            // The client speaks to this server's environment only.
+            guard environment == served else { throw AdminError.invalid("another environment's app transaction") }
+            let response = try await appStoreAPI.getAppTransactionInfo(appTransactionId)
+            guard let signed = response.signedAppTransactionInfo else { throw AdminError.invalid("no app transaction") }
+            let app = try await verifier.verifyAppTransaction(signed)
+            return AppTransactionView(
+                appTransactionId: app.appTransactionId ?? appTransactionId,
+                originalPurchaseDate: app.originalPurchaseDate,
+                originalApplicationVersion: app.originalApplicationVersion, applicationVersion: app.applicationVersion,
+                originalPlatform: app.rawOriginalPlatform, environment: app.rawReceiptType)
+        }
+    }
+    return service
 }

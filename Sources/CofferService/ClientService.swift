@@ -372,8 +372,9 @@ public struct ClientService: ServiceOnParts {
         switch results.first {
         case .success(let applied):
             first = applied
-            if applied.outcome == .applied, case .purchase = events[0] {
+            if applied.outcome == .applied, case .purchase(let fact, _) = events[0] {
                 dependencies.metrics.delivered(source: "app")
+                finishOnApple(fact, user: user)
             }
             if events.count > 1 { dependencies.metrics.revoked() }
         case .failure(.wrongUser):

@@ -225,7 +225,9 @@ public struct NotificationIntake: ServiceOnParts {
             if result.outcome == .applied {
                 switch event {
                 case .revocation: dependencies.metrics.revoked()
-                case .purchase: dependencies.metrics.delivered(source: source)
+                case .purchase(let fact, _):
+                    dependencies.metrics.delivered(source: source)
+                    finishOnApple(fact, user: user)
                 default: break
                 }
                 let kind: ServerEventKind =

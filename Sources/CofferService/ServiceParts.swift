@@ -1,3 +1,4 @@
+import CofferCore
 import CofferStore
 
 /// What the application layer's services are built from, shared by all of them in one server: its settings,
@@ -40,4 +41,23 @@ extension ServiceOnParts {
     public var ledger: LedgerBatcher { parts.ledger }
     /// Where users and the ledger live.
     public var store: any CofferStore { parts.dependencies.store }
+}
+
+extension ServiceOnParts {
+    /// In the server wallet, tells Apple a purchase whose delivery is now durable is finished (Finish
+    /// Transaction), so a device that died before finishing it is not handed it again. Runs beside the answer
+    /// (Apple's latency never holds a delivery up); a failure is logged: the app still finishes it when it can.
+    func finishOnApple(_ fact: TransactionFact, user: User) {
+        guard configuration.wallet == .server, let client = dependencies.appStoreAPI,
+            (fact.environment ?? user.environment) == user.environment
+        else { return }
+        let (id, logger) = (fact.transactionId, dependencies.logger)
+        Task {
+            do {
+                try await client.finishTransaction(id)
+            } catch {
+                logger.warning("Finish Transaction failed for \(id): \(error)")
+            }
+        }
+    }
 }

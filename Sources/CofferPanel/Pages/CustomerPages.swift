@@ -63,6 +63,8 @@ struct CustomerPage: PanelPage {
     var mergedInto: String?
     /// The environment of the Apple account's data, for an Apple account customer.
     var appleAccount: String?
+    /// Apple's record of the customer's app purchase, in words, for an Apple account customer.
+    var appTransaction: String?
     var canMerge: Bool
     var canChange: Bool
     var deletedAt: String?
@@ -141,6 +143,16 @@ struct CustomerPage: PanelPage {
         serverWallet = detail.walletMode == .server
         mergedInto = detail.mergedInto
         appleAccount = detail.appleAccount?.environment.rawValue
+        if detail.appleAccount != nil {
+            appTransaction =
+                detail.appTransaction.map { app in
+                    "Apple's record: first got the app \(app.originalPurchaseDate.map(time) ?? "on an unknown date")"
+                        + (app.originalApplicationVersion.map { ", version \($0)" } ?? "")
+                        + (app.originalPlatform.map { " on \($0)" } ?? "")
+                        + (app.environment.map { " (\($0) data)" } ?? "") + ", app transaction \(app.appTransactionId)."
+                }
+                ?? "Apple's record of the app purchase is not available (no App Store Server API key, or Apple did not answer)."
+        }
         canMerge = detail.appleAccount == nil && detail.mergedInto == nil && summary.deletedAt == nil
         canChange = summary.deletedAt == nil && detail.mergedInto == nil
         deletedAt = summary.deletedAt.map(time)
