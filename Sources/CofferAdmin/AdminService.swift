@@ -270,12 +270,30 @@ public struct AdminService: Sendable {
             }
         if let account = user.appleAccount, let lookup = appTransactionLookup {
             // Apple's word now; a page without it still answers (the panel says Apple did not).
-            detail.appTransaction = try? await lookup(account.appTransactionId, account.environment)
+            detail.appTransaction = try? await Self.within(seconds: 3) {
+                try await lookup(account.appTransactionId, account.environment)
+            }
         }
         detail.consent = try await store.consumptionConsent(owner: user.id, environment: environment).map {
             ConsentResponse(customerConsented: $0.consented, at: $0.at.formatted(.iso8601))
         }
         return detail
+    }
+
+    /// `body`'s answer, or an error when it has none within `seconds`: a page never waits long on Apple.
+    static func within<T: Sendable>(seconds: Double, _ body: @escaping @Sendable () async throws -> T) async throws
+        -> T
+    {
+        try await withThrowingTaskGroup(of: T.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(seconds))
+                throw AdminError.invalid("no answer within \(seconds) seconds")
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw AdminError.invalid("no answer") }
+            return first
+        }
     }
 
     /// Grants of an environment, newest first.

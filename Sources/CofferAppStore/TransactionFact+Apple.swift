@@ -18,8 +18,17 @@ extension TransactionFact {
             currency: transaction.currency, storefront: transaction.storefront,
             revocationReason: transaction.rawRevocationReason.map(Int.init),
             signedByXcode: transaction.environment == .xcode,
-            revocationPercentage: transaction.revocationType == .refundProrated
-                ? transaction.revocationPercentage.map(Int.init) : nil)
+            revocationPercentage: Self.statedShare(transaction))
+    }
+
+    /// The share Apple states it refunded: a prorated refund's percentage, 100000 for a full refund, `nil` when the
+    /// data says neither (a family revocation, or data from before Apple named the type).
+    static func statedShare(_ transaction: JWSTransactionDecodedPayload) -> Int? {
+        switch transaction.revocationType {
+        case .refundProrated?: transaction.revocationPercentage.map(Int.init)
+        case .refundFull?: 100_000
+        default: nil
+        }
     }
 
     /// The facts of one in-app purchase record of a legacy app receipt, or `nil` when it lacks its id, product

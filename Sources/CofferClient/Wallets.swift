@@ -76,7 +76,10 @@ struct DeviceWallet: WalletKeeper {
     func needsTakingBack(_ transaction: StoreTransaction, _ sdk: isolated CofferSDK) async throws -> Bool {
         // Only what this install delivered, and only once.
         guard let receipt = try await sdk.localReceipt(transaction.id) else { return false }
-        return receipt.revokedAt == nil
+        if receipt.revokedAt == nil { return true }
+        // Refunded in part: a larger share StoreKit states now (a full refund after a prorated one) takes the rest.
+        guard transaction.revocationPercentage != nil, let delivered = receipt.deliveredCredits else { return false }
+        return CofferSDK.fact(transaction).refundedShare(of: delivered) > receipt.refundedCredits
     }
 
     func holds(_ transactionId: String, for user: LocalUser, _ sdk: isolated CofferSDK) async throws -> Bool {

@@ -503,13 +503,18 @@ public enum Ledger {
         if let existing, existing.isRevoked {
             // Refunded already: a larger share now (a full refund after a prorated one) takes the rest, keyed by its
             // date. A later refund date is remembered, so a reversal older than it stays superseded.
+            // Only a share Apple states takes more (a source that does not say, a legacy receipt, never does), and
+            // only a refund after the last reversal (one dated before it was reversed already).
             let known = existing.revokedAt ?? revokedAt
             let target = fact.refundedShare(of: existing.deliveredCredits ?? 0)
-            if target > existing.refundedCredits {
+            if let share = fact.revocationPercentage, target > existing.refundedCredits,
+                existing.reversedAt.map({ revokedAt > $0 }) ?? true
+            {
+                let key = IdempotencyKey(
+                    .revocation, "\(fact.transactionId)@\(Milliseconds.from(revokedAt))~\(share)")
                 return takeBack(
-                    target - existing.refundedCredits, for: fact, on: existing, at: max(revokedAt, known),
-                    key: wordKey(.revocation, fact, first: false, at: revokedAt), owner: owner, wallet: wallet,
-                    now: now)
+                    target - existing.refundedCredits, for: fact, on: existing, at: max(revokedAt, known), key: key,
+                    owner: owner, wallet: wallet, now: now)
             }
             guard revokedAt > known else { return unchanged(.duplicate, wallet) }
             var receipt = existing
@@ -544,9 +549,10 @@ public enum Ledger {
         let after = takeBack(taken, from: wallet)
         receipt.takenFromBalance += wallet.balance - after.balance
         receipt.addedToDeficit += after.deficit - wallet.deficit
-        let reason = fact.revocationPercentage.map { percentage in
-            "prorated refund of \(Payment.percentText(percentage)): \(receipt.refundedCredits) of "
-                + "\(receipt.deliveredCredits ?? 0) credits taken back"
+        let reason = fact.revocationPercentage.flatMap { percentage in
+            fact.isProratedRefund
+                ? "prorated refund of \(Payment.percentText(percentage)): \(receipt.refundedCredits) of "
+                    + "\(receipt.deliveredCredits ?? 0) credits taken back" : nil
         }
         return applied(
             key: key, owner: owner, amount: -taken, before: wallet, after: after, fact: fact, receipt: receipt,
@@ -574,6 +580,7 @@ public enum Ledger {
         let wasRevoked = receipt.isRevoked
         receipt.reversedAt = reversedAt
         receipt.transaction.revocationDate = nil
+        receipt.transaction.revocationPercentage = nil
         receipt.transaction.keepPayment(of: fact)
         var after = wallet
         var restored: Int64 = 0

@@ -40,9 +40,10 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// Why Apple refunded it (Apple's `revocationReason`: 0 for another reason, such as an accidental purchase; 1
     /// for an issue in the app), or `nil` where the source did not say.
     public var revocationReason: Int?
-    /// The share Apple refunded, in milliunits of a percent (Apple's `revocationPercentage` of a `REFUND_PRORATED`
-    /// revocation: 1-99999), or `nil` for a full refund (or a source that did not say). A value outside the range
-    /// is not kept: the refund counts as full.
+    /// The share Apple says it refunded, in milliunits of a percent: 1-99999 for a prorated refund (Apple's
+    /// `revocationPercentage` of a `REFUND_PRORATED` revocation), 100000 when Apple says the refund is full
+    /// (`REFUND_FULL`); `nil` when the source did not say (a legacy receipt, an older device): a first refund then
+    /// counts as full, but never takes more after a prorated one. A value outside the range is not kept.
     public var revocationPercentage: Int?
 
     /// Creates a transaction fact.
@@ -69,8 +70,11 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         self.currency = currency.flatMap(Payment.code)
         self.storefront = storefront.flatMap(Payment.code)
         self.revocationReason = revocationReason.flatMap { Payment.revocationReasons.contains($0) ? $0 : nil }
-        self.revocationPercentage = revocationPercentage.flatMap { Payment.proratedShares.contains($0) ? $0 : nil }
+        self.revocationPercentage = revocationPercentage.flatMap { Payment.statedShares.contains($0) ? $0 : nil }
     }
+
+    /// Whether Apple says the refund is prorated (a share below 100%).
+    public var isProratedRefund: Bool { revocationPercentage.map(Payment.proratedShares.contains) ?? false }
 
     /// What a refund of this transaction takes back of `delivered` credits: all of them, or for a prorated refund
     /// its share, rounded down.
@@ -123,8 +127,10 @@ public enum Payment {
     public static let prices: ClosedRange<Int64> = 0...1_000_000_000_000
     /// Refund reasons kept: Apple's 0 and 1, with room for values Apple may add.
     public static let revocationReasons: ClosedRange<Int> = 0...99
-    /// Prorated refund shares kept, in milliunits of a percent: more than nothing, less than all.
+    /// Prorated refund shares, in milliunits of a percent: more than nothing, less than all.
     public static let proratedShares: ClosedRange<Int> = 1...99_999
+    /// Refund shares kept as Apple states them: a prorated share, or 100000 for a full refund.
+    public static let statedShares: ClosedRange<Int> = 1...100_000
 
     /// A currency or storefront code as kept: three ASCII capital letters, or `nil`.
     public static func code(_ text: String) -> String? {

@@ -86,16 +86,18 @@ extension NotificationIntake {
         }
     }
 
-    /// How many of the purchase's credits were used since it was delivered: in the server wallet, what was spent
-    /// since (at most what it delivered); in the device wallet, what the latest backup no longer holds of it.
+    /// How many of the purchase's credits were used since it was delivered, never more than the balance lacks of
+    /// them (credits held before the purchase are spent first): in the server wallet, what was spent since, at most
+    /// what the balance no longer holds of the purchase; in the device wallet, what the latest backup no longer
+    /// holds of it.
     private func used(of receipt: Receipt?, user: User) async throws -> Int64? {
         guard let receipt, let delivered = receipt.deliveredCredits, let since = receipt.deliveredAt else { return nil }
         switch configuration.wallet {
         case .server:
-            let spent = try await store.entries(owner: user.id, environment: user.environment).reduce(Int64(0)) {
-                $1.key.kind == .spend && $1.createdAt >= since ? $0 + max(-$1.amount, 0) : $0
-            }
-            return min(spent, delivered)
+            let balance = try await store.wallet(owner: user.id, environment: user.environment).balance
+            let spent = try await store.entries(owner: user.id, environment: user.environment, kinds: [.spend])
+                .reduce(Int64(0)) { $1.createdAt >= since ? $0 + max(-$1.amount, 0) : $0 }
+            return min(spent, delivered - min(max(balance, 0), delivered))
         case .device:
             guard let backup = try await store.backup(owner: user.id, environment: user.environment) else { return nil }
             return delivered - min(max(backup.value, 0), delivered)

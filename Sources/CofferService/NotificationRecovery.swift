@@ -100,7 +100,12 @@ public struct NotificationRecovery: Service {
         // Apple keeps 180 days of history in Production and 30 in the sandbox, and refuses an older start
         // (4000012): a cursor from before that (a server stopped for weeks) starts at the oldest day Apple has.
         let oldest = now.addingTimeInterval(-Self.historyDays(environment) * 86_400 + 3_600)
-        if cursor.start < oldest { cursor = Cursor(start: oldest, end: now, token: nil) }
+        if cursor.start < oldest {
+            logger.warning(
+                "notification recovery starts at the oldest day Apple keeps; notifications before it are not read",
+                metadata: ["cursor": "\(cursor.start)", "oldest": "\(oldest)"])
+            cursor = Cursor(start: oldest, end: now, token: nil)
+        }
         var report = Report()
         var touched: [UUID: String] = [:]
         while true {

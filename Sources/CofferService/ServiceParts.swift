@@ -1,5 +1,6 @@
 import CofferCore
 import CofferStore
+import Synchronization
 
 /// What the application layer's services are built from, shared by all of them in one server: its settings,
 /// its dependencies, the users' event streams and the ledger's group commit.
@@ -12,6 +13,8 @@ public struct ServiceParts: Sendable {
     public let events: EventHub
     /// Group commit: every ledger write goes through it.
     public let ledger: LedgerBatcher
+    /// The Finish Transaction calls under way, bounded (``ServiceOnParts/finishOnApple(_:user:)``).
+    let finishing = InFlight(limit: 8)
 
     /// The parts of a server with `configuration` over `dependencies`.
     public init(
@@ -51,8 +54,15 @@ extension ServiceOnParts {
         guard configuration.wallet == .server, let client = dependencies.appStoreAPI,
             (fact.environment ?? user.environment) == user.environment
         else { return }
-        let (id, logger) = (fact.transactionId, dependencies.logger)
+        let (id, logger, finishing) = (fact.transactionId, dependencies.logger, parts.finishing)
+        // At most a few at once, beside Apple's other calls and their rate limit: past that one is skipped (the
+        // app finishes it when it next runs), never queued without bound.
+        guard finishing.enter() else {
+            logger.info("Finish Transaction skipped for \(id): \(finishing.limit) calls under way")
+            return
+        }
         Task {
+            defer { finishing.leave() }
             do {
                 try await client.finishTransaction(id)
             } catch {
@@ -60,4 +70,24 @@ extension ServiceOnParts {
             }
         }
     }
+}
+
+/// A count of calls under way, refused past `limit`.
+final class InFlight: Sendable {
+    let limit: Int
+    private let count = Mutex(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Takes a place, or answers `false` when all are taken.
+    func enter() -> Bool {
+        count.withLock { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    /// Gives a place back.
+    func leave() { count.withLock { $0 -= 1 } }
 }

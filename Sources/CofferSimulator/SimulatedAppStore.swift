@@ -111,7 +111,8 @@ public actor SimulatedAppStore {
             isTrial: record.introductoryOffer == .freeTrial, appAccountToken: record.appAccountToken,
             subscriptionGroupId: record.product.kind == .autoRenewable ? record.product.group.map(Self.groupId) : nil,
             jwsRepresentation: (try? signedTransaction(record)) ?? "",
-            revocationPercentage: record.isRevoked ? record.revocationPercentage.map(Int.init) : nil)
+            revocationPercentage: record.isRevoked && !record.familyShared
+                ? record.revocationPercentage.map(Int.init) ?? 100_000 : nil)
     }
 
     /// The App Store Connect-style id the simulator gives a catalog group: eight digits, the same for a group

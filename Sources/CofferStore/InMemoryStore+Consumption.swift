@@ -18,7 +18,7 @@ extension InMemoryStore {
     }
 
     public func recordConsumptionAnswer(_ answer: ConsumptionAnswerRecord) -> Bool {
-        guard
+        guard isLive(answer.owner),
             !consumptionAnswerLog.contains(where: {
                 $0.notificationUUID == answer.notificationUUID && $0.environment == answer.environment
             })

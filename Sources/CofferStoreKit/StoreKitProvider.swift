@@ -233,8 +233,8 @@ public struct StoreTransaction: Sendable, Equatable, Hashable, Codable {
     public var expirationDate: Date?
     /// When it was refunded or revoked, if it was.
     public var revocationDate: Date?
-    /// For a prorated refund, the share refunded in milliunits of a percent (1-99999), from StoreKit's
-    /// `revocationPercentage` below 100; `nil` for a full refund or none.
+    /// The share refunded in milliunits of a percent, from StoreKit's `revocationPercentage`: 1-99999 for a
+    /// prorated refund, 100000 for a full one; `nil` when StoreKit does not say.
     public var revocationPercentage: Int?
     /// Whether a family member's purchase shares it.
     public var isFamilyShared: Bool

@@ -264,17 +264,17 @@ public struct AppleStoreKit: StoreKitProvider {
             isFamilyShared: transaction.ownershipType == .familyShared, isUpgraded: transaction.isUpgraded,
             isTrial: transaction.offer?.paymentMode == .freeTrial, appAccountToken: transaction.appAccountToken,
             subscriptionGroupId: transaction.subscriptionGroupID, jwsRepresentation: result.jwsRepresentation,
-            verificationFailure: failure, revocationPercentage: proratedShare(transaction))
+            verificationFailure: failure, revocationPercentage: refundedShare(transaction))
     }
 
-    /// A prorated refund's share in milliunits of a percent: StoreKit's `revocationPercentage` (a percentage, 0-100,
-    /// back-deployed with Xcode 26.4's SDK) when below 100; `nil` for a full refund, none, or an older SDK.
-    static func proratedShare(_ transaction: Transaction) -> Int? {
+    /// The share refunded in milliunits of a percent, from StoreKit's `revocationPercentage` (a percentage, 0-100,
+    /// back-deployed with Xcode 26.4's SDK): 100000 for a full refund; `nil` when StoreKit does not say (no refund,
+    /// an older SDK).
+    static func refundedShare(_ transaction: Transaction) -> Int? {
         #if compiler(>=6.3)
-            guard let percentage = transaction.revocationPercentage, percentage > 0, percentage < 100 else {
-                return nil
-            }
-            return Int(NSDecimalNumber(decimal: percentage * 1_000).doubleValue.rounded())
+            guard let percentage = transaction.revocationPercentage, percentage > 0 else { return nil }
+            guard percentage < 100 else { return 100_000 }
+            return min(99_999, max(1, Int(NSDecimalNumber(decimal: percentage * 1_000).doubleValue.rounded())))
         #else
             return nil
         #endif

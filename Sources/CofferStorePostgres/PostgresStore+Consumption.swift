@@ -46,9 +46,10 @@ extension PostgresStore {
                 """
                 INSERT INTO consumption_answers (environment, notification_uuid, owner, transaction_id, requested_at,
                     answered_at, sent, body, reason)
-                VALUES (\(answer.environment.rawValue), \(answer.notificationUUID), \(answer.owner.uuidString),
-                    \(answer.transactionId), \(Millis.from(answer.requestedAt)), \(Millis.from(answer.answeredAt)),
-                    \(answer.sent), \(body), \(reason))
+                SELECT \(answer.environment.rawValue), \(answer.notificationUUID), id, \(answer.transactionId),
+                    \(Millis.from(answer.requestedAt)), \(Millis.from(answer.answeredAt)), \(answer.sent), \(body),
+                    \(reason)
+                FROM live_users WHERE id = \(answer.owner.uuidString)
                 ON CONFLICT (environment, notification_uuid) DO NOTHING
                 RETURNING 1
                 """, logger: self.logger)

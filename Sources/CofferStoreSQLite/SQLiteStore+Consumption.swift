@@ -67,14 +67,14 @@ extension SQLiteStore {
                 sql: """
                     INSERT INTO consumption_answers (environment, notification_uuid, owner, transaction_id,
                         requested_at, answered_at, sent, body, reason)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    SELECT ?, ?, id, ?, ?, ?, ?, ?, ? FROM live_users WHERE id = ?
                     ON CONFLICT (environment, notification_uuid) DO NOTHING
                     """,
                 arguments: [
-                    answer.environment.rawValue, answer.notificationUUID, answer.owner.uuidString,
-                    answer.transactionId, Millis.from(answer.requestedAt), Millis.from(answer.answeredAt), answer.sent,
+                    answer.environment.rawValue, answer.notificationUUID, answer.transactionId,
+                    Millis.from(answer.requestedAt), Millis.from(answer.answeredAt), answer.sent,
                     answer.body.map { String($0.prefix(ConsumptionAnswerRecord.maximumText)) },
-                    String(answer.reason.prefix(ConsumptionAnswerRecord.maximumText)),
+                    String(answer.reason.prefix(ConsumptionAnswerRecord.maximumText)), answer.owner.uuidString,
                 ])
             return db.changesCount > 0
         }

@@ -24,12 +24,15 @@ struct ProratedRefundTests {
         #expect(book.wallet == Wallet(balance: 300, deficit: 0))
         #expect(try book.apply(.revocation(Self.refund(25_000))).outcome == .duplicate)
         let later = Fixture.start.addingTimeInterval(86_400)
-        let full = try book.apply(.revocation(Self.refund(nil, at: later)), at: later)
+        // A refund whose source does not state its share (a legacy receipt, a word kept for nobody) takes no more.
+        #expect(try book.apply(.revocation(Self.refund(nil, at: later)), at: later).outcome == .duplicate)
+        #expect(book.wallet == Wallet(balance: 300, deficit: 0))
+        let full = try book.apply(.revocation(Self.refund(100_000, at: later)), at: later)
         #expect(full.outcome == .applied && full.entry?.amount == -300)
         #expect(full.entry?.key != prorated.entry?.key)
         #expect(book.wallet == Wallet(balance: 0, deficit: 0))
         #expect(book.receipts["t1"]?.refundedCredits == 400)
-        #expect(try book.apply(.revocation(Self.refund(nil, at: later)), at: later).outcome == .duplicate)
+        #expect(try book.apply(.revocation(Self.refund(100_000, at: later)), at: later).outcome == .duplicate)
         #expect(try book.apply(.revocation(Self.refund(25_000))).outcome == .duplicate, "a smaller share: nothing")
         #expect(book.wallet == Wallet(balance: 0, deficit: 0))
         #expect(book.audit.isEmpty)
@@ -51,6 +54,28 @@ struct ProratedRefundTests {
         }
     }
 
+    @Test("growing shares on one date each take their part; a full refund dated before a reversal takes nothing")
+    func sameDateAndReversal() throws {
+        var book = Book()
+        try book.buy(Fixture.consumable("t1"), credits: 400)
+        for (share, wallet) in [(25_000, 300), (50_000, 200), (100_000, 0)] as [(Int, Int64)] {
+            #expect(try book.apply(.revocation(Self.refund(share))).outcome == .applied)
+            #expect(book.wallet.balance == wallet)
+        }
+        #expect(Set(book.entries.map(\.key)).count == book.entries.count, "a key of its own for each")
+        var reversed = Book()
+        try reversed.buy(Fixture.consumable("t1"), credits: 400)
+        let (d1, d2, d3) = (Fixture.start, Fixture.start.addingTimeInterval(60), Fixture.start.addingTimeInterval(120))
+        try reversed.apply(.revocation(Self.refund(25_000, at: d1)), at: d1)
+        try reversed.apply(.reversal(Fixture.consumable("t1"), at: d2), at: d2)
+        try reversed.apply(.revocation(Self.refund(25_000, at: d3)), at: d3)
+        #expect(reversed.wallet.balance == 300)
+        // Apple redelivers an old full refund, dated before the reversal: superseded, nothing more is taken.
+        #expect(try reversed.apply(.revocation(Self.refund(100_000, at: d1)), at: d3).outcome != .applied)
+        #expect(reversed.wallet.balance == 300)
+        #expect(reversed.audit.isEmpty)
+    }
+
     @Test("shares round down; a percentage outside Apple's range is a full refund")
     func rounding() {
         #expect(Self.refund(33_333).refundedShare(of: 333) == 110)
@@ -61,6 +86,9 @@ struct ProratedRefundTests {
         let read = TransactionFact(
             transactionId: "t", productId: "p", purchaseDate: Fixture.start, revocationPercentage: 250_000)
         #expect(read.revocationPercentage == nil, "not kept outside Apple's range")
+        let full = TransactionFact(
+            transactionId: "t", productId: "p", purchaseDate: Fixture.start, revocationPercentage: 100_000)
+        #expect(full.revocationPercentage == 100_000 && !full.isProratedRefund)
         #expect(Self.refund(-5).refundedShare(of: 400) == 400)
         #expect(Payment.percentText(33_333) == "33.333%" && Payment.percentText(50_500) == "50.5%")
     }

@@ -70,6 +70,8 @@ struct ConsumptionStoreContractTests {
             UserDeletion(user: alice.id, environment: .sandbox, actor: "ada", at: Make.start))
         #expect(try await store.consumptionConsent(owner: alice.id, environment: .sandbox) == nil)
         #expect(try await store.consumptionAnswers(owner: alice.id, environment: .sandbox, limit: 10).isEmpty)
+        #expect(try await store.recordConsumptionAnswer(Self.answer("n-2", owner: alice.id, at: 20)) == false)
+        #expect(try await store.consumptionAnswers(owner: alice.id, environment: .sandbox, limit: 10).isEmpty)
         await #expect(throws: StoreError.self) {
             try await store.saveConsumptionConsent(
                 ConsumptionConsent(owner: alice.id, environment: .sandbox, consented: true, at: Make.start))

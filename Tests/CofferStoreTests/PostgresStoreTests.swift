@@ -20,7 +20,7 @@ struct PostgresStoreTests {
         "v16 customers imported from another system",
         "v17 token origins, disabled admins, merge codes, shared failures",
         "v18 purchases delivered before Coffer",
-        "v19 the mailbox a backup holds", "v20 Xcode's data marked", "v21 live users",
+        "v19 the mailbox a backup holds", "v20 Xcode's data marked", "v21 live users", "v22 the refund defence",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

@@ -72,9 +72,11 @@ public protocol ConsumptionStore: Sendable {
     func saveConsumptionConsent(_ consent: ConsumptionConsent) async throws
     /// The customer's last consent answer, if any.
     func consumptionConsent(owner: UUID, environment: AppStoreEnvironment) async throws -> ConsumptionConsent?
-    /// Records an answer unless one for its notification is recorded in its environment.
+    /// Records an answer unless one for its notification is recorded in its environment, or its customer is no
+    /// longer live (deleted meanwhile: nothing of theirs is written).
     ///
-    /// - Returns: `true` when recorded, `false` when it was already there (nothing changed).
+    /// - Returns: `true` when recorded, `false` when it was already there or the customer is gone (nothing
+    ///   changed).
     func recordConsumptionAnswer(_ answer: ConsumptionAnswerRecord) async throws -> Bool
     /// The customer's answers, latest request first, at most `limit`.
     func consumptionAnswers(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
