@@ -257,6 +257,15 @@ public struct AppStoreServerAPIClient: Sendable {
         try await send(.GET, "/inApps/v1/transactions/appTransactions/\(try escape(anyTransactionId))")
     }
 
+    /// Set App Account Token: the purchase `originalTransactionId` names, and its renewals from now on, carry
+    /// `token` (Apple answers 200 with no body).
+    public func setAppAccountToken(_ originalTransactionId: String, _ token: UUID) async throws(AppStoreAPIError) {
+        var body = UpdateAppAccountTokenRequest()
+        body.appAccountToken = token.uuidString.lowercased()
+        let _: EmptyResponse = try await send(
+            .PUT, "/inApps/v1/transactions/\(try escape(originalTransactionId))/appAccountToken", body: body)
+    }
+
     /// Finish Transaction: tells Apple the server delivered the purchase, as `Transaction.finish()` does on the
     /// device (Apple answers 200 with no body).
     public func finishTransaction(_ transactionId: String) async throws(AppStoreAPIError) {

@@ -338,6 +338,17 @@ public struct ClientService: ServiceOnParts {
             if let named, named.id != user.id { throw ServiceError.wrongUser }
             ownerNamed = named != nil
         }
+        // A purchase without a token (an offer code, a promoted purchase, another device) of an Apple account with a
+        // customer here is that customer's, never whoever presents it first (unless delivered already: the ledger's
+        // first owner stands).
+        var accountNamed = false
+        if transaction.appAccountToken == nil, let appTransactionId = transaction.appTransactionId,
+            let customer = try await accountCustomer(of: fact, appTransactionId: appTransactionId),
+            try await store.receipt(transactionId: transactionId, environment: user.environment) == nil
+        {
+            guard customer.id == user.id else { throw ServiceError.wrongUser }
+            accountNamed = true
+        }
         let credits: Int64
         do {
             credits = try dependencies.catalog.credits(for: fact)
@@ -375,6 +386,7 @@ public struct ClientService: ServiceOnParts {
             if applied.outcome == .applied, case .purchase(let fact, _) = events[0] {
                 dependencies.metrics.delivered(source: "app")
                 finishOnApple(fact, user: user)
+                if accountNamed { writeTokenBack(fact, user: user) }
             }
             if events.count > 1 { dependencies.metrics.revoked() }
         case .failure(.wrongUser):

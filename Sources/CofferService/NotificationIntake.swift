@@ -86,10 +86,15 @@ public struct NotificationIntake: ServiceOnParts {
         if let id = record.transactionId { metadata["transactionId"] = "\(id)" }
 
         if let transaction = notification.transaction, let fact = TransactionFact(transaction) {
-            let owner = try await owner(of: fact, appAccountToken: transaction.appAccountToken)
+            let owner = try await owner(
+                of: fact, appAccountToken: transaction.appAccountToken, appTransactionId: transaction.appTransactionId)
             record.owner = owner?.id
             if let owner {
                 record.outcome = try await apply(notification, fact: fact, to: owner, logger: logger)
+                if transaction.appAccountToken == nil, record.outcome == .applied {
+                    // Found by its Apple account: later notifications about it name the customer themselves.
+                    writeTokenBack(fact, user: owner)
+                }
             } else if [.refund, .revoke, .refundReversed].contains(payload.notificationType)
                 || Self.recordingTypes.contains(payload.notificationType ?? .test)
             {
@@ -100,7 +105,8 @@ public struct NotificationIntake: ServiceOnParts {
         _ = try await store.recordNotification(record)
         if record.outcome == .unattributed, let transaction = notification.transaction,
             let fact = TransactionFact(transaction),
-            let owner = try await owner(of: fact, appAccountToken: transaction.appAccountToken)
+            let owner = try await owner(
+                of: fact, appAccountToken: transaction.appAccountToken, appTransactionId: transaction.appTransactionId)
         {
             // Presented while this looked for its owner (that presentation read Apple's kept words before this
             // was kept): applied now, or it would wait for a presentation that never comes. The record keeps
@@ -114,10 +120,14 @@ public struct NotificationIntake: ServiceOnParts {
     }
 
     /// The user a transaction belongs to: whoever it was delivered to, else whoever its `appAccountToken`
-    /// names (as `POST /v1/transactions` insists), else whoever owns its subscription chain. The token comes
-    /// before the chain because two installs of the app on one Apple account are two users: a subscription
-    /// one of them started again after the other's lapsed keeps the chain but names its own user.
-    func owner(of fact: TransactionFact, appAccountToken: UUID?) async throws -> User? {
+    /// names (as `POST /v1/transactions` insists), else whoever owns its subscription chain, else, for a
+    /// transaction without a token (an offer code, a promoted purchase, another device), the customer of its Apple
+    /// account (its `appTransactionId`). The token comes before the chain because two installs of the app on one
+    /// Apple account are two users: a subscription one of them started again after the other's lapsed keeps the
+    /// chain but names its own user.
+    func owner(of fact: TransactionFact, appAccountToken: UUID?, appTransactionId: String? = nil) async throws
+        -> User?
+    {
         let environment = configuration.environment
         if let ownerId = try await store.receipt(transactionId: fact.transactionId, environment: environment)?.owner {
             return try await store.user(id: ownerId)
@@ -139,7 +149,12 @@ public struct NotificationIntake: ServiceOnParts {
                 originalTransactionId: fact.originalTransactionId, environment: environment
             ).first(where: { ($0.transaction.environment ?? environment) == (fact.environment ?? environment) })?
             .owner
-        else { return nil }
+        else {
+            guard appAccountToken == nil, let appTransactionId else { return nil }
+            return try await accountCustomer(of: fact, appTransactionId: appTransactionId).flatMap {
+                reaches($0) ? $0 : nil
+            }
+        }
         // A customer deleted at their request gets nothing new: a renewal of their chain waits for the app to
         // present it (under whoever it signs in as now). A transaction delivered to them before still finds them
         // above, so Apple's refunds are still taken back.

@@ -13,8 +13,8 @@ public struct ServiceParts: Sendable {
     public let events: EventHub
     /// Group commit: every ledger write goes through it.
     public let ledger: LedgerBatcher
-    /// The Finish Transaction calls under way, bounded (``ServiceOnParts/finishOnApple(_:user:)``).
-    let finishing = InFlight(limit: 8)
+    /// The calls to Apple beside the answers under way (Finish Transaction, Set App Account Token), bounded.
+    let appleCalls = InFlight(limit: 8)
 
     /// The parts of a server with `configuration` over `dependencies`.
     public init(
@@ -54,7 +54,7 @@ extension ServiceOnParts {
         guard configuration.wallet == .server, let client = dependencies.appStoreAPI,
             (fact.environment ?? user.environment) == user.environment
         else { return }
-        let (id, logger, finishing) = (fact.transactionId, dependencies.logger, parts.finishing)
+        let (id, logger, finishing) = (fact.transactionId, dependencies.logger, parts.appleCalls)
         // At most a few at once, beside Apple's other calls and their rate limit: past that one is skipped (the
         // app finishes it when it next runs), never queued without bound.
         guard finishing.enter() else {
@@ -67,6 +67,42 @@ extension ServiceOnParts {
                 try await client.finishTransaction(id)
             } catch {
                 logger.warning("Finish Transaction failed for \(id): \(error)")
+            }
+        }
+    }
+}
+
+extension ServiceOnParts {
+    /// The customer of the Apple account a transaction's `appTransactionId` names (in the transaction's data
+    /// environment), while live and not merged into another.
+    func accountCustomer(of fact: TransactionFact, appTransactionId: String) async throws -> User? {
+        let environment = configuration.environment
+        let account = AppleAccount(appTransactionId: appTransactionId, environment: fact.environment ?? environment)
+        return try await store.user(appleAccount: account, environment: environment).flatMap {
+            $0.isOwnCustomer ? $0 : nil
+        }
+    }
+
+    /// Writes the customer's `appAccountToken` on a purchase that came without one (Set App Account Token), so
+    /// Apple's later notifications about it and its renewals name the customer. Beside the answer, bounded with
+    /// the other calls to Apple; a failure is logged (the Apple account still finds the customer).
+    func writeTokenBack(_ fact: TransactionFact, user: User) {
+        guard let client = dependencies.appStoreAPI, !fact.isFamilyShared,
+            (fact.environment ?? user.environment) == user.environment
+        else { return }
+        let (original, token, logger, calls) = (
+            fact.originalTransactionId, user.appAccountToken, dependencies.logger, parts.appleCalls
+        )
+        guard calls.enter() else {
+            logger.info("Set App Account Token skipped for \(original): \(calls.limit) calls under way")
+            return
+        }
+        Task {
+            defer { calls.leave() }
+            do {
+                try await client.setAppAccountToken(original, token)
+            } catch {
+                logger.warning("Set App Account Token failed for \(original): \(error)")
             }
         }
     }
