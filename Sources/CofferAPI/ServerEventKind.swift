@@ -8,4 +8,7 @@ public enum ServerEventKind: String, Codable, Sendable, CaseIterable {
     case backup
     /// A purchase, renewal or expiry changed the entitlements: fetch `/v1/me`.
     case entitlements
+    /// A parent or guardian withdrew consent for the account (Apple's RESCIND_CONSENT): the app may no longer
+    /// offer purchases to this customer until consent is given again.
+    case consentRescinded = "consent-rescinded"
 }

@@ -70,6 +70,9 @@ public final class CofferModel {
     /// The subscription group whose subscription just ended without a refund: say so and offer to subscribe again
     /// or manage it, then call ``lapseShown()``.
     public private(set) var lapsed: String?
+    /// Whether a parent or guardian withdrew consent for the account while the app ran (Apple's RESCIND_CONSENT):
+    /// stop offering purchases until consent is given again.
+    public private(set) var consentRescinded = false
     /// What failed last, in words; `nil` after the next success.
     public private(set) var lastError: String?
     /// Whether a refresh is running.
@@ -119,6 +122,8 @@ public final class CofferModel {
                 }
             case .wallet:
                 await reload()
+            case .consentRescinded:
+                consentRescinded = true
             }
         }
     }

@@ -46,6 +46,8 @@ extension CofferSDK {
                 _ = try await syncBackup()
             case .entitlements:
                 _ = try await refreshEntitlements()
+            case .consentRescinded:
+                publish(.consentRescinded)
             }
         } catch {
             if !Task.isCancelled { lastEventFailure = "\(error)" }
@@ -118,4 +120,7 @@ public enum CofferChange: Sendable, Equatable {
     /// The subscription of this group ended without a refund (auto-renew off, a billing failure past its grace): its
     /// entitlements are gone. A screen says so and offers to subscribe again or manage it; a refund is not a lapse.
     case subscriptionLapsed(group: String)
+    /// A parent or guardian withdrew consent for the account (Apple's RESCIND_CONSENT, Declared Age Range): stop
+    /// offering purchases and ask again, as Apple's guidance for child accounts says.
+    case consentRescinded
 }

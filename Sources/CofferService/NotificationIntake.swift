@@ -102,6 +102,16 @@ public struct NotificationIntake: ServiceOnParts {
                 record.outcome = .unattributed
             }
         }
+        if payload.notificationType == .rescindConsent, let owner = try await rescindedCustomer(notification) {
+            record.owner = owner.id
+            record.outcome = .applied
+            // Recorded on the customer (their timeline shows it), and told to their app.
+            try await store.recordAudit(
+                AuditEvent(
+                    environment: owner.environment, actor: "Apple", action: "customer.consent-rescinded",
+                    subject: owner.supportId.rawValue, at: signedDate))
+            await events.publish(ServerEventBody(type: .consentRescinded, key: uuid), to: owner.id)
+        }
         _ = try await store.recordNotification(record)
         if record.outcome == .unattributed, let transaction = notification.transaction,
             let fact = TransactionFact(transaction),
@@ -117,6 +127,18 @@ public struct NotificationIntake: ServiceOnParts {
         metadata["outcome"] = "\(record.outcome.rawValue)"
         logger.info("notification", metadata: metadata)
         return (Outcome(rawValue: record.outcome.rawValue) ?? .logged, record)
+    }
+
+    /// The customer a RESCIND_CONSENT is about: the one of the Apple account its verified `appData` app transaction
+    /// names.
+    private func rescindedCustomer(_ notification: VerifiedNotification) async throws -> User? {
+        guard let app = notification.appTransaction, let appTransactionId = app.appTransactionId else { return nil }
+        let account = AppleAccount(
+            appTransactionId: appTransactionId,
+            environment: app.receiptType?.ledgerEnvironment ?? configuration.environment)
+        return try await store.user(appleAccount: account, environment: configuration.environment).flatMap {
+            $0.isOwnCustomer ? $0 : nil
+        }
     }
 
     /// The user a transaction belongs to: whoever it was delivered to, else whoever its `appAccountToken`

@@ -17,4 +17,20 @@ struct ConsentTests {
             #expect(try await app.consumptionConsent()?.customerConsented == false)
         }
     }
+
+    @Test("a parent's withdrawn consent reaches the app as a change")
+    func rescinded() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .server) { world in
+            let app = try world.app()
+            try await app.launch()
+            var changes = await app.changes().makeAsyncIterator()
+            #expect(await app.handlePush(["type": "consent-rescinded"]))
+            var seen: [CofferChange] = []
+            while let change = await changes.next() {
+                seen.append(change)
+                if change == .consentRescinded { break }
+            }
+            #expect(seen.contains(.consentRescinded))
+        }
+    }
 }

@@ -64,3 +64,34 @@ struct TokenlessAttributionTests {
         }
     }
 }
+
+/// Apple's RESCIND_CONSENT (a parent or guardian withdrew consent for a child's account) finds the customer of the
+/// Apple account its `appData` names, is recorded on them for support, and reaches their app as an event.
+@Suite("RESCIND_CONSENT reaches its customer", .timeLimit(.minutes(2)))
+struct RescindConsentTests {
+    @Test(
+        "found by the app transaction, recorded on the customer's timeline, applied once; an unknown account is logged")
+    func rescinded() async throws {
+        let setup = try NotificationTests.Setup()
+        let signedApp = try await setup.apple.signedAppTransaction(account: "june")
+        try await setup.app.test(.router) { client in
+            let june = try ClientAPITests.decode(
+                CreateUserResponse.self,
+                try await client.execute(
+                    uri: "/v1/users", method: .post,
+                    body: try ClientAPITests.body(CreateUserRequest(signedAppTransaction: signedApp))))
+            try await setup.apple.rescindConsent(account: "june")
+            try await setup.apple.rescindConsent(account: "nobody")
+            #expect(try await setup.deliver(after: 0, with: client) == ["applied", "logged"])
+            #expect(try await setup.deliver(after: 0, with: client) == ["duplicate", "duplicate"])
+            let audit = try await setup.store.auditEvents(environment: .sandbox, subject: june.supportId, limit: 10)
+            #expect(audit.map(\.action) == ["customer.consent-rescinded"])
+            #expect(audit.first?.actor == "Apple")
+            let owner = try #require(
+                try await setup.store.user(appAccountToken: june.appAccountToken, environment: .sandbox))
+            let recorded = try await setup.store.notifications(
+                environment: .sandbox, transactionId: nil, outcome: .applied, limit: 10)
+            #expect(recorded.map(\.owner) == [owner.id])
+        }
+    }
+}
