@@ -338,15 +338,17 @@ public struct ClientService: ServiceOnParts {
             if let named, named.id != user.id { throw ServiceError.wrongUser }
             ownerNamed = named != nil
         }
-        // A purchase without a token (an offer code, a promoted purchase, another device) of an Apple account with a
-        // customer here is that customer's, never whoever presents it first (unless delivered already: the ledger's
-        // first owner stands).
+        // In the server wallet a purchase without a token (an offer code, a promoted purchase, another device) of an
+        // Apple account with a customer here is that customer's, never whoever presents it first (unless delivered
+        // already: the ledger's first owner stands): delivered to them, and the presenter refused.
         var accountNamed = false
-        if transaction.appAccountToken == nil, let appTransactionId = transaction.appTransactionId,
-            let customer = try await accountCustomer(of: fact, appTransactionId: appTransactionId),
+        if let customer = try await accountOwner(of: fact, transaction: transaction),
             try await store.receipt(transactionId: transactionId, environment: user.environment) == nil
         {
-            guard customer.id == user.id else { throw ServiceError.wrongUser }
+            if customer.id != user.id {
+                _ = try await present(signed, user: customer, previouslyDelivered: false)
+                throw ServiceError.wrongUser
+            }
             accountNamed = true
         }
         let credits: Int64

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferAppStore
 import CofferCore
 import CofferStore
@@ -86,12 +87,17 @@ public struct NotificationIntake: ServiceOnParts {
         if let id = record.transactionId { metadata["transactionId"] = "\(id)" }
 
         if let transaction = notification.transaction, let fact = TransactionFact(transaction) {
-            let owner = try await owner(
-                of: fact, appAccountToken: transaction.appAccountToken, appTransactionId: transaction.appTransactionId)
+            var owner = try await owner(of: fact, appAccountToken: transaction.appAccountToken)
+            var byAccount = false
+            if owner == nil, let customer = try await accountOwner(of: fact, transaction: transaction) {
+                (owner, byAccount) = (customer, true)
+            }
             record.owner = owner?.id
             if let owner {
                 record.outcome = try await apply(notification, fact: fact, to: owner, logger: logger)
-                if transaction.appAccountToken == nil, record.outcome == .applied {
+                if byAccount, record.outcome == .applied,
+                    Self.recordingTypes.contains(payload.notificationType ?? .test)
+                {
                     // Found by its Apple account: later notifications about it name the customer themselves.
                     writeTokenBack(fact, user: owner)
                 }
@@ -106,17 +112,20 @@ public struct NotificationIntake: ServiceOnParts {
             record.owner = owner.id
             record.outcome = .applied
             // Recorded on the customer (their timeline shows it), and told to their app.
-            try await store.recordAudit(
-                AuditEvent(
-                    environment: owner.environment, actor: "Apple", action: "customer.consent-rescinded",
-                    subject: owner.supportId.rawValue, at: signedDate))
+            // Keyed by the notification: Apple's retry and the recovery's copy meeting write it once.
+            do {
+                try await store.recordAudit(
+                    AuditEvent(
+                        id: AdminService.stableId("rescind-consent:\(environment.rawValue):\(uuid)"),
+                        environment: owner.environment, actor: "Apple", action: "customer.consent-rescinded",
+                        subject: owner.supportId.rawValue, at: signedDate))
+            } catch StoreError.alreadyExists {}
             await events.publish(ServerEventBody(type: .consentRescinded, key: uuid), to: owner.id)
         }
         _ = try await store.recordNotification(record)
         if record.outcome == .unattributed, let transaction = notification.transaction,
             let fact = TransactionFact(transaction),
-            let owner = try await owner(
-                of: fact, appAccountToken: transaction.appAccountToken, appTransactionId: transaction.appTransactionId)
+            let owner = try await owner(of: fact, appAccountToken: transaction.appAccountToken)
         {
             // Presented while this looked for its owner (that presentation read Apple's kept words before this
             // was kept): applied now, or it would wait for a presentation that never comes. The record keeps
@@ -142,14 +151,11 @@ public struct NotificationIntake: ServiceOnParts {
     }
 
     /// The user a transaction belongs to: whoever it was delivered to, else whoever its `appAccountToken`
-    /// names (as `POST /v1/transactions` insists), else whoever owns its subscription chain, else, for a
-    /// transaction without a token (an offer code, a promoted purchase, another device), the customer of its Apple
-    /// account (its `appTransactionId`). The token comes before the chain because two installs of the app on one
-    /// Apple account are two users: a subscription one of them started again after the other's lapsed keeps the
-    /// chain but names its own user.
-    func owner(of fact: TransactionFact, appAccountToken: UUID?, appTransactionId: String? = nil) async throws
-        -> User?
-    {
+    /// names (as `POST /v1/transactions` insists), else whoever owns its subscription chain (then, in the server
+    /// wallet, ``ServiceOnParts/accountOwner(of:transaction:)``). The token comes before the chain because two
+    /// installs of the app on one Apple account are two users: a subscription one of them started again after the
+    /// other's lapsed keeps the chain but names its own user.
+    func owner(of fact: TransactionFact, appAccountToken: UUID?) async throws -> User? {
         let environment = configuration.environment
         if let ownerId = try await store.receipt(transactionId: fact.transactionId, environment: environment)?.owner {
             return try await store.user(id: ownerId)
@@ -171,12 +177,7 @@ public struct NotificationIntake: ServiceOnParts {
                 originalTransactionId: fact.originalTransactionId, environment: environment
             ).first(where: { ($0.transaction.environment ?? environment) == (fact.environment ?? environment) })?
             .owner
-        else {
-            guard appAccountToken == nil, let appTransactionId else { return nil }
-            return try await accountCustomer(of: fact, appTransactionId: appTransactionId).flatMap {
-                reaches($0) ? $0 : nil
-            }
-        }
+        else { return nil }
         // A customer deleted at their request gets nothing new: a renewal of their chain waits for the app to
         // present it (under whoever it signs in as now). A transaction delivered to them before still finds them
         // above, so Apple's refunds are still taken back.

@@ -36,11 +36,14 @@ public final class PushNotifier: Service, Sendable {
         (queue, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(10_000))
     }
 
-    /// Whether an event of this kind wakes the apps unless its publisher says otherwise: a grant, and an
-    /// adjustment (a refund or reversal, support's balance edit in the server wallet). A backup wakes them
+    /// Whether an event of this kind wakes the apps unless its publisher says otherwise: a grant, an adjustment (a
+    /// refund or reversal, support's balance edit in the server wallet), and a parent's withdrawn consent. A backup
+    /// wakes them
     /// only when support edited it (the device wallet's balance edit); the device's own backup and the
     /// entitlements it sees on its next launch do not.
-    public static func wakes(_ kind: ServerEventKind) -> Bool { kind == .grant || kind == .adjustment }
+    public static func wakes(_ kind: ServerEventKind) -> Bool {
+        kind == .grant || kind == .adjustment || kind == .consentRescinded
+    }
 
     /// Queues a push for the user; returns at once.
     public func enqueue(_ event: ServerEventBody, to user: UUID) { continuation.yield((user, event)) }

@@ -1,3 +1,4 @@
+import CofferAppStore
 import CofferCore
 import CofferStore
 import Synchronization
@@ -73,6 +74,16 @@ extension ServiceOnParts {
 }
 
 extension ServiceOnParts {
+    /// In the server wallet, the customer of the Apple account a purchase without the app's token names (an offer
+    /// code, a promoted purchase, another device): theirs, never whoever presents it first. In the device wallet
+    /// the credits live on the device that delivers them, so the first presenter keeps it (`nil`).
+    func accountOwner(of fact: TransactionFact, transaction: JWSTransactionDecodedPayload) async throws -> User? {
+        guard configuration.wallet == .server, transaction.appAccountToken == nil, !fact.isFamilyShared,
+            let appTransactionId = transaction.appTransactionId
+        else { return nil }
+        return try await accountCustomer(of: fact, appTransactionId: appTransactionId)
+    }
+
     /// The customer of the Apple account a transaction's `appTransactionId` names (in the transaction's data
     /// environment), while live and not merged into another.
     func accountCustomer(of fact: TransactionFact, appTransactionId: String) async throws -> User? {

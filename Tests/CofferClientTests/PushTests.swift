@@ -179,7 +179,7 @@ struct PushTests {
         }
     }
 
-    @Test("grants and adjustments (refunds, balance edits) wake the apps; the app's own backups do not")
+    @Test("grants, adjustments (refunds, balance edits) and withdrawn consent wake the apps; own backups do not")
     func whatIsPushed() async throws {
         let store = InMemoryStore()
         let user = User(
@@ -195,11 +195,12 @@ struct PushTests {
         for kind in ServerEventKind.allCases { await hub.publish(ServerEventBody(type: kind, key: "k"), to: user.id) }
         // Support's balance edit in the device wallet is a backup its publisher marks as waking.
         await hub.publish(ServerEventBody(type: .backup, key: "7"), to: user.id, wakes: true)
-        try await LiveSyncTests.eventually("the pushes are sent") { sender.sent.withLock { $0.count } >= 3 }
+        try await LiveSyncTests.eventually("the pushes are sent") { sender.sent.withLock { $0.count } >= 4 }
         try await Task.sleep(for: .milliseconds(100))
         #expect(
             sender.sent.withLock { $0 } == [
-                ["type": "grant", "key": "k"], ["type": "adjustment", "key": "k"], ["type": "backup", "key": "7"],
+                ["type": "grant", "key": "k"], ["type": "adjustment", "key": "k"],
+                ["type": "consent-rescinded", "key": "k"], ["type": "backup", "key": "7"],
             ])
     }
 }

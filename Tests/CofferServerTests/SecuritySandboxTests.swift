@@ -56,13 +56,20 @@ extension SecurityTests {
                 account: "tester", productId: "com.example.credits", appAccountToken: tester.appAccountToken)
             let signedOwn = try await setup.apple.signedTransaction(id: try #require(own.transactionIds.first))
             #expect(try await NotificationTests.present(signedOwn, as: tester, with: client).outcome == .delivered)
+            // A purchase of the tester's Apple account made without a token is the tester's (the server wallet), even
+            // when an install registered without an AppTransaction presents it first.
             let anonymous = try ClientAPITests.decode(
                 CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
             let tokenless = try await setup.apple.purchase(account: "tester", productId: "com.example.credits")
             let signedTokenless = try await setup.apple.signedTransaction(
                 id: try #require(tokenless.transactionIds.first))
+            let refused = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(anonymous.token),
+                body: try ClientAPITests.body(TransactionRequest(signedTransaction: signedTokenless)))
+            #expect(refused.status == .forbidden)
             #expect(
-                try await NotificationTests.present(signedTokenless, as: anonymous, with: client).outcome == .delivered)
+                try ClientAPITests.decode(MeResponse.self, try await AccountTests.me(tester.token, client)).balance
+                    == 200)
         }
         // The Production dashboard shows the Sandbox figures beside the real ones.
         let figures = try await setup.store.dashboard(environment: .production, days: 30, now: setup.clock.now())

@@ -1,6 +1,7 @@
 import CofferAPI
 import CofferCore
 import CofferServer
+import CofferService
 import CofferSimulator
 import CofferStore
 import Foundation
@@ -8,14 +9,15 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 
-/// Purchases that come without the app's token (offer codes, promoted purchases, another device) find the customer of
-/// their Apple account, never whoever presents them first; the customer's token is then written back with Set App
-/// Account Token so Apple's later notifications name them.
+/// In the server wallet, purchases that come without the app's token (offer codes, promoted purchases, another device)
+/// find the customer of their Apple account, never whoever presents them first; the customer's token is then written
+/// back with Set App Account Token so Apple's later notifications name them. In the device wallet the first presenter
+/// keeps them: the credits live on the device that delivered them.
 @Suite("Token-less purchases find their Apple account's customer", .timeLimit(.minutes(2)))
 struct TokenlessAttributionTests {
-    @Test("a notification is applied to the account's customer and the token written back; another install is refused")
+    @Test("server wallet: applied to the account's customer, token written back; another presenter refused")
     func attribution() async throws {
-        let setup = try NotificationTests.Setup()
+        let setup = try NotificationTests.Setup(wallet: .server)
         let signedApp = try await setup.apple.signedAppTransaction(account: "ivy")
         try await RecoveryTests.withAppleAPI(setup) { api in
             let app = try setup.application(api: api)
@@ -42,9 +44,8 @@ struct TokenlessAttributionTests {
                 // The token is written back on Apple's side (beside the answer: a bounded number of short polls).
                 var written = false
                 for _ in 0..<200 where !written {
-                    written =
-                        await setup.apple.deviceTransactions(account: "ivy").first { $0.id == first }?.appAccountToken
-                        == ivy.appAccountToken
+                    let now = try await setup.verifier.verifyTransaction(setup.apple.signedTransaction(id: first))
+                    written = now.appAccountToken == ivy.appAccountToken
                     if !written { try await Task.sleep(for: .milliseconds(10)) }
                 }
                 #expect(written)
@@ -59,8 +60,28 @@ struct TokenlessAttributionTests {
                     uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(stranger.token),
                     body: try ClientAPITests.body(TransactionRequest(signedTransaction: signed)))
                 #expect(refused.status == .forbidden)
-                #expect(try await NotificationTests.present(signed, as: ivy, with: client).outcome == .delivered)
+                #expect(try await NotificationTests.present(signed, as: ivy, with: client).outcome == .duplicate)
+                #expect(try await NotificationTests.me(ivy, client).balance == 200, "both purchases are Ivy's")
+                #expect(try await NotificationTests.me(stranger, client).balance == 0)
             }
+        }
+    }
+}
+
+extension TokenlessAttributionTests {
+    @Test("device wallet: the first presenter keeps a token-less purchase, whose credits live on their device")
+    func deviceWalletFirstPresenter() async throws {
+        let setup = try NotificationTests.Setup(wallet: .device)
+        let signedApp = try await setup.apple.signedAppTransaction(account: "kai")
+        try await setup.app.test(.router) { client in
+            _ = try await client.execute(
+                uri: "/v1/users", method: .post,
+                body: try ClientAPITests.body(CreateUserRequest(signedAppTransaction: signedApp)))
+            let stranger = try await NotificationTests.createUser(client)
+            let id = try #require(
+                try await setup.apple.purchase(account: "kai", productId: "com.example.credits").transactionIds.first)
+            let signed = try await setup.apple.signedTransaction(id: id)
+            #expect(try await NotificationTests.present(signed, as: stranger, with: client).outcome == .delivered)
         }
     }
 }
@@ -83,6 +104,7 @@ struct RescindConsentTests {
             try await setup.apple.rescindConsent(account: "june")
             try await setup.apple.rescindConsent(account: "nobody")
             #expect(try await setup.deliver(after: 0, with: client) == ["applied", "logged"])
+            #expect(PushNotifier.wakes(.consentRescinded), "the app is woken too")
             #expect(try await setup.deliver(after: 0, with: client) == ["duplicate", "duplicate"])
             let audit = try await setup.store.auditEvents(environment: .sandbox, subject: june.supportId, limit: 10)
             #expect(audit.map(\.action) == ["customer.consent-rescinded"])
