@@ -41,12 +41,10 @@ struct TokenlessAttributionTests {
                     owner.owner
                         == (try await setup.store.user(appAccountToken: ivy.appAccountToken, environment: .sandbox))?.id
                 )
-                // The token is written back on Apple's side (beside the answer: a bounded number of short polls).
-                var written = false
-                for _ in 0..<200 where !written {
+                // The token is written back on Apple's side, beside the answer.
+                let written = try await FinishOnServerTests.eventually {
                     let now = try await setup.verifier.verifyTransaction(setup.apple.signedTransaction(id: first))
-                    written = now.appAccountToken == ivy.appAccountToken
-                    if !written { try await Task.sleep(for: .milliseconds(10)) }
+                    return now.appAccountToken == ivy.appAccountToken
                 }
                 #expect(written)
 
