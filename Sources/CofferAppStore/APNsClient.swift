@@ -168,14 +168,12 @@ public final class APNsClient: Sendable {
         {
             return cached.value
         }
-        let header: [String: Any] = ["alg": "ES256", "kid": credentials.keyId]
-        let claims: [String: Any] = ["iss": credentials.teamId, "iat": Int64(current.timeIntervalSince1970)]
+        let claims: [String: any Sendable] = [
+            "iss": credentials.teamId, "iat": Int64(current.timeIntervalSince1970),
+        ]
         do {
-            let input =
-                Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])) + "."
-                + Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
-            let signature = try credentials.privateKey.signature(for: Data(input.utf8))
-            let value = input + "." + Base64URL.encode(signature.rawRepresentation)
+            let value = try CompactJWT.sign(
+                header: ["kid": credentials.keyId], claims: claims, key: credentials.privateKey)
             token.withLock { $0 = (value, current) }
             return value
         } catch {

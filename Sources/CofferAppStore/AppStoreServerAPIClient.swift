@@ -150,11 +150,11 @@ public struct AppStoreServerAPIClient: Sendable {
     public static let sandboxURL = "https://api.storekit-sandbox.apple.com"
 
     private let httpClient: HTTPClient
-    private let credentials: Credentials
+    let credentials: Credentials
     /// The base URL requests go to.
     public let baseURL: String
     private let retry: RetryPolicy
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
 
     /// Creates a client.
     ///
@@ -300,17 +300,13 @@ public struct AppStoreServerAPIClient: Sendable {
     /// The bearer token: an ES256 JWT signed with the In-App Purchase key, valid for five minutes.
     public func makeToken() throws(AppStoreAPIError) -> String {
         let issuedAt = Int64(now().timeIntervalSince1970)
-        let header: [String: Any] = ["alg": "ES256", "kid": credentials.keyId, "typ": "JWT"]
-        let claims: [String: Any] = [
+        let claims: [String: any Sendable] = [
             "iss": credentials.issuerId, "iat": issuedAt, "exp": issuedAt + 300, "aud": "appstoreconnect-v1",
             "bid": credentials.bundleId,
         ]
         do {
-            let input =
-                Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])) + "."
-                + Base64URL.encode(try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys]))
-            let signature = try credentials.privateKey.signature(for: Data(input.utf8))
-            return input + "." + Base64URL.encode(signature.rawRepresentation)
+            return try CompactJWT.sign(
+                header: ["kid": credentials.keyId, "typ": "JWT"], claims: claims, key: credentials.privateKey)
         } catch {
             throw .invalidRequest("cannot sign the token: \(error)")
         }

@@ -162,6 +162,13 @@ struct AppStoreSimCommand: AsyncParsableCommand {
         var offerCodes: [String] = []
 
         @Option(
+            name: .customLong("win-back-offer"),
+            help:
+                "A win-back offer of a subscription, as OFFER_ID=PRODUCT_ID (repeatable): a lapsed subscriber may buy with it."
+        )
+        var winBackOffers: [String] = []
+
+        @Option(
             name: .customLong("product-name"),
             help: "A product's display name on the device, as PRODUCT_ID=NAME (repeatable; else the id).")
         var productNames: [String] = []
@@ -215,12 +222,22 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             for (code, product) in configuration.offerCodes where products.product(id: product) == nil {
                 throw ValidationError("offer code \(code): \(product) is not in the catalog")
             }
+            let tokens = APITokenVerifier(
+                keys: [apiKey.keyId: publicKey], issuerId: apiKey.issuerId, bundleId: bundleId)
+            // The App Store knows the app's In-App Purchase key: the offers Coffer signs with it are checked on purchase.
+            configuration.offerKeys = tokens
+            configuration.winBackOffers = try Self.pairs(winBackOffers, "win-back-offer").reduce(into: [:]) {
+                $0[$1.value, default: []].append($1.key)
+            }
+            for (product, _) in configuration.winBackOffers where products.product(id: product)?.kind != .autoRenewable
+            {
+                throw ValidationError(
+                    "win-back offer for \(product): not an auto-renewable subscription of the catalog")
+            }
             let store = SimulatedAppStore(
                 catalog: products, configuration: configuration, signer: try pki.signer(),
                 clock: SimulatorClock(start: Date()), receiptAuthority: try SimulatorReceiptAuthority(folder: folderURL)
             )
-            let tokens = APITokenVerifier(
-                keys: [apiKey.keyId: publicKey], issuerId: apiKey.issuerId, bundleId: bundleId)
             // A folder made before the simulator had CloudKit has no CloudKit key: its requests are all refused.
             let cloudKitFile = folderURL.appendingPathComponent(CloudKitKeyFile.file)
             var cloudKitKeys: [String: P256.Signing.PublicKey] = [:]

@@ -86,7 +86,7 @@ struct ServeSettings: Sendable {
         .init(key: "request.timeout", help: "Seconds a request may take before it is answered 503. Default 30."),
         .init(
             key: "appstore.key.id",
-            help: "In-App Purchase key id, for the App Store Server API (recovery, consumption)."),
+            help: "In-App Purchase key id, for the App Store Server API (recovery, consumption) and offer signatures."),
         .init(key: "appstore.issuer.id", help: "Issuer id of that key."),
         .init(key: "appstore.private.key", help: "The key's .p8 file."),
         .init(key: "appstore.url", help: "Another App Store Server API host (the simulator's). Default Apple's."),

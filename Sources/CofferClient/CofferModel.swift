@@ -175,6 +175,16 @@ public final class CofferModel {
         return result
     }
 
+    /// Buys a subscription with an offer (``CofferSDK/purchase(_:offer:)``); the model refreshes from the change it
+    /// makes.
+    @discardableResult
+    public func purchase(_ productId: String, offer: CofferOffer) async -> PurchaseResult? {
+        var result: PurchaseResult?
+        await attempt { result = try await sdk.purchase(productId, offer: offer) }
+        await refresh()
+        return result
+    }
+
     /// "Verify Purchases", with its results in words in ``verifyResults``.
     public func verifyPurchases() async {
         await attempt {

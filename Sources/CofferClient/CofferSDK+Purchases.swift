@@ -7,6 +7,11 @@ extension CofferSDK {
     /// Buys a product: the intent is saved first, StoreKit is asked, and the transaction is delivered once
     /// and finished only after that is durable.
     public func purchase(productId: String, quantity: Int = 1) async throws -> PurchaseResult {
+        try await purchase(productId: productId, quantity: quantity, offer: nil)
+    }
+
+    /// Buys as ``purchase(productId:quantity:)`` does, with a subscription offer StoreKit applies.
+    func purchase(productId: String, quantity: Int, offer: StorePurchaseOffer?) async throws -> PurchaseResult {
         let user = try await localUser()
         guard catalog.product(id: productId) != nil else {
             throw SDKError.unknownProduct(productId)
@@ -16,7 +21,7 @@ extension CofferSDK {
         try state.startIntent(id: intent, productId: productId, quantity: quantity, at: now())
         try crashAfter(.intentSaved)
         let result = try await storeKit.purchase(
-            productId: productId, quantity: quantity, appAccountToken: user.appAccountToken)
+            productId: productId, quantity: quantity, appAccountToken: user.appAccountToken, offer: offer)
         switch result {
         case .userCancelled:
             try state.endIntent(id: intent, state: "cancelled")

@@ -197,6 +197,26 @@ public struct ServerClient: Sendable {
         try await send("PUT", "/v1/me/consent", token: token, body: ConsentRequest(customerConsented: consented))
     }
 
+    /// `POST /v1/me/offers/sign`: a promotional offer of a subscription signed for the user with the app's In-App
+    /// Purchase key, both ways StoreKit takes it.
+    public func signOffer(productId: String, offerId: String, token: String) async throws(ServerClientError)
+        -> OfferSignatureResponse
+    {
+        try await send(
+            "POST", "/v1/me/offers/sign", token: token,
+            body: OfferSignatureRequest(productId: productId, offerId: offerId))
+    }
+
+    /// `POST /v1/me/offers/introductory-eligibility`: whether the user may take a subscription's introductory offer,
+    /// signed for StoreKit.
+    public func introductoryOfferEligibility(productId: String, token: String) async throws(ServerClientError)
+        -> IntroductoryOfferResponse
+    {
+        try await send(
+            "POST", "/v1/me/offers/introductory-eligibility", token: token,
+            body: IntroductoryOfferRequest(productId: productId))
+    }
+
     /// `GET /v1/me/events`: the server's hints of what changed for the user, as Server-Sent Events, until the
     /// connection drops (it then ends with ``ServerClientError/transport(_:)``) or the reader stops.
     public func events(token: String) -> AsyncThrowingStream<ServerEventSignal, any Error> {

@@ -37,10 +37,18 @@ public final class SimulatorStoreKit: StoreKitProvider {
 
     /// Buys through the simulator's payment sheet (always paid).
     public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws -> StorePurchaseResult {
+        try await purchase(productId: productId, quantity: quantity, appAccountToken: appAccountToken, offer: nil)
+    }
+
+    /// Buys through the simulator's payment sheet with an offer, which the simulator checks as the App Store does.
+    public func purchase(productId: String, quantity: Int, appAccountToken: UUID?, offer: StorePurchaseOffer?)
+        async throws -> StorePurchaseResult
+    {
         let report: Report = try await send(
             "POST", "simulator/purchase",
             body: PurchaseBody(
-                account: account, productId: productId, quantity: quantity, appAccountToken: appAccountToken))
+                account: account, productId: productId, quantity: quantity, appAccountToken: appAccountToken,
+                offer: offer))
         let state = try await deviceState()
         guard
             let transaction = state.transactions.last(where: {
@@ -217,6 +225,7 @@ public final class SimulatorStoreKit: StoreKitProvider {
         var productId: String
         var quantity: Int
         var appAccountToken: UUID?
+        var offer: StorePurchaseOffer?
     }
 
     private struct FinishBody: Encodable {

@@ -29,11 +29,14 @@ public struct CatalogProduct: Sendable, Hashable, Codable {
     /// The name support sees wherever the product appears (the panel, exports), e.g. "400,000 credits";
     /// `nil` shows the id.
     public var name: String?
+    /// For an auto-renewable subscription: the promotional offers (App Store Connect's offer identifiers) Coffer
+    /// signs for a customer; `nil` signs any the app asks for, leaving App Store Connect to refuse one it lacks.
+    public var offers: [String]?
 
     /// Creates a product.
     public init(
         id: String, kind: ProductKind, credits: Int64 = 0, entitlements: [String] = [], group: String? = nil,
-        durationDays: Int? = nil, name: String? = nil
+        durationDays: Int? = nil, name: String? = nil, offers: [String]? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -42,6 +45,7 @@ public struct CatalogProduct: Sendable, Hashable, Codable {
         self.group = group
         self.durationDays = durationDays
         self.name = name
+        self.offers = offers
     }
 
     /// The name to show: ``name`` when the catalog gives one, else the id.
@@ -102,6 +106,9 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
     case duplicateLoyaltyGroup(String)
     /// A product's display name is empty or longer than 100 characters.
     case invalidName(productId: String)
+    /// A product lists offers but is not an auto-renewable subscription, or lists one that cannot be an offer
+    /// identifier or lists one twice.
+    case invalidOffer(productId: String, offer: String)
 
     /// A one-line, human-readable explanation.
     public var description: String {
@@ -121,6 +128,9 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
             "loyalty rule for group \(group): periods must be at least 1 (got \(periods))"
         case .duplicateLoyaltyGroup(let group): "loyalty rule for group \(group) appears more than once"
         case .invalidName(let id): "product \(id): a name has 1 to 100 characters"
+        case .invalidOffer(let id, let offer):
+            "product \(id): offer \"\(offer)\" is not allowed (offers are for auto-renewable subscriptions, each "
+                + "1 to \(SubscriptionOffers.maximumIdentifierLength) letters, digits, '.', '_' or '-', once)"
         }
     }
 }
@@ -163,6 +173,12 @@ public struct Catalog: Sendable, Hashable {
             if let name = product.name, name.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty || name.count > 100
             {
                 throw .invalidName(productId: product.id)
+            }
+            var offers = Set<String>()
+            for offer in product.offers ?? [] {
+                guard product.kind == .autoRenewable, SubscriptionOffers.isValidIdentifier(offer),
+                    offers.insert(offer).inserted
+                else { throw .invalidOffer(productId: product.id, offer: offer) }
             }
             byId[product.id] = product
         }
@@ -207,7 +223,8 @@ public struct Catalog: Sendable, Hashable {
                     entitlements: entry.entitlements ?? [],
                     group: entry.group,
                     durationDays: entry.durationDays,
-                    name: entry.name
+                    name: entry.name,
+                    offers: entry.offers
                 ))
         }
         let rules = (document.loyalty ?? []).map {
@@ -221,7 +238,7 @@ public struct Catalog: Sendable, Hashable {
     public func product(id: String) -> CatalogProduct? { byId[id] }
 
     /// The catalog in the catalog file's shape (`products` with `id`, `kind`, `credits`, `name`, `entitlements`,
-    /// `group`, `durationDays`; `loyalty` rules), keys sorted: what `GET /v1/catalog` serves, and what
+    /// `group`, `durationDays`, `offers`; `loyalty` rules), keys sorted: what `GET /v1/catalog` serves, and what
     /// ``init(json:)`` reads back to the same catalog.
     public func json() -> Data {
         struct File: Encodable {
@@ -260,6 +277,7 @@ public struct Catalog: Sendable, Hashable {
             var group: String?
             var durationDays: Int?
             var name: String?
+            var offers: [String]?
         }
         struct Rule: Decodable {
             var group: String

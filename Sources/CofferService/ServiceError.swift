@@ -65,6 +65,12 @@ public enum ServiceError: Error, Sendable, Equatable {
         switch error {
         case let error as ServiceError: self = error
         case let error as LedgerError: self = .ledger(error)
+        case let error as OfferError:
+            switch error {
+            case .unknownProduct: self = .unknownProduct(error.description)
+            case .notASubscription, .invalidOfferIdentifier: self = .badRequest(error.description)
+            case .unknownOffer: self = .notFound(error.description)
+            }
         case let error as VerificationError:
             if case .retryableVerificationFailure = error {
                 self = .unavailable(code: error.status, message: error.message)

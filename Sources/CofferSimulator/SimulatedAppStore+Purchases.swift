@@ -58,9 +58,13 @@ extension SimulatedAppStore {
         return report
     }
 
-    func complete(account: String, product: CatalogProduct, quantity: Int, token: UUID?, offerCode: String? = nil)
-        throws(SimulatorError) -> SimulatorReport
-    {
+    /// - Parameters:
+    ///   - offer: The offer the purchase redeems (a promotional or win-back offer, an offer code), if any.
+    ///   - introductory: The app's signed word on the introductory offer; `nil` leaves the App Store's own rule.
+    func complete(
+        account: String, product: CatalogProduct, quantity: Int, token: UUID?, offer: RedeemedOffer? = nil,
+        introductory: Bool? = nil
+    ) throws(SimulatorError) -> SimulatorReport {
         var report = SimulatorReport()
         let now = clock.now()
         if product.kind == .nonConsumable,
@@ -74,9 +78,10 @@ extension SimulatedAppStore {
             if let existing = subscriptions[subscriptionKey(account, group)], existing.state != .expired,
                 existing.state != .revoked
             {
-                return try change(existing, to: product, offerCode: offerCode)
+                return try change(existing, to: product, offer: offer)
             }
-            return try subscribe(account: account, product: product, token: token, offerCode: offerCode)
+            return try subscribe(
+                account: account, product: product, token: token, offer: offer, introductory: introductory)
         }
         let id = nextIdentifier()
         var expires: Date?
@@ -88,7 +93,7 @@ extension SimulatedAppStore {
             purchaseDate: now, originalPurchaseDate: now, expiresDate: expires, quantity: quantity,
             appAccountToken: token, familyShared: false, renewal: false, price: price(product) * Int64(quantity),
             modified: now)
-        record.offerCode = offerCode
+        record.offer = offer
         add(record)
         report.happened.append("\(account) bought \(product.id) ×\(quantity): transaction \(id)")
         report.transactionIds.append(id)
@@ -97,28 +102,30 @@ extension SimulatedAppStore {
         return report
     }
 
-    /// A new subscription (SUBSCRIBED), or one redeemed with an offer code (OFFER_REDEEMED), with the same
-    /// subtypes: INITIAL_BUY for a customer new to the group, RESUBSCRIBE otherwise.
-    func subscribe(account: String, product: CatalogProduct, token: UUID?, offerCode: String? = nil)
-        throws(SimulatorError) -> SimulatorReport
-    {
+    /// A new subscription (SUBSCRIBED), or one redeemed with an offer (OFFER_REDEEMED), with the same subtypes:
+    /// INITIAL_BUY for a customer new to the group, RESUBSCRIBE otherwise.
+    func subscribe(
+        account: String, product: CatalogProduct, token: UUID?, offer redeemed: RedeemedOffer? = nil,
+        introductory: Bool? = nil
+    ) throws(SimulatorError) -> SimulatorReport {
         let group = product.group ?? product.id
         let now = clock.now()
         let previous = subscriptions[subscriptionKey(account, group)]
         let id = nextIdentifier()
         let originalId = previous?.originalId ?? id
         let original = previous.flatMap { self.record($0.originalId) }
-        // The introductory offer, for a customer who never subscribed in the group (an offer code replaces it).
-        let offer =
-            offerCode != nil || transactions.contains { $0.account == account && $0.product.group == group }
-            ? nil : configuration.introductoryOffers[product.id]
+        // The introductory offer, for a customer who never subscribed in the group unless the app's signed word
+        // says otherwise (another offer replaces it).
+        let eligible =
+            introductory ?? !transactions.contains { $0.account == account && $0.product.group == group }
+        let offer = redeemed != nil || !eligible ? nil : configuration.introductoryOffers[product.id]
         var record = SimulatedTransaction(
             id: id, originalId: originalId, webOrderLineItemId: nextIdentifier(), orderId: orderId(),
             account: account, product: product, purchaseDate: now,
             originalPurchaseDate: original?.originalPurchaseDate ?? now, expiresDate: now + period(product),
             quantity: 1, appAccountToken: token, familyShared: false, renewal: false, price: price(product),
             modified: now)
-        record.offerCode = offerCode
+        record.offer = redeemed
         if let offer {
             record.introductoryOffer = offer.paymentMode
             // In milliunits, as Apple's price fields; an offer price out of range (a test's mistake) is free.
@@ -140,7 +147,7 @@ extension SimulatedAppStore {
         report.transactionIds.append(id)
         report.append(
             try notify(
-                offerCode == nil ? "SUBSCRIBED" : "OFFER_REDEEMED", previous == nil ? "INITIAL_BUY" : "RESUBSCRIBE",
+                redeemed == nil ? "SUBSCRIBED" : "OFFER_REDEEMED", previous == nil ? "INITIAL_BUY" : "RESUBSCRIBE",
                 transactionId: id))
         report.append(try shareWithFamily(id))
         return report
@@ -151,15 +158,15 @@ extension SimulatedAppStore {
     /// (DID_CHANGE_RENEWAL_PREF, or OFFER_REDEEMED with an offer code, UPGRADE or DOWNGRADE). Choosing the current
     /// product again reverts a pending downgrade (DID_CHANGE_RENEWAL_PREF without a subtype); an offer code for it
     /// applies from the next renewal (OFFER_REDEEMED without a subtype).
-    func change(_ subscription: SimulatedSubscription, to product: CatalogProduct, offerCode: String? = nil)
+    func change(_ subscription: SimulatedSubscription, to product: CatalogProduct, offer: RedeemedOffer? = nil)
         throws(SimulatorError) -> SimulatorReport
     {
         var subscription = subscription
         var report = SimulatorReport()
         let key = subscriptionKey(subscription.account, subscription.group)
-        let type = offerCode == nil ? "DID_CHANGE_RENEWAL_PREF" : "OFFER_REDEEMED"
+        let type = offer == nil ? "DID_CHANGE_RENEWAL_PREF" : "OFFER_REDEEMED"
         guard product.id != subscription.productId else {
-            if offerCode != nil {
+            if offer != nil {
                 report.happened.append(
                     "\(subscription.account) redeemed an offer for \(product.id), from the next renewal")
                 report.append(try notify(type, nil, transactionId: subscription.latestTransactionId))
@@ -180,7 +187,7 @@ extension SimulatedAppStore {
             update(subscription.latestTransactionId) { $0.isUpgraded = true }
             let record = nextPeriod(of: subscription, product: product, from: now, renewal: false)
             let id = record.id
-            update(id) { $0.offerCode = offerCode }
+            update(id) { $0.offer = offer }
             subscription.productId = product.id
             subscription.autoRenewProductId = product.id
             subscription.latestTransactionId = id

@@ -46,9 +46,9 @@ extension SimulatedAppStore {
                 case .payUpFront: "PAY_UP_FRONT"
                 }
         }
-        if let code = record.offerCode {
-            payload.rawOfferType = 3  // an offer code
-            payload.offerIdentifier = code
+        if let offer = record.offer {
+            payload.rawOfferType = offer.type.rawValue
+            payload.offerIdentifier = offer.identifier
         }
         payload.rawEnvironment = environment(of: record.account).rawValue
         payload.storefront = configuration.storefront

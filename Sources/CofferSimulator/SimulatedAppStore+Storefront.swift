@@ -79,7 +79,8 @@ extension SimulatedAppStore {
             throw SimulatorError("invalid-state", "\(account) already redeemed \(code)")
         }
         var report = try complete(
-            account: account, product: product(productId), quantity: 1, token: nil, offerCode: code)
+            account: account, product: product(productId), quantity: 1, token: nil,
+            offer: RedeemedOffer(type: .subscriptionOfferCode, identifier: code))
         redeemedCodes.insert("\(account)\u{1F}\(code)")
         report.happened.insert("\(account) redeemed offer code \(code)", at: 0)
         for id in report.transactionIds where record(id)?.account == account { pushUpdate(id) }

@@ -35,10 +35,25 @@ public final class SimulatedDevice: StoreKitProvider {
 
     /// Buys through the simulated payment sheet.
     public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws -> StorePurchaseResult {
+        try await purchase(productId: productId, quantity: quantity, appAccountToken: appAccountToken, offer: nil)
+    }
+
+    /// Buys through the simulated payment sheet with an offer, checked as the App Store checks it
+    /// (``SimulatedAppStore/purchase(account:productId:appAccountToken:offer:outcome:)``).
+    public func purchase(productId: String, quantity: Int, appAccountToken: UUID?, offer: StorePurchaseOffer?)
+        async throws -> StorePurchaseResult
+    {
         let chosen = outcome.take(keep: false)
-        let report = try await store.purchase(
-            account: account, productId: productId, quantity: quantity, appAccountToken: appAccountToken,
-            outcome: chosen)
+        let report =
+            if let offer {
+                try await store.purchase(
+                    account: account, productId: productId, appAccountToken: appAccountToken, offer: offer,
+                    outcome: chosen)
+            } else {
+                try await store.purchase(
+                    account: account, productId: productId, quantity: quantity, appAccountToken: appAccountToken,
+                    outcome: chosen)
+            }
         switch chosen {
         case .userCancelled: return .userCancelled
         case .askToBuy: return .pending

@@ -96,6 +96,12 @@ public struct SimulatorConfiguration: Sendable {
     /// `SKIncludeConsumableInAppPurchaseHistory`: off (as on a real device by default), finished consumables
     /// that were not refunded are missing from the device's `Transaction.all`.
     public var includeConsumableHistory = false
+    /// The In-App Purchase keys the app signs offers with (the App Store Server API key's), as the App Store knows
+    /// them; `nil` refuses every signed offer (promotional offers, introductory-offer eligibility).
+    public var offerKeys: APITokenVerifier?
+    /// Win-back offers by subscription product id, as App Store Connect lists them: an account whose subscription
+    /// of the group lapsed may buy with one.
+    public var winBackOffers: [String: [String]] = [:]
 
     /// Creates a configuration.
     public init(bundleId: String, appAppleId: Int64, environment: SignedDataEnvironment = .sandbox) {
@@ -128,12 +134,20 @@ struct SimulatedTransaction: Sendable {
     var finished = false
     /// The introductory offer this period was bought with, if any (a free trial pays nothing).
     var introductoryOffer: StoreIntroductoryOffer.PaymentMode?
-    /// The offer code this transaction was redeemed with, if any.
-    var offerCode: String?
+    /// The offer this transaction was redeemed with, if any (a promotional or win-back offer, an offer code).
+    var offer: RedeemedOffer?
     /// When this record last changed (purchase, refund, reversal), for history order.
     var modified: Date
 
     var isRevoked: Bool { revocationDate != nil }
+}
+
+/// An offer a subscription transaction was bought with, as its `offerType` and `offerIdentifier` say.
+struct RedeemedOffer: Sendable, Equatable {
+    /// Apple's kind of offer.
+    var type: OfferType
+    /// The offer's identifier (a promotional or win-back offer's id, or the offer code).
+    var identifier: String
 }
 
 /// The state of one auto-renewable subscription (one per account and group).

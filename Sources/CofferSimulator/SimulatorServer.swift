@@ -161,6 +161,7 @@ public enum SimulatorServer {
         var consentRequired: Bool?
         var days: Int32?
         var storefronts: [String]?
+        var offer: StorePurchaseOffer?
 
         func require<T>(_ value: T?, _ name: String) throws(SimulatorError) -> T {
             guard let value else { throw SimulatorError("invalid-request", "\(name) is required") }
@@ -190,7 +191,14 @@ public enum SimulatorServer {
             (
                 "purchase",
                 { control throws(SimulatorError) in
-                    try await store.purchase(
+                    if let offer = control.offer {
+                        return try await store.purchase(
+                            account: control.require(control.account, "account"),
+                            productId: control.require(control.productId, "productId"),
+                            appAccountToken: control.appAccountToken, offer: offer,
+                            outcome: control.outcome ?? .success)
+                    }
+                    return try await store.purchase(
                         account: control.require(control.account, "account"),
                         productId: control.require(control.productId, "productId"), quantity: control.quantity ?? 1,
                         appAccountToken: control.appAccountToken, outcome: control.outcome ?? .success)

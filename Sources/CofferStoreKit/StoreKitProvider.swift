@@ -15,6 +15,11 @@ public protocol StoreKitProvider: Sendable {
     ///   - appAccountToken: The Coffer user's account token, carried in the signed transaction.
     func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws -> StorePurchaseResult
 
+    /// Buys a subscription with an offer applied (``StorePurchaseOffer``), as `Product.purchase(options:)` with the
+    /// offer's purchase options does; `nil` buys without one. A default refuses every offer.
+    func purchase(productId: String, quantity: Int, appAccountToken: UUID?, offer: StorePurchaseOffer?)
+        async throws -> StorePurchaseResult
+
     /// Transactions that arrive outside a purchase call (renewals, Ask to Buy approvals, refunds, purchases
     /// on other devices), as `Transaction.updates`. A new stream starts with every unfinished transaction.
     /// Transactions StoreKit could not verify come too, marked (``StoreTransaction/verificationFailure``), so the

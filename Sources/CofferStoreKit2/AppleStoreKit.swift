@@ -43,10 +43,19 @@ public struct AppleStoreKit: StoreKitProvider {
     public func purchase(productId: String, quantity: Int, appAccountToken: UUID?) async throws
         -> StorePurchaseResult
     {
+        try await purchase(productId: productId, quantity: quantity, appAccountToken: appAccountToken, offer: nil)
+    }
+
+    /// Buys with an offer's purchase options too (``offerOptions(_:for:)``), confirmed as ``purchase(productId:quantity:appAccountToken:)``
+    /// is.
+    public func purchase(productId: String, quantity: Int, appAccountToken: UUID?, offer: StorePurchaseOffer?)
+        async throws -> StorePurchaseResult
+    {
         guard let product = try await Product.products(for: [productId]).first else {
             throw AppleStoreKitError.unknownProduct(productId)
         }
-        let options = Self.options(quantity, appAccountToken)
+        var options = Self.options(quantity, appAccountToken)
+        if let offer { options.formUnion(try Self.offerOptions(offer, for: product)) }
         #if os(iOS) || os(visionOS) || !canImport(StoreKit)
             return Self.purchaseResult(try await Self.purchase(product, options, in: scene))
         #else
@@ -224,6 +233,42 @@ public struct AppleStoreKit: StoreKitProvider {
         var options: Set<Product.PurchaseOption> = [.quantity(quantity)]
         if let appAccountToken { options.insert(.appAccountToken(appAccountToken)) }
         return options
+    }
+
+    /// An offer's purchase options: a promotional offer's JWS (`promotionalOffer(_:compactJWS:)`, Xcode 26's SDK)
+    /// or, from an older SDK, its earlier signature (`promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`);
+    /// the server's word on the introductory offer (`introductoryOfferEligibility(compactJWS:)`, Xcode 16.3's SDK; an
+    /// older one leaves StoreKit's own eligibility); a win-back offer of the product's (`winBackOffer(_:)`, iOS 18).
+    static func offerOptions(_ offer: StorePurchaseOffer, for product: Product) throws -> Set<Product.PurchaseOption> {
+        switch offer {
+        case .promotional(let offerId, let compactJWS, let signature):
+            #if compiler(>=6.2)
+                _ = signature
+                return Set(Product.PurchaseOption.promotionalOffer(offerId, compactJWS: compactJWS))
+            #else
+                _ = compactJWS
+                return [
+                    .promotionalOffer(
+                        offerID: offerId, keyID: signature.keyId, nonce: signature.nonce,
+                        signature: signature.signature, timestamp: signature.timestamp)
+                ]
+            #endif
+        case .introductoryEligibility(let compactJWS):
+            #if compiler(>=6.1)
+                return [.introductoryOfferEligibility(compactJWS: compactJWS)]
+            #else
+                _ = compactJWS
+                return []
+            #endif
+        case .winBack(let offerId):
+            guard #available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+                throw StorePurchaseOfferError.needsNewerSystem("a win-back offer needs iOS 18 or macOS 15")
+            }
+            guard let found = product.subscription?.winBackOffers.first(where: { $0.id == offerId }) else {
+                throw StorePurchaseOfferError.unknownOffer(offerId)
+            }
+            return [.winBackOffer(found)]
+        }
     }
 
     static func purchaseResult(_ result: Product.PurchaseResult) -> StorePurchaseResult {

@@ -90,6 +90,14 @@ extension Product {
             case quantity(Int)
             /// The app account token.
             case appAccountToken(UUID)
+            /// A promotional offer with its JWS.
+            case promotionalOffer(offerID: String, compactJWS: String)
+            /// A promotional offer with the earlier signature.
+            case promotionalOfferV1(offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp: Int)
+            /// The app's signed word on introductory-offer eligibility.
+            case introductoryOfferEligibility(compactJWS: String)
+            /// A win-back offer.
+            case winBackOffer(Product.SubscriptionOffer)
         }
 
         /// What the option says.
@@ -101,6 +109,39 @@ extension Product {
         /// `static func appAccountToken(_ token: UUID) -> Product.PurchaseOption`.
         public static func appAccountToken(_ token: UUID) -> PurchaseOption {
             PurchaseOption(value: .appAccountToken(token))
+        }
+
+        /// `@backDeployed(before: iOS 26.0, macOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0) static func
+        /// promotionalOffer(_ offerID: String, compactJWS: String) -> [Product.PurchaseOption]`
+        /// (SK/product/purchaseoption/promotionaloffer(_:compactjws:); Xcode 26's SDK).
+        public static func promotionalOffer(_ offerID: String, compactJWS: String) -> [PurchaseOption] {
+            [PurchaseOption(value: .promotionalOffer(offerID: offerID, compactJWS: compactJWS))]
+        }
+
+        /// `static func promotionalOffer(offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp:
+        /// Int) -> Product.PurchaseOption` (SK/product/purchaseoption/promotionaloffer(offerid:keyid:nonce:signature:timestamp:);
+        /// deprecated in iOS 26).
+        public static func promotionalOffer(
+            offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp: Int
+        )
+            -> PurchaseOption
+        {
+            PurchaseOption(
+                value: .promotionalOfferV1(
+                    offerID: offerID, keyID: keyID, nonce: nonce, signature: signature, timestamp: timestamp))
+        }
+
+        /// `@backDeployed(before: iOS 18.4, macOS 15.4, tvOS 18.4, watchOS 11.4, visionOS 2.4) static func
+        /// introductoryOfferEligibility(compactJWS: String) -> Product.PurchaseOption`
+        /// (SK/product/purchaseoption/introductoryoffereligibility(compactjws:); Xcode 16.3's SDK).
+        public static func introductoryOfferEligibility(compactJWS: String) -> PurchaseOption {
+            PurchaseOption(value: .introductoryOfferEligibility(compactJWS: compactJWS))
+        }
+
+        /// `static func winBackOffer(_ offer: Product.SubscriptionOffer) -> Product.PurchaseOption`
+        /// (SK/product/purchaseoption/winbackoffer(_:); iOS 18, macOS 15, tvOS 18, watchOS 11, visionOS 2).
+        public static func winBackOffer(_ offer: Product.SubscriptionOffer) -> PurchaseOption {
+            PurchaseOption(value: .winBackOffer(offer))
         }
     }
 
@@ -122,15 +163,19 @@ extension Product {
         public let subscriptionPeriod: Product.SubscriptionPeriod
         /// `let introductoryOffer: Product.SubscriptionOffer?`.
         public let introductoryOffer: Product.SubscriptionOffer?
+        /// `let winBackOffers: [Product.SubscriptionOffer]` (SK/product/subscriptioninfo/winbackoffers; iOS 18): every
+        /// win-back offer configured, eligible or not.
+        public let winBackOffers: [Product.SubscriptionOffer]
 
         /// The mirror's own: a subscription for a test.
         public init(
             subscriptionGroupID: String, subscriptionPeriod: Product.SubscriptionPeriod,
-            introductoryOffer: Product.SubscriptionOffer? = nil
+            introductoryOffer: Product.SubscriptionOffer? = nil, winBackOffers: [Product.SubscriptionOffer] = []
         ) {
             self.subscriptionGroupID = subscriptionGroupID
             self.subscriptionPeriod = subscriptionPeriod
             self.introductoryOffer = introductoryOffer
+            self.winBackOffers = winBackOffers
         }
 
         /// `var isEligibleForIntroOffer: Bool { get async }`
@@ -180,6 +225,8 @@ extension Product {
 
     /// `struct SubscriptionOffer` (SK/product/subscriptionoffer): `Equatable, Hashable`.
     public struct SubscriptionOffer: Equatable, Hashable, Sendable {
+        /// `let id: String?` (SK/product/subscriptionoffer/id): `nil` for an introductory offer.
+        public let id: String?
         /// `let price: Decimal`.
         public let price: Decimal
         /// `let displayPrice: String`.
@@ -193,9 +240,10 @@ extension Product {
 
         /// The mirror's own: an offer for a test.
         public init(
-            price: Decimal, displayPrice: String, period: Product.SubscriptionPeriod, periodCount: Int,
-            paymentMode: Product.SubscriptionOffer.PaymentMode
+            id: String? = nil, price: Decimal, displayPrice: String, period: Product.SubscriptionPeriod,
+            periodCount: Int, paymentMode: Product.SubscriptionOffer.PaymentMode
         ) {
+            self.id = id
             self.price = price
             self.displayPrice = displayPrice
             self.period = period

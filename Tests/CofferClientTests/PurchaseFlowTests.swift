@@ -6,6 +6,7 @@ import CofferService
 import CofferSimulator
 import CofferStore
 import CofferStoreKit
+import Crypto
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -116,19 +117,32 @@ struct PurchaseFlowTests {
     /// - Parameter products: More products for the catalog beside the credits and no-ads.
     /// - Parameter simulator: Changes to the simulator's settings (names, prices, offers, offer codes).
     /// - Parameter appStoreOnly: Products the App Store sells that the server's catalog lacks.
+    /// - Parameter offerKey: The app's In-App Purchase key: the server signs offers with it (an App Store Server API
+    ///   client whose host is never called) and the simulator checks them with its public half.
     static func withWorld(
         wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [CatalogProduct] = [],
         loyalty: [LoyaltyRule] = [], simulator: (inout SimulatorConfiguration) -> Void = { _ in },
         push: (any PushSender)? = nil, cloudKitProof: Bool = false, appStoreOnly: [CatalogProduct] = [],
-        _ body: @Sendable (World) async throws -> Void
+        offerKey: P256.Signing.PrivateKey? = nil, _ body: @Sendable (World) async throws -> Void
     ) async throws {
         var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
         simulator(&simulatorConfiguration)
-        let configured = simulatorConfiguration
+        var appStoreAPI: AppStoreServerAPIClient?
+        if let offerKey {
+            let (keyId, issuerId) = ("OFFERKEY01", "57246542-96fe-1a63-e053-0824d011072a")
+            simulatorConfiguration.offerKeys = APITokenVerifier(
+                keys: [keyId: offerKey.publicKey], issuerId: issuerId, bundleId: bundleId)
+            appStoreAPI = AppStoreServerAPIClient(
+                httpClient: .shared,
+                credentials: .init(keyId: keyId, issuerId: issuerId, bundleId: bundleId, privateKey: offerKey),
+                environment: .sandbox, baseURL: "http://127.0.0.1:9")
+        }
+        let (configured, signing) = (simulatorConfiguration, appStoreAPI)
         guard cloudKitProof else {
             return try await withWorld(
                 wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
-                simulator: configured, push: push, cloudKit: nil, appStoreOnly: appStoreOnly, body)
+                simulator: configured, push: push, cloudKit: nil, appStoreOnly: appStoreOnly, appStoreAPI: signing,
+                body)
         }
         // CloudKit Web Services, for a server that wants a web auth token with each claim.
         let cloudKit = SimulatedCloudKit(container: "iCloud.\(bundleId)", keys: [:], apiTokens: ["console-api-token"])
@@ -138,7 +152,8 @@ struct PurchaseFlowTests {
             let cloudKitURL = "http://127.0.0.1:\(try #require(cloudKitClient.port))"
             try await withWorld(
                 wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
-                simulator: configured, push: push, cloudKit: (cloudKit, cloudKitURL), appStoreOnly: appStoreOnly, body)
+                simulator: configured, push: push, cloudKit: (cloudKit, cloudKitURL), appStoreOnly: appStoreOnly,
+                appStoreAPI: signing, body)
         }
     }
 
@@ -146,7 +161,7 @@ struct PurchaseFlowTests {
         wallet: WalletMode, serverOnSimulatedTime: Bool, products: [CatalogProduct], loyalty: [LoyaltyRule],
         simulator simulatorConfiguration: SimulatorConfiguration, push: (any PushSender)?,
         cloudKit: (SimulatedCloudKit, url: String)?, appStoreOnly: [CatalogProduct],
-        _ body: @Sendable (World) async throws -> Void
+        appStoreAPI: AppStoreServerAPIClient?, _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -176,7 +191,7 @@ struct PurchaseFlowTests {
         let app = try buildApplication(
             configuration: configuration,
             dependencies: try ServerDependencies(
-                store: serverStore, verifier: verifier, catalog: catalog,
+                store: serverStore, verifier: verifier, catalog: catalog, appStoreAPI: appStoreAPI,
                 now: { serverOnSimulatedTime ? clock.now() : Date() }, push: push, cloudKitIdentity: identity))
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-sdk-\(UUID().uuidString)")
         try await app.test(.live) { client in
