@@ -83,13 +83,15 @@ schemas = {
                                                       "transaction: the signatures serve them alone"),
                                    "promotionalOfferSignatureV2": S("Compact JWS for "
                                                                     "Product.PurchaseOption.promotionalOffer(_:compactJWS:)"),
-                                   "promotionalOfferSignatureV1": ref("PromotionalOfferSignatureV1")},
-                                  required=["productId", "offerId", "promotionalOfferSignatureV2",
-                                            "promotionalOfferSignatureV1"]),
+                                   "promotionalOfferSignatureV1": ref("PromotionalOfferSignatureV1")}),
     "IntroductoryOfferRequest": obj({"productId": S("An auto-renewable subscription of the catalog")}),
     "IntroductoryOfferResponse": obj({"productId": S(), "allowIntroductoryOffer": {"type": "boolean"},
-                                      "transactionId": S(), "signature": S("Compact JWS for "
-                                      "Product.PurchaseOption.introductoryOfferEligibility(compactJWS:)")}),
+                                      "transactionId": S("The transaction the signature is tied to"),
+                                      "signature": S("Compact JWS for "
+                                                     "Product.PurchaseOption.introductoryOfferEligibility(compactJWS:); "
+                                                     "absent when Coffer signs nothing (a yes for a customer "
+                                                     "without an Apple account): StoreKit's own rule applies")},
+                                     required=["productId", "allowIntroductoryOffer"]),
     "LoyaltyRule": obj({"group": S(), "periods": I(minimum=1), "entitlements": {"type": "array", "items": S()}}),
     "Catalog": obj({"products": {"type": "array", "items": ref("CatalogProduct")},
                     "loyalty": {"type": "array", "items": ref("LoyaltyRule")}}),
@@ -520,7 +522,9 @@ paths = {
                       "400": ERR("The body is not valid, the product is not an auto-renewable subscription, or "
                                  "the offer identifier is malformed"),
                       "401": ERR("No valid token"),
-                      "404": ERR("The catalog lists the product's offers, and not this one"),
+                      "404": ERR("The catalog lists the product's offers, and not this one; or the customer has "
+                                 "neither an Apple account nor a subscription of the group to tie it to"),
+                      "429": ERR("Too many signatures for this customer (rate-limited); Retry-After says when"),
                       "422": ERR("The catalog does not sell the product (unknown-product)"),
                       "503": ERR("No In-App Purchase key is configured (offers-unavailable)")}}},
     "/v1/me/offers/introductory-eligibility": {"post": {
@@ -529,7 +533,7 @@ paths = {
         "responses": {"200": answer("Signed", "IntroductoryOfferResponse"),
                       "400": ERR("The body is not valid, or the product is not an auto-renewable subscription"),
                       "401": ERR("No valid token"),
-                      "404": ERR("The customer has neither an Apple account nor a transaction to tie it to"),
+                      "429": ERR("Too many signatures for this customer (rate-limited); Retry-After says when"),
                       "422": ERR("The catalog does not sell the product (unknown-product)"),
                       "503": ERR("No In-App Purchase key is configured (offers-unavailable)")}}},
     "/v1/me/adjustments": {"get": {

@@ -15,13 +15,15 @@ public struct IntroductoryOfferResponse: Codable, Sendable, Equatable {
     /// Whether the customer may take the introductory offer: only one who never bought a subscription of its
     /// group, by every purchase Coffer recorded for them.
     public var allowIntroductoryOffer: Bool
-    /// The transaction the signature is tied to (the customer's `appTransactionId`, else their latest transaction).
-    public var transactionId: String
-    /// The compact JWS, for `Product.PurchaseOption.introductoryOfferEligibility(compactJWS:)`.
-    public var signature: String
+    /// The transaction the signature is tied to (the customer's `appTransactionId`, else their latest purchase of
+    /// the group); `nil` without a signature.
+    public var transactionId: String?
+    /// The compact JWS, for `Product.PurchaseOption.introductoryOfferEligibility(compactJWS:)`; `nil` when Coffer
+    /// signs nothing and StoreKit's own eligibility applies (a "yes" for a customer without an Apple account).
+    public var signature: String?
 
     /// Creates the answer.
-    public init(productId: String, allowIntroductoryOffer: Bool, transactionId: String, signature: String) {
+    public init(productId: String, allowIntroductoryOffer: Bool, transactionId: String?, signature: String?) {
         self.productId = productId
         self.allowIntroductoryOffer = allowIntroductoryOffer
         self.transactionId = transactionId

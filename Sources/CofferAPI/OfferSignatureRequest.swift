@@ -19,9 +19,9 @@ public struct OfferSignatureResponse: Codable, Sendable, Equatable {
     public var productId: String
     /// The promotional offer's identifier.
     public var offerId: String
-    /// The transaction the signatures are tied to (the customer's `appTransactionId`, else their latest
-    /// transaction), so they serve this customer alone; `nil` when the customer has none yet.
-    public var transactionId: String?
+    /// The transaction the JWS is tied to (the customer's `appTransactionId`, else their latest purchase of the
+    /// subscription's group), so it serves this customer alone.
+    public var transactionId: String
     /// The compact JWS, for `Product.PurchaseOption.promotionalOffer(_:compactJWS:)`.
     public var promotionalOfferSignatureV2: String
     /// The earlier signature, for `Product.PurchaseOption.promotionalOffer(offerID:keyID:nonce:signature:timestamp:)`
@@ -30,7 +30,7 @@ public struct OfferSignatureResponse: Codable, Sendable, Equatable {
 
     /// Creates the answer.
     public init(
-        productId: String, offerId: String, transactionId: String?, promotionalOfferSignatureV2: String,
+        productId: String, offerId: String, transactionId: String, promotionalOfferSignatureV2: String,
         promotionalOfferSignatureV1: PromotionalOfferSignatureV1
     ) {
         self.productId = productId

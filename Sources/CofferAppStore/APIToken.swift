@@ -64,7 +64,9 @@ public struct APITokenVerifier: Sendable {
         guard let nonce = claims.nonce, !nonce.isEmpty else { throw Refusal(description: "the signature has no nonce") }
         guard let issuedAt = claims.iat else { throw Refusal(description: "the signature lacks iat") }
         let age = now.timeIntervalSince1970 - issuedAt
-        guard age <= 86_400, age >= -60 else { throw Refusal(description: "the signature is older than 24 hours") }
+        guard age <= 86_400, age >= -60 else {
+            throw Refusal(description: "the signature is older than 24 hours or not yet valid")
+        }
         guard let productId = claims.productId else { throw Refusal(description: "the signature names no product") }
         return OfferClaims(
             productId: productId, offerIdentifier: claims.offerIdentifier, transactionId: claims.transactionId,

@@ -226,8 +226,12 @@ struct AppStoreSimCommand: AsyncParsableCommand {
                 keys: [apiKey.keyId: publicKey], issuerId: apiKey.issuerId, bundleId: bundleId)
             // The App Store knows the app's In-App Purchase key: the offers Coffer signs with it are checked on purchase.
             configuration.offerKeys = tokens
-            configuration.winBackOffers = try Self.pairs(winBackOffers, "win-back-offer").reduce(into: [:]) {
-                $0[$1.value, default: []].append($1.key)
+            for value in winBackOffers {
+                let parts = value.split(separator: "=", maxSplits: 1).map(String.init)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                    throw ValidationError("--win-back-offer takes OFFER_ID=PRODUCT_ID, not \(value)")
+                }
+                configuration.winBackOffers[parts[1], default: []].append(parts[0])
             }
             for (product, _) in configuration.winBackOffers where products.product(id: product)?.kind != .autoRenewable
             {

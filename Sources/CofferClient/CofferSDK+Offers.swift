@@ -27,9 +27,10 @@ extension CofferSDK {
     /// let result = try await coffer.purchase("com.example.pro.monthly", offer: .promotional("winback.50"))
     /// ```
     ///
-    /// - Throws: ``SDKError/offerRefused(_:)`` when the server will not sign the offer,
-    ///   ``ServerClientError/transport(_:)`` when it cannot be reached (nothing is bought without its signature),
-    ///   and what ``purchase(productId:quantity:)`` throws.
+    /// - Throws: ``SDKError/offerRefused(_:)`` when the server will not sign a promotional offer,
+    ///   ``ServerClientError/transport(_:)`` when it cannot be reached or has no In-App Purchase key (503
+    ///   `offers-unavailable`: nothing is bought without its signature), and what ``purchase(productId:quantity:)``
+    ///   throws.
     public func purchase(_ productId: String, offer: CofferOffer) async throws -> PurchaseResult {
         guard catalog.product(id: productId) != nil else { throw SDKError.unknownProduct(productId) }
         let signed = try await storeOffer(offer, productId: productId)
@@ -37,37 +38,41 @@ extension CofferSDK {
         return try await purchase(productId: productId, quantity: 1, offer: signed)
     }
 
-    /// What StoreKit is handed for `offer`: the server's signatures, fetched now; `nil` when the server cannot tie an
-    /// eligibility to this customer (no Apple account, no transaction yet), so StoreKit's own eligibility applies.
+    /// What StoreKit is handed for `offer`: the server's signatures, fetched now. For the introductory offer, `nil`
+    /// (StoreKit's own eligibility applies) when the server signs nothing (a "yes" for a customer without an Apple
+    /// account), cannot sign (no In-App Purchase key) or cannot be reached: Apple's rule is the safe one.
     func storeOffer(_ offer: CofferOffer, productId: String) async throws -> StorePurchaseOffer? {
-        do {
-            switch offer {
-            case .promotional(let offerId):
-                let signed = try await signedIn {
+        switch offer {
+        case .promotional(let offerId):
+            let signed: OfferSignatureResponse
+            do {
+                signed = try await signedIn {
                     try await server.signOffer(productId: productId, offerId: offerId, token: $0)
                 }
-                let v1 = signed.promotionalOfferSignatureV1
-                guard let nonce = UUID(uuidString: v1.nonce), let bytes = Data(base64Encoded: v1.encodedSignature),
-                    let timestamp = Int(exactly: v1.timestamp)
-                else { throw SDKError.offerRefused("the server's offer signature is malformed") }
-                return .promotional(
-                    offerId: offerId, compactJWS: signed.promotionalOfferSignatureV2,
-                    signature: StoreOfferSignature(
-                        keyId: v1.keyId, nonce: nonce, signature: bytes, timestamp: timestamp))
-            case .introductory:
+            } catch ServerClientError.refused(_, let code, let why) {
+                throw SDKError.offerRefused("\(code): \(why)")
+            }
+            let v1 = signed.promotionalOfferSignatureV1
+            guard let nonce = UUID(uuidString: v1.nonce), let bytes = Data(base64Encoded: v1.encodedSignature),
+                let timestamp = Int(exactly: v1.timestamp)
+            else { throw SDKError.offerRefused("the server's offer signature is malformed") }
+            return .promotional(
+                offerId: offerId, compactJWS: signed.promotionalOfferSignatureV2,
+                signature: StoreOfferSignature(keyId: v1.keyId, nonce: nonce, signature: bytes, timestamp: timestamp))
+        case .introductory:
+            do {
                 let signed = try await signedIn {
                     try await server.introductoryOfferEligibility(productId: productId, token: $0)
                 }
-                return .introductoryEligibility(compactJWS: signed.signature)
-            case .winBack(let offerId):
-                return .winBack(offerId: offerId)
+                guard let signature = signed.signature else { return nil }
+                return .introductoryEligibility(compactJWS: signature)
+            } catch let error as ServerClientError {
+                configuration.log(
+                    .info, .purchase, "purchase \(productId): no signed eligibility (\(error)); StoreKit decides")
+                return nil
             }
-        } catch ServerClientError.refused(404, _, _) where offer == .introductory {
-            configuration.log(
-                .info, .purchase, "purchase \(productId): the server cannot sign eligibility yet; StoreKit decides")
-            return nil
-        } catch ServerClientError.refused(_, let code, let why) {
-            throw SDKError.offerRefused("\(code): \(why)")
+        case .winBack(let offerId):
+            return .winBack(offerId: offerId)
         }
     }
 

@@ -327,7 +327,7 @@ public enum SDKError: Error, Equatable, Sendable {
     /// StoreKit could not verify the purchase on the device, and the server refused its signed form too (why): a
     /// forged or tampered transaction. Nothing was delivered; it is finished, so it is not met again.
     case unverifiedPurchase(transactionId: String, reason: String)
-    /// The server would not sign the offer (why: a product that is not a subscription, an offer the catalog does not
-    /// list, a server without an In-App Purchase key): nothing was bought.
+    /// The server would not sign the promotional offer (why: a product that is not a subscription, an offer the
+    /// catalog does not list, a customer with nothing to tie it to): nothing was bought.
     case offerRefused(String)
 }

@@ -44,7 +44,7 @@ struct ClientAPI: Sendable {
         routes.get("v1/me/purchases", use: purchases)
         routes.post("v1/transactions", use: present)
         routes.addRoutes(WalletAPI(api: self).routes)
-        routes.addRoutes(OffersAPI(api: self).routes)
+        routes.addRoutes(OffersAPI(api: self, limiter: RateLimiter(limit: configuration.offerSigningLimit)).routes)
         routes.addRoutes(EventsAPI(api: self).routes)
         routes.addRoutes(ReceiptsAPI(api: self).routes)
         return routes

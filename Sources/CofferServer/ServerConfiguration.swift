@@ -32,6 +32,9 @@ public struct ServerConfiguration: Sendable {
     public var userCreationLimit = RateLimit(burst: 60, perSecond: 1)
     /// Notifications that fail verification per client address; Apple's, which verify, are never counted.
     public var notificationFailureLimit = RateLimit(burst: 60, perSecond: 1)
+    /// Offer signatures per customer (`/v1/me/offers/...`): two ECDSA signatures each, more than a shop screen
+    /// ever asks for, then one every five seconds.
+    public var offerSigningLimit = RateLimit(burst: 20, perSecond: 0.2)
     /// Event streams one user may hold open.
     public var eventStreamsPerUser = 4
     /// Event streams one client address (IPv6 by /64) may hold open, whatever tokens it presents.

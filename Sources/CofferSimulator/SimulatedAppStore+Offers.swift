@@ -28,10 +28,15 @@ extension SimulatedAppStore {
             return try purchase(
                 account: account, productId: productId, appAccountToken: appAccountToken, outcome: outcome)
         }
-        for nonce in checked.nonces { offerNonces.insert(nonce) }
-        return try complete(
+        let report = try complete(
             account: account, product: product, quantity: 1, token: appAccountToken, offer: checked.offer,
             introductory: checked.introductory)
+        // Each nonce once, as the App Store takes it; a signature is refused after 24 hours anyway, so only the
+        // nonces of a day are kept.
+        let now = clock.now()
+        offerNonces = offerNonces.filter { now.timeIntervalSince($0.value) < 86_400 + 60 }
+        for nonce in checked.nonces { offerNonces[nonce] = now }
+        return report
     }
 
     private func check(_ offer: StorePurchaseOffer, account: String, product: CatalogProduct, token: UUID?)
@@ -51,8 +56,9 @@ extension SimulatedAppStore {
             let claims = try verified(
                 compactJWS, audience: OfferSignatureCreator.introductoryOfferEligibilityAudience, account: account,
                 product: product)
-            guard let allowed = claims.allowIntroductoryOffer else {
-                throw SimulatorError("invalid-offer", "the eligibility signature lacks allowIntroductoryOffer")
+            guard let allowed = claims.allowIntroductoryOffer, claims.transactionId != nil else {
+                throw SimulatorError(
+                    "invalid-offer", "the eligibility signature lacks allowIntroductoryOffer or transactionId")
             }
             return (nil, allowed, [claims.nonce])
         case .winBack(let offerId):
@@ -91,7 +97,7 @@ extension SimulatedAppStore {
         {
             throw SimulatorError("invalid-offer", "the signature is tied to transaction \(id), not this account's")
         }
-        guard !offerNonces.contains(claims.nonce) else {
+        guard offerNonces[claims.nonce] == nil else {
             throw SimulatorError("invalid-offer", "the signature's nonce was used before")
         }
         return claims
@@ -115,9 +121,9 @@ extension SimulatedAppStore {
         else { throw SimulatorError("invalid-offer", "the earlier offer signature does not verify") }
         let age = clock.now().timeIntervalSince1970 * 1_000 - Double(signature.timestamp)
         guard age <= 86_400_000, age >= -60_000 else {
-            throw SimulatorError("invalid-offer", "the earlier offer signature is older than 24 hours")
+            throw SimulatorError("invalid-offer", "the earlier offer signature is older than 24 hours or not yet valid")
         }
-        guard !offerNonces.contains(nonce) else {
+        guard offerNonces[nonce] == nil else {
             throw SimulatorError("invalid-offer", "the earlier signature's nonce was used before")
         }
         return nonce

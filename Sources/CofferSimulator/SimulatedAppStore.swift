@@ -39,7 +39,7 @@ public actor SimulatedAppStore {
     var massExtensions: [String: MassExtension] = [:]
     var offSale: Set<String> = []
     var redeemedCodes: Set<String> = []
-    var offerNonces: Set<String> = []
+    var offerNonces: [String: Date] = [:]
     var forged: [String: ForgedTransaction] = [:]
     var nextId: Int64
     var updateStreams: [String: [UUID: AsyncStream<StoreTransaction>.Continuation]] = [:]

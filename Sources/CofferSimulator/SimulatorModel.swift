@@ -41,7 +41,7 @@ public struct SimulatorReport: Sendable, Codable, Equatable {
 
 /// Why the simulator refused an action.
 public struct SimulatorError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// A stable code: `unknown-product`, `unknown-transaction`, `unknown-pending`, `invalid-state`,
+    /// A stable code: `unknown-product`, `unknown-transaction`, `unknown-pending`, `invalid-state`, `invalid-offer`,
     /// `invalid-request`.
     public var code: String
     /// What is wrong.

@@ -261,9 +261,13 @@ public struct AppleStoreKit: StoreKitProvider {
                 return []
             #endif
         case .winBack(let offerId):
-            guard #available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
-                throw StorePurchaseOfferError.needsNewerSystem("a win-back offer needs iOS 18 or macOS 15")
-            }
+            // iOS 18 and macOS 15 are the package's own floor; the other systems may be older.
+            #if os(tvOS) || os(watchOS) || os(visionOS)
+                guard #available(tvOS 18.0, watchOS 11.0, visionOS 2.0, *) else {
+                    throw StorePurchaseOfferError.needsNewerSystem(
+                        "a win-back offer needs tvOS 18, watchOS 11 or visionOS 2")
+                }
+            #endif
             guard let found = product.subscription?.winBackOffers.first(where: { $0.id == offerId }) else {
                 throw StorePurchaseOfferError.unknownOffer(offerId)
             }

@@ -35,7 +35,7 @@ struct OfferPurchaseTests {
         try await PurchaseFlowTests.withWorld(
             wallet: .device, serverOnSimulatedTime: true, products: Self.products, offerKey: P256.Signing.PrivateKey()
         ) { world in
-            let app = try world.app()
+            let app = try world.app(identity: .appleAccount)
             try await app.launch()
             let result = try await app.purchase(Self.monthly, offer: .promotional("winback.50"))
             guard case .delivered(let id, _) = result else {
@@ -55,7 +55,7 @@ struct OfferPurchaseTests {
         try await PurchaseFlowTests.withWorld(
             wallet: .device, serverOnSimulatedTime: true, products: Self.products, offerKey: P256.Signing.PrivateKey()
         ) { world in
-            let app = try world.app()
+            let app = try world.app(identity: .appleAccount)
             try await app.launch()
             let device = world.apple.device(account: "alice")
             let token = try #require(await app.credentials).appAccountToken
@@ -73,10 +73,11 @@ struct OfferPurchaseTests {
                 signature: StoreOfferSignature(
                     keyId: v1.keyId, nonce: v1.nonce, signature: try #require(Data(base64Encoded: v1.encodedSignature)),
                     timestamp: Int(v1.timestamp)))
-            await #expect(throws: SimulatorError.self) {
+            let forgery = await #expect(throws: SimulatorError.self) {
                 _ = try await device.purchase(
                     productId: Self.monthly, quantity: 1, appAccountToken: token, offer: forged)
             }
+            #expect(forgery?.description.contains("does not verify") == true)
             // The server's signature is good once; a copy replayed is refused.
             let signed = try await world.server.signOffer(
                 productId: Self.monthly, offerId: "winback.50", token: try #require(await app.credentials).token)
@@ -88,10 +89,11 @@ struct OfferPurchaseTests {
                     signature: try #require(Data(base64Encoded: signed.promotionalOfferSignatureV1.encodedSignature)),
                     timestamp: Int(signed.promotionalOfferSignatureV1.timestamp)))
             _ = try await device.purchase(productId: Self.monthly, quantity: 1, appAccountToken: token, offer: genuine)
-            await #expect(throws: SimulatorError.self) {
+            let replay = await #expect(throws: SimulatorError.self) {
                 _ = try await device.purchase(
                     productId: Self.monthly, quantity: 1, appAccountToken: token, offer: genuine)
             }
+            #expect(replay?.description.contains("nonce was used before") == true)
             #expect(await world.apple.deviceTransactions(account: "alice").count == 1)
         }
     }
@@ -106,17 +108,33 @@ struct OfferPurchaseTests {
         try await PurchaseFlowTests.withWorld(
             wallet: .device, serverOnSimulatedTime: true, products: Self.products, simulator: withTrial, offerKey: key
         ) { world in
-            // A customer of an Apple account: the eligibility is signed, tied to their appTransactionId.
+            // A customer of an Apple account whose earlier subscription never reached Coffer (bought and lapsed
+            // elsewhere): the App Store's own rule would say no, Coffer's ledger says yes and signs it, tied to
+            // their appTransactionId, and StoreKit takes the signed word.
             let app = try world.app(identity: .appleAccount)
             try await app.launch()
+            let earlier = try #require(
+                try await world.apple.purchase(account: "alice", productId: Self.monthly).transactionIds.first)
+            await world.apple.finish(transactionId: earlier)
+            try await world.apple.setAutoRenew(originalTransactionId: earlier, false)
+            try await world.apple.advanceClock(by: 40 * 86_400)
             guard case .delivered(let first, _) = try await app.purchase(Self.monthly, offer: .introductory) else {
-                Issue.record("the first subscription was not delivered")
+                Issue.record("the subscription was not delivered")
                 return
             }
             #expect(try await Self.signed(world, first).rawOfferType == 1)
             let token = try #require(await app.credentials).token
             let after = try await world.server.introductoryOfferEligibility(productId: Self.monthly, token: token)
-            #expect(!after.allowIntroductoryOffer)
+            #expect(!after.allowIntroductoryOffer && after.signature != nil)
+
+            // An anonymous install's yes comes unsigned: the SDK buys with StoreKit's own eligibility.
+            let other = try world.app(install: "dave", device: world.apple.device(account: "dave"))
+            try await other.launch()
+            guard case .delivered(let daves, _) = try await other.purchase(Self.monthly, offer: .introductory) else {
+                Issue.record("the anonymous install's subscription was not delivered")
+                return
+            }
+            #expect(try await Self.signed(world, daves).rawOfferType == 1)
 
             // The signed word decides, whatever the App Store would: a "no" for an account new to the group buys
             // the first period at full price.
@@ -132,7 +150,8 @@ struct OfferPurchaseTests {
                     bundleId: PurchaseFlowTests.bundleId, privateKey: key),
                 now: { world.clock.now() })
             let no = try signer.introductoryOfferEligibility(
-                productId: Self.monthly, allowIntroductoryOffer: false, transactionId: bob.transactionId)
+                productId: Self.monthly, allowIntroductoryOffer: false,
+                transactionId: try #require(bob.transactionId))
             let report = try await world.apple.purchase(
                 account: "bob", productId: Self.monthly, appAccountToken: nil,
                 offer: .introductoryEligibility(compactJWS: no))
@@ -140,11 +159,12 @@ struct OfferPurchaseTests {
             // Tied to another account's transaction, it is refused.
             let alices = try signer.introductoryOfferEligibility(
                 productId: Self.monthly, allowIntroductoryOffer: true, transactionId: first)
-            await #expect(throws: SimulatorError.self) {
+            let refused = await #expect(throws: SimulatorError.self) {
                 try await world.apple.purchase(
                     account: "carol", productId: Self.monthly, appAccountToken: nil,
                     offer: .introductoryEligibility(compactJWS: alices))
             }
+            #expect(refused?.description.contains("not this account's") == true)
         }
     }
 

@@ -147,7 +147,7 @@ struct OfferSignatureTests {
                     IntroductoryOfferResponse.self,
                     try await Self.post("/v1/me/offers/introductory-eligibility", request, token: bea.token, client))
                 #expect(before.allowIntroductoryOffer && before.transactionId == appTransactionId)
-                let (header, claims) = try Self.verified(before.signature, key: key.publicKey)
+                let (header, claims) = try Self.verified(try #require(before.signature), key: key.publicKey)
                 #expect(header["kid"] == Self.keyId)
                 #expect(claims["aud"] as? String == "introductory-offer-eligibility")
                 #expect(claims["allowIntroductoryOffer"] as? Bool == true)
@@ -162,8 +162,80 @@ struct OfferSignatureTests {
                     try await Self.post("/v1/me/offers/introductory-eligibility", request, token: bea.token, client))
                 #expect(!after.allowIntroductoryOffer)
                 #expect(
-                    try Self.verified(after.signature, key: key.publicKey).claims["allowIntroductoryOffer"] as? Bool
-                        == false)
+                    try Self.verified(try #require(after.signature), key: key.publicKey).claims[
+                        "allowIntroductoryOffer"] as? Bool == false)
+            }
+        }
+    }
+
+    @Test("an anonymous customer's yes goes unsigned (a reinstall would be a new trial); their no is signed")
+    func anonymousEligibility() async throws {
+        let setup = try NotificationTests.Setup(wallet: .server)
+        let key = P256.Signing.PrivateKey()
+        try await Self.withKey(key) { api in
+            try await setup.application(api: api).test(.router) { client in
+                let anonymous = try await NotificationTests.createUser(client)
+                let request = IntroductoryOfferRequest(productId: "com.example.pro.monthly")
+                let fresh = try ClientAPITests.decode(
+                    IntroductoryOfferResponse.self,
+                    try await Self.post(
+                        "/v1/me/offers/introductory-eligibility", request, token: anonymous.token, client))
+                #expect(fresh.allowIntroductoryOffer && fresh.signature == nil && fresh.transactionId == nil)
+                // Nothing to tie a promotional offer to either: a copy could serve any Apple account.
+                let unsigned = try await Self.post(
+                    "/v1/me/offers/sign",
+                    OfferSignatureRequest(productId: "com.example.pro.monthly", offerId: "winback"),
+                    token: anonymous.token, client)
+                #expect(unsigned.status == .notFound)
+
+                // After a subscription of the group (another product of it counts too): no, signed, tied to it.
+                let id = try #require(
+                    try await setup.apple.purchase(
+                        account: "dan", productId: "com.example.pro.monthly", appAccountToken: anonymous.appAccountToken
+                    ).transactionIds.first)
+                #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
+                try await setup.apple.refund(transactionId: id)
+                _ = try await setup.deliver(after: 1, with: client)
+                let after = try ClientAPITests.decode(
+                    IntroductoryOfferResponse.self,
+                    try await Self.post(
+                        "/v1/me/offers/introductory-eligibility", request, token: anonymous.token, client))
+                #expect(!after.allowIntroductoryOffer && after.transactionId == id)
+                let claims = try Self.verified(try #require(after.signature), key: key.publicKey).claims
+                #expect(claims["allowIntroductoryOffer"] as? Bool == false && claims["transactionId"] as? String == id)
+                let offer = try ClientAPITests.decode(
+                    OfferSignatureResponse.self,
+                    try await Self.post(
+                        "/v1/me/offers/sign",
+                        OfferSignatureRequest(productId: "com.example.pro.monthly", offerId: "winback"),
+                        token: anonymous.token, client))
+                #expect(offer.transactionId == id)
+            }
+        }
+    }
+
+    @Test("signatures per customer are bounded: past the burst, 429 with Retry-After")
+    func rateLimited() async throws {
+        let setup = try NotificationTests.Setup(wallet: .server)
+        var configuration = setup.configuration
+        configuration.recoveryInterval = 0
+        configuration.offerSigningLimit = RateLimit(burst: 3, perSecond: 0.001)
+        let base = try setup.dependencies(api: nil)
+        try await Self.withKey(P256.Signing.PrivateKey()) { [base, configuration] api in
+            var dependencies = base
+            dependencies.appStoreAPI = api
+            try await buildApplication(configuration: configuration, dependencies: dependencies).test(.router) {
+                client in
+                let (erin, _) = try await Self.register("erin", setup, client)
+                let (fay, _) = try await Self.register("fay", setup, client)
+                let request = OfferSignatureRequest(productId: "com.example.pro.monthly", offerId: "winback")
+                for _ in 0..<3 {
+                    #expect(try await Self.post("/v1/me/offers/sign", request, token: erin.token, client).status == .ok)
+                }
+                let refused = try await Self.post("/v1/me/offers/sign", request, token: erin.token, client)
+                #expect(refused.status == .tooManyRequests && refused.headers[.retryAfter] != nil)
+                // Another customer has a bucket of their own.
+                #expect(try await Self.post("/v1/me/offers/sign", request, token: fay.token, client).status == .ok)
             }
         }
     }
@@ -206,7 +278,7 @@ struct OfferSignatureTests {
             dependencies.appStoreAPI = api
             let app = try buildApplication(configuration: configuration, dependencies: dependencies)
             try await app.test(.router) { client in
-                let anonymous = try await NotificationTests.createUser(client)
+                let (alice, _) = try await Self.register("alice", setup, client)
                 let cases: [(String, any Encodable, HTTPResponse.Status, String)] = [
                     (
                         "/v1/me/offers/sign", OfferSignatureRequest(productId: "com.example.gems", offerId: "winback"),
@@ -236,25 +308,18 @@ struct OfferSignatureTests {
                         IntroductoryOfferRequest(productId: "com.example.credits"),
                         .badRequest, "bad-request"
                     ),
-                    // An anonymous customer with no purchase has nothing Apple could tie the eligibility to.
-                    (
-                        "/v1/me/offers/introductory-eligibility",
-                        IntroductoryOfferRequest(productId: "com.example.pro.monthly"),
-                        .notFound, "not-found"
-                    ),
                 ]
                 for (path, body, status, code) in cases {
-                    let response = try await Self.post(path, body, token: anonymous.token, client)
+                    let response = try await Self.post(path, body, token: alice.token, client)
                     #expect(response.status == status, "\(path) \(body)")
                     #expect(try ClientAPITests.decode(ErrorResponse.self, response).error.code == code)
                 }
-                // A listed offer is signed; without any transaction the JWS leaves the claim out, as Apple allows.
+                // A listed offer is signed.
                 let listed = try await Self.post(
                     "/v1/me/offers/sign",
                     OfferSignatureRequest(productId: "com.example.pro.monthly", offerId: "loyal.20"),
-                    token: anonymous.token, client)
+                    token: alice.token, client)
                 #expect(listed.status == .ok)
-                #expect(try ClientAPITests.decode(OfferSignatureResponse.self, listed).transactionId == nil)
                 let unauthorized = try await Self.post(
                     "/v1/me/offers/sign",
                     OfferSignatureRequest(productId: "com.example.pro.monthly", offerId: "winback"),

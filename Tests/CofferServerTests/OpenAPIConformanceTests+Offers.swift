@@ -30,8 +30,11 @@ extension OpenAPIConformanceTests {
                 let anonymous = try await NotificationTests.createUser(client)
                 try await api.send(client, .post, sign, headers: bearer(alice.token), body: offer, expect: .ok)
                 try await api.send(client, .post, eligibility, headers: bearer(alice.token), body: intro, expect: .ok)
+                // Nothing to tie a signature to: a yes goes unsigned, an offer is refused.
                 try await api.send(
-                    client, .post, eligibility, headers: bearer(anonymous.token), body: intro, expect: .notFound)
+                    client, .post, eligibility, headers: bearer(anonymous.token), body: intro, expect: .ok)
+                try await api.send(
+                    client, .post, sign, headers: bearer(anonymous.token), body: offer, expect: .notFound)
                 let consumable = try DocumentedAPI.RequestBody.json(
                     OfferSignatureRequest(productId: "com.example.credits", offerId: "winback"))
                 try await api.send(

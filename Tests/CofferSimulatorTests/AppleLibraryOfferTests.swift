@@ -69,13 +69,17 @@ struct AppleLibraryOfferTests {
             )
             #expect(Set(ours.allKeys.compactMap { $0 as? String }) == Set(theirs.allKeys.compactMap { $0 as? String }))
             for key in ours.allKeys.compactMap({ $0 as? String }) where key != "nonce" && key != "iat" {
-                #expect(ours[key] as? NSObject == theirs[key] as? NSObject, "\(name): \(key) differs")
+                let (mine, apples) = (try #require(ours[key] as? NSObject), try #require(theirs[key] as? NSObject))
+                #expect(mine == apples, "\(name): \(key) differs")
             }
+            #expect(ours.count == 8, "\(name): \(ours.allKeys)")
             #expect(ours["aud"] as? String == audience)
             #expect((ours["iat"] as? NSNumber)?.int64Value == 1_793_000_000)
             let nonce = try #require(ours["nonce"] as? String)
             #expect(UUID(uuidString: nonce) != nil && nonce == nonce.lowercased())
-            #expect(coffer["header"] as? NSDictionary == library["header"] as? NSDictionary)
+            let header = try #require(coffer["header"] as? NSDictionary)
+            #expect(header == (try #require(library["header"] as? NSDictionary)))
+            #expect(header["kid"] as? String == "OFFERKEY01" && header["alg"] as? String == "ES256")
         }
         let promotionalClaims = try #require(
             ((result["promotional"] as? [String: Any])?["coffer"] as? [String: Any])?["claims"] as? [String: Any])
