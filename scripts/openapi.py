@@ -67,6 +67,29 @@ schemas = {
                                       "An auto-renewable subscription's promotional offers Coffer signs; absent: "
                                       "any the app asks for"}},
                           required=["id", "kind", "credits", "entitlements"]),
+    "ExtendSubscriptionRequest": obj({"days": I("1 to 90", minimum=1, maximum=90),
+                                      "reasonCode": I("Apple's: 0 undeclared, 1 customer satisfaction, 2 other, "
+                                                      "3 service issue or outage", minimum=0, maximum=3),
+                                      "reason": S("Support's words; the reason code's when absent"),
+                                      "productId": S("Only this subscription's group")},
+                                     required=["days", "reasonCode"]),
+    "SubscriptionExtensionView": obj({"originalTransactionId": S(), "productId": S(),
+                                      "extended": {"type": "boolean"}, "effectiveDate": S(format="date-time"),
+                                      "error": S("Apple's refusal")},
+                                     required=["originalTransactionId", "productId", "extended"]),
+    "ExtendSubscriptionResponse": obj({"supportId": S(), "days": I(), "reasonCode": I(),
+                                       "extensions": {"type": "array", "items": ref("SubscriptionExtensionView")}}),
+    "MassExtensionRequest": obj({"productId": S(), "days": I("1 to 90", minimum=1, maximum=90),
+                                 "reasonCode": I(minimum=0, maximum=3), "reason": S(),
+                                 "storefronts": {"type": "array", "items": S(pattern="^[A-Z]{3}$")}},
+                                required=["productId", "days", "reasonCode"]),
+    "MassExtensionView": obj({"requestIdentifier": S(), "productId": S(), "days": I(), "reasonCode": I(),
+                              "requestedBy": S(), "requestedAt": S(format="date-time"),
+                              "complete": {"type": "boolean"}, "completeDate": S(format="date-time"),
+                              "succeededCount": I(), "failedCount": I()},
+                             required=["requestIdentifier", "productId", "days", "reasonCode", "requestedBy",
+                                       "requestedAt"]),
+    "MassExtensionsResponse": obj({"extensions": {"type": "array", "items": ref("MassExtensionView")}}),
     "OfferSignatureRequest": obj({"productId": S("An auto-renewable subscription of the catalog"),
                                   "offerId": S("The promotional offer's identifier in App Store Connect",
                                                pattern="^[A-Za-z0-9._-]{1,100}$")}),
@@ -581,6 +604,25 @@ paths = {
         "adminSetBalance", "200", "BalanceChange", parameters=[SID], body="BalanceRequest",
         errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here"),
                 "409": ERR("balance-changed: the balance is not the expected one; nothing changed")})},
+    "/v1/admin/users/{supportId}/extend": {"post": admin(
+        "Extend the customer's active subscriptions (one product's group with productId) through Apple's Extend a "
+        "Subscription Renewal Date; Apple's answer per subscription; audited subscription.extend, on the timeline",
+        "adminExtendSubscription", "200", "ExtendSubscriptionResponse", parameters=[SID],
+        body="ExtendSubscriptionRequest",
+        errors={"400": ERR("Days, reason code or reason out of Apple's rules, or no active subscription"),
+                "404": ERR("No such user here"),
+                "503": ERR("No App Store Server API key (unavailable)")})},
+    "/v1/admin/subscriptions/extend": {"post": admin(
+        "Extend every active subscriber of a product (an outage) through Apple's Extend Renewal Dates for All "
+        "Active Subscribers; owner keys only; audited subscription.extend-all",
+        "adminExtendAllSubscribers", "202", "MassExtensionView", body="MassExtensionRequest",
+        errors={"400": ERR("Not a subscription of the catalog, or days, reason code, reason or storefronts out "
+                           "of Apple's rules"),
+                "403": ERR("A support key: owners only"),
+                "503": ERR("No App Store Server API key, or Apple did not take it (unavailable)")})},
+    "/v1/admin/subscriptions/extensions": {"get": admin(
+        "The latest mass extensions, newest first, with Apple's status now (3 seconds for Apple to answer)",
+        "adminMassExtensions", "200", "MassExtensionsResponse")},
     "/v1/admin/users/{supportId}/delete": {"post": admin(
         "Delete a customer at their request (App Store guideline 5.1.1(v)), once: a ledger entry closes the "
         "wallet; tokens, push tokens, backups, the Apple account link and support's written reasons go; pending "

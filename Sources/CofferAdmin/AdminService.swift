@@ -23,6 +23,8 @@ public struct AdminService: Sendable {
     public let orderLookup: OrderLookup?
     /// Get App Transaction Info for an app transaction id, verified, when configured.
     public var appTransactionLookup: AppTransactionLookup?
+    /// Apple's renewal extensions; configured only with an App Store Server API key.
+    public var renewalExtensions: RenewalExtensions?
 
     /// Reads the customer's app transaction from Apple (Get App Transaction Info), or throws when Apple did not
     /// answer; configured only with an App Store Server API key.
@@ -241,7 +243,8 @@ public struct AdminService: Sendable {
                 credits: item.previousValue.map { record.value - $0 }, balanceAfter: record.value)
         }
         timeline += audit.filter { !Self.shownElsewhere.contains($0.action) }.map { event in
-            TimelineItem(at: event.at, kind: .admin, summary: "\(event.actor): \(event.action)")
+            TimelineItem(
+                at: event.at, kind: .admin, summary: Self.extensionSummary(event) ?? "\(event.actor): \(event.action)")
         }
         timeline.sort { ($0.at, $0.kind.rawValue) > ($1.at, $1.kind.rawValue) }
         var mergedInto: String?

@@ -109,6 +109,10 @@ protocol SupportBackend: Sendable {
     func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse
     func deleteCustomer(_ supportId: String) async throws -> DeletionView
+    func extendSubscriptions(supportId: String, _ request: ExtendSubscriptionRequest) async throws
+        -> ExtendSubscriptionResponse
+    func extendAllSubscribers(_ request: MassExtensionRequest) async throws -> MassExtensionView
+    func massExtensions() async throws -> [MassExtensionView]
     func close() async
 }
 
@@ -229,7 +233,7 @@ struct RemoteSupport: SupportBackend {
         return "\(host):\(port)"
     }
 
-    private func send<T: Decodable>(
+    func send<T: Decodable>(
         _ method: HTTPMethod, _ path: String, query: [(String, String)] = [], body: (some Encodable)? = String?.none
     ) async throws -> T {
         let items = [("environment", environment.rawValue)] + query

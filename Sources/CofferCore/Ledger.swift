@@ -457,9 +457,11 @@ public enum Ledger {
             return LedgerDecision(outcome: .revoked, wallet: wallet, receipt: marked, entry: nil)
         }
         if let existing, existing.deliveredCredits != nil {
-            // Delivered before from data without the payment (a legacy receipt): learn it now, credit nothing.
+            // Delivered before: credit nothing, but learn what the newer data says: the payment (the earlier data
+            // was a legacy receipt's, without it) and a period Apple extended since.
             var learned = existing
             learned.transaction.keepPayment(of: fact)
+            learned.transaction.learnExtension(from: fact)
             return LedgerDecision(
                 outcome: .duplicate, wallet: wallet, receipt: learned == existing ? nil : learned, entry: existingEntry)
         }

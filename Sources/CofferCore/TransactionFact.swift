@@ -111,6 +111,16 @@ public struct TransactionFact: Sendable, Hashable, Codable {
         revocationReason = revocationReason ?? earlier.revocationReason
     }
 
+    /// Takes a later end of the period from `newer`, Apple's signed word on the same transaction after a renewal
+    /// extension (RENEWAL_EXTENDED, support's or an outage's): the end only ever moves later, so an older copy of the
+    /// signed data never shortens it.
+    public mutating func learnExtension(from newer: TransactionFact) {
+        guard newer.transactionId == transactionId, let later = newer.expiresDate,
+            expiresDate.map({ later > $0 }) ?? false
+        else { return }
+        expiresDate = later
+    }
+
     /// Takes Apple's word on a refund from `newer`: its refund reason, and what this one does not know of the
     /// payment.
     public mutating func learnRefund(from newer: TransactionFact) {

@@ -63,7 +63,7 @@ public struct AdminPanel: Sendable {
         let controllers: [any PanelController] = [
             DashboardController(panel: self), CustomersController(panel: self), CustomerChangesController(panel: self),
             GrantsController(panel: self), AuditController(panel: self), SettingsController(panel: self),
-            AdminsController(panel: self), EnvironmentController(panel: self),
+            AdminsController(panel: self), EnvironmentController(panel: self), ExtensionsController(panel: self),
         ]
         for controller in controllers { signedIn.addRoutes(controller.routes) }
         signedIn.addRoutes(signInPages.signedInRoutes)

@@ -35,6 +35,9 @@ struct AdminAPI: Sendable {
         admin.post("grants/delete-all", use: deleteAllGrants)
         admin.post("grants/:id/cancel", use: cancelGrant)
         admin.get("audit", use: audit)
+        admin.post("users/:supportId/extend", use: extendSubscription)
+        admin.post("subscriptions/extend", use: extendAllSubscribers)
+        admin.get("subscriptions/extensions", use: massExtensions)
         return routes
     }
 
@@ -66,6 +69,33 @@ struct AdminAPI: Sendable {
             try await service.setBalance(
                 environment: try environment(request), supportId: try context.parameters.require("supportId"),
                 balance: body.balance, expected: body.expected, reason: body.reason, actor: context.adminActor))
+    }
+
+    /// `POST /v1/admin/users/{supportId}/extend` `{"days", "reasonCode", "reason", "productId"?}`: the customer's
+    /// active subscriptions extended through Apple (support keys too: a goodwill gesture).
+    func extendSubscription(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let body: ExtendSubscriptionRequest = try await api.decode(request)
+        return try api.json(
+            try await service.extendSubscriptions(
+                environment: try environment(request), supportId: try context.parameters.require("supportId"),
+                request: body, actor: context.adminActor))
+    }
+
+    /// `POST /v1/admin/subscriptions/extend` `{"productId", "days", "reasonCode", "reason", "storefronts"?}`: every
+    /// active subscriber of a product (an outage), owner keys only; 202 while Apple works through it.
+    func extendAllSubscribers(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try context.requireOwnerKey()
+        let body: MassExtensionRequest = try await api.decode(request)
+        return try api.json(
+            try await service.extendAllSubscribers(
+                environment: try environment(request), request: body, actor: context.adminActor),
+            status: .accepted)
+    }
+
+    /// `GET /v1/admin/subscriptions/extensions`: the latest mass extensions with Apple's status now.
+    func massExtensions(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try api.json(
+            MassExtensionsResponse(extensions: try await service.massExtensions(environment: try environment(request))))
     }
 
     /// `POST /v1/admin/users/merge` `{"from", "into"}`: an anonymous user joins an Apple account's customer.

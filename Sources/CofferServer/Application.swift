@@ -175,5 +175,37 @@ func adminService(
                 originalPlatform: app.rawOriginalPlatform, environment: app.rawReceiptType)
         }
     }
+    if let appStoreAPI = dependencies.appStoreAPI {
+        service.renewalExtensions = renewalExtensions(appStoreAPI, environment: configuration.environment)
+    }
     return service
+}
+
+/// Apple's renewal extensions through the server's App Store Server API client.
+private func renewalExtensions(_ api: AppStoreServerAPIClient, environment: AppStoreEnvironment)
+    -> RenewalExtensions
+{
+    RenewalExtensions(
+        environment: environment,
+        extend: { originalTransactionId, days, code, requestIdentifier in
+            var request = ExtendRenewalDateRequest()
+            (request.extendByDays, request.extendReasonCode) = (days, code)
+            request.requestIdentifier = requestIdentifier
+            let answer = try await api.extendSubscriptionRenewalDate(originalTransactionId, request)
+            return (answer.success == true, answer.effectiveDate)
+        },
+        extendAll: { productId, days, code, storefronts, requestIdentifier in
+            var request = MassExtendRenewalDateRequest()
+            (request.extendByDays, request.extendReasonCode) = (days, code)
+            (request.productId, request.requestIdentifier) = (productId, requestIdentifier)
+            request.storefrontCountryCodes = storefronts
+            _ = try await api.extendRenewalDatesForAllActiveSubscribers(request)
+        },
+        status: { productId, requestIdentifier in
+            let answer = try await api.getStatusOfRenewalDateExtensions(
+                productId: productId, requestIdentifier: requestIdentifier)
+            return RenewalExtensions.Status(
+                complete: answer.complete, completeDate: answer.completeDate, succeededCount: answer.succeededCount,
+                failedCount: answer.failedCount)
+        })
 }

@@ -55,6 +55,7 @@ struct OpenAPIConformanceTests {
         try await Self.liveOnly(api, setup: setup, signer: signer, busy: alice.token)
         try await Self.databaseDown(api)
         try await Self.offers(api, setup: setup)
+        try await Self.extensions(api, setup: setup, signer: signer)
 
         let missing = api.operations.keys.filter { !api.exercised.contains($0) }.sorted()
         #expect(missing.isEmpty, "documented operations no scenario calls: \(missing)")

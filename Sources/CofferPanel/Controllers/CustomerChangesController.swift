@@ -6,8 +6,8 @@ import CofferStore
 import Foundation
 import Hummingbird
 
-/// An owner's changes to a customer: the balance, a merge, a deletion. Each asks first on a confirmation page;
-/// a refusal comes back to the customer's page.
+/// Changes to a customer: an owner's balance edit, merge and deletion, each asked first on a confirmation page, and
+/// support's subscription extension; a refusal comes back to the customer's page.
 struct CustomerChangesController: PanelController {
     let panel: AdminPanel
 
@@ -16,6 +16,7 @@ struct CustomerChangesController: PanelController {
         routes.post("users/:supportId/balance") { request, context in try await setBalance(request, context) }
         routes.post("users/:supportId/merge") { request, context in try await merge(request, context) }
         routes.post("users/:supportId/delete") { request, context in try await delete(request, context) }
+        routes.post("users/:supportId/extend") { request, context in try await extend(request, context) }
         return routes
     }
 
@@ -25,6 +26,25 @@ struct CustomerChangesController: PanelController {
     ) async throws -> Response {
         try await panel.attempt(action) { failure in
             try await CustomersController(panel: panel).customer(request, context, failure: failure)
+        }
+    }
+
+    /// `POST /admin/users/{supportId}/extend`: the customer's active subscriptions extended through Apple (support
+    /// too: a goodwill gesture); Apple's answer lands on the timeline.
+    func extend(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await panel.checkedForm(request, context)
+        let supportId = try context.parameters.require("supportId")
+        let scope = panel.scope(session)
+        return try await change(request, context) {
+            guard let days = Int(form["days"] ?? ""), let code = Int(form["reasonCode"] ?? "") else {
+                throw PanelFailure("Days and Apple's reason are whole numbers, e.g. 7 days for reason 1.")
+            }
+            try await panel.service.requireInScope(scope, supportId: supportId)
+            _ = try await panel.service.extendSubscriptions(
+                environment: scope.environment, supportId: supportId,
+                request: ExtendSubscriptionRequest(days: days, reasonCode: code, reason: form["reason"] ?? ""),
+                actor: context.adminActor)
+            return AdminPanel.redirect("/admin/users/\(URLText.escape(supportId))?notice=extended")
         }
     }
 

@@ -67,6 +67,8 @@ struct CustomerPage: PanelPage {
     var appTransaction: String?
     var canMerge: Bool
     var canChange: Bool
+    /// Whether support can extend a subscription here: a subscription paid up or in Apple's grace period.
+    var canExtend: Bool
     var deletedAt: String?
     var backup: Backup?
     var backupValue: String
@@ -155,6 +157,8 @@ struct CustomerPage: PanelPage {
         }
         canMerge = detail.appleAccount == nil && detail.mergedInto == nil && summary.deletedAt == nil
         canChange = summary.deletedAt == nil && detail.mergedInto == nil
+        canExtend =
+            canChange && detail.subscriptions.contains { [.active, .expiring, .inGrace].contains($0.state) }
         deletedAt = summary.deletedAt.map(time)
         backup = summary.backup.map { backup in
             Backup(

@@ -98,6 +98,8 @@ enum PanelNotice: String, PanelChoice {
     case twoFactorReset = "two-factor-reset"
     case customerDeleted = "customer-deleted"
     case merged
+    case extended
+    case extendedAll = "extended-all"
     /// Not from a redirect: two-factor sign-in was turned on just now.
     case twoFactorOn
     /// Not from a redirect: a Production server's Sandbox view lists only its Sandbox-marked customers.
