@@ -88,6 +88,9 @@ extension AdminService {
             group = product.group
         }
         let user = try await findChangeable(supportId, environment: environment)
+        try await refuseRepeat(
+            AuditQuery(subject: user.supportId.rawValue, action: Self.extendAction), environment: environment,
+            what: "\(user.supportId)'s subscription was")
         let subscriptionProducts = Set(catalog.products.filter { $0.kind == .autoRenewable }.map(\.id))
         let receipts = try await store.receipts(
             owner: user.id, environment: environment, productIds: subscriptionProducts)
@@ -97,25 +100,40 @@ extension AdminService {
         guard !chosen.isEmpty else {
             throw AdminError.invalid("\(user.supportId) has no active subscription to extend")
         }
+        // Written before Apple is asked: a request whose answer is lost is still on record, and not asked again.
+        try await store.recordAudit(
+            AuditEvent(
+                environment: environment, actor: actor, action: Self.extendAction + ".requested",
+                subject: user.supportId.rawValue,
+                after: try Self.json(
+                    ExtensionRequestAudit(
+                        days: Int(days), reasonCode: Int(code), reason: reason,
+                        originalTransactionIds: chosen.map(\.originalTransactionId))), at: now()))
         var extensions: [SubscriptionExtensionView] = []
         for summary in chosen {
             let chain = receipts.filter { $0.transaction.originalTransactionId == summary.originalTransactionId }
             let productId =
                 chain.max { $0.transaction.purchaseDate < $1.transaction.purchaseDate }?.transaction.productId
                 ?? summary.product
-            do {
-                let answer = try await apple.extend(
-                    summary.originalTransactionId, days, code, UUID().uuidString.lowercased())
-                extensions.append(
-                    SubscriptionExtensionView(
-                        originalTransactionId: summary.originalTransactionId, productId: productId,
-                        extended: answer.extended, effectiveDate: answer.effectiveDate))
-            } catch {
-                extensions.append(
-                    SubscriptionExtensionView(
-                        originalTransactionId: summary.originalTransactionId, productId: productId, extended: false,
-                        error: String(describing: error)))
+            var view = SubscriptionExtensionView(
+                originalTransactionId: summary.originalTransactionId, productId: productId, extended: false)
+            if let data = summary.dataEnvironment, data != DataEnvironment(apple.environment) {
+                // App Review's, TestFlight's or Xcode's data: Apple's API of this server's environment does not
+                // know it.
+                view.error = "\(data.rawValue) data: Apple's \(apple.environment.rawValue) API cannot extend it"
+                extensions.append(view)
+                continue
             }
+            do {
+                let requestIdentifier = UUID().uuidString.lowercased()
+                let answer = try await Self.within(seconds: Self.appleDeadline) {
+                    try await apple.extend(summary.originalTransactionId, days, code, requestIdentifier)
+                }
+                (view.extended, view.effectiveDate) = (answer.extended, answer.effectiveDate)
+            } catch {
+                view.error = "no answer from Apple in time, or a refusal: \(error); check before extending again"
+            }
+            extensions.append(view)
         }
         let response = ExtendSubscriptionResponse(
             supportId: user.supportId.rawValue, days: Int(days), reasonCode: Int(code), extensions: extensions)
@@ -146,22 +164,49 @@ extension AdminService {
             try SupportRules.storefronts(request.storefronts ?? [])
         }
         let apple = try renewalExtensions(for: environment)
+        try await refuseRepeat(
+            AuditQuery(subject: "product \(product.id)", action: Self.extendAllAction), environment: environment,
+            what: "every subscriber of \(product.id) was")
         let requestIdentifier = UUID().uuidString.lowercased()
-        do {
-            try await apple.extendAll(
-                product.id, days, code, storefronts.isEmpty ? nil : storefronts, requestIdentifier)
-        } catch {
-            throw AdminError.unavailable("Apple did not take the mass extension: \(error)")
-        }
         let at = now()
         let view = MassExtensionView(
             requestIdentifier: requestIdentifier, productId: product.id, days: Int(days), reasonCode: Int(code),
             requestedBy: actor, requestedAt: at)
+        // On record before Apple is asked: a request Apple took but whose answer was lost is followed all the same
+        // (``massExtensions(environment:)`` asks Apple about it), and the same product is not asked again at once.
         try await store.recordAudit(
             AuditEvent(
                 environment: environment, actor: actor, action: Self.extendAllAction, subject: "product \(product.id)",
                 after: try Self.json(MassExtensionAudit(view: view, reason: reason, storefronts: storefronts)), at: at))
+        do {
+            try await Self.within(seconds: Self.appleDeadline) {
+                try await apple.extendAll(
+                    product.id, days, code, storefronts.isEmpty ? nil : storefronts, requestIdentifier)
+            }
+        } catch {
+            throw AdminError.unavailable(
+                "Apple did not take the mass extension \(requestIdentifier) in time or refused it (\(error)); the "
+                    + "extensions page asks Apple how it stands")
+        }
         return view
+    }
+
+    /// How long one call to Apple may take here (the client's own retries included).
+    static let appleDeadline: Double = 20
+    /// How long after an extension the same one is refused: a retry after a lost answer must not extend twice.
+    public static let repeatWindow: TimeInterval = 600
+
+    /// Refuses an extension like one asked within ``repeatWindow``, found in the audit log.
+    private func refuseRepeat(_ query: AuditQuery, environment: AppStoreEnvironment, what: String) async throws {
+        guard let last = try await store.auditEvents(environment: environment, query: query, limit: 1).first else {
+            return
+        }
+        let age = now().timeIntervalSince(last.at)
+        guard age < Self.repeatWindow else { return }
+        throw AdminError.invalid(
+            "\(what) extended \(max(0, Int(age / 60))) minutes ago by \(last.actor): Apple allows two extensions a "
+                + "year, so check what Apple answered first; the same extension is taken again after "
+                + "\(Int(Self.repeatWindow / 60)) minutes")
     }
 
     /// The latest mass extensions (from the audit log, newest first, at most 10), each with Apple's status now;
@@ -202,9 +247,15 @@ extension AdminService {
     /// A customer's extension in words, for their timeline: who, how many days, why, and what Apple answered for
     /// each subscription; `nil` for any other audit event.
     static func extensionSummary(_ event: AuditEvent) -> String? {
-        guard event.action == extendAction, let after = event.after else { return nil }
+        guard event.action == extendAction || event.action == extendAction + ".requested", let after = event.after
+        else { return nil }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
+        if let asked = try? decoder.decode(ExtensionRequestAudit.self, from: Data(after.utf8)),
+            event.action != extendAction
+        {
+            return "\(event.actor) asked Apple to extend the subscription by \(asked.days) days: \(asked.reason)"
+        }
         guard let audit = try? decoder.decode(ExtensionAudit.self, from: Data(after.utf8)) else { return nil }
         let outcomes = audit.response.extensions.map { item in
             if item.extended {
@@ -228,6 +279,13 @@ extension AdminService {
             throw .invalid("subscriptions are extended in \(apple.environment.rawValue) only, the server's environment")
         }
         return apple
+    }
+
+    struct ExtensionRequestAudit: Codable, Sendable {
+        var days: Int
+        var reasonCode: Int
+        var reason: String
+        var originalTransactionIds: [String]
     }
 
     struct ExtensionAudit: Codable, Sendable {

@@ -87,7 +87,8 @@ struct ExtendSubscriptionCommand: AsyncParsableCommand {
                 )
             }
         }
-        if !answer.extensions.contains(where: \.extended) { throw ExitCode(1) }
+        // Any subscription Apple did not extend fails the command: support reads why above.
+        if answer.extensions.contains(where: { !$0.extended }) { throw ExitCode(1) }
     }
 
     static func line(_ item: MassExtensionView) -> String {

@@ -115,8 +115,9 @@ public struct TransactionFact: Sendable, Hashable, Codable {
     /// extension (RENEWAL_EXTENDED, support's or an outage's): the end only ever moves later, so an older copy of the
     /// signed data never shortens it.
     public mutating func learnExtension(from newer: TransactionFact) {
-        guard newer.transactionId == transactionId, let later = newer.expiresDate,
-            expiresDate.map({ later > $0 }) ?? false
+        guard newer.transactionId == transactionId, newer.originalTransactionId == originalTransactionId,
+            newer.productId == productId, newer.revocationDate == nil, newer.dataEnvironment == dataEnvironment,
+            let later = newer.expiresDate, expiresDate.map({ later > $0 }) ?? false
         else { return }
         expiresDate = later
     }

@@ -209,7 +209,12 @@ public struct NotificationIntake: ServiceOnParts {
             else { return .logged }
             return try await apply(word, on: fact, to: user, logger: logger)
         case let type? where Self.recordingTypes.contains(type):
-            return try await deliver(fact, to: user, source: "notification", logger: logger) ? .applied : .logged
+            let delivered = try await deliver(fact, to: user, source: "notification", logger: logger)
+            if delivered, type == .renewalExtended {
+                // The period ends later now (support's or an outage's extension): the app refreshes what it unlocks.
+                await events.publish(ServerEventBody(type: .entitlements, key: fact.transactionId), to: user.id)
+            }
+            return delivered ? .applied : .logged
         default:
             return .logged
         }

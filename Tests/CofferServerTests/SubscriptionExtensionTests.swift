@@ -36,9 +36,10 @@ struct SubscriptionExtensionTests {
     }
 
     @Test(
-        "one customer's subscription: extended by Apple, the new date on Apple's notification, audited on the timeline")
-    func customer() async throws {
-        let setup = try NotificationTests.Setup(wallet: .server)
+        "one customer's subscription: extended by Apple, the new date on Apple's notification, audited on the timeline",
+        arguments: ServerEngine.allCases)
+    func customer(engine: ServerEngine) async throws {
+        let setup = try NotificationTests.Setup(store: try await engine.makeStore(), wallet: .server)
         let signer = try await AdminAPITests.key(in: setup.store)
         try await RecoveryTests.withAppleAPI(setup) { api in
             try await setup.application(api: api).test(.router) { client in
@@ -67,7 +68,7 @@ struct SubscriptionExtensionTests {
                 let audit = try await setup.store.auditEvents(
                     environment: .sandbox, query: AuditQuery(subject: user.supportId, action: "subscription.extend"),
                     limit: 10)
-                #expect(audit.count == 1 && audit.first?.after?.contains("Ticket #7") == true)
+                #expect(audit.count == 2 && audit.allSatisfy { $0.after?.contains("Ticket #7") == true })
                 let page = try Self.decode(
                     UserDetail.self,
                     try await AdminAPITests.send(
@@ -77,6 +78,15 @@ struct SubscriptionExtensionTests {
                         $0.summary.contains("extended the subscription by 7 days (customer satisfaction): Ticket #7")
                             && $0.summary.contains("\(Self.monthly) extended to")
                     })
+                #expect(
+                    page.timeline.contains { $0.summary.contains("asked Apple to extend the subscription by 7 days") })
+                // The same extension again at once (a retry after a lost answer) is refused: Apple allows two a year.
+                let again = try await AdminAPITests.send(
+                    client, signer, .post, "/v1/admin/users/\(user.supportId)/extend",
+                    body: ExtendSubscriptionRequest(days: 7, reasonCode: 1, reason: "Ticket #7"), at: setup.clock.now())
+                #expect(again.status == .badRequest)
+                #expect(try ClientAPITests.decode(ErrorResponse.self, again).error.message.contains("minutes ago"))
+                #expect(await setup.apple.sentNotifications().count == sent + 1)
             }
         }
     }

@@ -21,10 +21,12 @@ struct ExtensionsController: PanelController {
         -> Response
     {
         let session = try context.requireSession()
-        let environment = panel.scope(session).environment
+        let scope = panel.scope(session)
+        // A Production server's Sandbox view reaches Sandbox-marked customers only: no mass extension from there.
         let page = ExtensionsPage(
-            extensions: try await panel.service.massExtensions(environment: environment),
-            catalog: panel.service.catalog, isOwner: context.panelAdmin?.role == .owner, time: panel.times(context))
+            extensions: try await panel.service.massExtensions(environment: scope.environment),
+            catalog: panel.service.catalog,
+            canExtend: context.panelAdmin?.role == .owner && !scope.sandboxMarkedOnly, time: panel.times(context))
         return panel.render(
             page, context, notice: PanelNotice(query: request.uri.queryParameters.get("notice")), failure: failure)
     }
@@ -33,8 +35,14 @@ struct ExtensionsController: PanelController {
     func extendAll(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
         let (session, form) = try await panel.checkedForm(request, context)
         _ = try context.requireOwner()
-        let environment = panel.scope(session).environment
+        let scope = panel.scope(session)
+        let environment = scope.environment
         return try await panel.attempt {
+            guard !scope.sandboxMarkedOnly else {
+                throw PanelFailure(
+                    "This view holds Sandbox-marked customers only: switch to Production to extend its subscribers.",
+                    status: .forbidden)
+            }
             guard let days = Int(form["days"] ?? ""), let code = Int(form["reasonCode"] ?? "") else {
                 throw PanelFailure("Days and Apple's reason are whole numbers, e.g. 3 days for reason 3.")
             }

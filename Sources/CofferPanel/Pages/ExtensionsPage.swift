@@ -22,11 +22,11 @@ struct ExtensionsPage: PanelPage {
         var complete: Bool
     }
 
-    init(extensions: [MassExtensionView], catalog: Catalog, isOwner: Bool, time: (Date) -> String) {
+    init(extensions: [MassExtensionView], catalog: Catalog, canExtend: Bool, time: (Date) -> String) {
         products = catalog.products.filter { $0.kind == .autoRenewable }.map {
             Product(id: $0.id, name: $0.displayName)
         }
-        canExtend = isOwner && !products.isEmpty
+        self.canExtend = canExtend && !products.isEmpty
         self.extensions = extensions.map { item in
             let progress =
                 switch item.complete {
