@@ -42,7 +42,10 @@ schemas = {
                        "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup")),
                        "wallet": S("Who keeps the balance (the server's wallet setting): an app configured for "
                                    "the other wallet stops", enum=["server", "device"]),
-                       "consent": ref("ConsentResponse")},
+                       "consent": ref("ConsentResponse"),
+                       "grantedEntitlements": {"type": "array", "items": ref("GrantedEntitlement"),
+                                               "description": "Entitlements support granted for a time that unlock "
+                                                              "now, with their ends"}},
                       required=["supportId", "balance", "deficit", "entitlements", "backup", "wallet"]),
     "ConsentRequest": obj({"customerConsented": {"type": "boolean", "description":
                                                  "Whether the customer consents to share consumption data with "
@@ -67,6 +70,16 @@ schemas = {
                                       "An auto-renewable subscription's promotional offers Coffer signs; absent: "
                                       "any the app asks for"}},
                           required=["id", "kind", "credits", "entitlements"]),
+    "EntitlementGrantRequest": obj({"supportId": S(), "entitlement": S("One the catalog's products or loyalty "
+                                                                      "rules unlock"),
+                                    "days": I("1 to 3650", minimum=1, maximum=3650), "reason": S()}),
+    "EntitlementGrantView": obj({"id": S(format="uuid"), "supportId": S(), "entitlement": S(),
+                                 "startsAt": S(format="date-time"), "endsAt": S(format="date-time"), "reason": S(),
+                                 "createdBy": S(), "cancelledAt": S(format="date-time"), "cancelledBy": S(),
+                                 "active": {"type": "boolean"}},
+                                required=["id", "supportId", "entitlement", "startsAt", "endsAt", "reason",
+                                          "createdBy", "active"]),
+    "GrantedEntitlement": obj({"entitlement": S(), "endsAt": S(format="date-time")}),
     "ExtendSubscriptionRequest": obj({"days": I("1 to 90", minimum=1, maximum=90),
                                       "reasonCode": I("Apple's: 0 undeclared, 1 customer satisfaction, 2 other, "
                                                       "3 service issue or outage", minimum=0, maximum=3),
@@ -272,6 +285,7 @@ schemas = {
                                           "description": "Apple's refund requests and what was answered, latest "
                                                          "first"},
                        "consent": ref("ConsentResponse"),
+                       "entitlementGrants": {"type": "array", "items": ref("EntitlementGrantView")},
                        "appTransaction": ref("AppTransactionView")},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
     "AppTransactionView": obj({"appTransactionId": S(), "originalPurchaseDate": S(format="date-time"),
@@ -604,6 +618,18 @@ paths = {
         "adminSetBalance", "200", "BalanceChange", parameters=[SID], body="BalanceRequest",
         errors={"400": ERR("Bad balance or reason"), "404": ERR("No such user here"),
                 "409": ERR("balance-changed: the balance is not the expected one; nothing changed")})},
+    "/v1/admin/entitlement-grants": {"post": admin(
+        "Grant an entitlement for a number of days: it unlocks for the customer until it ends (GET /v1/me, the SDK), "
+        "never counts toward loyalty; audited entitlement.grant",
+        "adminGrantEntitlement", "201", "EntitlementGrantView", body="EntitlementGrantRequest",
+        errors={"400": ERR("An entitlement the catalog does not know, days out of 1 to 3650, no reason, or a "
+                           "customer deleted or merged"),
+                "404": ERR("No such user here")})},
+    "/v1/admin/entitlement-grants/{id}/cancel": {"post": admin(
+        "Cancel an entitlement grant: it stops unlocking now; audited entitlement.cancel",
+        "adminCancelEntitlementGrant", "200", "EntitlementGrantView",
+        parameters=[{"name": "id", "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}],
+        errors={"404": ERR("No such grant here")})},
     "/v1/admin/users/{supportId}/extend": {"post": admin(
         "Extend the customer's active subscriptions (one product's group with productId) through Apple's Extend a "
         "Subscription Renewal Date; Apple's answer per subscription; audited subscription.extend, on the timeline",

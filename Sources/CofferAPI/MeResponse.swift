@@ -16,11 +16,14 @@ public struct MeResponse: Codable, Sendable, Equatable {
     /// The customer's answer to sharing consumption data with Apple for refund requests (`PUT /v1/me/consent`),
     /// `nil` until they answered: the app asks once.
     public var consent: ConsentResponse?
+    /// The entitlements support granted for a time that unlock now, with their ends (in `entitlements` too); `nil`
+    /// from a server before them. The SDK keeps them until they end.
+    public var grantedEntitlements: [GrantedEntitlement]?
 
     /// Creates the answer.
     public init(
         supportId: String, balance: Int64, deficit: Int64, entitlements: [String], backup: BackupBody?,
-        wallet: String? = nil, consent: ConsentResponse? = nil
+        wallet: String? = nil, consent: ConsentResponse? = nil, grantedEntitlements: [GrantedEntitlement]? = nil
     ) {
         self.supportId = supportId
         self.balance = balance
@@ -29,6 +32,7 @@ public struct MeResponse: Codable, Sendable, Equatable {
         self.backup = backup
         self.wallet = wallet
         self.consent = consent
+        self.grantedEntitlements = grantedEntitlements
     }
 
     /// Encodes `backup` as `null` when there is none, as the contract says.
@@ -41,5 +45,6 @@ public struct MeResponse: Codable, Sendable, Equatable {
         try container.encode(backup, forKey: .backup)
         try container.encodeIfPresent(wallet, forKey: .wallet)
         try container.encodeIfPresent(consent, forKey: .consent)
+        try container.encodeIfPresent(grantedEntitlements, forKey: .grantedEntitlements)
     }
 }

@@ -40,6 +40,8 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var sandboxMarked = false
     /// Apple's refund requests about the customer's purchases and what was answered, latest first.
     public var refundRequests: [RefundRequestView] = []
+    /// Entitlements support granted for a time, newest first.
+    public var entitlementGrants: [EntitlementGrantView] = []
     /// The customer's answer to sharing consumption data with Apple, `nil` until they answered.
     public var consent: ConsentResponse?
     /// The Apple account's app transaction as Apple answers Get App Transaction Info now; `nil` for an anonymous
@@ -88,5 +90,7 @@ public struct UserDetail: Sendable, Hashable, Codable {
         refundRequests = try container.decodeIfPresent([RefundRequestView].self, forKey: .refundRequests) ?? []
         consent = try container.decodeIfPresent(ConsentResponse.self, forKey: .consent)
         appTransaction = try container.decodeIfPresent(AppTransactionView.self, forKey: .appTransaction)
+        entitlementGrants =
+            try container.decodeIfPresent([EntitlementGrantView].self, forKey: .entitlementGrants) ?? []
     }
 }

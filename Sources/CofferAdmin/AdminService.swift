@@ -46,6 +46,8 @@ public struct AdminService: Sendable {
         case merged
         /// Support deleted the customer at their request: their tokens sign in no more.
         case deleted
+        /// Support granted or cancelled an entitlement for a time (this grant).
+        case entitlements(grant: UUID)
     }
 
     /// Receives ``Change``s with the id of the user they are about.
@@ -244,7 +246,7 @@ public struct AdminService: Sendable {
         }
         timeline += audit.filter { !Self.shownElsewhere.contains($0.action) }.map { event in
             TimelineItem(
-                at: event.at, kind: .admin, summary: Self.extensionSummary(event) ?? "\(event.actor): \(event.action)")
+                at: event.at, kind: .admin, summary: Self.timelineSummary(event) ?? "\(event.actor): \(event.action)")
         }
         timeline.sort { ($0.at, $0.kind.rawValue) > ($1.at, $1.kind.rawValue) }
         var mergedInto: String?
@@ -277,6 +279,7 @@ public struct AdminService: Sendable {
                 try await lookup(account.appTransactionId, account.environment)
             }
         }
+        detail.entitlementGrants = try await entitlementGrantViews(of: user, environment: environment)
         detail.consent = try await store.consumptionConsent(owner: user.id, environment: environment).map {
             ConsentResponse(customerConsented: $0.consented, at: $0.at.formatted(.iso8601))
         }

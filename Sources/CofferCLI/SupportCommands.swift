@@ -109,6 +109,8 @@ protocol SupportBackend: Sendable {
     func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse
     func deleteCustomer(_ supportId: String) async throws -> DeletionView
+    func grantEntitlement(_ request: EntitlementGrantRequest) async throws -> EntitlementGrantView
+    func cancelEntitlementGrant(id: String) async throws -> EntitlementGrantView
     func extendSubscriptions(supportId: String, _ request: ExtendSubscriptionRequest) async throws
         -> ExtendSubscriptionResponse
     func extendAllSubscribers(_ request: MassExtensionRequest) async throws -> MassExtensionView
@@ -318,28 +320,6 @@ struct CustomerChange: ParsableArguments {
     }
 }
 
-/// `coffer grant`: credits for a customer, picked up by the app on its next refresh.
-struct GrantCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "grant", abstract: "Grant credits to a customer by Support ID, with a reason.")
-
-    @Option(help: "The credits to grant.")
-    var credits: Int64
-
-    @OptionGroup var change: CustomerChange
-
-    func run() async throws {
-        try await change.run {
-            try await $0.grant(supportId: $1, credits: credits, reason: $2)
-        } lines: { grant in
-            [
-                "Granted \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending",
-                "The app picks it up on its next launch, foreground or refresh.",
-            ]
-        }
-    }
-}
-
 /// `coffer users`: find customers (`coffer users list`, the default), or merge two (`coffer users merge`).
 struct UsersCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -481,26 +461,6 @@ struct GrantsCommand: AsyncParsableCommand {
             ])
         }
         print(table.render())
-    }
-}
-
-/// `coffer cancel-grant`: takes back a grant the app has not claimed (Production too), audited.
-struct CancelGrantCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "cancel-grant",
-        abstract: "Cancel a grant the app has not claimed yet; a claimed one is answered by set-balance instead.")
-
-    @Argument(help: "The grant's id, as `coffer grants` lists it.")
-    var id: String
-
-    @OptionGroup var options: SupportOptions
-
-    func run() async throws {
-        let grant = try await withSupport(options) { try await $0.cancelGrant(id: id) }
-        if options.json { return print(try JSONText.encode(grant)) }
-        print(
-            "Cancelled the grant of \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); "
-                + "the app will not get it")
     }
 }
 

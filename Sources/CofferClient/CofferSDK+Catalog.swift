@@ -51,6 +51,7 @@ extension CofferSDK {
             walletChecked = true  // a server that does not say
             return
         }
+        try keepGrantedEntitlements(me)
         if let wallet = me.wallet, wallet != configuration.wallet.rawValue {
             throw SDKError.walletMismatch(
                 "the server keeps the \(wallet) wallet, and this app is configured for the "

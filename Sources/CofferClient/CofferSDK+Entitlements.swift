@@ -49,8 +49,9 @@ extension CofferSDK {
         // ("pro") are Coffer's own and find nothing on a device.
         let groups = Set(transactions.compactMap { $0.productType == .autoRenewable ? $0.subscriptionGroupId : nil })
         let grace = groups.isEmpty ? [:] : await storeKit.gracePeriods(groups: groups.sorted())
-        let entitlements = Entitlements.evaluate(
-            facts, catalog: catalog, gracePeriods: grace, at: now())
+        // Support's entitlements for a time join what StoreKit's transactions unlock, until they end.
+        let entitlements = Entitlements.evaluate(facts, catalog: catalog, gracePeriods: grace, at: now())
+            .granting(try grantedEntitlements(), at: now())
         let names = entitlements.names
         try state.set("entitlements", names.joined(separator: "\n"))
         try noteLapses(entitlements, facts: facts)

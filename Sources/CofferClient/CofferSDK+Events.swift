@@ -45,6 +45,7 @@ extension CofferSDK {
             case .backup:
                 _ = try await syncBackup()
             case .entitlements:
+                await refreshGrantedEntitlements()
                 _ = try await refreshEntitlements()
             case .consentRescinded:
                 publish(.consentRescinded)

@@ -8,6 +8,8 @@ public enum EntitlementSource: Sendable, Hashable, Codable {
     case subscription(productId: String, expiresDate: Date)
     /// The loyalty rule of a subscription group: `periods` paid periods reached.
     case loyalty(group: String, periods: Int)
+    /// Support granted it for a time, until `endsAt` (never a paid period: loyalty does not count it).
+    case granted(until: Date)
 }
 
 /// What a user is entitled to now, and why. Tracks each source apart, so a purchased lifetime is never
@@ -22,6 +24,16 @@ public struct EntitlementState: Sendable, Hashable, Codable {
     public init(sources: [String: [EntitlementSource]] = [:], paidPeriods: [String: Int] = [:]) {
         self.sources = sources
         self.paidPeriods = paidPeriods
+    }
+
+    /// The state with the entitlements support granted for a time and not cancelled, those not ended at `now`
+    /// (``EntitlementSource/granted(until:)``): they unlock, and count toward nothing else.
+    public func granting(_ grants: [(entitlement: String, endsAt: Date)], at now: Date) -> EntitlementState {
+        var state = self
+        for grant in grants where grant.endsAt > now {
+            state.sources[grant.entitlement, default: []].append(.granted(until: grant.endsAt))
+        }
+        return state
     }
 
     /// The unlocked entitlement names, sorted.

@@ -40,3 +40,27 @@ extension SupportRules {
         return codes
     }
 }
+
+/// The rules of support's entitlements for a time.
+extension SupportRules {
+    /// The longest an entitlement is granted for, in days: ten years.
+    public static let maximumEntitlementDays = 3_650
+
+    /// The days an entitlement is granted for: from 1 to ``maximumEntitlementDays``.
+    public static func entitlementDays(_ days: Int) throws(SupportRuleError) -> Int {
+        guard days >= 1, days <= maximumEntitlementDays else {
+            throw SupportRuleError("an entitlement is granted for 1 to \(maximumEntitlementDays) days, not \(days)")
+        }
+        return days
+    }
+
+    /// An entitlement support may grant: one the catalog's products or loyalty rules unlock.
+    public static func entitlement(_ name: String, in catalog: Catalog) throws(SupportRuleError) -> String {
+        let known = Set(catalog.products.flatMap(\.entitlements) + catalog.loyalty.flatMap(\.entitlements))
+        guard known.contains(name) else {
+            throw SupportRuleError(
+                "\(name) is not an entitlement of the catalog (" + known.sorted().joined(separator: ", ") + ")")
+        }
+        return name
+    }
+}

@@ -35,6 +35,8 @@ struct AdminAPI: Sendable {
         admin.post("grants/delete-all", use: deleteAllGrants)
         admin.post("grants/:id/cancel", use: cancelGrant)
         admin.get("audit", use: audit)
+        admin.post("entitlement-grants", use: grantEntitlement)
+        admin.post("entitlement-grants/:id/cancel", use: cancelEntitlementGrant)
         admin.post("users/:supportId/extend", use: extendSubscription)
         admin.post("subscriptions/extend", use: extendAllSubscribers)
         admin.get("subscriptions/extensions", use: massExtensions)
@@ -69,6 +71,24 @@ struct AdminAPI: Sendable {
             try await service.setBalance(
                 environment: try environment(request), supportId: try context.parameters.require("supportId"),
                 balance: body.balance, expected: body.expected, reason: body.reason, actor: context.adminActor))
+    }
+
+    /// `POST /v1/admin/entitlement-grants` `{"supportId", "entitlement", "days", "reason"}`: an entitlement for a
+    /// time (support keys too, as a grant of credits).
+    func grantEntitlement(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let body: EntitlementGrantRequest = try await api.decode(request)
+        return try api.json(
+            try await service.grantEntitlement(
+                environment: try environment(request), request: body, actor: context.adminActor),
+            status: .created)
+    }
+
+    /// `POST /v1/admin/entitlement-grants/{id}/cancel`: it stops unlocking now.
+    func cancelEntitlementGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        try api.json(
+            try await service.cancelEntitlementGrant(
+                environment: try environment(request), id: try context.parameters.require("id"),
+                actor: context.adminActor))
     }
 
     /// `POST /v1/admin/users/{supportId}/extend` `{"days", "reasonCode", "reason", "productId"?}`: the customer's

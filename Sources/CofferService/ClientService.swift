@@ -281,10 +281,15 @@ public struct ClientService: ServiceOnParts {
         let wallet = try await store.wallet(owner: user.id, environment: user.environment)
         let backup = try await store.backup(owner: user.id, environment: user.environment)
         let consent = try await store.consumptionConsent(owner: user.id, environment: user.environment)
+        let now = dependencies.now()
+        let granted = try await store.entitlementGrants(environment: user.environment, recipient: user.id)
+            .filter { $0.isActive(at: now) }.map {
+                GrantedEntitlement(entitlement: $0.entitlement, endsAt: $0.until.formatted(.iso8601))
+            }
         return MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
             entitlements: try await entitlements(of: user), backup: backup.map(BackupBody.init),
-            wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent))
+            wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent), grantedEntitlements: granted)
     }
 
     /// Records the customer's answer to sharing consumption data with Apple for refund requests; Coffer answers

@@ -17,6 +17,8 @@ public enum SupportEvents {
         case .adjustment(let key): (ServerEventBody(type: .adjustment, key: key), nil)
         // Support's balance edit in the device wallet: the app takes it from the backup, so wake it.
         case .backup(let version): (ServerEventBody(type: .backup, key: String(version)), true)
+        // An entitlement for a time: the app refreshes what it unlocks, woken for it.
+        case .entitlements(let grant): (ServerEventBody(type: .entitlements, key: grant.uuidString.lowercased()), true)
         case .merged, .deleted: nil
         }
     }

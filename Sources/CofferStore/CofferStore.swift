@@ -4,13 +4,15 @@ import Foundation
 /// Everything Coffer keeps, one protocol per aggregate: the customers (``UserStore``), the ledger
 /// (``LedgerStore``), backups (``BackupStore``), grants (``GrantStore``), Apple's notifications
 /// (``NotificationStore``), admins and the audit log (``AdminStore``), support's views across customers
-/// (``SupportViewStore``), and the refund defence's consents and answers (``ConsumptionStore``). Every record is tagged with its environment, and queries never cross environments.
+/// (``SupportViewStore``), the refund defence's consents and answers (``ConsumptionStore``), and support's
+/// entitlements for a time (``EntitlementGrantStore``). Every record is tagged with its environment, and queries never
+/// cross environments.
 ///
 /// Each engine (in-memory, SQLite, PostgreSQL) implements them all and passes the contract suite of each. An
 /// operation either completes durably or changes nothing. The protocols carry the documentation; an engine's
 /// methods do not repeat it.
 public protocol CofferStore: UserStore, LedgerStore, BackupStore, GrantStore, NotificationStore, AdminStore,
-    ConsumptionStore,
+    ConsumptionStore, EntitlementGrantStore,
     SupportViewStore
 {
     /// One cheap round trip to the database (`SELECT 1`), within its deadline: what `/readyz` asks.
@@ -25,8 +27,17 @@ extension CofferStore {
     }
 
     /// A user's entitlements now with the paid periods counted per subscription group (what loyalty lifetimes
-    /// are earned by), by the core's rules.
+    /// are earned by), by the core's rules, and support's entitlements for a time that have not ended.
     public func entitlementState(of user: User, catalog: Catalog, at now: Date) async throws -> EntitlementState {
+        let granted = try await entitlementGrants(environment: user.environment, recipient: user.id)
+            .filter { $0.isActive(at: now) }.map { (entitlement: $0.entitlement, endsAt: $0.until) }
+        return try await purchasedEntitlements(of: user, catalog: catalog, at: now).granting(granted, at: now)
+    }
+
+    /// What the customer's purchases unlock now, by the core's rules (without support's grants).
+    private func purchasedEntitlements(of user: User, catalog: Catalog, at now: Date) async throws
+        -> EntitlementState
+    {
         let products = Set(catalog.products.filter { $0.kind != .consumable }.map(\.id))
         guard !products.isEmpty else { return EntitlementState() }
         let receipts = try await receipts(owner: user.id, environment: user.environment, productIds: products)

@@ -59,6 +59,7 @@ public actor InMemoryStore: CofferStore {
     var cursors: [String: String] = [:]
     var consents: [UUID: ConsumptionConsent] = [:]
     var consumptionAnswerLog: [ConsumptionAnswerRecord] = []
+    var entitlementGrantList: [EntitlementGrant] = []
     var backupLog: [(owner: UUID, environment: AppStoreEnvironment, item: BackupHistoryItem)] = []
     var adminList: [Admin] = []
     var sessions: [String: AdminSession] = [:]
@@ -222,6 +223,9 @@ public actor InMemoryStore: CofferStore {
         for index in grantList.indices where grantList[index].recipient == from.id {
             grantList[index].recipient = into.id
         }
+        for index in entitlementGrantList.indices where entitlementGrantList[index].recipient == from.id {
+            entitlementGrantList[index].recipient = into.id
+        }
         for (key, renewal) in renewals where renewal.owner == from.id { renewals[key]?.owner = into.id }
         // An import's first token was never an install's: it stays where it is.
         if deviceTokens[from.tokenHash] == nil, !imports.values.contains(where: { $0.user == from.id }) {
@@ -277,6 +281,13 @@ public actor InMemoryStore: CofferStore {
                 grantList[index].cancelledBy = deletion.actor
             }
             grantList[index].reason = UserDeletion.removedReason
+        }
+        for index in entitlementGrantList.indices where ids.contains(entitlementGrantList[index].recipient) {
+            if entitlementGrantList[index].cancelledAt == nil {
+                entitlementGrantList[index].cancelledAt = deletion.at
+                entitlementGrantList[index].cancelledBy = deletion.actor
+            }
+            entitlementGrantList[index].reason = UserDeletion.removedReason
         }
         for index in state.entries.indices where ids.contains(state.entries[index].owner) {
             // Support writes the reasons of grants and adjustments; the others are Coffer's own words.
@@ -533,7 +544,7 @@ public actor InMemoryStore: CofferStore {
 
     /// Appends an audit event.
     /// Appends audit entries written with a change; one whose id is taken gets an id of its own.
-    private func appendAudit(_ events: [AuditEvent]) {
+    func appendAudit(_ events: [AuditEvent]) {
         for event in events {
             var event = event
             if audit.contains(where: { $0.id == event.id }) { event.id = UUID() }

@@ -379,6 +379,24 @@ enum PostgresMigrations {
             CREATE INDEX consumption_answers_by_owner ON consumption_answers (owner, environment, requested_at)
             """
         ),
+        (
+            "v23 entitlements for a time",
+            """
+            CREATE TABLE entitlement_grants (
+                id TEXT PRIMARY KEY,
+                environment TEXT NOT NULL,
+                recipient TEXT NOT NULL REFERENCES users (id),
+                entitlement TEXT NOT NULL,
+                starts_at BIGINT NOT NULL,
+                ends_at BIGINT NOT NULL,
+                reason TEXT NOT NULL,
+                created_by TEXT NOT NULL,
+                cancelled_at BIGINT,
+                cancelled_by TEXT
+            );
+            CREATE INDEX entitlement_grants_by_recipient ON entitlement_grants (recipient, environment, starts_at)
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -260,6 +260,8 @@ extension PostgresStore {
             try await connection.query(
                 "UPDATE grants SET recipient = \(into) WHERE recipient = \(from)", logger: self.logger)
             try await connection.query(
+                "UPDATE entitlement_grants SET recipient = \(into) WHERE recipient = \(from)", logger: self.logger)
+            try await connection.query(
                 "UPDATE renewal_states SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
             let at = Millis.from(merge.at)
             // A claim's tokens end with the merge; they never sign in as the account user. Without the account
@@ -363,6 +365,12 @@ extension PostgresStore {
             try await connection.query(
                 "UPDATE grants SET reason = \(UserDeletion.removedReason) WHERE recipient = ANY(\(ids))",
                 logger: self.logger)
+            try await connection.query(
+                """
+                UPDATE entitlement_grants SET cancelled_at = COALESCE(cancelled_at, \(at)),
+                    cancelled_by = COALESCE(cancelled_by, \(deletion.actor)), reason = \(UserDeletion.removedReason)
+                WHERE recipient = ANY(\(ids))
+                """, logger: self.logger)
             try await connection.query(
                 """
                 UPDATE ledger_entries SET reason = \(UserDeletion.removedReason)

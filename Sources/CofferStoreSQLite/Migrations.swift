@@ -303,6 +303,9 @@ extension SQLiteStore {
         migrator.registerMigration("v22 the refund defence") { db in
             try db.execute(sql: ConsumptionTables.sql)
         }
+        migrator.registerMigration("v23 entitlements for a time") { db in
+            try db.execute(sql: EntitlementGrantTables.sql)
+        }
         return migrator
     }
 }

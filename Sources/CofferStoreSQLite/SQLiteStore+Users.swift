@@ -220,6 +220,8 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE receipts SET owner = ? WHERE owner = ? AND environment = ?", arguments: [into, from, env])
             try db.execute(sql: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
+            try db.execute(
+                sql: "UPDATE entitlement_grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
             try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
             // A claim's tokens end with the merge; they never sign in as the account user. Without the account
             // owner's word the installs' tokens end too (an import's first token was never an install's).
@@ -308,6 +310,12 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
+            try db.execute(
+                sql: """
+                    UPDATE entitlement_grants SET cancelled_at = COALESCE(cancelled_at, ?),
+                        cancelled_by = COALESCE(cancelled_by, ?), reason = ?
+                    WHERE recipient IN (\(marks))
+                    """, arguments: [Millis.from(deletion.at), deletion.actor, UserDeletion.removedReason] + owners)
             try db.execute(
                 sql: """
                     UPDATE ledger_entries SET reason = ?

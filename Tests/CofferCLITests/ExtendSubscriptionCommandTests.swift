@@ -39,4 +39,27 @@ struct ExtendSubscriptionCommandTests {
         #expect(output.status != 0)
         #expect(output.stderr.contains("In-App Purchase key"), Comment(rawValue: output.stderr))
     }
+
+    @Test("coffer grant: credits, or an entitlement with its days, one at a time")
+    func grantModes() async throws {
+        let cases: [([String], String)] = [
+            (["--recipient", "_0123456789ab", "--reason", "x"], "grant --credits N, or --entitlement NAME --days N"),
+            (
+                ["--recipient", "_0123456789ab", "--reason", "x", "--entitlement", "premium"],
+                "--entitlement needs --days"
+            ),
+            (
+                [
+                    "--recipient", "_0123456789ab", "--reason", "x", "--credits", "5", "--entitlement", "premium",
+                    "--days", "3",
+                ],
+                "not both"
+            ),
+        ]
+        for (arguments, words) in cases {
+            let output = try await CofferProcess.run(["grant"] + arguments)
+            #expect(output.status != 0, "\(arguments)")
+            #expect(output.stderr.contains(words), "\(arguments): \(output.stderr)")
+        }
+    }
 }

@@ -3,6 +3,7 @@ import CofferAppStore
 import CofferClient
 import CofferCore
 import CofferSimulator
+import CofferStore
 import CofferStoreKit
 import Crypto
 import Foundation
@@ -204,6 +205,36 @@ struct OfferPurchaseTests {
                 _ = try await app.purchase("com.example.gems", offer: .promotional("winback.50"))
             }
             #expect(await world.apple.deviceTransactions(account: "alice").isEmpty)
+        }
+    }
+}
+
+/// Support's entitlements for a time reach the app: kept with their ends, unlocked until then, offline too.
+@Suite("SDK granted entitlements", .timeLimit(.minutes(1)))
+struct GrantedEntitlementTests {
+    @Test("support grants adFree for 7 days: the app unlocks it at launch, keeps it offline, and closes it at the end")
+    func grantedForATime() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, serverOnSimulatedTime: true) { world in
+            let first = try world.app()
+            try await first.launch()
+            #expect(try await first.refreshEntitlements().names.isEmpty)
+            let supportId = try #require(await first.credentials.flatMap { SupportID($0.supportId) })
+            let user = try #require(try await world.serverStore.user(supportId: supportId, environment: .sandbox))
+            let now = world.clock.now()
+            try await world.serverStore.createEntitlementGrant(
+                EntitlementGrant(
+                    environment: .sandbox, recipient: user.id, entitlement: "adFree", startsAt: now,
+                    endsAt: now.addingTimeInterval(7 * 86_400), reason: "Ticket #9", createdBy: "ada"),
+                audit: [])
+            // The next launch reads it from the server (the event stream or a push would tell an open app).
+            let second = try world.app()
+            try await second.launch()
+            #expect(try await second.refreshEntitlements().names == ["adFree"])
+            // Offline, the kept grant still unlocks until its end, and not after.
+            let offline = try world.app(offline: true)
+            #expect(try await offline.refreshEntitlements().names == ["adFree"])
+            try await world.apple.advanceClock(by: 7 * 86_400 + 1)
+            #expect(try await offline.refreshEntitlements().names.isEmpty)
         }
     }
 }

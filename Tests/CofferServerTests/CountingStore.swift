@@ -320,6 +320,24 @@ final class CountingStore: CofferStore {
             try await base.consumptionAnswers(owner: owner, environment: environment, limit: limit)
         }
     }
+    func createEntitlementGrant(_ grant: EntitlementGrant, audit: [AuditEvent]) async throws {
+        try await gate("createEntitlementGrant", write: true) {
+            try await base.createEntitlementGrant(grant, audit: audit)
+        }
+    }
+    func entitlementGrants(environment: AppStoreEnvironment, recipient: UUID) async throws -> [EntitlementGrant] {
+        try await gate("entitlementGrants", write: false) {
+            try await base.entitlementGrants(environment: environment, recipient: recipient)
+        }
+    }
+    func cancelEntitlementGrant(
+        id: UUID, environment: AppStoreEnvironment, by actor: String, at: Date,
+        audit: @escaping @Sendable (EntitlementGrant) -> [AuditEvent]
+    ) async throws -> EntitlementGrant {
+        try await gate("cancelEntitlementGrant", write: true) {
+            try await base.cancelEntitlementGrant(id: id, environment: environment, by: actor, at: at, audit: audit)
+        }
+    }
     func recordAudit(_ event: AuditEvent) async throws {
         try await gate("recordAudit", write: true) { try await base.recordAudit(event) }
     }

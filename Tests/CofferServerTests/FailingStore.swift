@@ -114,6 +114,14 @@ struct FailingStore: CofferStore {
     func consumptionAnswers(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws
         -> [ConsumptionAnswerRecord]
     { throw error }
+    func createEntitlementGrant(_ grant: EntitlementGrant, audit: [AuditEvent]) async throws { throw error }
+    func entitlementGrants(environment: AppStoreEnvironment, recipient: UUID) async throws -> [EntitlementGrant] {
+        throw error
+    }
+    func cancelEntitlementGrant(
+        id: UUID, environment: AppStoreEnvironment, by actor: String, at: Date,
+        audit: @escaping @Sendable (EntitlementGrant) -> [AuditEvent]
+    ) async throws -> EntitlementGrant { throw error }
     func recordAudit(_ event: AuditEvent) async throws { throw error }
     func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         throw error

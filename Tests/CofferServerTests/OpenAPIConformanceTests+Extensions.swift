@@ -40,6 +40,24 @@ extension OpenAPIConformanceTests {
                     body: MassExtensionRequest(productId: "com.example.credits", days: 2, reasonCode: 3), at: at,
                     expect: .badRequest)
                 try await api.admin(client, signer, .get, "/v1/admin/subscriptions/extensions", at: at, expect: .ok)
+
+                // Entitlements for a time.
+                let granted = try await api.admin(
+                    client, signer, .post, "/v1/admin/entitlement-grants",
+                    body: EntitlementGrantRequest(
+                        supportId: idle.supportId, entitlement: "premium", days: 3, reason: "Ticket #3"), at: at,
+                    expect: .created)
+                let grant = try AdminJSON.decoder.decode(EntitlementGrantView.self, from: Data(buffer: granted.body))
+                try await api.admin(
+                    client, signer, .post, "/v1/admin/entitlement-grants",
+                    body: EntitlementGrantRequest(supportId: idle.supportId, entitlement: "gold", days: 3, reason: "x"),
+                    at: at, expect: .badRequest)
+                try await api.admin(
+                    client, signer, .post, "/v1/admin/entitlement-grants/\(grant.id.uuidString)/cancel", at: at,
+                    expect: .ok)
+                try await api.admin(
+                    client, signer, .post, "/v1/admin/entitlement-grants/\(UUID().uuidString)/cancel", at: at,
+                    expect: .notFound)
             }
         }
     }

@@ -17,6 +17,12 @@ struct CustomerChangesController: PanelController {
         routes.post("users/:supportId/merge") { request, context in try await merge(request, context) }
         routes.post("users/:supportId/delete") { request, context in try await delete(request, context) }
         routes.post("users/:supportId/extend") { request, context in try await extend(request, context) }
+        routes.post("users/:supportId/entitlement-grants") { request, context in
+            try await grantEntitlement(request, context)
+        }
+        routes.post("entitlement-grants/:id/cancel") { request, context in
+            try await cancelEntitlementGrant(request, context)
+        }
         return routes
     }
 
@@ -45,6 +51,42 @@ struct CustomerChangesController: PanelController {
                 request: ExtendSubscriptionRequest(days: days, reasonCode: code, reason: form["reason"] ?? ""),
                 actor: context.adminActor)
             return AdminPanel.redirect("/admin/users/\(URLText.escape(supportId))?notice=extended")
+        }
+    }
+
+    /// `POST /admin/users/{supportId}/entitlement-grants`: an entitlement for a number of days (support too).
+    func grantEntitlement(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await panel.checkedForm(request, context)
+        let supportId = try context.parameters.require("supportId")
+        let scope = panel.scope(session)
+        return try await change(request, context) {
+            guard let days = Int(form["days"] ?? "") else {
+                throw PanelFailure("Days are a whole number, e.g. 7.")
+            }
+            try await panel.service.requireInScope(scope, supportId: supportId)
+            _ = try await panel.service.grantEntitlement(
+                environment: scope.environment,
+                request: EntitlementGrantRequest(
+                    supportId: supportId, entitlement: form["entitlement"] ?? "", days: days,
+                    reason: form["reason"] ?? ""),
+                actor: context.adminActor)
+            return AdminPanel.redirect("/admin/users/\(URLText.escape(supportId))?notice=entitlement-granted")
+        }
+    }
+
+    /// `POST /admin/entitlement-grants/{id}/cancel`: the entitlement ends now; back to the customer's page.
+    func cancelEntitlementGrant(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let (session, form) = try await panel.checkedForm(request, context)
+        let id = try context.parameters.require("id")
+        let supportId = form["supportId"] ?? ""
+        let scope = panel.scope(session)
+        return try await panel.attempt {
+            try await panel.service.requireInScope(scope, supportId: supportId)
+            _ = try await panel.service.cancelEntitlementGrant(
+                environment: scope.environment, id: id, actor: context.adminActor, supportId: supportId)
+            return AdminPanel.redirect("/admin/users/\(URLText.escape(supportId))?notice=cancelled")
+        } otherwise: { failure in
+            try await CustomersController(panel: panel).customer(request, context, failure: failure)
         }
     }
 

@@ -69,6 +69,16 @@ struct CustomerPage: PanelPage {
     var canChange: Bool
     /// Whether support can extend a subscription here: a subscription paid up or in Apple's grace period.
     var canExtend: Bool
+    /// The entitlements support may grant for a time here (the catalog's), none for a customer who cannot change.
+    var grantableEntitlements: [String]
+    var canGrantEntitlement: Bool
+    var entitlementGrants: [EntitlementGrantRow]
+
+    /// An entitlement granted for a time.
+    struct EntitlementGrantRow: Sendable {
+        var id, entitlement, startsAt, endsAt, state, stateClass, createdBy, reason: String
+        var active: Bool
+    }
     var deletedAt: String?
     var backup: Backup?
     var backupValue: String
@@ -159,6 +169,18 @@ struct CustomerPage: PanelPage {
         canChange = summary.deletedAt == nil && detail.mergedInto == nil
         canExtend =
             canChange && detail.subscriptions.contains { [.active, .expiring, .inGrace].contains($0.state) }
+        grantableEntitlements =
+            canChange
+            ? Array(Set(catalog.products.flatMap(\.entitlements) + catalog.loyalty.flatMap(\.entitlements))).sorted()
+            : []
+        canGrantEntitlement = !grantableEntitlements.isEmpty
+        entitlementGrants = detail.entitlementGrants.map { grant in
+            let state = grant.cancelledAt != nil ? "cancelled" : grant.active ? "active" : "ended"
+            return EntitlementGrantRow(
+                id: grant.id.uuidString.lowercased(), entitlement: grant.entitlement, startsAt: time(grant.startsAt),
+                endsAt: time(grant.endsAt), state: state, stateClass: state == "active" ? "delivered" : "",
+                createdBy: grant.createdBy, reason: grant.reason, active: grant.active)
+        }
         deletedAt = summary.deletedAt.map(time)
         backup = summary.backup.map { backup in
             Backup(

@@ -100,6 +100,7 @@ enum PanelNotice: String, PanelChoice {
     case merged
     case extended
     case extendedAll = "extended-all"
+    case entitlementGranted = "entitlement-granted"
     /// Not from a redirect: two-factor sign-in was turned on just now.
     case twoFactorOn
     /// Not from a redirect: a Production server's Sandbox view lists only its Sandbox-marked customers.
