@@ -6,18 +6,28 @@ import Foundation
 /// Support granting an entitlement for a time: it unlocks for the customer until it ends (in `GET /v1/me` and the
 /// SDK), is audited and cancellable, shows on the customer page, and never counts toward loyalty.
 extension AdminService {
+    /// The most days a support admin or key grants an entitlement for; owners, up to ten years.
+    public static let supportEntitlementDays = 90
+
     /// Grants `entitlement` to the customer for `days` from now, audited (`entitlement.grant`); the app is told at
     /// once.
     ///
+    /// - Parameter support: Whether a support admin or key asks (at most ``supportEntitlementDays``), not an owner.
     /// - Throws: ``AdminError/invalid(_:)`` for an entitlement the catalog does not know, days out of 1 to 3,650, no
-    ///   reason, or a customer who cannot be changed (deleted, merged).
+    ///   reason, or a customer who cannot be changed (deleted, merged); ``AdminError/forbidden(_:)`` past support's
+    ///   days.
     public func grantEntitlement(
-        environment: AppStoreEnvironment, request: EntitlementGrantRequest, actor: String
+        environment: AppStoreEnvironment, support: Bool = false, request: EntitlementGrantRequest, actor: String
     ) async throws -> EntitlementGrantView {
         let entitlement = try Self.rule { () throws(SupportRuleError) in
             try SupportRules.entitlement(request.entitlement, in: catalog)
         }
         let days = try Self.rule { () throws(SupportRuleError) in try SupportRules.entitlementDays(request.days) }
+        guard !support || days <= Self.supportEntitlementDays else {
+            throw AdminError.forbidden(
+                "support grants an entitlement for at most \(Self.supportEntitlementDays) days; an owner may grant longer"
+            )
+        }
         let reason = try Self.reason(request.reason)
         let user = try await findChangeable(request.supportId, environment: environment)
         let at = now()
@@ -65,13 +75,15 @@ extension AdminService {
         }
         let supportId = try await store.user(id: cancelled.recipient)?.supportId.rawValue ?? ""
         let view = Self.view(cancelled, supportId: supportId, at: at)
-        if cancelled.cancelledAt == at, cancelled.cancelledBy == actor {
+        // Audited once, under the grant's own id: a cancellation whose audit write failed is audited when asked again.
+        do {
             try await store.recordAudit(
                 AuditEvent(
-                    environment: environment, actor: actor, action: "entitlement.cancel", subject: supportId,
-                    after: try Self.json(view), at: at))
-            await onChange?(cancelled.recipient, .entitlements(grant: cancelled.id))
-        }
+                    id: Self.stableId("entitlement-cancel:\(cancelled.id.uuidString)"), environment: environment,
+                    actor: cancelled.cancelledBy ?? actor, action: "entitlement.cancel", subject: supportId,
+                    after: try Self.json(view), at: cancelled.cancelledAt ?? at))
+        } catch StoreError.alreadyExists {}
+        await onChange?(cancelled.recipient, .entitlements(grant: cancelled.id))
         return view
     }
 

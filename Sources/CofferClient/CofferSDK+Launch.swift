@@ -158,6 +158,7 @@ extension CofferSDK {
         do { granted = try await refreshGrants() } catch ServerClientError.transport { offline = true }
         let refunded = try await refundCheck()
         if refunded > 0 { configuration.log(.info, .refund, "refund check: \(refunded) refunds taken back") }
+        await refreshGrantedEntitlements()
         try await refreshEntitlements()
         do {
             _ = try await syncBackup()

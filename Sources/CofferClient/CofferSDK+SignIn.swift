@@ -63,6 +63,8 @@ extension CofferSDK {
             // the backup rule must see a fresh install even if the app dies right after.
             try state.set("lastBackupAt", "")
             try state.set("lastBackupVersion", "")
+            // Another customer's entitlements for a time are not this one's.
+            try state.set(Self.grantedEntitlementsKey, "[]")
         }
         let next = DeviceIdentity(credentials: fresh, appliedKeys: sameCustomer ? identity?.appliedKeys ?? [] : [])
         try credentialStore.save(next)

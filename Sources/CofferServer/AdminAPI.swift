@@ -79,7 +79,8 @@ struct AdminAPI: Sendable {
         let body: EntitlementGrantRequest = try await api.decode(request)
         return try api.json(
             try await service.grantEntitlement(
-                environment: try environment(request), request: body, actor: context.adminActor),
+                environment: try environment(request), support: context.adminKey?.role == .support, request: body,
+                actor: context.adminActor),
             status: .created)
     }
 

@@ -283,7 +283,7 @@ public actor InMemoryStore: CofferStore {
             grantList[index].reason = UserDeletion.removedReason
         }
         for index in entitlementGrantList.indices where ids.contains(entitlementGrantList[index].recipient) {
-            if entitlementGrantList[index].cancelledAt == nil {
+            if entitlementGrantList[index].cancelledAt == nil, entitlementGrantList[index].endsAt > deletion.at {
                 entitlementGrantList[index].cancelledAt = deletion.at
                 entitlementGrantList[index].cancelledBy = deletion.actor
             }

@@ -367,10 +367,12 @@ extension PostgresStore {
                 logger: self.logger)
             try await connection.query(
                 """
-                UPDATE entitlement_grants SET cancelled_at = COALESCE(cancelled_at, \(at)),
-                    cancelled_by = COALESCE(cancelled_by, \(deletion.actor)), reason = \(UserDeletion.removedReason)
-                WHERE recipient = ANY(\(ids))
+                UPDATE entitlement_grants SET cancelled_at = \(at), cancelled_by = \(deletion.actor)
+                WHERE recipient = ANY(\(ids)) AND cancelled_at IS NULL AND ends_at > \(at)
                 """, logger: self.logger)
+            try await connection.query(
+                "UPDATE entitlement_grants SET reason = \(UserDeletion.removedReason) WHERE recipient = ANY(\(ids))",
+                logger: self.logger)
             try await connection.query(
                 """
                 UPDATE ledger_entries SET reason = \(UserDeletion.removedReason)

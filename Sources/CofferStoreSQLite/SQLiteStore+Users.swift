@@ -312,10 +312,12 @@ extension SQLiteStore {
                 arguments: [UserDeletion.removedReason] + owners)
             try db.execute(
                 sql: """
-                    UPDATE entitlement_grants SET cancelled_at = COALESCE(cancelled_at, ?),
-                        cancelled_by = COALESCE(cancelled_by, ?), reason = ?
-                    WHERE recipient IN (\(marks))
-                    """, arguments: [Millis.from(deletion.at), deletion.actor, UserDeletion.removedReason] + owners)
+                    UPDATE entitlement_grants SET cancelled_at = ?, cancelled_by = ?
+                    WHERE recipient IN (\(marks)) AND cancelled_at IS NULL AND ends_at > ?
+                    """, arguments: [Millis.from(deletion.at), deletion.actor] + owners + [Millis.from(deletion.at)])
+            try db.execute(
+                sql: "UPDATE entitlement_grants SET reason = ? WHERE recipient IN (\(marks))",
+                arguments: [UserDeletion.removedReason] + owners)
             try db.execute(
                 sql: """
                     UPDATE ledger_entries SET reason = ?

@@ -226,7 +226,10 @@ struct GrantedEntitlementTests {
                     environment: .sandbox, recipient: user.id, entitlement: "adFree", startsAt: now,
                     endsAt: now.addingTimeInterval(7 * 86_400), reason: "Ticket #9", createdBy: "ada"),
                 audit: [])
-            // The next launch reads it from the server (the event stream or a push would tell an open app).
+            // The open app hears of it on coming to the foreground (the event stream or a push tell it at once).
+            _ = try await first.enteredForeground()
+            #expect(try await first.refreshEntitlements().names == ["adFree"])
+            // The next launch reads it from the server too.
             let second = try world.app()
             try await second.launch()
             #expect(try await second.refreshEntitlements().names == ["adFree"])

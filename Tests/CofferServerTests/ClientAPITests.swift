@@ -104,7 +104,7 @@ struct ClientAPITests {
                 me
                     == MeResponse(
                         supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil,
-                        wallet: "device"))
+                        wallet: "device", grantedEntitlements: []))
 
             // Apple refunds it; the device posts the refunded transaction: taken back once.
             try await setup.store.refund(transactionId: id)

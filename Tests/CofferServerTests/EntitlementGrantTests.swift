@@ -94,10 +94,27 @@ struct EntitlementGrantTests {
                 #expect(response.status == .badRequest, "\(request)")
                 #expect(try Fixture.decode(ErrorResponse.self, response).error.message.contains(words))
             }
+            #expect(try await Self.me(client, user.token).entitlements.isEmpty)
             let missing = try await AdminAPITests.send(
                 client, signer, .post, "/v1/admin/entitlement-grants/\(UUID().uuidString)/cancel")
             #expect(missing.status == .notFound)
-            #expect(try await Self.me(client, user.token).entitlements.isEmpty)
+            // A support key grants for at most 90 days; an owner's key longer.
+            let key = NewAdminKey(name: "support", at: AdminAPITests.now, role: .support, grantLimit: 100)
+            try await setup.cofferStore.createAdminKey(key.record)
+            let support = try AdminRequestSigner(keyId: key.record.id, privateKeyPEM: key.privateKeyPEM)
+            let long = EntitlementGrantRequest(
+                supportId: user.supportId, entitlement: "adFree", days: 91, reason: "Ticket #91")
+            let refused = try await AdminAPITests.send(
+                client, support, .post, "/v1/admin/entitlement-grants", body: long)
+            #expect(refused.status == .forbidden)
+            #expect(try Fixture.decode(ErrorResponse.self, refused).error.message.contains("at most 90 days"))
+            var short = long
+            short.days = 90
+            #expect(
+                try await AdminAPITests.send(client, support, .post, "/v1/admin/entitlement-grants", body: short)
+                    .status == .created)
+            // Only the grant made: nothing refused changed anything.
+            #expect(try await Self.me(client, user.token).grantedEntitlements?.count == 1)
         }
     }
 
@@ -119,6 +136,13 @@ struct EntitlementGrantTests {
             #expect(cancelled.headers[.location]?.hasSuffix("?notice=cancelled") == true)
             let after = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
             #expect(after.contains(">cancelled<") && !after.contains("cancel-entitlement-"))
+            // Another customer's grant, cancelled from this one's page, is refused there, with why.
+            let other = try Fixture.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let forged = try await browser.post(
+                client, "/admin/entitlement-grants/\(id)/cancel", [("csrf", csrf), ("supportId", other.supportId)])
+            #expect(forged.status == .notFound)
+            #expect(String(buffer: forged.body).contains("of \(other.supportId)"))
             // Days out of range come back with why.
             let refused = try await browser.post(
                 client, "/admin/users/\(user.supportId)/entitlement-grants",

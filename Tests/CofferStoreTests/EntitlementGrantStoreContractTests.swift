@@ -19,6 +19,14 @@ struct EntitlementGrantStoreContractTests {
             reason: "Ticket #9", createdBy: "ada")
     }
 
+    static func catalog() throws -> Catalog {
+        try Catalog(products: [
+            CatalogProduct(
+                id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
+            CatalogProduct(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+        ])
+    }
+
     @Test("a customer's grants, newest first; cancelled once; none for a stranger", arguments: StoreEngine.allCases)
     func grants(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()
@@ -32,9 +40,15 @@ struct EntitlementGrantStoreContractTests {
             at: Make.start)
         try await store.createEntitlementGrant(first, audit: [audit])
         try await store.createEntitlementGrant(second, audit: [])
-        await #expect(throws: StoreError.self) { try await store.createEntitlementGrant(first, audit: []) }
-        await #expect(throws: StoreError.self) {
+        await #expect {
+            try await store.createEntitlementGrant(first, audit: [])
+        } throws: { error in
+            if case StoreError.alreadyExists = error { true } else { false }
+        }
+        await #expect {
             try await store.createEntitlementGrant(Self.grant(UUID(), from: 0, days: 1), audit: [])
+        } throws: { error in
+            if case StoreError.notFound = error { true } else { false }
         }
         #expect(try await store.entitlementGrants(environment: .sandbox, recipient: alice.id) == [second, first])
         #expect(try await store.entitlementGrants(environment: .production, recipient: alice.id).isEmpty)
@@ -93,10 +107,20 @@ struct EntitlementGrantStoreContractTests {
                 at: Make.start.addingTimeInterval(60)))
         #expect(try await store.entitlementGrants(environment: .sandbox, recipient: anonymous.id).isEmpty)
         #expect(try await store.entitlementGrants(environment: .sandbox, recipient: account.id).map(\.id) == [grant.id])
+        #expect(
+            try await store.entitlements(
+                of: account, catalog: try Self.catalog(), at: Make.start.addingTimeInterval(90))
+                == ["premium"])
+        // One that ended on its own before the deletion stays as it ended; the live one is ended by the deletion.
+        let past = Self.grant(account.id, "adFree", from: -7_200, days: 1.0 / 24)
+        try await store.createEntitlementGrant(past, audit: [])
         let at = Make.start.addingTimeInterval(120)
         _ = try await store.deleteUser(UserDeletion(user: account.id, environment: .sandbox, actor: "ada", at: at))
-        let ended = try #require(try await store.entitlementGrants(environment: .sandbox, recipient: account.id).first)
-        #expect(ended.cancelledAt == at && ended.reason == UserDeletion.removedReason)
+        let after = try await store.entitlementGrants(environment: .sandbox, recipient: account.id)
+        let ended = try #require(after.first { $0.id == grant.id })
+        #expect(ended.cancelledAt == at && ended.cancelledBy == "ada" && ended.reason == UserDeletion.removedReason)
+        let pastAfter = try #require(after.first { $0.id == past.id })
+        #expect(pastAfter.cancelledAt == nil && pastAfter.reason == UserDeletion.removedReason)
         await #expect(throws: StoreError.self) {
             try await store.createEntitlementGrant(Self.grant(account.id, from: 200, days: 1), audit: [])
         }

@@ -65,7 +65,7 @@ struct CustomerChangesController: PanelController {
             }
             try await panel.service.requireInScope(scope, supportId: supportId)
             _ = try await panel.service.grantEntitlement(
-                environment: scope.environment,
+                environment: scope.environment, support: context.panelAdmin?.role == .support,
                 request: EntitlementGrantRequest(
                     supportId: supportId, entitlement: form["entitlement"] ?? "", days: days,
                     reason: form["reason"] ?? ""),
@@ -86,7 +86,8 @@ struct CustomerChangesController: PanelController {
                 environment: scope.environment, id: id, actor: context.adminActor, supportId: supportId)
             return AdminPanel.redirect("/admin/users/\(URLText.escape(supportId))?notice=cancelled")
         } otherwise: { failure in
-            try await CustomersController(panel: panel).customer(request, context, failure: failure)
+            try await CustomersController(panel: panel).customer(
+                request, context, supportId: supportId, failure: failure)
         }
     }
 
