@@ -89,9 +89,11 @@ struct GrantCommand: AsyncParsableCommand {
 struct CancelGrantCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "cancel-grant",
-        abstract: "Cancel a grant the app has not claimed yet; a claimed one is answered by set-balance instead.")
+        abstract:
+            "Cancel a grant the app has not claimed yet (a claimed one is answered by set-balance), or end an "
+            + "entitlement granted for a time.")
 
-    @Argument(help: "The grant's id, as `coffer grants` lists it.")
+    @Argument(help: "The grant's id, as `coffer grants` lists it (an entitlement's, as `coffer user` shows it).")
     var id: String
 
     @OptionGroup var options: SupportOptions

@@ -428,6 +428,12 @@ struct UserCommand: AsyncParsableCommand {
             print("backup none")
         }
         print("entitlements " + (detail.entitlements.isEmpty ? "none" : detail.entitlements.joined(separator: ", ")))
+        // Support's entitlements for a time still running, with the id `coffer cancel-grant` takes.
+        for grant in detail.entitlementGrants where grant.active {
+            print(
+                "granted \(grant.entitlement) until \(JSONText.timestamp(grant.endsAt)) by \(grant.createdBy) "
+                    + "(\(grant.reason)); grant \(grant.id.uuidString.lowercased())")
+        }
         var table = TextTable(["when (UTC)", "what", "credits", "balance", "details"])
         for item in detail.timeline {
             table.add([

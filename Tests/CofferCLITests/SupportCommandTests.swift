@@ -118,6 +118,28 @@ struct SupportCommandTests {
         #expect(pending.stdout.contains(supportId) && pending.stdout.contains("Ticket #42"))
         #expect(pending.stdout.contains("support laptop"))
 
+        // An entitlement for a time: the customer has it in GET /v1/me until it ends; coffer user shows its id, and
+        // coffer cancel-grant ends it.
+        let entitled = try await CofferProcess.run(
+            ["grant", "--entitlement", "adFree", "--days", "7", "--recipient", supportId, "--reason", "Ticket #7"],
+            in: folder, environment: remote)
+        #expect(entitled.status == 0, Comment(rawValue: entitled.stderr))
+        #expect(entitled.stdout.contains("Granted adFree to \(supportId) for 7 days"))
+        #expect(
+            (try await serve.request("GET", base + "/v1/me", token: token).json["entitlements"] as? [String]) == [
+                "adFree"
+            ])
+        let shown = try await CofferProcess.run(["user", supportId], in: folder, environment: remote)
+        let entitlementGrant = try #require(
+            shown.stdout.firstMatch(of: /granted adFree until .*; grant ([0-9a-f-]{36})/)
+        ).1
+        let ended = try await CofferProcess.run(
+            ["cancel-grant", String(entitlementGrant)], in: folder, environment: remote)
+        #expect(
+            ended.status == 0 && ended.stdout.contains("Cancelled the grant of adFree"), Comment(rawValue: ended.stderr)
+        )
+        #expect((try await serve.request("GET", base + "/v1/me", token: token).json["entitlements"] as? [String]) == [])
+
         // The app picks the grant up on its next refresh.
         let grants = try await serve.request("GET", base + "/v1/me/grants?status=pending", token: token)
         let grantId = try #require((grants.json["grants"] as? [[String: Any]])?.first?["id"] as? String)
@@ -198,7 +220,8 @@ struct SupportCommandTests {
         let local = try await CofferProcess.run(["user", supportId, "--json"], in: folder)
         let detail = try JSONSerialization.jsonObject(with: Data(local.stdout.utf8)) as? [String: Any]
         #expect((detail?["user"] as? [String: Any])?["balance"] as? Int == 1_000)
-        #expect((detail?["timeline"] as? [Any])?.count == 5)
+        // Five of the ledger and grants, and the entitlement's grant and cancellation.
+        #expect((detail?["timeline"] as? [Any])?.count == 7)
 
         // Mistakes are clear and change nothing.
         let nobody = try await CofferProcess.run(
