@@ -35,9 +35,6 @@ public struct OfferSignatureCreator: Sendable {
         self.nonce = nonce
     }
 
-    /// The key id StoreKit is told the v1 signature was made with.
-    public var keyId: String { credentials.keyId }
-
     /// A promotional offer signature (v2), for `Product.PurchaseOption.promotionalOffer(_:compactJWS:)`.
     ///
     /// - Parameters:

@@ -282,13 +282,16 @@ public struct ClientService: ServiceOnParts {
         let backup = try await store.backup(owner: user.id, environment: user.environment)
         let consent = try await store.consumptionConsent(owner: user.id, environment: user.environment)
         let now = dependencies.now()
-        let granted = try await store.entitlementGrants(environment: user.environment, recipient: user.id)
-            .filter { $0.isActive(at: now) }.map {
-                GrantedEntitlement(entitlement: $0.entitlement, endsAt: $0.until.formatted(.iso8601))
-            }
+        // Read once: what the grants unlock, and their ends for the app.
+        let grants = try await store.entitlementGrants(environment: user.environment, recipient: user.id)
+        let state = try await store.entitlementState(
+            of: user, catalog: dependencies.catalog, at: now, granting: grants)
+        let granted = grants.filter { $0.isActive(at: now) }.map {
+            GrantedEntitlement(entitlement: $0.entitlement, endsAt: $0.until.formatted(.iso8601))
+        }
         return MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
-            entitlements: try await entitlements(of: user), backup: backup.map(BackupBody.init),
+            entitlements: state.names, backup: backup.map(BackupBody.init),
             wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent), grantedEntitlements: granted)
     }
 

@@ -29,8 +29,17 @@ extension CofferStore {
     /// A user's entitlements now with the paid periods counted per subscription group (what loyalty lifetimes
     /// are earned by), by the core's rules, and support's entitlements for a time that have not ended.
     public func entitlementState(of user: User, catalog: Catalog, at now: Date) async throws -> EntitlementState {
-        let granted = try await entitlementGrants(environment: user.environment, recipient: user.id)
-            .filter { $0.isActive(at: now) }.map { (entitlement: $0.entitlement, endsAt: $0.until) }
+        try await entitlementState(
+            of: user, catalog: catalog, at: now,
+            granting: try await entitlementGrants(environment: user.environment, recipient: user.id))
+    }
+
+    /// As ``entitlementState(of:catalog:at:)``, with the customer's entitlement grants already read (those that
+    /// unlock at `now` count).
+    public func entitlementState(of user: User, catalog: Catalog, at now: Date, granting grants: [EntitlementGrant])
+        async throws -> EntitlementState
+    {
+        let granted = grants.filter { $0.isActive(at: now) }.map { (entitlement: $0.entitlement, endsAt: $0.until) }
         return try await purchasedEntitlements(of: user, catalog: catalog, at: now).granting(granted, at: now)
     }
 
