@@ -154,6 +154,8 @@ let package = Package(
             name: "CofferService",
             dependencies: [
                 "CofferAPI", "CofferAdmin", "CofferAppStore", "CofferCore", "CofferStore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "Prometheus", package: "swift-prometheus", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
@@ -293,6 +295,7 @@ let package = Package(
             name: "CofferStoreTests",
             dependencies: [
                 "CofferStore", "CofferStoreSQLite", "CofferStorePostgres", "CofferTestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "PropertyBased", package: "swift-property-based", condition: server),
                 .product(name: "Logging", package: "swift-log", condition: server),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),

@@ -74,6 +74,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let store = composition.store
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        // Webhooks go to the developer's own backend: its redirects are not followed, and a connection waits 5 s.
+        var hookConfiguration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        hookConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(10))
+        let hooks = HTTPClient(eventLoopGroupProvider: .singleton, configuration: hookConfiguration)
         var appStoreAPI: AppStoreServerAPIClient?
         if let key = settings.appStoreKey, let pem {
             appStoreAPI = AppStoreServerAPIClient(
@@ -123,7 +127,7 @@ struct ServeCommand: AsyncParsableCommand {
                 logger: logger, push: push,
                 // Instances sharing a PostgreSQL database hear each other's events (LISTEN/NOTIFY).
                 broadcast: store as? any EventBroadcast, cloudKitIdentity: cloudKitIdentity,
-                services: composition.services),
+                services: composition.services, webhookSender: HTTPWebhookSender(client: hooks)),
             // Once PostgreSQL's pool runs in the service group, and before the server listens.
             beforeServing: {
                 try await Self.prepare(
@@ -136,9 +140,11 @@ struct ServeCommand: AsyncParsableCommand {
         do {
             try await app.runService()
         } catch {
+            try await hooks.shutdown()
             try await http.shutdown()
             throw error
         }
+        try await hooks.shutdown()
         try await http.shutdown()
     }
 

@@ -184,6 +184,17 @@ struct ServeSettings: Sendable {
         .init(
             key: "cloudkit.url", help: "CloudKit Web Services' address (the simulator's, to rehearse). Default Apple's."
         ),
+        .init(
+            key: "webhook.url",
+            help:
+                "Where Coffer posts its signed events (docs/webhooks.md); more with `coffer webhooks add`. Default none."
+        ),
+        .init(
+            key: "webhook.secret",
+            help: "The secret that signs each webhook (16 to 256 characters). Required with webhook.url."),
+        .init(
+            key: "webhook.previous.secret",
+            help: "During a rotation, the secret before: both sign (two v1= values) until it is removed. Default none."),
         .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
         .init(
             key: "log.format",
@@ -425,6 +436,7 @@ struct ServeSettings: Sendable {
         } else {
             cloudKit = nil
         }
+        server.webhook = try Self.webhook(values)
         server.cloudKitClaimProof = try choice(
             "cloudkit.claim.proof", default: cloudKit == nil ? .recordName : .webAuthToken, CloudKitClaimProof.self,
             names: "web-auth-token or record-name")

@@ -30,6 +30,13 @@ public func buildApplication(
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
+    if let sender = dependencies.webhookSender {
+        services.append(
+            WebhookDispatcher(
+                store: dependencies.store, catalog: dependencies.catalog, environment: configuration.environment,
+                settings: configuration.service.webhook, sender: sender, metrics: dependencies.metrics,
+                logger: dependencies.logger, now: dependencies.now, clock: dependencies.timerClock))
+    }
     let readTimeout = TimeAmount.seconds(Int64(configuration.readTimeout))
     var application = Application(
         router: router,

@@ -1,3 +1,4 @@
+import CofferStore
 import Foundation
 import Prometheus
 import Synchronization
@@ -120,6 +121,27 @@ public final class ServerMetrics: Sendable {
             labels: [],
             buckets: [1, 5, 30, 60, 300, 3_600, 86_400, 604_800]
         ).record(max(0, lag))
+    }
+
+    /// Counts a webhook attempt by how it ended (`delivered`, `failed`: retried, `dead`: a dead letter).
+    func webhookAttempt(_ outcome: String) {
+        registry.makeCounter(
+            descriptor: Self.name("webhook_deliveries", "total", "Webhook attempts, by outcome."),
+            labels: [("outcome", outcome)]
+        ).increment()
+    }
+
+    /// Sets the webhooks' backlog: deliveries pending, dead letters, and the lag (seconds since the oldest event
+    /// not delivered yet was written; 0 when none waits).
+    func webhookBacklog(_ backlog: WebhookBacklog, now: Date) {
+        registry.makeGauge(descriptor: Self.name("webhook_pending", "", "Webhook deliveries not made yet.")).set(
+            Double(backlog.pending + backlog.unrouted))
+        registry.makeGauge(descriptor: Self.name("webhook_dead_letters", "", "Webhook dead letters.")).set(
+            Double(backlog.dead))
+        registry.makeGauge(
+            descriptor: Self.name(
+                "webhook_lag", "seconds", "Seconds since the oldest webhook event not delivered yet was written.")
+        ).set(max(0, backlog.oldest.map { now.timeIntervalSince($0) } ?? 0))
     }
 
     /// The text exposition format.

@@ -46,6 +46,9 @@ public struct ServiceConfiguration: Sendable {
     public var cloudKitClaimProof = CloudKitClaimProof.recordName
     /// Device tokens one Apple account's customer keeps: registering one more revokes the oldest.
     public var devicesPerAccount = 10
+    /// The endpoint the settings name (`webhook.url`, `webhook.secret`), if any; more are added with
+    /// `coffer webhooks add` or on the panel.
+    public var webhook: WebhookSettings?
 
     /// Creates a configuration for an app.
     public init(bundleId: String) { self.bundleId = bundleId }
@@ -84,6 +87,8 @@ public struct ServerDependencies: Sendable {
     /// What the server's service group runs before the server's own services and stops after them: the database's
     /// pool, when the composition root leaves it to the group (`PostgresStore`'s `serviceGroup` runner).
     public var services: [any Service]
+    /// How webhooks are posted; `nil` sends none (the outbox still keeps what the endpoints must hear).
+    public var webhookSender: (any WebhookSender)?
 
     /// Creates the dependencies.
     public init(
@@ -93,9 +98,10 @@ public struct ServerDependencies: Sendable {
         now: @escaping @Sendable () -> Date = Date.init, passwordHasher: PasswordHasher = PasswordHasher(),
         push: (any PushSender)? = nil, broadcast: (any EventBroadcast)? = nil,
         cloudKitIdentity: CloudKitUserIdentity? = nil, timerClock: any TimerClock = SystemTimerClock(),
-        services: [any Service] = []
+        services: [any Service] = [], webhookSender: (any WebhookSender)? = nil
     ) throws {
         self.services = services
+        self.webhookSender = webhookSender
         self.timerClock = timerClock
         self.cloudKitIdentity = cloudKitIdentity
         self.push = push

@@ -4,15 +4,15 @@ import Foundation
 /// Everything Coffer keeps, one protocol per aggregate: the customers (``UserStore``), the ledger
 /// (``LedgerStore``), backups (``BackupStore``), grants (``GrantStore``), Apple's notifications
 /// (``NotificationStore``), admins and the audit log (``AdminStore``), support's views across customers
-/// (``SupportViewStore``), the refund defence's consents and answers (``ConsumptionStore``), and support's
-/// entitlements for a time (``EntitlementGrantStore``). Every record is tagged with its environment, and queries never
-/// cross environments.
+/// (``SupportViewStore``), the refund defence's consents and answers (``ConsumptionStore``), support's
+/// entitlements for a time (``EntitlementGrantStore``), and the webhooks' outbox (``WebhookStore``). Every record is
+/// tagged with its environment, and queries never cross environments.
 ///
 /// Each engine (in-memory, SQLite, PostgreSQL) implements them all and passes the contract suite of each. An
 /// operation either completes durably or changes nothing. The protocols carry the documentation; an engine's
 /// methods do not repeat it.
 public protocol CofferStore: UserStore, LedgerStore, BackupStore, GrantStore, NotificationStore, AdminStore,
-    ConsumptionStore, EntitlementGrantStore,
+    ConsumptionStore, EntitlementGrantStore, WebhookStore,
     SupportViewStore
 {
     /// One cheap round trip to the database (`SELECT 1`), within its deadline: what `/readyz` asks.

@@ -25,6 +25,8 @@ public actor InMemoryStore: CofferStore {
         var entryIndex: [EntryKey: Int] = [:]
         var receipts: [TransactionKey: Receipt] = [:]
         var receiptOrder: [TransactionKey] = []
+        /// The webhooks' outbox, written with each change as the other engines' triggers write theirs.
+        var outbox = WebhookOutbox()
 
         func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet? {
             // A user support merged into another is gone for the ledger.
@@ -46,6 +48,7 @@ public actor InMemoryStore: CofferStore {
             if decision.appendsEntry, let entry = decision.entry {
                 entryIndex[EntryKey(environment: environment, owner: owner, key: entry.key)] = entries.count
                 entries.append(entry)
+                outbox.write(entry, environment: environment, supportId: users[owner]?.supportId.rawValue ?? "")
             }
         }
     }
@@ -493,6 +496,7 @@ public actor InMemoryStore: CofferStore {
     public func recordNotification(_ record: NotificationRecord) -> Bool {
         guard notification(uuid: record.uuid, environment: record.environment) == nil else { return false }
         notificationLog.append(record)
+        state.outbox.write(record, supportId: record.owner.flatMap { state.users[$0]?.supportId.rawValue } ?? "")
         return true
     }
 
@@ -549,12 +553,14 @@ public actor InMemoryStore: CofferStore {
             var event = event
             if audit.contains(where: { $0.id == event.id }) { event.id = UUID() }
             audit.append(event)
+            state.outbox.write(event)
         }
     }
 
     public func recordAudit(_ event: AuditEvent) throws {
         guard !audit.contains(where: { $0.id == event.id }) else { throw StoreError.alreadyExists("audit \(event.id)") }
         audit.append(event)
+        state.outbox.write(event)
     }
 
     public func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) -> [AuditEvent] {

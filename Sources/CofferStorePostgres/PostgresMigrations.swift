@@ -397,6 +397,7 @@ enum PostgresMigrations {
             CREATE INDEX entitlement_grants_by_recipient ON entitlement_grants (recipient, environment, starts_at)
             """
         ),
+        ("v24 signed webhooks", PostgresWebhookTables.sql),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.
@@ -420,10 +421,10 @@ enum PostgresMigrations {
                     for migration in all where !done.contains(migration.name) {
                         try await connection.query("BEGIN", logger: logger)
                         do {
-                            // A migration is several statements, run one by one (none holds a ";" in a string).
-                            for statement in migration.sql.split(separator: ";")
-                            where !statement.allSatisfy(\.isWhitespace) {
-                                try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+                            // A migration is several statements, run one by one (none holds a ";" in a string;
+                            // a function's body between `$$` is one statement).
+                            for statement in statements(migration.sql) where !statement.allSatisfy(\.isWhitespace) {
+                                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                             }
                             try await connection.query(
                                 "INSERT INTO coffer_migrations (name) VALUES (\(migration.name))", logger: logger)
@@ -466,6 +467,26 @@ enum PostgresMigrations {
                 "the live_users view lacks \(missing) column(s) of users: the migration that added them must make "
                     + "the view again (CREATE OR REPLACE VIEW)")
         }
+    }
+
+    /// A migration's statements: split at each `;` outside a `$$`-quoted function body.
+    static func statements(_ sql: String) -> [String] {
+        var statements: [String] = []
+        for (index, part) in sql.components(separatedBy: "$$").enumerated() {
+            // Even parts are outside a body; an odd one is a body, kept whole with its quotes.
+            if index % 2 == 1 {
+                statements[statements.count - 1] += "$$" + part + "$$"
+                continue
+            }
+            let pieces = part.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+            if index > 0, let first = pieces.first {
+                statements[statements.count - 1] += first
+                statements += pieces.dropFirst()
+            } else {
+                statements += pieces
+            }
+        }
+        return statements
     }
 
     /// The applied migrations' names, oldest first.

@@ -306,6 +306,9 @@ extension SQLiteStore {
         migrator.registerMigration("v23 entitlements for a time") { db in
             try db.execute(sql: EntitlementGrantTables.sql)
         }
+        migrator.registerMigration("v24 signed webhooks") { db in
+            try db.execute(sql: WebhookTables.sql)
+        }
         return migrator
     }
 }

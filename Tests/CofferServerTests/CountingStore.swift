@@ -338,6 +338,67 @@ final class CountingStore: CofferStore {
             try await base.cancelEntitlementGrant(id: id, environment: environment, by: actor, at: at, audit: audit)
         }
     }
+    func webhookEndpoints(environment: AppStoreEnvironment) async throws -> [WebhookEndpoint] {
+        try await gate("webhookEndpoints", write: false) { try await base.webhookEndpoints(environment: environment) }
+    }
+    func saveWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        try await gate("saveWebhookEndpoint", write: true) { try await base.saveWebhookEndpoint(endpoint) }
+    }
+    func removeWebhookEndpoint(id: String, environment: AppStoreEnvironment) async throws -> Bool {
+        try await gate("removeWebhookEndpoint", write: true) {
+            try await base.removeWebhookEndpoint(id: id, environment: environment)
+        }
+    }
+    func routeWebhookEvents(
+        environment: AppStoreEnvironment, limit: Int, at: Date,
+        _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> Int {
+        try await gate("routeWebhookEvents", write: true) {
+            try await base.routeWebhookEvents(environment: environment, limit: limit, at: at, route)
+        }
+    }
+    func leaseWebhookDeliveries(
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+    ) async throws -> [WebhookDelivery] {
+        try await gate("leaseWebhookDeliveries", write: true) {
+            try await base.leaseWebhookDeliveries(
+                environment: environment, holder: holder, limit: limit, at: at, until: until)
+        }
+    }
+    func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
+        async throws -> Bool
+    {
+        try await gate("finishWebhookAttempt", write: true) {
+            try await base.finishWebhookAttempt(attempt, environment: environment, holder: holder)
+        }
+    }
+    func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int) async throws
+        -> [WebhookDelivery]
+    {
+        try await gate("webhookDeliveries", write: false) {
+            try await base.webhookDeliveries(environment: environment, state: state, limit: limit)
+        }
+    }
+    func resendWebhookDelivery(endpoint: String, seq: Int64, environment: AppStoreEnvironment, at: Date) async throws {
+        try await gate("resendWebhookDelivery", write: true) {
+            try await base.resendWebhookDelivery(endpoint: endpoint, seq: seq, environment: environment, at: at)
+        }
+    }
+    func replayWebhookEvents(endpoint: String, environment: AppStoreEnvironment, since: Date, at: Date) async throws
+        -> Int
+    {
+        try await gate("replayWebhookEvents", write: true) {
+            try await base.replayWebhookEvents(endpoint: endpoint, environment: environment, since: since, at: at)
+        }
+    }
+    func webhookBacklog(environment: AppStoreEnvironment) async throws -> WebhookBacklog {
+        try await gate("webhookBacklog", write: false) { try await base.webhookBacklog(environment: environment) }
+    }
+    func pruneWebhookEvents(environment: AppStoreEnvironment, before: Date) async throws -> Int {
+        try await gate("pruneWebhookEvents", write: true) {
+            try await base.pruneWebhookEvents(environment: environment, before: before)
+        }
+    }
     func recordAudit(_ event: AuditEvent) async throws {
         try await gate("recordAudit", write: true) { try await base.recordAudit(event) }
     }

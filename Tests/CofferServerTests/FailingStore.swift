@@ -122,6 +122,30 @@ struct FailingStore: CofferStore {
         id: UUID, environment: AppStoreEnvironment, by actor: String, at: Date,
         audit: @escaping @Sendable (EntitlementGrant) -> [AuditEvent]
     ) async throws -> EntitlementGrant { throw error }
+    func webhookEndpoints(environment: AppStoreEnvironment) async throws -> [WebhookEndpoint] { throw error }
+    func saveWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws { throw error }
+    func removeWebhookEndpoint(id: String, environment: AppStoreEnvironment) async throws -> Bool { throw error }
+    func routeWebhookEvents(
+        environment: AppStoreEnvironment, limit: Int, at: Date,
+        _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> Int { throw error }
+    func leaseWebhookDeliveries(
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+    ) async throws -> [WebhookDelivery] { throw error }
+    func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
+        async throws -> Bool
+    { throw error }
+    func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int) async throws
+        -> [WebhookDelivery]
+    { throw error }
+    func resendWebhookDelivery(endpoint: String, seq: Int64, environment: AppStoreEnvironment, at: Date) async throws {
+        throw error
+    }
+    func replayWebhookEvents(endpoint: String, environment: AppStoreEnvironment, since: Date, at: Date) async throws
+        -> Int
+    { throw error }
+    func webhookBacklog(environment: AppStoreEnvironment) async throws -> WebhookBacklog { throw error }
+    func pruneWebhookEvents(environment: AppStoreEnvironment, before: Date) async throws -> Int { throw error }
     func recordAudit(_ event: AuditEvent) async throws { throw error }
     func auditEvents(environment: AppStoreEnvironment, query: AuditQuery, limit: Int) async throws -> [AuditEvent] {
         throw error

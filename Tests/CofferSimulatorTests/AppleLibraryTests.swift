@@ -36,25 +36,13 @@ struct AppleLibraryTests {
     /// Runs `script` with `argument` under `python` and returns what it printed; a script that fails throws with
     /// what it wrote to standard error. Blocks: call it through `blockingWork`.
     static func run(python: String, script: URL, argument: String) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [script.path, argument]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let stderr = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
+        do {
+            return try Programs.run(python, [script.path, argument])
+        } catch let error as CocoaError {
             throw CocoaError(
                 .executableLoad,
-                userInfo: [
-                    NSLocalizedDescriptionKey: "Apple's library failed: \(String(decoding: stderr, as: UTF8.self))"
-                ])
+                userInfo: [NSLocalizedDescriptionKey: "Apple's library failed: \(error.localizedDescription)"])
         }
-        return data
     }
 
     @Test("every kind of signed data, from every scenario, verifies in both")

@@ -111,6 +111,31 @@ public enum TestPostgres {
     }
 }
 
+extension TestPostgres {
+    /// Runs statements on the database `databaseURL` names, outside any store (a test that changes the schema under
+    /// a store, say).
+    public static func execute(_ statements: [String], on databaseURL: String) async throws {
+        guard let components = URLComponents(string: databaseURL), let host = components.host,
+            let user = components.user
+        else { throw TestPostgresError(message: "not a PostgreSQL URL: \(databaseURL)") }
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: String(components.path.dropFirst()), tls: .disable)
+        let logger = Logger(label: "coffer.tests.postgres")
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 3, logger: logger)
+        do {
+            for statement in statements {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+    }
+}
+
 /// PostgreSQL is not there for a test that needs it.
 public struct TestPostgresError: Error, CustomStringConvertible {
     /// What is missing.

@@ -1,0 +1,32 @@
+import CofferCore
+import CofferService
+
+extension ServeSettings {
+    /// The endpoint `webhook.url` and `webhook.secret` name (with `webhook.previous.secret` during a rotation).
+    ///
+    /// - Throws: ``SettingsError`` for a URL or secret that cannot be taken, or one without the other.
+    static func webhook(_ values: SettingValues) throws(SettingsError) -> WebhookSettings? {
+        let (url, secret, previous) = (
+            values.text("webhook.url"), values.text("webhook.secret"), values.text("webhook.previous.secret")
+        )
+        guard let url, !url.isEmpty else {
+            if secret != nil {
+                throw SettingsError(key: "webhook.url", value: nil, expected: "a URL with webhook.secret")
+            }
+            return nil
+        }
+        if let problem = WebhookRules.problem(url: url) {
+            throw SettingsError(key: "webhook.url", value: url, expected: "an https:// URL (it is \(problem))")
+        }
+        guard let secret else {
+            throw SettingsError(key: "webhook.secret", value: nil, expected: "a secret with webhook.url")
+        }
+        if let problem = WebhookRules.problem(secret: secret) {
+            throw SettingsError(key: "webhook.secret", value: "(hidden)", expected: problem)
+        }
+        if let previous, let problem = WebhookRules.problem(secret: previous) {
+            throw SettingsError(key: "webhook.previous.secret", value: "(hidden)", expected: problem)
+        }
+        return WebhookSettings(url: url, secret: secret, previousSecret: previous)
+    }
+}

@@ -1,0 +1,258 @@
+import AsyncHTTPClient
+import CofferCore
+import CofferStore
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import ServiceLifecycle
+
+/// The endpoint the settings name: `webhook.url` and `webhook.secret` (with `webhook.previous.secret` during a
+/// rotation).
+public struct WebhookSettings: Sendable, Hashable {
+    /// Where events are posted.
+    public var url: String
+    /// The secret that signs each request.
+    public var secret: String
+    /// The secret before, while a rotation runs: both sign.
+    public var previousSecret: String?
+
+    /// Creates the settings' endpoint.
+    public init(url: String, secret: String, previousSecret: String? = nil) {
+        self.url = url
+        self.secret = secret
+        self.previousSecret = previousSecret
+    }
+}
+
+/// Posts one signed event to an endpoint.
+public protocol WebhookSender: Sendable {
+    /// Posts `body` to `url` with `headers`, answered within `timeout` seconds.
+    ///
+    /// - Returns: The answer's HTTP status.
+    /// - Throws: When no answer came (refused, unreachable, past the deadline).
+    func post(url: String, headers: [(String, String)], body: String, timeout: Int) async throws -> Int
+}
+
+/// The sender over AsyncHTTPClient: redirects are not followed (a 3xx is a failure), and the answer's body is read
+/// up to 4 KiB and dropped.
+public struct HTTPWebhookSender: WebhookSender {
+    let client: HTTPClient
+
+    /// A sender over `client`.
+    public init(client: HTTPClient) { self.client = client }
+
+    /// Posts and returns the status.
+    public func post(url: String, headers: [(String, String)], body: String, timeout: Int) async throws -> Int {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(string: body))
+        let response = try await client.execute(request, deadline: .now() + .seconds(Int64(timeout)))
+        _ = try? await response.body.collect(upTo: 4_096)
+        return Int(response.status.code)
+    }
+}
+
+/// HMAC-SHA256, as hex.
+enum HMACSHA256 {
+    static func hex(key: Data, message: Data) -> String {
+        let code = HMAC<SHA256>.authenticationCode(for: message, using: SymmetricKey(data: key))
+        return code.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// Compares two hex strings without stopping at the first difference.
+    static func constantTimeEqual(_ lhs: String, _ rhs: String) -> Bool {
+        let (a, b) = (Array(lhs.utf8), Array(rhs.utf8))
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+/// Delivers the outbox's events to the developer's endpoints, on every instance: makes new records events (one
+/// instance at a time), leases due deliveries (none sent twice at once; a customer's in order), posts each signed,
+/// and records the answer: 2xx delivered, anything else retried by ``WebhookBackoff`` for 3 days, then a dead letter.
+public struct WebhookDispatcher: Service {
+    /// How long a lease lasts: longer than an attempt's deadline, so a lease never ends while its post runs.
+    static let lease: TimeInterval = 60
+    /// An attempt's deadline, in seconds.
+    static let timeout = 10
+    /// How long delivered events are kept (for `coffer webhooks replay`).
+    public static let retention: TimeInterval = 30 * 86_400
+
+    let store: any CofferStore
+    let catalog: Catalog
+    let environment: AppStoreEnvironment
+    let settings: WebhookSettings?
+    let sender: any WebhookSender
+    let metrics: ServerMetrics
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let clock: any TimerClock
+    /// This instance, as the holder of its leases.
+    let holder: String
+    /// Seconds between rounds.
+    let interval: Double
+    /// Deliveries one round sends at once.
+    let batch: Int
+
+    /// A dispatcher for the server's environment.
+    public init(
+        store: any CofferStore, catalog: Catalog, environment: AppStoreEnvironment, settings: WebhookSettings?,
+        sender: any WebhookSender, metrics: ServerMetrics, logger: Logger, now: @escaping @Sendable () -> Date,
+        clock: any TimerClock, holder: String = UUID().uuidString, interval: Double = 1, batch: Int = 32
+    ) {
+        self.store = store
+        self.catalog = catalog
+        self.environment = environment
+        self.settings = settings
+        self.sender = sender
+        self.metrics = metrics
+        self.logger = logger
+        self.now = now
+        self.clock = clock
+        self.holder = holder
+        self.interval = interval
+        self.batch = batch
+    }
+
+    /// What one round did.
+    public struct Round: Sendable, Equatable {
+        /// Outbox records made events.
+        public var routed = 0
+        /// Deliveries answered 2xx.
+        public var delivered = 0
+        /// Deliveries that failed (to be retried, or dead).
+        public var failed = 0
+    }
+
+    /// Writes the settings' endpoint (or removes it when the settings name none), then runs a round every
+    /// `interval` seconds until the server shuts down; a round that fails is logged and the next one runs.
+    public func run() async throws {
+        do {
+            try await publishSettings()
+        } catch {
+            logger.error("webhooks: cannot record the settings' endpoint: \(error)")
+        }
+        var rounds = 0
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                let round = try await runOnce()
+                if rounds % 3_600 == 0 {
+                    _ = try await store.pruneWebhookEvents(
+                        environment: environment, before: now().addingTimeInterval(-Self.retention))
+                }
+                if rounds % 5 == 0 || round.delivered + round.failed > 0 { try await observeBacklog() }
+                // A full round means more is waiting: the next one runs at once.
+                if round.routed >= 200 || round.delivered + round.failed >= batch { continue }
+            } catch {
+                logger.error("webhooks: a round failed; trying again: \(error)")
+            }
+            rounds += 1
+            try? await clock.sleep(for: .milliseconds(Int64(interval * 1_000)))
+        }
+    }
+
+    /// Records the settings' endpoint in the store (its secret stays in the settings), or removes it.
+    public func publishSettings() async throws {
+        if let settings {
+            try await store.saveWebhookEndpoint(
+                WebhookEndpoint(
+                    id: WebhookEndpoint.settingsId, environment: environment, url: settings.url, secret: "",
+                    createdAt: now()))
+        } else {
+            _ = try await store.removeWebhookEndpoint(id: WebhookEndpoint.settingsId, environment: environment)
+        }
+    }
+
+    /// One round: new records made events, then the due deliveries posted and their answers recorded.
+    public func runOnce() async throws -> Round {
+        var round = Round()
+        let endpoints = try await store.webhookEndpoints(environment: environment)
+        let catalog = catalog
+        round.routed = try await store.routeWebhookEvents(environment: environment, limit: 200, at: now()) { record in
+            WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
+        }
+        let at = now()
+        let leased = try await store.leaseWebhookDeliveries(
+            environment: environment, holder: holder, limit: batch, at: at, until: at.addingTimeInterval(Self.lease))
+        guard !leased.isEmpty else { return round }
+        let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let attempts = await withTaskGroup(of: WebhookAttempt.self) { group in
+            for delivery in leased {
+                group.addTask { await attempt(delivery, endpoint: byId[delivery.endpoint]) }
+            }
+            var attempts: [WebhookAttempt] = []
+            for await attempt in group { attempts.append(attempt) }
+            return attempts
+        }
+        for attempt in attempts {
+            guard try await store.finishWebhookAttempt(attempt, environment: environment, holder: holder) else {
+                continue
+            }
+            switch attempt.outcome {
+            case .delivered:
+                round.delivered += 1
+                metrics.webhookAttempt("delivered")
+            case .failed(let retryAt):
+                round.failed += 1
+                metrics.webhookAttempt(retryAt == nil ? "dead" : "failed")
+                logger.warning(
+                    "webhook delivery failed",
+                    metadata: [
+                        "endpoint": "\(attempt.endpoint)", "seq": "\(attempt.seq)",
+                        "error": "\(attempt.error ?? "")", "retry": "\(retryAt.map { "\($0)" } ?? "none: dead letter")",
+                    ])
+            }
+        }
+        return round
+    }
+
+    /// Posts one delivery, signed with the endpoint's secrets, and says how it ended.
+    func attempt(_ delivery: WebhookDelivery, endpoint: WebhookEndpoint?) async -> WebhookAttempt {
+        func failed(_ status: Int?, _ error: String, retry: Bool = true) -> WebhookAttempt {
+            let at = now()
+            let retryAt =
+                retry
+                ? WebhookBackoff.retryAt(
+                    attempts: delivery.attempts + 1, firstAttemptAt: delivery.firstAttemptAt ?? at, now: at) : nil
+            return WebhookAttempt(
+                endpoint: delivery.endpoint, seq: delivery.seq, outcome: .failed(retryAt: retryAt), status: status,
+                error: error, at: at)
+        }
+        guard let endpoint, let secrets = secrets(of: endpoint) else {
+            return failed(nil, "the endpoint \(delivery.endpoint) is gone or has no secret here", retry: false)
+        }
+        let signature = WebhookSignature.value(body: delivery.body, secrets: secrets, at: now())
+        let headers = [
+            ("content-type", "application/json"), ("user-agent", "Coffer-Webhooks/1"),
+            (WebhookSignature.header, signature), ("Coffer-Event-Id", delivery.eventId.uuidString.lowercased()),
+            ("Coffer-Event-Type", delivery.type),
+        ]
+        do {
+            let status = try await sender.post(
+                url: endpoint.url, headers: headers, body: delivery.body, timeout: Self.timeout)
+            guard (200..<300).contains(status) else { return failed(status, "answered \(status)") }
+            return WebhookAttempt(
+                endpoint: delivery.endpoint, seq: delivery.seq, outcome: .delivered, status: status, error: nil,
+                at: now())
+        } catch {
+            return failed(nil, "no answer: \(error)")
+        }
+    }
+
+    /// The secrets that sign for `endpoint`: the settings' for the settings' endpoint.
+    func secrets(of endpoint: WebhookEndpoint) -> [String]? {
+        let (secret, previous) =
+            endpoint.id == WebhookEndpoint.settingsId
+            ? (settings?.secret ?? "", settings?.previousSecret) : (endpoint.secret, endpoint.previousSecret)
+        guard !secret.isEmpty else { return nil }
+        return [secret] + [previous].compactMap { $0 }.filter { !$0.isEmpty }
+    }
+
+    /// Sets the backlog's gauges: pending, dead letters, and the lag (the age of the oldest event not delivered).
+    public func observeBacklog() async throws {
+        let backlog = try await store.webhookBacklog(environment: environment)
+        metrics.webhookBacklog(backlog, now: now())
+    }
+}

@@ -1,0 +1,406 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The webhooks' endpoints, outbox and deliveries, and the triggers that write the outbox in the transaction of
+/// each change while the environment has an endpoint (as the SQLite store's).
+enum PostgresWebhookTables {
+    private static let heard = "EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = NEW.environment)"
+    private static let columns = """
+        environment, source, kind, support_id, entry_key, amount, balance_delta, deficit_delta, balance, deficit,
+        transaction_id, product_id, reason, detail, created_at
+        """
+    private static let supportId = "COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), '')"
+
+    static let sql = """
+        CREATE TABLE webhook_endpoints (
+            environment TEXT NOT NULL,
+            id TEXT NOT NULL,
+            url TEXT NOT NULL,
+            secret TEXT NOT NULL,
+            previous_secret TEXT,
+            events TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            PRIMARY KEY (environment, id)
+        );
+        CREATE TABLE webhook_outbox (
+            seq BIGSERIAL PRIMARY KEY,
+            environment TEXT NOT NULL,
+            source TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            support_id TEXT NOT NULL,
+            entry_key TEXT,
+            amount BIGINT,
+            balance_delta BIGINT,
+            deficit_delta BIGINT,
+            balance BIGINT,
+            deficit BIGINT,
+            transaction_id TEXT,
+            product_id TEXT,
+            reason TEXT,
+            detail TEXT,
+            created_at BIGINT NOT NULL,
+            routed BOOLEAN NOT NULL DEFAULT false,
+            event_id TEXT,
+            type TEXT,
+            body TEXT
+        );
+        CREATE INDEX webhook_outbox_unrouted ON webhook_outbox (environment, seq) WHERE NOT routed;
+        CREATE INDEX webhook_outbox_by_created ON webhook_outbox (environment, created_at);
+        CREATE TABLE webhook_deliveries (
+            environment TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            support_id TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+            attempts BIGINT NOT NULL DEFAULT 0,
+            first_attempt_at BIGINT,
+            next_at BIGINT NOT NULL,
+            lease_holder TEXT,
+            lease_until BIGINT,
+            last_status BIGINT,
+            last_error TEXT,
+            delivered_at BIGINT,
+            PRIMARY KEY (environment, endpoint, seq)
+        );
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (environment, next_at) WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (environment, endpoint, support_id, seq)
+            WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_by_seq ON webhook_deliveries (environment, seq);
+        CREATE FUNCTION coffer_webhook_ledger() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.kind <> 'merge' AND \(heard) THEN
+                INSERT INTO webhook_outbox (\(columns))
+                VALUES (NEW.environment, 'ledger', NEW.kind, \(supportId), NEW.key, NEW.amount, NEW.balance_delta,
+                    NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id, NEW.product_id,
+                    NEW.reason, NULL, NEW.created_at);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER webhook_outbox_ledger AFTER INSERT ON ledger_entries
+            FOR EACH ROW EXECUTE FUNCTION coffer_webhook_ledger();
+        CREATE FUNCTION coffer_webhook_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.action IN ('grant.create', 'grant.cancel', 'user.merge', 'customer.delete') AND \(heard) THEN
+                INSERT INTO webhook_outbox (\(columns))
+                VALUES (NEW.environment, 'audit', NEW.action, NEW.subject, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                    NULL, NULL, NEW.after, NEW.at);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER webhook_outbox_audit AFTER INSERT ON audit_events
+            FOR EACH ROW EXECUTE FUNCTION coffer_webhook_audit();
+        CREATE FUNCTION coffer_webhook_expired() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF NEW.type = 'EXPIRED' AND NEW.owner IS NOT NULL AND \(heard) THEN
+                INSERT INTO webhook_outbox (\(columns))
+                VALUES (NEW.environment, 'notification', NEW.type, \(supportId), NULL, NULL, NULL, NULL, NULL, NULL,
+                    NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER webhook_outbox_expired AFTER INSERT ON notifications
+            FOR EACH ROW EXECUTE FUNCTION coffer_webhook_expired()
+        """
+
+    /// The advisory lock one instance holds while it makes outbox records events, so a customer's events are made
+    /// in order by one instance at a time.
+    static let routingLock: Int64 = 0x636F_6666_7768
+}
+
+extension PostgresStore {
+    public func webhookEndpoints(environment: AppStoreEnvironment) async throws -> [WebhookEndpoint] {
+        try await all(
+            "SELECT * FROM webhook_endpoints WHERE environment = \(environment.rawValue) ORDER BY created_at, id",
+            Self.webhookEndpoint)
+    }
+
+    public func saveWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        try await write { connection in
+            try await connection.query(
+                """
+                INSERT INTO webhook_endpoints (environment, id, url, secret, previous_secret, events, created_at)
+                VALUES (\(endpoint.environment.rawValue), \(endpoint.id), \(endpoint.url), \(endpoint.secret),
+                    \(endpoint.previousSecret), \(endpoint.events.joined(separator: ",")),
+                    \(Millis.from(endpoint.createdAt)))
+                ON CONFLICT (environment, id) DO UPDATE SET url = excluded.url, secret = excluded.secret,
+                    previous_secret = excluded.previous_secret, events = excluded.events
+                """, logger: self.logger)
+        }
+    }
+
+    public func removeWebhookEndpoint(id: String, environment: AppStoreEnvironment) async throws -> Bool {
+        try await write { connection in
+            try await connection.query(
+                "DELETE FROM webhook_deliveries WHERE environment = \(environment.rawValue) AND endpoint = \(id)",
+                logger: self.logger)
+            return try await Self.exists(
+                connection,
+                """
+                DELETE FROM webhook_endpoints WHERE environment = \(environment.rawValue) AND id = \(id) RETURNING 1
+                """, logger: self.logger)
+        }
+    }
+
+    public func routeWebhookEvents(
+        environment: AppStoreEnvironment, limit: Int, at: Date,
+        _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> Int {
+        try await write { connection in
+            // One instance makes events at a time; another finds the lock taken and leaves the work to it.
+            guard
+                try await Self.first(
+                    connection, "SELECT pg_try_advisory_xact_lock(\(PostgresWebhookTables.routingLock))",
+                    logger: self.logger, { try $0.decode(Bool.self) }) == true
+            else { return 0 }
+            var records: [OutboxRecord] = []
+            for try await row in try await connection.query(
+                """
+                SELECT o.*, r.original_transaction_id FROM webhook_outbox o
+                LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
+                WHERE o.environment = \(environment.rawValue) AND NOT o.routed ORDER BY o.seq LIMIT \(max(0, limit))
+                """, logger: self.logger)
+            {
+                records.append(try Self.outboxRecord(row))
+            }
+            for record in records {
+                let event = route(record)
+                try await connection.query(
+                    """
+                    UPDATE webhook_outbox SET routed = true, event_id = \(event?.id.uuidString.lowercased()),
+                        type = \(event?.type), body = \(event?.body)
+                    WHERE seq = \(record.seq)
+                    """, logger: self.logger)
+                let endpoints = Set(event?.endpoints ?? []).sorted()
+                guard !endpoints.isEmpty else { continue }
+                try await connection.query(
+                    """
+                    INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                    SELECT \(environment.rawValue), e, \(record.seq), \(record.supportId), 'pending', \(Millis.from(at))
+                    FROM unnest(\(endpoints)::text[]) AS e
+                    ON CONFLICT DO NOTHING
+                    """, logger: self.logger)
+            }
+            return records.count
+        }
+    }
+
+    public func leaseWebhookDeliveries(
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+    ) async throws -> [WebhookDelivery] {
+        let now = Millis.from(at)
+        return try await write { connection in
+            var leased: [WebhookDelivery] = []
+            for try await row in try await connection.query(
+                """
+                WITH picked AS (
+                    SELECT d.endpoint, d.seq FROM webhook_deliveries d
+                    WHERE d.environment = \(environment.rawValue) AND d.state = 'pending' AND d.next_at <= \(now)
+                        AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
+                            AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
+                            AND e.seq < d.seq)
+                    ORDER BY d.next_at, d.seq LIMIT \(max(0, limit))
+                    FOR UPDATE SKIP LOCKED
+                ), leased AS (
+                    UPDATE webhook_deliveries d SET lease_holder = \(holder), lease_until = \(Millis.from(until))
+                    FROM picked WHERE d.environment = \(environment.rawValue) AND d.endpoint = picked.endpoint
+                        AND d.seq = picked.seq
+                    RETURNING d.*
+                )
+                SELECT \(unescaped: Self.deliveryColumns) FROM leased d JOIN webhook_outbox o ON o.seq = d.seq
+                ORDER BY d.next_at, d.seq
+                """, logger: self.logger)
+            {
+                leased.append(try Self.delivery(row))
+            }
+            return leased
+        }
+    }
+
+    public func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
+        async throws -> Bool
+    {
+        let (state, next, delivered): (WebhookDeliveryState, Date?, Date?) =
+            switch attempt.outcome {
+            case .delivered: (.delivered, nil, attempt.at)
+            case .failed(let retryAt): (retryAt == nil ? .dead : .pending, retryAt, nil)
+            }
+        let status = attempt.status.map(Int64.init)
+        let error = attempt.error.map { String($0.prefix(500)) }
+        return try await write { connection in
+            try await Self.exists(
+                connection,
+                """
+                UPDATE webhook_deliveries SET state = \(state.rawValue), attempts = attempts + 1,
+                    first_attempt_at = COALESCE(first_attempt_at, \(Millis.from(attempt.at))),
+                    next_at = COALESCE(\(next.map(Millis.from))::bigint, next_at), last_status = \(status),
+                    last_error = \(error), delivered_at = \(delivered.map(Millis.from)), lease_holder = NULL,
+                    lease_until = NULL
+                WHERE environment = \(environment.rawValue) AND endpoint = \(attempt.endpoint)
+                    AND seq = \(attempt.seq) AND lease_holder = \(holder) AND state = 'pending'
+                RETURNING 1
+                """, logger: self.logger)
+        }
+    }
+
+    public func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int)
+        async throws -> [WebhookDelivery]
+    {
+        try await all(
+            """
+            SELECT \(unescaped: Self.deliveryColumns) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
+            WHERE d.environment = \(environment.rawValue)
+                AND (\(state?.rawValue)::text IS NULL OR d.state = \(state?.rawValue))
+            ORDER BY d.seq DESC, d.endpoint LIMIT \(max(0, limit))
+            """, Self.delivery)
+    }
+
+    public func resendWebhookDelivery(endpoint: String, seq: Int64, environment: AppStoreEnvironment, at: Date)
+        async throws
+    {
+        try await write { connection in
+            guard
+                try await Self.exists(
+                    connection,
+                    """
+                    UPDATE webhook_deliveries SET state = 'pending', attempts = 0, first_attempt_at = NULL,
+                        next_at = \(Millis.from(at)), lease_holder = NULL, lease_until = NULL, delivered_at = NULL
+                    WHERE environment = \(environment.rawValue) AND endpoint = \(endpoint) AND seq = \(seq)
+                    RETURNING 1
+                    """, logger: self.logger)
+            else { throw StoreError.notFound("delivery \(seq) to \(endpoint)") }
+        }
+    }
+
+    public func replayWebhookEvents(endpoint: String, environment: AppStoreEnvironment, since: Date, at: Date)
+        async throws -> Int
+    {
+        try await write { connection in
+            guard
+                let heard = try await Self.first(
+                    connection,
+                    """
+                    SELECT * FROM webhook_endpoints WHERE environment = \(environment.rawValue) AND id = \(endpoint)
+                    """, logger: self.logger, Self.webhookEndpoint)
+            else { throw StoreError.notFound("webhook endpoint \(endpoint)") }
+            // The endpoint's types, or every type (an empty list: no filter).
+            return try await Self.count(
+                connection,
+                """
+                WITH replayed AS (
+                    INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                    SELECT environment, \(endpoint), seq, support_id, 'pending', \(Millis.from(at))
+                    FROM webhook_outbox
+                    WHERE environment = \(environment.rawValue) AND routed AND event_id IS NOT NULL
+                        AND created_at >= \(Millis.from(since))
+                        AND (cardinality(\(heard.events)::text[]) = 0 OR type = ANY(\(heard.events)::text[]))
+                    ON CONFLICT (environment, endpoint, seq) DO UPDATE SET state = 'pending', attempts = 0,
+                        first_attempt_at = NULL, next_at = excluded.next_at, lease_holder = NULL, lease_until = NULL,
+                        delivered_at = NULL
+                    RETURNING 1
+                )
+                SELECT count(*) FROM replayed
+                """, logger: self.logger)
+        }
+    }
+
+    public func webhookBacklog(environment: AppStoreEnvironment) async throws -> WebhookBacklog {
+        let env = environment.rawValue
+        return try await read { connection in
+            try await Self.first(
+                connection,
+                """
+                SELECT
+                    (SELECT count(*) FROM webhook_deliveries WHERE environment = \(env) AND state = 'pending'),
+                    (SELECT count(*) FROM webhook_deliveries WHERE environment = \(env) AND state = 'dead'),
+                    (SELECT count(*) FROM webhook_outbox WHERE environment = \(env) AND NOT routed),
+                    (SELECT min(created_at) FROM webhook_outbox WHERE environment = \(env) AND NOT routed),
+                    (SELECT min(o.created_at) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
+                        WHERE d.environment = \(env) AND d.state = 'pending')
+                """, logger: self.logger
+            ) { row in
+                let (pending, dead, unrouted, unroutedAt, pendingAt) = try row.decode(
+                    (Int64, Int64, Int64, Int64?, Int64?).self)
+                return WebhookBacklog(
+                    pending: Int(pending), dead: Int(dead), unrouted: Int(unrouted),
+                    oldest: [unroutedAt, pendingAt].compactMap { $0 }.min().map(Millis.date))
+            } ?? WebhookBacklog(pending: 0, dead: 0, unrouted: 0, oldest: nil)
+        }
+    }
+
+    public func pruneWebhookEvents(environment: AppStoreEnvironment, before: Date) async throws -> Int {
+        try await write { connection in
+            try await Self.count(
+                connection,
+                """
+                WITH done AS (
+                    SELECT seq FROM webhook_outbox o WHERE o.environment = \(environment.rawValue) AND o.routed
+                        AND o.created_at < \(Millis.from(before))
+                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.environment = o.environment
+                            AND d.seq = o.seq AND d.state = 'pending')
+                ), deliveries AS (
+                    DELETE FROM webhook_deliveries WHERE environment = \(environment.rawValue)
+                        AND seq IN (SELECT seq FROM done)
+                ), events AS (
+                    DELETE FROM webhook_outbox WHERE seq IN (SELECT seq FROM done) RETURNING 1
+                )
+                SELECT count(*) FROM events
+                """, logger: self.logger)
+        }
+    }
+
+    static let deliveryColumns = """
+        d.endpoint, d.seq, d.support_id, d.state, d.attempts, d.first_attempt_at, d.next_at, d.last_status,
+        d.last_error, d.delivered_at, o.event_id, o.type, o.body, o.created_at
+        """
+
+    static func delivery(_ postgresRow: PostgresRow) throws -> WebhookDelivery {
+        let row = postgresRow.makeRandomAccess()
+        guard let state = WebhookDeliveryState(rawValue: try Rows.value(row, "state", as: String.self)) else {
+            throw StoreError.storage("corrupt webhook delivery state")
+        }
+        return WebhookDelivery(
+            endpoint: try Rows.value(row, "endpoint"), seq: try Rows.value(row, "seq"),
+            eventId: try Rows.uuid(row, "event_id"), type: try Rows.value(row, "type"),
+            supportId: try Rows.value(row, "support_id"), body: try Rows.value(row, "body"), state: state,
+            attempts: Int(try Rows.value(row, "attempts", as: Int64.self)),
+            firstAttemptAt: try Rows.date(row, "first_attempt_at"),
+            nextAttemptAt: Millis.date(try Rows.value(row, "next_at")),
+            lastStatus: try Rows.value(row, "last_status", as: Int64?.self).map(Int.init),
+            lastError: try Rows.value(row, "last_error"), deliveredAt: try Rows.date(row, "delivered_at"),
+            createdAt: Millis.date(try Rows.value(row, "created_at")))
+    }
+
+    static func webhookEndpoint(_ postgresRow: PostgresRow) throws -> WebhookEndpoint {
+        let row = postgresRow.makeRandomAccess()
+        let events = try Rows.value(row, "events", as: String.self)
+        return WebhookEndpoint(
+            id: try Rows.value(row, "id"), environment: try Rows.environment(row), url: try Rows.value(row, "url"),
+            secret: try Rows.value(row, "secret"), previousSecret: try Rows.value(row, "previous_secret"),
+            events: events.split(separator: ",").map(String.init),
+            createdAt: Millis.date(try Rows.value(row, "created_at")))
+    }
+
+    static func outboxRecord(_ postgresRow: PostgresRow) throws -> OutboxRecord {
+        let row = postgresRow.makeRandomAccess()
+        guard let source = OutboxRecord.Source(rawValue: try Rows.value(row, "source", as: String.self)) else {
+            throw StoreError.storage("corrupt webhook outbox source")
+        }
+        return OutboxRecord(
+            seq: try Rows.value(row, "seq"), environment: try Rows.environment(row), source: source,
+            kind: try Rows.value(row, "kind"), supportId: try Rows.value(row, "support_id"),
+            entryKey: try Rows.value(row, "entry_key"), amount: try Rows.value(row, "amount"),
+            balanceDelta: try Rows.value(row, "balance_delta"), deficitDelta: try Rows.value(row, "deficit_delta"),
+            balance: try Rows.value(row, "balance"), deficit: try Rows.value(row, "deficit"),
+            transactionId: try Rows.value(row, "transaction_id"),
+            originalTransactionId: try Rows.value(row, "original_transaction_id"),
+            productId: try Rows.value(row, "product_id"), reason: try Rows.value(row, "reason"),
+            detail: try Rows.value(row, "detail"), createdAt: Millis.date(try Rows.value(row, "created_at")))
+    }
+}

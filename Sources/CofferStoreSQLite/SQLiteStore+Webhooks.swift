@@ -1,0 +1,377 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
+import CofferCore
+import CofferLedgerSQLite
+import CofferStore
+import Foundation
+import GRDB
+
+/// The webhooks' endpoints, outbox and deliveries, and the triggers that write the outbox in the transaction of
+/// each change while the environment has an endpoint.
+enum WebhookTables {
+    /// What a trigger checks before it writes: the environment has an endpoint.
+    private static let heard = "EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = NEW.environment)"
+    private static let columns = """
+        environment, source, kind, support_id, entry_key, amount, balance_delta, deficit_delta, balance, deficit,
+        transaction_id, product_id, reason, detail, created_at
+        """
+
+    static let sql = """
+        CREATE TABLE webhook_endpoints (
+            environment TEXT NOT NULL,
+            id TEXT NOT NULL,
+            url TEXT NOT NULL,
+            secret TEXT NOT NULL,
+            previous_secret TEXT,
+            events TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            PRIMARY KEY (environment, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE webhook_outbox (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            environment TEXT NOT NULL,
+            source TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            support_id TEXT NOT NULL,
+            entry_key TEXT,
+            amount INTEGER,
+            balance_delta INTEGER,
+            deficit_delta INTEGER,
+            balance INTEGER,
+            deficit INTEGER,
+            transaction_id TEXT,
+            product_id TEXT,
+            reason TEXT,
+            detail TEXT,
+            created_at INTEGER NOT NULL,
+            routed INTEGER NOT NULL DEFAULT 0,
+            event_id TEXT,
+            type TEXT,
+            body TEXT
+        );
+        CREATE INDEX webhook_outbox_unrouted ON webhook_outbox (environment, seq) WHERE routed = 0;
+        CREATE INDEX webhook_outbox_by_created ON webhook_outbox (environment, created_at);
+        CREATE TABLE webhook_deliveries (
+            environment TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            support_id TEXT NOT NULL,
+            state TEXT NOT NULL CHECK (state IN ('pending', 'delivered', 'dead')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            first_attempt_at INTEGER,
+            next_at INTEGER NOT NULL,
+            lease_holder TEXT,
+            lease_until INTEGER,
+            last_status INTEGER,
+            last_error TEXT,
+            delivered_at INTEGER,
+            PRIMARY KEY (environment, endpoint, seq)
+        ) WITHOUT ROWID;
+        CREATE INDEX webhook_deliveries_due ON webhook_deliveries (environment, next_at) WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (environment, endpoint, support_id, seq)
+            WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_by_seq ON webhook_deliveries (environment, seq);
+        CREATE TRIGGER webhook_outbox_ledger AFTER INSERT ON ledger_entries
+        WHEN NEW.kind <> 'merge' AND \(heard)
+        BEGIN
+            INSERT INTO webhook_outbox (\(columns))
+            VALUES (NEW.environment, 'ledger', NEW.kind,
+                COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), ''), NEW.key, NEW.amount,
+                NEW.balance_delta, NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id,
+                NEW.product_id, NEW.reason, NULL, NEW.created_at);
+        END;
+        CREATE TRIGGER webhook_outbox_audit AFTER INSERT ON audit_events
+        WHEN NEW.action IN ('grant.create', 'grant.cancel', 'user.merge', 'customer.delete') AND \(heard)
+        BEGIN
+            INSERT INTO webhook_outbox (\(columns))
+            VALUES (NEW.environment, 'audit', NEW.action, NEW.subject, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                NULL, NEW.after, NEW.at);
+        END;
+        CREATE TRIGGER webhook_outbox_expired AFTER INSERT ON notifications
+        WHEN NEW.type = 'EXPIRED' AND NEW.owner IS NOT NULL AND \(heard)
+        BEGIN
+            INSERT INTO webhook_outbox (\(columns))
+            VALUES (NEW.environment, 'notification', NEW.type,
+                COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), ''), NULL, NULL, NULL, NULL, NULL, NULL,
+                NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at);
+        END;
+        """
+}
+
+extension SQLiteStore {
+    public func webhookEndpoints(environment: AppStoreEnvironment) async throws -> [WebhookEndpoint] {
+        try await all(
+            "SELECT * FROM webhook_endpoints WHERE environment = ? ORDER BY created_at, id", [environment.rawValue],
+            Self.webhookEndpoint)
+    }
+
+    public func saveWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO webhook_endpoints (environment, id, url, secret, previous_secret, events, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (environment, id) DO UPDATE SET url = excluded.url, secret = excluded.secret,
+                        previous_secret = excluded.previous_secret, events = excluded.events
+                    """,
+                arguments: [
+                    endpoint.environment.rawValue, endpoint.id, endpoint.url, endpoint.secret, endpoint.previousSecret,
+                    endpoint.events.joined(separator: ","), Millis.from(endpoint.createdAt),
+                ])
+        }
+    }
+
+    public func removeWebhookEndpoint(id: String, environment: AppStoreEnvironment) async throws -> Bool {
+        try await write { db in
+            try db.execute(
+                sql: "DELETE FROM webhook_deliveries WHERE environment = ? AND endpoint = ?",
+                arguments: [environment.rawValue, id])
+            try db.execute(
+                sql: "DELETE FROM webhook_endpoints WHERE environment = ? AND id = ?",
+                arguments: [environment.rawValue, id])
+            return db.changesCount > 0
+        }
+    }
+
+    public func routeWebhookEvents(
+        environment: AppStoreEnvironment, limit: Int, at: Date,
+        _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> Int {
+        try await write { db in
+            let records = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT o.*, r.original_transaction_id FROM webhook_outbox o
+                    LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
+                    WHERE o.environment = ? AND o.routed = 0 ORDER BY o.seq LIMIT ?
+                    """, arguments: [environment.rawValue, max(0, limit)]
+            ).map(Self.outboxRecord)
+            for record in records {
+                let event = route(record)
+                try db.execute(
+                    sql: "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ?",
+                    arguments: [event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq])
+                for endpoint in Set(event?.endpoints ?? []).sorted() {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                            VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING
+                            """,
+                        arguments: [environment.rawValue, endpoint, record.seq, record.supportId, Millis.from(at)])
+                }
+            }
+            return records.count
+        }
+    }
+
+    public func leaseWebhookDeliveries(
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+    ) async throws -> [WebhookDelivery] {
+        try await write { db in
+            let now = Millis.from(at)
+            let picked = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT d.endpoint, d.seq FROM webhook_deliveries d
+                    WHERE d.environment = ? AND d.state = 'pending' AND d.next_at <= ?
+                        AND (d.lease_until IS NULL OR d.lease_until <= ?)
+                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
+                            AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
+                            AND e.seq < d.seq)
+                    ORDER BY d.next_at, d.seq LIMIT ?
+                    """, arguments: [environment.rawValue, now, now, max(0, limit)])
+            var leased: [WebhookDelivery] = []
+            for row in picked {
+                let (endpoint, seq): (String, Int64) = (row["endpoint"], row["seq"])
+                try db.execute(
+                    sql: """
+                        UPDATE webhook_deliveries SET lease_holder = ?, lease_until = ?
+                        WHERE environment = ? AND endpoint = ? AND seq = ?
+                        """, arguments: [holder, Millis.from(until), environment.rawValue, endpoint, seq])
+                if let delivery = try Self.delivery(db, environment, endpoint: endpoint, seq: seq) {
+                    leased.append(delivery)
+                }
+            }
+            return leased
+        }
+    }
+
+    public func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
+        async throws -> Bool
+    {
+        try await write { db in
+            let (state, next, delivered): (WebhookDeliveryState, Date?, Date?) =
+                switch attempt.outcome {
+                case .delivered: (.delivered, nil, attempt.at)
+                case .failed(let retryAt): (retryAt == nil ? .dead : .pending, retryAt, nil)
+                }
+            try db.execute(
+                sql: """
+                    UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1,
+                        first_attempt_at = COALESCE(first_attempt_at, ?), next_at = COALESCE(?, next_at),
+                        last_status = ?, last_error = ?, delivered_at = ?, lease_holder = NULL, lease_until = NULL
+                    WHERE environment = ? AND endpoint = ? AND seq = ? AND lease_holder = ? AND state = 'pending'
+                    """,
+                arguments: [
+                    state.rawValue, Millis.from(attempt.at), next.map(Millis.from), attempt.status,
+                    attempt.error.map { String($0.prefix(500)) }, delivered.map(Millis.from), environment.rawValue,
+                    attempt.endpoint, attempt.seq, holder,
+                ])
+            return db.changesCount > 0
+        }
+    }
+
+    public func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int)
+        async throws -> [WebhookDelivery]
+    {
+        try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries d
+                    JOIN webhook_outbox o ON o.seq = d.seq
+                    WHERE d.environment = ? AND (? IS NULL OR d.state = ?) ORDER BY d.seq DESC, d.endpoint LIMIT ?
+                    """,
+                arguments: [environment.rawValue, state?.rawValue, state?.rawValue, max(0, limit)]
+            ).map(Self.delivery)
+        }
+    }
+
+    public func resendWebhookDelivery(endpoint: String, seq: Int64, environment: AppStoreEnvironment, at: Date)
+        async throws
+    {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    UPDATE webhook_deliveries SET state = 'pending', attempts = 0, first_attempt_at = NULL,
+                        next_at = ?, lease_holder = NULL, lease_until = NULL, delivered_at = NULL
+                    WHERE environment = ? AND endpoint = ? AND seq = ?
+                    """, arguments: [Millis.from(at), environment.rawValue, endpoint, seq])
+            guard db.changesCount > 0 else { throw StoreError.notFound("delivery \(seq) to \(endpoint)") }
+        }
+    }
+
+    public func replayWebhookEvents(endpoint: String, environment: AppStoreEnvironment, since: Date, at: Date)
+        async throws -> Int
+    {
+        try await write { db in
+            guard
+                let heard = try Row.fetchOne(
+                    db, sql: "SELECT * FROM webhook_endpoints WHERE environment = ? AND id = ?",
+                    arguments: [environment.rawValue, endpoint]
+                ).map(Self.webhookEndpoint)
+            else { throw StoreError.notFound("webhook endpoint \(endpoint)") }
+            let events = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT seq, support_id, type FROM webhook_outbox
+                    WHERE environment = ? AND routed = 1 AND event_id IS NOT NULL AND created_at >= ? ORDER BY seq
+                    """, arguments: [environment.rawValue, Millis.from(since)])
+            var count = 0
+            for row in events where heard.hears(row["type"]) {
+                try db.execute(
+                    sql: """
+                        INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                        VALUES (?, ?, ?, ?, 'pending', ?)
+                        ON CONFLICT (environment, endpoint, seq) DO UPDATE SET state = 'pending', attempts = 0,
+                            first_attempt_at = NULL, next_at = excluded.next_at, lease_holder = NULL,
+                            lease_until = NULL, delivered_at = NULL
+                        """,
+                    arguments: [
+                        environment.rawValue, endpoint, row["seq"] as Int64, row["support_id"] as String,
+                        Millis.from(at),
+                    ])
+                count += 1
+            }
+            return count
+        }
+    }
+
+    public func webhookBacklog(environment: AppStoreEnvironment) async throws -> WebhookBacklog {
+        try await read { db in
+            let env = environment.rawValue
+            let counts = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT
+                        (SELECT count(*) FROM webhook_deliveries WHERE environment = ? AND state = 'pending') AS pending,
+                        (SELECT count(*) FROM webhook_deliveries WHERE environment = ? AND state = 'dead') AS dead,
+                        (SELECT count(*) FROM webhook_outbox WHERE environment = ? AND routed = 0) AS unrouted,
+                        (SELECT min(created_at) FROM webhook_outbox WHERE environment = ? AND routed = 0) AS unrouted_at,
+                        (SELECT min(o.created_at) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
+                            WHERE d.environment = ? AND d.state = 'pending') AS pending_at
+                    """, arguments: [env, env, env, env, env])
+            let oldest = [counts?["unrouted_at"] as Int64?, counts?["pending_at"] as Int64?].compactMap { $0 }.min()
+            return WebhookBacklog(
+                pending: counts?["pending"] ?? 0, dead: counts?["dead"] ?? 0, unrouted: counts?["unrouted"] ?? 0,
+                oldest: oldest.map(Millis.date))
+        }
+    }
+
+    public func pruneWebhookEvents(environment: AppStoreEnvironment, before: Date) async throws -> Int {
+        try await write { db in
+            let done = """
+                SELECT seq FROM webhook_outbox o WHERE o.environment = ? AND o.routed = 1 AND o.created_at < ?
+                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.environment = o.environment
+                        AND d.seq = o.seq AND d.state = 'pending')
+                """
+            let arguments: StatementArguments = [environment.rawValue, Millis.from(before)]
+            try db.execute(
+                sql: "DELETE FROM webhook_deliveries WHERE environment = ? AND seq IN (\(done))",
+                arguments: [environment.rawValue] + arguments)
+            try db.execute(sql: "DELETE FROM webhook_outbox WHERE seq IN (\(done))", arguments: arguments)
+            return db.changesCount
+        }
+    }
+
+    static let deliveryColumns = """
+        d.endpoint, d.seq, d.support_id, d.state, d.attempts, d.first_attempt_at, d.next_at, d.last_status,
+        d.last_error, d.delivered_at, o.event_id, o.type, o.body, o.created_at
+        """
+
+    static func delivery(_ db: Database, _ environment: AppStoreEnvironment, endpoint: String, seq: Int64) throws
+        -> WebhookDelivery?
+    {
+        try Row.fetchOne(
+            db,
+            sql: """
+                SELECT \(deliveryColumns) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
+                WHERE d.environment = ? AND d.endpoint = ? AND d.seq = ?
+                """, arguments: [environment.rawValue, endpoint, seq]
+        ).map(delivery)
+    }
+
+    static func delivery(_ row: Row) throws -> WebhookDelivery {
+        guard let state = WebhookDeliveryState(rawValue: row["state"]) else {
+            throw StoreError.storage("corrupt webhook delivery state")
+        }
+        return WebhookDelivery(
+            endpoint: row["endpoint"], seq: row["seq"], eventId: try RowValue.uuid(row, "event_id"), type: row["type"],
+            supportId: row["support_id"], body: row["body"], state: state, attempts: row["attempts"],
+            firstAttemptAt: (row["first_attempt_at"] as Int64?).map(Millis.date),
+            nextAttemptAt: Millis.date(row["next_at"]), lastStatus: row["last_status"], lastError: row["last_error"],
+            deliveredAt: (row["delivered_at"] as Int64?).map(Millis.date), createdAt: Millis.date(row["created_at"]))
+    }
+
+    static func webhookEndpoint(_ row: Row) throws -> WebhookEndpoint {
+        let events: String = row["events"]
+        return WebhookEndpoint(
+            id: row["id"], environment: try RowValue.environment(row), url: row["url"], secret: row["secret"],
+            previousSecret: row["previous_secret"], events: events.split(separator: ",").map(String.init),
+            createdAt: Millis.date(row["created_at"]))
+    }
+
+    static func outboxRecord(_ row: Row) throws -> OutboxRecord {
+        guard let source = OutboxRecord.Source(rawValue: row["source"]) else {
+            throw StoreError.storage("corrupt webhook outbox source")
+        }
+        return OutboxRecord(
+            seq: row["seq"], environment: try RowValue.environment(row), source: source, kind: row["kind"],
+            supportId: row["support_id"], entryKey: row["entry_key"], amount: row["amount"],
+            balanceDelta: row["balance_delta"], deficitDelta: row["deficit_delta"], balance: row["balance"],
+            deficit: row["deficit"], transactionId: row["transaction_id"],
+            originalTransactionId: row["original_transaction_id"], productId: row["product_id"],
+            reason: row["reason"], detail: row["detail"], createdAt: Millis.date(row["created_at"]))
+    }
+}
