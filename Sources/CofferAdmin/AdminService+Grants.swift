@@ -85,11 +85,15 @@ extension AdminService {
             let granted = try await store.grantedCredits(
                 environment: environment, holder: holder, since: now().addingTimeInterval(-Self.grantLimitWindow))
             if !SupportRules.fitsGrantLimit(0, used: granted, limit: ceiling) {
-                let cancelled = try await store.cancelGrant(
-                    id: grant.id, environment: environment, by: actor, at: now())
-                try await audit(
-                    environment, actor: actor, action: "grant.cancel", subject: view.supportId,
-                    after: GrantView(cancelled, supportId: view.supportId))
+                let at = now()
+                _ = try await store.cancelGrant(id: grant.id, environment: environment, by: actor, at: at) {
+                    cancelled in
+                    [
+                        AuditEvent(
+                            environment: environment, actor: actor, action: "grant.cancel", subject: view.supportId,
+                            after: try? Self.json(GrantView(cancelled, supportId: view.supportId)), at: at)
+                    ]
+                }
                 throw AdminError.forbidden(
                     "other grants were made at the same moment and together pass your limit of "
                         + "\(PanelText.credits(ceiling)) over 24 hours: nothing was granted; try again")
@@ -144,8 +148,17 @@ extension AdminService {
         let before = try await grant(environment: environment, id: id)
         let after: Grant
         let at = now()
+        let beforeJSON = try Self.json(before)
         do {
-            after = try await store.cancelGrant(id: uuid, environment: environment, by: actor, at: at)
+            // Audited in the cancellation's own transaction: its webhook event (grant.cancelled) is never lost.
+            after = try await store.cancelGrant(id: uuid, environment: environment, by: actor, at: at) { cancelled in
+                [
+                    AuditEvent(
+                        environment: environment, actor: actor, action: "grant.cancel", subject: before.supportId,
+                        before: beforeJSON, after: try? Self.json(GrantView(cancelled, supportId: before.supportId)),
+                        at: at)
+                ]
+            }
         } catch StoreError.notFound {
             throw AdminError.notFound("grant \(id) in \(environment.rawValue)")
         }
@@ -158,9 +171,6 @@ extension AdminService {
         case .cancelled where before.status == .cancelled || after.cancelledAt != at || after.cancelledBy != actor:
             return view  // Cancelled before (or by a request racing this one): nothing to record again.
         case .cancelled:
-            try await audit(
-                environment, actor: actor, action: "grant.cancel", subject: before.supportId, before: before,
-                after: view)
             return view
         case .pending:
             throw AdminError.invalid("the grant could not be cancelled")

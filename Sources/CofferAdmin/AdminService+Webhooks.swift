@@ -1,5 +1,6 @@
 import CofferCore
 import CofferStore
+import Crypto
 import Foundation
 
 /// An endpoint as owners see it: its secret never shown again after it was made (only its first characters).
@@ -10,7 +11,8 @@ public struct WebhookEndpointView: Sendable, Hashable, Codable {
     public var url: String
     /// The events it hears; empty for every one.
     public var events: [String]
-    /// The secret's first 10 characters and an ellipsis (the settings' endpoint: "in the settings").
+    /// The secret's fingerprint (`sha256:` and 8 hex digits of its SHA-256), never the secret itself; for the
+    /// settings' endpoints, where the secret is.
     public var secretHint: String
     /// Whether a rotation runs (two secrets sign).
     public var rotating: Bool
@@ -104,6 +106,10 @@ extension AdminService {
         -> WebhookSecretView
     {
         var endpoint = try await stored(id, environment: environment)
+        guard endpoint.previousSecret == nil else {
+            throw AdminError.invalid(
+                "a rotation of \(id) runs already: end it first (the secret before would stop signing)")
+        }
         var generator = SystemRandomNumberGenerator()
         (endpoint.previousSecret, endpoint.secret) = (endpoint.secret, WebhookRules.makeSecret(using: &generator))
         try await store.saveWebhookEndpoint(endpoint)
@@ -124,11 +130,12 @@ extension AdminService {
         return view
     }
 
-    /// Removes an endpoint and what it had not received; audited (`webhook.remove`).
+    /// Removes an endpoint and what it had not received; audited (`webhook.remove`). One the settings name
+    /// (`settings`, `forward-N`) comes back at the next start of an instance whose settings still name it.
     ///
-    /// - Throws: ``AdminError/notFound(_:)``; ``AdminError/invalid(_:)`` for the settings' endpoint.
+    /// - Throws: ``AdminError/notFound(_:)``.
     public func removeWebhookEndpoint(environment: AppStoreEnvironment, id: String, actor: String) async throws {
-        let endpoint = try await stored(id, environment: environment)
+        let endpoint = try await endpoint(id, environment: environment)
         guard try await store.removeWebhookEndpoint(id: id, environment: environment) else {
             throw AdminError.notFound("webhook endpoint \(id)")
         }
@@ -194,17 +201,28 @@ extension AdminService {
     /// An endpoint added here (not the settings' one, which the settings change).
     private func stored(_ id: String, environment: AppStoreEnvironment) async throws -> WebhookEndpoint {
         let endpoint = try await endpoint(id, environment: environment)
-        guard endpoint.id != WebhookEndpoint.settingsId else {
-            throw AdminError.invalid("the settings' endpoint is changed in the settings (webhook.url, webhook.secret)")
+        guard !endpoint.isFromSettings else {
+            throw AdminError.invalid(
+                "\(id) is changed in the settings (webhook.url and webhook.secret, or apple.forward.url)")
         }
         return endpoint
     }
 
     static func view(_ endpoint: WebhookEndpoint) -> WebhookEndpointView {
-        let fromSettings = endpoint.id == WebhookEndpoint.settingsId
+        let fromSettings = endpoint.isFromSettings
+        let hint =
+            endpoint.isForward
+            ? "none: Apple's notifications as they came"
+            : fromSettings
+                ? "in the settings" : fingerprint(endpoint.secret)
         return WebhookEndpointView(
-            id: endpoint.id, url: endpoint.url, events: endpoint.events,
-            secretHint: fromSettings ? "in the settings" : String(endpoint.secret.prefix(10)) + "…",
+            id: endpoint.id, url: endpoint.url, events: endpoint.events, secretHint: hint,
             rotating: endpoint.previousSecret != nil, createdAt: endpoint.createdAt, fromSettings: fromSettings)
     }
+}
+
+/// A secret's fingerprint, to tell secrets apart without showing any of one: `sha256:` and the first 8 hex digits of
+/// its SHA-256.
+func fingerprint(_ secret: String) -> String {
+    "sha256:" + SHA256.hash(data: Data(secret.utf8)).prefix(4).map { String(format: "%02x", $0) }.joined()
 }

@@ -77,6 +77,9 @@ struct ServeCommand: AsyncParsableCommand {
         // Webhooks go to the developer's own backend: its redirects are not followed, and a connection waits 5 s.
         var hookConfiguration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         hookConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(10))
+        // A round posts up to 32 at once: as many connections, so none waits for one past its deadline.
+        hookConfiguration.connectionPool = .init(
+            idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         let hooks = HTTPClient(eventLoopGroupProvider: .singleton, configuration: hookConfiguration)
         var appStoreAPI: AppStoreServerAPIClient?
         if let key = settings.appStoreKey, let pem {

@@ -1,5 +1,6 @@
 import CofferCore
 import CofferService
+import Foundation
 
 extension ServeSettings {
     /// The endpoint `webhook.url` and `webhook.secret` name (with `webhook.previous.secret` during a rotation).
@@ -28,5 +29,24 @@ extension ServeSettings {
             throw SettingsError(key: "webhook.previous.secret", value: "(hidden)", expected: problem)
         }
         return WebhookSettings(url: url, secret: secret, previousSecret: previous)
+    }
+
+    /// `apple.forward.url`: each URL checked.
+    ///
+    /// - Throws: ``SettingsError`` for one that cannot be taken, or more than 8.
+    static func appleForwardURLs(_ values: SettingValues) throws(SettingsError) -> [String] {
+        let urls = (values.text("apple.forward.url") ?? "").split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespaces)
+        }.filter { !$0.isEmpty }
+        guard urls.count <= 8 else {
+            throw SettingsError(key: "apple.forward.url", value: "\(urls.count) URLs", expected: "at most 8 URLs")
+        }
+        for url in urls {
+            if let problem = WebhookRules.problem(url: url) {
+                throw SettingsError(
+                    key: "apple.forward.url", value: url, expected: "an https:// URL (it is \(problem))")
+            }
+        }
+        return urls
     }
 }

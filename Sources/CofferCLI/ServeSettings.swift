@@ -195,6 +195,11 @@ struct ServeSettings: Sendable {
         .init(
             key: "webhook.previous.secret",
             help: "During a rotation, the secret before: both sign (two v1= values) until it is removed. Default none."),
+        .init(
+            key: "apple.forward.url",
+            help:
+                "Where each notification Apple sent and Coffer verified is posted again, its body unchanged (your "
+                + "existing backend's URL); repeatable, comma-separated in COFFER_APPLE_FORWARD_URL. Default none."),
         .init(key: "log.level", help: "trace, debug, info, notice, warning, error or critical. Default info."),
         .init(
             key: "log.format",
@@ -437,6 +442,7 @@ struct ServeSettings: Sendable {
             cloudKit = nil
         }
         server.webhook = try Self.webhook(values)
+        server.appleForwardURLs = try Self.appleForwardURLs(values)
         server.cloudKitClaimProof = try choice(
             "cloudkit.claim.proof", default: cloudKit == nil ? .recordName : .webAuthToken, CloudKitClaimProof.self,
             names: "web-auth-token or record-name")

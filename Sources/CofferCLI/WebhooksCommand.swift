@@ -90,9 +90,12 @@ struct WebhooksCommand: AsyncParsableCommand {
     /// `coffer webhooks remove ID`.
     struct Remove: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove an endpoint and the deliveries it had not received.")
+            abstract: "Remove an endpoint and the deliveries it had not received.",
+            discussion: """
+                settings and forward-N (webhook.url, apple.forward.url) come back when an instance whose settings                 still name them starts: take them out of the settings first.
+                """)
 
-        @Argument(help: "The endpoint's id (wh_...).")
+        @Argument(help: "The endpoint's id (wh_..., settings, forward-1).")
         var id: String
 
         @OptionGroup var options: SupportOptions

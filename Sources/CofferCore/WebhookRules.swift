@@ -33,15 +33,35 @@ public enum WebhookRules {
     /// The shortest secret taken.
     public static let minimumSecret = 16
 
-    /// Why `url` cannot be an endpoint, or `nil` when it can: `https://` (or `http://`), a host, no user or
-    /// password, no fragment, at most 2,048 characters.
+    /// Why `url` cannot be an endpoint, or `nil` when it can: `https://`, or `http://` to a backend on this
+    /// machine or its private network (loopback, a private address, `localhost`, a one-word name such as a container's);
+    /// a host that is not link-local (no cloud metadata address); no user or password, no fragment, at most 2,048
+    /// characters.
     public static func problem(url: String) -> String? {
         guard url.utf8.count <= 2_048, let parts = URLComponents(string: url), let scheme = parts.scheme?.lowercased()
         else { return "not a URL" }
         guard scheme == "https" || scheme == "http" else { return "not an https:// or http:// URL" }
-        guard let host = parts.host, !host.isEmpty else { return "a URL without a host" }
+        guard let host = parts.host?.lowercased(), !host.isEmpty else { return "a URL without a host" }
         guard parts.user == nil, parts.password == nil else { return "a URL with a user or password in it" }
         guard parts.fragment == nil else { return "a URL with a #fragment" }
+        let address = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let octets = address.split(separator: ".").compactMap { UInt8($0) }
+        let ipv4 = octets.count == 4 && address.split(separator: ".").count == 4
+        if (ipv4 && octets[0] == 169 && octets[1] == 254) || address.hasPrefix("fe80:") {
+            return "a link-local address (a cloud's metadata service, not a backend)"
+        }
+        if scheme == "http" {
+            let local =
+                ipv4
+                ? octets[0] == 127 || octets[0] == 10 || (octets[0] == 172 && (16...31).contains(octets[1]))
+                    || (octets[0] == 192 && octets[1] == 168)
+                : address.contains(":")
+                    ? address == "::1" || address.hasPrefix("fc") || address.hasPrefix("fd")
+                    : address == "localhost" || !address.contains(".")
+            guard local else {
+                return "http:// to a public host: use https:// (http:// is for this machine or network)"
+            }
+        }
         return nil
     }
 

@@ -64,6 +64,7 @@ public struct AdminPanel: Sendable {
             DashboardController(panel: self), CustomersController(panel: self), CustomerChangesController(panel: self),
             GrantsController(panel: self), AuditController(panel: self), SettingsController(panel: self),
             AdminsController(panel: self), EnvironmentController(panel: self), ExtensionsController(panel: self),
+            WebhooksController(panel: self),
         ]
         for controller in controllers { signedIn.addRoutes(controller.routes) }
         signedIn.addRoutes(signInPages.signedInRoutes)

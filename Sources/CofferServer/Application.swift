@@ -34,7 +34,8 @@ public func buildApplication(
         services.append(
             WebhookDispatcher(
                 store: dependencies.store, catalog: dependencies.catalog, environment: configuration.environment,
-                settings: configuration.service.webhook, sender: sender, metrics: dependencies.metrics,
+                settings: configuration.service.webhook, forwardURLs: configuration.service.appleForwardURLs,
+                sender: sender, metrics: dependencies.metrics,
                 logger: dependencies.logger, now: dependencies.now, clock: dependencies.timerClock))
     }
     let readTimeout = TimeAmount.seconds(Int64(configuration.readTimeout))

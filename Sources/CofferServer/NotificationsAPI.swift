@@ -42,9 +42,12 @@ struct NotificationsAPI: Sendable {
             }
         }
         do {
-            let body: NotificationRequest = try await api.decode(request)
+            let raw = try await api.collect(request)
+            let body: NotificationRequest = try api.decode(raw)
+            // Forwarded (apple.forward.url) as Apple posted it, byte for byte.
             let received = try await intake.receive(
-                body.signedPayload, source: "apple", logger: context.logger, verified: giveBack)
+                body.signedPayload, source: "apple", logger: context.logger, verified: giveBack,
+                forwarding: String(buffer: raw))
             return try api.json(NotificationResponse(outcome: received.outcome.rawValue))
         } catch let error as ServiceError where (400..<500).contains(error.status.code) {
             // Data Apple signed for another environment verified its signature: that is Apple (a Sandbox

@@ -48,11 +48,14 @@ public struct NotificationIntake: ServiceOnParts {
     ///   - source: `apple` or `recovery`, recorded with it.
     ///   - logger: Where it logs.
     ///   - verified: Called as soon as the notification verified, before it is stored or applied.
+    ///   - body: The request's body as Apple posted it, forwarded unchanged to `apple.forward.url`; `nil` for one
+    ///     read from Notification History (forwarded as Apple posts it).
     /// - Returns: What it did, once durable, and the record kept of it (`nil` for a duplicate).
     /// - Throws: ``ServiceError`` for data that does not verify (``ServiceError/unavailable(code:message:)``
     ///   when verification could not be completed now) and storage failures.
     public func receive(
-        _ signedPayload: String, source: String, logger: Logger, verified: @Sendable () -> Void = {}
+        _ signedPayload: String, source: String, logger: Logger, verified: @Sendable () -> Void = {},
+        forwarding body: String? = nil
     ) async throws -> (outcome: Outcome, record: NotificationRecord?) {
         let notification: VerifiedNotification
         do {
@@ -81,6 +84,8 @@ public struct NotificationIntake: ServiceOnParts {
             originalTransactionId: notification.transaction?.originalTransactionId
                 ?? notification.renewalInfo?.originalTransactionId,
             signedDate: signedDate, receivedAt: now, outcome: .logged, source: source)
+        // What `apple.forward.url` gets: Apple's body as it came, or (from Notification History) as Apple posts it.
+        record.forwardBody = body ?? #"{"signedPayload":"\#(signedPayload)"}"#
         var metadata: Logger.Metadata = [
             "notificationUUID": "\(uuid)", "type": "\(type)", "source": "\(source)",
         ]

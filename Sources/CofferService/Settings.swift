@@ -49,6 +49,9 @@ public struct ServiceConfiguration: Sendable {
     /// The endpoint the settings name (`webhook.url`, `webhook.secret`), if any; more are added with
     /// `coffer webhooks add` or on the panel.
     public var webhook: WebhookSettings?
+    /// `apple.forward.url`: where every notification Apple sent and Coffer verified is posted again, its body
+    /// unchanged, with the webhooks' retries.
+    public var appleForwardURLs: [String] = []
 
     /// Creates a configuration for an app.
     public init(bundleId: String) { self.bundleId = bundleId }

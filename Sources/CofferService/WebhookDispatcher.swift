@@ -84,6 +84,8 @@ public struct WebhookDispatcher: Service {
     let catalog: Catalog
     let environment: AppStoreEnvironment
     let settings: WebhookSettings?
+    /// `apple.forward.url`: where Apple's notifications go, unchanged.
+    let forwardURLs: [String]
     let sender: any WebhookSender
     let metrics: ServerMetrics
     let logger: Logger
@@ -99,9 +101,11 @@ public struct WebhookDispatcher: Service {
     /// A dispatcher for the server's environment.
     public init(
         store: any CofferStore, catalog: Catalog, environment: AppStoreEnvironment, settings: WebhookSettings?,
-        sender: any WebhookSender, metrics: ServerMetrics, logger: Logger, now: @escaping @Sendable () -> Date,
-        clock: any TimerClock, holder: String = UUID().uuidString, interval: Double = 1, batch: Int = 32
+        forwardURLs: [String] = [], sender: any WebhookSender, metrics: ServerMetrics, logger: Logger,
+        now: @escaping @Sendable () -> Date, clock: any TimerClock, holder: String = UUID().uuidString,
+        interval: Double = 1, batch: Int = 32
     ) {
+        self.forwardURLs = forwardURLs
         self.store = store
         self.catalog = catalog
         self.environment = environment
@@ -142,26 +146,41 @@ public struct WebhookDispatcher: Service {
                     _ = try await store.pruneWebhookEvents(
                         environment: environment, before: now().addingTimeInterval(-Self.retention))
                 }
-                if rounds % 5 == 0 || round.delivered + round.failed > 0 { try await observeBacklog() }
+                if rounds % 5 == 0 { try await observeBacklog() }
+                rounds += 1
                 // A full round means more is waiting: the next one runs at once.
                 if round.routed >= 200 || round.delivered + round.failed >= batch { continue }
             } catch {
+                rounds += 1
                 logger.error("webhooks: a round failed; trying again: \(error)")
             }
-            rounds += 1
             try? await clock.sleep(for: .milliseconds(Int64(interval * 1_000)))
         }
     }
 
-    /// Records the settings' endpoint in the store (its secret stays in the settings), or removes it.
+    /// Records the settings' endpoint (its secret stays in the settings) and `apple.forward.url`'s in the store. One
+    /// the settings no longer name stays until `coffer webhooks remove` (an instance started without the setting,
+    /// in a rolling deploy say, removes nothing for the others).
     public func publishSettings() async throws {
         if let settings {
             try await store.saveWebhookEndpoint(
                 WebhookEndpoint(
                     id: WebhookEndpoint.settingsId, environment: environment, url: settings.url, secret: "",
                     createdAt: now()))
-        } else {
-            _ = try await store.removeWebhookEndpoint(id: WebhookEndpoint.settingsId, environment: environment)
+        } else if let kept = try await store.webhookEndpoints(environment: environment).first(where: {
+            $0.id == WebhookEndpoint.settingsId
+        }) {
+            let message =
+                "webhooks: the database has the settings' endpoint (\(kept.url)), but this instance's settings name no "
+                + "webhook.url: this instance does not post to it. If no instance should, remove it with "
+                + "`coffer webhooks remove settings`."
+            logger.warning("\(message)")
+        }
+        for (index, url) in forwardURLs.enumerated() {
+            try await store.saveWebhookEndpoint(
+                WebhookEndpoint(
+                    id: WebhookEndpoint.forwardId(index + 1), environment: environment, url: url, secret: "",
+                    events: [WebhookEvents.appleNotification], createdAt: now()))
         }
     }
 
@@ -174,8 +193,11 @@ public struct WebhookDispatcher: Service {
             WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
         }
         let at = now()
+        // Only what this instance can sign for: the settings' endpoint needs this instance's settings to name it.
+        let signable = endpoints.filter { $0.isForward || secrets(of: $0) != nil }.map(\.id)
         let leased = try await store.leaseWebhookDeliveries(
-            environment: environment, holder: holder, limit: batch, at: at, until: at.addingTimeInterval(Self.lease))
+            environment: environment, holder: holder, limit: batch, at: at, until: at.addingTimeInterval(Self.lease),
+            endpoints: signable)
         guard !leased.isEmpty else { return round }
         let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let attempts = await withTaskGroup(of: WebhookAttempt.self) { group in
@@ -220,15 +242,22 @@ public struct WebhookDispatcher: Service {
                 endpoint: delivery.endpoint, seq: delivery.seq, outcome: .failed(retryAt: retryAt), status: status,
                 error: error, at: at)
         }
-        guard let endpoint, let secrets = secrets(of: endpoint) else {
-            return failed(nil, "the endpoint \(delivery.endpoint) is gone or has no secret here", retry: false)
+        let headers: [(String, String)]
+        if let endpoint, endpoint.isForward {
+            // Apple's notification as Apple posted it: its own signature (the JWS) is what the backend checks.
+            headers = [("content-type", "application/json"), ("user-agent", "Coffer-Forwarder/1")]
+        } else {
+            guard let endpoint, let secrets = secrets(of: endpoint) else {
+                return failed(nil, "the endpoint \(delivery.endpoint) is gone or has no secret here", retry: false)
+            }
+            let signature = WebhookSignature.value(body: delivery.body, secrets: secrets, at: now())
+            headers = [
+                ("content-type", "application/json"), ("user-agent", "Coffer-Webhooks/1"),
+                (WebhookSignature.header, signature), ("Coffer-Event-Id", delivery.eventId.uuidString.lowercased()),
+                ("Coffer-Event-Type", delivery.type),
+            ]
         }
-        let signature = WebhookSignature.value(body: delivery.body, secrets: secrets, at: now())
-        let headers = [
-            ("content-type", "application/json"), ("user-agent", "Coffer-Webhooks/1"),
-            (WebhookSignature.header, signature), ("Coffer-Event-Id", delivery.eventId.uuidString.lowercased()),
-            ("Coffer-Event-Type", delivery.type),
-        ]
+        guard let endpoint else { return failed(nil, "the endpoint \(delivery.endpoint) is gone", retry: false) }
         do {
             let status = try await sender.post(
                 url: endpoint.url, headers: headers, body: delivery.body, timeout: Self.timeout)

@@ -14,6 +14,13 @@ public enum WebhookEvents {
     public static func event(
         for record: OutboxRecord, catalog: Catalog, endpoints: [WebhookEndpoint], id: UUID = UUID()
     ) -> WebhookEvent? {
+        let here = endpoints.filter { $0.environment == record.environment }
+        if record.source == .apple {
+            // Apple's notification goes to `apple.forward.url` as it came, and nowhere else.
+            guard let body = record.detail else { return nil }
+            return WebhookEvent(
+                id: id, type: appleNotification, body: body, endpoints: here.filter(\.isForward).map(\.id))
+        }
         guard let (type, data) = typeAndData(record, catalog: catalog) else { return nil }
         let body: [String: Any] = [
             "id": id.uuidString.lowercased(), "type": type.rawValue, "createdAt": timestamp(record.createdAt),
@@ -26,8 +33,11 @@ public enum WebhookEvents {
         else { return nil }
         return WebhookEvent(
             id: id, type: type.rawValue, body: text,
-            endpoints: endpoints.filter { $0.environment == record.environment && $0.hears(type.rawValue) }.map(\.id))
+            endpoints: here.filter { !$0.isForward && $0.hears(type.rawValue) }.map(\.id))
     }
+
+    /// The type of a forwarded notification of Apple's (not one of Coffer's events).
+    public static let appleNotification = "apple.notification"
 
     /// ISO 8601 in UTC, to the second.
     static func timestamp(_ date: Date) -> String {
@@ -38,6 +48,7 @@ public enum WebhookEvents {
         switch record.source {
         case .ledger: ledger(record, catalog: catalog)
         case .audit: audit(record)
+        case .apple: nil
         case .notification:
             record.kind == "EXPIRED"
                 ? (
@@ -107,10 +118,12 @@ public enum WebhookEvents {
         }
         switch record.kind {
         case "grant.create", "grant.cancel":
-            let data = pick([
+            var data = pick([
                 "id": "grantId", "credits": "credits", "reason": "reason", "createdBy": "createdBy",
                 "status": "status", "cancelledBy": "cancelledBy",
             ])
+            // Lowercase, as grant.claimed's (the ledger's key) has it.
+            if let id = data["grantId"] as? String { data["grantId"] = id.lowercased() }
             return (record.kind == "grant.create" ? .grantCreated : .grantCancelled, data)
         case "user.merge":
             // Written once for each customer; the event is the merged one's.

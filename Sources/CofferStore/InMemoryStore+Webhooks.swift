@@ -37,7 +37,10 @@ struct WebhookOutbox {
     var deliveries: [DeliveryKey: Delivery] = [:]
     var lastSeq: Int64 = 0
 
-    func heard(_ environment: AppStoreEnvironment) -> Bool { endpoints.contains { $0.environment == environment } }
+    /// Whether an endpoint hears Coffer's events there (`apple.forward.url` hears only Apple's notifications).
+    func heard(_ environment: AppStoreEnvironment) -> Bool {
+        endpoints.contains { $0.environment == environment && !$0.isForward }
+    }
 
     mutating func append(_ record: OutboxRecord) {
         lastSeq += 1
@@ -76,6 +79,40 @@ struct WebhookOutbox {
                 seq: 0, environment: notification.environment, source: .notification, kind: notification.type,
                 supportId: supportId, transactionId: notification.transactionId, reason: notification.subtype,
                 createdAt: notification.receivedAt))
+    }
+
+    /// Apple's notification, its body unchanged, while the environment forwards (`apple.forward.url`).
+    mutating func forward(_ notification: NotificationRecord, supportId: String) {
+        guard let body = notification.forwardBody,
+            endpoints.contains(where: { $0.environment == notification.environment && $0.isForward })
+        else { return }
+        append(
+            OutboxRecord(
+                seq: 0, environment: notification.environment, source: .apple, kind: notification.type,
+                supportId: supportId, transactionId: notification.transactionId, reason: notification.subtype,
+                detail: body, createdAt: notification.receivedAt))
+    }
+
+    /// A deleted customer's events, still owed to the endpoints, without the reasons support wrote.
+    mutating func scrub(environment: AppStoreEnvironment, supportIds: Set<String>) {
+        for index in records.indices
+        where records[index].record.environment == environment
+            && supportIds.contains(records[index].record.supportId)
+            && [.ledger, .audit].contains(records[index].record.source)
+        {
+            if records[index].record.reason != nil { records[index].record.reason = UserDeletion.removedReason }
+            records[index].record.detail = UserDeletion.anonymised(records[index].record.detail)
+            if let body = records[index].event?.body,
+                var object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+                var data = object["data"] as? [String: Any], data["reason"] != nil
+            {
+                data["reason"] = UserDeletion.removedReason
+                object["data"] = data
+                if let json = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) {
+                    records[index].event?.body = String(decoding: json, as: UTF8.self)
+                }
+            }
+        }
     }
 
     func delivery(_ key: DeliveryKey) -> WebhookDelivery? {
@@ -148,11 +185,12 @@ extension InMemoryStore {
     }
 
     public func leaseWebhookDeliveries(
-        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) -> [WebhookDelivery] {
         let pending = state.outbox.deliveries.filter { $0.key.environment == environment && $0.value.state == .pending }
         let due = pending.filter { key, delivery in
-            delivery.nextAt <= at && (delivery.leaseUntil.map { $0 <= at } ?? true)
+            endpoints.map { $0.contains(key.endpoint) } ?? true && delivery.nextAt <= at
+                && (delivery.leaseUntil.map { $0 <= at } ?? true)
                 && !pending.contains {
                     $0.key.endpoint == key.endpoint && $0.value.supportId == delivery.supportId && $0.key.seq < key.seq
                 }
@@ -177,7 +215,15 @@ extension InMemoryStore {
         (delivery.leaseHolder, delivery.leaseUntil) = (nil, nil)
         switch attempt.outcome {
         case .delivered: (delivery.state, delivery.deliveredAt) = (.delivered, attempt.at)
-        case .failed(let retryAt?): delivery.nextAt = retryAt
+        case .failed(let retryAt?):
+            delivery.nextAt = retryAt
+            // The customer's later deliveries wait behind this one: not due before its retry.
+            for (other, waiting) in state.outbox.deliveries
+            where other.environment == environment && other.endpoint == key.endpoint && other.seq > key.seq
+                && waiting.state == .pending && waiting.supportId == delivery.supportId && waiting.nextAt < retryAt
+            {
+                state.outbox.deliveries[other]?.nextAt = retryAt
+            }
         case .failed(nil): delivery.state = .dead
         }
         state.outbox.deliveries[key] = delivery
@@ -195,10 +241,13 @@ extension InMemoryStore {
 
     public func resendWebhookDelivery(endpoint: String, seq: Int64, environment: AppStoreEnvironment, at: Date) throws {
         let key = WebhookOutbox.DeliveryKey(environment: environment, endpoint: endpoint, seq: seq)
-        guard let delivery = state.outbox.deliveries[key] else {
+        guard var delivery = state.outbox.deliveries[key] else {
             throw StoreError.notFound("delivery \(seq) to \(endpoint)")
         }
-        state.outbox.queue(key, supportId: delivery.supportId, at: at)
+        // A lease that runs is kept: the attempt under way ends it.
+        (delivery.state, delivery.attempts, delivery.firstAttemptAt) = (.pending, 0, nil)
+        (delivery.nextAt, delivery.deliveredAt) = (at, nil)
+        state.outbox.deliveries[key] = delivery
     }
 
     public func replayWebhookEvents(endpoint: String, environment: AppStoreEnvironment, since: Date, at: Date) throws
@@ -209,9 +258,16 @@ extension InMemoryStore {
         }
         var count = 0
         for item in state.outbox.records where item.record.environment == environment && item.routed {
-            guard let event = item.event, item.record.createdAt >= since, heard.hears(event.type) else { continue }
+            guard let event = item.event, item.record.createdAt >= since, heard.replayedTypes.contains(event.type)
+            else { continue }
             let key = WebhookOutbox.DeliveryKey(environment: environment, endpoint: endpoint, seq: item.record.seq)
-            state.outbox.queue(key, supportId: item.record.supportId, at: at)
+            if var delivery = state.outbox.deliveries[key] {
+                (delivery.state, delivery.attempts, delivery.firstAttemptAt) = (.pending, 0, nil)
+                (delivery.nextAt, delivery.deliveredAt) = (at, nil)
+                state.outbox.deliveries[key] = delivery
+            } else {
+                state.outbox.queue(key, supportId: item.record.supportId, at: at)
+            }
             count += 1
         }
         return count

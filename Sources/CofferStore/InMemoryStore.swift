@@ -304,6 +304,7 @@ public actor InMemoryStore: CofferStore {
             audit[index].before = UserDeletion.anonymised(audit[index].before)
             audit[index].after = UserDeletion.anonymised(audit[index].after)
         }
+        state.outbox.scrub(environment: deletion.environment, supportIds: supportIds)
         for (key, receipt) in state.receipts
         where ids.contains(receipt.owner) && receipt.deliveredCredits == 0 && receipt.revokedAt == nil {
             state.receipts[key] = nil
@@ -482,21 +483,25 @@ public actor InMemoryStore: CofferStore {
         return claimed.grant
     }
 
-    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
-        throws -> Grant
-    {
+    public func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent]
+    ) throws -> Grant {
         guard let index = grantList.firstIndex(where: { $0.id == id && $0.environment == environment }) else {
             throw StoreError.notFound("grant \(id)")
         }
         guard let cancelled = cancel(grantList[index]) else { return grantList[index] }
         grantList[index] = cancelled
+        appendAudit(audit(cancelled))
         return cancelled
     }
 
     public func recordNotification(_ record: NotificationRecord) -> Bool {
         guard notification(uuid: record.uuid, environment: record.environment) == nil else { return false }
         notificationLog.append(record)
-        state.outbox.write(record, supportId: record.owner.flatMap { state.users[$0]?.supportId.rawValue } ?? "")
+        let supportId = record.owner.flatMap { state.users[$0]?.supportId.rawValue } ?? ""
+        state.outbox.write(record, supportId: supportId)
+        state.outbox.forward(record, supportId: supportId)
         return true
     }
 

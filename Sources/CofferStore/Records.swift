@@ -287,6 +287,9 @@ public struct NotificationRecord: Sendable, Hashable, Codable {
     public var outcome: NotificationOutcome
     /// How it arrived: `apple` (posted by Apple) or `recovery` (fetched from Notification History).
     public var source: String
+    /// The body to forward to `apple.forward.url` (Apple's, unchanged), when the store writes the record: then the
+    /// outbox gets it in the same transaction, if the environment forwards. Not kept with the record.
+    public var forwardBody: String?
 
     /// Creates a record.
     public init(

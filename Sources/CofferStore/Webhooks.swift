@@ -38,6 +38,19 @@ public struct WebhookEndpoint: Sendable, Hashable, Codable {
         self.createdAt = createdAt
     }
 
+    /// The id of the `n`th URL of `apple.forward.url` (from 1): every instance writes them at start.
+    public static func forwardId(_ n: Int) -> String { "forward-\(n)" }
+
+    /// Whether it is an `apple.forward.url`: it hears Apple's notifications, unchanged, and nothing else.
+    public var isForward: Bool { id.hasPrefix("forward-") }
+
+    /// Whether the settings name it (`webhook.url` or `apple.forward.url`): changed there, not on the panel or
+    /// with `coffer webhooks`.
+    public var isFromSettings: Bool { id == Self.settingsId || isForward }
+
+    /// The types a replay sends it: its own, or (hearing every event) each of Coffer's events.
+    public var replayedTypes: [String] { events.isEmpty ? WebhookEventType.allCases.map(\.rawValue) : events }
+
     /// Whether it hears events of `type`.
     public func hears(_ type: String) -> Bool { events.isEmpty || events.contains(type) }
 }
@@ -57,6 +70,8 @@ public struct OutboxRecord: Sendable, Hashable {
         /// Apple's notification; ``OutboxRecord/kind`` is its type (`EXPIRED`) and ``OutboxRecord/reason`` its
         /// subtype.
         case notification
+        /// Apple's notification as it came, for `apple.forward.url`: ``OutboxRecord/detail`` is its body, unchanged.
+        case apple
     }
 
     /// The outbox's sequence number: events of one customer go in this order.

@@ -96,9 +96,10 @@ extension PostgresStore {
         }
     }
 
-    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
-        async throws -> Grant
-    {
+    public func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent]
+    ) async throws -> Grant {
         try await write { connection in
             let grant = try await self.lockedGrant(connection, id: id, environment: environment)
             guard let cancelled = cancel(grant) else { return grant }
@@ -107,6 +108,7 @@ extension PostgresStore {
                 UPDATE grants SET cancelled_at = \(cancelled.cancelledAt.map(Millis.from)),
                     cancelled_by = \(cancelled.cancelledBy) WHERE id = \(id.uuidString)
                 """, logger: self.logger)
+            try await Self.insertAudit(connection, audit(cancelled), logger: self.logger)
             return cancelled
         }
     }

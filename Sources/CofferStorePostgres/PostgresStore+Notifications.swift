@@ -11,7 +11,7 @@ import PostgresNIO
 extension PostgresStore {
     public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await write { connection in
-            try await Self.exists(
+            let new = try await Self.exists(
                 connection,
                 """
                 INSERT INTO notifications (environment, uuid, type, subtype, transaction_id, original_transaction_id,
@@ -22,6 +22,28 @@ extension PostgresStore {
                     \(record.source))
                 ON CONFLICT (environment, uuid) DO NOTHING RETURNING 1
                 """, logger: self.logger)
+            if new, let body = record.forwardBody {
+                // Apple's notification, its body unchanged, while the environment forwards (`apple.forward.url`);
+                // numbered after the customer's records before it (the triggers' lock).
+                try await connection.query(
+                    """
+                    SELECT pg_advisory_xact_lock(hashtext('coffer-webhook:' || \(record.environment.rawValue)),
+                        hashtext(COALESCE((SELECT support_id FROM users WHERE id = \(record.owner?.uuidString)), '')))
+                    WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = \(record.environment.rawValue)
+                        AND id LIKE 'forward-%')
+                    """, logger: self.logger)
+                try await connection.query(
+                    """
+                    INSERT INTO webhook_outbox (environment, source, kind, support_id, transaction_id, reason, detail,
+                        created_at)
+                    SELECT \(record.environment.rawValue), 'apple', \(record.type),
+                        COALESCE((SELECT support_id FROM users WHERE id = \(record.owner?.uuidString)), ''),
+                        \(record.transactionId), \(record.subtype), \(body), \(Millis.from(record.receivedAt))
+                    WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = \(record.environment.rawValue)
+                        AND id LIKE 'forward-%')
+                    """, logger: self.logger)
+            }
+            return new
         }
     }
 

@@ -391,6 +391,18 @@ extension PostgresStore {
                 WHERE environment = \(env)
                     AND subject IN (SELECT support_id FROM users WHERE id = ANY(\(ids)))
                 """, logger: self.logger)
+            // The webhooks' outbox keeps the customer's events (still owed to the endpoints), without the reasons.
+            let removed = UserDeletion.removedReason
+            try await connection.query(
+                """
+                UPDATE webhook_outbox SET reason = CASE WHEN reason IS NULL THEN NULL ELSE \(removed) END,
+                    detail = CASE WHEN detail LIKE '{%' AND detail::jsonb ? 'reason'
+                        THEN (detail::jsonb || jsonb_build_object('reason', \(removed)::text))::text ELSE detail END,
+                    body = CASE WHEN body LIKE '{%' AND (body::jsonb -> 'data') ? 'reason'
+                        THEN jsonb_set(body::jsonb, '{data,reason}', to_jsonb(\(removed)::text))::text ELSE body END
+                WHERE environment = \(env) AND source IN ('ledger', 'audit')
+                    AND support_id IN (SELECT support_id FROM users WHERE id = ANY(\(ids)))
+                """, logger: self.logger)
             // What delivered no credits (a non-consumable, a subscription's access) is Apple's to give again: the
             // customer's next account restores it. What delivered credits stays theirs, never credited twice.
             try await connection.query(

@@ -10,12 +10,20 @@ import PostgresNIO
 /// The webhooks' endpoints, outbox and deliveries, and the triggers that write the outbox in the transaction of
 /// each change while the environment has an endpoint (as the SQLite store's).
 enum PostgresWebhookTables {
-    private static let heard = "EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = NEW.environment)"
+    private static let heard = """
+        EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = NEW.environment AND id NOT LIKE 'forward-%')
+        """
     private static let columns = """
         environment, source, kind, support_id, entry_key, amount, balance_delta, deficit_delta, balance, deficit,
         transaction_id, product_id, reason, detail, created_at
         """
     private static let supportId = "COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), '')"
+    /// Held until the transaction ends, before a customer's record takes its number: a customer's records are
+    /// numbered in the order their transactions commit (the ledger's own writes are in that order already, by the
+    /// wallet's lock; support's audit entries and Apple's notifications take this one).
+    static func customerLock(_ environment: String, _ supportId: String) -> String {
+        "pg_advisory_xact_lock(hashtext('coffer-webhook:' || \(environment)), hashtext(\(supportId)))"
+    }
 
     static let sql = """
         CREATE TABLE webhook_endpoints (
@@ -72,11 +80,16 @@ enum PostgresWebhookTables {
         CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (environment, endpoint, support_id, seq)
             WHERE state = 'pending';
         CREATE INDEX webhook_deliveries_by_seq ON webhook_deliveries (environment, seq);
+        CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (environment, seq) WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_dead ON webhook_deliveries (environment, seq) WHERE state = 'dead';
         CREATE FUNCTION coffer_webhook_ledger() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE customer TEXT;
         BEGIN
             IF NEW.kind <> 'merge' AND \(heard) THEN
+                customer := \(supportId);
+                PERFORM \(customerLock("NEW.environment", "customer"));
                 INSERT INTO webhook_outbox (\(columns))
-                VALUES (NEW.environment, 'ledger', NEW.kind, \(supportId), NEW.key, NEW.amount, NEW.balance_delta,
+                VALUES (NEW.environment, 'ledger', NEW.kind, customer, NEW.key, NEW.amount, NEW.balance_delta,
                     NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id, NEW.product_id,
                     NEW.reason, NULL, NEW.created_at);
             END IF;
@@ -87,6 +100,7 @@ enum PostgresWebhookTables {
         CREATE FUNCTION coffer_webhook_audit() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
             IF NEW.action IN ('grant.create', 'grant.cancel', 'user.merge', 'customer.delete') AND \(heard) THEN
+                PERFORM \(customerLock("NEW.environment", "NEW.subject"));
                 INSERT INTO webhook_outbox (\(columns))
                 VALUES (NEW.environment, 'audit', NEW.action, NEW.subject, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                     NULL, NULL, NEW.after, NEW.at);
@@ -96,10 +110,13 @@ enum PostgresWebhookTables {
         CREATE TRIGGER webhook_outbox_audit AFTER INSERT ON audit_events
             FOR EACH ROW EXECUTE FUNCTION coffer_webhook_audit();
         CREATE FUNCTION coffer_webhook_expired() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE customer TEXT;
         BEGIN
             IF NEW.type = 'EXPIRED' AND NEW.owner IS NOT NULL AND \(heard) THEN
+                customer := \(supportId);
+                PERFORM \(customerLock("NEW.environment", "customer"));
                 INSERT INTO webhook_outbox (\(columns))
-                VALUES (NEW.environment, 'notification', NEW.type, \(supportId), NULL, NULL, NULL, NULL, NULL, NULL,
+                VALUES (NEW.environment, 'notification', NEW.type, customer, NULL, NULL, NULL, NULL, NULL, NULL,
                     NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at);
             END IF;
             RETURN NULL;
@@ -110,7 +127,7 @@ enum PostgresWebhookTables {
 
     /// The advisory lock one instance holds while it makes outbox records events, so a customer's events are made
     /// in order by one instance at a time.
-    static let routingLock: Int64 = 0x636F_6666_7768
+    static let routingLock: Int32 = 0x636F_7768
 }
 
 extension PostgresStore {
@@ -155,7 +172,11 @@ extension PostgresStore {
             // One instance makes events at a time; another finds the lock taken and leaves the work to it.
             guard
                 try await Self.first(
-                    connection, "SELECT pg_try_advisory_xact_lock(\(PostgresWebhookTables.routingLock))",
+                    connection,
+                    """
+                    SELECT pg_try_advisory_xact_lock(\(PostgresWebhookTables.routingLock),
+                        hashtext(\(environment.rawValue)))
+                    """,
                     logger: self.logger, { try $0.decode(Bool.self) }) == true
             else { return 0 }
             var records: [OutboxRecord] = []
@@ -191,9 +212,10 @@ extension PostgresStore {
     }
 
     public func leaseWebhookDeliveries(
-        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] {
         let now = Millis.from(at)
+        let (any, named) = (endpoints == nil, endpoints ?? [])
         return try await write { connection in
             var leased: [WebhookDelivery] = []
             for try await row in try await connection.query(
@@ -202,6 +224,7 @@ extension PostgresStore {
                     SELECT d.endpoint, d.seq FROM webhook_deliveries d
                     WHERE d.environment = \(environment.rawValue) AND d.state = 'pending' AND d.next_at <= \(now)
                         AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+                        AND (\(any) OR d.endpoint = ANY(\(named)::text[]))
                         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
                             AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
                             AND e.seq < d.seq)
@@ -234,7 +257,7 @@ extension PostgresStore {
         let status = attempt.status.map(Int64.init)
         let error = attempt.error.map { String($0.prefix(500)) }
         return try await write { connection in
-            try await Self.exists(
+            let finished = try await Self.first(
                 connection,
                 """
                 UPDATE webhook_deliveries SET state = \(state.rawValue), attempts = attempts + 1,
@@ -244,8 +267,20 @@ extension PostgresStore {
                     lease_until = NULL
                 WHERE environment = \(environment.rawValue) AND endpoint = \(attempt.endpoint)
                     AND seq = \(attempt.seq) AND lease_holder = \(holder) AND state = 'pending'
-                RETURNING 1
-                """, logger: self.logger)
+                RETURNING support_id
+                """, logger: self.logger, { try $0.decode(String.self) })
+            guard let customer = finished else { return false }
+            if state == .pending, let next {
+                // The customer's later deliveries wait behind this one: not due before its retry.
+                try await connection.query(
+                    """
+                    UPDATE webhook_deliveries SET next_at = \(Millis.from(next))
+                    WHERE environment = \(environment.rawValue) AND endpoint = \(attempt.endpoint)
+                        AND support_id = \(customer) AND state = 'pending' AND seq > \(attempt.seq)
+                        AND next_at < \(Millis.from(next))
+                    """, logger: self.logger)
+            }
+            return true
         }
     }
 
@@ -270,7 +305,7 @@ extension PostgresStore {
                     connection,
                     """
                     UPDATE webhook_deliveries SET state = 'pending', attempts = 0, first_attempt_at = NULL,
-                        next_at = \(Millis.from(at)), lease_holder = NULL, lease_until = NULL, delivered_at = NULL
+                        next_at = \(Millis.from(at)), delivered_at = NULL
                     WHERE environment = \(environment.rawValue) AND endpoint = \(endpoint) AND seq = \(seq)
                     RETURNING 1
                     """, logger: self.logger)
@@ -289,7 +324,6 @@ extension PostgresStore {
                     SELECT * FROM webhook_endpoints WHERE environment = \(environment.rawValue) AND id = \(endpoint)
                     """, logger: self.logger, Self.webhookEndpoint)
             else { throw StoreError.notFound("webhook endpoint \(endpoint)") }
-            // The endpoint's types, or every type (an empty list: no filter).
             return try await Self.count(
                 connection,
                 """
@@ -299,10 +333,9 @@ extension PostgresStore {
                     FROM webhook_outbox
                     WHERE environment = \(environment.rawValue) AND routed AND event_id IS NOT NULL
                         AND created_at >= \(Millis.from(since))
-                        AND (cardinality(\(heard.events)::text[]) = 0 OR type = ANY(\(heard.events)::text[]))
+                        AND type = ANY(\(heard.replayedTypes)::text[])
                     ON CONFLICT (environment, endpoint, seq) DO UPDATE SET state = 'pending', attempts = 0,
-                        first_attempt_at = NULL, next_at = excluded.next_at, lease_holder = NULL, lease_until = NULL,
-                        delivered_at = NULL
+                        first_attempt_at = NULL, next_at = excluded.next_at, delivered_at = NULL
                     RETURNING 1
                 )
                 SELECT count(*) FROM replayed
@@ -321,8 +354,8 @@ extension PostgresStore {
                     (SELECT count(*) FROM webhook_deliveries WHERE environment = \(env) AND state = 'dead'),
                     (SELECT count(*) FROM webhook_outbox WHERE environment = \(env) AND NOT routed),
                     (SELECT min(created_at) FROM webhook_outbox WHERE environment = \(env) AND NOT routed),
-                    (SELECT min(o.created_at) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
-                        WHERE d.environment = \(env) AND d.state = 'pending')
+                    (SELECT o.created_at FROM webhook_outbox o WHERE o.seq = (SELECT min(seq)
+                        FROM webhook_deliveries WHERE environment = \(env) AND state = 'pending'))
                 """, logger: self.logger
             ) { row in
                 let (pending, dead, unrouted, unroutedAt, pendingAt) = try row.decode(

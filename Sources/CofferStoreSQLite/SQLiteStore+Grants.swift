@@ -99,15 +99,17 @@ extension SQLiteStore {
         }
     }
 
-    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
-        async throws -> Grant
-    {
+    public func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent]
+    ) async throws -> Grant {
         try await write { db in
             let grant = try Self.grant(db, id: id, environment: environment)
             guard let cancelled = cancel(grant) else { return grant }
             try db.execute(
                 sql: "UPDATE grants SET cancelled_at = ?, cancelled_by = ? WHERE id = ?",
                 arguments: [cancelled.cancelledAt.map(Millis.from), cancelled.cancelledBy, id.uuidString])
+            try Self.insertAudit(db, audit(cancelled))
             return cancelled
         }
     }

@@ -22,7 +22,16 @@ extension SQLiteStore {
                     record.originalTransactionId, record.owner?.uuidString, Millis.from(record.signedDate),
                     Millis.from(record.receivedAt), record.outcome.rawValue, record.source,
                 ])
-            return db.changesCount > 0
+            let new = db.changesCount > 0
+            if new, let body = record.forwardBody {
+                try db.execute(
+                    sql: WebhookTables.forward,
+                    arguments: [
+                        record.environment.rawValue, record.type, record.owner?.uuidString, record.transactionId,
+                        record.subtype, body, Millis.from(record.receivedAt), record.environment.rawValue,
+                    ])
+            }
+            return new
         }
     }
 

@@ -337,6 +337,21 @@ extension SQLiteStore {
                     arguments: [UserDeletion.removedReason, deletion.environment.rawValue]
                         + StatementArguments(supportIds))
             }
+            // The webhooks' outbox keeps the customer's events (still owed to the endpoints), without the reasons.
+            try db.execute(
+                sql: """
+                    UPDATE webhook_outbox SET reason = CASE WHEN reason IS NULL THEN NULL ELSE ? END,
+                        detail = CASE WHEN json_valid(detail) AND json_type(detail, '$.reason') IS NOT NULL
+                            THEN json_set(detail, '$.reason', ?) ELSE detail END,
+                        body = CASE WHEN json_valid(body) AND json_type(body, '$.data.reason') IS NOT NULL
+                            THEN json_set(body, '$.data.reason', ?) ELSE body END
+                    WHERE environment = ? AND source IN ('ledger', 'audit')
+                        AND support_id IN (\(databaseQuestionMarks(count: supportIds.count)))
+                    """,
+                arguments: [
+                    UserDeletion.removedReason, UserDeletion.removedReason, UserDeletion.removedReason,
+                    deletion.environment.rawValue,
+                ] + StatementArguments(supportIds))
             // What delivered no credits (a non-consumable, a subscription's access) is Apple's to give again: the
             // customer's next account restores it. What delivered credits stays theirs, so it is never credited
             // twice.

@@ -11,7 +11,9 @@ import GRDB
 /// each change while the environment has an endpoint.
 enum WebhookTables {
     /// What a trigger checks before it writes: the environment has an endpoint.
-    private static let heard = "EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = NEW.environment)"
+    private static let heard = """
+        EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = NEW.environment AND id NOT LIKE 'forward-%')
+        """
     private static let columns = """
         environment, source, kind, support_id, entry_key, amount, balance_delta, deficit_delta, balance, deficit,
         transaction_id, product_id, reason, detail, created_at
@@ -72,6 +74,8 @@ enum WebhookTables {
         CREATE INDEX webhook_deliveries_in_order ON webhook_deliveries (environment, endpoint, support_id, seq)
             WHERE state = 'pending';
         CREATE INDEX webhook_deliveries_by_seq ON webhook_deliveries (environment, seq);
+        CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (environment, seq) WHERE state = 'pending';
+        CREATE INDEX webhook_deliveries_dead ON webhook_deliveries (environment, seq) WHERE state = 'dead';
         CREATE TRIGGER webhook_outbox_ledger AFTER INSERT ON ledger_entries
         WHEN NEW.kind <> 'merge' AND \(heard)
         BEGIN
@@ -96,6 +100,16 @@ enum WebhookTables {
                 COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), ''), NULL, NULL, NULL, NULL, NULL, NULL,
                 NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at);
         END;
+        """
+}
+
+extension WebhookTables {
+    /// Apple's notification, its body unchanged, written with its record while the environment forwards
+    /// (`apple.forward.url`).
+    static let forward = """
+        INSERT INTO webhook_outbox (environment, source, kind, support_id, transaction_id, reason, detail, created_at)
+        SELECT ?, 'apple', ?, COALESCE((SELECT support_id FROM users WHERE id = ?), ''), ?, ?, ?, ?
+        WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE environment = ? AND id LIKE 'forward-%')
         """
 }
 
@@ -166,21 +180,28 @@ extension SQLiteStore {
     }
 
     public func leaseWebhookDeliveries(
-        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] {
-        try await write { db in
+        if let endpoints, endpoints.isEmpty { return [] }
+        return try await write { db in
             let now = Millis.from(at)
+            let named = endpoints.map {
+                " AND d.endpoint IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))"
+            }
             let picked = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT d.endpoint, d.seq FROM webhook_deliveries d
                     WHERE d.environment = ? AND d.state = 'pending' AND d.next_at <= ?
-                        AND (d.lease_until IS NULL OR d.lease_until <= ?)
+                        AND (d.lease_until IS NULL OR d.lease_until <= ?)\(named ?? "")
                         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
                             AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
                             AND e.seq < d.seq)
                     ORDER BY d.next_at, d.seq LIMIT ?
-                    """, arguments: [environment.rawValue, now, now, max(0, limit)])
+                    """,
+                arguments: StatementArguments(
+                    [environment.rawValue, now, now] as [any DatabaseValueConvertible] + (endpoints ?? [])
+                        + [max(0, limit)]))
             var leased: [WebhookDelivery] = []
             for row in picked {
                 let (endpoint, seq): (String, Int64) = (row["endpoint"], row["seq"])
@@ -218,7 +239,22 @@ extension SQLiteStore {
                     attempt.error.map { String($0.prefix(500)) }, delivered.map(Millis.from), environment.rawValue,
                     attempt.endpoint, attempt.seq, holder,
                 ])
-            return db.changesCount > 0
+            guard db.changesCount > 0 else { return false }
+            if state == .pending, let next {
+                // The customer's later deliveries wait behind this one: not due before its retry.
+                try db.execute(
+                    sql: """
+                        UPDATE webhook_deliveries SET next_at = ?
+                        WHERE environment = ? AND endpoint = ? AND state = 'pending' AND next_at < ? AND seq > ?
+                            AND support_id = (SELECT support_id FROM webhook_deliveries
+                                WHERE environment = ? AND endpoint = ? AND seq = ?)
+                        """,
+                    arguments: [
+                        Millis.from(next), environment.rawValue, attempt.endpoint, Millis.from(next), attempt.seq,
+                        environment.rawValue, attempt.endpoint, attempt.seq,
+                    ])
+            }
+            return true
         }
     }
 
@@ -245,7 +281,7 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     UPDATE webhook_deliveries SET state = 'pending', attempts = 0, first_attempt_at = NULL,
-                        next_at = ?, lease_holder = NULL, lease_until = NULL, delivered_at = NULL
+                        next_at = ?, delivered_at = NULL
                     WHERE environment = ? AND endpoint = ? AND seq = ?
                     """, arguments: [Millis.from(at), environment.rawValue, endpoint, seq])
             guard db.changesCount > 0 else { throw StoreError.notFound("delivery \(seq) to \(endpoint)") }
@@ -262,29 +298,22 @@ extension SQLiteStore {
                     arguments: [environment.rawValue, endpoint]
                 ).map(Self.webhookEndpoint)
             else { throw StoreError.notFound("webhook endpoint \(endpoint)") }
-            let events = try Row.fetchAll(
-                db,
+            let types = heard.replayedTypes
+            let marks = Array(repeating: "?", count: types.count).joined(separator: ", ")
+            try db.execute(
                 sql: """
-                    SELECT seq, support_id, type FROM webhook_outbox
-                    WHERE environment = ? AND routed = 1 AND event_id IS NOT NULL AND created_at >= ? ORDER BY seq
-                    """, arguments: [environment.rawValue, Millis.from(since)])
-            var count = 0
-            for row in events where heard.hears(row["type"]) {
-                try db.execute(
-                    sql: """
-                        INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
-                        VALUES (?, ?, ?, ?, 'pending', ?)
-                        ON CONFLICT (environment, endpoint, seq) DO UPDATE SET state = 'pending', attempts = 0,
-                            first_attempt_at = NULL, next_at = excluded.next_at, lease_holder = NULL,
-                            lease_until = NULL, delivered_at = NULL
-                        """,
-                    arguments: [
-                        environment.rawValue, endpoint, row["seq"] as Int64, row["support_id"] as String,
-                        Millis.from(at),
-                    ])
-                count += 1
-            }
-            return count
+                    INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                    SELECT environment, ?, seq, support_id, 'pending', ? FROM webhook_outbox
+                    WHERE environment = ? AND routed = 1 AND event_id IS NOT NULL AND created_at >= ?
+                        AND type IN (\(marks))
+                    ORDER BY seq
+                    ON CONFLICT (environment, endpoint, seq) DO UPDATE SET state = 'pending', attempts = 0,
+                        first_attempt_at = NULL, next_at = excluded.next_at, delivered_at = NULL
+                    """,
+                arguments: StatementArguments(
+                    [endpoint, Millis.from(at), environment.rawValue, Millis.from(since)]
+                        as [any DatabaseValueConvertible] + types))
+            return db.changesCount
         }
     }
 
@@ -299,8 +328,8 @@ extension SQLiteStore {
                         (SELECT count(*) FROM webhook_deliveries WHERE environment = ? AND state = 'dead') AS dead,
                         (SELECT count(*) FROM webhook_outbox WHERE environment = ? AND routed = 0) AS unrouted,
                         (SELECT min(created_at) FROM webhook_outbox WHERE environment = ? AND routed = 0) AS unrouted_at,
-                        (SELECT min(o.created_at) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
-                            WHERE d.environment = ? AND d.state = 'pending') AS pending_at
+                        (SELECT o.created_at FROM webhook_outbox o WHERE o.seq = (SELECT min(seq)
+                            FROM webhook_deliveries WHERE environment = ? AND state = 'pending')) AS pending_at
                     """, arguments: [env, env, env, env, env])
             let oldest = [counts?["unrouted_at"] as Int64?, counts?["pending_at"] as Int64?].compactMap { $0 }.min()
             return WebhookBacklog(

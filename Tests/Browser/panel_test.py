@@ -414,6 +414,23 @@ def main():
             driver.get(base + "/admin/grants")
             check("forged" not in driver.page_source, "the refused posts created nothing")
 
+            # An owner adds a webhook endpoint on the Settings page: its secret is shown once, and the Webhooks
+            # page lists it.
+            driver.get(base + "/admin/settings")
+            driver.find_element(By.ID, "webhook-url").send_keys("https://api.example.com/coffer-events")
+            driver.find_element(By.NAME, "event-purchase.refunded").click()
+            click(By.ID, "webhook-add")
+            secret = driver.find_element(By.ID, "webhook-secret").text
+            check(secret.startswith("whsec_") and len(secret) == 70, "adding an endpoint shows its secret once")
+            shot("webhook-secret")
+            driver.get(base + "/admin/settings")
+            check("https://api.example.com/coffer-events" in driver.page_source and secret not in driver.page_source,
+                  "Settings lists the endpoint without its secret")
+            click(By.LINK_TEXT, "Webhooks")
+            check("https://api.example.com/coffer-events" in driver.page_source, "the Webhooks page lists the endpoint")
+            check(driver.find_element(By.ID, "webhook-dead").text == "0", "no dead letters yet")
+            shot("webhooks")
+
             # Phone width: the same pages stay readable.
             driver.set_window_size(390, 844)
             driver.get(base + "/admin")

@@ -251,11 +251,12 @@ final class CountingStore: CofferStore {
     )
         async throws -> Grant
     { try await gate("claimGrant", write: true) { try await base.claimGrant(id: id, environment: environment, claim) } }
-    func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
-        async throws -> Grant
-    {
+    func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent]
+    ) async throws -> Grant {
         try await gate("cancelGrant", write: true) {
-            try await base.cancelGrant(id: id, environment: environment, cancel)
+            try await base.cancelGrant(id: id, environment: environment, cancel, audit: audit)
         }
     }
     func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? {
@@ -358,11 +359,11 @@ final class CountingStore: CofferStore {
         }
     }
     func leaseWebhookDeliveries(
-        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] {
         try await gate("leaseWebhookDeliveries", write: true) {
             try await base.leaseWebhookDeliveries(
-                environment: environment, holder: holder, limit: limit, at: at, until: until)
+                environment: environment, holder: holder, limit: limit, at: at, until: until, endpoints: endpoints)
         }
     }
     func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)

@@ -88,9 +88,10 @@ struct FailingStore: CofferStore {
     )
         async throws -> Grant
     { throw error }
-    func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
-        async throws -> Grant
-    { throw error }
+    func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent]
+    ) async throws -> Grant { throw error }
     func grant(id: UUID, environment: AppStoreEnvironment) async throws -> Grant? { throw error }
     func recordNotification(_ record: NotificationRecord) async throws -> Bool { throw error }
     func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
@@ -130,7 +131,7 @@ struct FailingStore: CofferStore {
         _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
     ) async throws -> Int { throw error }
     func leaseWebhookDeliveries(
-        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] { throw error }
     func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
         async throws -> Bool

@@ -141,7 +141,7 @@ struct OpenAPITests {
         let all = try serverRoutes(configuration: setup.configuration, dependencies: try setup.dependencies(api: nil))
         let routes = all.filter { !$0.contains(" /admin") }
         #expect(routes.count >= 16)
-        #expect(all.count - routes.count == 38, "the panel's pages: \(all.filter { $0.contains(" /admin") })")
+        #expect(all.count - routes.count == 43, "the panel's pages: \(all.filter { $0.contains(" /admin") })")
         let kept = try Data(contentsOf: Self.documentURL)
         try await setup.app.test(.router) { client in
             let served = try await client.execute(uri: "/openapi.json", method: .get)

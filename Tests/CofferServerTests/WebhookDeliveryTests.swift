@@ -71,17 +71,23 @@ struct WebhookDeliveryTests {
         try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
     }
 
-    @Test(
-        "a purchase and its refund reach the backend over HTTP, signed with the settings' secret",
-        arguments: ServerEngine.allCases)
-    func overHTTP(engine: ServerEngine) async throws {
-        let setup = try NotificationTests.Setup(store: try await engine.makeStore())
+    /// A live server over `setup` posting to a receiver (its `webhook.url`, or with `forwarding` its
+    /// `apple.forward.url`), once its dispatcher has recorded the endpoint: `body` runs with the server's client and
+    /// the receiver.
+    static func serving(
+        _ setup: NotificationTests.Setup, forwarding: Bool = false,
+        _ body: @escaping @Sendable (any TestClientProtocol, Receiver) async throws -> Void
+    ) async throws {
         let http = HTTPClient(eventLoopGroupProvider: .singleton)
         let receiver = Receiver()
         do {
             try await receiver.run { url in
                 var configuration = setup.configuration
-                configuration.service.webhook = WebhookSettings(url: url, secret: Self.secret)
+                if forwarding {
+                    configuration.service.appleForwardURLs = [url]
+                } else {
+                    configuration.service.webhook = WebhookSettings(url: url, secret: Self.secret)
+                }
                 let clock = setup.clock
                 let app = try buildApplication(
                     configuration: configuration,
@@ -89,40 +95,10 @@ struct WebhookDeliveryTests {
                         store: setup.store, verifier: setup.verifier, catalog: setup.catalog, now: { clock.now() },
                         webhookSender: HTTPWebhookSender(client: http)))
                 try await app.test(.live) { client in
-                    // The dispatcher records the settings' endpoint as it starts: changes from then on are heard.
                     for _ in 0..<600 where try await setup.store.webhookEndpoints(environment: .sandbox).isEmpty {
                         try await Task.sleep(for: .milliseconds(50))
                     }
-                    let user = try await NotificationTests.createUser(client)
-                    let bought = try await setup.apple.purchase(
-                        account: "kim", productId: "com.example.credits", quantity: 2,
-                        appAccountToken: user.appAccountToken)
-                    let id = try #require(bought.transactionIds.first)
-                    let signed = try await setup.apple.signedTransaction(id: id)
-                    #expect(try await NotificationTests.present(signed, as: user, with: client).outcome == .delivered)
-                    try await setup.apple.refund(transactionId: id)
-                    _ = try await setup.deliver(after: 0, with: client)
-
-                    let requests = try await receiver.wait(for: 2)
-                    #expect(requests.count == 2)
-                    let bodies = try requests.map { try Self.json($0.body) }
-                    #expect(bodies.map { $0["type"] as? String } == ["purchase.delivered", "purchase.refunded"])
-                    for (request, body) in zip(requests, bodies) {
-                        let signature = try #require(request.headers["coffer-signature"])
-                        #expect(
-                            WebhookSignature.verify(
-                                signature, body: request.body, secret: Self.secret, now: clock.now()))
-                        #expect(request.headers["content-type"] == "application/json")
-                        #expect(body["supportId"] as? String == user.supportId)
-                        #expect(body["environment"] as? String == "Sandbox")
-                        #expect(request.headers["coffer-event-id"] == body["id"] as? String)
-                    }
-                    let refund = try #require(bodies[1]["data"] as? [String: Any])
-                    #expect(refund["transactionId"] as? String == id && refund["credits"] as? Int == 200)
-                    #expect(refund["balance"] as? Int == 0 && refund["productId"] as? String == "com.example.credits")
-                    let delivered = try await setup.store.webhookDeliveries(
-                        environment: .sandbox, state: .delivered, limit: 10)
-                    #expect(delivered.count == 2 && delivered.allSatisfy { $0.lastStatus == 204 })
+                    try await body(client, receiver)
                 }
             }
         } catch {
@@ -130,6 +106,84 @@ struct WebhookDeliveryTests {
             throw error
         }
         try await http.shutdown()
+    }
+
+    @Test(
+        "a purchase and its refund reach the backend over HTTP, signed with the settings' secret",
+        arguments: ServerEngine.allCases)
+    func overHTTP(engine: ServerEngine) async throws {
+        let setup = try NotificationTests.Setup(store: try await engine.makeStore())
+        try await Self.serving(setup) { client, receiver in
+            let clock = setup.clock
+            let user = try await NotificationTests.createUser(client)
+            let bought = try await setup.apple.purchase(
+                account: "kim", productId: "com.example.credits", quantity: 2,
+                appAccountToken: user.appAccountToken)
+            let id = try #require(bought.transactionIds.first)
+            let signed = try await setup.apple.signedTransaction(id: id)
+            #expect(try await NotificationTests.present(signed, as: user, with: client).outcome == .delivered)
+            try await setup.apple.refund(transactionId: id)
+            _ = try await setup.deliver(after: 0, with: client)
+
+            let requests = try await receiver.wait(for: 2)
+            #expect(requests.count == 2)
+            let bodies = try requests.map { try Self.json($0.body) }
+            #expect(bodies.map { $0["type"] as? String } == ["purchase.delivered", "purchase.refunded"])
+            for (request, body) in zip(requests, bodies) {
+                let signature = try #require(request.headers["coffer-signature"])
+                #expect(
+                    WebhookSignature.verify(
+                        signature, body: request.body, secret: Self.secret, now: clock.now()))
+                #expect(request.headers["content-type"] == "application/json")
+                #expect(body["supportId"] as? String == user.supportId)
+                #expect(body["environment"] as? String == "Sandbox")
+                #expect(request.headers["coffer-event-id"] == body["id"] as? String)
+            }
+            let refund = try #require(bodies[1]["data"] as? [String: Any])
+            #expect(refund["transactionId"] as? String == id && refund["credits"] as? Int == 200)
+            #expect(refund["balance"] as? Int == 0 && refund["productId"] as? String == "com.example.credits")
+            // Recorded once each answer is back (the receiver has them a moment before).
+            var delivered: [WebhookDelivery] = []
+            for _ in 0..<600 where delivered.count < 2 {
+                delivered = try await setup.store.webhookDeliveries(
+                    environment: .sandbox, state: .delivered, limit: 10)
+                if delivered.count < 2 { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(delivered.count == 2 && delivered.allSatisfy { $0.lastStatus == 204 })
+        }
+    }
+
+    @Test(
+        "apple.forward.url gets each notification Apple sent and Coffer verified, body unchanged, once",
+        arguments: ServerEngine.allCases)
+    func forwarding(engine: ServerEngine) async throws {
+        let setup = try NotificationTests.Setup(store: try await engine.makeStore())
+        try await Self.serving(setup, forwarding: true) { client, receiver in
+            let clock = setup.clock
+            let user = try await NotificationTests.createUser(client)
+            let bought = try await setup.apple.purchase(
+                account: "kim", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            try await setup.apple.refund(transactionId: try #require(bought.transactionIds.first))
+            let sent = await setup.apple.sentNotifications().map(\.signedPayload)
+            #expect(sent.count == 2)
+            var posted: [String] = []
+            for payload in sent {
+                let body = try ClientAPITests.body(NotificationRequest(signedPayload: payload))
+                posted.append(String(buffer: body))
+                #expect(try await NotificationTests.post(payload, with: client).status == .ok)
+            }
+            // Apple's retry, and a forgery: neither is forwarded.
+            #expect(try await NotificationTests.post(sent[0], with: client).status == .ok)
+            #expect(try await NotificationTests.post("e30.e30.c2ln", with: client).status.code >= 400)
+            let kept = try await setup.store.webhookDeliveries(environment: .sandbox, state: nil, limit: 10)
+            let backlog = try await setup.store.webhookBacklog(environment: .sandbox)
+            #expect(kept.count + backlog.unrouted == 2)
+
+            let requests = try await receiver.wait(for: 2)
+            #expect(requests.map(\.body) == posted, "forwarded byte for byte, in order")
+            #expect(requests.allSatisfy { $0.headers["coffer-signature"] == nil })
+            #expect(requests.allSatisfy { $0.headers["content-type"] == "application/json" })
+        }
     }
 
     /// A sender that records what each instance sent, and takes a moment, so two instances' rounds overlap.

@@ -143,6 +143,22 @@ struct WebhookTests {
         #expect(expired.type == "subscription.expired")
         #expect((expired.body["data"] as? [String: Any])?["reason"] as? String == "VOLUNTARY")
         #expect(Set(WebhookEventType.allCases.map(\.rawValue)).count == 12)
+
+        // Apple's notification goes to apple.forward.url only, body unchanged; Coffer's events never go there.
+        let forwards =
+            endpoints + [
+                WebhookEndpoint(
+                    id: WebhookEndpoint.forwardId(1), environment: .production, url: "https://old", secret: "",
+                    events: ["apple.notification"], createdAt: .now)
+            ]
+        var apple = Self.record(.apple, "REFUND", detail: #"{"signedPayload":"x.y.z"}"#)
+        apple.supportId = ""
+        let forwarded = try require(WebhookEvents.event(for: apple, catalog: catalog, endpoints: forwards))
+        #expect(forwarded.body == #"{"signedPayload":"x.y.z"}"# && forwarded.endpoints == ["forward-1"])
+        let ours = try require(
+            WebhookEvents.event(
+                for: Self.record(.ledger, "spend", amount: -1, key: "spend:k"), catalog: catalog, endpoints: forwards))
+        #expect(ours.endpoints == ["all"])
     }
 
     @Test("Coffer-Signature: t and one v1 per secret, HMAC-SHA256 over \"t.body\"; a receiver's check")
@@ -183,6 +199,12 @@ struct WebhookTests {
         #expect(WebhookRules.problem(url: "https://hooks.example.com/coffer") == nil)
         #expect(WebhookRules.problem(url: "http://127.0.0.1:9000/hook") == nil)
         #expect(WebhookRules.problem(url: "ftp://example.com") != nil)
+        #expect(WebhookRules.problem(url: "http://10.0.0.5:3000/hooks") == nil)
+        #expect(WebhookRules.problem(url: "http://backend:3000/hooks") == nil)
+        #expect(WebhookRules.problem(url: "http://api.example.com/hooks")?.contains("use https://") == true)
+        #expect(WebhookRules.problem(url: "http://[2001:db8::1]/hooks") != nil)
+        #expect(WebhookRules.problem(url: "https://169.254.169.254/latest")?.contains("link-local") == true)
+        #expect(WebhookRules.problem(url: "http://[fe80::1]/x") != nil)
         #expect(WebhookRules.problem(url: "https://user:pw@example.com") != nil)
         #expect(WebhookRules.problem(url: "https:///nohost") != nil)
         #expect(WebhookRules.problem(secret: "short") != nil)
@@ -211,10 +233,13 @@ struct WebhookTests {
             try await store.createUser(user)
         }
 
-        func dispatcher(holder: String = "one") throws -> WebhookDispatcher {
+        func dispatcher(
+            holder: String = "one",
+            settings: WebhookSettings? = WebhookSettings(
+                url: "https://hooks.example.com/coffer", secret: WebhookTests.secret)
+        ) throws -> WebhookDispatcher {
             WebhookDispatcher(
-                store: store, catalog: try WebhookTests.catalog(), environment: .sandbox,
-                settings: WebhookSettings(url: "https://hooks.example.com/coffer", secret: WebhookTests.secret),
+                store: store, catalog: try WebhookTests.catalog(), environment: .sandbox, settings: settings,
                 sender: sender, metrics: metrics, logger: Logger(label: "test"), now: clock.reading, clock: clock,
                 holder: holder)
         }
@@ -286,21 +311,24 @@ struct WebhookTests {
         #expect(harness.metrics.exposition().contains("coffer_webhook_dead_letters 1"))
     }
 
-    @Test("without its secret an endpoint's deliveries are dead letters at once; no answer is a failure")
+    @Test(
+        "an instance posts only where it can sign: one without the settings leaves their endpoint to the others; no answer is a failure"
+    )
     func secretsAndSilence() async throws {
         let harness = try await Harness()
         let dispatcher = try harness.dispatcher()
-        try await harness.store.saveWebhookEndpoint(
-            WebhookEndpoint(
-                id: "wh_1", environment: .sandbox, url: "https://b.example.com", secret: "", createdAt: .now))
+        let unset = try harness.dispatcher(holder: "two", settings: nil)
         try await dispatcher.publishSettings()
-        harness.sender.answers.withLock { $0 = [0] }
+        try await unset.publishSettings()
+        #expect(try await harness.store.webhookEndpoints(environment: .sandbox).map(\.id) == ["settings"])
         try await harness.buy("t1")
+        let skipped = try await unset.runOnce()
+        #expect(skipped.routed == 1 && skipped.delivered + skipped.failed == 0 && harness.sender.sent.isEmpty)
+        harness.sender.answers.withLock { $0 = [0] }
         let round = try await dispatcher.runOnce()
-        #expect(round.failed == 2)
-        let all = try await harness.store.webhookDeliveries(environment: .sandbox, state: nil, limit: 10)
-        #expect(all.first { $0.endpoint == "wh_1" }?.state == .dead)
-        let settings = try require(all.first { $0.endpoint == WebhookEndpoint.settingsId })
+        #expect(round.failed == 1)
+        let settings = try require(
+            try await harness.store.webhookDeliveries(environment: .sandbox, state: nil, limit: 10).first)
         #expect(settings.state == .pending && settings.lastError?.hasPrefix("no answer") == true)
     }
 }

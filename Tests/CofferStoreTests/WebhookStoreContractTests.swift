@@ -176,6 +176,90 @@ struct WebhookStoreContractTests {
         }
     }
 
+    @Test(
+        "Apple's notifications are kept for apple.forward.url, body unchanged, only while it is set and once",
+        arguments: StoreEngine.allCases)
+    func forwarding(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        func notification(_ uuid: String, owner: UUID? = nil) -> NotificationRecord {
+            var record = NotificationRecord(
+                uuid: uuid, environment: .sandbox, type: "DID_RENEW", transactionId: "t1", owner: owner,
+                signedDate: Make.start, receivedAt: Make.start, outcome: .applied)
+            record.forwardBody = #"{"signedPayload":"\#(uuid)"}"#
+            return record
+        }
+        // A webhook endpoint alone does not forward.
+        try await store.saveWebhookEndpoint(Self.endpoint("wh_a"))
+        #expect(try await store.recordNotification(notification("n-0")))
+        #expect(try await Self.route(store).isEmpty)
+        try await store.saveWebhookEndpoint(
+            WebhookEndpoint(
+                id: WebhookEndpoint.forwardId(1), environment: .sandbox, url: "https://old.example.com/apple",
+                secret: "", events: ["apple.notification"], createdAt: Make.start))
+        #expect(try await store.recordNotification(notification("n-1", owner: alice.id)))
+        #expect(try await store.recordNotification(notification("n-2")))
+        // Apple's retry of one already kept is not kept again.
+        #expect(try await !store.recordNotification(notification("n-1", owner: alice.id)))
+        let records = try await Self.route(store)
+        #expect(records.map(\.source) == [.apple, .apple])
+        #expect(records.map(\.detail) == [#"{"signedPayload":"n-1"}"#, #"{"signedPayload":"n-2"}"#])
+        #expect(records.map(\.supportId) == [alice.supportId.rawValue, ""])
+        #expect(records.map(\.kind) == ["DID_RENEW", "DID_RENEW"])
+    }
+
+    @Test(
+        "a deleted customer's events are still owed, without the reasons support wrote; a cancellation's audit is its own transaction's",
+        arguments: StoreEngine.allCases)
+    func deletionAndCancellation(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        try await store.saveWebhookEndpoint(Self.endpoint("wh_a"))
+        let grant = Grant(
+            environment: .sandbox, recipient: alice.id, credits: 5, reason: "Ticket 9: John Smith", createdBy: "ada",
+            createdAt: Make.start)
+        try await store.createGrant(grant)
+        let cancelled = try await store.cancelGrant(id: grant.id, environment: .sandbox, by: "ada", at: Make.start) {
+            [
+                AuditEvent(
+                    environment: .sandbox, actor: "ada", action: "grant.cancel", subject: alice.supportId.rawValue,
+                    after: #"{"id":"\#($0.id)","reason":"Ticket 9: John Smith"}"#, at: Make.start)
+            ]
+        }
+        #expect(cancelled.cancelledAt == Make.start)
+        _ = try await store.apply(
+            LedgerRequest(
+                owner: alice.id, environment: .sandbox,
+                event: .adjustment(id: "a1", delta: 5, reason: "Ticket 9: John Smith"), at: Make.start))
+        // The cancellation's audit entry made its record (written with the cancellation); the adjustment is made an
+        // event whose body holds the reason.
+        let endpoints = try await store.webhookEndpoints(environment: .sandbox)
+        let seen = RecordLog()
+        _ = try await store.routeWebhookEvents(environment: .sandbox, limit: 100, at: Make.start) { record in
+            seen.append(record)
+            guard record.source == .ledger else { return nil }
+            return WebhookEvent(
+                id: UUID(), type: "balance.adjusted", body: #"{"data":{"reason":"\#(record.reason ?? "")"},"id":"e"}"#,
+                endpoints: endpoints.map(\.id))
+        }
+        #expect(seen.records.map(\.kind) == ["grant.cancel", "adjustment"])
+        // One more, not made an event yet when the customer is deleted.
+        _ = try await store.recordAudit(
+            AuditEvent(
+                environment: .sandbox, actor: "ada", action: "grant.cancel", subject: alice.supportId.rawValue,
+                after: #"{"reason":"Ticket 9: John Smith"}"#, at: Make.start))
+        _ = try await store.deleteUser(
+            UserDeletion(user: alice.id, environment: .sandbox, actor: "ada", at: Make.start))
+        let deliveries = try await store.webhookDeliveries(environment: .sandbox, state: nil, limit: 10)
+        #expect(deliveries.count == 1)
+        #expect(deliveries.allSatisfy { !$0.body.contains("John Smith") && $0.body.contains("reason") })
+        let records = try await Self.route(store)
+        #expect(records.contains { $0.kind == "grant.cancel" })
+        #expect(records.allSatisfy { !($0.detail ?? "").contains("John Smith") && !($0.reason ?? "").contains("John") })
+    }
+
     @Test("replay, removal, the backlog and pruning", arguments: StoreEngine.allCases)
     func replayAndPrune(engine: StoreEngine) async throws {
         let store = try await engine.makeStore()

@@ -5,6 +5,7 @@
 //   DeliveryLoad run --engine sqlite|postgres [--database-url postgres://...] [--seconds 60]
 //       [--connections 64] [--transactions 400000] [--warmup 5] [--check]
 //   DeliveryLoad hands [--hands 10000] [--backup-delay 2] [--engine sqlite|postgres]
+//   DeliveryLoad webhooks [--seconds 30] [--warmup 5] [--connections 64] [--rate 8000]
 //
 // `wrk` (the benchmark, Benchmarks/deliveries.sh) starts `coffer serve` (this binary re-run as `DeliveryLoad
 // serve ...`, which is Coffer's own command line; several instances on one PostgreSQL database with
@@ -55,8 +56,13 @@ do {
         exit(try await WrkBenchmark.run(Options(arguments: arguments)))
     case "hands":
         exit(try await Hands.run(Options(arguments: arguments)))
+    case "webhooks":
+        exit(try await WebhookBenchmark.run(Options(arguments: arguments)))
+    case "receiver":
+        try await WebhookReceiver.run(port: Options(arguments: arguments).int("port", 8091))
     default:
-        progress("usage: DeliveryLoad wrk|run|hands [options] (see Benchmarks/Sources/DeliveryLoad/main.swift)")
+        progress(
+            "usage: DeliveryLoad wrk|run|hands|webhooks [options] (see Benchmarks/Sources/DeliveryLoad/main.swift)")
         exit(2)
     }
 } catch {

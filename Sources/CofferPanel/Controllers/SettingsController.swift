@@ -24,11 +24,17 @@ struct SettingsController: PanelController {
         _ = try context.requireSession()
         let current = context.adminTimeZone?.identifier ?? "UTC"
         let admin = context.panelAdmin
-        let page = SettingsPage(
+        var page = SettingsPage(
             zones: PanelText.timeZones.map { SettingsPage.Zone(name: $0, selected: $0 == current) },
             example: PanelText.time(panel.now, in: context.adminTimeZone), twoFactorOn: admin?.hasTwoFactor == true,
             recoveryCodesLeft: admin?.recoveryCodeHashes.count ?? 0, role: admin?.role.rawValue ?? "",
             grantLimit: admin?.grantCeiling.map(PanelText.credits))
+        if admin?.role == .owner, let session = context.adminSession {
+            page.isOwner = true
+            let time = panel.times(context)
+            page.webhooks = try await panel.service.webhookEndpoints(environment: panel.scope(session).environment)
+                .map { WebhookEndpointRow($0, time: time) }
+        }
         return panel.render(
             page, context, notice: PanelNotice(query: request.uri.queryParameters.get("notice")), failure: failure)
     }

@@ -31,6 +31,12 @@ struct SettingsPage: PanelPage {
     var role: String
     /// `nil` for no limit (an owner).
     var grantLimit: String?
+    /// Whether the admin is an owner (who keeps the webhooks' endpoints).
+    var isOwner = false
+    /// The webhooks' endpoints (owners').
+    var webhooks: [WebhookEndpointRow] = []
+    /// Every event type, for the new endpoint's choice.
+    var eventTypes: [String] = WebhookEventType.allCases.map(\.rawValue)
 
     struct Zone: Sendable {
         var name: String

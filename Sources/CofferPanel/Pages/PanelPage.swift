@@ -17,7 +17,7 @@ protocol PanelPage: Sendable {
 
 /// The tabs of the panel's navigation.
 enum PanelSection: Sendable {
-    case dashboard, users, grants, audit, admins, settings
+    case dashboard, users, grants, audit, admins, settings, webhooks
 }
 
 /// What the layout shows around every page: the environment, the signed-in admin, the CSRF token for its forms,
@@ -35,6 +35,7 @@ struct PanelFrame: Sendable {
     var onAudit = false
     var onAdmins = false
     var onSettings = false
+    var onWebhooks = false
     var notice: PanelNotice?
     var error: String?
 
@@ -57,6 +58,7 @@ struct PanelFrame: Sendable {
         case .audit: onAudit = true
         case .admins: onAdmins = true
         case .settings: onSettings = true
+        case .webhooks: onWebhooks = true
         case nil: break
         }
     }
@@ -101,6 +103,9 @@ enum PanelNotice: String, PanelChoice {
     case extended
     case extendedAll = "extended-all"
     case entitlementGranted = "entitlement-granted"
+    case webhookRemoved = "webhook-removed"
+    case webhookRotated = "webhook-rotated"
+    case webhookResent = "webhook-resent"
     /// Not from a redirect: two-factor sign-in was turned on just now.
     case twoFactorOn
     /// Not from a redirect: a Production server's Sandbox view lists only its Sandbox-marked customers.

@@ -29,11 +29,14 @@ public protocol GrantStore: Sendable {
         async throws -> Grant
     /// Cancels a grant as `cancel` says (``Grant/cancel(by:at:)``), in one transaction that holds the grant, so
     /// a claim and a cancellation never both happen: `cancel` is given the grant on file and answers it
-    /// cancelled, or `nil` to leave it.
+    /// cancelled, or `nil` to leave it; `audit`'s entries for the grant cancelled are written in that transaction.
     ///
     /// - Returns: The grant as it is after.
     /// - Throws: ``StoreError/notFound(_:)``.
-    func cancelGrant(id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?)
+    func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, _ cancel: @escaping @Sendable (Grant) -> Grant?,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent]
+    )
         async throws -> Grant
 }
 
@@ -56,12 +59,14 @@ extension GrantStore {
         }
     }
 
-    /// Cancels a pending grant; a claimed one, or one cancelled before, is returned unchanged.
+    /// Cancels a pending grant, with the audit entries `audit` makes of it in the same transaction; a claimed one,
+    /// or one cancelled before, is returned unchanged (nothing audited).
     ///
     /// - Throws: ``StoreError/notFound(_:)``.
-    public func cancelGrant(id: UUID, environment: AppStoreEnvironment, by actor: String, at: Date) async throws
-        -> Grant
-    {
-        try await cancelGrant(id: id, environment: environment) { $0.cancel(by: actor, at: at) }
+    public func cancelGrant(
+        id: UUID, environment: AppStoreEnvironment, by actor: String, at: Date,
+        audit: @escaping @Sendable (Grant) -> [AuditEvent] = { _ in [] }
+    ) async throws -> Grant {
+        try await cancelGrant(id: id, environment: environment, { $0.cancel(by: actor, at: at) }, audit: audit)
     }
 }

@@ -26,13 +26,15 @@ public protocol WebhookStore: Sendable {
         environment: AppStoreEnvironment, limit: Int, at: Date,
         _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
     ) async throws -> Int
-    /// Leases up to `limit` pending deliveries due at `at` to `holder` until `until`: for each endpoint and customer,
-    /// only the oldest pending one, so a customer's events go in order; none leased to another holder whose lease
-    /// runs.
+    /// Leases up to `limit` pending deliveries due at `at` to `holder` until `until`, of the endpoints named (`nil`:
+    /// any; an instance leases only those it can sign for): for each endpoint and customer, only the oldest pending
+    /// one, so a customer's events go in order; none leased to another holder whose lease runs.
     func leaseWebhookDeliveries(
-        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery]
-    /// Records an attempt of a delivery leased to `holder`, and ends the lease.
+    /// Records an attempt of a delivery leased to `holder`, and ends the lease. A failure to be retried holds the
+    /// customer's later deliveries to that endpoint until the retry (they wait behind it anyway), so a down endpoint's
+    /// backlog is not read again every round.
     ///
     /// - Returns: Whether the lease was still `holder`'s (otherwise nothing changed).
     func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
@@ -54,4 +56,14 @@ public protocol WebhookStore: Sendable {
     ///
     /// - Returns: How many.
     func pruneWebhookEvents(environment: AppStoreEnvironment, before: Date) async throws -> Int
+}
+
+extension WebhookStore {
+    /// Leases deliveries of any endpoint (``leaseWebhookDeliveries(environment:holder:limit:at:until:endpoints:)``).
+    public func leaseWebhookDeliveries(
+        environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
+    ) async throws -> [WebhookDelivery] {
+        try await leaseWebhookDeliveries(
+            environment: environment, holder: holder, limit: limit, at: at, until: until, endpoints: nil)
+    }
 }
