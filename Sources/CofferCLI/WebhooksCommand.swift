@@ -92,7 +92,8 @@ struct WebhooksCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Remove an endpoint and the deliveries it had not received.",
             discussion: """
-                settings and forward-N (webhook.url, apple.forward.url) come back when an instance whose settings                 still name them starts: take them out of the settings first.
+                settings and forward-N (webhook.url, apple.forward.url) come back when an instance whose settings \
+                still name them starts: take them out of the settings first.
                 """)
 
         @Argument(help: "The endpoint's id (wh_..., settings, forward-1).")

@@ -30,13 +30,14 @@ public func buildApplication(
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
+    var dispatcher: WebhookDispatcher?
     if let sender = dependencies.webhookSender {
-        services.append(
-            WebhookDispatcher(
-                store: dependencies.store, catalog: dependencies.catalog, environment: configuration.environment,
-                settings: configuration.service.webhook, forwardURLs: configuration.service.appleForwardURLs,
-                sender: sender, metrics: dependencies.metrics,
-                logger: dependencies.logger, now: dependencies.now, clock: dependencies.timerClock))
+        dispatcher = WebhookDispatcher(
+            store: dependencies.store, catalog: dependencies.catalog, environment: configuration.environment,
+            settings: configuration.service.webhook, forwardURLs: configuration.service.appleForwardURLs,
+            sender: sender, metrics: dependencies.metrics, logger: dependencies.logger, now: dependencies.now,
+            clock: dependencies.timerClock)
+        services += [dispatcher].compactMap { $0 }
     }
     let readTimeout = TimeAmount.seconds(Int64(configuration.readTimeout))
     var application = Application(
@@ -53,7 +54,13 @@ public func buildApplication(
                 configuration.maximumConnections, logger: dependencies.logger)),
         services: services,
         logger: dependencies.logger)
-    if let beforeServing { application.beforeServerStarts(perform: beforeServing) }
+    // The settings' endpoints are in the store before the first request is answered: from the first change on,
+    // nothing is acknowledged without its event.
+    let published = dispatcher
+    application.beforeServerStarts {
+        try await published?.publishSettings()
+        try await beforeServing?()
+    }
     return application
 }
 

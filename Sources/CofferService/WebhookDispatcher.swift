@@ -130,14 +130,9 @@ public struct WebhookDispatcher: Service {
         public var failed = 0
     }
 
-    /// Writes the settings' endpoint (or removes it when the settings name none), then runs a round every
-    /// `interval` seconds until the server shuts down; a round that fails is logged and the next one runs.
+    /// Runs a round every `interval` seconds until the server shuts down; a round that fails is logged and the next
+    /// one runs. (The server records the settings' endpoints with ``publishSettings()`` before it listens.)
     public func run() async throws {
-        do {
-            try await publishSettings()
-        } catch {
-            logger.error("webhooks: cannot record the settings' endpoint: \(error)")
-        }
         var rounds = 0
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {

@@ -49,14 +49,15 @@ struct WebhookOutbox {
         records.append(Record(record: record))
     }
 
-    mutating func write(_ entry: LedgerEntry, environment: AppStoreEnvironment, supportId: String) {
+    mutating func write(_ entry: LedgerEntry, environment: AppStoreEnvironment, supportId: String, original: String?) {
         guard entry.key.kind != .merge, heard(environment) else { return }
         append(
             OutboxRecord(
                 seq: 0, environment: environment, source: .ledger, kind: entry.key.kind.rawValue, supportId: supportId,
                 entryKey: entry.key.rawValue, amount: entry.amount, balanceDelta: entry.balanceDelta,
                 deficitDelta: entry.deficitDelta, balance: entry.walletAfter.balance,
-                deficit: entry.walletAfter.deficit, transactionId: entry.transactionId, productId: entry.productId,
+                deficit: entry.walletAfter.deficit, transactionId: entry.transactionId, originalTransactionId: original,
+                productId: entry.productId,
                 reason: entry.reason, createdAt: entry.createdAt))
     }
 
@@ -77,7 +78,8 @@ struct WebhookOutbox {
         append(
             OutboxRecord(
                 seq: 0, environment: notification.environment, source: .notification, kind: notification.type,
-                supportId: supportId, transactionId: notification.transactionId, reason: notification.subtype,
+                supportId: supportId, transactionId: notification.transactionId,
+                originalTransactionId: notification.originalTransactionId, reason: notification.subtype,
                 createdAt: notification.receivedAt))
     }
 
@@ -167,7 +169,7 @@ extension InMemoryStore {
             var item = state.outbox.records[index]
             guard item.record.environment == environment, !item.routed else { continue }
             var record = item.record
-            if let transactionId = record.transactionId {
+            if record.originalTransactionId == nil, let transactionId = record.transactionId {
                 record.originalTransactionId =
                     state.receipt(transactionId: transactionId, environment: environment)?.transaction
                     .originalTransactionId

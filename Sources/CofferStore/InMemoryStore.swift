@@ -48,7 +48,13 @@ public actor InMemoryStore: CofferStore {
             if decision.appendsEntry, let entry = decision.entry {
                 entryIndex[EntryKey(environment: environment, owner: owner, key: entry.key)] = entries.count
                 entries.append(entry)
-                outbox.write(entry, environment: environment, supportId: users[owner]?.supportId.rawValue ?? "")
+                let original = entry.transactionId.flatMap {
+                    receipts[TransactionKey(environment: environment, transactionId: $0)]?.transaction
+                        .originalTransactionId
+                }
+                outbox.write(
+                    entry, environment: environment, supportId: users[owner]?.supportId.rawValue ?? "",
+                    original: original)
             }
         }
     }

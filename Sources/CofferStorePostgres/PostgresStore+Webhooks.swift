@@ -15,7 +15,7 @@ enum PostgresWebhookTables {
         """
     private static let columns = """
         environment, source, kind, support_id, entry_key, amount, balance_delta, deficit_delta, balance, deficit,
-        transaction_id, product_id, reason, detail, created_at
+        transaction_id, product_id, reason, detail, created_at, original_transaction_id
         """
     private static let supportId = "COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), '')"
     /// Held until the transaction ends, before a customer's record takes its number: a customer's records are
@@ -52,6 +52,7 @@ enum PostgresWebhookTables {
             product_id TEXT,
             reason TEXT,
             detail TEXT,
+            original_transaction_id TEXT,
             created_at BIGINT NOT NULL,
             routed BOOLEAN NOT NULL DEFAULT false,
             event_id TEXT,
@@ -91,7 +92,9 @@ enum PostgresWebhookTables {
                 INSERT INTO webhook_outbox (\(columns))
                 VALUES (NEW.environment, 'ledger', NEW.kind, customer, NEW.key, NEW.amount, NEW.balance_delta,
                     NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id, NEW.product_id,
-                    NEW.reason, NULL, NEW.created_at);
+                    NEW.reason, NULL, NEW.created_at,
+                    (SELECT original_transaction_id FROM receipts
+                        WHERE environment = NEW.environment AND transaction_id = NEW.transaction_id));
             END IF;
             RETURN NULL;
         END $$;
@@ -103,7 +106,7 @@ enum PostgresWebhookTables {
                 PERFORM \(customerLock("NEW.environment", "NEW.subject"));
                 INSERT INTO webhook_outbox (\(columns))
                 VALUES (NEW.environment, 'audit', NEW.action, NEW.subject, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                    NULL, NULL, NEW.after, NEW.at);
+                    NULL, NULL, NEW.after, NEW.at, NULL);
             END IF;
             RETURN NULL;
         END $$;
@@ -117,7 +120,7 @@ enum PostgresWebhookTables {
                 PERFORM \(customerLock("NEW.environment", "customer"));
                 INSERT INTO webhook_outbox (\(columns))
                 VALUES (NEW.environment, 'notification', NEW.type, customer, NULL, NULL, NULL, NULL, NULL, NULL,
-                    NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at);
+                    NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at, NEW.original_transaction_id);
             END IF;
             RETURN NULL;
         END $$;
@@ -182,7 +185,7 @@ extension PostgresStore {
             var records: [OutboxRecord] = []
             for try await row in try await connection.query(
                 """
-                SELECT o.*, r.original_transaction_id FROM webhook_outbox o
+                SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
                 LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
                 WHERE o.environment = \(environment.rawValue) AND NOT o.routed ORDER BY o.seq LIMIT \(max(0, limit))
                 """, logger: self.logger)
@@ -432,7 +435,8 @@ extension PostgresStore {
             balanceDelta: try Rows.value(row, "balance_delta"), deficitDelta: try Rows.value(row, "deficit_delta"),
             balance: try Rows.value(row, "balance"), deficit: try Rows.value(row, "deficit"),
             transactionId: try Rows.value(row, "transaction_id"),
-            originalTransactionId: try Rows.value(row, "original_transaction_id"),
+            originalTransactionId: try Rows.value(row, "original_transaction_id", as: String?.self)
+                ?? (try Rows.value(row, "receipt_original", as: String?.self)),
             productId: try Rows.value(row, "product_id"), reason: try Rows.value(row, "reason"),
             detail: try Rows.value(row, "detail"), createdAt: Millis.date(try Rows.value(row, "created_at")))
     }

@@ -16,7 +16,7 @@ enum WebhookTables {
         """
     private static let columns = """
         environment, source, kind, support_id, entry_key, amount, balance_delta, deficit_delta, balance, deficit,
-        transaction_id, product_id, reason, detail, created_at
+        transaction_id, product_id, reason, detail, created_at, original_transaction_id
         """
 
     static let sql = """
@@ -46,6 +46,7 @@ enum WebhookTables {
             product_id TEXT,
             reason TEXT,
             detail TEXT,
+            original_transaction_id TEXT,
             created_at INTEGER NOT NULL,
             routed INTEGER NOT NULL DEFAULT 0,
             event_id TEXT,
@@ -83,14 +84,16 @@ enum WebhookTables {
             VALUES (NEW.environment, 'ledger', NEW.kind,
                 COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), ''), NEW.key, NEW.amount,
                 NEW.balance_delta, NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id,
-                NEW.product_id, NEW.reason, NULL, NEW.created_at);
+                NEW.product_id, NEW.reason, NULL, NEW.created_at,
+                    (SELECT original_transaction_id FROM receipts
+                        WHERE environment = NEW.environment AND transaction_id = NEW.transaction_id));
         END;
         CREATE TRIGGER webhook_outbox_audit AFTER INSERT ON audit_events
         WHEN NEW.action IN ('grant.create', 'grant.cancel', 'user.merge', 'customer.delete') AND \(heard)
         BEGIN
             INSERT INTO webhook_outbox (\(columns))
             VALUES (NEW.environment, 'audit', NEW.action, NEW.subject, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                NULL, NEW.after, NEW.at);
+                NULL, NEW.after, NEW.at, NULL);
         END;
         CREATE TRIGGER webhook_outbox_expired AFTER INSERT ON notifications
         WHEN NEW.type = 'EXPIRED' AND NEW.owner IS NOT NULL AND \(heard)
@@ -98,7 +101,7 @@ enum WebhookTables {
             INSERT INTO webhook_outbox (\(columns))
             VALUES (NEW.environment, 'notification', NEW.type,
                 COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), ''), NULL, NULL, NULL, NULL, NULL, NULL,
-                NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at);
+                NEW.transaction_id, NULL, NEW.subtype, NULL, NEW.received_at, NEW.original_transaction_id);
         END;
         """
 }
@@ -156,7 +159,7 @@ extension SQLiteStore {
             let records = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT o.*, r.original_transaction_id FROM webhook_outbox o
+                    SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
                     LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
                     WHERE o.environment = ? AND o.routed = 0 ORDER BY o.seq LIMIT ?
                     """, arguments: [environment.rawValue, max(0, limit)]
@@ -400,7 +403,8 @@ extension SQLiteStore {
             supportId: row["support_id"], entryKey: row["entry_key"], amount: row["amount"],
             balanceDelta: row["balance_delta"], deficitDelta: row["deficit_delta"], balance: row["balance"],
             deficit: row["deficit"], transactionId: row["transaction_id"],
-            originalTransactionId: row["original_transaction_id"], productId: row["product_id"],
+            originalTransactionId: (row["original_transaction_id"] as String?) ?? (row["receipt_original"] as String?),
+            productId: row["product_id"],
             reason: row["reason"], detail: row["detail"], createdAt: Millis.date(row["created_at"]))
     }
 }

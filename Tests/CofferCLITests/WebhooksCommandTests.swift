@@ -133,4 +133,61 @@ struct WebhooksCommandTests {
         let gone = try await CofferProcess.run(["webhooks", "remove", id], in: folder)
         #expect(gone.status != 0 && gone.stderr.contains(id))
     }
+
+    @Test("webhook.url, webhook.secret and apple.forward.url from the config file (a list) and the variables (commas)")
+    func settings() async throws {
+        for viaVariables in [false, true] {
+            let folder = try serve.temporaryFolder()
+            let port = try LocalPort.free()
+            var environment: [String: String] = [:]
+            if viaVariables {
+                environment = [
+                    "COFFER_WEBHOOK_URL": "https://api.example.com/hooks",
+                    "COFFER_WEBHOOK_SECRET": "whsec_settings_0123456789",
+                    "COFFER_APPLE_FORWARD_URL": "https://old.example.com/a, https://old.example.com/b",
+                ]
+            } else {
+                let config = """
+                    {"bundle": {"id": "com.example.app"}, "webhook": {"url": "https://api.example.com/hooks",
+                     "secret": "whsec_settings_0123456789"},
+                     "apple": {"forward": {"url": ["https://old.example.com/a", "https://old.example.com/b"]}}}
+                    """
+                try config.write(to: folder.appendingPathComponent("coffer.json"), atomically: true, encoding: .utf8)
+            }
+            let server = try serve.start(
+                ["serve", "--bundle-id", "com.example.app", "--port", String(port)], in: folder,
+                environment: environment)
+            defer {
+                kill(server.processIdentifier, SIGKILL)
+                server.waitUntilExit()
+            }
+            // Listening means the endpoints are recorded (before the first request is answered).
+            _ = try await SupportCommandTests().firstCustomer(at: "http://127.0.0.1:\(port)")
+            let listed = try await CofferProcess.run(["webhooks", "list", "--json"], in: folder)
+            let endpoints = try #require(
+                try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])
+            let byId = Dictionary(uniqueKeysWithValues: endpoints.map { ($0["id"] as? String ?? "", $0) })
+            #expect(Set(byId.keys) == ["settings", "forward-1", "forward-2"])
+            #expect(byId["settings"]?["url"] as? String == "https://api.example.com/hooks")
+            #expect(byId["forward-2"]?["url"] as? String == "https://old.example.com/b")
+            #expect(!listed.stdout.contains("whsec_settings"), "the settings' secret stays in the settings")
+            let removed = try await CofferProcess.run(["webhooks", "rotate", "settings"], in: folder)
+            #expect(removed.status != 0 && removed.stderr.contains("changed in the settings"))
+        }
+
+        // What cannot be taken says which setting, and nothing starts.
+        let noSecret = try await CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app"], environment: ["COFFER_WEBHOOK_URL": "https://api.example.com"])
+        #expect(noSecret.status != 0 && noSecret.stderr.contains("webhook.secret is missing"), "\(noSecret.stderr)")
+        let short = try await CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app"],
+            environment: ["COFFER_WEBHOOK_URL": "https://api.example.com", "COFFER_WEBHOOK_SECRET": "short"])
+        #expect(short.status != 0 && short.stderr.contains("webhook.secret") && !short.stderr.contains("short\""))
+        let publicHTTP = try await CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app"],
+            environment: ["COFFER_APPLE_FORWARD_URL": "https://ok.example.com,http://public.example.com/apple"])
+        #expect(
+            publicHTTP.status != 0 && publicHTTP.stderr.contains("apple.forward.url")
+                && publicHTTP.stderr.contains("https://"))
+    }
 }
