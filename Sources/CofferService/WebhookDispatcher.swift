@@ -183,6 +183,8 @@ public struct WebhookDispatcher: Service {
     public func runOnce() async throws -> Round {
         var round = Round()
         let endpoints = try await store.webhookEndpoints(environment: environment)
+        // No endpoint, nothing written to the outbox and nothing owed: no write transaction either.
+        guard !endpoints.isEmpty else { return round }
         let catalog = catalog
         round.routed = try await store.routeWebhookEvents(environment: environment, limit: 200, at: now()) { record in
             WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
