@@ -168,9 +168,8 @@ extension AdminService {
             throw AdminError.invalid(
                 "the app claimed this grant already: the credits are the customer's; answer it with a new "
                     + "adjustment (set the balance) instead")
-        case .cancelled where before.status == .cancelled || after.cancelledAt != at || after.cancelledBy != actor:
-            return view  // Cancelled before (or by a request racing this one): nothing to record again.
         case .cancelled:
+            // Audited by the store in the cancellation's transaction; one cancelled before is not audited again.
             return view
         case .pending:
             throw AdminError.invalid("the grant could not be cancelled")
