@@ -8,8 +8,9 @@ import NIOHTTP1
 
 /// Why an App Store Server API call failed.
 public enum AppStoreAPIError: Error, Sendable, CustomStringConvertible {
-    /// Apple answered with an error status and, usually, an error code (`4040010`, ...).
-    case api(httpStatus: Int, code: Int64?, message: String?)
+    /// Apple answered with an error status and, usually, an error code (`4040010`, ...); with a 429, when Apple
+    /// said in `Retry-After` (a UNIX time in milliseconds) that the next request may be sent.
+    case api(httpStatus: Int, code: Int64?, message: String?, retryAfter: Date? = nil)
     /// The connection failed, or an answer did not come in time.
     case transport(String)
     /// Apple's answer could not be decoded.
@@ -19,14 +20,20 @@ public enum AppStoreAPIError: Error, Sendable, CustomStringConvertible {
 
     /// Apple's error code as a known case, when it is one.
     public var apiErrorCode: APIErrorCode? {
-        guard case .api(_, let code?, _) = self else { return nil }
+        guard case .api(_, let code?, _, _) = self else { return nil }
         return APIErrorCode(rawValue: code)
+    }
+
+    /// When Apple's rate limit lets the next request through (a 429's `Retry-After`), if it said.
+    public var retryAfter: Date? {
+        guard case .api(429, _, _, let date?) = self else { return nil }
+        return date
     }
 
     /// Whether the call may succeed later: rate limits, Apple's retryable codes, 5xx and transport failures.
     public var isRetryable: Bool {
         switch self {
-        case .api(let status, let code, _):
+        case .api(let status, let code, _, _):
             status == 429 || status >= 500 || code.map { APIErrorCode(rawValue: $0)?.isRetryable ?? false } ?? false
         case .transport: true
         case .malformed, .invalidRequest: false
@@ -36,9 +43,9 @@ public enum AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     /// A one-line explanation.
     public var description: String {
         switch self {
-        case .api(let status, let code, let message):
+        case .api(let status, let code, let message, let retryAfter):
             "App Store Server API error: HTTP \(status)" + (code.map { ", code \($0)" } ?? "")
-                + (message.map { ": \($0)" } ?? "")
+                + (message.map { ": \($0)" } ?? "") + (retryAfter.map { " (retry after \($0))" } ?? "")
         case .transport(let detail): "App Store Server API unreachable: \(detail)"
         case .malformed(let detail): "App Store Server API answered something unreadable: \(detail)"
         case .invalidRequest(let detail): "cannot build the request: \(detail)"
@@ -136,6 +143,8 @@ public struct AppStoreServerAPIClient: Sendable {
         public var initialBackoff: Duration = .milliseconds(500)
         /// The longest one call may take.
         public var callTimeout: Duration = .seconds(15)
+        /// The longest `Retry-After` a call waits for itself; a later one is thrown to the caller.
+        public var longestRetryAfterWait: Duration = .seconds(5)
         /// The clock the pauses are kept on (the system's; a test's own to step them).
         public var clock: any TimerClock = SystemTimerClock()
 
@@ -316,6 +325,15 @@ public struct AppStoreServerAPIClient: Sendable {
 
     private struct EmptyResponse: Decodable {}
 
+    /// A `Retry-After` value as Apple sends it: a UNIX time in milliseconds (Identifying rate limits); a small
+    /// number is taken as seconds from now, as HTTP's own form is, and anything else as absent.
+    static func retryAfter(_ header: String, now: Date) -> Date? {
+        guard let number = Int64(header.trimmingCharacters(in: .whitespaces)), number >= 0 else { return nil }
+        // Apple's milliseconds are 13 digits today; HTTP's delay-seconds are small.
+        if number < 100_000_000_000 { return now.addingTimeInterval(Double(min(number, 86_400))) }
+        return Date(timeIntervalSince1970: Double(number) / 1_000)
+    }
+
     private func escape(_ component: String) throws(AppStoreAPIError) -> String {
         guard !component.isEmpty,
             let escaped = component.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(["-", "_", "."]))
@@ -348,6 +366,13 @@ public struct AppStoreServerAPIClient: Sendable {
             case .success(let response): return response
             case .failure(let error):
                 guard error.isRetryable, attempt < retry.maximumAttempts else { throw error }
+                // Apple's rate limit names when to come back: waited for here when it is near, otherwise the
+                // caller's to decide (a reconciliation pauses; a request on a customer's behalf fails fast).
+                if let until = error.retryAfter {
+                    let wait = until.timeIntervalSince(now())
+                    guard wait <= Double(retry.longestRetryAfterWait.components.seconds) else { throw error }
+                    if wait > 0 { backoff = .milliseconds(Int64(wait * 1_000)) }
+                }
             }
             do {
                 try await retry.clock.sleep(for: backoff)
@@ -382,11 +407,13 @@ public struct AppStoreServerAPIClient: Sendable {
             request.body = .bytes(ByteBuffer(data: body))
         }
         let status: Int
+        let retryAfterHeader: String?
         let bytes: ByteBuffer
         do {
             let seconds = retry.callTimeout.components.seconds
             let response = try await httpClient.execute(request, timeout: .seconds(seconds))
             status = Int(response.status.code)
+            retryAfterHeader = response.headers.first(name: "Retry-After")
             bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         } catch {
             throw .transport("\(url): \(error)")
@@ -394,7 +421,9 @@ public struct AppStoreServerAPIClient: Sendable {
         let data = Data(buffer: bytes)
         guard (200..<300).contains(status) else {
             let payload = try? AppleJSON.decode(ErrorPayload.self, from: data)
-            throw .api(httpStatus: status, code: payload?.errorCode, message: payload?.errorMessage)
+            throw .api(
+                httpStatus: status, code: payload?.errorCode, message: payload?.errorMessage,
+                retryAfter: status == 429 ? retryAfterHeader.flatMap { Self.retryAfter($0, now: now()) } : nil)
         }
         if Response.self == EmptyResponse.self, data.isEmpty, let empty = EmptyResponse() as? Response { return empty }
         do {

@@ -17,7 +17,7 @@ public struct Coffer: AsyncParsableCommand {
             GrantCommand.self, CancelGrantCommand.self, DeleteCustomerCommand.self,
             UsersCommand.self, UserCommand.self, GrantsCommand.self, SetBalanceCommand.self, SimulateCommand.self,
             BackupCommand.self, RestoreCommand.self, DoctorCommand.self, SettingsCommand.self, ImportCommand.self,
-            ExtendSubscriptionCommand.self, WebhooksCommand.self,
+            ExtendSubscriptionCommand.self, WebhooksCommand.self, ReconcileCommand.self,
         ]
     )
 

@@ -36,31 +36,15 @@ struct ServeCommand: AsyncParsableCommand {
         guard let appStoreEnvironment = SignedDataEnvironment(name: server.environment.rawValue) else {
             throw ValidationError("unknown environment \(server.environment.rawValue)")
         }
-        let products: Catalog
-        var roots: [Data]
-        let xcode: XcodeCertificate?
-        let pem: String?
-        let apnsPEM: String?
+        let apple: AppleParts
         do {
-            products = try Composition.catalog(file: settings.catalogFile, required: true)
-            roots = try settings.appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
-            roots.insert(try AppleRoots.rootCAG3(), at: 0)
-            xcode = try settings.xcodeCertificate.map { path throws(VerificationError) in
-                try XcodeCertificate(path: path)
-            }
-            apnsPEM = try settings.apnsKey.map {
-                try String(contentsOf: URL(fileURLWithPath: $0.privateKeyFile), encoding: .utf8)
-            }
-            pem = try settings.appStoreKey.map {
-                try String(contentsOf: URL(fileURLWithPath: $0.privateKeyFile), encoding: .utf8)
-            }
+            apple = try AppleParts(settings, environment: appStoreEnvironment)
         } catch {
             FileHandle.standardError.write(Data("Error: \(error)\n".utf8))
             throw ExitCode(2)
         }
-        let verifier = try SignedDataVerifier(
-            rootCertificates: roots, bundleId: server.bundleId, appAppleId: server.appAppleId,
-            environment: appStoreEnvironment, acceptsSandbox: server.sandboxInProduction, xcodeCertificate: xcode)
+        let (products, roots, xcode, verifier, apnsPEM) =
+            (apple.catalog, apple.roots, apple.xcode, apple.verifier, apple.apnsPEM)
         let level = Logger.Level(rawValue: settings.logLevel) ?? .info
         let logger = settings.logFormat.logger(label: "coffer", level: level)
         let composition: Composition
@@ -81,14 +65,7 @@ struct ServeCommand: AsyncParsableCommand {
         hookConfiguration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         let hooks = HTTPClient(eventLoopGroupProvider: .singleton, configuration: hookConfiguration)
-        var appStoreAPI: AppStoreServerAPIClient?
-        if let key = settings.appStoreKey, let pem {
-            appStoreAPI = AppStoreServerAPIClient(
-                httpClient: http,
-                credentials: try .init(
-                    keyId: key.keyId, issuerId: key.issuerId, bundleId: server.bundleId, privateKeyPEM: pem),
-                environment: appStoreEnvironment, baseURL: key.baseURL)
-        }
+        let appStoreAPI = try apple.appStoreAPI(http)
         var push: APNsClient?
         if let key = settings.apnsKey, let apnsPEM {
             do {

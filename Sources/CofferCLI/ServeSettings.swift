@@ -106,6 +106,14 @@ struct ServeSettings: Sendable {
             key: "recovery.interval", help: "Seconds between notification recovery runs; 0 turns it off. Default 600."),
         .init(key: "recovery.lookback.days", help: "Days of Notification History the first run reads. Default 7."),
         .init(
+            key: "reconcile.interval",
+            help:
+                "Seconds (or hourly, daily, weekly) between reconciliations with Apple's history; 0 turns them off. Default daily."
+        ),
+        .init(
+            key: "reconcile.repair",
+            help: "true (default) for the scheduled reconciliation to apply what is missing; false only reports it."),
+        .init(
             key: "consumption.answer",
             help:
                 "true to answer CONSUMPTION_REQUEST with ledger data (only with the customer's consent). Default false."
@@ -350,6 +358,17 @@ struct ServeSettings: Sendable {
             }
             return parsed
         }
+        if let raw = text("reconcile.interval") {
+            let words = ["hourly": 3_600, "daily": 86_400, "weekly": 604_800]
+            guard let seconds = words[raw.lowercased()] ?? Int(raw), seconds == 0 || (60...2_678_400).contains(seconds)
+            else {
+                throw SettingsError(
+                    key: "reconcile.interval", value: raw,
+                    expected: "seconds from 60 to 2678400 (31 days), hourly, daily, weekly, or 0 for off")
+            }
+            server.reconcileInterval = seconds
+        }
+        server.reconcileRepair = try flag("reconcile.repair", default: true)
         server.consumption.answer = try flag("consumption.answer", default: false)
         server.consumption.version = try number("consumption.version", default: 2, in: 1...2)
         server.consumption.sampleContentProvided = try flag("consumption.sample.content", default: false)

@@ -30,6 +30,9 @@ public func buildApplication(
     if configuration.recoveryInterval > 0, let recovery = NotificationRecovery(intake: intake) {
         services.append(recovery)
     }
+    if configuration.reconcileInterval > 0, let reconciler = Reconciler(intake: intake) {
+        services.append(reconciler)
+    }
     var dispatcher: WebhookDispatcher?
     if let sender = dependencies.webhookSender {
         dispatcher = WebhookDispatcher(

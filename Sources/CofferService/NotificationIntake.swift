@@ -17,6 +17,15 @@ public struct NotificationIntake: ServiceOnParts {
     /// What it is built from.
     public let parts: ServiceParts
 
+    /// An intake of its own over `configuration` and `dependencies` (for a `coffer` command's service, not a running
+    /// server's, which shares its parts).
+    public init(configuration: ServiceConfiguration, dependencies: ServerDependencies) {
+        self.init(
+            ServiceParts(
+                configuration: configuration, dependencies: dependencies, events: EventHub(),
+                ledger: LedgerBatcher(store: dependencies.store, writers: configuration.ledgerWriters)))
+    }
+
     /// The intake over `parts`.
     public init(_ parts: ServiceParts) {
         self.parts = parts

@@ -26,11 +26,7 @@ public struct NotificationRecovery: Service {
     ///
     /// - Returns: `nil` when the dependencies have no App Store Server API client.
     public init?(configuration: ServiceConfiguration, dependencies: ServerDependencies) {
-        self.init(
-            intake: NotificationIntake(
-                ServiceParts(
-                    configuration: configuration, dependencies: dependencies, events: EventHub(),
-                    ledger: LedgerBatcher(store: dependencies.store, writers: configuration.ledgerWriters))))
+        self.init(intake: NotificationIntake(configuration: configuration, dependencies: dependencies))
     }
 
     /// The recovery service for `intake`, `nil` without an App Store Server API client.

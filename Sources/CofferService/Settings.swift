@@ -41,6 +41,12 @@ public struct ServiceConfiguration: Sendable {
     public var recoveryInterval = 600
     /// How many days of Notification History the first recovery run reads (Apple keeps 180).
     public var recoveryLookbackDays = 7
+    /// Seconds between the scheduled reconciliations of the ledger with Apple's Transaction and Refund History (0
+    /// turns them off); they run only with an App Store Server API key. Daily unless set.
+    public var reconcileInterval = 86_400
+    /// Whether the scheduled reconciliation applies what is missing (Apple's purchases, refunds and reversals) or
+    /// only reports it.
+    public var reconcileRepair = true
     /// What a CloudKit claim (`POST /v1/users/cloudkit`) must prove: the record name alone, or a CloudKit web auth
     /// token of that iCloud user (with an API token configured, ``ServerDependencies/cloudKitIdentity``).
     public var cloudKitClaimProof = CloudKitClaimProof.recordName

@@ -41,6 +41,8 @@ public actor SimulatedAppStore {
     var redeemedCodes: Set<String> = []
     var offerNonces: [String: Date] = [:]
     var forged: [String: ForgedTransaction] = [:]
+    var rateLimits: [String: Int] = [:]
+    var rateWindows: [String: (hour: Int64, count: Int)] = [:]
     var nextId: Int64
     var updateStreams: [String: [UUID: AsyncStream<StoreTransaction>.Continuation]] = [:]
     var notificationContinuation: AsyncStream<OutgoingNotification>.Continuation?

@@ -29,7 +29,9 @@ public enum SimulatorServer {
         let router = Router()
         cloudKit?.addRoutes(to: router)
         addVerifyReceipt(to: router, store: store)
-        addServerAPI(to: router.group("inApps").add(middleware: TokenMiddleware(tokens: tokens)), store: store)
+        addServerAPI(
+            to: router.group("inApps").add(middleware: TokenMiddleware(tokens: tokens))
+                .add(middleware: RateLimitMiddleware(store: store)), store: store)
         addControls(to: router.group("simulator"), store: store)
         return router
     }
@@ -162,6 +164,8 @@ public enum SimulatorServer {
         var days: Int32?
         var storefronts: [String]?
         var offer: StorePurchaseOffer?
+        var endpoint: String?
+        var perHour: Int?
 
         func require<T>(_ value: T?, _ name: String) throws(SimulatorError) -> T {
             guard let value else { throw SimulatorError("invalid-request", "\(name) is required") }
@@ -288,6 +292,13 @@ public enum SimulatorServer {
                 "advance-clock",
                 { control throws(SimulatorError) in
                     try await store.advanceClock(by: control.require(control.seconds, "seconds"))
+                }
+            ),
+            (
+                "rate-limit",
+                { control throws(SimulatorError) in
+                    try await store.setRateLimit(
+                        control.require(control.endpoint, "endpoint"), perHour: control.perHour)
                 }
             ),
             (

@@ -12,7 +12,7 @@ import Foundation
 /// operation either completes durably or changes nothing. The protocols carry the documentation; an engine's
 /// methods do not repeat it.
 public protocol CofferStore: UserStore, LedgerStore, BackupStore, GrantStore, NotificationStore, AdminStore,
-    ConsumptionStore, EntitlementGrantStore, WebhookStore,
+    ConsumptionStore, EntitlementGrantStore, WebhookStore, ReconciliationStore,
     SupportViewStore
 {
     /// One cheap round trip to the database (`SELECT 1`), within its deadline: what `/readyz` asks.

@@ -69,6 +69,7 @@ public actor InMemoryStore: CofferStore {
     var consents: [UUID: ConsumptionConsent] = [:]
     var consumptionAnswerLog: [ConsumptionAnswerRecord] = []
     var entitlementGrantList: [EntitlementGrant] = []
+    var discrepancyList: [DiscrepancyRecord] = []
     var backupLog: [(owner: UUID, environment: AppStoreEnvironment, item: BackupHistoryItem)] = []
     var adminList: [Admin] = []
     var sessions: [String: AdminSession] = [:]
@@ -232,6 +233,7 @@ public actor InMemoryStore: CofferStore {
         for index in grantList.indices where grantList[index].recipient == from.id {
             grantList[index].recipient = into.id
         }
+        dropDiscrepancies(of: [from.id])
         for index in entitlementGrantList.indices where entitlementGrantList[index].recipient == from.id {
             entitlementGrantList[index].recipient = into.id
         }
@@ -291,6 +293,7 @@ public actor InMemoryStore: CofferStore {
             }
             grantList[index].reason = UserDeletion.removedReason
         }
+        dropDiscrepancies(of: ids)
         for index in entitlementGrantList.indices where ids.contains(entitlementGrantList[index].recipient) {
             if entitlementGrantList[index].cancelledAt == nil, entitlementGrantList[index].endsAt > deletion.at {
                 entitlementGrantList[index].cancelledAt = deletion.at

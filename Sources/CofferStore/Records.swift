@@ -376,7 +376,7 @@ public struct AuditQuery: Sendable, Hashable {
 
 /// What the notification recovery service's last run did, kept as a named position of the store so every
 /// instance's dashboard shows it.
-public struct RecoveryRun: Sendable, Hashable, Codable {
+public struct RecoveryRun: Sendable, Hashable, CursorRecord {
     /// The name it is kept under (``NotificationStore/saveCursor(_:value:environment:)``).
     public static let cursorName = "notification-recovery.last-run"
 
@@ -400,6 +400,13 @@ public struct RecoveryRun: Sendable, Hashable, Codable {
         self.error = error
     }
 
+}
+
+/// A record kept as the text of a store's named position (``NotificationStore/saveCursor(_:value:environment:)``):
+/// JSON, keys sorted, dates in milliseconds.
+public protocol CursorRecord: Codable {}
+
+extension CursorRecord {
     /// The text kept.
     public var text: String {
         let encoder = JSONEncoder()
@@ -412,8 +419,8 @@ public struct RecoveryRun: Sendable, Hashable, Codable {
     public init?(text: String) {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
-        guard let run = try? decoder.decode(Self.self, from: Data(text.utf8)) else { return nil }
-        self = run
+        guard let record = try? decoder.decode(Self.self, from: Data(text.utf8)) else { return nil }
+        self = record
     }
 }
 

@@ -398,6 +398,23 @@ enum PostgresMigrations {
             """
         ),
         ("v24 signed webhooks", PostgresWebhookTables.sql),
+        (
+            "v25 reconciliation with Apple",
+            """
+            CREATE TABLE discrepancies (
+                environment TEXT NOT NULL,
+                owner TEXT NOT NULL REFERENCES users (id),
+                transaction_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                product_id TEXT NOT NULL,
+                detail TEXT NOT NULL,
+                found_at BIGINT NOT NULL,
+                repaired_at BIGINT,
+                PRIMARY KEY (environment, owner, transaction_id, kind)
+            );
+            CREATE INDEX receipts_by_environment_owner ON receipts (environment, owner)
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -261,6 +261,8 @@ extension PostgresStore {
                 "UPDATE grants SET recipient = \(into) WHERE recipient = \(from)", logger: self.logger)
             try await connection.query(
                 "UPDATE entitlement_grants SET recipient = \(into) WHERE recipient = \(from)", logger: self.logger)
+            // The merged customer's receipts are the other's now: the next reconciliation checks them there.
+            try await connection.query("DELETE FROM discrepancies WHERE owner = \(from)", logger: self.logger)
             try await connection.query(
                 "UPDATE renewal_states SET owner = \(into) WHERE owner = \(from)", logger: self.logger)
             let at = Millis.from(merge.at)
@@ -344,7 +346,8 @@ extension PostgresStore {
                     d AS (DELETE FROM backup_history WHERE owner = ANY(\(ids))),
                     e AS (DELETE FROM merge_codes WHERE owner = ANY(\(ids))),
                     f AS (DELETE FROM consumption_consents WHERE owner = ANY(\(ids))),
-                    g AS (DELETE FROM consumption_answers WHERE owner = ANY(\(ids)))
+                    g AS (DELETE FROM consumption_answers WHERE owner = ANY(\(ids))),
+                    h AS (DELETE FROM discrepancies WHERE owner = ANY(\(ids)))
                 DELETE FROM verify_reports WHERE owner = ANY(\(ids))
                 """, logger: self.logger)
             let at = Millis.from(deletion.at)

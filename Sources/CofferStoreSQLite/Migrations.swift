@@ -309,6 +309,9 @@ extension SQLiteStore {
         migrator.registerMigration("v24 signed webhooks") { db in
             try db.execute(sql: WebhookTables.sql)
         }
+        migrator.registerMigration("v25 reconciliation with Apple") { db in
+            try db.execute(sql: ReconciliationTables.sql)
+        }
         return migrator
     }
 }

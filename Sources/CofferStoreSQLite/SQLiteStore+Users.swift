@@ -222,6 +222,8 @@ extension SQLiteStore {
             try db.execute(sql: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
             try db.execute(
                 sql: "UPDATE entitlement_grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
+            // The merged customer's receipts are the other's now: the next reconciliation checks them there.
+            try db.execute(sql: "DELETE FROM discrepancies WHERE owner = ?", arguments: [from])
             try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
             // A claim's tokens end with the merge; they never sign in as the account user. Without the account
             // owner's word the installs' tokens end too (an import's first token was never an install's).
@@ -289,6 +291,7 @@ extension SQLiteStore {
                 "DELETE FROM merge_codes WHERE owner IN (\(marks))",
                 "DELETE FROM consumption_consents WHERE owner IN (\(marks))",
                 "DELETE FROM consumption_answers WHERE owner IN (\(marks))",
+                "DELETE FROM discrepancies WHERE owner IN (\(marks))",
             ] {
                 try db.execute(sql: statement, arguments: owners)
             }

@@ -235,7 +235,7 @@ struct AppStoreServerAPIClientTests {
                 _ = try await api.getTransactionInfo("123")
                 Issue.record("a forged token was accepted")
             } catch let error as AppStoreAPIError {
-                guard case .api(let status, _, _) = error else {
+                guard case .api(let status, _, _, _) = error else {
                     Issue.record("\(error)")
                     return
                 }

@@ -47,6 +47,7 @@ struct InstancesTests {
         configuration.port = 0
         configuration.wallet = .device
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         let dependencies = try ServerDependencies(store: store, verifier: verifier, catalog: catalog, broadcast: store)
         let firstInstance = try buildApplication(configuration: configuration, dependencies: dependencies)
         let secondInstance = try buildApplication(configuration: configuration, dependencies: dependencies)
@@ -93,6 +94,7 @@ struct InstancesTests {
         configuration.port = 0
         configuration.wallet = .device
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         let dependencies = try ServerDependencies(store: store, verifier: verifier, catalog: catalog, broadcast: store)
         let server = try buildApplication(configuration: configuration, dependencies: dependencies)
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-cmd-\(UUID().uuidString)")

@@ -181,6 +181,7 @@ struct PurchaseFlowTests {
         configuration.port = 0
         configuration.wallet = wallet
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         var identity: CloudKitUserIdentity?
         if let cloudKit {
             configuration.cloudKitClaimProof = .webAuthToken

@@ -156,6 +156,7 @@ final class Simulation: @unchecked Sendable {
         configuration.environment = environment
         configuration.wallet = wallet
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         let clock = clock
         let server = try buildApplication(
             configuration: configuration,

@@ -303,6 +303,30 @@ final class CountingStore: CofferStore {
             try await base.saveCursor(name, value: value, environment: environment)
         }
     }
+    func reconciledCustomers(environment: AppStoreEnvironment, after: UUID?, limit: Int) async throws -> [UUID] {
+        try await gate("reconciledCustomers", write: false) {
+            try await base.reconciledCustomers(environment: environment, after: after, limit: limit)
+        }
+    }
+    func replaceDiscrepancies(owner: UUID, environment: AppStoreEnvironment, _ records: [DiscrepancyRecord])
+        async throws
+    {
+        try await gate("replaceDiscrepancies", write: true) {
+            try await base.replaceDiscrepancies(owner: owner, environment: environment, records)
+        }
+    }
+    func discrepancies(owner: UUID, environment: AppStoreEnvironment) async throws -> [DiscrepancyRecord] {
+        try await gate("discrepancies", write: false) {
+            try await base.discrepancies(owner: owner, environment: environment)
+        }
+    }
+    func swapCursor(_ name: String, environment: AppStoreEnvironment, expected: String?, value: String)
+        async throws -> Bool
+    {
+        try await gate("swapCursor", write: true) {
+            try await base.swapCursor(name, environment: environment, expected: expected, value: value)
+        }
+    }
     func saveConsumptionConsent(_ consent: ConsumptionConsent) async throws {
         try await gate("saveConsumptionConsent", write: true) { try await base.saveConsumptionConsent(consent) }
     }

@@ -107,6 +107,18 @@ struct FailingStore: CofferStore {
     func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] { throw error }
     func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? { throw error }
     func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws { throw error }
+    func reconciledCustomers(environment: AppStoreEnvironment, after: UUID?, limit: Int) async throws -> [UUID] {
+        throw error
+    }
+    func replaceDiscrepancies(owner: UUID, environment: AppStoreEnvironment, _ records: [DiscrepancyRecord])
+        async throws
+    { throw error }
+    func discrepancies(owner: UUID, environment: AppStoreEnvironment) async throws -> [DiscrepancyRecord] {
+        throw error
+    }
+    func swapCursor(_ name: String, environment: AppStoreEnvironment, expected: String?, value: String)
+        async throws -> Bool
+    { throw error }
     func saveConsumptionConsent(_ consent: ConsumptionConsent) async throws { throw error }
     func consumptionConsent(owner: UUID, environment: AppStoreEnvironment) async throws -> ConsumptionConsent? {
         throw error

@@ -103,6 +103,7 @@ struct FaultLoadTests {
         configuration.port = 0
         configuration.wallet = .server
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         configuration.userCreationLimit = RateLimit(burst: 1_000, perSecond: 1_000)
         configuration.notificationFailureLimit = RateLimit(burst: 100_000, perSecond: 10_000)
         let first = try buildApplication(

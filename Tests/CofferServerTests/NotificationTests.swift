@@ -91,6 +91,7 @@ struct NotificationTests {
         func application(api: AppStoreServerAPIClient) throws -> some ApplicationProtocol {
             var configuration = configuration
             configuration.recoveryInterval = 0
+            configuration.reconcileInterval = 0
             return try buildApplication(configuration: configuration, dependencies: try dependencies(api: api))
         }
 

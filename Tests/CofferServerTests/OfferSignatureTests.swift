@@ -219,6 +219,7 @@ struct OfferSignatureTests {
         let setup = try NotificationTests.Setup(wallet: .server)
         var configuration = setup.configuration
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         configuration.offerSigningLimit = RateLimit(burst: 3, perSecond: 0.001)
         let base = try setup.dependencies(api: nil)
         try await Self.withKey(P256.Signing.PrivateKey()) { [base, configuration] api in
@@ -266,6 +267,7 @@ struct OfferSignatureTests {
         }
         var configuration = setup.configuration
         configuration.recoveryInterval = 0
+        configuration.reconcileInterval = 0
         var listing = try setup.dependencies(api: nil)
         listing.catalog = try Catalog(products: [
             CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),

@@ -91,7 +91,7 @@ struct ServerTests {
                 _ = try await api.requestTestNotification()
                 Issue.record("a test notification was sent with no URL to send it to")
             } catch let error as AppStoreAPIError {
-                guard case .api(404, 4_040_007?, _) = error else {
+                guard case .api(404, 4_040_007?, _, _) = error else {
                     Issue.record("refused with \(error)")
                     return
                 }
@@ -126,7 +126,7 @@ struct ServerTests {
                 _ = try await apiClient(baseURL, http, key: P256.Signing.PrivateKey()).getTransactionInfo(ids[2])
                 Issue.record("a foreign key was accepted")
             } catch let error as AppStoreAPIError {
-                guard case .api(let status, _, _) = error else {
+                guard case .api(let status, _, _, _) = error else {
                     Issue.record("unexpected \(error)")
                     return
                 }

@@ -21,7 +21,7 @@ struct PostgresStoreTests {
         "v17 token origins, disabled admins, merge codes, shared failures",
         "v18 purchases delivered before Coffer",
         "v19 the mailbox a backup holds", "v20 Xcode's data marked", "v21 live users", "v22 the refund defence",
-        "v23 entitlements for a time", "v24 signed webhooks",
+        "v23 entitlements for a time", "v24 signed webhooks", "v25 reconciliation with Apple",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")
