@@ -79,6 +79,15 @@ schemas = {
                                  "active": {"type": "boolean"}},
                                 required=["id", "supportId", "entitlement", "startsAt", "endsAt", "reason",
                                           "createdBy", "active"]),
+    "DiscrepancyView": obj({"supportId": S(), "kind": {"type": "string", "enum": [
+                                "missing-purchase", "missing-refund", "missing-reversal", "unknown-to-apple",
+                                "differs"]},
+                            "words": S(), "transactionId": S(), "productId": S(),
+                            "detail": S("What differs, or empty"), "foundAt": S(format="date-time"),
+                            "repairedAt": S("When it was applied through the ledger; absent while it is support's "
+                                            "to look at", format="date-time")},
+                           required=["supportId", "kind", "words", "transactionId", "productId", "detail",
+                                     "foundAt"]),
     "GrantedEntitlement": obj({"entitlement": S(), "endsAt": S(format="date-time")}),
     "ExtendSubscriptionRequest": obj({"days": I("1 to 90", minimum=1, maximum=90),
                                       "reasonCode": I("Apple's: 0 undeclared, 1 customer satisfaction, 2 other, "
@@ -286,6 +295,9 @@ schemas = {
                                                          "first"},
                        "consent": ref("ConsentResponse"),
                        "entitlementGrants": {"type": "array", "items": ref("EntitlementGrantView")},
+                       "discrepancies": {"type": "array", "items": ref("DiscrepancyView"),
+                                         "description": "What the latest reconciliation with Apple's history found "
+                                                        "for the customer, by transaction"},
                        "appTransaction": ref("AppTransactionView")},
                       required=["user", "environment", "walletMode", "entitlements", "grants", "timeline"]),
     "AppTransactionView": obj({"appTransactionId": S(), "originalPurchaseDate": S(format="date-time"),

@@ -3,7 +3,7 @@ import Foundation
 
 /// One discrepancy between Apple's history and the ledger, as `coffer reconcile --json` prints it and the customer
 /// page shows it.
-public struct DiscrepancyView: Codable, Sendable, Equatable {
+public struct DiscrepancyView: Codable, Sendable, Hashable {
     /// The customer's Support ID.
     public var supportId: String
     /// What kind: `missing-purchase`, `missing-refund`, `missing-reversal`, `unknown-to-apple` or `differs`.
@@ -38,7 +38,7 @@ public struct DiscrepancyView: Codable, Sendable, Equatable {
 }
 
 /// A reconciliation run, as `coffer reconcile --json` prints it and the dashboard shows the last one.
-public struct ReconciliationRunView: Codable, Sendable, Equatable {
+public struct ReconciliationRunView: Codable, Sendable, Hashable {
     /// The run's id.
     public var id: UUID
     /// When it started.
@@ -88,7 +88,7 @@ public struct ReconciliationRunView: Codable, Sendable, Equatable {
 }
 
 /// What `coffer reconcile --json` prints.
-public struct ReconciliationReport: Codable, Sendable, Equatable {
+public struct ReconciliationReport: Codable, Sendable, Hashable {
     /// The run.
     public var run: ReconciliationRunView
     /// This sitting's discrepancies.

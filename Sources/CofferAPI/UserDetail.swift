@@ -42,6 +42,8 @@ public struct UserDetail: Sendable, Hashable, Codable {
     public var refundRequests: [RefundRequestView] = []
     /// Entitlements support granted for a time, newest first.
     public var entitlementGrants: [EntitlementGrantView] = []
+    /// What the latest reconciliation with Apple's history found for the customer, by transaction.
+    public var discrepancies: [DiscrepancyView] = []
     /// The customer's answer to sharing consumption data with Apple, `nil` until they answered.
     public var consent: ConsentResponse?
     /// The Apple account's app transaction as Apple answers Get App Transaction Info now; `nil` for an anonymous
@@ -92,5 +94,6 @@ public struct UserDetail: Sendable, Hashable, Codable {
         appTransaction = try container.decodeIfPresent(AppTransactionView.self, forKey: .appTransaction)
         entitlementGrants =
             try container.decodeIfPresent([EntitlementGrantView].self, forKey: .entitlementGrants) ?? []
+        discrepancies = try container.decodeIfPresent([DiscrepancyView].self, forKey: .discrepancies) ?? []
     }
 }

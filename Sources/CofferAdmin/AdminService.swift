@@ -91,8 +91,8 @@ public struct AdminService: Sendable {
         return figures
     }
 
-    /// Apple's health for the dashboard: the newest notification, the last 7 days' by type, and the recovery
-    /// service's last run.
+    /// Apple's health for the dashboard: the newest notification, the last 7 days' by type, the recovery
+    /// service's last run and the reconciliation's.
     public func appleHealth(environment: AppStoreEnvironment) async throws -> AppleHealth {
         let last = try await store.notifications(environment: environment, transactionId: nil, outcome: nil, limit: 1)
         let counts = try await store.notificationCounts(
@@ -104,7 +104,9 @@ public struct AdminService: Sendable {
             lastWeek: counts.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map {
                 AppleHealth.TypeCount(type: $0.key, count: $0.value)
             },
-            recovery: recovery)
+            recovery: recovery,
+            reconciliation: try await store.cursor(ReconciliationRun.cursorName, environment: environment).flatMap(
+                ReconciliationRun.init(text:)))
     }
 
     /// The pages a user search may ask for: far more than any list, small enough that no offset overflows.
@@ -280,6 +282,7 @@ public struct AdminService: Sendable {
             }
         }
         detail.entitlementGrants = try await entitlementGrantViews(of: user, environment: environment)
+        detail.discrepancies = try await discrepancyViews(of: user, environment: environment)
         detail.consent = try await store.consumptionConsent(owner: user.id, environment: environment).map {
             ConsentResponse(customerConsented: $0.consented, at: $0.at.formatted(.iso8601))
         }

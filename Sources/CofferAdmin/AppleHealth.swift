@@ -22,11 +22,17 @@ public struct AppleHealth: Sendable, Hashable {
     public var lastWeek: [TypeCount]
     /// The recovery service's last run, if it ever ran.
     public var recovery: RecoveryRun?
+    /// The reconciliation with Apple's history: the last run, or the one under way.
+    public var reconciliation: ReconciliationRun?
 
     /// Creates the figures.
-    public init(lastNotification: NotificationRecord?, lastWeek: [TypeCount], recovery: RecoveryRun?) {
+    public init(
+        lastNotification: NotificationRecord?, lastWeek: [TypeCount], recovery: RecoveryRun?,
+        reconciliation: ReconciliationRun? = nil
+    ) {
         self.lastNotification = lastNotification
         self.lastWeek = lastWeek
         self.recovery = recovery
+        self.reconciliation = reconciliation
     }
 }

@@ -323,6 +323,23 @@ extension AppStoreSimCommand {
         func run() async throws { try await remote.control("leave-family", ["account": account]) }
     }
 
+    /// `coffer appstore-sim rate-limit ENDPOINT PER_HOUR`.
+    struct RateLimit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rate-limit",
+            abstract: "Limit an App Store Server API endpoint as Apple does: past it, 429 with Retry-After.",
+            discussion: """
+                Endpoints: transaction-info, transaction-history, refund-history, subscription-statuses, \
+                notification-history, order-lookup, other. Counted per hour of the simulated clock; 0 removes the \
+                limit. Apple's own limits are per second, enforced hourly (Get Refund History: 10/s, a tenth in the \
+                sandbox).
+                """)
+        @OptionGroup var remote: Remote
+        @Argument(help: "The endpoint.") var endpoint: String
+        @Argument(help: "Requests an hour; 0 for no limit.") var perHour: Int
+        func run() async throws { try await remote.control("rate-limit", ["endpoint": endpoint, "perHour": perHour]) }
+    }
+
     /// `coffer appstore-sim history ACCOUNT`.
     struct History: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

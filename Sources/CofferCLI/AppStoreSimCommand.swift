@@ -26,7 +26,7 @@ struct AppStoreSimCommand: AsyncParsableCommand {
             ReverseRefund.self, Renew.self, Expire.self, AutoRenew.self, Billing.self, AdvanceClock.self,
             Family.self, LeaveFamily.self, History.self, Signed.self, Receipt.self, RedeemOfferCode.self,
             CloudKitRecords.self, Forge.self, PriceIncrease.self, AcceptPriceIncrease.self, RemoveFromSale.self,
-            RescindConsent.self, Extend.self, ExtendAll.self,
+            RescindConsent.self, Extend.self, ExtendAll.self, RateLimit.self,
         ]
     )
 

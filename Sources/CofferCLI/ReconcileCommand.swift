@@ -156,12 +156,17 @@ struct ReconcileCommand: AsyncParsableCommand {
             )
         }
         let resumed = report.resumed ? " (resumed)" : ""
-        print(
-            "Checked \(run.customers) customers\(resumed) against \(run.appleTransactions) of Apple's transactions: "
-                + "\(run.found) discrepancies, \(run.repaired) repaired, \(run.left) left for support"
-                + (run.failedCustomers > 0
-                    ? "; \(run.failedCustomers) customers could not be read (the next run tries again)" : "")
-                + ".")
+        let count = { (n: Int, one: String, many: String) in "\(n) \(n == 1 ? one : many)" }
+        var summary = "Checked \(count(run.customers, "customer", "customers"))\(resumed) against "
+        summary += "\(count(run.appleTransactions, "of Apple's transactions", "of Apple's transactions")): "
+        summary += "\(count(run.found, "discrepancy", "discrepancies")), \(run.repaired) repaired, "
+        summary += "\(run.left) left for support"
+        if run.failedCustomers > 0 {
+            summary +=
+                "; \(count(run.failedCustomers, "customer", "customers")) could not be read (the next run tries again)"
+        }
+        if let error = run.error { summary += "; stopped: \(error)" }
+        print(summary + ".")
         if run.found == 0 { print("The ledger agrees with Apple.") }
     }
 }

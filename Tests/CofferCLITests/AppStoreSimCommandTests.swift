@@ -142,6 +142,8 @@ struct AppStoreSimCommandTests {
             (["extend-all", "com.example.pro.monthly", "--days", "2", "--storefront", "USA"], "1 extended"),
             (["rescind-consent", "carol"], "RESCIND_CONSENT"),
             (["remove-from-sale", "com.example.pro.monthly"], "expire at their next renewal"),
+            (["rate-limit", "refund-history", "5"], "refund-history limited to 5 requests an hour"),
+            (["rate-limit", "refund-history", "0"], "refund-history has no rate limit"),
         ]
         for (arguments, said) in events {
             let run = try await CofferProcess.run(["appstore-sim"] + arguments + remote)
@@ -152,6 +154,8 @@ struct AppStoreSimCommandTests {
                 .status == 64)
         #expect(
             try await CofferProcess.run(["appstore-sim", "extend", original, "--days", "91"] + remote).status == 64)
+        let unknownEndpoint = try await CofferProcess.run(["appstore-sim", "rate-limit", "everything", "5"] + remote)
+        #expect(unknownEndpoint.status == 1 && unknownEndpoint.stderr.contains("endpoint must be one of"))
 
         // What the device would post verifies with the simulator's root in Sandbox, and never in Production.
         let signed = try await CofferProcess.run(["appstore-sim", "signed", "2000000000"] + remote)

@@ -77,6 +77,24 @@ struct ServeCommandTests {
         return (status, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
     }
 
+    /// Kills `processes` and waits for them.
+    static func stop(_ processes: [Process]) {
+        for process in processes {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// `POST /v1/users` on the server at `base` once it answers (within about 10 s).
+    func firstUser(_ base: String) async throws -> (status: Int, json: [String: Any]) {
+        var created: (status: Int, json: [String: Any]) = (0, [:])
+        for _ in 0..<100 where created.status != 201 {
+            created = (try? await request("POST", base + "/v1/users")) ?? (0, [:])
+            if created.status != 201 { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        return created
+    }
+
     @Test("serve, create a user, post a simulator-signed transaction, see the balance")
     func readme() async throws {
         let folder = try temporaryFolder()
@@ -93,18 +111,9 @@ struct ServeCommandTests {
         let server = try start(
             ["serve", "--bundle-id", "com.example.app", "--apple-root", "sim/root.der", "--port", String(port)],
             in: folder)
-        defer {
-            for process in [simulator, server] {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-        }
+        defer { Self.stop([simulator, server]) }
         let base = "http://127.0.0.1:\(port)"
-        var created: (status: Int, json: [String: Any]) = (0, [:])
-        for _ in 0..<100 where created.status != 201 {
-            created = (try? await request("POST", base + "/v1/users")) ?? (0, [:])
-            if created.status != 201 { try await Task.sleep(for: .milliseconds(100)) }
-        }
+        let created = try await firstUser(base)
         #expect(created.status == 201)
         let token = try #require(created.json["token"] as? String)
         let accountToken = try #require(created.json["appAccountToken"] as? String)

@@ -249,3 +249,50 @@ struct ReconcileTests {
         TransactionFact(try await setup.verifier.verifyTransaction(try await setup.apple.signedTransaction(id: id)))
     }
 }
+
+/// What support sees of a reconciliation: each discrepancy on its customer's page and the admin API's detail, and the
+/// dashboard's word on the reconciliation.
+@Suite("Reconciliation on the panel", .timeLimit(.minutes(1)))
+struct ReconcilePanelTests {
+    @Test("the customer page lists each discrepancy, repaired or for support; the admin API's detail carries them")
+    func customerPage() async throws {
+        let store = InMemoryStore()
+        try await PanelTests.signedIn(store) { client, created, browser in
+            let supportId = try #require(SupportID(created.supportId))
+            let user = try #require(try await store.user(supportId: supportId, environment: .sandbox))
+            let found = Date(timeIntervalSince1970: 1_767_229_200)
+            try await store.replaceDiscrepancies(
+                owner: user.id, environment: .sandbox,
+                [
+                    DiscrepancyRecord(
+                        owner: user.id, environment: .sandbox, kind: .missingPurchase,
+                        transactionId: "2000000000000041",
+                        productId: "com.example.credits", detail: "", foundAt: found, repairedAt: found),
+                    DiscrepancyRecord(
+                        owner: user.id, environment: .sandbox, kind: .differs, transactionId: "2000000000000042",
+                        productId: "com.example.credits", detail: "quantity: ledger 3, Apple 1", foundAt: found),
+                ])
+            let page = String(buffer: try await browser.get(client, "/admin/users/\(created.supportId)").body)
+            #expect(page.contains(#"id="discrepancies""#))
+            #expect(page.contains(#"id="discrepancy-2000000000000041-missing-purchase""#))
+            #expect(page.contains("Apple charged for it; the ledger lacks it"))
+            #expect(page.contains("quantity: ledger 3, Apple 1"))
+            #expect(page.contains("for support"))
+            #expect(page.contains("repaired"))
+            let dashboard = String(buffer: try await browser.get(client, "/admin").body)
+            // This server has no In-App Purchase key: the dashboard says the books are not checked, and why.
+            #expect(dashboard.contains(#"id="apple-reconciliation""#))
+            #expect(dashboard.contains("the ledger is not checked against Apple&#39;s history"))
+        }
+    }
+
+    @Test("a customer the reconciliation found nothing for has no such section")
+    func nothingFound() async throws {
+        let store = InMemoryStore()
+        try await PanelTests.signedIn(store) { client, created, browser in
+            let page = String(buffer: try await browser.get(client, "/admin/users/\(created.supportId)").body)
+            #expect(page.contains(created.supportId))
+            #expect(!page.contains(#"id="discrepancies""#))
+        }
+    }
+}

@@ -73,6 +73,15 @@ struct CustomerPage: PanelPage {
     var grantableEntitlements: [String]
     var canGrantEntitlement: Bool
     var entitlementGrants: [EntitlementGrantRow]
+    var discrepancies: [DiscrepancyRow]
+    var hasDiscrepancies: Bool
+
+    /// What the latest reconciliation with Apple's history found about one transaction.
+    struct DiscrepancyRow: Sendable {
+        var foundAt, transactionId, productId, kind, words: String
+        var detail: String?
+        var repairedAt: String?
+    }
 
     /// An entitlement granted for a time.
     struct EntitlementGrantRow: Sendable {
@@ -181,6 +190,12 @@ struct CustomerPage: PanelPage {
                 endsAt: time(grant.endsAt), state: state, stateClass: state == "active" ? "delivered" : "",
                 createdBy: grant.createdBy, reason: grant.reason, active: grant.active)
         }
+        discrepancies = detail.discrepancies.map {
+            DiscrepancyRow(
+                foundAt: time($0.foundAt), transactionId: $0.transactionId, productId: $0.productId, kind: $0.kind,
+                words: $0.words, detail: $0.detail.isEmpty ? nil : $0.detail, repairedAt: $0.repairedAt.map(time))
+        }
+        hasDiscrepancies = !discrepancies.isEmpty
         deletedAt = summary.deletedAt.map(time)
         backup = summary.backup.map { backup in
             Backup(

@@ -47,6 +47,8 @@ struct DashboardPage: PanelPage {
         var refusalsWarn: Bool
         var recovery: Recovery
         var recoveryWarn: Bool
+        var reconciliation: Reconciliation
+        var reconciliationWarn: Bool
 
         struct Last: Sendable {
             var type: String
@@ -79,6 +81,19 @@ struct DashboardPage: PanelPage {
             var at: String?
             var failure: String?
             var read, new, filled: String
+        }
+
+        /// The reconciliation with Apple's history: off without the API key, waiting for its first run, under way,
+        /// or its last run.
+        struct Reconciliation: Sendable {
+            var off: Bool
+            var waiting: Bool
+            var running: Bool
+            var started: String?
+            var finished: String?
+            var failure: String?
+            var customers, found, repaired, left, failed: String
+            var hasFailed: Bool
         }
     }
 
@@ -179,5 +194,15 @@ extension DashboardPage.AppleCard {
             read: PanelText.count(run?.read ?? 0), new: PanelText.count(run?.new ?? 0),
             filled: PanelText.count(run?.filled ?? 0))
         recoveryWarn = !recoveryOn || run?.error != nil
+        let books = recoveryOn ? health.reconciliation : nil
+        reconciliation = Reconciliation(
+            off: !recoveryOn, waiting: recoveryOn && books == nil,
+            running: books.map { $0.finishedAt == nil && $0.error == nil } ?? false,
+            started: books.map { time($0.startedAt) },
+            finished: books?.finishedAt.map(time), failure: books?.error,
+            customers: PanelText.count(books?.customers ?? 0), found: PanelText.count(books?.found ?? 0),
+            repaired: PanelText.count(books?.repaired ?? 0), left: PanelText.count(books?.left ?? 0),
+            failed: PanelText.count(books?.failedCustomers ?? 0), hasFailed: (books?.failedCustomers ?? 0) > 0)
+        reconciliationWarn = !recoveryOn || books?.error != nil || (books?.left ?? 0) > 0
     }
 }
