@@ -22,7 +22,8 @@ struct ReconcileCommand: AsyncParsableCommand {
             and reversals through the same ledger rules and keys as Apple's notifications, so running it twice is \
             safe; the rest is listed for support and shown on the customer page. Settings are read as coffer serve \
             reads them. A run is saved after each customer and resumed where it stopped; calls keep within Apple's \
-            rate limits and wait out a 429 until its Retry-After. Exits 1 when discrepancies are left for support.
+            rate limits and wait out a 429 until its Retry-After. Exits 0 when every customer was read (the output and \
+            --json's run.left say what is left for support), 1 when some could not be (they are tried again next run).
             """)
 
     @Option(help: "Only this customer's Support ID, e.g. _abc123def456.")
@@ -81,7 +82,6 @@ struct ReconcileCommand: AsyncParsableCommand {
                 "coffer reconcile reads Apple's history with the In-App Purchase key: set appstore.key.id, "
                     + "appstore.issuer.id and appstore.private.key as coffer serve has them")
         }
-        let logger = settings.logFormat.logger(label: "coffer", level: .warning)
         let composition: Composition
         do {
             composition = try await Composition.open(
@@ -99,7 +99,8 @@ struct ReconcileCommand: AsyncParsableCommand {
         }
         await composition.close()
         try output(report)
-        if report.run.left > 0 { throw ExitCode(1) }
+        // A run that could not read every customer fails the command; what it found is in its output either way.
+        if report.run.failedCustomers > 0 || report.run.error != nil { throw ExitCode(1) }
     }
 
     private func reconcile(
@@ -132,7 +133,7 @@ struct ReconcileCommand: AsyncParsableCommand {
 
     private func output(_ report: Reconciler.Report) throws {
         let run = report.run
-        let views = report.discrepancies.map { supportId, record in
+        let views = report.discrepancies.map { supportId, record, _ in
             DiscrepancyView(
                 supportId: supportId, kind: record.kind, transactionId: record.transactionId,
                 productId: record.productId, detail: record.detail, foundAt: record.foundAt,
@@ -145,11 +146,11 @@ struct ReconcileCommand: AsyncParsableCommand {
                 found: run.found, repaired: run.repaired, failedCustomers: run.failedCustomers, error: run.error)
             return print(try JSONText.encode(ReconciliationReport(run: view, discrepancies: views)))
         }
-        for view in views {
+        for (view, item) in zip(views, report.discrepancies) {
             let state =
-                view.repairedAt == nil
-                ? (DiscrepancyKind(rawValue: view.kind)?.isRepairable == true
-                    ? (run.repair ? "not applied: see the log" : "--repair applies it") : "for support") : "repaired"
+                view.repairedAt != nil
+                ? "repaired"
+                : !item.repairable ? "for support" : run.repair ? "not applied: see the log" : "--repair applies it"
             let detail = view.detail.isEmpty ? "" : " (\(view.detail))"
             print(
                 "\(view.supportId)  \(view.kind)  \(view.transactionId)  \(view.productId): \(view.words)\(detail); \(state)"

@@ -108,7 +108,7 @@ struct ServeSettings: Sendable {
         .init(
             key: "reconcile.interval",
             help:
-                "Seconds (or hourly, daily, weekly) between reconciliations with Apple's history; 0 turns them off. Default daily."
+                "Time between reconciliations with Apple's history: seconds, 12h, 1d, hourly, daily or weekly; 0 turns them off. Default daily."
         ),
         .init(
             key: "reconcile.repair",
@@ -359,12 +359,11 @@ struct ServeSettings: Sendable {
             return parsed
         }
         if let raw = text("reconcile.interval") {
-            let words = ["hourly": 3_600, "daily": 86_400, "weekly": 604_800]
-            guard let seconds = words[raw.lowercased()] ?? Int(raw), seconds == 0 || (60...2_678_400).contains(seconds)
-            else {
+            guard let seconds = Self.interval(raw), seconds == 0 || (60...2_678_400).contains(seconds) else {
                 throw SettingsError(
                     key: "reconcile.interval", value: raw,
-                    expected: "seconds from 60 to 2678400 (31 days), hourly, daily, weekly, or 0 for off")
+                    expected: "seconds from 60 to 2678400 (31 days), a duration like 12h or 1d, hourly, daily, weekly, "
+                        + "or 0 for off")
             }
             server.reconcileInterval = seconds
         }
@@ -555,5 +554,19 @@ struct SettingsError: Error, CustomStringConvertible {
         let source = "\(setting.flag), \(setting.environmentVariable) or \"\(key)\" in the config file"
         if let value { return "\(key) is \"\(value)\"; expected \(expected) (set by \(source))" }
         return "\(key) is missing: expected \(expected) (set it with \(source))"
+    }
+}
+
+extension ServeSettings {
+    /// A time between runs in seconds: a number of seconds, a number with `s`, `m`, `h` or `d`, or `hourly`, `daily`,
+    /// `weekly`; `nil` for anything else.
+    static func interval(_ text: String) -> Int? {
+        let raw = text.trimmingCharacters(in: .whitespaces).lowercased()
+        if let word = ["hourly": 3_600, "daily": 86_400, "weekly": 604_800][raw] { return word }
+        if let seconds = Int(raw) { return seconds }
+        let units: [Character: Int] = ["s": 1, "m": 60, "h": 3_600, "d": 86_400]
+        guard let unit = raw.last.flatMap({ units[$0] }), let count = Int(raw.dropLast()), (0...100_000).contains(count)
+        else { return nil }
+        return count * unit
     }
 }

@@ -45,17 +45,21 @@ public struct Discrepancy: Sendable, Hashable, Codable {
     public var detail: String
     /// Apple's transaction as signed, for a repair (`nil` for one Apple does not know).
     public var apple: TransactionFact?
+    /// Whether a repair may apply it: a repairable kind, and for a missing purchase, one Apple signed as this
+    /// customer's (their appAccountToken, or their Apple account's app transaction).
+    public var repairable: Bool
 
     /// Creates a discrepancy.
     public init(
         kind: DiscrepancyKind, transactionId: String, productId: String, detail: String = "",
-        apple: TransactionFact? = nil
+        apple: TransactionFact? = nil, repairable: Bool? = nil
     ) {
         self.kind = kind
         self.transactionId = transactionId
         self.productId = productId
         self.detail = detail
         self.apple = apple
+        self.repairable = repairable ?? kind.isRepairable
     }
 }
 
@@ -74,6 +78,14 @@ public enum LedgerReconciliation {
         public var appAccountToken: UUID?
         /// The appAccountToken Apple signed on each of its transactions that has one, by transaction id.
         public var appleTokens: [String: UUID]
+        /// Apple's transactions whose signed app transaction id is the customer's own Apple account's.
+        public var ownAccount: Set<String>
+        /// When the customer became Coffer's: a purchase before it without their token was delivered before Coffer
+        /// (or to an earlier install) and is not looked at.
+        public var customerSince: Date?
+        /// Ledger transactions whose Apple account was not read (another environment's data, an account past the
+        /// lookups' limit): not reported as unknown to Apple.
+        public var unread: Set<String>
         /// Whether the customer is live (a deleted one gets nothing new; their refunds are still taken back).
         public var isLive: Bool
         /// The environment the customer's own AppTransaction says, if known (``Delivery/reaches(data:customer:)``).
@@ -82,10 +94,14 @@ public enum LedgerReconciliation {
         /// Creates the books.
         public init(
             apple: [TransactionFact], ledger: [Receipt], heldElsewhere: Set<String> = [], appAccountToken: UUID? = nil,
-            appleTokens: [String: UUID] = [:], isLive: Bool = true, customerEnvironment: AppStoreEnvironment? = nil
+            appleTokens: [String: UUID] = [:], ownAccount: Set<String> = [], customerSince: Date? = nil,
+            unread: Set<String> = [], isLive: Bool = true, customerEnvironment: AppStoreEnvironment? = nil
         ) {
             self.apple = apple
             self.appleTokens = appleTokens
+            self.ownAccount = ownAccount
+            self.customerSince = customerSince
+            self.unread = unread
             self.ledger = ledger
             self.heldElsewhere = heldElsewhere
             self.appAccountToken = appAccountToken
@@ -95,7 +111,7 @@ public enum LedgerReconciliation {
     }
 
     /// Finds every disagreement: Apple's purchases the ledger lacks (of products the catalog sells, not another
-    /// install's, not superseded by an upgrade), Apple's refunds and reversals it did not apply, its purchases Apple
+    /// install's, not superseded by an upgrade; repairable only when Apple signed them as the customer's), Apple's refunds and reversals it did not apply, its purchases Apple
     /// does not know, and product, quantity, price or refunded share that differ. With `since`, only transactions
     /// bought or refunded from then on.
     ///
@@ -117,16 +133,25 @@ public enum LedgerReconciliation {
         var seen = Set<String>()
         for fact in books.apple where seen.insert(fact.transactionId).inserted && inWindow(fact) {
             guard let receipt = ledger[fact.transactionId] else {
+                let token = books.appleTokens[fact.transactionId]
+                // Another install's (its token names someone else) is theirs to present.
+                if let token, token != books.appAccountToken { continue }
+                let ours = token != nil || books.ownAccount.contains(fact.transactionId)
+                // Without their token, one bought before the customer was Coffer's was delivered before Coffer.
+                if !ours, let since = books.customerSince, fact.purchaseDate < since { continue }
                 guard books.isLive, sells(fact.productId), !fact.isUpgraded,
                     !books.heldElsewhere.contains(fact.transactionId),
-                    books.appleTokens[fact.transactionId].map({ $0 == books.appAccountToken }) ?? true,
                     Delivery.reaches(data: fact.environment, customer: books.customerEnvironment)
                 else { continue }
+                let detail =
+                    !ours
+                    ? "Apple did not sign it as this customer's (no appAccountToken): the app presents it, or support "
+                        + "checks whose it is"
+                    : fact.revocationDate == nil ? "" : "refunded at Apple too: nothing is owed"
                 found.append(
                     Discrepancy(
                         kind: .missingPurchase, transactionId: fact.transactionId, productId: fact.productId,
-                        detail: fact.revocationDate == nil ? "" : "refunded at Apple too: nothing is owed",
-                        apple: fact))
+                        detail: detail, apple: fact, repairable: ours))
                 continue
             }
             found += compare(receipt, fact)
@@ -134,6 +159,7 @@ public enum LedgerReconciliation {
         for receipt in books.ledger.sorted(by: { $0.transaction.transactionId < $1.transaction.transactionId })
         where !seen.contains(receipt.transaction.transactionId) && inWindow(receipt.transaction)
             && !receipt.deliveredBeforeCoffer && !receipt.transaction.signedByXcode
+            && !books.unread.contains(receipt.transaction.transactionId)
         {
             found.append(
                 Discrepancy(

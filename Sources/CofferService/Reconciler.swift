@@ -30,6 +30,8 @@ public struct Reconciler: Service {
     static let failuresBeforeStopping = 5
     /// The longest wait for Apple's rate limit before a call gives up.
     static let longestRateLimitWait: TimeInterval = 3_600
+    /// Most discrepancies a report lists (the store keeps each customer's whatever the count).
+    static let reportedDiscrepancies = 10_000
 
     /// A reconciler over `configuration` and `dependencies`, for `coffer reconcile`; a running server builds its own
     /// in `buildApplication(configuration:dependencies:)` (CofferServer).
@@ -76,8 +78,9 @@ public struct Reconciler: Service {
         public var run: ReconciliationRun
         /// Whether it resumed a run stopped before.
         public var resumed = false
-        /// This sitting's discrepancies, each with its customer's Support ID.
-        public var discrepancies: [(supportId: String, record: DiscrepancyRecord)] = []
+        /// This sitting's discrepancies (at most ``Reconciler/reportedDiscrepancies``), each with its customer's
+        /// Support ID and whether a repair may apply it.
+        public var discrepancies: [(supportId: String, record: DiscrepancyRecord, repairable: Bool)] = []
     }
 
     /// Why a reconciliation could not run.
@@ -114,92 +117,106 @@ public struct Reconciler: Service {
             report.run.found = checked.records.count
             report.run.repaired = checked.records.filter { $0.repairedAt != nil }.count
             report.run.finishedAt = now
-            report.discrepancies = checked.records.map { (user.supportId.rawValue, $0) }
+            report.discrepancies = zip(checked.records, checked.repairable).map { (user.supportId.rawValue, $0, $1) }
             return report
         }
-        var (run, kept, resumed) = try await claim(options)
-        var report = Report(run: run, resumed: resumed)
+        let (claimed, resumed) = try await claim(options)
+        var report = Report(run: await claimed.run, resumed: resumed)
         do {
-            try await walk(&run, kept: &kept, report: &report, progress: progress)
+            try await walk(claimed, report: &report, progress: progress)
         } catch {
-            // Stopped (a refused key, the store down): the place is kept for a resume, the claim let go.
-            if run.holder == holder {
-                run.error = String("\(error)".prefix(500))
-                run.holder = nil
-                run.leaseUntil = nil
-                _ = try? await save(&run, kept: &kept)
+            // Stopped (a refused key, the store down, a shutdown): the place is kept for a resume, the claim let go.
+            if await claimed.run.holder == holder {
+                let reason = String("\(error)".prefix(500))
+                await claimed.update {
+                    $0.error = reason
+                    $0.holder = nil
+                    $0.leaseUntil = nil
+                }
+                _ = try? await claimed.save()
             }
             throw error
         }
-        report.run = run
+        report.run = await claimed.run
         return report
     }
 
     /// Walks the customers from the run's place to the end, saving the place after each.
-    private func walk(
-        _ run: inout ReconciliationRun, kept: inout String?, report: inout Report,
-        progress: (@Sendable (String) -> Void)?
-    ) async throws {
+    private func walk(_ book: RunBook, report: inout Report, progress: (@Sendable (String) -> Void)?) async throws {
         var failures = 0
+        var lastRead = await book.run.after
+        let keepAlive: @Sendable () async throws -> Void = {
+            guard try await book.save() else { throw RefusalError.running(holder: "another instance", until: Date()) }
+        }
         while true {
             let page = try await store.reconciledCustomers(
-                environment: environment, after: run.after, limit: Self.pageSize)
+                environment: environment, after: await book.run.after, limit: Self.pageSize)
             if page.isEmpty { break }
             for owner in page {
+                // A shutdown stops between customers; the next start resumes here.
+                if Task.isShuttingDownGracefully || Task.isCancelled { throw CancellationError() }
+                let run = await book.run
                 if let user = try await store.user(id: owner) {
                     do {
                         let checked = try await check(
-                            user, since: run.since, repair: run.repair, progress: progress)
+                            user, since: run.since, repair: run.repair, progress: progress, keepAlive: keepAlive)
                         failures = 0
-                        run.appleTransactions += checked.appleCount
-                        run.found += checked.records.count
-                        run.repaired += checked.records.filter { $0.repairedAt != nil }.count
-                        report.discrepancies += checked.records.map { (user.supportId.rawValue, $0) }
+                        await book.update {
+                            $0.appleTransactions += checked.appleCount
+                            $0.found += checked.records.count
+                            $0.repaired += checked.records.filter { $0.repairedAt != nil }.count
+                        }
+                        if report.discrepancies.count < Self.reportedDiscrepancies {
+                            report.discrepancies += zip(checked.records, checked.repairable).map {
+                                (user.supportId.rawValue, $0, $1)
+                            }
+                        }
                     } catch let error as CheckFailure {
-                        failures += 1
-                        run.failedCustomers += 1
                         logger.warning(
                             "reconciliation could not read a customer's history; the next run tries again",
                             metadata: ["supportId": "\(user.supportId.rawValue)", "error": "\(error.reason)"])
-                        if failures >= Self.failuresBeforeStopping {
-                            run.customers += 1
-                            run.after = owner
-                            throw CheckFailure(
-                                reason:
-                                    "stopped after \(failures) customers in a row could not be read: \(error.reason)")
+                        if error.transient {
+                            failures += 1
+                            if failures >= Self.failuresBeforeStopping {
+                                // Apple or the network is down: the run stops at the last customer it could read,
+                                // and its resume tries those again.
+                                let (back, place) = (failures - 1, lastRead)
+                                await book.update {
+                                    $0.after = place
+                                    $0.customers -= back
+                                    $0.failedCustomers -= back
+                                }
+                                throw CheckFailure(
+                                    reason:
+                                        "stopped after \(failures) customers in a row could not be read: \(error.reason)",
+                                    transient: true)
+                            }
                         }
+                        await book.update { $0.failedCustomers += 1 }
                     }
                 }
-                run.customers += 1
-                run.after = owner
-                guard try await save(&run, kept: &kept) else {
-                    run.holder = nil  // taken over: nothing more of this run is saved
-                    throw RefusalError.running(holder: "another instance", until: now)
+                if failures == 0 { lastRead = owner }
+                await book.update {
+                    $0.customers += 1
+                    $0.after = owner
                 }
+                try await keepAlive()
             }
+            let run = await book.run
             progress?("checked \(run.customers) customers; \(run.found) discrepancies, \(run.repaired) repaired")
         }
-        run.finishedAt = now
-        run.holder = nil
-        run.leaseUntil = nil
-        run.error = nil
-        _ = try await save(&run, kept: &kept)
-    }
-
-    /// Saves the run's place and renews its lease, only if nobody else changed it meanwhile.
-    private func save(_ run: inout ReconciliationRun, kept: inout String?) async throws -> Bool {
-        if run.holder != nil { run.leaseUntil = now.addingTimeInterval(Self.lease) }
-        let text = run.text
-        guard
-            try await store.swapCursor(
-                ReconciliationRun.cursorName, environment: environment, expected: kept, value: text)
-        else { return false }
-        kept = text
-        return true
+        let finished = now
+        await book.update {
+            $0.finishedAt = finished
+            $0.holder = nil
+            $0.leaseUntil = nil
+            $0.error = nil
+        }
+        _ = try await book.save()
     }
 
     /// Takes the run: a new one, or the one stopped midway with the same options whose holder's claim has lapsed.
-    private func claim(_ options: Options) async throws -> (ReconciliationRun, String?, Bool) {
+    private func claim(_ options: Options) async throws -> (RunBook, Bool) {
         let kept = try await store.cursor(ReconciliationRun.cursorName, environment: environment)
         let previous = kept.flatMap(ReconciliationRun.init(text:))
         if let previous, previous.finishedAt == nil, let holder = previous.holder, let until = previous.leaseUntil,
@@ -219,11 +236,9 @@ public struct Reconciler: Service {
         }
         run.holder = holder
         run.error = nil
-        var text = kept
-        guard try await save(&run, kept: &text) else {
-            throw RefusalError.running(holder: "another instance", until: now)
-        }
-        return (run, text, resumed)
+        let book = RunBook(run: run, kept: kept, store: store, environment: environment, now: intake.dependencies.now)
+        guard try await book.save() else { throw RefusalError.running(holder: "another instance", until: now) }
+        return (book, resumed)
     }
 
     /// The scheduled runs: every `reconcile.interval` seconds after the last run started, one instance at a time;
@@ -252,8 +267,10 @@ public struct Reconciler: Service {
                     case let run?: run.startedAt.addingTimeInterval(interval) <= now
                     }
                 if due {
-                    let since = last.flatMap { $0.finishedAt == nil ? $0.since : nil }
-                    let report = try await reconcile(Options(since: since, repair: last?.repair ?? repair))
+                    // A run stopped midway is resumed as it was asked; a new one is as the settings say.
+                    let unfinished = last.flatMap { $0.finishedAt == nil ? $0 : nil }
+                    let report = try await reconcile(
+                        Options(since: unfinished?.since, repair: unfinished?.repair ?? repair))
                     logger.info(
                         "reconciliation with Apple",
                         metadata: [
@@ -267,5 +284,45 @@ public struct Reconciler: Service {
                 logger.error("reconciliation failed; it resumes at the next check: \(error)")
             }
         }
+    }
+}
+
+/// The run being walked and the text last saved, shared by the walk and the renewals of its claim during long waits.
+actor RunBook {
+    private(set) var run: ReconciliationRun
+    private var kept: String?
+    private let store: any CofferStore
+    private let environment: CofferCore.AppStoreEnvironment
+    private let now: @Sendable () -> Date
+
+    init(
+        run: ReconciliationRun, kept: String?, store: any CofferStore, environment: CofferCore.AppStoreEnvironment,
+        now: @escaping @Sendable () -> Date
+    ) {
+        self.run = run
+        self.kept = kept
+        self.store = store
+        self.environment = environment
+        self.now = now
+    }
+
+    /// Changes the run in memory.
+    func update(_ change: @Sendable (inout ReconciliationRun) -> Void) { change(&run) }
+
+    /// Saves the run's place and renews its claim, only if nobody else changed it meanwhile.
+    ///
+    /// - Returns: `false` when another instance took it over (a claim that lapsed): nothing more of it is saved.
+    func save() async throws -> Bool {
+        if run.holder != nil { run.leaseUntil = now().addingTimeInterval(Reconciler.lease) }
+        let text = run.text
+        guard
+            try await store.swapCursor(
+                ReconciliationRun.cursorName, environment: environment, expected: kept, value: text)
+        else {
+            run.holder = nil
+            return false
+        }
+        kept = text
+        return true
     }
 }

@@ -95,16 +95,19 @@ public struct WebhookDispatcher: Service {
     let holder: String
     /// Seconds between rounds.
     let interval: Double
-    /// Deliveries one round sends at once.
+    /// Deliveries one round leases.
     let batch: Int
+    /// Posts under way at once.
+    let concurrency: Int
 
     /// A dispatcher for the server's environment.
     public init(
         store: any CofferStore, catalog: Catalog, environment: AppStoreEnvironment, settings: WebhookSettings?,
         forwardURLs: [String] = [], sender: any WebhookSender, metrics: ServerMetrics, logger: Logger,
         now: @escaping @Sendable () -> Date, clock: any TimerClock, holder: String = UUID().uuidString,
-        interval: Double = 1, batch: Int = 32
+        interval: Double = 1, batch: Int = 256, concurrency: Int = 32
     ) {
+        self.concurrency = concurrency
         self.forwardURLs = forwardURLs
         self.store = store
         self.catalog = catalog
@@ -144,7 +147,7 @@ public struct WebhookDispatcher: Service {
                 if rounds % 5 == 0 { try await observeBacklog() }
                 rounds += 1
                 // A full round means more is waiting: the next one runs at once.
-                if round.routed >= 200 || round.delivered + round.failed >= batch { continue }
+                if round.routed >= 1_000 || round.delivered + round.failed >= batch { continue }
             } catch {
                 rounds += 1
                 logger.error("webhooks: a round failed; trying again: \(error)")
@@ -186,7 +189,7 @@ public struct WebhookDispatcher: Service {
         // No endpoint, nothing written to the outbox and nothing owed: no write transaction either.
         guard !endpoints.isEmpty else { return round }
         let catalog = catalog
-        round.routed = try await store.routeWebhookEvents(environment: environment, limit: 200, at: now()) { record in
+        round.routed = try await store.routeWebhookEvents(environment: environment, limit: 1_000, at: now()) { record in
             WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
         }
         let at = now()
@@ -197,18 +200,27 @@ public struct WebhookDispatcher: Service {
             endpoints: signable)
         guard !leased.isEmpty else { return round }
         let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        // At most `concurrency` posts at once (the HTTP client's connections); the answers recorded in one
+        // transaction, so a busy round costs the database two writes besides the routing, not one per event.
+        let concurrency = self.concurrency
         let attempts = await withTaskGroup(of: WebhookAttempt.self) { group in
-            for delivery in leased {
+            var pending = leased[...]
+            for delivery in pending.prefix(concurrency) {
                 group.addTask { await attempt(delivery, endpoint: byId[delivery.endpoint]) }
             }
+            pending = pending.dropFirst(concurrency)
             var attempts: [WebhookAttempt] = []
-            for await attempt in group { attempts.append(attempt) }
+            for await done in group {
+                attempts.append(done)
+                if let delivery = pending.popFirst() {
+                    group.addTask { await attempt(delivery, endpoint: byId[delivery.endpoint]) }
+                }
+            }
             return attempts
         }
-        for attempt in attempts {
-            guard try await store.finishWebhookAttempt(attempt, environment: environment, holder: holder) else {
-                continue
-            }
+        let finished = try await store.finishWebhookAttempts(attempts, environment: environment, holder: holder)
+        for (attempt, kept) in zip(attempts, finished) {
+            guard kept else { continue }
             switch attempt.outcome {
             case .delivered:
                 round.delivered += 1

@@ -205,9 +205,13 @@ extension InMemoryStore {
         }
     }
 
-    public func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
-        -> Bool
+    public func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
+        -> [Bool]
     {
+        attempts.map { finish($0, environment: environment, holder: holder) }
+    }
+
+    private func finish(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String) -> Bool {
         let key = WebhookOutbox.DeliveryKey(environment: environment, endpoint: attempt.endpoint, seq: attempt.seq)
         guard var delivery = state.outbox.deliveries[key], delivery.leaseHolder == holder, delivery.state == .pending
         else { return false }

@@ -249,9 +249,22 @@ extension PostgresStore {
         }
     }
 
-    public func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
-        async throws -> Bool
+    public func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
+        async throws -> [Bool]
     {
+        try await write { connection in
+            var finished: [Bool] = []
+            for attempt in attempts {
+                finished.append(try await self.finish(attempt, connection, environment: environment, holder: holder))
+            }
+            return finished
+        }
+    }
+
+    /// Records one attempt in `connection`'s transaction.
+    private func finish(
+        _ attempt: WebhookAttempt, _ connection: PostgresConnection, environment: AppStoreEnvironment, holder: String
+    ) async throws -> Bool {
         let (state, next, delivered): (WebhookDeliveryState, Date?, Date?) =
             switch attempt.outcome {
             case .delivered: (.delivered, nil, attempt.at)
@@ -259,7 +272,7 @@ extension PostgresStore {
             }
         let status = attempt.status.map(Int64.init)
         let error = attempt.error.map { String($0.prefix(500)) }
-        return try await write { connection in
+        do {
             let finished = try await Self.first(
                 connection,
                 """

@@ -221,10 +221,19 @@ extension SQLiteStore {
         }
     }
 
-    public func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
-        async throws -> Bool
+    public func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
+        async throws -> [Bool]
     {
         try await write { db in
+            try attempts.map { try Self.finish($0, db, environment: environment, holder: holder) }
+        }
+    }
+
+    /// Records one attempt in `db`'s transaction.
+    static func finish(_ attempt: WebhookAttempt, _ db: Database, environment: AppStoreEnvironment, holder: String)
+        throws -> Bool
+    {
+        do {
             let (state, next, delivered): (WebhookDeliveryState, Date?, Date?) =
                 switch attempt.outcome {
                 case .delivered: (.delivered, nil, attempt.at)

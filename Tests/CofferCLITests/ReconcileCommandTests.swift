@@ -57,7 +57,7 @@ struct ReconcileCommandTests {
         ]
         let flags = ["reconcile", "--bundle-id", "com.example.app", "--apple-root", "sim/root.der"]
         let report = try await CofferProcess.run(flags, in: folder, environment: environment)
-        #expect(report.status == 1, "\(report.stderr)")
+        #expect(report.status == 0, "\(report.stderr)")
         #expect(report.stdout.contains("\(supportId)  missing-refund  2000000000"), "\(report.stdout)")
         #expect(report.stdout.contains("\(supportId)  missing-purchase  2000000002"), "\(report.stdout)")
         #expect(report.stdout.contains("2 discrepancies, 0 repaired, 2 left for support"))

@@ -45,7 +45,10 @@ struct LedgerReconciliationTests {
             Self.receipt(Self.fact("2")), Self.receipt(Self.fact("3"), revoked: true), Self.receipt(Self.fact("4")),
             Self.receipt(Self.fact("5")), Self.receipt(Self.fact("6")), Self.receipt(Self.fact("7")),
         ]
-        let found = LedgerReconciliation.discrepancies(.init(apple: apple, ledger: ledger), sells: { _ in true })
+        let token = UUID()
+        let found = LedgerReconciliation.discrepancies(
+            .init(apple: apple, ledger: ledger, appAccountToken: token, appleTokens: ["1": token]), sells: { _ in true }
+        )
         #expect(
             Self.kinds(found) == [
                 "1 missing-purchase", "2 missing-refund", "3 missing-reversal", "4 unknown-to-apple", "5 differs",
@@ -53,7 +56,7 @@ struct LedgerReconciliationTests {
             ])
         #expect(found.first { $0.transactionId == "5" }?.detail == "product: ledger coins, Apple gems")
         #expect(found.first { $0.transactionId == "7" }?.detail == "price: ledger 990 USD, Apple 1990 USD")
-        #expect(found.filter(\.kind.isRepairable).map(\.transactionId) == ["1", "2", "3"])
+        #expect(found.filter(\.repairable).map(\.transactionId) == ["1", "2", "3"])
         #expect(found.first?.apple == Self.fact("1"))
     }
 
@@ -99,8 +102,25 @@ struct LedgerReconciliationTests {
     @Test("a purchase Apple already refunded is missing with nothing owed")
     func refundedBeforeDelivery() {
         let found = LedgerReconciliation.discrepancies(
-            .init(apple: [Self.fact("1", refunded: 5)], ledger: []), sells: { _ in true })
+            .init(apple: [Self.fact("1", refunded: 5)], ledger: [], ownAccount: ["1"]), sells: { _ in true })
         #expect(found.map(\.kind) == [.missingPurchase])
         #expect(found.first?.detail == "refunded at Apple too: nothing is owed")
+    }
+
+    @Test(
+        "only what Apple signed as the customer's is repaired; without it, one since they joined is for support, one before is not looked at"
+    )
+    func whose() {
+        let joined = Self.start.addingTimeInterval(3_600)
+        let books = LedgerReconciliation.Books(
+            apple: [Self.fact("1", at: 0), Self.fact("2", at: 7_200), Self.fact("3", at: 0)], ledger: [],
+            appAccountToken: UUID(), ownAccount: ["3"], customerSince: joined)
+        let found = LedgerReconciliation.discrepancies(books, sells: { _ in true })
+        #expect(Self.kinds(found) == ["2 missing-purchase", "3 missing-purchase"])
+        #expect(found.map(\.repairable) == [false, true])
+        #expect(found.first?.detail.contains("no appAccountToken") == true)
+        // A ledger purchase whose account was not read is not called unknown to Apple.
+        let unread = LedgerReconciliation.Books(apple: [], ledger: [Self.receipt(Self.fact("9"))], unread: ["9"])
+        #expect(LedgerReconciliation.discrepancies(unread, sells: { _ in true }).isEmpty)
     }
 }

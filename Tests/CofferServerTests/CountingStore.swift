@@ -390,11 +390,11 @@ final class CountingStore: CofferStore {
                 environment: environment, holder: holder, limit: limit, at: at, until: until, endpoints: endpoints)
         }
     }
-    func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
-        async throws -> Bool
+    func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
+        async throws -> [Bool]
     {
-        try await gate("finishWebhookAttempt", write: true) {
-            try await base.finishWebhookAttempt(attempt, environment: environment, holder: holder)
+        try await gate("finishWebhookAttempts", write: true) {
+            try await base.finishWebhookAttempts(attempts, environment: environment, holder: holder)
         }
     }
     func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int) async throws

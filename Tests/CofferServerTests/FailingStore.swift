@@ -145,8 +145,8 @@ struct FailingStore: CofferStore {
     func leaseWebhookDeliveries(
         environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] { throw error }
-    func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
-        async throws -> Bool
+    func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
+        async throws -> [Bool]
     { throw error }
     func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int) async throws
         -> [WebhookDelivery]

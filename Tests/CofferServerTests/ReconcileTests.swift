@@ -6,6 +6,7 @@ import CofferServer
 import CofferService
 import CofferSimulator
 import CofferStore
+import CofferTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -176,9 +177,9 @@ struct ReconcileTests {
             #expect(report.run.repaired == 4)
             let nextHour = (before.timeIntervalSince1970 / 3_600).rounded(.down) * 3_600 + 3_600
             let waited = clock.waits.withLock { $0 }
-            #expect(waited.count == 1)
-            // It slept until Apple's named time, not less.
+            // It slept until Apple's named time, not less, in steps shorter than its claim (renewed at each).
             #expect(before.addingTimeInterval(waited.reduce(0, +)).timeIntervalSince1970 >= nextHour - 1)
+            #expect(waited.allSatisfy { $0 <= 100 })
         }
     }
 
@@ -242,6 +243,80 @@ struct ReconcileTests {
             let one = try await reconciler.reconcile(.init(customer: owners[0], repair: true))
             #expect(one.run.repaired == 2)
         }
+    }
+
+    @Test("the scheduled run: checks every five minutes, runs a day after the last, repairing as reconcile.repair says")
+    func scheduled() async throws {
+        let setup = try NotificationTests.Setup()
+        let (_, owner, _, _) = try await Self.customerWithGaps(setup, account: "lee")
+        let store = setup.store
+        try await RecoveryTests.withAppleAPI(setup) { api in
+            // A report-only run by hand first: the scheduled one still repairs, as the setting says.
+            let manual = try await Self.reconciler(setup, api).reconcile(.init()).run.id
+            let timer = TestClock()
+            var configuration = setup.configuration.service
+            configuration.reconcileInterval = 86_400
+            let simulated = setup.clock
+            let dependencies = try ServerDependencies(
+                store: store, verifier: setup.verifier, catalog: setup.catalog, appStoreAPI: api,
+                now: { simulated.now() }, timerClock: timer)
+            let scheduled = try #require(Reconciler(configuration: configuration, dependencies: dependencies))
+            let running = Task { try await scheduled.run() }
+            defer { running.cancel() }
+            // The first check, five minutes after start: the run by hand is not a day old, nothing runs.
+            await timer.waitForSleepers()
+            timer.advance(300)
+            await timer.waitForSleepers()
+            #expect(try await Self.lastRun(store)?.id == manual)
+            #expect(try await store.wallet(owner: owner, environment: .sandbox).balance == 200)
+            // A day on, the scheduled run repairs, as reconcile.repair says (not as the run by hand was asked).
+            _ = try await setup.apple.advanceClock(by: 86_400)
+            timer.advance(300)
+            let finished = try await Self.nextRun(store, after: manual)
+            #expect(finished.repair && finished.repaired == 2)
+            #expect(try await store.wallet(owner: owner, environment: .sandbox).balance == 100)
+            // Another day on, the next run finds the books agree.
+            await timer.waitForSleepers()
+            _ = try await setup.apple.advanceClock(by: 86_400)
+            timer.advance(300)
+            let next = try await Self.nextRun(store, after: finished.id)
+            #expect(next.found == 0 && next.customers == 1)
+        }
+    }
+
+    @Test("the dashboard shows the last run's figures, with what is left for support")
+    func dashboard() async throws {
+        let setup = try NotificationTests.Setup()
+        _ = try await Self.customerWithGaps(setup, account: "max")
+        try await PanelTests.admin(in: setup.store)
+        try await RecoveryTests.withAppleAPI(setup) { api in
+            _ = try await Self.reconciler(setup, api).reconcile(.init())
+            try await setup.application(api: api).test(.router) { client in
+                var browser = PanelTests.Browser()
+                _ = try await browser.signIn(client)
+                let page = String(buffer: try await browser.get(client, "/admin").body)
+                #expect(page.contains(#"id="apple-reconciliation" class="notice error""#))
+                #expect(
+                    page.contains(
+                        "1 customers checked against Apple&#39;s history, 2 discrepancies, 0 repaired, 2 left for support"
+                    ), "\(page)")
+            }
+        }
+    }
+
+    /// The recorded run.
+    static func lastRun(_ store: any CofferStore) async throws -> ReconciliationRun? {
+        try await store.cursor(ReconciliationRun.cursorName, environment: .sandbox).flatMap(
+            ReconciliationRun.init(text:))
+    }
+
+    /// Waits (at most about 10 s) for a finished run other than `after`.
+    static func nextRun(_ store: any CofferStore, after: UUID?) async throws -> ReconciliationRun {
+        for _ in 0..<1_000 {
+            if let run = try await lastRun(store), run.finishedAt != nil, run.id != after { return run }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw CancellationError()
     }
 
     /// Apple's signed transaction `id`, verified.

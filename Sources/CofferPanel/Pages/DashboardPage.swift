@@ -89,6 +89,8 @@ struct DashboardPage: PanelPage {
             var off: Bool
             var waiting: Bool
             var running: Bool
+            /// Unfinished, its instance gone (its claim lapsed): the next run resumes it.
+            var paused: Bool
             var started: String?
             var finished: String?
             var failure: String?
@@ -197,7 +199,10 @@ extension DashboardPage.AppleCard {
         let books = recoveryOn ? health.reconciliation : nil
         reconciliation = Reconciliation(
             off: !recoveryOn, waiting: recoveryOn && books == nil,
-            running: books.map { $0.finishedAt == nil && $0.error == nil } ?? false,
+            running: books.map { $0.finishedAt == nil && $0.error == nil && ($0.leaseUntil ?? .distantPast) > now }
+                ?? false,
+            paused: books.map { $0.finishedAt == nil && $0.error == nil && ($0.leaseUntil ?? .distantPast) <= now }
+                ?? false,
             started: books.map { time($0.startedAt) },
             finished: books?.finishedAt.map(time), failure: books?.error,
             customers: PanelText.count(books?.customers ?? 0), found: PanelText.count(books?.found ?? 0),

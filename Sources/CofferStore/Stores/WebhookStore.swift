@@ -32,13 +32,13 @@ public protocol WebhookStore: Sendable {
     func leaseWebhookDeliveries(
         environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery]
-    /// Records an attempt of a delivery leased to `holder`, and ends the lease. A failure to be retried holds the
-    /// customer's later deliveries to that endpoint until the retry (they wait behind it anyway), so a down endpoint's
-    /// backlog is not read again every round.
+    /// Records attempts of deliveries leased to `holder`, in one transaction, and ends their leases. A failure to be
+    /// retried holds the customer's later deliveries to that endpoint until the retry (they wait behind it anyway),
+    /// so a down endpoint's backlog is not read again every round.
     ///
-    /// - Returns: Whether the lease was still `holder`'s (otherwise nothing changed).
-    func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
-        async throws -> Bool
+    /// - Returns: For each attempt, whether its lease was still `holder`'s (otherwise nothing changed for it).
+    func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
+        async throws -> [Bool]
     /// The environment's deliveries, newest event first: all of them, or those in one state.
     func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int) async throws
         -> [WebhookDelivery]
@@ -59,6 +59,15 @@ public protocol WebhookStore: Sendable {
 }
 
 extension WebhookStore {
+    /// Records one attempt (``finishWebhookAttempts(_:environment:holder:)``).
+    ///
+    /// - Returns: Whether the lease was still `holder`'s.
+    public func finishWebhookAttempt(_ attempt: WebhookAttempt, environment: AppStoreEnvironment, holder: String)
+        async throws -> Bool
+    {
+        try await finishWebhookAttempts([attempt], environment: environment, holder: holder).first ?? false
+    }
+
     /// Leases deliveries of any endpoint (``leaseWebhookDeliveries(environment:holder:limit:at:until:endpoints:)``).
     public func leaseWebhookDeliveries(
         environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date
