@@ -127,7 +127,8 @@ public struct Reconciler: Service {
         } catch {
             // Stopped (a refused key, the store down, a shutdown): the place is kept for a resume, the claim let go.
             if await claimed.run.holder == holder {
-                let reason = String("\(error)".prefix(500))
+                // A shutdown is no failure: the run waits to be resumed where it stopped.
+                let reason = error is CancellationError ? nil : String("\(error)".prefix(500))
                 await claimed.update {
                     $0.error = reason
                     $0.holder = nil

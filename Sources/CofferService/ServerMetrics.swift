@@ -57,8 +57,15 @@ public final class ServerMetrics: Sendable {
         MetricNameDescriptor(namespace: "coffer", metricName: metric, unitName: unit, helpText: help)
     }
 
+    private let served = Atomic<Int>(0)
+
+    /// HTTP requests answered since the server started: how busy it is, for the work it does beside them (the
+    /// webhooks' rounds give way to a busy server).
+    public var requestsServed: Int { served.load(ordering: .relaxed) }
+
     /// Counts an HTTP request by route, method and status, and records its duration.
     public func request(route: String, method: String, status: Int, duration: Duration) {
+        served.add(1, ordering: .relaxed)
         let key = RequestLabels(route: route, method: method, status: status)
         let metrics =
             requestMetrics.withLock { $0[key] }

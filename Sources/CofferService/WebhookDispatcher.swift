@@ -97,6 +97,10 @@ public struct WebhookDispatcher: Service {
     let interval: Double
     /// Deliveries one round leases.
     let batch: Int
+    /// Outbox records one round makes events (one write transaction, kept short beside the ledger's).
+    static let routedPerRound = 256
+    /// Requests answered during a round above which the server counts as busy.
+    static let busyRequests = 20
     /// Posts under way at once.
     let concurrency: Int
 
@@ -137,17 +141,27 @@ public struct WebhookDispatcher: Service {
     /// one runs. (The server records the settings' endpoints with ``publishSettings()`` before it listens.)
     public func run() async throws {
         var rounds = 0
+        var served = metrics.requestsServed
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
+                let started = clock.elapsed
                 let round = try await runOnce()
+                let took = clock.elapsed - started
                 if rounds % 3_600 == 0 {
                     _ = try await store.pruneWebhookEvents(
                         environment: environment, before: now().addingTimeInterval(-Self.retention))
                 }
                 if rounds % 5 == 0 { try await observeBacklog() }
                 rounds += 1
-                // A full round means more is waiting: the next one runs at once.
-                if round.routed >= 1_000 || round.delivered + round.failed >= batch { continue }
+                // A full round means more is waiting: the next one runs at once, unless requests are being served
+                // meanwhile: then the rounds give way to them, taking at most a tenth of the time (the events wait
+                // in the outbox, and the backlog drains once the peak has passed).
+                let busy = metrics.requestsServed - served > Self.busyRequests
+                served = metrics.requestsServed
+                if round.routed >= Self.routedPerRound || round.delivered + round.failed >= batch {
+                    if busy, took > .zero { try? await clock.sleep(for: took * 9) }
+                    continue
+                }
             } catch {
                 rounds += 1
                 logger.error("webhooks: a round failed; trying again: \(error)")
@@ -189,7 +203,9 @@ public struct WebhookDispatcher: Service {
         // No endpoint, nothing written to the outbox and nothing owed: no write transaction either.
         guard !endpoints.isEmpty else { return round }
         let catalog = catalog
-        round.routed = try await store.routeWebhookEvents(environment: environment, limit: 1_000, at: now()) { record in
+        round.routed = try await store.routeWebhookEvents(
+            environment: environment, limit: Self.routedPerRound, at: now()
+        ) { record in
             WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
         }
         let at = now()

@@ -182,26 +182,30 @@ extension SQLiteStore {
         }
     }
 
+    /// The due deliveries a round may lease: each endpoint's and customer's oldest pending one. A customer's earlier
+    /// pending deliveries are looked up through `webhook_deliveries_in_order` (the primary key would read every
+    /// delivery the endpoint ever had).
+    static func leaseQuery(endpoints: Int?) -> String {
+        let named = endpoints.map { " AND d.endpoint IN (\(Array(repeating: "?", count: $0).joined(separator: ", ")))" }
+        return """
+            SELECT d.endpoint, d.seq FROM webhook_deliveries d
+            WHERE d.environment = ? AND d.state = 'pending' AND d.next_at <= ?
+                AND (d.lease_until IS NULL OR d.lease_until <= ?)\(named ?? "")
+                AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e INDEXED BY webhook_deliveries_in_order
+                    WHERE e.environment = d.environment AND e.endpoint = d.endpoint
+                    AND e.support_id = d.support_id AND e.state = 'pending' AND e.seq < d.seq)
+            ORDER BY d.next_at, d.seq LIMIT ?
+            """
+    }
+
     public func leaseWebhookDeliveries(
         environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] {
         if let endpoints, endpoints.isEmpty { return [] }
         return try await write { db in
             let now = Millis.from(at)
-            let named = endpoints.map {
-                " AND d.endpoint IN (\(Array(repeating: "?", count: $0.count).joined(separator: ", ")))"
-            }
             let picked = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT d.endpoint, d.seq FROM webhook_deliveries d
-                    WHERE d.environment = ? AND d.state = 'pending' AND d.next_at <= ?
-                        AND (d.lease_until IS NULL OR d.lease_until <= ?)\(named ?? "")
-                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
-                            AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
-                            AND e.seq < d.seq)
-                    ORDER BY d.next_at, d.seq LIMIT ?
-                    """,
+                db, sql: Self.leaseQuery(endpoints: endpoints?.count),
                 arguments: StatementArguments(
                     [environment.rawValue, now, now] as [any DatabaseValueConvertible] + (endpoints ?? [])
                         + [max(0, limit)]))
