@@ -189,6 +189,7 @@ extension Reconciler {
         var revision: String?
         var revisions = Set<String>()
         for _ in 0..<Self.pagesPerHistory {
+            try await keepAlive()
             let (items, next): ([String], String?)
             do {
                 let current = revision

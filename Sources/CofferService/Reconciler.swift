@@ -146,9 +146,8 @@ public struct Reconciler: Service {
     private func walk(_ book: RunBook, report: inout Report, progress: (@Sendable (String) -> Void)?) async throws {
         var failures = 0
         var lastRead = await book.run.after
-        let keepAlive: @Sendable () async throws -> Void = {
-            guard try await book.save() else { throw RefusalError.running(holder: "another instance", until: Date()) }
-        }
+        var counted = await (book.run.customers, book.run.failedCustomers)
+        let keepAlive: @Sendable () async throws -> Void = { try await book.renewIfDue() }
         while true {
             let page = try await store.reconciledCustomers(
                 environment: environment, after: await book.run.after, limit: Self.pageSize)
@@ -180,12 +179,21 @@ public struct Reconciler: Service {
                             failures += 1
                             if failures >= Self.failuresBeforeStopping {
                                 // Apple or the network is down: the run stops at the last customer it could read,
-                                // and its resume tries those again.
-                                let (back, place) = (failures - 1, lastRead)
+                                // and its resume tries those again; stopped at the same place twice, it goes past
+                                // them (counted as not read) so that a few customers cannot hold it there for good.
+                                let (place, figures) = (lastRead, counted)
+                                let mark = place?.uuidString ?? ""
                                 await book.update {
-                                    $0.after = place
-                                    $0.customers -= back
-                                    $0.failedCustomers -= back
+                                    if $0.rewoundAt == mark {
+                                        $0.rewoundAt = nil
+                                        $0.customers += 1
+                                        $0.failedCustomers += 1
+                                        $0.after = owner
+                                    } else {
+                                        $0.rewoundAt = mark
+                                        $0.after = place
+                                        ($0.customers, $0.failedCustomers) = figures
+                                    }
                                 }
                                 throw CheckFailure(
                                     reason:
@@ -196,12 +204,17 @@ public struct Reconciler: Service {
                         await book.update { $0.failedCustomers += 1 }
                     }
                 }
-                if failures == 0 { lastRead = owner }
                 await book.update {
                     $0.customers += 1
                     $0.after = owner
                 }
-                try await keepAlive()
+                if failures == 0 {
+                    lastRead = owner
+                    counted = await (book.run.customers, book.run.failedCustomers)
+                }
+                guard try await book.save() else {
+                    throw RefusalError.running(holder: "another instance", until: now)
+                }
             }
             let run = await book.run
             progress?("checked \(run.customers) customers; \(run.found) discrepancies, \(run.repaired) repaired")
@@ -281,6 +294,8 @@ public struct Reconciler: Service {
                 }
             } catch RefusalError.running {
                 // Another instance runs it.
+            } catch is CancellationError {
+                return  // shutting down: the run waits to be resumed
             } catch {
                 logger.error("reconciliation failed; it resumes at the next check: \(error)")
             }
@@ -295,6 +310,7 @@ actor RunBook {
     private let store: any CofferStore
     private let environment: CofferCore.AppStoreEnvironment
     private let now: @Sendable () -> Date
+    private var savedAt = Date.distantPast
 
     init(
         run: ReconciliationRun, kept: String?, store: any CofferStore, environment: CofferCore.AppStoreEnvironment,
@@ -310,6 +326,14 @@ actor RunBook {
     /// Changes the run in memory.
     func update(_ change: @Sendable (inout ReconciliationRun) -> Void) { change(&run) }
 
+    /// Renews the claim when a third of it has passed since the last save (during one customer's long reading).
+    ///
+    /// - Throws: ``Reconciler/RefusalError/running(holder:until:)`` when another instance took the run over.
+    func renewIfDue() async throws {
+        guard now().timeIntervalSince(savedAt) > Reconciler.lease / 3 else { return }
+        guard try await save() else { throw Reconciler.RefusalError.running(holder: "another instance", until: now()) }
+    }
+
     /// Saves the run's place and renews its claim, only if nobody else changed it meanwhile.
     ///
     /// - Returns: `false` when another instance took it over (a claim that lapsed): nothing more of it is saved.
@@ -324,6 +348,7 @@ actor RunBook {
             return false
         }
         kept = text
+        savedAt = now()
         return true
     }
 }

@@ -58,6 +58,8 @@ public final class ServerMetrics: Sendable {
     }
 
     private let served = Atomic<Int>(0)
+    /// Routes that say nothing of the load: health probes and metric scrapes.
+    static let probes: Set<String> = ["/healthz", "/readyz", "/livez", "/metrics"]
 
     /// HTTP requests answered since the server started: how busy it is, for the work it does beside them (the
     /// webhooks' rounds give way to a busy server).
@@ -65,7 +67,7 @@ public final class ServerMetrics: Sendable {
 
     /// Counts an HTTP request by route, method and status, and records its duration.
     public func request(route: String, method: String, status: Int, duration: Duration) {
-        served.add(1, ordering: .relaxed)
+        if !Self.probes.contains(route) { served.add(1, ordering: .relaxed) }
         let key = RequestLabels(route: route, method: method, status: status)
         let metrics =
             requestMetrics.withLock { $0[key] }

@@ -73,8 +73,9 @@ enum HMACSHA256 {
 /// instance at a time), leases due deliveries (none sent twice at once; a customer's in order), posts each signed,
 /// and records the answer: 2xx delivered, anything else retried by ``WebhookBackoff`` for 3 days, then a dead letter.
 public struct WebhookDispatcher: Service {
-    /// How long a lease lasts: longer than an attempt's deadline, so a lease never ends while its post runs.
-    static let lease: TimeInterval = 60
+    /// How long a lease lasts: longer than a round's posts can take (a round's deliveries posted `concurrency` at a
+    /// time, each within ``timeout``: 8 waves of 10 s for 256 at 32), so a lease never ends while its post runs.
+    static let lease: TimeInterval = 150
     /// An attempt's deadline, in seconds.
     static let timeout = 10
     /// How long delivered events are kept (for `coffer webhooks replay`).
@@ -99,8 +100,12 @@ public struct WebhookDispatcher: Service {
     let batch: Int
     /// Outbox records one round makes events (one write transaction, kept short beside the ledger's).
     static let routedPerRound = 256
-    /// Requests answered during a round above which the server counts as busy.
-    static let busyRequests = 20
+    /// Requests a second, during a round, above which the server counts as busy.
+    static let busyRate = 100.0
+    /// The longest a full round's pause for a busy server lasts.
+    static let longestPause: Duration = .seconds(2)
+    /// Answers recorded in one transaction.
+    static let answersPerTransaction = 32
     /// Posts under way at once.
     let concurrency: Int
 
@@ -111,7 +116,7 @@ public struct WebhookDispatcher: Service {
         now: @escaping @Sendable () -> Date, clock: any TimerClock, holder: String = UUID().uuidString,
         interval: Double = 1, batch: Int = 256, concurrency: Int = 32
     ) {
-        self.concurrency = concurrency
+        self.concurrency = max(1, concurrency)
         self.forwardURLs = forwardURLs
         self.store = store
         self.catalog = catalog
@@ -141,25 +146,28 @@ public struct WebhookDispatcher: Service {
     /// one runs. (The server records the settings' endpoints with ``publishSettings()`` before it listens.)
     public func run() async throws {
         var rounds = 0
-        var served = metrics.requestsServed
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
-                let started = clock.elapsed
+                let (started, served) = (clock.elapsed, metrics.requestsServed)
                 let round = try await runOnce()
                 let took = clock.elapsed - started
+                let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
+                // Requests answered during the round, per second (probes and scrapes are not counted).
+                let busy = seconds > 0 && Double(metrics.requestsServed - served) / seconds > Self.busyRate
                 if rounds % 3_600 == 0 {
                     _ = try await store.pruneWebhookEvents(
                         environment: environment, before: now().addingTimeInterval(-Self.retention))
                 }
                 if rounds % 5 == 0 { try await observeBacklog() }
                 rounds += 1
-                // A full round means more is waiting: the next one runs at once, unless requests are being served
-                // meanwhile: then the rounds give way to them, taking at most a tenth of the time (the events wait
-                // in the outbox, and the backlog drains once the peak has passed).
-                let busy = metrics.requestsServed - served > Self.busyRequests
-                served = metrics.requestsServed
+                // A full round means more is waiting: the next one runs at once, unless the server is busy
+                // answering requests: then the rounds give way to them, taking at most about a tenth of the time
+                // (the events wait in the outbox, and the backlog drains once the peak has passed).
                 if round.routed >= Self.routedPerRound || round.delivered + round.failed >= batch {
-                    if busy, took > .zero { try? await clock.sleep(for: took * 9) }
+                    if busy {
+                        let pause = min(took * 9, Self.longestPause)
+                        try await cancelWhenGracefulShutdown { try await self.clock.sleep(for: pause) }
+                    }
                     continue
                 }
             } catch {
@@ -234,8 +242,14 @@ public struct WebhookDispatcher: Service {
             }
             return attempts
         }
-        let finished = try await store.finishWebhookAttempts(attempts, environment: environment, holder: holder)
-        for (attempt, kept) in zip(attempts, finished) {
+        // Recorded in key order (every instance takes the rows' locks in one order), a few dozen a transaction.
+        let sorted = attempts.sorted { ($0.endpoint, $0.seq) < ($1.endpoint, $1.seq) }
+        var finished: [Bool] = []
+        for start in stride(from: 0, to: sorted.count, by: Self.answersPerTransaction) {
+            let chunk = Array(sorted[start..<min(start + Self.answersPerTransaction, sorted.count)])
+            finished += try await store.finishWebhookAttempts(chunk, environment: environment, holder: holder)
+        }
+        for (attempt, kept) in zip(sorted, finished) {
             guard kept else { continue }
             switch attempt.outcome {
             case .delivered:

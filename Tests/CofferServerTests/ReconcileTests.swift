@@ -7,6 +7,7 @@ import CofferService
 import CofferSimulator
 import CofferStore
 import CofferTestSupport
+import Crypto
 import Foundation
 import Synchronization
 import Testing
@@ -302,6 +303,52 @@ struct ReconcileTests {
                     ), "\(page)")
             }
         }
+    }
+
+    @Test(
+        "Apple unreachable: five customers in a row stop the run at the last one read; stopped there again, it goes past"
+    )
+    func appleDown() async throws {
+        let setup = try NotificationTests.Setup()
+        for account in ["n1", "n2", "n3", "n4", "n5", "n6"] {
+            _ = try await Self.customerWithGaps(setup, account: account)
+        }
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        var retry = AppStoreServerAPIClient.RetryPolicy()
+        retry.initialBackoff = .milliseconds(1)
+        // Nothing listens on port 9 of this machine, and no call may wait: every call fails at once, as a lost
+        // network's do once their deadline passes.
+        retry.callTimeout = .zero
+        let api = AppStoreServerAPIClient(
+            httpClient: http,
+            credentials: .init(
+                keyId: RecoveryTests.keyId, issuerId: RecoveryTests.issuerId, bundleId: NotificationTests.bundleId,
+                privateKey: P256.Signing.PrivateKey()),
+            environment: .sandbox, baseURL: "http://127.0.0.1:9", retry: retry)
+        do {
+            try await Self.stopAndGoPast(setup, try Self.reconciler(setup, api))
+        } catch {
+            try await http.shutdown()
+            throw error
+        }
+        try await http.shutdown()
+    }
+
+    static func stopAndGoPast(_ setup: NotificationTests.Setup, _ reconciler: Reconciler) async throws {
+        func attempt() async throws -> ReconciliationRun {
+            await #expect(throws: (any Error).self) { _ = try await reconciler.reconcile(.init(repair: true)) }
+            return try #require(try await Self.lastRun(setup.store))
+        }
+        let first = try await attempt()
+        #expect(first.after == nil && first.customers == 0 && first.failedCustomers == 0)
+        #expect(first.finishedAt == nil && first.holder == nil && first.error?.contains("in a row") == true)
+        // Stopped at the same place again: it goes past the five, counted as not read.
+        let second = try await attempt()
+        #expect(second.id == first.id && second.customers == 5 && second.failedCustomers == 5)
+        // The sixth fails alone: the run ends, with every customer counted once.
+        let third = try await reconciler.reconcile(.init(repair: true))
+        #expect(third.resumed && third.run.finishedAt != nil)
+        #expect(third.run.customers == 6 && third.run.failedCustomers == 6)
     }
 
     /// The recorded run.

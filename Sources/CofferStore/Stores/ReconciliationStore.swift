@@ -101,6 +101,9 @@ public struct ReconciliationRun: Sendable, Hashable, CursorRecord {
     public var holder: String?
     /// Until when the holder's claim lasts; past it, another instance (or `coffer reconcile`) resumes it.
     public var leaseUntil: Date?
+    /// Where the run last stopped for Apple failing and went back to (the last customer read's id, or empty for the
+    /// start): stopped there again, it goes on past.
+    public var rewoundAt: String?
 
     /// A new run.
     public init(id: UUID = UUID(), startedAt: Date, since: Date?, repair: Bool) {
