@@ -104,8 +104,6 @@ public struct WebhookDispatcher: Service {
     static let busyRate = 100.0
     /// The longest a full round's pause for a busy server lasts.
     static let longestPause: Duration = .seconds(2)
-    /// Answers recorded in one transaction.
-    static let answersPerTransaction = 32
     /// Posts under way at once.
     let concurrency: Int
 
@@ -140,16 +138,29 @@ public struct WebhookDispatcher: Service {
         public var delivered = 0
         /// Deliveries that failed (to be retried, or dead).
         public var failed = 0
+        /// Deliveries leased (and posted) this round.
+        public var leased = 0
+
+        /// This round's counts with `other`'s answers added.
+        func adding(_ other: Round) -> Round {
+            var sum = self
+            sum.delivered += other.delivered
+            sum.failed += other.failed
+            return sum
+        }
     }
 
     /// Runs a round every `interval` seconds until the server shuts down; a round that fails is logged and the next
-    /// one runs. (The server records the settings' endpoints with ``publishSettings()`` before it listens.)
+    /// one runs. (The server records the settings' endpoints with ``publishSettings()`` before it listens.) Each
+    /// round's answers are recorded in the next round's one write transaction, and on shutdown on their own.
     public func run() async throws {
         var rounds = 0
+        var unrecorded: [WebhookAttempt] = []
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let (started, served) = (clock.elapsed, metrics.requestsServed)
-                let round = try await runOnce()
+                let (round, answers) = try await round(recording: unrecorded)
+                unrecorded = answers
                 let took = clock.elapsed - started
                 let seconds = Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18
                 // Requests answered during the round, per second (probes and scrapes are not counted).
@@ -163,18 +174,29 @@ public struct WebhookDispatcher: Service {
                 // A full round means more is waiting: the next one runs at once, unless the server is busy
                 // answering requests: then the rounds give way to them, taking at most about a tenth of the time
                 // (the events wait in the outbox, and the backlog drains once the peak has passed).
-                if round.routed >= Self.routedPerRound || round.delivered + round.failed >= batch {
+                if round.routed >= Self.routedPerRound || round.leased >= batch {
                     if busy {
                         let pause = min(took * 9, Self.longestPause)
                         try await cancelWhenGracefulShutdown { try await self.clock.sleep(for: pause) }
                     }
                     continue
                 }
+                // Nothing new: the answers are recorded now rather than held for a round that may be a second away.
+                if !unrecorded.isEmpty {
+                    _ = try await record(unrecorded)
+                    unrecorded = []
+                }
             } catch {
                 rounds += 1
                 logger.error("webhooks: a round failed; trying again: \(error)")
             }
             try? await clock.sleep(for: .milliseconds(Int64(interval * 1_000)))
+        }
+        // What was posted is recorded before the instance ends (else it would be sent again after its lease).
+        if !unrecorded.isEmpty {
+            do { _ = try await record(unrecorded) } catch {
+                logger.error("webhooks: the last answers were not recorded; they will be sent again: \(error)")
+            }
         }
     }
 
@@ -206,29 +228,37 @@ public struct WebhookDispatcher: Service {
 
     /// One round: new records made events, then the due deliveries posted and their answers recorded.
     public func runOnce() async throws -> Round {
-        var round = Round()
+        let (round, answers) = try await round(recording: [])
+        return round.adding(try await record(answers))
+    }
+
+    /// A round whose write transaction first records `earlier` answers, then makes new records events and leases the
+    /// due deliveries; the leased ones are posted, and their answers returned to be recorded by the next round.
+    func round(recording earlier: [WebhookAttempt]) async throws -> (Round, [WebhookAttempt]) {
         let endpoints = try await store.webhookEndpoints(environment: environment)
         // No endpoint, nothing written to the outbox and nothing owed: no write transaction either.
-        guard !endpoints.isEmpty else { return round }
+        guard !endpoints.isEmpty || !earlier.isEmpty else { return (Round(), []) }
         let catalog = catalog
-        round.routed = try await store.routeWebhookEvents(
-            environment: environment, limit: Self.routedPerRound, at: now()
-        ) { record in
-            WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
-        }
         let at = now()
         // Only what this instance can sign for: the settings' endpoint needs this instance's settings to name it.
         let signable = endpoints.filter { $0.isForward || secrets(of: $0) != nil }.map(\.id)
-        let leased = try await store.leaseWebhookDeliveries(
-            environment: environment, holder: holder, limit: batch, at: at, until: at.addingTimeInterval(Self.lease),
-            endpoints: signable)
-        guard !leased.isEmpty else { return round }
+        let result = try await store.webhookRound(
+            WebhookRoundRequest(
+                environment: environment, holder: holder, finishing: earlier,
+                routeLimit: endpoints.isEmpty ? 0 : Self.routedPerRound,
+                leaseLimit: batch, endpoints: signable, at: at, until: at.addingTimeInterval(Self.lease))
+        ) { record in
+            WebhookEvents.event(for: record, catalog: catalog, endpoints: endpoints)
+        }
+        var round = tally(earlier, finished: result.finished)
+        round.routed = result.routed
+        round.leased = result.leased.count
+        guard !result.leased.isEmpty else { return (round, []) }
         let byId = Dictionary(endpoints.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        // At most `concurrency` posts at once (the HTTP client's connections); the answers recorded in one
-        // transaction, so a busy round costs the database two writes besides the routing, not one per event.
+        // At most `concurrency` posts at once (the HTTP client's connections).
         let concurrency = self.concurrency
         let attempts = await withTaskGroup(of: WebhookAttempt.self) { group in
-            var pending = leased[...]
+            var pending = result.leased[...]
             for delivery in pending.prefix(concurrency) {
                 group.addTask { await attempt(delivery, endpoint: byId[delivery.endpoint]) }
             }
@@ -242,14 +272,21 @@ public struct WebhookDispatcher: Service {
             }
             return attempts
         }
-        // Recorded in key order (every instance takes the rows' locks in one order), a few dozen a transaction.
-        let sorted = attempts.sorted { ($0.endpoint, $0.seq) < ($1.endpoint, $1.seq) }
-        var finished: [Bool] = []
-        for start in stride(from: 0, to: sorted.count, by: Self.answersPerTransaction) {
-            let chunk = Array(sorted[start..<min(start + Self.answersPerTransaction, sorted.count)])
-            finished += try await store.finishWebhookAttempts(chunk, environment: environment, holder: holder)
-        }
-        for (attempt, kept) in zip(sorted, finished) {
+        // Recorded in key order: every instance takes the rows' locks in one order.
+        return (round, attempts.sorted { ($0.endpoint, $0.seq) < ($1.endpoint, $1.seq) })
+    }
+
+    /// Records answers in one transaction and counts them.
+    func record(_ attempts: [WebhookAttempt]) async throws -> Round {
+        guard !attempts.isEmpty else { return Round() }
+        let finished = try await store.finishWebhookAttempts(attempts, environment: environment, holder: holder)
+        return tally(attempts, finished: finished)
+    }
+
+    /// Counts recorded answers (those whose lease was still this instance's) in the metrics and a round.
+    func tally(_ attempts: [WebhookAttempt], finished: [Bool]) -> Round {
+        var round = Round()
+        for (attempt, kept) in zip(attempts, finished) {
             guard kept else { continue }
             switch attempt.outcome {
             case .delivered:

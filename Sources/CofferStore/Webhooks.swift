@@ -274,3 +274,57 @@ public struct WebhookBacklog: Sendable, Hashable {
         self.oldest = oldest
     }
 }
+
+/// One round of the delivery service's writes, made in one transaction by
+/// ``WebhookStore/webhookRound(_:route:)``: the last round's answers recorded, new records made events, due
+/// deliveries leased.
+public struct WebhookRoundRequest: Sendable, Hashable {
+    /// The environment.
+    public var environment: AppStoreEnvironment
+    /// This instance, as the holder of its leases.
+    public var holder: String
+    /// Answers to record first (as ``WebhookStore/finishWebhookAttempts(_:environment:holder:)``), in key order.
+    public var finishing: [WebhookAttempt]
+    /// Outbox records to make events, at most.
+    public var routeLimit: Int
+    /// Deliveries to lease, at most.
+    public var leaseLimit: Int
+    /// The endpoints this instance can sign for (`nil`: any).
+    public var endpoints: [String]?
+    /// Now: new deliveries are due at it, and due ones are leased at it.
+    public var at: Date
+    /// When the leases end.
+    public var until: Date
+
+    /// Creates a round's request.
+    public init(
+        environment: AppStoreEnvironment, holder: String, finishing: [WebhookAttempt], routeLimit: Int,
+        leaseLimit: Int, endpoints: [String]?, at: Date, until: Date
+    ) {
+        self.environment = environment
+        self.holder = holder
+        self.finishing = finishing
+        self.routeLimit = routeLimit
+        self.leaseLimit = leaseLimit
+        self.endpoints = endpoints
+        self.at = at
+        self.until = until
+    }
+}
+
+/// What one round's transaction did.
+public struct WebhookRoundResult: Sendable, Hashable {
+    /// For each answer recorded, whether its lease was still the holder's.
+    public var finished: [Bool]
+    /// Outbox records made events (or passed over).
+    public var routed: Int
+    /// The deliveries leased.
+    public var leased: [WebhookDelivery]
+
+    /// Creates a result.
+    public init(finished: [Bool], routed: Int, leased: [WebhookDelivery]) {
+        self.finished = finished
+        self.routed = routed
+        self.leased = leased
+    }
+}

@@ -172,80 +172,17 @@ extension PostgresStore {
         _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
     ) async throws -> Int {
         try await write { connection in
-            // One instance makes events at a time; another finds the lock taken and leaves the work to it.
-            guard
-                try await Self.first(
-                    connection,
-                    """
-                    SELECT pg_try_advisory_xact_lock(\(PostgresWebhookTables.routingLock),
-                        hashtext(\(environment.rawValue)))
-                    """,
-                    logger: self.logger, { try $0.decode(Bool.self) }) == true
-            else { return 0 }
-            var records: [OutboxRecord] = []
-            for try await row in try await connection.query(
-                """
-                SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
-                LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
-                WHERE o.environment = \(environment.rawValue) AND NOT o.routed ORDER BY o.seq LIMIT \(max(0, limit))
-                """, logger: self.logger)
-            {
-                records.append(try Self.outboxRecord(row))
-            }
-            for record in records {
-                let event = route(record)
-                try await connection.query(
-                    """
-                    UPDATE webhook_outbox SET routed = true, event_id = \(event?.id.uuidString.lowercased()),
-                        type = \(event?.type), body = \(event?.body)
-                    WHERE seq = \(record.seq)
-                    """, logger: self.logger)
-                let endpoints = Set(event?.endpoints ?? []).sorted()
-                guard !endpoints.isEmpty else { continue }
-                try await connection.query(
-                    """
-                    INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
-                    SELECT \(environment.rawValue), e, \(record.seq), \(record.supportId), 'pending', \(Millis.from(at))
-                    FROM unnest(\(endpoints)::text[]) AS e
-                    ON CONFLICT DO NOTHING
-                    """, logger: self.logger)
-            }
-            return records.count
+            try await self.route(connection, environment: environment, limit: limit, at: at, route)
         }
     }
 
     public func leaseWebhookDeliveries(
         environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date, endpoints: [String]?
     ) async throws -> [WebhookDelivery] {
-        let now = Millis.from(at)
-        let (any, named) = (endpoints == nil, endpoints ?? [])
-        return try await write { connection in
-            var leased: [WebhookDelivery] = []
-            for try await row in try await connection.query(
-                """
-                WITH picked AS (
-                    SELECT d.endpoint, d.seq FROM webhook_deliveries d
-                    WHERE d.environment = \(environment.rawValue) AND d.state = 'pending' AND d.next_at <= \(now)
-                        AND (d.lease_until IS NULL OR d.lease_until <= \(now))
-                        AND (\(any) OR d.endpoint = ANY(\(named)::text[]))
-                        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
-                            AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
-                            AND e.seq < d.seq)
-                    ORDER BY d.next_at, d.seq LIMIT \(max(0, limit))
-                    FOR UPDATE SKIP LOCKED
-                ), leased AS (
-                    UPDATE webhook_deliveries d SET lease_holder = \(holder), lease_until = \(Millis.from(until))
-                    FROM picked WHERE d.environment = \(environment.rawValue) AND d.endpoint = picked.endpoint
-                        AND d.seq = picked.seq
-                    RETURNING d.*
-                )
-                SELECT \(unescaped: Self.deliveryColumns) FROM leased d JOIN webhook_outbox o ON o.seq = d.seq
-                ORDER BY d.next_at, d.seq
-                """, logger: self.logger)
-            {
-                leased.append(try Self.delivery(row))
-            }
-            return leased
+        try await write { connection in
+            try await self.lease(
+                connection, environment: environment, holder: holder, limit: limit, at: at, until: until,
+                endpoints: endpoints)
         }
     }
 
@@ -259,6 +196,107 @@ extension PostgresStore {
             }
             return finished
         }
+    }
+
+    public func webhookRound(
+        _ request: WebhookRoundRequest, route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> WebhookRoundResult {
+        try await write { connection in
+            var finished: [Bool] = []
+            for attempt in request.finishing {
+                finished.append(
+                    try await self.finish(
+                        attempt, connection, environment: request.environment, holder: request.holder))
+            }
+            let routed = try await self.route(
+                connection, environment: request.environment, limit: request.routeLimit, at: request.at, route)
+            let leased = try await self.lease(
+                connection, environment: request.environment, holder: request.holder, limit: request.leaseLimit,
+                at: request.at, until: request.until, endpoints: request.endpoints)
+            return WebhookRoundResult(finished: finished, routed: routed, leased: leased)
+        }
+    }
+
+    /// Makes up to `limit` outbox records events in `connection`'s transaction, unless another instance is doing so.
+    private func route(
+        _ connection: PostgresConnection, environment: AppStoreEnvironment, limit: Int, at: Date,
+        _ route: @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> Int {
+        // One instance makes events at a time; another finds the lock taken and leaves the work to it.
+        guard
+            try await Self.first(
+                connection,
+                """
+                SELECT pg_try_advisory_xact_lock(\(PostgresWebhookTables.routingLock),
+                    hashtext(\(environment.rawValue)))
+                """,
+                logger: self.logger, { try $0.decode(Bool.self) }) == true
+        else { return 0 }
+        var records: [OutboxRecord] = []
+        for try await row in try await connection.query(
+            """
+            SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
+            LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
+            WHERE o.environment = \(environment.rawValue) AND NOT o.routed ORDER BY o.seq LIMIT \(max(0, limit))
+            """, logger: self.logger)
+        {
+            records.append(try Self.outboxRecord(row))
+        }
+        for record in records {
+            let event = route(record)
+            try await connection.query(
+                """
+                UPDATE webhook_outbox SET routed = true, event_id = \(event?.id.uuidString.lowercased()),
+                    type = \(event?.type), body = \(event?.body)
+                WHERE seq = \(record.seq)
+                """, logger: self.logger)
+            let endpoints = Set(event?.endpoints ?? []).sorted()
+            guard !endpoints.isEmpty else { continue }
+            try await connection.query(
+                """
+                INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                SELECT \(environment.rawValue), e, \(record.seq), \(record.supportId), 'pending', \(Millis.from(at))
+                FROM unnest(\(endpoints)::text[]) AS e
+                ON CONFLICT DO NOTHING
+                """, logger: self.logger)
+        }
+        return records.count
+    }
+
+    /// Leases due deliveries in `connection`'s transaction (rows another instance holds locked are passed over).
+    private func lease(
+        _ connection: PostgresConnection, environment: AppStoreEnvironment, holder: String, limit: Int, at: Date,
+        until: Date, endpoints: [String]?
+    ) async throws -> [WebhookDelivery] {
+        if let endpoints, endpoints.isEmpty { return [] }
+        let now = Millis.from(at)
+        let (any, named) = (endpoints == nil, endpoints ?? [])
+        var leased: [WebhookDelivery] = []
+        for try await row in try await connection.query(
+            """
+            WITH picked AS (
+                SELECT d.endpoint, d.seq FROM webhook_deliveries d
+                WHERE d.environment = \(environment.rawValue) AND d.state = 'pending' AND d.next_at <= \(now)
+                    AND (d.lease_until IS NULL OR d.lease_until <= \(now))
+                    AND (\(any) OR d.endpoint = ANY(\(named)::text[]))
+                    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.environment = d.environment
+                        AND e.endpoint = d.endpoint AND e.support_id = d.support_id AND e.state = 'pending'
+                        AND e.seq < d.seq)
+                ORDER BY d.next_at, d.seq LIMIT \(max(0, limit))
+                FOR UPDATE SKIP LOCKED
+            ), leased AS (
+                UPDATE webhook_deliveries d SET lease_holder = \(holder), lease_until = \(Millis.from(until))
+                FROM picked WHERE d.environment = \(environment.rawValue) AND d.endpoint = picked.endpoint
+                    AND d.seq = picked.seq
+                RETURNING d.*
+            )
+            SELECT \(unescaped: Self.deliveryColumns) FROM leased d JOIN webhook_outbox o ON o.seq = d.seq
+            ORDER BY d.next_at, d.seq
+            """, logger: self.logger)
+        {
+            leased.append(try Self.delivery(row))
+        }
+        return leased
     }
 
     /// Records one attempt in `connection`'s transaction.

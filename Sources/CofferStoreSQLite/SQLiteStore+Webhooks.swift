@@ -155,31 +155,78 @@ extension SQLiteStore {
         environment: AppStoreEnvironment, limit: Int, at: Date,
         _ route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
     ) async throws -> Int {
-        try await write { db in
-            let records = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
-                    LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
-                    WHERE o.environment = ? AND o.routed = 0 ORDER BY o.seq LIMIT ?
-                    """, arguments: [environment.rawValue, max(0, limit)]
-            ).map(Self.outboxRecord)
-            for record in records {
-                let event = route(record)
-                try db.execute(
-                    sql: "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ?",
-                    arguments: [event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq])
-                for endpoint in Set(event?.endpoints ?? []).sorted() {
-                    try db.execute(
-                        sql: """
-                            INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
-                            VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING
-                            """,
-                        arguments: [environment.rawValue, endpoint, record.seq, record.supportId, Millis.from(at)])
-                }
-            }
-            return records.count
+        try await write { db in try Self.route(db, environment: environment, limit: limit, at: at, route) }
+    }
+
+    /// The round's records are read and made events before its write transaction (a snapshot read, beside the
+    /// writer), so the one writer is held only to record, mark and lease: a record another instance made an event in
+    /// the meantime is passed over.
+    public func webhookRound(
+        _ request: WebhookRoundRequest, route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> WebhookRoundResult {
+        let records = try await read { db in
+            try Self.unrouted(db, environment: request.environment, limit: request.routeLimit)
         }
+        let events = records.map { ($0, route($0)) }
+        return try await write { db in
+            let finished = try request.finishing.map {
+                try Self.finish($0, db, environment: request.environment, holder: request.holder)
+            }
+            var routed = 0
+            for (record, event) in events {
+                routed += try Self.markRouted(db, record, event, environment: request.environment, at: request.at)
+            }
+            let leased = try Self.lease(
+                db, environment: request.environment, holder: request.holder, limit: request.leaseLimit,
+                at: request.at, until: request.until, endpoints: request.endpoints)
+            return WebhookRoundResult(finished: finished, routed: routed, leased: leased)
+        }
+    }
+
+    /// Makes up to `limit` outbox records events in `db`'s transaction.
+    static func route(
+        _ db: Database, environment: AppStoreEnvironment, limit: Int, at: Date,
+        _ route: (OutboxRecord) -> WebhookEvent?
+    ) throws -> Int {
+        var routed = 0
+        for record in try unrouted(db, environment: environment, limit: limit) {
+            routed += try markRouted(db, record, route(record), environment: environment, at: at)
+        }
+        return routed
+    }
+
+    /// The oldest records not made events yet.
+    static func unrouted(_ db: Database, environment: AppStoreEnvironment, limit: Int) throws -> [OutboxRecord] {
+        guard limit > 0 else { return [] }
+        return try Row.fetchAll(
+            db,
+            sql: """
+                SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
+                LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
+                WHERE o.environment = ? AND o.routed = 0 ORDER BY o.seq LIMIT ?
+                """, arguments: [environment.rawValue, limit]
+        ).map(Self.outboxRecord)
+    }
+
+    /// Marks `record` made `event` and queues a delivery to each of its endpoints, unless it was made one already.
+    ///
+    /// - Returns: 1 when this call made it, else 0.
+    static func markRouted(
+        _ db: Database, _ record: OutboxRecord, _ event: WebhookEvent?, environment: AppStoreEnvironment, at: Date
+    ) throws -> Int {
+        try db.execute(
+            sql: "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ? AND routed = 0",
+            arguments: [event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq])
+        guard db.changesCount > 0 else { return 0 }
+        for endpoint in Set(event?.endpoints ?? []).sorted() {
+            try db.execute(
+                sql: """
+                    INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
+                    VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [environment.rawValue, endpoint, record.seq, record.supportId, Millis.from(at)])
+        }
+        return 1
     }
 
     /// The due deliveries a round may lease: each endpoint's and customer's oldest pending one. A customer's earlier
@@ -203,26 +250,36 @@ extension SQLiteStore {
     ) async throws -> [WebhookDelivery] {
         if let endpoints, endpoints.isEmpty { return [] }
         return try await write { db in
-            let now = Millis.from(at)
-            let picked = try Row.fetchAll(
-                db, sql: Self.leaseQuery(endpoints: endpoints?.count),
-                arguments: StatementArguments(
-                    [environment.rawValue, now, now] as [any DatabaseValueConvertible] + (endpoints ?? [])
-                        + [max(0, limit)]))
-            var leased: [WebhookDelivery] = []
-            for row in picked {
-                let (endpoint, seq): (String, Int64) = (row["endpoint"], row["seq"])
-                try db.execute(
-                    sql: """
-                        UPDATE webhook_deliveries SET lease_holder = ?, lease_until = ?
-                        WHERE environment = ? AND endpoint = ? AND seq = ?
-                        """, arguments: [holder, Millis.from(until), environment.rawValue, endpoint, seq])
-                if let delivery = try Self.delivery(db, environment, endpoint: endpoint, seq: seq) {
-                    leased.append(delivery)
-                }
-            }
-            return leased
+            try Self.lease(
+                db, environment: environment, holder: holder, limit: limit, at: at, until: until, endpoints: endpoints)
         }
+    }
+
+    /// Leases due deliveries in `db`'s transaction.
+    static func lease(
+        _ db: Database, environment: AppStoreEnvironment, holder: String, limit: Int, at: Date, until: Date,
+        endpoints: [String]?
+    ) throws -> [WebhookDelivery] {
+        if let endpoints, endpoints.isEmpty { return [] }
+        let now = Millis.from(at)
+        let picked = try Row.fetchAll(
+            db, sql: Self.leaseQuery(endpoints: endpoints?.count),
+            arguments: StatementArguments(
+                [environment.rawValue, now, now] as [any DatabaseValueConvertible] + (endpoints ?? [])
+                    + [max(0, limit)]))
+        var leased: [WebhookDelivery] = []
+        for row in picked {
+            let (endpoint, seq): (String, Int64) = (row["endpoint"], row["seq"])
+            try db.execute(
+                sql: """
+                    UPDATE webhook_deliveries SET lease_holder = ?, lease_until = ?
+                    WHERE environment = ? AND endpoint = ? AND seq = ?
+                    """, arguments: [holder, Millis.from(until), environment.rawValue, endpoint, seq])
+            if let delivery = try Self.delivery(db, environment, endpoint: endpoint, seq: seq) {
+                leased.append(delivery)
+            }
+        }
+        return leased
     }
 
     public func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)

@@ -236,12 +236,13 @@ struct WebhookTests {
         func dispatcher(
             holder: String = "one",
             settings: WebhookSettings? = WebhookSettings(
-                url: "https://hooks.example.com/coffer", secret: WebhookTests.secret)
+                url: "https://hooks.example.com/coffer", secret: WebhookTests.secret),
+            sender: (any WebhookSender)? = nil, batch: Int = 256
         ) throws -> WebhookDispatcher {
             WebhookDispatcher(
                 store: store, catalog: try WebhookTests.catalog(), environment: .sandbox, settings: settings,
-                sender: sender, metrics: metrics, logger: Logger(label: "test"), now: clock.reading, clock: clock,
-                holder: holder)
+                sender: sender ?? self.sender, metrics: metrics, logger: Logger(label: "test"), now: clock.reading,
+                clock: clock, holder: holder, batch: batch)
         }
 
         func buy(_ id: String) async throws {
@@ -330,5 +331,60 @@ struct WebhookTests {
         let settings = try require(
             try await harness.store.webhookDeliveries(environment: .sandbox, state: nil, limit: 10).first)
         #expect(settings.state == .pending && settings.lastError?.hasPrefix("no answer") == true)
+    }
+
+    /// A sender that answers 200 and, at its `stopAt`th post, cancels the task it was given (a shutdown mid-round).
+    final class StoppingSender: WebhookSender {
+        let stopAt: Int
+        let bodies = Mutex<[String]>([])
+        let task = Mutex<Task<Void, Never>?>(nil)
+        init(stopAt: Int) { self.stopAt = stopAt }
+
+        func post(url: String, headers: [(String, String)], body: String, timeout: Int) async throws -> Int {
+            let count = bodies.withLock {
+                $0.append(body)
+                return $0.count
+            }
+            if count == stopAt { task.withLock { $0 }?.cancel() }
+            return 200
+        }
+    }
+
+    @Test("a full round's answers are recorded in the next round's transaction, and the last ones on shutdown")
+    func answersCarried() async throws {
+        let harness = try await Harness()
+        // One delivery a round: every round is full, so each carries its answer into the next.
+        let sender = StoppingSender(stopAt: 0)
+        let dispatcher = try harness.dispatcher(sender: sender, batch: 1)
+        try await dispatcher.publishSettings()
+        for id in ["t1", "t2", "t3"] { try await harness.buy(id) }
+        let running = Task { try? await dispatcher.run() }
+        // The fourth round records t3's answer, leases nothing and sleeps.
+        await harness.clock.waitForSleepers(1)
+        let delivered = try await harness.store.webhookDeliveries(environment: .sandbox, state: .delivered, limit: 10)
+        #expect(delivered.count == 3)
+        let sent = try sender.bodies.withLock { $0 }.map { try Self.json($0)["data"] as? [String: Any] }
+        #expect(sent.map { $0?["transactionId"] as? String } == ["t1", "t2", "t3"])
+        running.cancel()
+        _ = await running.value
+
+        // Shut down right after a full round posted: its answer is recorded before run() returns.
+        try await harness.buy("t4")
+        try await harness.buy("t5")
+        let stopping = StoppingSender(stopAt: 1)
+        let second = try harness.dispatcher(sender: stopping, batch: 1)
+        // The task starts its rounds only once the sender knows it.
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let stopped = Task {
+            for await _ in gate { break }
+            _ = try? await second.run()
+        }
+        stopping.task.withLock { $0 = stopped }
+        open.yield()
+        _ = await stopped.value
+        let pending = try await harness.store.webhookDeliveries(environment: .sandbox, state: .pending, limit: 10)
+        let done = try await harness.store.webhookDeliveries(environment: .sandbox, state: .delivered, limit: 10)
+        #expect(done.count == 4 && pending.count == 1)
+        #expect(pending.allSatisfy { $0.attempts == 0 })
     }
 }

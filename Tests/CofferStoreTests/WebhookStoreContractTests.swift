@@ -31,6 +31,17 @@ struct WebhookStoreContractTests {
         return seen.records
     }
 
+    /// A store with one endpoint, `wh_a`, and alice's two purchases, `a1` and `a2`.
+    static func twoPurchases(_ engine: StoreEngine) async throws -> (any CofferStore, User) {
+        let store = try await engine.makeStore()
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        try await store.saveWebhookEndpoint(Self.endpoint("wh_a"))
+        _ = try await store.apply(Make.purchase("a1", for: alice))
+        _ = try await store.apply(Make.purchase("a2", for: alice))
+        return (store, alice)
+    }
+
     final class RecordLog: @unchecked Sendable {
         private let lock = NSLock()
         private var items: [OutboxRecord] = []
@@ -177,6 +188,44 @@ struct WebhookStoreContractTests {
     }
 
     @Test(
+        "a round in one transaction: the last answers recorded first, new records made events, then the due leased",
+        arguments: StoreEngine.allCases)
+    func round(engine: StoreEngine) async throws {
+        let (store, alice) = try await Self.twoPurchases(engine)
+        let until = Make.start.addingTimeInterval(60)
+        func request(_ finishing: [WebhookAttempt], holder: String = "one", endpoints: [String]? = ["wh_a"])
+            -> WebhookRoundRequest
+        {
+            WebhookRoundRequest(
+                environment: .sandbox, holder: holder, finishing: finishing, routeLimit: 100, leaseLimit: 10,
+                endpoints: endpoints, at: Make.start, until: until)
+        }
+        let route: @Sendable (OutboxRecord) -> WebhookEvent? = { record in
+            WebhookEvent(id: UUID(), type: record.kind, body: #"{"seq":\#(record.seq)}"#, endpoints: ["wh_a"])
+        }
+        // Both made events; only alice's first leased (her second waits behind it).
+        let first = try await store.webhookRound(request([]), route: route)
+        #expect(first.finished.isEmpty && first.routed == 2 && first.leased.count == 1)
+        let a1 = try require(first.leased.first)
+        #expect(a1.body == #"{"seq":\#(a1.seq)}"#)
+        // Another holder finds nothing, and cannot record one's answer.
+        let answer = WebhookAttempt(
+            endpoint: "wh_a", seq: a1.seq, outcome: .delivered, status: 204, error: nil, at: Make.start)
+        let other = try await store.webhookRound(request([answer], holder: "two"), route: route)
+        #expect(other.finished == [false] && other.routed == 0 && other.leased.isEmpty)
+        // The answer recorded, then alice's second leased in the same transaction.
+        let second = try await store.webhookRound(request([answer]), route: route)
+        #expect(second.finished == [true] && second.routed == 0)
+        #expect(second.leased.count == 1 && second.leased.first.map { $0.seq > a1.seq } == true)
+        let delivered = try await store.webhookDeliveries(environment: .sandbox, state: .delivered, limit: 10)
+        #expect(delivered.map(\.seq) == [a1.seq])
+        // No endpoint this instance can sign for: nothing leased.
+        _ = try await store.apply(Make.purchase("a3", for: alice))
+        let unsigned = try await store.webhookRound(request([], endpoints: []), route: route)
+        #expect(unsigned.routed == 1 && unsigned.leased.isEmpty)
+    }
+
+    @Test(
         "Apple's notifications are kept for apple.forward.url, body unchanged, only while it is set and once",
         arguments: StoreEngine.allCases)
     func forwarding(engine: StoreEngine) async throws {
@@ -262,12 +311,7 @@ struct WebhookStoreContractTests {
 
     @Test("replay, removal, the backlog and pruning", arguments: StoreEngine.allCases)
     func replayAndPrune(engine: StoreEngine) async throws {
-        let store = try await engine.makeStore()
-        let alice = Make.user("_aaaaaaaaaaa1")
-        try await store.createUser(alice)
-        try await store.saveWebhookEndpoint(Self.endpoint("wh_a"))
-        _ = try await store.apply(Make.purchase("a1", for: alice))
-        _ = try await store.apply(Make.purchase("a2", for: alice))
+        let (store, alice) = try await Self.twoPurchases(engine)
         #expect(try await Self.route(store).count == 2)
         // A new endpoint hears what comes after; replay sends it what the outbox keeps.
         try await store.saveWebhookEndpoint(Self.endpoint("wh_late", events: ["purchase"]))

@@ -39,6 +39,13 @@ public protocol WebhookStore: Sendable {
     /// - Returns: For each attempt, whether its lease was still `holder`'s (otherwise nothing changed for it).
     func finishWebhookAttempts(_ attempts: [WebhookAttempt], environment: AppStoreEnvironment, holder: String)
         async throws -> [Bool]
+    /// One round of the delivery service in one write transaction: records the last round's answers (as
+    /// ``finishWebhookAttempts(_:environment:holder:)``), makes new records events (as
+    /// ``routeWebhookEvents(environment:limit:at:_:)``), then leases due deliveries (as
+    /// ``leaseWebhookDeliveries(environment:holder:limit:at:until:endpoints:)``). One commit a round, not three or
+    /// more, beside the ledger's own (on SQLite, the one writer's fsyncs are what a delivery waits for).
+    func webhookRound(_ request: WebhookRoundRequest, route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?)
+        async throws -> WebhookRoundResult
     /// The environment's deliveries, newest event first: all of them, or those in one state.
     func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int) async throws
         -> [WebhookDelivery]
@@ -59,6 +66,24 @@ public protocol WebhookStore: Sendable {
 }
 
 extension WebhookStore {
+    /// The round as three transactions, for stores whose every call is already atomic (the in-memory store) and for
+    /// wrappers that count or fail calls.
+    public func webhookRound(
+        _ request: WebhookRoundRequest, route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
+    ) async throws -> WebhookRoundResult {
+        let finished =
+            request.finishing.isEmpty
+            ? []
+            : try await finishWebhookAttempts(
+                request.finishing, environment: request.environment, holder: request.holder)
+        let routed = try await routeWebhookEvents(
+            environment: request.environment, limit: request.routeLimit, at: request.at, route)
+        let leased = try await leaseWebhookDeliveries(
+            environment: request.environment, holder: request.holder, limit: request.leaseLimit, at: request.at,
+            until: request.until, endpoints: request.endpoints)
+        return WebhookRoundResult(finished: finished, routed: routed, leased: leased)
+    }
+
     /// Records one attempt (``finishWebhookAttempts(_:environment:holder:)``).
     ///
     /// - Returns: Whether the lease was still `holder`'s.
