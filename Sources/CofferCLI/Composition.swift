@@ -101,10 +101,10 @@ struct Composition: Sendable {
     }
 
     /// What `coffer serve`'s service group runs before the server and stops after it: PostgreSQL's pool, opened with
-    /// ``PostgresStore/Runner/serviceGroup``.
+    /// ``PostgresStore/Runner/serviceGroup``, and the folding of its dashboard rollups.
     var services: [any Service] {
         guard let pool = store as? PostgresStore, pool.runner == .serviceGroup else { return [] }
-        return [pool]
+        return [pool, RollupFolder(store: pool, clock: SystemTimerClock(), logger: Logger(label: "coffer.rollups"))]
     }
 
     /// Releases the database's connections.

@@ -415,6 +415,7 @@ enum PostgresMigrations {
             CREATE INDEX receipts_by_environment_owner ON receipts (environment, owner)
             """
         ),
+        ("v26 the dashboard's rollups", PostgresRollupTables.sql),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -66,19 +66,6 @@ extension PostgresStore {
             """, Rows.notification)
     }
 
-    public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
-        let rows = try await all(
-            """
-            SELECT type, count(*) AS n FROM notifications
-            WHERE environment = \(environment.rawValue) AND received_at >= \(Millis.from(since)) GROUP BY type
-            """
-        ) { row -> (String, Int) in
-            let (type, count) = try row.decode((String, Int64).self)
-            return (type, Int(count))
-        }
-        return Dictionary(rows, uniquingKeysWith: +)
-    }
-
     public func saveRenewalState(_ state: RenewalState) async throws -> Bool {
         try await write { connection in
             try await Self.requireUser(connection, state.owner, state.environment, logger: self.logger)

@@ -312,6 +312,10 @@ extension SQLiteStore {
         migrator.registerMigration("v25 reconciliation with Apple") { db in
             try db.execute(sql: ReconciliationTables.sql)
         }
+        migrator.registerMigration("v26 the dashboard's rollups") { db in
+            try db.execute(sql: RollupTables.sql)
+            try db.execute(sql: RollupTables.backfill)
+        }
         return migrator
     }
 }

@@ -65,19 +65,29 @@ extension SQLiteStore {
         }
     }
 
+    /// The whole hours since `since` come from the rollups (``RollupTables``), the first, partial hour from the
+    /// notifications themselves through their index.
     public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
-        try await read { db in
-            var counts: [String: Int] = [:]
+        let (firstHour, hourStart) = DashboardRollup.firstWholeHour(from: since)
+        return try await read { db in
+            var edge: [String: Int] = [:]
             for row in try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT type, COUNT(*) AS n FROM notifications WHERE environment = ? AND received_at >= ?
-                    GROUP BY type
-                    """, arguments: [environment.rawValue, Millis.from(since)])
+                    SELECT type, COUNT(*) AS n FROM notifications INDEXED BY notifications_by_received
+                    WHERE environment = ? AND received_at >= ? AND received_at < ? GROUP BY type
+                    """, arguments: [environment.rawValue, Millis.from(since), Millis.from(hourStart)])
             {
-                counts[row["type"]] = row["n"]
+                edge[row["type"]] = row["n"]
             }
-            return counts
+            let hours = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT figure, bucket, label, currency, count, amount FROM dashboard_rollups
+                    WHERE environment = ? AND figure = 'notifications.hour' AND bucket >= ?
+                    """, arguments: [environment.rawValue, firstHour]
+            ).map(Self.rollupRow)
+            return DashboardRollup.notificationCounts(hours: hours, firstHour: firstHour, edge: edge)
         }
     }
 

@@ -9,8 +9,14 @@ public protocol SupportViewStore: Sendable {
     /// The backups a user's devices and admins wrote, newest first.
     func backupHistory(owner: UUID, environment: AppStoreEnvironment, limit: Int) async throws -> [BackupHistoryItem]
     /// The dashboard's figures: totals, and purchases and refunds per UTC day over the `days` days ending
-    /// with the day of `now`.
+    /// with the day of `now`. The SQL engines read them from rollups kept in each change's transaction
+    /// (``DashboardRollup``), never by counting receipts or customers.
     func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures
+    /// Moves the rollups' pending contributions into their sums, where an engine keeps them apart (PostgreSQL, whose
+    /// instances write at once); one instance at a time, the others return at once.
+    ///
+    /// - Returns: How many contributions were moved.
+    func foldRollups() async throws -> Int
     /// Deletes every grant of an environment (ledger entries of claimed grants stay).
     ///
     /// - Returns: How many were deleted.
@@ -24,4 +30,9 @@ public protocol SupportViewStore: Sendable {
     ///
     /// - Returns: How many were deleted.
     func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int
+}
+
+extension SupportViewStore {
+    /// Nothing to fold: the engine adds to its sums in place.
+    public func foldRollups() async throws -> Int { 0 }
 }

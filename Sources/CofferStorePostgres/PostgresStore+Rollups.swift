@@ -1,0 +1,283 @@
+// swift-format-ignore-file: AllPublicDeclarationsHaveDocumentation
+
+// The public methods here are the store protocols' requirements, documented there (`CofferStore/Stores`).
+import CofferCore
+import CofferStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The dashboard's rollups on PostgreSQL (``DashboardRollup``). Several instances write at once, so a trigger never
+/// adds to a shared sum in place (every delivery would wait for the same row, and two transactions taking two sums in
+/// opposite orders would deadlock): it appends its contribution to `dashboard_deltas`, and
+/// ``PostgresStore/foldRollups()`` moves the deltas into `dashboard_rollups` every few seconds, one instance at a
+/// time. A reading adds what is not folded yet.
+enum PostgresRollupTables {
+    private static let into =
+        "INSERT INTO dashboard_deltas (environment, figure, bucket, label, currency, count, amount)"
+
+    private static let rows = RollupSQL(.postgres)
+    private static let columns = """
+        environment TEXT NOT NULL, figure TEXT NOT NULL, bucket BIGINT NOT NULL, label TEXT NOT NULL,
+        currency TEXT NOT NULL, count BIGINT NOT NULL, amount BIGINT NOT NULL
+        """
+
+    /// A trigger function that appends what the old row counted for (taken away) and what the new one does.
+    private static func function(_ name: String, _ contribution: (String, String) -> String, extra: String = "")
+        -> String
+    {
+        """
+        CREATE FUNCTION \(name)() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') THEN
+                \(into) \(contribution("OLD", "-1"));
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                \(into) \(contribution("NEW", "1"));
+            END IF;
+            \(extra)
+            RETURN NULL;
+        END $$;
+        """
+    }
+
+    /// The tables, functions and triggers, and the sums of what is already there (migration v26).
+    static let sql = """
+        CREATE TABLE dashboard_rollups (
+            \(columns),
+            PRIMARY KEY (environment, figure, bucket, label, currency)
+        );
+        CREATE TABLE dashboard_deltas (seq BIGSERIAL PRIMARY KEY, \(columns));
+        CREATE TABLE subscription_chains (
+            environment TEXT NOT NULL,
+            original_transaction_id TEXT NOT NULL,
+            own BOOLEAN NOT NULL,
+            active_until BIGINT NOT NULL,
+            PRIMARY KEY (environment, original_transaction_id, own)
+        );
+        CREATE INDEX subscription_chains_by_end ON subscription_chains (environment, own, active_until);
+        CREATE FUNCTION coffer_refresh_chain(e TEXT, o TEXT) RETURNS void LANGUAGE plpgsql AS $$
+        BEGIN
+            -- One transaction at a time per subscription: each reads the end the one before it wrote.
+            PERFORM pg_advisory_xact_lock(hashtext('coffer-chain:' || e), hashtext(o));
+            \(into) SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000,
+                '', '', -1, 0
+            FROM subscription_chains WHERE environment = e AND original_transaction_id = o;
+            DELETE FROM subscription_chains WHERE environment = e AND original_transaction_id = o;
+            INSERT INTO subscription_chains (environment, original_transaction_id, own, active_until)
+            SELECT r.environment, r.original_transaction_id,
+                (r.data_environment IS NULL OR r.data_environment = r.environment),
+                GREATEST(COALESCE(max(r.expires_date), 0), COALESCE((SELECT s.grace_period_expires_date
+                    FROM renewal_states s WHERE s.environment = r.environment
+                    AND s.original_transaction_id = r.original_transaction_id), 0))
+            FROM receipts r
+            WHERE r.environment = e AND r.original_transaction_id = o AND r.delivered_at IS NOT NULL
+                AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+            GROUP BY r.environment, r.original_transaction_id, 3
+            HAVING GREATEST(COALESCE(max(r.expires_date), 0), COALESCE((SELECT s.grace_period_expires_date
+                FROM renewal_states s WHERE s.environment = r.environment
+                AND s.original_transaction_id = r.original_transaction_id), 0)) > 0;
+            \(into) SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000,
+                '', '', 1, 0
+            FROM subscription_chains WHERE environment = e AND original_transaction_id = o;
+        END $$;
+        \(function("coffer_rollup_receipt", { rows.receipt($0, $1) }, extra: """
+            IF TG_OP = 'DELETE' THEN
+                IF OLD.expires_date IS NOT NULL THEN
+                    PERFORM coffer_refresh_chain(OLD.environment, OLD.original_transaction_id);
+                END IF;
+            ELSIF NEW.expires_date IS NOT NULL OR (TG_OP = 'UPDATE' AND OLD.expires_date IS NOT NULL) THEN
+                PERFORM coffer_refresh_chain(NEW.environment, NEW.original_transaction_id);
+            END IF;
+            """))
+        CREATE TRIGGER rollup_receipt_insert AFTER INSERT ON receipts
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_receipt();
+        CREATE TRIGGER rollup_receipt_update AFTER UPDATE OF \(RollupSQL.receiptColumns) ON receipts
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_receipt();
+        CREATE TRIGGER rollup_receipt_delete AFTER DELETE ON receipts
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_receipt();
+        CREATE FUNCTION coffer_rollup_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                PERFORM coffer_refresh_chain(OLD.environment, OLD.original_transaction_id);
+            ELSE
+                PERFORM coffer_refresh_chain(NEW.environment, NEW.original_transaction_id);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER rollup_renewal_insert AFTER INSERT ON renewal_states
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_renewal();
+        CREATE TRIGGER rollup_renewal_update AFTER UPDATE OF grace_period_expires_date ON renewal_states
+            FOR EACH ROW WHEN (OLD.grace_period_expires_date IS DISTINCT FROM NEW.grace_period_expires_date)
+            EXECUTE FUNCTION coffer_rollup_renewal();
+        CREATE TRIGGER rollup_renewal_delete AFTER DELETE ON renewal_states
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_renewal();
+        \(function("coffer_rollup_user", { rows.user($0, $1) }, extra: """
+            IF TG_OP = 'UPDATE' THEN
+                \(into) \(rows.deficit("OLD", "-1")) UNION ALL \(rows.deficit("NEW", "1"));
+            END IF;
+            """))
+        CREATE TRIGGER rollup_user_insert AFTER INSERT ON users FOR EACH ROW EXECUTE FUNCTION coffer_rollup_user();
+        CREATE TRIGGER rollup_user_update AFTER UPDATE OF app_transaction_environment ON users
+            FOR EACH ROW WHEN (OLD.app_transaction_environment IS DISTINCT FROM NEW.app_transaction_environment)
+            EXECUTE FUNCTION coffer_rollup_user();
+        CREATE TRIGGER rollup_user_delete AFTER DELETE ON users FOR EACH ROW EXECUTE FUNCTION coffer_rollup_user();
+        \(function("coffer_rollup_wallet", { rows.wallet($0, $1) }))
+        CREATE TRIGGER rollup_wallet_insert AFTER INSERT ON wallets
+            FOR EACH ROW WHEN (NEW.deficit > 0) EXECUTE FUNCTION coffer_rollup_wallet();
+        CREATE TRIGGER rollup_wallet_update AFTER UPDATE OF deficit, user_id ON wallets
+            FOR EACH ROW WHEN (OLD.deficit IS DISTINCT FROM NEW.deficit OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+            EXECUTE FUNCTION coffer_rollup_wallet();
+        CREATE TRIGGER rollup_wallet_delete AFTER DELETE ON wallets
+            FOR EACH ROW WHEN (OLD.deficit > 0) EXECUTE FUNCTION coffer_rollup_wallet();
+        \(function("coffer_rollup_grant", { rows.grant($0, $1) }))
+        CREATE TRIGGER rollup_grant_insert AFTER INSERT ON grants FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
+        CREATE TRIGGER rollup_grant_update AFTER UPDATE OF claimed_at, cancelled_at ON grants
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
+        CREATE TRIGGER rollup_grant_delete AFTER DELETE ON grants FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
+        \(function("coffer_rollup_milestone", { rows.milestone($0, $1) }))
+        CREATE TRIGGER rollup_milestone_insert AFTER INSERT ON milestones
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_milestone();
+        CREATE TRIGGER rollup_milestone_update AFTER UPDATE OF owner, name ON milestones
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_milestone();
+        CREATE TRIGGER rollup_milestone_delete AFTER DELETE ON milestones
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_milestone();
+        \(function("coffer_rollup_notification", { rows.notification($0, $1) }))
+        CREATE TRIGGER rollup_notification_insert AFTER INSERT ON notifications
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_notification();
+        CREATE TRIGGER rollup_notification_delete AFTER DELETE ON notifications
+            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_notification();
+        \(backfill)
+        """
+
+    /// The sums of what the database already holds, written once when the rollups are made.
+    static let backfill = """
+        INSERT INTO dashboard_rollups (environment, figure, bucket, label, currency, count, amount)
+        SELECT environment, figure, bucket, label, currency, sum(count)::BIGINT, sum(amount)::BIGINT FROM (
+            \(rows.everything)
+        ) AS c (environment, figure, bucket, label, currency, count, amount)
+        GROUP BY environment, figure, bucket, label, currency;
+        INSERT INTO subscription_chains (environment, original_transaction_id, own, active_until)
+        SELECT r.environment, r.original_transaction_id, (r.data_environment IS NULL OR r.data_environment = r.environment),
+            GREATEST(COALESCE(max(r.expires_date), 0), COALESCE(max(s.grace_period_expires_date), 0))
+        FROM receipts r LEFT JOIN renewal_states s
+            ON s.environment = r.environment AND s.original_transaction_id = r.original_transaction_id
+        WHERE r.delivered_at IS NOT NULL AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+        GROUP BY r.environment, r.original_transaction_id, 3
+        HAVING GREATEST(COALESCE(max(r.expires_date), 0), COALESCE(max(s.grace_period_expires_date), 0)) > 0;
+        INSERT INTO dashboard_rollups (environment, figure, bucket, label, currency, count, amount)
+        SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000, '', '',
+            count(*), 0
+        FROM subscription_chains GROUP BY environment, own, active_until / 86400000
+        """
+
+    /// The advisory lock one instance holds while it folds the deltas.
+    static let foldLock: Int64 = 0x636F_726F_6C6C
+    /// Deltas one fold moves at most.
+    static let foldLimit = 50_000
+}
+
+extension PostgresStore {
+    public func foldRollups() async throws -> Int {
+        try await write { connection in
+            guard
+                try await Self.first(
+                    connection, "SELECT pg_try_advisory_xact_lock(\(PostgresRollupTables.foldLock))",
+                    logger: self.logger, { try $0.decode(Bool.self) }) == true
+            else { return 0 }
+            return try await Self.count(
+                connection,
+                """
+                WITH moved AS (
+                    DELETE FROM dashboard_deltas WHERE seq IN (
+                        SELECT seq FROM dashboard_deltas ORDER BY seq LIMIT \(PostgresRollupTables.foldLimit))
+                    RETURNING environment, figure, bucket, label, currency, count, amount
+                ), summed AS (
+                    SELECT environment, figure, bucket, label, currency, sum(count)::BIGINT AS count,
+                        sum(amount)::BIGINT AS amount, count(*) AS n
+                    FROM moved GROUP BY environment, figure, bucket, label, currency
+                ), written AS (
+                    INSERT INTO dashboard_rollups AS t (environment, figure, bucket, label, currency, count, amount)
+                    SELECT environment, figure, bucket, label, currency, count, amount FROM summed
+                    ORDER BY environment, figure, bucket, label, currency
+                    ON CONFLICT (environment, figure, bucket, label, currency)
+                    DO UPDATE SET count = t.count + excluded.count, amount = t.amount + excluded.amount
+                )
+                SELECT COALESCE(sum(n), 0)::BIGINT FROM summed
+                """, logger: self.logger)
+        }
+    }
+
+    /// Rows of `dashboard_rollups` and the deltas not folded yet that match `filter` (on both tables), summed by
+    /// key.
+    static func rollups(_ connection: PostgresConnection, _ filter: PostgresQuery, logger: Logger) async throws
+        -> [DashboardRollup.Row]
+    {
+        let sql = """
+            SELECT figure, bucket, label, currency, sum(count)::BIGINT, sum(amount)::BIGINT FROM (
+                SELECT figure, bucket, label, currency, count, amount FROM dashboard_rollups WHERE \(filter.sql)
+                UNION ALL
+                SELECT figure, bucket, label, currency, count, amount FROM dashboard_deltas WHERE \(filter.sql)
+            ) AS r GROUP BY figure, bucket, label, currency
+            """
+        var rows: [DashboardRollup.Row] = []
+        for try await (figure, bucket, label, currency, count, amount) in try await connection.query(
+            PostgresQuery(unsafeSQL: sql, binds: filter.binds), logger: logger
+        ).decode((String, Int64, String, String, Int64, Int64).self) {
+            rows.append(
+                DashboardRollup.Row(
+                    figure: figure, bucket: bucket, label: label, currency: currency, count: count, amount: amount))
+        }
+        return rows
+    }
+
+    public func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures {
+        let start = DashboardFigures.windowStart(days: days, endingAt: now)
+        let env = environment.rawValue
+        let totals = DashboardRollup.Figure.totals.map(\.rawValue)
+        let (firstDay, today) = (DashboardRollup.day(start), DashboardRollup.day(now))
+        return try await read { connection in
+            let rows = try await Self.rollups(
+                connection,
+                """
+                environment = \(env) AND ((figure = ANY(\(totals)::text[]) AND bucket = 0)
+                    OR (figure IN ('purchase.day', 'refund.day') AND bucket >= \(firstDay))
+                    OR (figure IN ('expiry', 'expiry.other') AND bucket > \(today)))
+                """, logger: self.logger)
+            var endingToday = (own: 0, other: 0)
+            for try await (own, n) in try await connection.query(
+                """
+                SELECT own, count(*) FROM subscription_chains
+                WHERE environment = \(env) AND own IN (true, false) AND active_until > \(Millis.from(now))
+                    AND active_until < \(Millis.from(DashboardRollup.endOfDay(now)))
+                GROUP BY own
+                """, logger: self.logger
+            ).decode((Bool, Int64).self) {
+                if own { endingToday.own = Int(n) } else { endingToday.other = Int(n) }
+            }
+            return DashboardFigures(rollups: rows, days: days, now: now, endingToday: endingToday)
+        }
+    }
+
+    public func notificationCounts(environment: AppStoreEnvironment, since: Date) async throws -> [String: Int] {
+        let (firstHour, hourStart) = DashboardRollup.firstWholeHour(from: since)
+        let env = environment.rawValue
+        return try await read { connection in
+            var edge: [String: Int] = [:]
+            for try await (type, n) in try await connection.query(
+                """
+                SELECT type, count(*) FROM notifications WHERE environment = \(env)
+                    AND received_at >= \(Millis.from(since)) AND received_at < \(Millis.from(hourStart))
+                GROUP BY type
+                """, logger: self.logger
+            ).decode((String, Int64).self) {
+                edge[type] = Int(n)
+            }
+            let hours = try await Self.rollups(
+                connection,
+                "environment = \(env) AND figure = 'notifications.hour' AND bucket >= \(firstHour)",
+                logger: self.logger)
+            return DashboardRollup.notificationCounts(hours: hours, firstHour: firstHour, edge: edge)
+        }
+    }
+}
