@@ -257,11 +257,15 @@ public struct WebhookAttempt: Sendable, Hashable {
 
 /// The outbox's backlog, for metrics and the panel.
 public struct WebhookBacklog: Sendable, Hashable {
-    /// Deliveries not made yet.
+    /// The most each count reads: past it, the count says this many (a backlog of millions costs a page no more
+    /// than one of a hundred thousand).
+    public static let countLimit = 100_000
+
+    /// Deliveries not made yet (at most ``countLimit``).
     public var pending: Int
-    /// Dead letters.
+    /// Dead letters (at most ``countLimit``).
     public var dead: Int
-    /// Outbox records not made events yet.
+    /// Outbox records not made events yet (at most ``countLimit``).
     public var unrouted: Int
     /// When the oldest pending delivery's event was written, or the oldest unrouted record (the lag).
     public var oldest: Date?

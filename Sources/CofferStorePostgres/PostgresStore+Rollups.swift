@@ -237,13 +237,15 @@ extension PostgresStore {
         let totals = DashboardRollup.Figure.totals.map(\.rawValue)
         let (firstDay, today) = (DashboardRollup.day(start), DashboardRollup.day(now))
         return try await read { connection in
-            let rows = try await Self.rollups(
-                connection,
-                """
-                environment = \(env) AND ((figure = ANY(\(totals)::text[]) AND bucket = 0)
-                    OR (figure IN ('purchase.day', 'refund.day') AND bucket >= \(firstDay))
-                    OR (figure IN ('expiry', 'expiry.other') AND bucket > \(today)))
-                """, logger: self.logger)
+            // Three reads, each through the key's index: the totals, the window's days, the days after today.
+            var rows: [DashboardRollup.Row] = []
+            for filter: PostgresQuery in [
+                "environment = \(env) AND figure = ANY(\(totals)::text[]) AND bucket = 0",
+                "environment = \(env) AND figure IN ('purchase.day', 'refund.day') AND bucket >= \(firstDay)",
+                "environment = \(env) AND figure IN ('expiry', 'expiry.other') AND bucket > \(today)",
+            ] {
+                rows += try await Self.rollups(connection, filter, logger: self.logger)
+            }
             var endingToday = (own: 0, other: 0)
             for try await (own, n) in try await connection.query(
                 """

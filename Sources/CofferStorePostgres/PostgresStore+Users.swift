@@ -457,6 +457,14 @@ extension PostgresStore {
         // A range in byte order, which the v5 index serves: Support IDs hold only `_`, 0-9 and a-f, so every ID
         // with the prefix sorts below prefix + DEL.
         let end = prefix + "\u{7F}"
+        // Everyone, newest first: walked through the creation index, a page at a time.
+        guard prefix.count > 1 else {
+            return try await all(
+                """
+                SELECT * FROM users WHERE environment = \(environment.rawValue)
+                ORDER BY created_at DESC, support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
+                """, Rows.user)
+        }
         return try await all(
             """
             SELECT * FROM users WHERE environment = \(environment.rawValue)

@@ -341,12 +341,20 @@ extension PostgresStore {
     public func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int)
         async throws -> [WebhookDelivery]
     {
-        try await all(
+        // Newest first through an index in that order: every delivery's, or one state's (its partial index).
+        guard let state else {
+            return try await all(
+                """
+                SELECT \(unescaped: Self.deliveryColumns) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
+                WHERE d.environment = \(environment.rawValue)
+                ORDER BY d.seq DESC, d.endpoint DESC LIMIT \(max(0, limit))
+                """, Self.delivery)
+        }
+        return try await all(
             """
             SELECT \(unescaped: Self.deliveryColumns) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
-            WHERE d.environment = \(environment.rawValue)
-                AND (\(state?.rawValue)::text IS NULL OR d.state = \(state?.rawValue))
-            ORDER BY d.seq DESC, d.endpoint LIMIT \(max(0, limit))
+            WHERE d.environment = \(environment.rawValue) AND d.state = \(state.rawValue)
+            ORDER BY d.seq DESC, d.endpoint DESC LIMIT \(max(0, limit))
             """, Self.delivery)
     }
 
@@ -399,17 +407,22 @@ extension PostgresStore {
 
     public func webhookBacklog(environment: AppStoreEnvironment) async throws -> WebhookBacklog {
         let env = environment.rawValue
+        let cap = WebhookBacklog.countLimit
         return try await read { connection in
+            // Each count reads its partial index up to the cap.
             try await Self.first(
                 connection,
                 """
                 SELECT
-                    (SELECT count(*) FROM webhook_deliveries WHERE environment = \(env) AND state = 'pending'),
-                    (SELECT count(*) FROM webhook_deliveries WHERE environment = \(env) AND state = 'dead'),
-                    (SELECT count(*) FROM webhook_outbox WHERE environment = \(env) AND NOT routed),
+                    (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE environment = \(env)
+                        AND state = 'pending' LIMIT \(cap)) AS p),
+                    (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries WHERE environment = \(env)
+                        AND state = 'dead' LIMIT \(cap)) AS d),
+                    (SELECT count(*) FROM (SELECT 1 FROM webhook_outbox WHERE environment = \(env) AND NOT routed
+                        LIMIT \(cap)) AS u),
                     (SELECT min(created_at) FROM webhook_outbox WHERE environment = \(env) AND NOT routed),
-                    (SELECT o.created_at FROM webhook_outbox o WHERE o.seq = (SELECT min(seq)
-                        FROM webhook_deliveries WHERE environment = \(env) AND state = 'pending'))
+                    (SELECT o.created_at FROM webhook_outbox o WHERE o.seq = (SELECT seq
+                        FROM webhook_deliveries WHERE environment = \(env) AND state = 'pending' ORDER BY seq LIMIT 1))
                 """, logger: self.logger
             ) { row in
                 let (pending, dead, unrouted, unroutedAt, pendingAt) = try row.decode(

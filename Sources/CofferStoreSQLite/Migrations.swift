@@ -316,6 +316,30 @@ extension SQLiteStore {
             try db.execute(sql: RollupTables.sql)
             try db.execute(sql: RollupTables.backfill)
         }
+        migrator.registerMigration("v27 support's pages through their indexes") { db in
+            try db.execute(
+                sql: """
+                    CREATE INDEX users_by_merged_into ON users (merged_into) WHERE merged_into IS NOT NULL;
+                    CREATE INDEX users_by_created_support ON users (environment, created_at, support_id);
+                    DROP INDEX users_by_created;
+                    CREATE INDEX grants_by_recipient_created ON grants (recipient, environment, created_at, id);
+                    DROP INDEX grants_by_recipient;
+                    CREATE INDEX grants_by_environment_created ON grants (environment, created_at, id);
+                    DROP INDEX grants_by_environment;
+                    CREATE INDEX grants_pending ON grants (environment, created_at, id)
+                        WHERE claimed_at IS NULL AND cancelled_at IS NULL;
+                    CREATE INDEX grants_cancelled ON grants (environment, created_at, id)
+                        WHERE claimed_at IS NULL AND cancelled_at IS NOT NULL;
+                    CREATE INDEX webhook_deliveries_newest ON webhook_deliveries (environment, seq, endpoint);
+                    DROP INDEX webhook_deliveries_by_seq;
+                    DROP INDEX webhook_deliveries_pending;
+                    CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (environment, seq, endpoint)
+                        WHERE state = 'pending';
+                    DROP INDEX webhook_deliveries_dead;
+                    CREATE INDEX webhook_deliveries_dead ON webhook_deliveries (environment, seq, endpoint) WHERE state = 'dead';
+                    CREATE INDEX audit_events_by_environment ON audit_events (environment, seq);
+                    """)
+        }
         return migrator
     }
 }

@@ -60,7 +60,9 @@ extension SQLiteStore {
         async throws -> [Grant]
     {
         try await read { db in
-            var sql = "SELECT * FROM grants WHERE environment = ?"
+            // A customer's grants through their index (SQLite would otherwise walk the environment's).
+            var sql =
+                "SELECT * FROM grants \(recipient == nil ? "" : "INDEXED BY grants_by_recipient_created ")WHERE environment = ?"
             var arguments: StatementArguments = [environment.rawValue]
             if marked {
                 sql += " AND recipient IN (SELECT u.id FROM users u WHERE u.environment = ? AND \(SandboxMark.sql))"

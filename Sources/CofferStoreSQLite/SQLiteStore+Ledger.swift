@@ -49,8 +49,14 @@ extension SQLiteStore {
         }
     }
 
+    /// Through the customer's index: without statistics SQLite would take the primary key's range over the
+    /// whole environment, reading every customer's receipts (`PageQueryPlanTests`).
     public func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
-        try await read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
+        try await all(
+            """
+            SELECT * FROM receipts INDEXED BY receipts_by_environment_owner WHERE environment = ? AND owner = ?
+            ORDER BY purchase_date, transaction_id
+            """, [environment.rawValue, owner.uuidString], SQLiteLedgerContext.receipt)
     }
 
     public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws
@@ -63,7 +69,8 @@ extension SQLiteStore {
             return try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT * FROM receipts WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
+                    SELECT * FROM receipts INDEXED BY receipts_by_owner_product
+                    WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
                     ORDER BY purchase_date, transaction_id
                     """,
                 arguments: StatementArguments([owner.uuidString] + products + [environment.rawValue])
@@ -73,7 +80,10 @@ extension SQLiteStore {
 
     public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await all(
-            "SELECT * FROM receipts WHERE environment = ? AND original_transaction_id = ? ORDER BY purchase_date, transaction_id",
+            """
+            SELECT * FROM receipts INDEXED BY receipts_by_original WHERE environment = ? AND original_transaction_id = ?
+            ORDER BY purchase_date, transaction_id
+            """,
             [environment.rawValue, originalTransactionId], SQLiteLedgerContext.receipt)
     }
 }

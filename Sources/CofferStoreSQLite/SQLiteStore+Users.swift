@@ -404,8 +404,20 @@ extension SQLiteStore {
     {
         let prefix = supportIdPrefix?.lowercased() ?? ""
         return try await read { db in
-            // Support IDs hold only `_`, 0-9 and a-f, so every ID with the prefix sorts below prefix + DEL.
-            try Row.fetchAll(
+            // Everyone, newest first: walked through the creation index, a page at a time. With a prefix, the range
+            // of Support IDs (they hold only `_`, 0-9 and a-f, so every ID with the prefix sorts below prefix + DEL),
+            // then its matches sorted.
+            guard prefix.count > 1 else {
+                return try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT * FROM users INDEXED BY users_by_created_support WHERE environment = ?
+                        ORDER BY created_at DESC, support_id DESC LIMIT ? OFFSET ?
+                        """,
+                    arguments: [environment.rawValue, max(0, limit), max(0, offset)]
+                ).map(Self.user)
+            }
+            return try Row.fetchAll(
                 db,
                 sql: """
                     SELECT * FROM users WHERE environment = ? AND support_id >= ? AND support_id < ?

@@ -334,15 +334,25 @@ extension SQLiteStore {
     public func webhookDeliveries(environment: AppStoreEnvironment, state: WebhookDeliveryState?, limit: Int)
         async throws -> [WebhookDelivery]
     {
-        try await read { db in
+        // Newest first through an index in that order: every delivery's, or one state's (its partial index, which
+        // SQLite takes only for the state written out, not bound).
+        let index =
+            switch state {
+            case nil: "webhook_deliveries_newest"
+            case .pending: "webhook_deliveries_pending"
+            case .dead: "webhook_deliveries_dead"
+            case .delivered: "webhook_deliveries_newest"
+            }
+        return try await read { db in
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries d
+                    SELECT \(Self.deliveryColumns) FROM webhook_deliveries d INDEXED BY \(index)
                     JOIN webhook_outbox o ON o.seq = d.seq
-                    WHERE d.environment = ? AND (? IS NULL OR d.state = ?) ORDER BY d.seq DESC, d.endpoint LIMIT ?
+                    WHERE d.environment = ? \(state.map { "AND d.state = '\($0.rawValue)'" } ?? "")
+                    ORDER BY d.seq DESC, d.endpoint DESC LIMIT ?
                     """,
-                arguments: [environment.rawValue, state?.rawValue, state?.rawValue, max(0, limit)]
+                arguments: [environment.rawValue, max(0, limit)]
             ).map(Self.delivery)
         }
     }
@@ -393,17 +403,24 @@ extension SQLiteStore {
     public func webhookBacklog(environment: AppStoreEnvironment) async throws -> WebhookBacklog {
         try await read { db in
             let env = environment.rawValue
+            let cap = WebhookBacklog.countLimit
+            // Each count reads its partial index up to the cap.
             let counts = try Row.fetchOne(
                 db,
                 sql: """
                     SELECT
-                        (SELECT count(*) FROM webhook_deliveries WHERE environment = ? AND state = 'pending') AS pending,
-                        (SELECT count(*) FROM webhook_deliveries WHERE environment = ? AND state = 'dead') AS dead,
-                        (SELECT count(*) FROM webhook_outbox WHERE environment = ? AND routed = 0) AS unrouted,
-                        (SELECT min(created_at) FROM webhook_outbox WHERE environment = ? AND routed = 0) AS unrouted_at,
-                        (SELECT o.created_at FROM webhook_outbox o WHERE o.seq = (SELECT min(seq)
-                            FROM webhook_deliveries WHERE environment = ? AND state = 'pending')) AS pending_at
-                    """, arguments: [env, env, env, env, env])
+                        (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_pending
+                            WHERE environment = ?1 AND state = 'pending' LIMIT \(cap))) AS pending,
+                        (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_dead
+                            WHERE environment = ?1 AND state = 'dead' LIMIT \(cap))) AS dead,
+                        (SELECT count(*) FROM (SELECT 1 FROM webhook_outbox INDEXED BY webhook_outbox_unrouted
+                            WHERE environment = ?1 AND routed = 0 LIMIT \(cap))) AS unrouted,
+                        (SELECT min(created_at) FROM webhook_outbox INDEXED BY webhook_outbox_unrouted
+                            WHERE environment = ?1 AND routed = 0) AS unrouted_at,
+                        (SELECT o.created_at FROM webhook_outbox o WHERE o.seq = (SELECT seq
+                            FROM webhook_deliveries INDEXED BY webhook_deliveries_pending
+                            WHERE environment = ?1 AND state = 'pending' ORDER BY seq LIMIT 1)) AS pending_at
+                    """, arguments: [env])
             let oldest = [counts?["unrouted_at"] as Int64?, counts?["pending_at"] as Int64?].compactMap { $0 }.min()
             return WebhookBacklog(
                 pending: counts?["pending"] ?? 0, dead: counts?["dead"] ?? 0, unrouted: counts?["unrouted"] ?? 0,

@@ -40,8 +40,11 @@ public final class SQLiteStore: CofferStore {
     ///     now), or `nil` for SQLite's own limit. A write past it fails as on a full disk.
     ///   - busyTimeout: How long a write waits for another process holding the database (`database.timeout`)
     ///     before it fails with ``StoreError/unavailable(_:)``.
+    ///   - statements: Told each statement the store runs, with its values in place (the query-plan tests read
+    ///     them; never set in a server: the values are customers' data).
     public init(
-        path: String, durability: SQLiteDurability = .full, pageLimit: Int? = nil, busyTimeout: TimeInterval = 5
+        path: String, durability: SQLiteDurability = .full, pageLimit: Int? = nil, busyTimeout: TimeInterval = 5,
+        statements: (@Sendable (String) -> Void)? = nil
     ) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(min(max(busyTimeout, 0.1), 300))
@@ -54,6 +57,11 @@ public final class SQLiteStore: CofferStore {
             // The checkpointer below does this work; a threshold of its own for the writer (20,000 pages, where
             // SQLite's default is 1,000) stays as a bound on the log's growth should the checkpointer fall behind.
             if background { try db.execute(sql: "PRAGMA wal_autocheckpoint = 20000") }
+            if let statements {
+                db.trace(options: .statement) { event in
+                    if case .statement(let statement) = event { statements(statement.expandedSQL) }
+                }
+            }
         }
         // A new database is created owner-only; SQLite gives its -wal and -shm files the database's mode.
         if path != ":memory:", !FileManager.default.fileExists(atPath: path) {
