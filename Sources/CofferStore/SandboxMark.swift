@@ -28,4 +28,22 @@ public enum SandboxMark {
                 AND EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Sandbox')
                 AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.owner = u.id AND r.data_environment = 'Production')))
         """
+
+    /// The statements that make `owner` (an SQL expression: a trigger's `NEW.owner`, say) a row of
+    /// `sandbox_marked` when the rule holds for them and no row otherwise: the engines' triggers run them whenever a
+    /// customer's AppTransaction or receipts change, so the Sandbox view lists its customers from that table, never
+    /// by testing every customer.
+    public static func refresh(owner: String) -> String {
+        """
+        DELETE FROM sandbox_marked WHERE owner = \(owner);
+        INSERT INTO sandbox_marked (owner, environment, created_at, support_id)
+        SELECT u.id, u.environment, u.created_at, u.support_id FROM users u WHERE u.id = \(owner) AND \(sql);
+        """
+    }
+
+    /// Every Sandbox-marked customer the database holds, for the migration that makes `sandbox_marked`.
+    public static let backfill = """
+        INSERT INTO sandbox_marked (owner, environment, created_at, support_id)
+        SELECT u.id, u.environment, u.created_at, u.support_id FROM users u WHERE \(sql)
+        """
 }

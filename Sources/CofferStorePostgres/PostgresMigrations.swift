@@ -422,13 +422,13 @@ enum PostgresMigrations {
             CREATE INDEX users_by_merged_into ON users (merged_into) WHERE merged_into IS NOT NULL;
             CREATE INDEX users_by_created_support ON users (environment, created_at, support_id COLLATE "C");
             DROP INDEX users_by_created;
-            CREATE INDEX grants_by_recipient_created ON grants (recipient, environment, created_at, id);
+            CREATE INDEX grants_by_recipient_created ON grants (recipient, environment, created_at, id COLLATE "C");
             DROP INDEX grants_by_recipient;
-            CREATE INDEX grants_by_environment_created ON grants (environment, created_at, id);
+            CREATE INDEX grants_by_environment_created ON grants (environment, created_at, id COLLATE "C");
             DROP INDEX grants_by_environment;
-            CREATE INDEX grants_pending ON grants (environment, created_at, id)
+            CREATE INDEX grants_pending ON grants (environment, created_at, id COLLATE "C")
                 WHERE claimed_at IS NULL AND cancelled_at IS NULL;
-            CREATE INDEX grants_cancelled ON grants (environment, created_at, id)
+            CREATE INDEX grants_cancelled ON grants (environment, created_at, id COLLATE "C")
                 WHERE claimed_at IS NULL AND cancelled_at IS NOT NULL;
             CREATE INDEX webhook_deliveries_newest ON webhook_deliveries (environment, seq, endpoint);
             DROP INDEX webhook_deliveries_by_seq;
@@ -440,6 +440,7 @@ enum PostgresMigrations {
             CREATE INDEX audit_events_by_environment ON audit_events (environment, seq)
             """
         ),
+        ("v28 Sandbox-marked customers kept", PostgresSandboxMarkTables.sql),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

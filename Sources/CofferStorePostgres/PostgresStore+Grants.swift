@@ -69,8 +69,7 @@ extension PostgresStore {
             SELECT * FROM grants WHERE environment = \(environment.rawValue)
             AND (\(recipient?.uuidString)::text IS NULL OR recipient = \(recipient?.uuidString))
             AND (NOT \(marked) OR recipient IN (
-                SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
-                AND \(unescaped: SandboxMark.sql)))
+                SELECT owner FROM sandbox_marked WHERE environment = \(environment.rawValue)))
             AND (\(statusName)::text IS NULL
                 OR (\(statusName) = 'pending' AND claimed_at IS NULL AND cancelled_at IS NULL)
                 OR (\(statusName) = 'claimed' AND claimed_at IS NOT NULL)

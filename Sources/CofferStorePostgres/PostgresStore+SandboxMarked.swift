@@ -14,10 +14,9 @@ extension PostgresStore {
         let end = prefix + "\u{7F}"
         return try await all(
             """
-            SELECT u.* FROM users u WHERE u.environment = \(environment.rawValue)
-                AND u.support_id COLLATE "C" >= \(prefix) AND u.support_id COLLATE "C" < \(end)
-                AND \(unescaped: SandboxMark.sql)
-            ORDER BY u.created_at DESC, u.support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
+            SELECT u.* FROM sandbox_marked m JOIN users u ON u.id = m.owner WHERE m.environment = \(environment.rawValue)
+                AND m.support_id COLLATE "C" >= \(prefix) AND m.support_id COLLATE "C" < \(end)
+            ORDER BY m.created_at DESC, m.support_id COLLATE "C" DESC LIMIT \(max(0, limit)) OFFSET \(max(0, offset))
             """, Rows.user)
     }
 
@@ -34,11 +33,63 @@ extension PostgresStore {
                 """
                 WITH deleted AS (
                     DELETE FROM grants WHERE environment = \(environment.rawValue) AND recipient IN (
-                        SELECT u.id FROM users u WHERE u.environment = \(environment.rawValue)
-                        AND \(unescaped: SandboxMark.sql))
+                        SELECT owner FROM sandbox_marked WHERE environment = \(environment.rawValue))
                     RETURNING 1)
                 SELECT count(*) FROM deleted
                 """, logger: self.logger)
         }
     }
+}
+
+/// The Sandbox-marked customers (``SandboxMark``) on PostgreSQL, kept by triggers as their AppTransaction and
+/// receipts change (migration v28).
+enum PostgresSandboxMarkTables {
+    static let sql = """
+        CREATE TABLE sandbox_marked (
+            owner TEXT PRIMARY KEY,
+            environment TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            support_id TEXT NOT NULL
+        );
+        CREATE INDEX sandbox_marked_by_created ON sandbox_marked (environment, created_at, support_id COLLATE "C");
+        CREATE FUNCTION coffer_refresh_mark(who TEXT) RETURNS void LANGUAGE plpgsql AS $$
+        BEGIN
+            \(SandboxMark.refresh(owner: "who"))
+        END $$;
+        CREATE FUNCTION coffer_mark_user() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' THEN
+                DELETE FROM sandbox_marked WHERE owner = OLD.id;
+            ELSE
+                PERFORM coffer_refresh_mark(NEW.id);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER sandbox_mark_user_insert AFTER INSERT ON users
+            FOR EACH ROW EXECUTE FUNCTION coffer_mark_user();
+        CREATE TRIGGER sandbox_mark_user_update AFTER UPDATE OF app_transaction_environment ON users
+            FOR EACH ROW WHEN (OLD.app_transaction_environment IS DISTINCT FROM NEW.app_transaction_environment)
+            EXECUTE FUNCTION coffer_mark_user();
+        CREATE TRIGGER sandbox_mark_user_delete AFTER DELETE ON users FOR EACH ROW EXECUTE FUNCTION coffer_mark_user();
+        CREATE FUNCTION coffer_mark_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            -- Receipts decide only for a customer without an AppTransaction.
+            IF TG_OP IN ('UPDATE', 'DELETE') AND (SELECT app_transaction_environment IS NULL FROM users
+                WHERE id = OLD.owner) THEN
+                PERFORM coffer_refresh_mark(OLD.owner);
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') AND (SELECT app_transaction_environment IS NULL FROM users
+                WHERE id = NEW.owner) THEN
+                PERFORM coffer_refresh_mark(NEW.owner);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER sandbox_mark_receipt_insert AFTER INSERT ON receipts
+            FOR EACH ROW EXECUTE FUNCTION coffer_mark_receipt();
+        CREATE TRIGGER sandbox_mark_receipt_update AFTER UPDATE OF data_environment, owner ON receipts
+            FOR EACH ROW EXECUTE FUNCTION coffer_mark_receipt();
+        CREATE TRIGGER sandbox_mark_receipt_delete AFTER DELETE ON receipts
+            FOR EACH ROW EXECUTE FUNCTION coffer_mark_receipt();
+        \(SandboxMark.backfill)
+        """
 }

@@ -458,7 +458,7 @@ extension PostgresStore {
         // with the prefix sorts below prefix + DEL.
         let end = prefix + "\u{7F}"
         // Everyone, newest first: walked through the creation index, a page at a time.
-        guard prefix.count > 1 else {
+        guard !["", "_"].contains(prefix) else {
             return try await all(
                 """
                 SELECT * FROM users WHERE environment = \(environment.rawValue)

@@ -340,6 +340,9 @@ extension SQLiteStore {
                     CREATE INDEX audit_events_by_environment ON audit_events (environment, seq);
                     """)
         }
+        migrator.registerMigration("v28 Sandbox-marked customers kept") { db in
+            try db.execute(sql: SandboxMarkTables.sql)
+        }
         return migrator
     }
 }

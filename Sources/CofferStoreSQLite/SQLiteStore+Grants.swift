@@ -60,25 +60,29 @@ extension SQLiteStore {
         async throws -> [Grant]
     {
         try await read { db in
-            // A customer's grants through their index (SQLite would otherwise walk the environment's).
+            // A customer's grants through their index (SQLite would otherwise walk the environment's); the
+            // Sandbox-marked customers' from each of them (App Review's and TestFlight's testers: a few).
             var sql =
-                "SELECT * FROM grants \(recipient == nil ? "" : "INDEXED BY grants_by_recipient_created ")WHERE environment = ?"
-            var arguments: StatementArguments = [environment.rawValue]
-            if marked {
-                sql += " AND recipient IN (SELECT u.id FROM users u WHERE u.environment = ? AND \(SandboxMark.sql))"
-                arguments += [environment.rawValue]
-            }
+                marked
+                ? """
+                SELECT g.* FROM sandbox_marked m CROSS JOIN grants g INDEXED BY grants_by_recipient_created
+                WHERE m.environment = ? AND g.recipient = m.owner AND g.environment = ?
+                """
+                : "SELECT * FROM grants g \(recipient == nil ? "" : "INDEXED BY grants_by_recipient_created ")"
+                    + "WHERE g.environment = ?"
+            var arguments: StatementArguments =
+                marked ? [environment.rawValue, environment.rawValue] : [environment.rawValue]
             if let recipient {
-                sql += " AND recipient = ?"
+                sql += " AND g.recipient = ?"
                 arguments += [recipient.uuidString]
             }
             switch status {
-            case .pending: sql += " AND claimed_at IS NULL AND cancelled_at IS NULL"
-            case .claimed: sql += " AND claimed_at IS NOT NULL"
-            case .cancelled: sql += " AND claimed_at IS NULL AND cancelled_at IS NOT NULL"
+            case .pending: sql += " AND g.claimed_at IS NULL AND g.cancelled_at IS NULL"
+            case .claimed: sql += " AND g.claimed_at IS NOT NULL"
+            case .cancelled: sql += " AND g.claimed_at IS NULL AND g.cancelled_at IS NOT NULL"
             case nil: break
             }
-            sql += " ORDER BY created_at DESC, id DESC LIMIT ?"
+            sql += " ORDER BY g.created_at DESC, g.id DESC LIMIT ?"
             arguments += [max(0, limit)]
             return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.grant)
         }

@@ -15,9 +15,9 @@ extension SQLiteStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT u.* FROM users u WHERE u.environment = ? AND u.support_id >= ? AND u.support_id < ?
-                        AND \(SandboxMark.sql)
-                    ORDER BY u.created_at DESC, u.support_id DESC LIMIT ? OFFSET ?
+                    SELECT u.* FROM sandbox_marked m INDEXED BY sandbox_marked_by_created CROSS JOIN users u
+                    WHERE m.environment = ? AND m.support_id >= ? AND m.support_id < ? AND u.id = m.owner
+                    ORDER BY m.created_at DESC, m.support_id DESC LIMIT ? OFFSET ?
                     """,
                 arguments: [environment.rawValue, prefix, prefix + "\u{7F}", max(0, limit), max(0, offset)]
             ).map(Self.user)
@@ -35,10 +35,50 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     DELETE FROM grants WHERE environment = ? AND recipient IN (
-                        SELECT u.id FROM users u WHERE u.environment = ? AND \(SandboxMark.sql))
+                        SELECT owner FROM sandbox_marked WHERE environment = ?)
                     """,
                 arguments: [environment.rawValue, environment.rawValue])
             return db.changesCount
         }
     }
+}
+
+/// The Sandbox-marked customers (``SandboxMark``) on SQLite, kept by triggers as their AppTransaction and receipts
+/// change (migration v28).
+enum SandboxMarkTables {
+    /// Whether `owner` has no AppTransaction: only then do their receipts decide (a trigger's quick test).
+    private static func receiptsDecide(_ owner: String) -> String {
+        "(SELECT app_transaction_environment IS NULL FROM users WHERE id = \(owner))"
+    }
+
+    static let sql = """
+        CREATE TABLE sandbox_marked (
+            owner TEXT PRIMARY KEY NOT NULL,
+            environment TEXT NOT NULL,
+            created_at INTEGER NOT NULL,
+            support_id TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX sandbox_marked_by_created ON sandbox_marked (environment, created_at, support_id);
+        CREATE TRIGGER sandbox_mark_user_insert AFTER INSERT ON users BEGIN
+            \(SandboxMark.refresh(owner: "NEW.id"))
+        END;
+        CREATE TRIGGER sandbox_mark_user_update AFTER UPDATE OF app_transaction_environment ON users
+        WHEN OLD.app_transaction_environment IS NOT NEW.app_transaction_environment BEGIN
+            \(SandboxMark.refresh(owner: "NEW.id"))
+        END;
+        CREATE TRIGGER sandbox_mark_user_delete AFTER DELETE ON users BEGIN
+            DELETE FROM sandbox_marked WHERE owner = OLD.id;
+        END;
+        CREATE TRIGGER sandbox_mark_receipt_insert AFTER INSERT ON receipts WHEN \(receiptsDecide("NEW.owner")) BEGIN
+            \(SandboxMark.refresh(owner: "NEW.owner"))
+        END;
+        CREATE TRIGGER sandbox_mark_receipt_update AFTER UPDATE OF data_environment, owner ON receipts BEGIN
+            \(SandboxMark.refresh(owner: "OLD.owner"))
+            \(SandboxMark.refresh(owner: "NEW.owner"))
+        END;
+        CREATE TRIGGER sandbox_mark_receipt_delete AFTER DELETE ON receipts WHEN \(receiptsDecide("OLD.owner")) BEGIN
+            \(SandboxMark.refresh(owner: "OLD.owner"))
+        END;
+        \(SandboxMark.backfill);
+        """
 }

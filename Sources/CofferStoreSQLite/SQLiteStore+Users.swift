@@ -407,7 +407,7 @@ extension SQLiteStore {
             // Everyone, newest first: walked through the creation index, a page at a time. With a prefix, the range
             // of Support IDs (they hold only `_`, 0-9 and a-f, so every ID with the prefix sorts below prefix + DEL),
             // then its matches sorted.
-            guard prefix.count > 1 else {
+            guard !["", "_"].contains(prefix) else {
                 return try Row.fetchAll(
                     db,
                     sql: """

@@ -23,6 +23,7 @@ struct PostgresStoreTests {
         "v19 the mailbox a backup holds", "v20 Xcode's data marked", "v21 live users", "v22 the refund defence",
         "v23 entitlements for a time", "v24 signed webhooks", "v25 reconciliation with Apple",
         "v26 the dashboard's rollups", "v27 support's pages through their indexes",
+        "v28 Sandbox-marked customers kept",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

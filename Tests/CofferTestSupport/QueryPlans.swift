@@ -23,27 +23,39 @@ public final class StatementLog: Sendable {
 /// Judges query plans: whether a statement reads only what its answer needs (a customer's rows, a page of a list,
 /// a few rollup rows) through an index, or reads a table whose size grows with everyone's data.
 ///
-/// A table is bounded by design when it holds per-server settings (admins, keys, endpoints, cursors) or is kept
-/// small (the rollups' contributions waiting to be folded); every other table grows with customers and their
-/// purchases. On such a table a read must search an index on more than the environment, or walk an index in the
+/// A table is bounded by design when it holds per-server settings (admins, keys, endpoints, cursors), is kept
+/// small (the rollups' contributions waiting to be folded) or holds a Production server's testers (App Review's and
+/// TestFlight's Sandbox-marked customers); every other table grows with customers and their purchases. On such a table a read must search an index on more than the environment, or walk an index in the
 /// order of its answer under a `LIMIT` (no sort of everything before).
 public enum QueryPlans {
     /// Tables whose size does not grow with customers or their purchases.
     public static let boundedTables: Set<String> = [
         "admins", "admin_keys", "admin_sessions", "sessions", "cursors", "webhook_endpoints", "coffer_migrations",
-        "grdb_migrations", "dashboard_deltas", "sqlite_master", "sqlite_schema", "pg_class", "live_users_columns",
+        "grdb_migrations", "dashboard_deltas", "sandbox_marked", "sqlite_master", "sqlite_schema", "pg_class",
+        "live_users_columns",
     ]
 
     /// What is wrong with a SQLite plan (`EXPLAIN QUERY PLAN`'s detail lines) of `statement`; empty when nothing.
     public static func problems(sqlitePlan lines: [String], statement: String) -> [String] {
         let limited = statement.range(of: #"\bLIMIT\b"#, options: [.regularExpression, .caseInsensitive]) != nil
         let sorts = lines.contains { $0.contains("USE TEMP B-TREE FOR ORDER BY") }
+        // SQLite names a table by its alias in the statement: `FROM webhook_deliveries d` is `d` in the plan.
+        var tables: [String: String] = [:]
+        let keywords: Set<String> = [
+            "WHERE", "INDEXED", "CROSS", "JOIN", "ON", "LEFT", "INNER", "ORDER", "GROUP", "LIMIT",
+        ]
+        for found in statement.matches(of: #/(?i)\b(?:FROM|JOIN)\s+(\w+)(?:\s+(?:AS\s+)?(\w+))?/#) {
+            let table = String(found.1)
+            if let alias = found.2.map(String.init), !keywords.contains(alias.uppercased()) { tables[alias] = table }
+            tables[table] = table
+        }
         var problems: [String] = []
         for line in lines {
             guard let match = line.firstMatch(of: /^(SCAN|SEARCH) (\w+)(?: AS \w+)?(.*)$/), match.2 != "CONSTANT" else {
                 continue
             }
-            let (kind, table, rest) = (String(match.1), String(match.2), String(match.3))
+            let (kind, named, rest) = (String(match.1), String(match.2), String(match.3))
+            let table = tables[named] ?? named
             guard !boundedTables.contains(table), !rest.contains("USING INTEGER PRIMARY KEY (rowid=?)") else {
                 continue
             }
