@@ -251,7 +251,7 @@ let package = Package(
         .target(
             name: "CofferTestSupport",
             dependencies: [
-                "CofferCore", "CofferSimulator", "CofferStore",
+                "CofferCore", "CofferSimulator", "CofferStore", "CofferStoreSQLite",
                 .product(name: "Crypto", package: "swift-crypto", condition: server),
                 .product(name: "X509", package: "swift-certificates", condition: server),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: server),

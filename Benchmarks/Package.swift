@@ -42,7 +42,9 @@ let package = Package(
             name: "DeliveryLoad",
             dependencies: [
                 .product(name: "CofferCLI", package: coffer),
+                .product(name: "CofferAdmin", package: coffer),
                 .product(name: "CofferClient", package: coffer),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CofferCore", package: coffer),
                 .product(name: "CofferStore", package: coffer),
                 .product(name: "CofferStoreSQLite", package: coffer),

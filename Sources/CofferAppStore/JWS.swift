@@ -92,8 +92,18 @@ struct JWS: Sendable {
 public enum Base64URL {
     /// Encodes bytes as base64url without padding.
     public static func encode(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        // Byte by byte over the standard encoding (Foundation's string replacement is slow on Linux: a quarter of
+        // the simulator's signing time).
+        var bytes = [UInt8](data.base64EncodedData())
+        while bytes.last == UInt8(ascii: "=") { bytes.removeLast() }
+        for index in bytes.indices {
+            switch bytes[index] {
+            case UInt8(ascii: "+"): bytes[index] = UInt8(ascii: "-")
+            case UInt8(ascii: "/"): bytes[index] = UInt8(ascii: "_")
+            default: break
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -10,7 +10,25 @@ extension SimulatedAppStore {
     }
 
     func signedTransaction(_ record: SimulatedTransaction) throws(SimulatorError) -> String {
-        try sign(decoded(record))
+        // The same payload at the same moment (the transaction unchanged, the clock not moved) is signed once: a
+        // device listing an account's transactions asks for every one of them at each look.
+        let payload = decoded(record)
+        if let signed = signedPayloads[payload] { return signed }
+        let signed = try sign(payload)
+        if signedPayloads.count >= Self.signedPayloadsKept { signedPayloads.removeAll(keepingCapacity: true) }
+        signedPayloads[payload] = signed
+        return signed
+    }
+
+    /// The JWS a device holds for `record`: signed when the transaction took its present state, kept until it
+    /// changes (StoreKit's `jwsRepresentation`); empty when it cannot be signed.
+    func deviceSignedTransaction(_ record: SimulatedTransaction) -> String {
+        var state = decoded(record)
+        state.signedDate = nil
+        if let kept = deviceSigned[record.id], kept.state == state { return kept.jws }
+        guard let jws = try? signedTransaction(record) else { return "" }
+        deviceSigned[record.id] = (state, jws)
+        return jws
     }
 
     func decoded(_ record: SimulatedTransaction) -> JWSTransactionDecodedPayload {

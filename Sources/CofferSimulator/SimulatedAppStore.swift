@@ -44,6 +44,14 @@ public actor SimulatedAppStore {
     var rateLimits: [String: Int] = [:]
     var rateWindows: [String: (hour: Int64, count: Int)] = [:]
     var nextId: Int64
+    /// Transactions signed, by their payload (signing date included): ``signedTransaction(_:)`` signs each once.
+    var signedPayloads: [JWSTransactionDecodedPayload: String] = [:]
+    /// What a device holds of each transaction: the JWS the App Store signed for its state now (its payload with
+    /// the signing date left out), as StoreKit keeps a transaction's `jwsRepresentation` until the transaction
+    /// changes (a refund, say), not signed anew at each look.
+    var deviceSigned: [String: (state: JWSTransactionDecodedPayload, jws: String)] = [:]
+    /// The most ``signedPayloads`` keeps before it starts again.
+    static let signedPayloadsKept = 4_096
     var updateStreams: [String: [UUID: AsyncStream<StoreTransaction>.Continuation]] = [:]
     var notificationContinuation: AsyncStream<OutgoingNotification>.Continuation?
 
@@ -113,7 +121,7 @@ public actor SimulatedAppStore {
             isFamilyShared: record.familyShared, isUpgraded: record.isUpgraded,
             isTrial: record.introductoryOffer == .freeTrial, appAccountToken: record.appAccountToken,
             subscriptionGroupId: record.product.kind == .autoRenewable ? record.product.group.map(Self.groupId) : nil,
-            jwsRepresentation: (try? signedTransaction(record)) ?? "",
+            jwsRepresentation: deviceSignedTransaction(record),
             revocationPercentage: record.isRevoked && !record.familyShared
                 ? record.revocationPercentage.map(Int.init) ?? 100_000 : nil)
     }

@@ -22,7 +22,7 @@ extension SQLiteStore {
                         grant_limit, two_factor_secret, two_factor_last_step, recovery_codes, disabled_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """
-                try db.execute(sql: sql, arguments: arguments)
+                try db.execute(cached: sql, arguments: arguments)
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("admin \(admin.name)")
             }
@@ -34,17 +34,17 @@ extension SQLiteStore {
     }
 
     public func admins() async throws -> [Admin] {
-        try await read { db in try Row.fetchAll(db, sql: "SELECT * FROM admins ORDER BY name").map(Self.admin) }
+        try await read { db in try Row.fetchAll(db, cached: "SELECT * FROM admins ORDER BY name").map(Self.admin) }
     }
 
     public func setAdminPassword(name: String, passwordHash: String, at: Date) async throws -> Bool {
         try await write { db in
-            guard let id = try String.fetchOne(db, sql: "SELECT id FROM admins WHERE name = ?", arguments: [name])
+            guard let id = try String.fetchOne(db, cached: "SELECT id FROM admins WHERE name = ?", arguments: [name])
             else { return false }
             try db.execute(
-                sql: "UPDATE admins SET password_hash = ?, password_changed_at = ? WHERE id = ?",
+                cached: "UPDATE admins SET password_hash = ?, password_changed_at = ? WHERE id = ?",
                 arguments: [passwordHash, Millis.from(at), id])
-            try db.execute(sql: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [id])
+            try db.execute(cached: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [id])
             return true
         }
     }
@@ -52,12 +52,12 @@ extension SQLiteStore {
     public func updateAdmin(name: String, _ change: @escaping @Sendable (Admin) -> Admin?) async throws -> Admin? {
         try await write { db in
             guard
-                let admin = try Row.fetchOne(db, sql: "SELECT * FROM admins WHERE name = ?", arguments: [name])
+                let admin = try Row.fetchOne(db, cached: "SELECT * FROM admins WHERE name = ?", arguments: [name])
                     .map(Self.admin), let requested = change(admin)
             else { return nil }
             let changed = admin.adopting(requested)
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE admins SET time_zone = ?, role = ?, grant_limit = ?, two_factor_secret = ?,
                         two_factor_last_step = ?, recovery_codes = ?, disabled_at = ?
                     WHERE id = ?
@@ -69,7 +69,8 @@ extension SQLiteStore {
                 ])
             // A disabled admin's sessions end with the change.
             if !changed.isEnabled {
-                try db.execute(sql: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [admin.id.uuidString])
+                try db.execute(
+                    cached: "DELETE FROM admin_sessions WHERE admin_id = ?", arguments: [admin.id.uuidString])
             }
             return changed
         }
@@ -78,7 +79,7 @@ extension SQLiteStore {
     public func deleteSessions(adminId: UUID, except kept: String?) async throws -> Int {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM admin_sessions WHERE admin_id = ? AND token_hash <> ?",
+                cached: "DELETE FROM admin_sessions WHERE admin_id = ? AND token_hash <> ?",
                 arguments: [adminId.uuidString, kept ?? ""])
             return db.changesCount
         }
@@ -88,7 +89,7 @@ extension SQLiteStore {
         try await write { db in
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO admin_sessions (token_hash, admin_id, admin_name, csrf_token, environment,
                             created_at, expires_at, two_factor_pending)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -106,7 +107,7 @@ extension SQLiteStore {
 
     public func session(tokenHash: String) async throws -> AdminSession? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
+            try Row.fetchOne(db, cached: "SELECT * FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
                 .map { row in
                     AdminSession(
                         tokenHash: row["token_hash"], adminId: try RowValue.uuid(row, "admin_id"),
@@ -120,20 +121,20 @@ extension SQLiteStore {
     public func setSessionEnvironment(tokenHash: String, environment: AppStoreEnvironment) async throws {
         try await write { db in
             try db.execute(
-                sql: "UPDATE admin_sessions SET environment = ? WHERE token_hash = ?",
+                cached: "UPDATE admin_sessions SET environment = ? WHERE token_hash = ?",
                 arguments: [environment.rawValue, tokenHash])
         }
     }
 
     public func deleteSession(tokenHash: String) async throws {
         try await write { db in
-            try db.execute(sql: "DELETE FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
+            try db.execute(cached: "DELETE FROM admin_sessions WHERE token_hash = ?", arguments: [tokenHash])
         }
     }
 
     public func deleteSessions(expiredBefore date: Date) async throws -> Int {
         try await write { db in
-            try db.execute(sql: "DELETE FROM admin_sessions WHERE expires_at < ?", arguments: [Millis.from(date)])
+            try db.execute(cached: "DELETE FROM admin_sessions WHERE expires_at < ?", arguments: [Millis.from(date)])
             return db.changesCount
         }
     }
@@ -141,10 +142,10 @@ extension SQLiteStore {
     public func recordFailure(_ key: String, at date: Date, since: Date) async throws -> Int {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM failures WHERE at < ?", arguments: [Millis.from(date.addingTimeInterval(-86_400))])
-            try db.execute(sql: "INSERT INTO failures (key, at) VALUES (?, ?)", arguments: [key, Millis.from(date)])
+                cached: "DELETE FROM failures WHERE at < ?", arguments: [Millis.from(date.addingTimeInterval(-86_400))])
+            try db.execute(cached: "INSERT INTO failures (key, at) VALUES (?, ?)", arguments: [key, Millis.from(date)])
             return try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM failures WHERE key = ? AND at >= ?",
+                db, cached: "SELECT COUNT(*) FROM failures WHERE key = ? AND at >= ?",
                 arguments: [key, Millis.from(since)]) ?? 0
         }
     }
@@ -152,20 +153,20 @@ extension SQLiteStore {
     public func failures(_ key: String, since: Date) async throws -> Int {
         try await read { db in
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM failures WHERE key = ? AND at >= ?",
+                db, cached: "SELECT COUNT(*) FROM failures WHERE key = ? AND at >= ?",
                 arguments: [key, Millis.from(since)]) ?? 0
         }
     }
 
     public func clearFailures(_ key: String) async throws {
-        try await write { db in try db.execute(sql: "DELETE FROM failures WHERE key = ?", arguments: [key]) }
+        try await write { db in try db.execute(cached: "DELETE FROM failures WHERE key = ?", arguments: [key]) }
     }
 
     public func createAdminKey(_ key: AdminKey) async throws {
         try await write { db in
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO admin_keys (id, name, public_key_pem, created_at, revoked_at, role, grant_limit)
                         VALUES (?, ?, ?, ?, ?, ?, ?)
                         """,
@@ -181,20 +182,20 @@ extension SQLiteStore {
 
     public func adminKey(id: String) async throws -> AdminKey? {
         try await read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM admin_keys WHERE id = ?", arguments: [id]).map(Self.adminKey)
+            try Row.fetchOne(db, cached: "SELECT * FROM admin_keys WHERE id = ?", arguments: [id]).map(Self.adminKey)
         }
     }
 
     public func adminKeys() async throws -> [AdminKey] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM admin_keys ORDER BY created_at, id").map(Self.adminKey)
+            try Row.fetchAll(db, cached: "SELECT * FROM admin_keys ORDER BY created_at, id").map(Self.adminKey)
         }
     }
 
     public func revokeAdminKey(id: String, at: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                cached: "UPDATE admin_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 arguments: [Millis.from(at), id])
             return db.changesCount == 1
         }
@@ -203,9 +204,9 @@ extension SQLiteStore {
     public func recordSignature(_ digest: String, at: Date, forgetBefore: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM admin_signatures WHERE seen_at < ?", arguments: [Millis.from(forgetBefore)])
+                cached: "DELETE FROM admin_signatures WHERE seen_at < ?", arguments: [Millis.from(forgetBefore)])
             try db.execute(
-                sql: "INSERT INTO admin_signatures (digest, seen_at) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
+                cached: "INSERT INTO admin_signatures (digest, seen_at) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING",
                 arguments: [digest, Millis.from(at)])
             return db.changesCount == 1
         }

@@ -12,7 +12,7 @@ extension SQLiteStore {
         try await write { db in
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
@@ -32,7 +32,7 @@ extension SQLiteStore {
         for event in events {
             for id in [event.id, UUID()] {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO audit_events (id, environment, actor, action, subject, before, after, at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING
                         """,
@@ -66,7 +66,7 @@ extension SQLiteStore {
             }
             sql += " ORDER BY seq DESC LIMIT ?"
             arguments += [max(0, limit)]
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+            return try Row.fetchAll(db, cached: sql, arguments: arguments).map { row in
                 AuditEvent(
                     id: try RowValue.uuid(row, "id"), environment: try RowValue.environment(row),
                     actor: row["actor"], action: row["action"], subject: row["subject"], before: row["before"],

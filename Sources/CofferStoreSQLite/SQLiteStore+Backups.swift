@@ -24,7 +24,7 @@ extension SQLiteStore {
             guard let record = decide(current) else { return (current, nil) }
             let (kind, name) = Self.columns(record.writer)
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name,
                         deficit, applied)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -37,7 +37,7 @@ extension SQLiteStore {
                     record.version, kind, name, record.deficit, BackupApplied.text(record.applied),
                 ])
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
                         writer_kind, writer_name)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -47,7 +47,7 @@ extension SQLiteStore {
                     Millis.from(record.lastUpdated), record.version, kind, name,
                 ])
             try db.execute(
-                sql: """
+                cached: """
                     DELETE FROM backup_history WHERE owner = ? AND environment = ? AND seq <= (
                         SELECT seq FROM backup_history WHERE owner = ? AND environment = ?
                         ORDER BY seq DESC LIMIT 1 OFFSET ?)

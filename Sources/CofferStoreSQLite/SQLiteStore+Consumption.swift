@@ -39,7 +39,7 @@ extension SQLiteStore {
                 throw StoreError.notFound("user \(consent.owner)")
             }
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO consumption_consents (owner, environment, consented, at) VALUES (?, ?, ?, ?)
                     ON CONFLICT (owner) DO UPDATE SET environment = excluded.environment,
                         consented = excluded.consented, at = excluded.at
@@ -64,7 +64,7 @@ extension SQLiteStore {
     public func recordConsumptionAnswer(_ answer: ConsumptionAnswerRecord) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO consumption_answers (environment, notification_uuid, owner, transaction_id,
                         requested_at, answered_at, sent, body, reason)
                     SELECT ?, ?, id, ?, ?, ?, ?, ?, ? FROM live_users WHERE id = ?

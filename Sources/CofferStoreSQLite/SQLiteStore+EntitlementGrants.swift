@@ -34,7 +34,7 @@ extension SQLiteStore {
             }
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO entitlement_grants (id, environment, recipient, entitlement, starts_at, ends_at,
                             reason, created_by)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -67,14 +67,14 @@ extension SQLiteStore {
         try await write { db in
             guard
                 var grant = try Row.fetchOne(
-                    db, sql: "SELECT * FROM entitlement_grants WHERE id = ? AND environment = ?",
+                    db, cached: "SELECT * FROM entitlement_grants WHERE id = ? AND environment = ?",
                     arguments: [id.uuidString, environment.rawValue]
                 ).map(Self.entitlementGrant)
             else { throw StoreError.notFound("entitlement grant \(id)") }
             guard grant.cancelledAt == nil else { return grant }
             (grant.cancelledAt, grant.cancelledBy) = (at, actor)
             try db.execute(
-                sql: "UPDATE entitlement_grants SET cancelled_at = ?, cancelled_by = ? WHERE id = ?",
+                cached: "UPDATE entitlement_grants SET cancelled_at = ?, cancelled_by = ? WHERE id = ?",
                 arguments: [Millis.from(at), actor, id.uuidString])
             try Self.insertAudit(db, events(grant))
             return grant

@@ -15,7 +15,7 @@ extension SQLiteStore {
             }
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
@@ -39,7 +39,7 @@ extension SQLiteStore {
         try await read { db in
             try Int64.fetchOne(
                 db,
-                sql: """
+                cached: """
                     SELECT COALESCE(SUM(credits), 0) FROM grants
                     WHERE environment = ?1 AND created_at >= ?2 AND (claimed_at IS NOT NULL OR cancelled_at IS NULL)
                         AND (created_by = ?3 OR substr(created_by, 1, length(?4)) = ?4)
@@ -84,7 +84,7 @@ extension SQLiteStore {
             }
             sql += " ORDER BY g.created_at DESC, g.id DESC LIMIT ?"
             arguments += [max(0, limit)]
-            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(Self.grant)
+            return try Row.fetchAll(db, cached: sql, arguments: arguments).map(Self.grant)
         }
     }
 
@@ -99,7 +99,7 @@ extension SQLiteStore {
                 _ = try LedgerWriter.apply(credit, in: &context).get()
             }
             try db.execute(
-                sql: "UPDATE grants SET claimed_at = ? WHERE id = ?",
+                cached: "UPDATE grants SET claimed_at = ? WHERE id = ?",
                 arguments: [claimed.grant.claimedAt.map(Millis.from), id.uuidString])
             return claimed.grant
         }
@@ -113,7 +113,7 @@ extension SQLiteStore {
             let grant = try Self.grant(db, id: id, environment: environment)
             guard let cancelled = cancel(grant) else { return grant }
             try db.execute(
-                sql: "UPDATE grants SET cancelled_at = ?, cancelled_by = ? WHERE id = ?",
+                cached: "UPDATE grants SET cancelled_at = ?, cancelled_by = ? WHERE id = ?",
                 arguments: [cancelled.cancelledAt.map(Millis.from), cancelled.cancelledBy, id.uuidString])
             try Self.insertAudit(db, audit(cancelled))
             return cancelled
@@ -124,7 +124,7 @@ extension SQLiteStore {
     static func grant(_ db: Database, id: UUID, environment: AppStoreEnvironment) throws -> Grant {
         guard
             let grant = try Row.fetchOne(
-                db, sql: "SELECT * FROM grants WHERE id = ? AND environment = ?",
+                db, cached: "SELECT * FROM grants WHERE id = ? AND environment = ?",
                 arguments: [id.uuidString, environment.rawValue]
             ).map(Self.grant)
         else { throw StoreError.notFound("grant \(id)") }

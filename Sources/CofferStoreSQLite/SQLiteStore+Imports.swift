@@ -12,7 +12,7 @@ extension SQLiteStore {
         try await write { db in
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         UPDATE users SET app_transaction_id = ?, app_transaction_environment = ?
                         WHERE id = ?3 AND id IN (SELECT id FROM live_users WHERE id = ?3)
                             AND app_transaction_id IS NULL AND merged_into IS NULL
@@ -28,7 +28,7 @@ extension SQLiteStore {
     public func recordImport(_ customer: ImportedCustomer) async throws -> ImportedCustomer {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO imported_customers (environment, source, external_id, user_id, imported_at)
                     VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
                     """,
@@ -53,7 +53,7 @@ extension SQLiteStore {
     ) async throws -> ImportedCustomer? {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE imported_customers SET claimed_at = ?, claim_key_hash = ?
                     WHERE environment = ? AND source = ? AND external_id = ? AND claim_key_hash IS NULL
                     """,
@@ -73,7 +73,7 @@ extension SQLiteStore {
         guard
             let row = try Row.fetchOne(
                 db,
-                sql: "SELECT * FROM imported_customers WHERE environment = ? AND source = ? AND external_id = ?",
+                cached: "SELECT * FROM imported_customers WHERE environment = ? AND source = ? AND external_id = ?",
                 arguments: [environment.rawValue, source, externalId])
         else { return nil }
         guard let user = UUID(uuidString: row["user_id"]) else {

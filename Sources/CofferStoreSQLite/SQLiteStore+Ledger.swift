@@ -16,13 +16,15 @@ extension SQLiteStore {
     }
 
     public func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
-        try await read { db in
+        try await readStatement { db in
             try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
         }
     }
 
     public func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
-        try await read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
+        try await readStatement { db in
+            try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment)
+        }
     }
 
     public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
@@ -34,7 +36,7 @@ extension SQLiteStore {
             let marks = Array(repeating: "?", count: names.count).joined(separator: ", ")
             return try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT * FROM ledger_entries WHERE environment = ? AND owner = ? AND kind IN (\(marks))
                     ORDER BY seq
                     """,
@@ -44,7 +46,7 @@ extension SQLiteStore {
     }
 
     public func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
-        try await read { db in
+        try await readStatement { db in
             try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
         }
     }
@@ -64,11 +66,11 @@ extension SQLiteStore {
     {
         guard !productIds.isEmpty else { return [] }
         let products = productIds.sorted()
-        return try await read { db in
+        return try await readStatement { db in
             let marks = Array(repeating: "?", count: products.count).joined(separator: ", ")
             return try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT * FROM receipts INDEXED BY receipts_by_owner_product
                     WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
                     ORDER BY purchase_date, transaction_id

@@ -14,7 +14,7 @@ extension SQLiteStore {
                 try Self.isLive(db, owner)
             else { throw StoreError.notFound("user \(owner)") }
             try db.execute(
-                sql: "INSERT INTO milestones (owner, name, reached_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                cached: "INSERT INTO milestones (owner, name, reached_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                 arguments: [owner.uuidString, name, Millis.from(date)])
             return db.changesCount > 0
         }

@@ -11,7 +11,7 @@ extension SQLiteStore {
     public func recordNotification(_ record: NotificationRecord) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO notifications (environment, uuid, type, subtype, transaction_id,
                         original_transaction_id, owner, signed_date, received_at, outcome, source)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -25,7 +25,7 @@ extension SQLiteStore {
             let new = db.changesCount > 0
             if new, let body = record.forwardBody {
                 try db.execute(
-                    sql: WebhookTables.forward,
+                    cached: WebhookTables.forward,
                     arguments: [
                         record.environment.rawValue, record.type, record.owner?.uuidString, record.transactionId,
                         record.subtype, body, Millis.from(record.receivedAt), record.environment.rawValue,
@@ -38,7 +38,7 @@ extension SQLiteStore {
     public func notification(uuid: String, environment: AppStoreEnvironment) async throws -> NotificationRecord? {
         try await read { db in
             try Row.fetchOne(
-                db, sql: "SELECT * FROM notifications WHERE environment = ? AND uuid = ?",
+                db, cached: "SELECT * FROM notifications WHERE environment = ? AND uuid = ?",
                 arguments: [environment.rawValue, uuid]
             ).map(Self.notification)
         }
@@ -73,7 +73,7 @@ extension SQLiteStore {
             var edge: [String: Int] = [:]
             for row in try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT type, COUNT(*) AS n FROM notifications INDEXED BY notifications_by_received
                     WHERE environment = ? AND received_at >= ? AND received_at < ? GROUP BY type
                     """, arguments: [environment.rawValue, Millis.from(since), Millis.from(hourStart)])
@@ -82,7 +82,7 @@ extension SQLiteStore {
             }
             let hours = try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT figure, bucket, label, currency, count, amount FROM dashboard_rollups
                     WHERE environment = ? AND figure = 'notifications.hour' AND bucket >= ?
                     """, arguments: [environment.rawValue, firstHour]
@@ -97,7 +97,7 @@ extension SQLiteStore {
                 throw StoreError.notFound("user \(state.owner)")
             }
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO renewal_states (environment, original_transaction_id, owner, auto_renew_product_id,
                         auto_renews, in_billing_retry, grace_period_expires_date, signed_date)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -137,7 +137,7 @@ extension SQLiteStore {
     public func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {
         try await read { db in
             try String.fetchOne(
-                db, sql: "SELECT value FROM cursors WHERE environment = ? AND name = ?",
+                db, cached: "SELECT value FROM cursors WHERE environment = ? AND name = ?",
                 arguments: [environment.rawValue, name])
         }
     }
@@ -145,7 +145,7 @@ extension SQLiteStore {
     public func saveCursor(_ name: String, value: String, environment: AppStoreEnvironment) async throws {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO cursors (environment, name, value) VALUES (?, ?, ?)
                     ON CONFLICT (environment, name) DO UPDATE SET value = excluded.value
                     """,

@@ -14,7 +14,7 @@ extension SQLiteStore {
                 try Self.isLive(db, token.owner)
             else { throw StoreError.notFound("user \(token.owner)") }
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO push_tokens (token, owner, environment, gateway, updated_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (token) DO UPDATE SET owner = excluded.owner, environment = excluded.environment,
                         gateway = excluded.gateway, updated_at = excluded.updated_at
@@ -25,7 +25,7 @@ extension SQLiteStore {
                 ])
             // The user keeps the newest few.
             try db.execute(
-                sql: """
+                cached: """
                     DELETE FROM push_tokens WHERE owner = ?1 AND token NOT IN (
                         SELECT token FROM push_tokens WHERE owner = ?1 ORDER BY updated_at DESC, token DESC LIMIT ?2)
                     """, arguments: [token.owner.uuidString, PushToken.keptPerUser])
@@ -44,7 +44,7 @@ extension SQLiteStore {
     public func deletePushToken(_ token: String, owner: UUID) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM push_tokens WHERE token = ? AND owner = ?", arguments: [token, owner.uuidString])
+                cached: "DELETE FROM push_tokens WHERE token = ? AND owner = ?", arguments: [token, owner.uuidString])
             return db.changesCount > 0
         }
     }

@@ -40,11 +40,11 @@ extension SQLiteStore {
         try Self.checkDiscrepancies(records, owner: owner, environment: environment)
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM discrepancies WHERE environment = ? AND owner = ?",
+                cached: "DELETE FROM discrepancies WHERE environment = ? AND owner = ?",
                 arguments: [environment.rawValue, owner.uuidString])
             for record in records {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT OR REPLACE INTO discrepancies (environment, owner, transaction_id, kind, product_id,
                             detail, found_at, repaired_at)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -71,11 +71,11 @@ extension SQLiteStore {
     {
         try await write { db in
             let current = try String.fetchOne(
-                db, sql: "SELECT value FROM cursors WHERE environment = ? AND name = ?",
+                db, cached: "SELECT value FROM cursors WHERE environment = ? AND name = ?",
                 arguments: [environment.rawValue, name])
             guard current == expected else { return false }
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO cursors (environment, name, value) VALUES (?, ?, ?)
                     ON CONFLICT (environment, name) DO UPDATE SET value = excluded.value
                     """,

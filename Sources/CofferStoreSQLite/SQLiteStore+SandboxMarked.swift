@@ -14,7 +14,7 @@ extension SQLiteStore {
         return try await read { db in
             try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT u.* FROM sandbox_marked m INDEXED BY sandbox_marked_by_created CROSS JOIN users u
                     WHERE m.environment = ? AND m.support_id >= ? AND m.support_id < ? AND u.id = m.owner
                     ORDER BY m.created_at DESC, m.support_id DESC LIMIT ? OFFSET ?
@@ -33,7 +33,7 @@ extension SQLiteStore {
     public func deleteSandboxMarkedGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     DELETE FROM grants WHERE environment = ? AND recipient IN (
                         SELECT owner FROM sandbox_marked WHERE environment = ?)
                     """,

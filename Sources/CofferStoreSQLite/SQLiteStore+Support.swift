@@ -14,7 +14,7 @@ extension SQLiteStore {
         try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT * FROM backup_history WHERE owner = ? AND environment = ? ORDER BY seq DESC LIMIT ?",
+                cached: "SELECT * FROM backup_history WHERE owner = ? AND environment = ? ORDER BY seq DESC LIMIT ?",
                 arguments: [owner.uuidString, environment.rawValue, max(0, limit)]
             ).map { row in
                 let name: String = row["writer_name"]
@@ -38,7 +38,7 @@ extension SQLiteStore {
             let marks = Array(repeating: "?", count: totals.count).joined(separator: ", ")
             let rows = try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT figure, bucket, label, currency, count, amount FROM dashboard_rollups
                     WHERE environment = ? AND figure IN (\(marks)) AND bucket = 0
                     UNION ALL
@@ -57,7 +57,7 @@ extension SQLiteStore {
             var endingToday = (own: 0, other: 0)
             for row in try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT own, count(*) AS n FROM subscription_chains INDEXED BY subscription_chains_by_end
                     WHERE environment = ? AND own IN (0, 1) AND active_until > ? AND active_until < ? GROUP BY own
                     """,
@@ -85,7 +85,7 @@ extension SQLiteStore {
 
     public func deleteGrants(environment: AppStoreEnvironment) async throws -> Int {
         try await write { db in
-            try db.execute(sql: "DELETE FROM grants WHERE environment = ?", arguments: [environment.rawValue])
+            try db.execute(cached: "DELETE FROM grants WHERE environment = ?", arguments: [environment.rawValue])
             return db.changesCount
         }
     }

@@ -11,25 +11,25 @@ extension SQLiteStore {
     /// Whether a user exists and is live (``User/isLive``, the `live_users` view).
     static func isLive(_ db: Database, _ id: UUID) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT EXISTS (SELECT 1 FROM live_users WHERE id = ?)", arguments: [id.uuidString]) == true
+            db, cached: "SELECT EXISTS (SELECT 1 FROM live_users WHERE id = ?)", arguments: [id.uuidString]) == true
     }
 
     /// Whether a user exists and a token or a code may name it (``User/isOwnCustomer``).
     static func isOwnCustomer(_ db: Database, _ id: UUID) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT EXISTS (SELECT 1 FROM live_users WHERE id = ? AND merged_into IS NULL)",
+            db, cached: "SELECT EXISTS (SELECT 1 FROM live_users WHERE id = ? AND merged_into IS NULL)",
             arguments: [id.uuidString]) == true
     }
 
     public func ping() async throws {
-        _ = try await read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+        _ = try await read { db in try Int.fetchOne(db, cached: "SELECT 1") }
     }
 
     public func createUser(_ user: User) async throws {
         try await write { db in
             do {
                 try db.execute(
-                    sql: """
+                    cached: """
                         INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at,
                             app_transaction_id, app_transaction_environment)
                         VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -40,7 +40,7 @@ extension SQLiteStore {
                         user.appleAccount?.appTransactionId, user.appleAccount?.environment.rawValue,
                     ])
                 try db.execute(
-                    sql: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)",
+                    cached: "INSERT INTO wallets (user_id, balance, deficit) VALUES (?, 0, 0)",
                     arguments: [user.id.uuidString])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("user (\(error.message ?? "unique constraint"))")
@@ -81,11 +81,11 @@ extension SQLiteStore {
         try await write { db in
             guard try Self.isOwnCustomer(db, owner) else { throw StoreError.notFound("user \(owner)") }
             let taken = try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE token_hash = ?)", arguments: [tokenHash])
+                db, cached: "SELECT EXISTS (SELECT 1 FROM users WHERE token_hash = ?)", arguments: [tokenHash])
             do {
                 guard taken != true else { throw StoreError.alreadyExists("token") }
                 try db.execute(
-                    sql: "INSERT INTO user_tokens (token_hash, owner, created_at, origin) VALUES (?, ?, ?, ?)",
+                    cached: "INSERT INTO user_tokens (token_hash, owner, created_at, origin) VALUES (?, ?, ?, ?)",
                     arguments: [tokenHash, owner.uuidString, Millis.from(date), origin.rawValue])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("token")
@@ -97,14 +97,14 @@ extension SQLiteStore {
         try await write { db in
             // The first token lives in users: kept as a row here so it is counted and revoked like the others.
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO user_tokens (token_hash, owner, created_at)
                     SELECT token_hash, id, created_at FROM live_users u WHERE id = ?1
                         AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = u.token_hash)
                         AND NOT EXISTS (SELECT 1 FROM imported_customers i WHERE i.user_id = ?1)
                     """, arguments: [owner.uuidString])
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE user_tokens SET revoked_at = ?1
                     WHERE owner = ?2 AND revoked_at IS NULL AND origin = 'device' AND token_hash NOT IN (
                         SELECT token_hash FROM user_tokens WHERE owner = ?2 AND revoked_at IS NULL AND origin = 'device'
@@ -121,7 +121,7 @@ extension SQLiteStore {
     static func tokenCounts(_ db: Database, owner: String) throws -> TokenCounts {
         let row = try Row.fetchOne(
             db,
-            sql: """
+            cached: """
                 SELECT
                     (SELECT COUNT(*) FROM user_tokens WHERE owner = ?1 AND revoked_at IS NULL AND origin = 'device')
                     + (SELECT COUNT(*) FROM live_users u WHERE u.id = ?1
@@ -136,12 +136,12 @@ extension SQLiteStore {
     public func revokeToken(tokenHash: String, at date: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "UPDATE user_tokens SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL",
+                cached: "UPDATE user_tokens SET revoked_at = ? WHERE token_hash = ? AND revoked_at IS NULL",
                 arguments: [Millis.from(date), tokenHash])
             if db.changesCount > 0 { return true }
             // A user's first token lives in users; revoking it keeps a revoked row here.
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO user_tokens (token_hash, owner, created_at, revoked_at)
                     SELECT token_hash, id, created_at, ?1 FROM users WHERE token_hash = ?2
                         AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = ?2)
@@ -162,7 +162,7 @@ extension SQLiteStore {
         try await write { db in
             guard try Self.isOwnCustomer(db, code.owner) else { throw StoreError.notFound("user \(code.owner)") }
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO merge_codes (owner, environment, code_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
                     ON CONFLICT (owner) DO UPDATE SET code_hash = excluded.code_hash, created_at = excluded.created_at,
                         expires_at = excluded.expires_at
@@ -177,7 +177,7 @@ extension SQLiteStore {
     public func useMergeCode(owner: UUID, codeHash: String, at date: Date) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM merge_codes WHERE owner = ? AND code_hash = ? AND expires_at > ?",
+                cached: "DELETE FROM merge_codes WHERE owner = ? AND code_hash = ? AND expires_at > ?",
                 arguments: [owner.uuidString, codeHash, Millis.from(date)])
             return db.changesCount == 1
         }
@@ -196,53 +196,56 @@ extension SQLiteStore {
             let (from, into) = (merge.from.uuidString, merge.into.uuidString)
             let context = SQLiteLedgerContext(db: db)
             let user = { (id: String) in
-                try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user)
+                try Row.fetchOne(db, cached: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user)
             }
             let count = { (sql: String, arguments: StatementArguments) in
-                try Int.fetchOne(db, sql: sql, arguments: arguments) ?? 0
+                try Int.fetchOne(db, cached: sql, arguments: arguments) ?? 0
             }
             let plan = try merge.plan(
                 UserMergeState(
                     from: try user(from), into: try user(into),
                     fromWallet: try context.wallet(owner: merge.from, environment: merge.environment) ?? .empty,
                     intoWallet: try context.wallet(owner: merge.into, environment: merge.environment) ?? .empty,
-                    backup: try Int64.fetchOne(db, sql: "SELECT value FROM backups WHERE owner = ?", arguments: [from]),
+                    backup: try Int64.fetchOne(
+                        db, cached: "SELECT value FROM backups WHERE owner = ?", arguments: [from]),
                     tokens: try Self.tokenCounts(db, owner: from),
                     receipts: try count(
                         "SELECT COUNT(*) FROM receipts WHERE owner = ? AND environment = ?", [from, env]),
                     grants: try count("SELECT COUNT(*) FROM grants WHERE recipient = ?", [from])),
                 audit: events)
             try db.execute(
-                sql: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL", arguments: [into, from])
+                cached: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL",
+                arguments: [into, from])
             guard db.changesCount == 1 else { throw StoreError.alreadyExists("merge of user \(from)") }
             try context.save(plan.from, owner: merge.from, environment: merge.environment)
             try context.save(plan.into, owner: merge.into, environment: merge.environment)
             try db.execute(
-                sql: "UPDATE receipts SET owner = ? WHERE owner = ? AND environment = ?", arguments: [into, from, env])
-            try db.execute(sql: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
+                cached: "UPDATE receipts SET owner = ? WHERE owner = ? AND environment = ?",
+                arguments: [into, from, env])
+            try db.execute(cached: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
             try db.execute(
-                sql: "UPDATE entitlement_grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
+                cached: "UPDATE entitlement_grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
             // The merged customer's receipts are the other's now: the next reconciliation checks them there.
-            try db.execute(sql: "DELETE FROM discrepancies WHERE owner = ?", arguments: [from])
-            try db.execute(sql: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
+            try db.execute(cached: "DELETE FROM discrepancies WHERE owner = ?", arguments: [from])
+            try db.execute(cached: "UPDATE renewal_states SET owner = ? WHERE owner = ?", arguments: [into, from])
             // A claim's tokens end with the merge; they never sign in as the account user. Without the account
             // owner's word the installs' tokens end too (an import's first token was never an install's).
             let ended = Millis.from(merge.at)
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE user_tokens SET revoked_at = ? WHERE owner = ? AND revoked_at IS NULL
                         AND (origin = 'claim' OR NOT ?)
                     """,
                 arguments: [ended, from, merge.movesTokens])
             // A merged customer is settled: its imported record name claims nothing from now on.
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE imported_customers SET claimed_at = COALESCE(claimed_at, ?), claim_key_hash = ?
                     WHERE user_id = ?
                     """, arguments: [ended, ImportedCustomer.mergedKeyHash, from])
             // The merged install's first token: the account user's from now on, or kept revoked.
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO user_tokens (token_hash, owner, created_at, revoked_at)
                     SELECT token_hash, ?1, created_at, ?3 FROM users WHERE id = ?2
                         AND NOT EXISTS (SELECT 1 FROM user_tokens t WHERE t.token_hash = users.token_hash)
@@ -251,7 +254,7 @@ extension SQLiteStore {
                 arguments: [merge.movesTokens ? into : from, from, merge.movesTokens ? nil : ended])
             if merge.movesTokens {
                 try db.execute(
-                    sql: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'",
+                    cached: "UPDATE user_tokens SET owner = ? WHERE owner = ? AND origin = 'device'",
                     arguments: [into, from])
             }
             try Self.insertAudit(db, plan.audit)
@@ -266,16 +269,17 @@ extension SQLiteStore {
             let id = deletion.user.uuidString
             // A user merged into another is gone for the ledger: delete the one it joined.
             let context = SQLiteLedgerContext(db: db, excludingMerged: true)
-            let merged = try String.fetchAll(db, sql: "SELECT id FROM users WHERE merged_into = ?", arguments: [id])
+            let merged = try String.fetchAll(db, cached: "SELECT id FROM users WHERE merged_into = ?", arguments: [id])
             let everyone = StatementArguments([id] + merged)
             let plan = try deletion.plan(
                 UserDeletionState(
-                    user: try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user),
+                    user: try Row.fetchOne(db, cached: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(
+                        Self.user),
                     wallet: try context.wallet(owner: deletion.user, environment: deletion.environment),
                     merged: merged.compactMap(UUID.init(uuidString:)),
                     pendingGrants: try Int.fetchOne(
                         db,
-                        sql: """
+                        cached: """
                             SELECT COUNT(*) FROM grants WHERE recipient IN (\(databaseQuestionMarks(count: 1 + merged.count)))
                                 AND claimed_at IS NULL AND cancelled_at IS NULL
                             """, arguments: everyone) ?? 0),
@@ -293,12 +297,12 @@ extension SQLiteStore {
                 "DELETE FROM consumption_answers WHERE owner IN (\(marks))",
                 "DELETE FROM discrepancies WHERE owner IN (\(marks))",
             ] {
-                try db.execute(sql: statement, arguments: owners)
+                try db.execute(cached: statement, arguments: owners)
             }
             for owner in ids {
                 // A token hash no token has, and a fresh appAccountToken Apple never saw: nothing finds the record.
                 try db.execute(
-                    sql: """
+                    cached: """
                         UPDATE users SET token_hash = ?, app_account_token = ?, app_transaction_id = NULL,
                             app_transaction_environment = NULL, deleted_at = ?
                         WHERE id = ?
@@ -306,33 +310,33 @@ extension SQLiteStore {
                     arguments: ["deleted:" + owner, UUID().uuidString, Millis.from(deletion.at), owner])
             }
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE grants SET cancelled_at = ?, cancelled_by = ?
                     WHERE recipient IN (\(marks)) AND claimed_at IS NULL AND cancelled_at IS NULL
                     """, arguments: [Millis.from(deletion.at), deletion.actor] + owners)
             try db.execute(
-                sql: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
+                cached: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE entitlement_grants SET cancelled_at = ?, cancelled_by = ?
                     WHERE recipient IN (\(marks)) AND cancelled_at IS NULL AND ends_at > ?
                     """, arguments: [Millis.from(deletion.at), deletion.actor] + owners + [Millis.from(deletion.at)])
             try db.execute(
-                sql: "UPDATE entitlement_grants SET reason = ? WHERE recipient IN (\(marks))",
+                cached: "UPDATE entitlement_grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE ledger_entries SET reason = ?
                     WHERE owner IN (\(marks)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
                     """,
                 arguments: [UserDeletion.removedReason] + owners)
             // The audit log keeps who did what to the customer, without the reasons support wrote.
             let supportIds = try String.fetchAll(
-                db, sql: "SELECT support_id FROM users WHERE id IN (\(marks))", arguments: owners)
+                db, cached: "SELECT support_id FROM users WHERE id IN (\(marks))", arguments: owners)
             for column in ["before", "after"] {
                 try db.execute(
-                    sql: """
+                    cached: """
                         UPDATE audit_events SET \(column) = json_set(\(column), '$.reason', ?)
                         WHERE environment = ? AND subject IN (\(databaseQuestionMarks(count: supportIds.count)))
                             AND json_valid(\(column)) AND json_type(\(column), '$.reason') IS NOT NULL
@@ -342,7 +346,7 @@ extension SQLiteStore {
             }
             // The webhooks' outbox keeps the customer's events (still owed to the endpoints), without the reasons.
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE webhook_outbox SET reason = CASE WHEN reason IS NULL THEN NULL ELSE ? END,
                         detail = CASE WHEN json_valid(detail) AND json_type(detail, '$.reason') IS NOT NULL
                             THEN json_set(detail, '$.reason', ?) ELSE detail END,
@@ -359,7 +363,7 @@ extension SQLiteStore {
             // customer's next account restores it. What delivered credits stays theirs, so it is never credited
             // twice.
             try db.execute(
-                sql: """
+                cached: """
                     DELETE FROM receipts WHERE owner IN (\(marks)) AND delivered_credits = 0 AND revoked_at IS NULL
                     """, arguments: owners)
             if let closing = plan.closing {
@@ -376,7 +380,7 @@ extension SQLiteStore {
                 throw StoreError.notFound("user \(report.owner)")
             }
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO verify_reports (owner, environment, reported_at, items) VALUES (?, ?, ?, ?)
                     ON CONFLICT (owner) DO UPDATE SET environment = excluded.environment,
                         reported_at = excluded.reported_at, items = excluded.items
@@ -410,7 +414,7 @@ extension SQLiteStore {
             guard !["", "_"].contains(prefix) else {
                 return try Row.fetchAll(
                     db,
-                    sql: """
+                    cached: """
                         SELECT * FROM users INDEXED BY users_by_created_support WHERE environment = ?
                         ORDER BY created_at DESC, support_id DESC LIMIT ? OFFSET ?
                         """,
@@ -419,7 +423,7 @@ extension SQLiteStore {
             }
             return try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT * FROM users WHERE environment = ? AND support_id >= ? AND support_id < ?
                     ORDER BY created_at DESC, support_id DESC LIMIT ? OFFSET ?
                     """,
@@ -431,7 +435,7 @@ extension SQLiteStore {
     public func userCount(environment: AppStoreEnvironment) async throws -> Int {
         try await read { db in
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM users WHERE environment = ?", arguments: [environment.rawValue]) ?? 0
+                db, cached: "SELECT COUNT(*) FROM users WHERE environment = ?", arguments: [environment.rawValue]) ?? 0
         }
     }
 }

@@ -126,7 +126,7 @@ extension SQLiteStore {
     public func saveWebhookEndpoint(_ endpoint: WebhookEndpoint) async throws {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO webhook_endpoints (environment, id, url, secret, previous_secret, events, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (environment, id) DO UPDATE SET url = excluded.url, secret = excluded.secret,
@@ -142,10 +142,10 @@ extension SQLiteStore {
     public func removeWebhookEndpoint(id: String, environment: AppStoreEnvironment) async throws -> Bool {
         try await write { db in
             try db.execute(
-                sql: "DELETE FROM webhook_deliveries WHERE environment = ? AND endpoint = ?",
+                cached: "DELETE FROM webhook_deliveries WHERE environment = ? AND endpoint = ?",
                 arguments: [environment.rawValue, id])
             try db.execute(
-                sql: "DELETE FROM webhook_endpoints WHERE environment = ? AND id = ?",
+                cached: "DELETE FROM webhook_endpoints WHERE environment = ? AND id = ?",
                 arguments: [environment.rawValue, id])
             return db.changesCount > 0
         }
@@ -200,7 +200,7 @@ extension SQLiteStore {
         guard limit > 0 else { return [] }
         return try Row.fetchAll(
             db,
-            sql: """
+            cached: """
                 SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
                 LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
                 WHERE o.environment = ? AND o.routed = 0 ORDER BY o.seq LIMIT ?
@@ -215,12 +215,13 @@ extension SQLiteStore {
         _ db: Database, _ record: OutboxRecord, _ event: WebhookEvent?, environment: AppStoreEnvironment, at: Date
     ) throws -> Int {
         try db.execute(
-            sql: "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ? AND routed = 0",
+            cached:
+                "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ? AND routed = 0",
             arguments: [event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq])
         guard db.changesCount > 0 else { return 0 }
         for endpoint in Set(event?.endpoints ?? []).sorted() {
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
                     VALUES (?, ?, ?, ?, 'pending', ?) ON CONFLICT DO NOTHING
                     """,
@@ -263,7 +264,7 @@ extension SQLiteStore {
         if let endpoints, endpoints.isEmpty { return [] }
         let now = Millis.from(at)
         let picked = try Row.fetchAll(
-            db, sql: Self.leaseQuery(endpoints: endpoints?.count),
+            db, cached: Self.leaseQuery(endpoints: endpoints?.count),
             arguments: StatementArguments(
                 [environment.rawValue, now, now] as [any DatabaseValueConvertible] + (endpoints ?? [])
                     + [max(0, limit)]))
@@ -271,7 +272,7 @@ extension SQLiteStore {
         for row in picked {
             let (endpoint, seq): (String, Int64) = (row["endpoint"], row["seq"])
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE webhook_deliveries SET lease_holder = ?, lease_until = ?
                     WHERE environment = ? AND endpoint = ? AND seq = ?
                     """, arguments: [holder, Millis.from(until), environment.rawValue, endpoint, seq])
@@ -301,7 +302,7 @@ extension SQLiteStore {
                 case .failed(let retryAt): (retryAt == nil ? .dead : .pending, retryAt, nil)
                 }
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE webhook_deliveries SET state = ?, attempts = attempts + 1,
                         first_attempt_at = COALESCE(first_attempt_at, ?), next_at = COALESCE(?, next_at),
                         last_status = ?, last_error = ?, delivered_at = ?, lease_holder = NULL, lease_until = NULL
@@ -316,7 +317,7 @@ extension SQLiteStore {
             if state == .pending, let next {
                 // The customer's later deliveries wait behind this one: not due before its retry.
                 try db.execute(
-                    sql: """
+                    cached: """
                         UPDATE webhook_deliveries SET next_at = ?
                         WHERE environment = ? AND endpoint = ? AND state = 'pending' AND next_at < ? AND seq > ?
                             AND support_id = (SELECT support_id FROM webhook_deliveries
@@ -346,7 +347,7 @@ extension SQLiteStore {
         return try await read { db in
             try Row.fetchAll(
                 db,
-                sql: """
+                cached: """
                     SELECT \(Self.deliveryColumns) FROM webhook_deliveries d INDEXED BY \(index)
                     JOIN webhook_outbox o ON o.seq = d.seq
                     WHERE d.environment = ? \(state.map { "AND d.state = '\($0.rawValue)'" } ?? "")
@@ -362,7 +363,7 @@ extension SQLiteStore {
     {
         try await write { db in
             try db.execute(
-                sql: """
+                cached: """
                     UPDATE webhook_deliveries SET state = 'pending', attempts = 0, first_attempt_at = NULL,
                         next_at = ?, delivered_at = NULL
                     WHERE environment = ? AND endpoint = ? AND seq = ?
@@ -377,14 +378,14 @@ extension SQLiteStore {
         try await write { db in
             guard
                 let heard = try Row.fetchOne(
-                    db, sql: "SELECT * FROM webhook_endpoints WHERE environment = ? AND id = ?",
+                    db, cached: "SELECT * FROM webhook_endpoints WHERE environment = ? AND id = ?",
                     arguments: [environment.rawValue, endpoint]
                 ).map(Self.webhookEndpoint)
             else { throw StoreError.notFound("webhook endpoint \(endpoint)") }
             let types = heard.replayedTypes
             let marks = Array(repeating: "?", count: types.count).joined(separator: ", ")
             try db.execute(
-                sql: """
+                cached: """
                     INSERT INTO webhook_deliveries (environment, endpoint, seq, support_id, state, next_at)
                     SELECT environment, ?, seq, support_id, 'pending', ? FROM webhook_outbox
                     WHERE environment = ? AND routed = 1 AND event_id IS NOT NULL AND created_at >= ?
@@ -407,7 +408,7 @@ extension SQLiteStore {
             // Each count reads its partial index up to the cap.
             let counts = try Row.fetchOne(
                 db,
-                sql: """
+                cached: """
                     SELECT
                         (SELECT count(*) FROM (SELECT 1 FROM webhook_deliveries INDEXED BY webhook_deliveries_pending
                             WHERE environment = ?1 AND state = 'pending' LIMIT \(cap))) AS pending,
@@ -437,9 +438,9 @@ extension SQLiteStore {
                 """
             let arguments: StatementArguments = [environment.rawValue, Millis.from(before)]
             try db.execute(
-                sql: "DELETE FROM webhook_deliveries WHERE environment = ? AND seq IN (\(done))",
+                cached: "DELETE FROM webhook_deliveries WHERE environment = ? AND seq IN (\(done))",
                 arguments: [environment.rawValue] + arguments)
-            try db.execute(sql: "DELETE FROM webhook_outbox WHERE seq IN (\(done))", arguments: arguments)
+            try db.execute(cached: "DELETE FROM webhook_outbox WHERE seq IN (\(done))", arguments: arguments)
             return db.changesCount
         }
     }
@@ -454,7 +455,7 @@ extension SQLiteStore {
     {
         try Row.fetchOne(
             db,
-            sql: """
+            cached: """
                 SELECT \(deliveryColumns) FROM webhook_deliveries d JOIN webhook_outbox o ON o.seq = d.seq
                 WHERE d.environment = ? AND d.endpoint = ? AND d.seq = ?
                 """, arguments: [environment.rawValue, endpoint, seq]

@@ -52,11 +52,11 @@ public final class SQLiteStore: CofferStore {
         let pragma = durability == .full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
         let background = path != ":memory:"
         configuration.prepareDatabase { db in
-            try db.execute(sql: pragma)
-            if let pageLimit { try db.execute(sql: "PRAGMA max_page_count = \(max(1, pageLimit))") }
+            try db.execute(cached: pragma)
+            if let pageLimit { try db.execute(cached: "PRAGMA max_page_count = \(max(1, pageLimit))") }
             // The checkpointer below does this work; a threshold of its own for the writer (20,000 pages, where
             // SQLite's default is 1,000) stays as a bound on the log's growth should the checkpointer fall behind.
-            if background { try db.execute(sql: "PRAGMA wal_autocheckpoint = 20000") }
+            if background { try db.execute(cached: "PRAGMA wal_autocheckpoint = 20000") }
             if let statements {
                 db.trace(options: .statement) { event in
                     if case .statement(let statement) = event { statements(statement.expandedSQL) }
@@ -111,8 +111,8 @@ public final class SQLiteStore: CofferStore {
     /// The journal mode and `synchronous` setting in force, for diagnostics (`("wal", 2)` for FULL).
     public func pragmas() throws -> (journalMode: String, synchronous: Int) {
         try pool.read { db in
-            let mode = try String.fetchOne(db, sql: "PRAGMA journal_mode") ?? ""
-            let sync = try Int.fetchOne(db, sql: "PRAGMA synchronous") ?? -1
+            let mode = try String.fetchOne(db, cached: "PRAGMA journal_mode") ?? ""
+            let sync = try Int.fetchOne(db, cached: "PRAGMA synchronous") ?? -1
             return (mode, sync)
         }
     }
@@ -150,22 +150,41 @@ public final class SQLiteStore: CofferStore {
         }
     }
 
+    /// Runs a read of one statement, outside a transaction: a single statement reads one consistent snapshot on its
+    /// own in WAL mode, and the transaction `read` opens (its BEGIN and COMMIT, compiled at each call) would cost
+    /// more than the statement.
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try Self.readStatementNow(pool, body)
+        } catch let error as DatabaseError {
+            throw Self.storeError(error)
+        }
+    }
+
     /// The first row `sql` (a constant text: its statement is compiled once) selects, decoded.
     func one<T: Sendable>(
         _ sql: String, _ arguments: StatementArguments, _ decode: @escaping @Sendable (Row) throws -> T
     ) async throws -> T? {
-        try await read { db in try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(decode) }
+        try await readStatement { db in
+            try Row.fetchOne(db.cachedStatement(sql: sql), arguments: arguments).map(decode)
+        }
     }
 
     /// Every row `sql` (a constant text: its statement is compiled once) selects, decoded.
     func all<T: Sendable>(
         _ sql: String, _ arguments: StatementArguments, _ decode: @escaping @Sendable (Row) throws -> T
     ) async throws -> [T] {
-        try await read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(decode) }
+        try await readStatement { db in
+            try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map(decode)
+        }
     }
 
     static func readNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
         try pool.read(body)
+    }
+
+    static func readStatementNow<T>(_ pool: DatabasePool, _ body: (Database) throws -> T) throws -> T {
+        try pool.unsafeRead(body)
     }
 
     /// Whether the user lives in `environment`; with `live`, only while not deleted at the customer's request
@@ -175,7 +194,7 @@ public final class SQLiteStore: CofferStore {
     {
         try Bool.fetchOne(
             db,
-            sql: "SELECT EXISTS (SELECT 1 FROM \(live ? "live_users" : "users") WHERE id = ? AND environment = ?)",
+            cached: "SELECT EXISTS (SELECT 1 FROM \(live ? "live_users" : "users") WHERE id = ? AND environment = ?)",
             arguments: [id.uuidString, environment.rawValue]) ?? false
     }
 
@@ -206,7 +225,7 @@ public final class SQLiteStore: CofferStore {
 
     static func backup(_ db: Database, owner: UUID, environment: AppStoreEnvironment) throws -> BackupRecord? {
         try Row.fetchOne(
-            db, sql: "SELECT * FROM backups WHERE owner = ? AND environment = ?",
+            db, cached: "SELECT * FROM backups WHERE owner = ? AND environment = ?",
             arguments: [owner.uuidString, environment.rawValue]
         ).map { row in
             let name: String = row["writer_name"]

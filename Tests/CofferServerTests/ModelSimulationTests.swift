@@ -173,7 +173,7 @@ final class ModelRun {
             let folder = FileManager.default.fileExists(atPath: "/dev/shm") ? "/dev/shm" : NSTemporaryDirectory()
             let path = "\(folder)/coffer-model-\(UUID().uuidString).sqlite"
             file = path
-            base = try SQLiteStore(path: path, durability: .normal)
+            base = try TestSQLite.store(at: path, durability: .normal)
         } else {
             base = InMemoryStore()
         }

@@ -35,7 +35,7 @@ enum ServerEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
         case .sqlite:
             let path = FileManager.default.temporaryDirectory.appendingPathComponent(
                 "coffer-\(UUID().uuidString).sqlite")
-            return try SQLiteStore(path: path.path)
+            return try TestSQLite.store(at: path.path)
         case .postgres:
             return try await PostgresStore(url: try await Self.migratedDatabase(), maximumConnections: 16)
         }

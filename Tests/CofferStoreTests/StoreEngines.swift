@@ -33,7 +33,7 @@ enum StoreEngine: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func makeStore() async throws -> any CofferStore {
         switch self {
         case .memory: return InMemoryStore()
-        case .sqlite: return try SQLiteStore(path: TemporaryDirectory.file("store.sqlite"))
+        case .sqlite: return try TestSQLite.store(at: TemporaryDirectory.file("store.sqlite"))
         case .postgres:
             return try await PostgresStore(url: try await Self.migratedDatabase(), maximumConnections: 8)
         }

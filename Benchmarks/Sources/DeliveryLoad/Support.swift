@@ -163,8 +163,9 @@ final class Child: @unchecked Sendable {
 struct HTTP: Sendable {
     let client: HTTPClient
 
-    init(connections: Int) {
+    init(connections: Int, followRedirects: Bool = true) {
         var configuration = HTTPClient.Configuration()
+        if !followRedirects { configuration.redirectConfiguration = .disallow }
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
         client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)

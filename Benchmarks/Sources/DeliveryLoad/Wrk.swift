@@ -43,7 +43,20 @@ struct WrkResult {
     var samples: [String] = []
 
     var rate: Double { seconds > 0 ? Double(good) / seconds : 0 }
-    var errors: Int { bad + dry + socketErrors.reduce(0, +) }
+    /// The server's errors: wrong answers and failed sockets. Requests the load had no transaction left for
+    /// (``dry``) are the load's shortfall, reported apart, never counted here.
+    var errors: Int { bad + socketErrors.reduce(0, +) }
+
+    /// How many transactions to sign for a window of `seconds` after a warm-up: half as many again as the warm-up's
+    /// rate asks for (twice `planned` per second when the warm-up itself ran out, so its rate is only a floor), and
+    /// never fewer than `planned` per second.
+    static func transactions(for seconds: Double, after warm: [WrkResult], planned: Double) -> Int {
+        let delivered = warm.reduce(0) { $0 + $1.good }
+        let window = warm.map(\.seconds).max() ?? 0
+        let ranDry = warm.contains { $0.dry > 0 }
+        let rate = ranDry ? 2 * planned : Swift.max(planned, 1.5 * (window > 0 ? Double(delivered) / window : 0))
+        return Int((rate * seconds).rounded(.up))
+    }
 
     var latency: String {
         "p50 \(format(p50)), p90 \(format(p90)), p99 \(format(p99)), p99.9 \(format(p999)), max \(format(max)) ms"

@@ -5,7 +5,10 @@
 //   DeliveryLoad run --engine sqlite|postgres [--database-url postgres://...] [--seconds 60]
 //       [--connections 64] [--transactions 400000] [--warmup 5] [--check]
 //   DeliveryLoad hands [--hands 10000] [--backup-delay 2] [--engine sqlite|postgres]
-//   DeliveryLoad webhooks [--seconds 30] [--warmup 5] [--connections 64] [--rate 8000]
+//   DeliveryLoad webhooks [--seconds 30] [--warmup 5] [--connections 64] [--rate 8000] [--pairs 2]
+//   DeliveryLoad support --engine sqlite|postgres [--database-url postgres://...] [--customers 15000,150000,1000000]
+//       [--samples 40] [--cli-runs 5]
+//   DeliveryLoad cli ARGUMENTS...      (Coffer's command line: `cli migrate --database-url ...`)
 //
 // `wrk` (the benchmark, Benchmarks/deliveries.sh) starts `coffer serve` (this binary re-run as `DeliveryLoad
 // serve ...`, which is Coffer's own command line; several instances on one PostgreSQL database with
@@ -33,10 +36,10 @@ func runAsync<Command: AsyncParsableCommand>(_ command: inout Command) async thr
 
 do {
     switch arguments.first {
-    case "serve":
-        // Coffer's own command line, as the `coffer` executable runs it.
+    case "serve", "cli":
+        // Coffer's own command line, as the `coffer` executable runs it (`cli` drops its own name: `cli migrate`).
         do {
-            var command = try Coffer.parseAsRoot(arguments)
+            var command = try Coffer.parseAsRoot(arguments.first == "cli" ? Array(arguments.dropFirst()) : arguments)
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await runAsync(&asynchronous)
             } else {
@@ -58,11 +61,14 @@ do {
         exit(try await Hands.run(Options(arguments: arguments)))
     case "webhooks":
         exit(try await WebhookBenchmark.run(Options(arguments: arguments)))
+    case "support":
+        exit(try await SupportScale.run(Options(arguments: arguments)))
     case "receiver":
         try await WebhookReceiver.run(port: Options(arguments: arguments).int("port", 8091))
     default:
         progress(
-            "usage: DeliveryLoad wrk|run|hands|webhooks [options] (see Benchmarks/Sources/DeliveryLoad/main.swift)")
+            "usage: DeliveryLoad wrk|run|hands|webhooks|support [options] (see Benchmarks/Sources/DeliveryLoad/main.swift)"
+        )
         exit(2)
     }
 } catch {
