@@ -73,14 +73,21 @@ enum PostgresSandboxMarkTables {
         CREATE TRIGGER sandbox_mark_user_delete AFTER DELETE ON users FOR EACH ROW EXECUTE FUNCTION coffer_mark_user();
         CREATE FUNCTION coffer_mark_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            -- Receipts decide only for a customer without an AppTransaction.
-            IF TG_OP IN ('UPDATE', 'DELETE') AND (SELECT app_transaction_environment IS NULL FROM users
-                WHERE id = OLD.owner) THEN
+            -- Receipts decide only for a customer without an AppTransaction, and only the first of each data
+            -- environment's (a second changes nothing): a delivery pays for two index probes.
+            IF TG_OP = 'UPDATE' THEN
                 PERFORM coffer_refresh_mark(OLD.owner);
-            END IF;
-            IF TG_OP IN ('INSERT', 'UPDATE') AND (SELECT app_transaction_environment IS NULL FROM users
-                WHERE id = NEW.owner) THEN
                 PERFORM coffer_refresh_mark(NEW.owner);
+            ELSIF TG_OP = 'INSERT' AND NEW.data_environment IS NOT NULL
+                AND (SELECT app_transaction_environment IS NULL FROM users WHERE id = NEW.owner)
+                AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.owner = NEW.owner
+                    AND x.data_environment = NEW.data_environment AND x.transaction_id <> NEW.transaction_id) THEN
+                PERFORM coffer_refresh_mark(NEW.owner);
+            ELSIF TG_OP = 'DELETE' AND OLD.data_environment IS NOT NULL
+                AND (SELECT app_transaction_environment IS NULL FROM users WHERE id = OLD.owner)
+                AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.owner = OLD.owner
+                    AND x.data_environment = OLD.data_environment) THEN
+                PERFORM coffer_refresh_mark(OLD.owner);
             END IF;
             RETURN NULL;
         END $$;

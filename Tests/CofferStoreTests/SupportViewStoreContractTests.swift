@@ -269,6 +269,17 @@ struct SupportViewStoreContractTests {
                     owner: user.id, environment: .production, event: .purchase(fact, credits: 400), at: Make.start)
             ])
         }
+        // The tester's second Sandbox purchase changes nothing; the customer's later Sandbox one (TestFlight) neither.
+        var again = Make.fact("t-2")
+        again.environment = .sandbox
+        var customerSandbox = Make.fact("c-2")
+        customerSandbox.environment = .sandbox
+        for (user, fact) in [(tester, again), (customer, customerSandbox)] {
+            _ = try await store.apply([
+                LedgerRequest(
+                    owner: user.id, environment: .production, event: .purchase(fact, credits: 400), at: Make.start)
+            ])
+        }
         let marked = try await store.sandboxMarkedUsers(
             environment: .production, supportIdPrefix: nil, limit: 10, offset: 0)
         #expect(marked.map(\.supportId.rawValue) == ["_aaaaaaaaaaa1", "_bbbbbbbbbbb2"])
