@@ -316,15 +316,11 @@ public struct AdminService: Sendable {
 
     /// Grants as the panel and the admin API show them, with their recipients' Support IDs.
     func views(of grants: [Grant]) async throws -> [GrantView] {
-        var supportIds: [UUID: String] = [:]
-        var views: [GrantView] = []
-        for grant in grants {
-            if supportIds[grant.recipient] == nil {
-                supportIds[grant.recipient] = try await store.user(id: grant.recipient)?.supportId.rawValue ?? "?"
-            }
-            views.append(GrantView(grant, supportId: supportIds[grant.recipient] ?? "?"))
-        }
-        return views
+        // The recipients in one read, not one a grant.
+        let recipients = try await store.users(ids: Set(grants.map(\.recipient)))
+        let supportIds = Dictionary(
+            recipients.map { ($0.id, $0.supportId.rawValue) }, uniquingKeysWith: { first, _ in first })
+        return grants.map { GrantView($0, supportId: supportIds[$0.recipient] ?? "?") }
     }
 
     /// The audit log, newest first: all of it, or what `query` asks for (an admin, a customer, an action).

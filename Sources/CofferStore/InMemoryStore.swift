@@ -204,6 +204,8 @@ public actor InMemoryStore: CofferStore {
         return named?.mergedInto.flatMap { state.users[$0] } ?? named
     }
 
+    public func users(ids: Set<UUID>) -> [User] { ids.compactMap { state.users[$0] } }
+
     public func users(mergedInto user: UUID) -> [User] {
         state.users.values.filter { $0.mergedInto == user }.sorted {
             ($0.createdAt, $0.supportId) < ($1.createdAt, $1.supportId)

@@ -207,6 +207,11 @@ extension PostgresStore {
         }
     }
 
+    public func users(ids: Set<UUID>) async throws -> [User] {
+        guard !ids.isEmpty else { return [] }
+        return try await all("SELECT * FROM users WHERE id = ANY(\(ids.map(\.uuidString))::text[])", Rows.user)
+    }
+
     public func users(mergedInto user: UUID) async throws -> [User] {
         try await all(
             "SELECT * FROM users WHERE merged_into = \(user.uuidString) ORDER BY created_at, support_id", Rows.user)

@@ -183,6 +183,24 @@ extension SQLiteStore {
         }
     }
 
+    public func users(ids: Set<UUID>) async throws -> [User] {
+        guard !ids.isEmpty else { return [] }
+        // In chunks below SQLite's limit of bound values; each chunk's statement is compiled for its count.
+        var found: [User] = []
+        let all = Array(ids)
+        for start in stride(from: 0, to: all.count, by: 500) {
+            let chunk = all[start..<min(start + 500, all.count)].map(\.uuidString)
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ", ")
+            found += try await readStatement { db in
+                try Row.fetchAll(
+                    db, sql: "SELECT * FROM users WHERE id IN (\(marks))", arguments: StatementArguments(chunk)
+                )
+                .map(Self.user)
+            }
+        }
+        return found
+    }
+
     public func users(mergedInto user: UUID) async throws -> [User] {
         try await all(
             "SELECT * FROM users WHERE merged_into = ? ORDER BY created_at, support_id", [user.uuidString], Self.user)

@@ -165,6 +165,9 @@ final class CountingStore: CofferStore {
     func users(mergedInto user: UUID) async throws -> [User] {
         try await gate("users", write: false) { try await base.users(mergedInto: user) }
     }
+    func users(ids: Set<UUID>) async throws -> [User] {
+        try await gate("users", write: false) { try await base.users(ids: ids) }
+    }
     func deleteUser(
         _ deletion: UserDeletion, audit: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) async throws -> UserDeletionResult {

@@ -49,6 +49,7 @@ struct FailingStore: CofferStore {
         async throws -> UserMergeResult
     { throw error }
     func users(mergedInto user: UUID) async throws -> [User] { throw error }
+    func users(ids: Set<UUID>) async throws -> [User] { throw error }
     func deleteUser(
         _ deletion: UserDeletion, audit: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) async throws -> UserDeletionResult { throw error }

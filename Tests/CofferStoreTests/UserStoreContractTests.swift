@@ -21,6 +21,16 @@ struct UserStoreContractTests {
         #expect(try await store.user(appAccountToken: alice.appAccountToken, environment: .sandbox) == alice)
         #expect(try await store.user(appAccountToken: alice.appAccountToken, environment: .production) == nil)
         #expect(try await store.user(id: UUID()) == nil)
+        // Several at once, in one read: those there are (600: more than one statement's worth on SQLite).
+        var many = [alice]
+        for index in 0..<600 {
+            let user = Make.user(String(format: "_b%011x", index))
+            try await store.createUser(user)
+            many.append(user)
+        }
+        let asked = Set(many.map(\.id) + [UUID()])
+        #expect(Set(try await store.users(ids: asked).map(\.id)) == Set(many.map(\.id)))
+        #expect(try await store.users(ids: []).isEmpty)
     }
 
     @Test(

@@ -14,8 +14,16 @@ struct SupportFill {
 
     static let day: Int64 = 86_400_000
 
-    /// Customer `i`'s Support ID (fixed: the same customer at every size).
-    static func supportId(_ i: Int) -> String { "_" + String(format: "%012x", i) }
+    /// Customer `i`'s Support ID (fixed: the same customer at every size), spread as random ones are: a bijection of
+    /// the customer's number on 48 bits.
+    static func supportId(_ i: Int) -> String {
+        "_" + String(format: "%012llx", (UInt64(i) &* 2_654_435_761) % (1 << 48))
+    }
+
+    /// ``supportId(_:)`` in SQL, for the customer number `expression`.
+    private func supportId(_ expression: String) -> String {
+        "'_' || " + lowerHex("(\(expression) * 2654435761) % 281474976710656", 12)
+    }
 
     private func hex(_ expression: String, _ width: Int) -> String {
         dialect == .sqlite
@@ -44,7 +52,8 @@ struct SupportFill {
     /// The statements that write customers `first...last`.
     func statements(first: Int, last: Int) -> [String] {
         let user = uuid("n.i", 0)
-        let day = Self.day
+        // A day in milliseconds, 64-bit in both (PostgreSQL would multiply 32-bit integers and overflow).
+        let day = dialect == .sqlite ? "\(Self.day)" : "\(Self.day)::bigint"
         // Receipt j of customer i: four renewals of a monthly subscription (the last one running), five consumables
         // over the last 60 days (the first of every fourth customer refunded a day later), one non-consumable.
         let purchase = """
@@ -63,7 +72,7 @@ struct SupportFill {
             """
             \(numbers(first, last))
             INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at)
-            SELECT \(user), 'Sandbox', '_' || \(lowerHex("n.i", 12)), 'bulk-' || n.i, \(uuid("n.i", 1)),
+            SELECT \(user), 'Sandbox', \(supportId("n.i")), 'bulk-' || n.i, \(uuid("n.i", 1)),
                 \(now) - 100 * \(day) + n.i * 1000
             FROM n, k \(only)
             """,
@@ -127,7 +136,7 @@ struct SupportFill {
             """
             \(numbers(first, last))
             INSERT INTO audit_events (id, environment, actor, action, subject, at)
-            SELECT \(uuid("n.i", 3)), 'Sandbox', 'admin:ada', 'grant.create', '_' || \(lowerHex("n.i", 12)),
+            SELECT \(uuid("n.i", 3)), 'Sandbox', 'admin:ada', 'grant.create', \(supportId("n.i")),
                 \(now) - (n.i % 60) * \(day)
             FROM n, k \(only) AND n.i % 10 = 0
             """,

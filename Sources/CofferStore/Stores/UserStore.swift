@@ -43,6 +43,8 @@ public protocol UserStore: Sendable {
         async throws -> UserMergeResult
     /// The users support merged into `user`, oldest first.
     func users(mergedInto user: UUID) async throws -> [User]
+    /// The users of `ids` there are, in one read (a list's recipients: at most 1,000), in no order.
+    func users(ids: Set<UUID>) async throws -> [User]
     /// Keeps a customer's merge code, replacing the one before (one per customer). Throws
     /// ``StoreError/notFound(_:)`` for an unknown, merged or deleted customer.
     func saveMergeCode(_ code: MergeCode) async throws
