@@ -5,10 +5,10 @@ import Foundation
 /// written by their triggers), so that reading them costs the same at a thousand receipts and at ten million: no
 /// figure is counted by reading the receipts, customers or grants again.
 ///
-/// A rollup row is one figure's count and amount in one bucket: a total (bucket 0), a UTC day (money and the
-/// expiries of subscriptions), or an hour (Apple's notifications). The engines sum their rows by key and hand them
-/// here with the two counts a bucket cannot give exactly (the subscriptions that end later today, the
-/// notifications of the window's first, partial hour), and ``DashboardFigures/init(rollups:days:now:endingToday:)``
+/// A rollup row is one figure's count and amount in one bucket: a total (bucket 0), a UTC day (money), or an hour
+/// (the ends of subscriptions' access, Apple's notifications). The engines sum their rows by key and hand them
+/// here with the two counts a bucket cannot give exactly (the subscriptions that end later this hour, the
+/// notifications of the window's first, partial hour), and ``DashboardFigures/init(rollups:days:now:endingThisHour:)``
 /// makes the figures.
 public enum DashboardRollup {
     /// What a rollup row counts.
@@ -37,9 +37,9 @@ public enum DashboardRollup {
         case purchaseDay = "purchase.day"
         /// Refunds recorded per UTC day, as ``purchaseDay``.
         case refundDay = "refund.day"
-        /// Subscriptions of the server's own environment's data, per UTC day their access ends.
+        /// Subscriptions of the server's own environment's data, per hour their access ends.
         case expiry = "expiry"
-        /// Subscriptions of the other environment's data, per UTC day their access ends.
+        /// Subscriptions of the other environment's data, per hour their access ends.
         case otherExpiry = "expiry.other"
         /// Apple's notifications received per hour, labelled by type.
         case notificationHour = "notifications.hour"
@@ -93,9 +93,13 @@ public enum DashboardRollup {
         return (bucket, Date(timeIntervalSince1970: TimeInterval(bucket * hourMillis) / 1_000))
     }
 
-    /// The end of the day of `now` (the next day's 00:00 UTC): subscriptions ending before it are counted exactly.
-    public static func endOfDay(_ now: Date) -> Date {
-        Date(timeIntervalSince1970: TimeInterval((day(now) + 1) * dayMillis) / 1_000)
+    /// The hour (since 1970) of a time.
+    public static func hour(_ date: Date) -> Int64 { floorDivide(Milliseconds.from(date), hourMillis) }
+
+    /// The end of the hour of `now`: subscriptions whose access ends before it are counted exactly (a few: those of
+    /// one hour), the later ones from their hours' sums.
+    public static func endOfHour(_ now: Date) -> Date {
+        Date(timeIntervalSince1970: TimeInterval((hour(now) + 1) * hourMillis) / 1_000)
     }
 
     static func floorDivide(_ value: Int64, _ divisor: Int64) -> Int64 {
@@ -115,12 +119,12 @@ extension DashboardFigures {
     /// of `now`, and the subscriptions whose access ends after `now`.
     ///
     /// - Parameters:
-    ///   - rollups: The totals, the window's day buckets, and the expiry buckets after the day of `now`.
-    ///   - endingToday: The subscriptions, own and other, whose access ends after `now` but within its day.
-    public init(rollups: [DashboardRollup.Row], days: Int, now: Date, endingToday: (own: Int, other: Int)) {
+    ///   - rollups: The totals, the window's day buckets, and the expiry buckets after the hour of `now`.
+    ///   - endingThisHour: The subscriptions, own and other, whose access ends after `now` but within its hour.
+    public init(rollups: [DashboardRollup.Row], days: Int, now: Date, endingThisHour: (own: Int, other: Int)) {
         typealias Figure = DashboardRollup.Figure
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
-        let (firstDay, today) = (DashboardRollup.day(start), DashboardRollup.day(now))
+        let (firstDay, thisHour) = (DashboardRollup.day(start), DashboardRollup.hour(now))
         var totals: [Figure: (count: Int64, amount: Int64)] = [:]
         var purchases: [Int64: Int] = [:]
         var refunds: [Int64: Int] = [:]
@@ -147,7 +151,7 @@ extension DashboardFigures {
                     sum.count + row.count, DashboardRollup.add(sum.amount, row.amount)
                 )
             case .expiry, .otherExpiry:
-                guard row.bucket > today else { continue }
+                guard row.bucket > thisHour else { continue }
                 if figure == .expiry { later.own += row.count } else { later.other += row.count }
             case .notificationHour:
                 continue
@@ -172,8 +176,8 @@ extension DashboardFigures {
         }
         revenue = figures(false)
         refunded = figures(true)
-        activeSubscriptions = Int(later.own) + endingToday.own
-        otherEnvironmentSubscriptions = Int(later.other) + endingToday.other
+        activeSubscriptions = Int(later.own) + endingThisHour.own
+        otherEnvironmentSubscriptions = Int(later.other) + endingThisHour.other
         otherEnvironmentCustomers = count(.otherUsers)
         otherEnvironmentCredits = totals[.otherCredits]?.amount ?? 0
         let prefix = DashboardFigures.loyaltyMilestonePrefix

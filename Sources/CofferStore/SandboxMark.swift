@@ -37,7 +37,8 @@ public enum SandboxMark {
         """
         DELETE FROM sandbox_marked WHERE owner = \(owner);
         INSERT INTO sandbox_marked (owner, environment, created_at, support_id)
-        SELECT u.id, u.environment, u.created_at, u.support_id FROM users u WHERE u.id = \(owner) AND \(sql);
+        SELECT u.id, u.environment, u.created_at, u.support_id FROM users u WHERE u.id = \(owner) AND \(sql)
+        ON CONFLICT (owner) DO NOTHING;
         """
     }
 

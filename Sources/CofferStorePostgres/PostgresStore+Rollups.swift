@@ -11,7 +11,8 @@ import PostgresNIO
 /// adds to a shared sum in place (every delivery would wait for the same row, and two transactions taking two sums in
 /// opposite orders would deadlock): it appends its contribution to `dashboard_deltas`, and
 /// ``PostgresStore/foldRollups()`` moves the deltas into `dashboard_rollups` every few seconds, one instance at a
-/// time. A reading adds what is not folded yet.
+/// time. A reading adds what is not folded yet, through an index (the folds leave dead rows behind until the table
+/// is vacuumed, which it is after every 10,000: a queue's setting, not the default fifth of the table).
 enum PostgresRollupTables {
     private static let into =
         "INSERT INTO dashboard_deltas (environment, figure, bucket, label, currency, count, amount)"
@@ -47,7 +48,9 @@ enum PostgresRollupTables {
             \(columns),
             PRIMARY KEY (environment, figure, bucket, label, currency)
         );
-        CREATE TABLE dashboard_deltas (seq BIGSERIAL PRIMARY KEY, \(columns));
+        CREATE TABLE dashboard_deltas (seq BIGSERIAL PRIMARY KEY, \(columns))
+            WITH (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000);
+        CREATE INDEX dashboard_deltas_by_figure ON dashboard_deltas (environment, figure, bucket);
         CREATE TABLE subscription_chains (
             environment TEXT NOT NULL,
             original_transaction_id TEXT NOT NULL,
@@ -58,28 +61,27 @@ enum PostgresRollupTables {
         CREATE INDEX subscription_chains_by_end ON subscription_chains (environment, own, active_until);
         CREATE FUNCTION coffer_refresh_chain(e TEXT, o TEXT) RETURNS void LANGUAGE plpgsql AS $$
         BEGIN
-            -- One transaction at a time per subscription: each reads the end the one before it wrote.
-            PERFORM pg_advisory_xact_lock(hashtext('coffer-chain:' || e), hashtext(o));
-            \(into) SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000,
-                '', '', -1, 0
-            FROM subscription_chains WHERE environment = e AND original_transaction_id = o;
-            DELETE FROM subscription_chains WHERE environment = e AND original_transaction_id = o;
+            -- The subscription's two rows (its own data's and the other environment's), made when new and locked:
+            -- one transaction at a time recomputes a subscription, each reading what the one before wrote. Row locks,
+            -- not advisory ones, which a transaction of many receipts would run out of.
             INSERT INTO subscription_chains (environment, original_transaction_id, own, active_until)
-            SELECT r.environment, r.original_transaction_id,
-                (r.data_environment IS NULL OR r.data_environment = r.environment),
-                GREATEST(COALESCE(max(r.expires_date), 0), COALESCE((SELECT s.grace_period_expires_date
-                    FROM renewal_states s WHERE s.environment = r.environment
-                    AND s.original_transaction_id = r.original_transaction_id), 0))
-            FROM receipts r
-            WHERE r.environment = e AND r.original_transaction_id = o AND r.delivered_at IS NOT NULL
-                AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
-            GROUP BY r.environment, r.original_transaction_id, 3
-            HAVING GREATEST(COALESCE(max(r.expires_date), 0), COALESCE((SELECT s.grace_period_expires_date
-                FROM renewal_states s WHERE s.environment = r.environment
-                AND s.original_transaction_id = r.original_transaction_id), 0)) > 0;
-            \(into) SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000,
+            VALUES (e, o, true, 0), (e, o, false, 0) ON CONFLICT DO NOTHING;
+            PERFORM 1 FROM subscription_chains WHERE environment = e AND original_transaction_id = o FOR UPDATE;
+            \(into) SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 3600000,
+                '', '', -1, 0
+            FROM subscription_chains WHERE environment = e AND original_transaction_id = o AND active_until > 0;
+            UPDATE subscription_chains c SET active_until = (
+                SELECT CASE WHEN count(*) = 0 THEN 0 ELSE GREATEST(COALESCE(max(r.expires_date), 0),
+                    COALESCE((SELECT s.grace_period_expires_date FROM renewal_states s
+                        WHERE s.environment = e AND s.original_transaction_id = o), 0)) END
+                FROM receipts r
+                WHERE r.environment = e AND r.original_transaction_id = o AND r.delivered_at IS NOT NULL
+                    AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
+                    AND (r.data_environment IS NULL OR r.data_environment = r.environment) = c.own)
+            WHERE c.environment = e AND c.original_transaction_id = o;
+            \(into) SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 3600000,
                 '', '', 1, 0
-            FROM subscription_chains WHERE environment = e AND original_transaction_id = o;
+            FROM subscription_chains WHERE environment = e AND original_transaction_id = o AND active_until > 0;
         END $$;
         \(function("coffer_rollup_receipt", { rows.receipt($0, $1) }, extra: """
             IF TG_OP = 'DELETE' THEN
@@ -166,9 +168,9 @@ enum PostgresRollupTables {
         GROUP BY r.environment, r.original_transaction_id, 3
         HAVING GREATEST(COALESCE(max(r.expires_date), 0), COALESCE(max(s.grace_period_expires_date), 0)) > 0;
         INSERT INTO dashboard_rollups (environment, figure, bucket, label, currency, count, amount)
-        SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000, '', '',
+        SELECT environment, CASE WHEN own THEN 'expiry' ELSE 'expiry.other' END, active_until / 3600000, '', '',
             count(*), 0
-        FROM subscription_chains GROUP BY environment, own, active_until / 86400000
+        FROM subscription_chains GROUP BY environment, own, active_until / 3600000
         """
 
     /// The advisory lock one instance holds while it folds the deltas.
@@ -235,29 +237,29 @@ extension PostgresStore {
         let start = DashboardFigures.windowStart(days: days, endingAt: now)
         let env = environment.rawValue
         let totals = DashboardRollup.Figure.totals.map(\.rawValue)
-        let (firstDay, today) = (DashboardRollup.day(start), DashboardRollup.day(now))
+        let (firstDay, thisHour) = (DashboardRollup.day(start), DashboardRollup.hour(now))
         return try await read { connection in
-            // Three reads, each through the key's index: the totals, the window's days, the days after today.
+            // Three reads, each through the key's index: the totals, the window's days, the hours after this one.
             var rows: [DashboardRollup.Row] = []
             for filter: PostgresQuery in [
                 "environment = \(env) AND figure = ANY(\(totals)::text[]) AND bucket = 0",
                 "environment = \(env) AND figure IN ('purchase.day', 'refund.day') AND bucket >= \(firstDay)",
-                "environment = \(env) AND figure IN ('expiry', 'expiry.other') AND bucket > \(today)",
+                "environment = \(env) AND figure IN ('expiry', 'expiry.other') AND bucket > \(thisHour)",
             ] {
                 rows += try await Self.rollups(connection, filter, logger: self.logger)
             }
-            var endingToday = (own: 0, other: 0)
+            var endingThisHour = (own: 0, other: 0)
             for try await (own, n) in try await connection.query(
                 """
                 SELECT own, count(*) FROM subscription_chains
                 WHERE environment = \(env) AND own IN (true, false) AND active_until > \(Millis.from(now))
-                    AND active_until < \(Millis.from(DashboardRollup.endOfDay(now)))
+                    AND active_until < \(Millis.from(DashboardRollup.endOfHour(now)))
                 GROUP BY own
                 """, logger: self.logger
             ).decode((Bool, Int64).self) {
-                if own { endingToday.own = Int(n) } else { endingToday.other = Int(n) }
+                if own { endingThisHour.own = Int(n) } else { endingThisHour.other = Int(n) }
             }
-            return DashboardFigures(rollups: rows, days: days, now: now, endingToday: endingToday)
+            return DashboardFigures(rollups: rows, days: days, now: now, endingThisHour: endingThisHour)
         }
     }
 

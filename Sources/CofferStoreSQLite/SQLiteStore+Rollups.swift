@@ -22,7 +22,7 @@ enum RollupTables {
         let own = "(r.data_environment IS NULL OR r.data_environment = r.environment)"
         return """
             \(into) SELECT environment, CASE own WHEN 1 THEN 'expiry' ELSE 'expiry.other' END,
-                active_until / 86400000, '', '', -1, 0
+                active_until / 3600000, '', '', -1, 0
             FROM subscription_chains WHERE environment = \(e) AND original_transaction_id = \(o) \(upsert);
             DELETE FROM subscription_chains WHERE environment = \(e) AND original_transaction_id = \(o);
             INSERT INTO subscription_chains (environment, original_transaction_id, own, active_until)
@@ -35,7 +35,7 @@ enum RollupTables {
                 AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
             GROUP BY own HAVING until > 0;
             \(into) SELECT environment, CASE own WHEN 1 THEN 'expiry' ELSE 'expiry.other' END,
-                active_until / 86400000, '', '', 1, 0
+                active_until / 3600000, '', '', 1, 0
             FROM subscription_chains WHERE environment = \(e) AND original_transaction_id = \(o) \(upsert);
             """
     }
@@ -147,8 +147,8 @@ enum RollupTables {
             ON s.environment = r.environment AND s.original_transaction_id = r.original_transaction_id
         WHERE r.delivered_at IS NOT NULL AND (r.revoked_at IS NULL OR r.revoked_at <= r.reversed_at)
         GROUP BY r.environment, r.original_transaction_id, own HAVING until > 0;
-        \(into) SELECT environment, CASE own WHEN 1 THEN 'expiry' ELSE 'expiry.other' END, active_until / 86400000,
+        \(into) SELECT environment, CASE own WHEN 1 THEN 'expiry' ELSE 'expiry.other' END, active_until / 3600000,
             '', '', count(*), 0
-        FROM subscription_chains GROUP BY environment, own, active_until / 86400000;
+        FROM subscription_chains GROUP BY environment, own, active_until / 3600000;
         """
 }

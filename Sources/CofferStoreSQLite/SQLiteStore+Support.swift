@@ -50,22 +50,22 @@ extension SQLiteStore {
                     """,
                 arguments: StatementArguments(
                     [env] + totals
-                        + [env, DashboardRollup.day(start), env, DashboardRollup.day(now)]
+                        + [env, DashboardRollup.day(start), env, DashboardRollup.hour(now)]
                         as [any DatabaseValueConvertible])
             ).map(Self.rollupRow)
-            // The subscriptions whose access ends later today: counted exactly, through the index of their ends.
-            var endingToday = (own: 0, other: 0)
+            // The subscriptions whose access ends later this hour: counted exactly, through the index of their ends.
+            var endingThisHour = (own: 0, other: 0)
             for row in try Row.fetchAll(
                 db,
                 cached: """
                     SELECT own, count(*) AS n FROM subscription_chains INDEXED BY subscription_chains_by_end
                     WHERE environment = ? AND own IN (0, 1) AND active_until > ? AND active_until < ? GROUP BY own
                     """,
-                arguments: [env, Millis.from(now), Millis.from(DashboardRollup.endOfDay(now))])
+                arguments: [env, Millis.from(now), Millis.from(DashboardRollup.endOfHour(now))])
             {
-                if (row["own"] as Int) == 1 { endingToday.own = row["n"] } else { endingToday.other = row["n"] }
+                if (row["own"] as Int) == 1 { endingThisHour.own = row["n"] } else { endingThisHour.other = row["n"] }
             }
-            return DashboardFigures(rollups: rows, days: days, now: now, endingToday: endingToday)
+            return DashboardFigures(rollups: rows, days: days, now: now, endingThisHour: endingThisHour)
         }
     }
 

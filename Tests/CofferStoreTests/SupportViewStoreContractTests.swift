@@ -198,8 +198,8 @@ struct SupportViewStoreContractTests {
         // Folded (PostgreSQL moves its pending contributions into the sums), the figures are the same.
         _ = try await store.foldRollups()
         #expect(try await store.dashboard(environment: .sandbox, days: 30, now: later) == laterFigures)
-        // An access that ends at noon counts in the morning and not in the afternoon (the day it ends is counted
-        // exactly, the later days from their buckets).
+        // An access that ends at noon counts in the morning and not in the afternoon (the hour it ends is counted
+        // exactly, the later hours from their buckets).
         try await buy(
             "t7", alice, price: nil, product: "pro", on: 3, expires: Make.start.addingTimeInterval(41 * day + day / 2))
         let noon = Make.start.addingTimeInterval(41 * day + day / 2)
