@@ -122,8 +122,18 @@ public struct RollupSQL: Sendable {
     }
 
     /// The columns of a receipt whose change moves a figure or a subscription's end.
-    public static let receiptColumns = """
-        delivered_at, revoked_at, reversed_at, data_environment, delivered_before_coffer, price, currency, family_shared,
-        product_id, delivered_credits, expires_date
-        """
+    public static let receiptColumnNames = [
+        "delivered_at", "revoked_at", "reversed_at", "data_environment", "delivered_before_coffer", "price", "currency",
+        "family_shared", "product_id", "delivered_credits", "expires_date", "original_transaction_id",
+    ]
+
+    /// ``receiptColumnNames`` as an `UPDATE OF` list.
+    public static var receiptColumns: String { receiptColumnNames.joined(separator: ", ") }
+
+    /// A trigger's condition that one of `columns` changed (an upsert names every column whether it changed or
+    /// not: a delivery's second answer, a refund, write them all).
+    public func changed(_ columns: [String]) -> String {
+        let differ = dialect == .sqlite ? "IS NOT" : "IS DISTINCT FROM"
+        return columns.map { "OLD.\($0) \(differ) NEW.\($0)" }.joined(separator: " OR ")
+    }
 }

@@ -47,4 +47,20 @@ public enum SandboxMark {
         INSERT INTO sandbox_marked (owner, environment, created_at, support_id)
         SELECT u.id, u.environment, u.created_at, u.support_id FROM users u WHERE \(sql)
         """
+
+    /// Whether the receipt row `r` (a trigger's `NEW`, written, or `OLD`, gone) can change its owner's mark: the owner
+    /// has no AppTransaction (only then do receipts decide), and the receipt's data goes against the mark they hold (a
+    /// Sandbox receipt written for a customer not marked, a Production one for a marked customer; the other way round
+    /// for one gone). Two key probes, where a refresh deletes and inserts: a real customer's delivery pays the probes
+    /// alone. The refresh recomputes the rule from all the database holds, so it is right after any of a statement's
+    /// rows (PostgreSQL runs row triggers once the statement has written every row).
+    public static func receiptMayChange(_ r: String, written: Bool) -> String {
+        let marked = "EXISTS (SELECT 1 FROM sandbox_marked WHERE owner = \(r).owner)"
+        let (markingData, unmarkingData) = written ? ("Sandbox", "Production") : ("Production", "Sandbox")
+        return """
+            (SELECT app_transaction_environment IS NULL FROM users WHERE id = \(r).owner)
+                AND ((\(r).data_environment = '\(markingData)' AND NOT \(marked))
+                    OR (\(r).data_environment = '\(unmarkingData)' AND \(marked)))
+            """
+    }
 }

@@ -90,12 +90,15 @@ enum PostgresRollupTables {
                 END IF;
             ELSIF NEW.expires_date IS NOT NULL OR (TG_OP = 'UPDATE' AND OLD.expires_date IS NOT NULL) THEN
                 PERFORM coffer_refresh_chain(NEW.environment, NEW.original_transaction_id);
+                IF TG_OP = 'UPDATE' AND OLD.original_transaction_id IS DISTINCT FROM NEW.original_transaction_id THEN
+                    PERFORM coffer_refresh_chain(OLD.environment, OLD.original_transaction_id);
+                END IF;
             END IF;
             """))
         CREATE TRIGGER rollup_receipt_insert AFTER INSERT ON receipts
             FOR EACH ROW EXECUTE FUNCTION coffer_rollup_receipt();
         CREATE TRIGGER rollup_receipt_update AFTER UPDATE OF \(RollupSQL.receiptColumns) ON receipts
-            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_receipt();
+            FOR EACH ROW WHEN (\(rows.changed(RollupSQL.receiptColumnNames))) EXECUTE FUNCTION coffer_rollup_receipt();
         CREATE TRIGGER rollup_receipt_delete AFTER DELETE ON receipts
             FOR EACH ROW EXECUTE FUNCTION coffer_rollup_receipt();
         CREATE FUNCTION coffer_rollup_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -135,13 +138,13 @@ enum PostgresRollupTables {
         \(function("coffer_rollup_grant", { rows.grant($0, $1) }))
         CREATE TRIGGER rollup_grant_insert AFTER INSERT ON grants FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
         CREATE TRIGGER rollup_grant_update AFTER UPDATE OF claimed_at, cancelled_at ON grants
-            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
+            FOR EACH ROW WHEN (\(rows.changed(["claimed_at", "cancelled_at"]))) EXECUTE FUNCTION coffer_rollup_grant();
         CREATE TRIGGER rollup_grant_delete AFTER DELETE ON grants FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
         \(function("coffer_rollup_milestone", { rows.milestone($0, $1) }))
         CREATE TRIGGER rollup_milestone_insert AFTER INSERT ON milestones
             FOR EACH ROW EXECUTE FUNCTION coffer_rollup_milestone();
         CREATE TRIGGER rollup_milestone_update AFTER UPDATE OF owner, name ON milestones
-            FOR EACH ROW EXECUTE FUNCTION coffer_rollup_milestone();
+            FOR EACH ROW WHEN (\(rows.changed(["owner", "name"]))) EXECUTE FUNCTION coffer_rollup_milestone();
         CREATE TRIGGER rollup_milestone_delete AFTER DELETE ON milestones
             FOR EACH ROW EXECUTE FUNCTION coffer_rollup_milestone();
         \(function("coffer_rollup_notification", { rows.notification($0, $1) }))
@@ -238,7 +241,7 @@ extension PostgresStore {
         let env = environment.rawValue
         let totals = DashboardRollup.Figure.totals.map(\.rawValue)
         let (firstDay, thisHour) = (DashboardRollup.day(start), DashboardRollup.hour(now))
-        return try await read { connection in
+        return try await readSnapshot { connection in
             // Three reads, each through the key's index: the totals, the window's days, the hours after this one.
             var rows: [DashboardRollup.Row] = []
             for filter: PostgresQuery in [

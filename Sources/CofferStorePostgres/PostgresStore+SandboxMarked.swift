@@ -73,20 +73,12 @@ enum PostgresSandboxMarkTables {
         CREATE TRIGGER sandbox_mark_user_delete AFTER DELETE ON users FOR EACH ROW EXECUTE FUNCTION coffer_mark_user();
         CREATE FUNCTION coffer_mark_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            -- Receipts decide only for a customer without an AppTransaction, and only the first of each data
-            -- environment's (a second changes nothing): a delivery pays for two index probes.
             IF TG_OP = 'UPDATE' THEN
                 PERFORM coffer_refresh_mark(OLD.owner);
                 PERFORM coffer_refresh_mark(NEW.owner);
-            ELSIF TG_OP = 'INSERT' AND NEW.data_environment IS NOT NULL
-                AND (SELECT app_transaction_environment IS NULL FROM users WHERE id = NEW.owner)
-                AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.owner = NEW.owner
-                    AND x.data_environment = NEW.data_environment AND x.transaction_id <> NEW.transaction_id) THEN
+            ELSIF TG_OP = 'INSERT' AND \(SandboxMark.receiptMayChange("NEW", written: true)) THEN
                 PERFORM coffer_refresh_mark(NEW.owner);
-            ELSIF TG_OP = 'DELETE' AND OLD.data_environment IS NOT NULL
-                AND (SELECT app_transaction_environment IS NULL FROM users WHERE id = OLD.owner)
-                AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.owner = OLD.owner
-                    AND x.data_environment = OLD.data_environment) THEN
+            ELSIF TG_OP = 'DELETE' AND \(SandboxMark.receiptMayChange("OLD", written: false)) THEN
                 PERFORM coffer_refresh_mark(OLD.owner);
             END IF;
             RETURN NULL;
@@ -94,7 +86,9 @@ enum PostgresSandboxMarkTables {
         CREATE TRIGGER sandbox_mark_receipt_insert AFTER INSERT ON receipts
             FOR EACH ROW EXECUTE FUNCTION coffer_mark_receipt();
         CREATE TRIGGER sandbox_mark_receipt_update AFTER UPDATE OF data_environment, owner ON receipts
-            FOR EACH ROW EXECUTE FUNCTION coffer_mark_receipt();
+            FOR EACH ROW
+            WHEN (OLD.owner IS DISTINCT FROM NEW.owner OR OLD.data_environment IS DISTINCT FROM NEW.data_environment)
+            EXECUTE FUNCTION coffer_mark_receipt();
         CREATE TRIGGER sandbox_mark_receipt_delete AFTER DELETE ON receipts
             FOR EACH ROW EXECUTE FUNCTION coffer_mark_receipt();
         \(SandboxMark.backfill)

@@ -345,6 +345,24 @@ public final class PostgresStore: CofferStore, Service {
         }
     }
 
+    /// Runs `body`'s reads in one snapshot (a read-only, repeatable-read transaction): several statements that must
+    /// agree (the dashboard's sums and the subscriptions counted apart) see the same commits.
+    func readSnapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws
+        -> T
+    {
+        try await read { connection in
+            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: self.logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: self.logger)
+                return value
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: self.logger)
+                throw error
+            }
+        }
+    }
+
     /// Whether `error` is the pool refusing a request (its circuit breaker, open after failing to connect for a
     /// while), which postgres-nio reports as its own type rather than a `PSQLError`.
     static func isPoolRefusal(_ error: any Error) -> Bool {

@@ -43,13 +43,14 @@ enum RollupTables {
     /// Three triggers on `table` that add what a row written counts for and take away what a row gone counted for
     /// (an update does both).
     private static func triggers(
-        _ name: String, on table: String, updateOf columns: String, _ rows: (String, String, String) -> String
+        _ name: String, on table: String, updateOf columns: [String], _ rows: (String, String, String) -> String
     ) -> String {
         """
         CREATE TRIGGER rollup_\(name)_insert AFTER INSERT ON \(table) BEGIN
             \(into) \(rows("NEW", "1", "")) \(upsert);
         END;
-        CREATE TRIGGER rollup_\(name)_update AFTER UPDATE OF \(columns) ON \(table) BEGIN
+        CREATE TRIGGER rollup_\(name)_update AFTER UPDATE OF \(columns.joined(separator: ", ")) ON \(table)
+        WHEN \(Self.rows.changed(columns)) BEGIN
             \(into) \(rows("OLD", "-1", "")) UNION ALL \(rows("NEW", "1", "")) \(upsert);
         END;
         CREATE TRIGGER rollup_\(name)_delete AFTER DELETE ON \(table) BEGIN
@@ -79,13 +80,18 @@ enum RollupTables {
         ) WITHOUT ROWID;
         CREATE INDEX subscription_chains_by_end ON subscription_chains (environment, own, active_until);
 
-        \(triggers("receipt", on: "receipts", updateOf: RollupSQL.receiptColumns, rows.receipt))
+        \(triggers("receipt", on: "receipts", updateOf: RollupSQL.receiptColumnNames, rows.receipt))
         CREATE TRIGGER rollup_chain_insert AFTER INSERT ON receipts WHEN NEW.expires_date IS NOT NULL BEGIN
             \(refreshChain(environment: "NEW.environment", original: "NEW.original_transaction_id"))
         END;
         CREATE TRIGGER rollup_chain_update AFTER UPDATE OF \(RollupSQL.receiptColumns) ON receipts
-        WHEN NEW.expires_date IS NOT NULL OR OLD.expires_date IS NOT NULL BEGIN
+        WHEN (NEW.expires_date IS NOT NULL OR OLD.expires_date IS NOT NULL)
+            AND (\(rows.changed(RollupSQL.receiptColumnNames))) BEGIN
             \(refreshChain(environment: "NEW.environment", original: "NEW.original_transaction_id"))
+        END;
+        CREATE TRIGGER rollup_chain_moved AFTER UPDATE OF original_transaction_id ON receipts
+        WHEN OLD.expires_date IS NOT NULL AND OLD.original_transaction_id IS NOT NEW.original_transaction_id BEGIN
+            \(refreshChain(environment: "OLD.environment", original: "OLD.original_transaction_id"))
         END;
         CREATE TRIGGER rollup_chain_delete AFTER DELETE ON receipts WHEN OLD.expires_date IS NOT NULL BEGIN
             \(refreshChain(environment: "OLD.environment", original: "OLD.original_transaction_id"))
@@ -122,8 +128,8 @@ enum RollupTables {
         CREATE TRIGGER rollup_wallet_delete AFTER DELETE ON wallets WHEN OLD.deficit > 0 BEGIN
             \(into) \(rows.wallet("OLD", "-1")) \(upsert);
         END;
-        \(triggers("grant", on: "grants", updateOf: "claimed_at, cancelled_at", rows.grant))
-        \(triggers("milestone", on: "milestones", updateOf: "owner, name", rows.milestone))
+        \(triggers("grant", on: "grants", updateOf: ["claimed_at", "cancelled_at"], rows.grant))
+        \(triggers("milestone", on: "milestones", updateOf: ["owner", "name"], rows.milestone))
         CREATE TRIGGER rollup_notification_insert AFTER INSERT ON notifications BEGIN
             \(into) \(rows.notification("NEW", "1")) WHERE true \(upsert);
         END;

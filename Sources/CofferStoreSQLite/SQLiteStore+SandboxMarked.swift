@@ -46,18 +46,6 @@ extension SQLiteStore {
 /// The Sandbox-marked customers (``SandboxMark``) on SQLite, kept by triggers as their AppTransaction and receipts
 /// change (migration v28).
 enum SandboxMarkTables {
-    /// Whether the receipt `r` can change its owner's mark: the owner has no AppTransaction (only then do receipts
-    /// decide), and it is their first receipt of its data's environment (a second changes nothing). Two index
-    /// probes, where a refresh is a deletion and an insertion: a delivery pays only for the probes.
-    private static func receiptDecides(_ r: String) -> String {
-        """
-        \(r).data_environment IS NOT NULL
-            AND (SELECT app_transaction_environment IS NULL FROM users WHERE id = \(r).owner)
-            AND NOT EXISTS (SELECT 1 FROM receipts x WHERE x.owner = \(r).owner
-                AND x.data_environment = \(r).data_environment AND x.transaction_id <> \(r).transaction_id)
-        """
-    }
-
     static let sql = """
         CREATE TABLE sandbox_marked (
             owner TEXT PRIMARY KEY NOT NULL,
@@ -76,14 +64,17 @@ enum SandboxMarkTables {
         CREATE TRIGGER sandbox_mark_user_delete AFTER DELETE ON users BEGIN
             DELETE FROM sandbox_marked WHERE owner = OLD.id;
         END;
-        CREATE TRIGGER sandbox_mark_receipt_insert AFTER INSERT ON receipts WHEN \(receiptDecides("NEW")) BEGIN
+        CREATE TRIGGER sandbox_mark_receipt_insert AFTER INSERT ON receipts
+        WHEN \(SandboxMark.receiptMayChange("NEW", written: true)) BEGIN
             \(SandboxMark.refresh(owner: "NEW.owner"))
         END;
-        CREATE TRIGGER sandbox_mark_receipt_update AFTER UPDATE OF data_environment, owner ON receipts BEGIN
+        CREATE TRIGGER sandbox_mark_receipt_update AFTER UPDATE OF data_environment, owner ON receipts
+        WHEN OLD.owner IS NOT NEW.owner OR OLD.data_environment IS NOT NEW.data_environment BEGIN
             \(SandboxMark.refresh(owner: "OLD.owner"))
             \(SandboxMark.refresh(owner: "NEW.owner"))
         END;
-        CREATE TRIGGER sandbox_mark_receipt_delete AFTER DELETE ON receipts WHEN \(receiptDecides("OLD")) BEGIN
+        CREATE TRIGGER sandbox_mark_receipt_delete AFTER DELETE ON receipts
+        WHEN \(SandboxMark.receiptMayChange("OLD", written: false)) BEGIN
             \(SandboxMark.refresh(owner: "OLD.owner"))
         END;
         \(SandboxMark.backfill);

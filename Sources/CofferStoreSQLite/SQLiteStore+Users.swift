@@ -280,6 +280,8 @@ extension SQLiteStore {
         }
     }
 
+    // Its statements name one bound value per owner (the customer and those merged into them): compiled at each
+    // deletion, not kept per count in the connection's statement cache.
     public func deleteUser(
         _ deletion: UserDeletion, audit events: @escaping @Sendable (UserDeletionResult) throws -> [AuditEvent]
     ) async throws -> UserDeletionResult {
@@ -287,17 +289,17 @@ extension SQLiteStore {
             let id = deletion.user.uuidString
             // A user merged into another is gone for the ledger: delete the one it joined.
             let context = SQLiteLedgerContext(db: db, excludingMerged: true)
-            let merged = try String.fetchAll(db, cached: "SELECT id FROM users WHERE merged_into = ?", arguments: [id])
+            let merged = try String.fetchAll(db, sql: "SELECT id FROM users WHERE merged_into = ?", arguments: [id])
             let everyone = StatementArguments([id] + merged)
             let plan = try deletion.plan(
                 UserDeletionState(
-                    user: try Row.fetchOne(db, cached: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(
+                    user: try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(
                         Self.user),
                     wallet: try context.wallet(owner: deletion.user, environment: deletion.environment),
                     merged: merged.compactMap(UUID.init(uuidString:)),
                     pendingGrants: try Int.fetchOne(
                         db,
-                        cached: """
+                        sql: """
                             SELECT COUNT(*) FROM grants WHERE recipient IN (\(databaseQuestionMarks(count: 1 + merged.count)))
                                 AND claimed_at IS NULL AND cancelled_at IS NULL
                             """, arguments: everyone) ?? 0),
@@ -315,12 +317,12 @@ extension SQLiteStore {
                 "DELETE FROM consumption_answers WHERE owner IN (\(marks))",
                 "DELETE FROM discrepancies WHERE owner IN (\(marks))",
             ] {
-                try db.execute(cached: statement, arguments: owners)
+                try db.execute(sql: statement, arguments: owners)
             }
             for owner in ids {
                 // A token hash no token has, and a fresh appAccountToken Apple never saw: nothing finds the record.
                 try db.execute(
-                    cached: """
+                    sql: """
                         UPDATE users SET token_hash = ?, app_account_token = ?, app_transaction_id = NULL,
                             app_transaction_environment = NULL, deleted_at = ?
                         WHERE id = ?
@@ -328,33 +330,33 @@ extension SQLiteStore {
                     arguments: ["deleted:" + owner, UUID().uuidString, Millis.from(deletion.at), owner])
             }
             try db.execute(
-                cached: """
+                sql: """
                     UPDATE grants SET cancelled_at = ?, cancelled_by = ?
                     WHERE recipient IN (\(marks)) AND claimed_at IS NULL AND cancelled_at IS NULL
                     """, arguments: [Millis.from(deletion.at), deletion.actor] + owners)
             try db.execute(
-                cached: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
+                sql: "UPDATE grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
             try db.execute(
-                cached: """
+                sql: """
                     UPDATE entitlement_grants SET cancelled_at = ?, cancelled_by = ?
                     WHERE recipient IN (\(marks)) AND cancelled_at IS NULL AND ends_at > ?
                     """, arguments: [Millis.from(deletion.at), deletion.actor] + owners + [Millis.from(deletion.at)])
             try db.execute(
-                cached: "UPDATE entitlement_grants SET reason = ? WHERE recipient IN (\(marks))",
+                sql: "UPDATE entitlement_grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
             try db.execute(
-                cached: """
+                sql: """
                     UPDATE ledger_entries SET reason = ?
                     WHERE owner IN (\(marks)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
                     """,
                 arguments: [UserDeletion.removedReason] + owners)
             // The audit log keeps who did what to the customer, without the reasons support wrote.
             let supportIds = try String.fetchAll(
-                db, cached: "SELECT support_id FROM users WHERE id IN (\(marks))", arguments: owners)
+                db, sql: "SELECT support_id FROM users WHERE id IN (\(marks))", arguments: owners)
             for column in ["before", "after"] {
                 try db.execute(
-                    cached: """
+                    sql: """
                         UPDATE audit_events SET \(column) = json_set(\(column), '$.reason', ?)
                         WHERE environment = ? AND subject IN (\(databaseQuestionMarks(count: supportIds.count)))
                             AND json_valid(\(column)) AND json_type(\(column), '$.reason') IS NOT NULL
@@ -364,7 +366,7 @@ extension SQLiteStore {
             }
             // The webhooks' outbox keeps the customer's events (still owed to the endpoints), without the reasons.
             try db.execute(
-                cached: """
+                sql: """
                     UPDATE webhook_outbox SET reason = CASE WHEN reason IS NULL THEN NULL ELSE ? END,
                         detail = CASE WHEN json_valid(detail) AND json_type(detail, '$.reason') IS NOT NULL
                             THEN json_set(detail, '$.reason', ?) ELSE detail END,
@@ -381,7 +383,7 @@ extension SQLiteStore {
             // customer's next account restores it. What delivered credits stays theirs, so it is never credited
             // twice.
             try db.execute(
-                cached: """
+                sql: """
                     DELETE FROM receipts WHERE owner IN (\(marks)) AND delivered_credits = 0 AND revoked_at IS NULL
                     """, arguments: owners)
             if let closing = plan.closing {

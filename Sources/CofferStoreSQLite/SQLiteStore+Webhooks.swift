@@ -160,7 +160,8 @@ extension SQLiteStore {
 
     /// The round's records are read and made events before its write transaction (a snapshot read, beside the
     /// writer), so the one writer is held only to record, mark and lease: a record another instance made an event in
-    /// the meantime is passed over.
+    /// the meantime is passed over, and one whose reasons a customer's deletion scrubbed meanwhile is made an event
+    /// again as it is now.
     public func webhookRound(
         _ request: WebhookRoundRequest, route: @escaping @Sendable (OutboxRecord) -> WebhookEvent?
     ) async throws -> WebhookRoundResult {
@@ -174,7 +175,15 @@ extension SQLiteStore {
             }
             var routed = 0
             for (record, event) in events {
-                routed += try Self.markRouted(db, record, event, environment: request.environment, at: request.at)
+                if try Self.markRouted(
+                    db, record, event, environment: request.environment, at: request.at, asRead: true) == 1
+                {
+                    routed += 1
+                } else if let fresh = try Self.unrouted(db, seq: record.seq) {
+                    // Changed since it was read (a deletion scrubbed support's reasons): made an event as it is now.
+                    routed += try Self.markRouted(
+                        db, fresh, route(fresh), environment: request.environment, at: request.at)
+                }
             }
             let leased = try Self.lease(
                 db, environment: request.environment, holder: request.holder, limit: request.leaseLimit,
@@ -195,6 +204,18 @@ extension SQLiteStore {
         return routed
     }
 
+    /// The record `seq` while it is not made an event yet.
+    static func unrouted(_ db: Database, seq: Int64) throws -> OutboxRecord? {
+        try Row.fetchOne(
+            db,
+            cached: """
+                SELECT o.*, r.original_transaction_id AS receipt_original FROM webhook_outbox o
+                LEFT JOIN receipts r ON r.environment = o.environment AND r.transaction_id = o.transaction_id
+                WHERE o.seq = ? AND o.routed = 0
+                """, arguments: [seq]
+        ).map(Self.outboxRecord)
+    }
+
     /// The oldest records not made events yet.
     static func unrouted(_ db: Database, environment: AppStoreEnvironment, limit: Int) throws -> [OutboxRecord] {
         guard limit > 0 else { return [] }
@@ -208,16 +229,30 @@ extension SQLiteStore {
         ).map(Self.outboxRecord)
     }
 
-    /// Marks `record` made `event` and queues a delivery to each of its endpoints, unless it was made one already.
+    /// Marks `record` made `event` and queues a delivery to each of its endpoints, unless it was made one already
+    /// or, `asRead`, its reasons changed since `record` was read (the event was made of what it held then).
     ///
     /// - Returns: 1 when this call made it, else 0.
     static func markRouted(
-        _ db: Database, _ record: OutboxRecord, _ event: WebhookEvent?, environment: AppStoreEnvironment, at: Date
+        _ db: Database, _ record: OutboxRecord, _ event: WebhookEvent?, environment: AppStoreEnvironment, at: Date,
+        asRead: Bool = false
     ) throws -> Int {
-        try db.execute(
-            cached:
-                "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ? AND routed = 0",
-            arguments: [event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq])
+        if asRead {
+            try db.execute(
+                cached: """
+                    UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ?
+                    WHERE seq = ? AND routed = 0 AND reason IS ? AND detail IS ?
+                    """,
+                arguments: [
+                    event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq, record.reason,
+                    record.detail,
+                ])
+        } else {
+            try db.execute(
+                cached:
+                    "UPDATE webhook_outbox SET routed = 1, event_id = ?, type = ?, body = ? WHERE seq = ? AND routed = 0",
+                arguments: [event?.id.uuidString.lowercased(), event?.type, event?.body, record.seq])
+        }
         guard db.changesCount > 0 else { return 0 }
         for endpoint in Set(event?.endpoints ?? []).sorted() {
             try db.execute(

@@ -316,4 +316,32 @@ struct SupportViewStoreContractTests {
                 == [7])
         #expect(try await store.wallet(owner: reviewer.id, environment: .production).balance == 5)
     }
+
+    @Test(
+        "one batch of a customer's receipts marks or unmarks them as its last row says (PostgreSQL's row triggers see the whole batch)",
+        arguments: StoreEngine.allCases)
+    func sandboxMarkedBatches(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let tester = Make.user("_eeeeeeeeeee5", in: .production)
+        try await store.createUser(tester)
+        func batch(_ ids: [String], _ data: AppStoreEnvironment) async throws {
+            let requests = ids.map { id in
+                var fact = Make.fact(id)
+                fact.environment = data
+                return LedgerRequest(
+                    owner: tester.id, environment: .production, event: .purchase(fact, credits: 400), at: Make.start)
+            }
+            for result in try await store.apply(requests) { _ = try result.get() }
+        }
+        func marked() async throws -> Bool {
+            try await store.sandboxMarkedUsers(environment: .production, supportIdPrefix: nil, limit: 10, offset: 0)
+                .map(\.id) == [tester.id]
+        }
+        // Two Sandbox purchases in one batch: TestFlight's tester, marked.
+        try await batch(["s-1", "s-2"], .sandbox)
+        #expect(try await marked())
+        // Then two Production ones in one batch: a real customer who once ran TestFlight, not marked.
+        try await batch(["p-1", "p-2"], .production)
+        #expect(try await !marked())
+    }
 }
