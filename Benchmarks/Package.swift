@@ -41,6 +41,7 @@ let package = Package(
         .executableTarget(
             name: "DeliveryLoad",
             dependencies: [
+                "BenchmarkSupport",
                 .product(name: "CofferCLI", package: coffer),
                 .product(name: "CofferAdmin", package: coffer),
                 .product(name: "CofferClient", package: coffer),
@@ -62,6 +63,8 @@ let package = Package(
         .executableTarget(
             name: "LedgerGrowth",
             dependencies: [
+                "BenchmarkSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CofferCore", package: coffer),
                 .product(name: "CofferStore", package: coffer),
                 .product(name: "CofferStoreSQLite", package: coffer),

@@ -85,6 +85,9 @@ public struct ChainVerifier: Sendable {
         var key: ChainCache.Key?
         /// The JWS header the chain came in, to recognise by its bytes once its signature verified.
         var header: Data?
+        /// SHA-256 over the header's bytes and the dot after them, when the header was recognised: the signing
+        /// input's digest goes on from it over the payload alone (see ``JWS/signingInputDigest(continuing:)``).
+        var signingPrefix: SHA256?
     }
 
     /// Verifies the chain in a JWS header. The caller remembers the chain (``remember(_:)``) once the
@@ -92,10 +95,10 @@ public struct ChainVerifier: Sendable {
     func verify(_ jws: JWS, at date: Date) async throws(VerificationError) -> LeafKey {
         // A header whose bytes were seen before, with a chain that verified and signed genuine data, was checked
         // then: the same bytes say the same algorithm and chain.
-        if let cache, let key = jws.withHeaderBytes({ cache.chainKey(header: $0, trust: trustIdentity) }),
-            let cached = cache.publicKey(for: key, at: date, countingMiss: false)
+        if let cache, let known = jws.withHeaderBytes({ cache.chainKey(header: $0, trust: trustIdentity) }),
+            let cached = cache.publicKey(for: known.key, at: date, countingMiss: false)
         {
-            return LeafKey(publicKey: cached, pending: nil)
+            return LeafKey(publicKey: cached, pending: nil, signingPrefix: known.signingPrefix)
         }
         let header = try jws.header()
         guard header.alg == "ES256" else {
@@ -331,9 +334,9 @@ public final class ChainCache: Sendable {
     private let now: @Sendable () -> Date
     private let entries = Mutex(TimedEntries<Key, VerifiedChain>())
     private let anchors = Mutex(TimedEntries<AnchorKey, VerifiedIntermediate>())
-    private let headers = Mutex<[HeaderKey: Key]>([:])
+    private let headers = Mutex<[HeaderKey: KnownHeader]>([:])
     /// The header found or remembered last, compared first.
-    private let lastHeader = Mutex<(trust: String, segment: Data, key: Key)?>(nil)
+    private let lastHeader = Mutex<(trust: String, segment: Data, known: KnownHeader)?>(nil)
     private let counters = Mutex((hits: 0, misses: 0))
     private let intermediateCounter = Mutex(0)
 
@@ -382,23 +385,30 @@ public final class ChainCache: Sendable {
         }
     }
 
+    /// A header seen before: the chain it names, and SHA-256 over its bytes and the dot that ends it (every JWS
+    /// under this header starts its signing input with those bytes, so its digest goes on from there).
+    struct KnownHeader: Sendable {
+        let key: Key
+        let signingPrefix: SHA256
+    }
+
     /// The chain a header seen before named, when its chain verified and signed genuine data. The header Apple
     /// signed with last is compared first, byte for byte, before any hashing: a steady stream of data comes
     /// under one or a few leaves.
-    func chainKey(header: UnsafeRawBufferPointer, trust: String) -> Key? {
-        let last = lastHeader.withLock { last -> Key? in
+    func chainKey(header: UnsafeRawBufferPointer, trust: String) -> KnownHeader? {
+        let last = lastHeader.withLock { last -> KnownHeader? in
             guard let last, last.trust == trust, last.segment.count == header.count else { return nil }
             let same = last.segment.withUnsafeBytes { segment in
                 guard let left = segment.baseAddress, let right = header.baseAddress else { return header.isEmpty }
                 return memcmp(left, right, header.count) == 0
             }
-            return same ? last.key : nil
+            return same ? last.known : nil
         }
         if let last { return last }
         let headerKey = HeaderKey(trust: trust, segment: Data(header))
-        guard let key = headers.withLock({ $0[headerKey] }) else { return nil }
-        lastHeader.withLock { $0 = (trust, headerKey.segment, key) }
-        return key
+        guard let known = headers.withLock({ $0[headerKey] }) else { return nil }
+        lastHeader.withLock { $0 = (trust, headerKey.segment, known) }
+        return known
     }
 
     /// Remembers that `header` names the chain `key`: at most `capacity` headers are kept (a new one past it
@@ -406,11 +416,15 @@ public final class ChainCache: Sendable {
     func remember(header: Data, trust: String, key: Key) {
         // A copy of its own: the header given may be a slice that would keep the whole signed data alive.
         let headerKey = HeaderKey(trust: trust, segment: Data(header))
+        var prefix = SHA256()
+        prefix.update(data: headerKey.segment)
+        prefix.update(data: Data(".".utf8))
+        let known = KnownHeader(key: key, signingPrefix: prefix)
         headers.withLock { headers in
             if headers.count >= capacity, headers[headerKey] == nil { headers.removeAll(keepingCapacity: true) }
-            headers[headerKey] = key
+            headers[headerKey] = known
         }
-        lastHeader.withLock { $0 = (trust, headerKey.segment, key) }
+        lastHeader.withLock { $0 = (trust, headerKey.segment, known) }
     }
 
     /// An intermediate verified up to a trusted root within the time to live, valid with its root at `date`.

@@ -50,7 +50,7 @@ public enum JSONValue: Codable, Sendable, Hashable {
 }
 
 /// A payload Apple signs: it names the date an offline check takes as "now".
-public protocol SignedPayload: Decodable, Sendable {
+public protocol SignedPayload: StrictJSONReadable, Sendable {
     /// The effective date of an offline check: `signedDate`, or `receiptCreationDate` for app transactions.
     var effectiveDate: Date? { get }
     /// The environment the data says it comes from (`environment`, an app transaction's `receiptType`, a
@@ -95,6 +95,15 @@ public enum AppleJSON {
     ///   - data: The JSON bytes.
     public static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try decoder.decode(type, from: data)
+    }
+
+    /// Decodes Apple's JSON strictly into a model that reads itself (Apple's models, generated so).
+    ///
+    /// - Parameters:
+    ///   - type: The model.
+    ///   - data: The JSON bytes.
+    public static func decode<T: StrictJSONReadable>(_ type: T.Type, from data: Data) throws -> T {
+        try decoder.read(type, from: data)
     }
 
     /// Apple's JSON: strict, dates in milliseconds since 1970 within ``dates``.

@@ -77,6 +77,16 @@ struct JWS: Sendable {
         }
     }
 
+    /// The same digest, going on from `prefix` (SHA-256 over this JWS's header segment and the dot after it,
+    /// kept from a header recognised by its bytes) over the payload segment alone; from the start without one.
+    func signingInputDigest(continuing prefix: SHA256?) -> SHA256.Digest {
+        guard var hasher = prefix else { return signingInputDigest }
+        Self.bytes(of: text) { bytes in
+            hasher.update(data: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes[(dots.0 + 1)..<dots.1])))
+        }
+        return hasher.finalize()
+    }
+
     /// Decodes the header strictly.
     func header() throws(VerificationError) -> Header {
         let json = try Base64.decode(url: headerBytes, what: "JWS header")

@@ -193,7 +193,7 @@ public struct SignedDataVerifier: Sendable {
         let leaf = try await chainVerifier.verify(jws, at: date)
         guard jws.signature.count == 64,
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature),
-            leaf.publicKey.isValidSignature(signature, for: jws.signingInputDigest)
+            leaf.publicKey.isValidSignature(signature, for: jws.signingInputDigest(continuing: leaf.signingPrefix))
         else { throw .verificationFailure("the ES256 signature does not verify") }
         // Only a chain that signed this genuine data is remembered.
         chainVerifier.remember(leaf)

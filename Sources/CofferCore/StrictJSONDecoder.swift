@@ -59,6 +59,18 @@ public struct StrictJSONDecoder: Sendable {
         }
         return try root.decode(type)
     }
+
+    /// Checks and reads a document as a type that reads itself: what ``decode(_:from:)`` does for it, without
+    /// boxing the value in an existential and casting it back.
+    ///
+    /// - Throws: ``StrictJSONError`` for a document that is not strict JSON, `DecodingError` for one that does
+    ///   not fit `type`.
+    public func read<T: StrictJSONReadable>(_ type: T.Type, from data: Data) throws -> T {
+        let tape = try StrictJSON.tape(of: data, maximumDepth: maximumDepth, maximumSize: maximumSize)
+        return try T(
+            reading: StrictJSONValue(
+                TapeDecoder(tape: TapeBox(tape), node: 0, parentPath: [], key: nil, dates: dateDecoding)))
+    }
 }
 
 /// The tape, shared by every decoder and container made from it.
@@ -426,8 +438,9 @@ public struct StrictJSONKey: CodingKey {
         return name.withUTF8Buffer { wanted in
             if node.escaped { return key.stringValue.utf8.elementsEqual(wanted) }
             guard node.end - node.start == wanted.count else { return false }
+            guard let wantedStart = wanted.baseAddress, !wanted.isEmpty else { return true }
             return key.tape.tape.bytes.withUnsafeBufferPointer { bytes in
-                UnsafeBufferPointer(rebasing: bytes[node.start..<node.end]).elementsEqual(wanted)
+                memcmp(bytes.baseAddress! + node.start, wantedStart, wanted.count) == 0
             }
         }
     }

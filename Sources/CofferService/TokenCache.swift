@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 
 /// Remembers which user a token hash belongs to for a short while, so a busy app's requests do not each
-/// read the users table. Bounded in size; an entry lives `lifetime` seconds (5 by default), which bounds how
+/// read the users table. Bounded in size (`capacity` entries, 50,000 by default); an entry lives `lifetime` seconds (5 by default), which bounds how
 /// long another instance honours a token that was revoked, merged away or deleted (this instance forgets it at
 /// once): every instance reads the store again within that bound, whatever message might be lost.
 final class TokenCache: Sendable {
@@ -20,6 +20,9 @@ final class TokenCache: Sendable {
         self.capacity = capacity
         self.lifetime = lifetime
     }
+
+    /// How many tokens are remembered now (expired ones included until they are read or swept).
+    var count: Int { entries.withLock { $0.count } }
 
     /// The user for a token hash, when remembered and fresh.
     func user(tokenHash: String, now: Date) -> User? {
@@ -46,8 +49,19 @@ final class TokenCache: Sendable {
     /// Remembers a user found by its token hash.
     func remember(_ user: User, tokenHash: String, now: Date) {
         entries.withLock { entries in
-            // Full: start over rather than track recency; the store answers the misses.
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            if entries[tokenHash] == nil, entries.count >= capacity {
+                // Full: first forget what has expired; if most entries are fresh (more customers in a lifetime
+                // than the cache holds), forget half of them, in the dictionary's arbitrary order, rather than track
+                // recency. The store answers the misses; the other half keeps its hits.
+                entries = entries.filter { $0.value.expires > now }
+                if entries.count >= capacity {
+                    var kept = 0
+                    entries = entries.filter { _ in
+                        kept += 1
+                        return kept <= capacity / 2
+                    }
+                }
+            }
             entries[tokenHash] = Entry(user: user, expires: now.addingTimeInterval(lifetime))
         }
     }

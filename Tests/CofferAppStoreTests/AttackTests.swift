@@ -382,6 +382,18 @@ struct ChainCacheTests {
             header: ["alg": "ES256", "typ": "JWT", "x5c": signer.certificateChain])
         _ = try await verifier.verifyTransaction(other)
         #expect(cache.statistics == (hits: 4, misses: 1))
+        // Back to the first header, now found among those kept rather than as the last one: a genuine payload's
+        // digest goes on from that header's kept hash and verifies; a tampered one under it still does not.
+        var again = AttackTests.transaction()
+        again["transactionId"] = "tx-again"
+        #expect(
+            try await verifier.verifyTransaction(try signer.sign(payloadJSON: AttackTests.json(again))).transactionId
+                == "tx-again")
+        #expect(cache.statistics == (hits: 5, misses: 1))
+        _ = try await verifier.verifyTransaction(other)
+        #expect(
+            await verificationError { _ = try await verifier.verifyTransaction(tampered) }?.status
+                == "VERIFICATION_FAILURE")
         // ... and one that names another algorithm is refused even though its chain is cached.
         let wrong = try signer.sign(
             payloadJSON: AttackTests.json(object), header: ["alg": "ES384", "x5c": signer.certificateChain])

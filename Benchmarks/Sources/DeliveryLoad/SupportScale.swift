@@ -5,6 +5,7 @@
 // its growth from the size before; the goal is every p99 under 100 ms and no page growing more than 3x for 10x the
 // data.
 import AsyncHTTPClient
+import BenchmarkSupport
 import CofferAdmin
 import CofferStorePostgres
 import CofferStoreSQLite

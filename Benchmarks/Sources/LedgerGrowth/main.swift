@@ -1,22 +1,27 @@
-// The ledger as it grows (issue 8): what a durable delivery, a wallet read, support's user search and the
-// dashboard cost as the store grows to a million ledger entries, on SQLite (the embedded default) or
-// PostgreSQL. The cost per delivery must not grow with the size of the ledger.
+// The ledger as it grows (issues 8 and 38): what a durable delivery, a wallet read, support's user search and the
+// dashboard cost as the store grows to ten million ledger entries, on SQLite (the embedded default) or PostgreSQL,
+// and the process's resident memory at each size. The cost per delivery and the memory must not grow with the
+// size of the ledger.
 //
-//   LedgerGrowth [--entries 1000000] [--entries-per-user 10] [--database-url postgres://... [--bulk]]
+//   LedgerGrowth [--entries 1000000] [--database-url postgres://...] [--bulk] [--entries-per-user 10]
 //
-// It fills a fresh store in group commits of 1,000 purchases spread over the users, and at 10 thousand,
-// 100 thousand and 1 million entries measures, on the store as it stands: 500 deliveries one per commit,
-// 40 group commits of 64, 2,000 wallet reads, 100 Support ID prefix searches and 5 dashboards.
+// At 10 thousand (not with --bulk), 100 thousand, 1 million and `--entries` entries it measures, on the store as it
+// stands: 500 deliveries one per commit, 40 group commits of 64, 2,000 wallet reads, 100 Support ID prefix
+// searches and 5 dashboards (30 days).
 //
-// With `--bulk` (PostgreSQL), each size is instead written afresh by one SQL statement per table through
-// `psql` (generate_series): the same rows the ledger writes for a purchase (users, wallets, receipts,
-// entries with their running balances), then ANALYZE, as autovacuum would after a real fill. Filling a
-// million entries through the store's API takes about half an hour here; this takes about a minute.
+// Without `--bulk` it fills through the store's API, in group commits of 1,000 purchases spread over one user per
+// `--entries-per-user` entries (a million entries take minutes). With `--bulk` (either engine) each size is reached
+// by SQL (BenchmarkSupport's SupportFill, as the support-scale benchmark fills: customers with a year's ten
+// receipts each, their entries, wallets, renewals, notifications and grants), the store's triggers keeping its
+// rollups as they would for each delivery, then ANALYZE; on PostgreSQL the rollups' contributions are folded before
+// measuring, as a server's RollupFolder would. Ten million entries through the API would take hours here.
+import BenchmarkSupport
 import CofferCore
 import CofferStore
 import CofferStorePostgres
 import CofferStoreSQLite
 import Foundation
+import GRDB
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ name: String, _ fallback: String) -> String {
@@ -28,19 +33,15 @@ let totalEntries = Int(option("entries", "1000000")) ?? 1_000_000
 let entriesPerUser = Int(option("entries-per-user", "10")) ?? 10
 let databaseURL = option("database-url", "")
 let bulk = arguments.contains("--bulk")
-guard !bulk || !databaseURL.isEmpty else {
-    // psql without a URL would empty whatever database it connects to by default.
-    FileHandle.standardError.write(Data("--bulk fills PostgreSQL only: give --database-url too\n".utf8))
-    exit(2)
-}
 let folder = FileManager.default.temporaryDirectory.appendingPathComponent("coffer-growth-\(UUID().uuidString)")
 try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
 defer { try? FileManager.default.removeItem(at: folder) }
 
 let store: any CofferStore
 let engine: String
+let sqlitePath = folder.appendingPathComponent("growth.sqlite").path
 if databaseURL.isEmpty {
-    store = try SQLiteStore(path: folder.appendingPathComponent("growth.sqlite").path)
+    store = try SQLiteStore(path: sqlitePath)
     engine = "SQLite (synchronous=FULL, WAL)"
 } else {
     store = try await PostgresStore(url: databaseURL, maximumConnections: 8)
@@ -52,6 +53,10 @@ let now = Date()
 var users: [User] = []
 var nextTransaction = 10_000_000_000
 var entries = 0
+/// Customers the bulk fill wrote: customer `i` in `1...customers` is SupportFill's.
+var customers = 0
+let fill = SupportFill(
+    dialect: databaseURL.isEmpty ? .sqlite : .postgres, now: Int64(now.timeIntervalSince1970 * 1000))
 
 /// Adds users so there is one per `entriesPerUser` entries of the target.
 @MainActor func addUsers(upTo target: Int) async throws {
@@ -65,11 +70,11 @@ var entries = 0
     }
 }
 
-@MainActor func purchase(for user: User) -> LedgerRequest {
+@MainActor func purchase(owner: UUID) -> LedgerRequest {
     nextTransaction += 1
     let fact = TransactionFact(
         transactionId: String(nextTransaction), productId: "com.example.credits", purchaseDate: now)
-    return LedgerRequest(owner: user.id, environment: .sandbox, event: .purchase(fact, credits: 100), at: now)
+    return LedgerRequest(owner: owner, environment: .sandbox, event: .purchase(fact, credits: 100), at: now)
 }
 
 /// Grows the ledger to `target` entries in group commits of 1,000 spread over the users.
@@ -77,7 +82,7 @@ var entries = 0
     try await addUsers(upTo: target)
     while entries < target {
         let count = min(1_000, target - entries)
-        let requests = (0..<count).map { index in purchase(for: users[(entries + index) % users.count]) }
+        let requests = (0..<count).map { index in purchase(owner: users[(entries + index) % users.count].id) }
         for result in try await store.apply(requests) { _ = try result.get() }
         entries += count
     }
@@ -88,51 +93,54 @@ struct FillFailed: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Writes a fresh PostgreSQL store of `target` purchases, `entriesPerUser` per user, with `psql`, and loads
-/// its users: what `grow(to:)` would leave, in a minute instead of half an hour.
-@MainActor func bulkFill(to target: Int) async throws {
-    let userCount = max(1, target / entriesPerUser)
-    let perUser = target / userCount
-    let millis = Int64(now.timeIntervalSince1970 * 1000)
-    let user = "upper(md5('u' || i)::uuid::text)"
-    let transaction = "(20000000000 + (k - 1) * \(userCount) + i)::text"
-    let sql = """
-        TRUNCATE users, wallets, receipts, ledger_entries CASCADE;
-        INSERT INTO users (id, environment, support_id, token_hash, app_account_token, created_at)
-            SELECT \(user), 'Sandbox', '_' || substr(md5('s' || i), 1, 12), md5('t' || i),
-                upper(md5('a' || i)::uuid::text), \(millis) - i * 1000
-            FROM generate_series(1, \(userCount)) i;
-        INSERT INTO wallets (user_id, balance, deficit)
-            SELECT \(user), \(100 * perUser), 0 FROM generate_series(1, \(userCount)) i;
-        INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id, quantity,
-                purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
-                delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
-            SELECT 'Sandbox', \(transaction), \(user), \(transaction), 'com.example.credits', 1, \(millis), NULL,
-                NULL, false, false, false, 100, \(millis), NULL, 0, 0, NULL
-            FROM generate_series(1, \(perUser)) k, generate_series(1, \(userCount)) i ORDER BY k, i;
-        INSERT INTO ledger_entries (environment, owner, key, kind, amount, balance_delta, deficit_delta,
-                balance_after, deficit_after, transaction_id, product_id, reason, created_at)
-            SELECT 'Sandbox', \(user), 'purchase:' || \(transaction), 'purchase', 100, 100, 0, 100 * k, 0,
-                \(transaction), 'com.example.credits', NULL, \(millis)
-            FROM generate_series(1, \(perUser)) k, generate_series(1, \(userCount)) i ORDER BY k, i;
-        ANALYZE;
-        """
+/// Runs one statement on the store's database beside the store (SQLite through a queue of its own; PostgreSQL
+/// through `psql`).
+@MainActor func execute(_ sql: String) async throws {
+    if databaseURL.isEmpty {
+        let queue = try DatabaseQueue(path: sqlitePath)
+        try await queue.write { db in try db.execute(sql: sql) }
+        try queue.close()
+        return
+    }
     let psql = Process()
     psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     psql.arguments = ["psql", databaseURL, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
     try psql.run()
     psql.waitUntilExit()
     guard psql.terminationStatus == 0 else { throw FillFailed(description: "psql exited \(psql.terminationStatus)") }
-    users = []
-    while true {
-        let page = try await store.users(environment: .sandbox, supportIdPrefix: nil, limit: 5_000, offset: users.count)
-        users += page
-        if page.count < 5_000 { break }
+}
+
+/// Adds SupportFill's customers until the ledger holds at least `target` entries (about ten a customer).
+@MainActor func bulkFill(to target: Int) async throws {
+    var wanted = max(1, target / 10)
+    while SupportFill.entries(customers: wanted) < target { wanted += 1 }
+    if customers < wanted {
+        for statement in fill.statements(first: customers + 1, last: wanted) { try await execute(statement) }
+        customers = wanted
     }
-    guard users.count == userCount else {
-        throw FillFailed(description: "wrote \(userCount) users, read back \(users.count)")
+    try await execute("ANALYZE")
+    if let postgres = store as? PostgresStore {
+        while try await postgres.foldRollups() > 0 {}
     }
-    entries = userCount * perUser
+    entries = SupportFill.entries(customers: customers) + deliveredSinceFill
+    guard try await store.wallet(owner: owner(customers), environment: .sandbox) != nil else {
+        throw FillFailed(description: "customer \(customers) has no wallet after the fill")
+    }
+}
+
+/// Purchases the measurements delivered on top of the fill.
+var deliveredSinceFill = 0
+
+/// Customer `i`'s id, as the bulk fill wrote it.
+func owner(_ i: Int) -> UUID { UUID(uuidString: SupportFill.userId(i))! }
+
+/// The process's resident memory in MB, from /proc.
+func residentMegabytes() -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kilobytes = Int(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? "")
+    else { return 0 }
+    return kilobytes / 1024
 }
 
 /// Microseconds per operation over `count` runs of `body`.
@@ -144,38 +152,55 @@ struct FillFailed: Error, CustomStringConvertible {
     return seconds * 1e6 / Double(count)
 }
 
-@MainActor func randomUser() -> User { users[Int.random(in: 0..<users.count, using: &generator)] }
+/// A random customer's id and Support ID: one of the users made through the API, or of the bulk fill's customers.
+@MainActor func randomCustomer() -> (id: UUID, supportId: String) {
+    if bulk {
+        let i = Int.random(in: 1...customers, using: &generator)
+        return (owner(i), SupportFill.supportId(i))
+    }
+    let user = users[Int.random(in: 0..<users.count, using: &generator)]
+    return (user.id, user.supportId.rawValue)
+}
 
-print("engine \(engine); \(entriesPerUser) entries per user")
 print(
-    "| ledger entries | users | delivery, 1 per commit | delivery, 64 per commit | wallet read | user search | dashboard |"
-)
-print("|---|---|---|---|---|---|---|")
+    "engine \(engine); "
+        + (bulk ? "filled by SQL (SupportFill)" : "\(entriesPerUser) entries per user, through the API"))
+print(
+    "| ledger entries | users | delivery, 1 per commit | delivery, 64 per commit | wallet read | user search | dashboard "
+        + "| resident memory |")
+print("|---|---|---|---|---|---|---|---|")
 let stages =
-    [10_000, 100_000, 1_000_000].filter { $0 <= totalEntries } + (totalEntries > 1_000_000 ? [totalEntries] : [])
+    [10_000, 100_000, 1_000_000].filter { $0 <= totalEntries && !(bulk && $0 < 100_000) }
+    + (totalEntries > 1_000_000 ? [totalEntries] : [])
 for stage in stages {
     let filling = ContinuousClock.now
     if bulk { try await bulkFill(to: stage) } else { try await grow(to: stage) }
-    FileHandle.standardError.write(Data("grew to \(stage) entries in \(ContinuousClock.now - filling)\n".utf8))
+    FileHandle.standardError.write(Data("grew to \(entries) entries in \(ContinuousClock.now - filling)\n".utf8))
     let single = try await measure(500) {
-        _ = try await store.apply([purchase(for: randomUser())])
+        _ = try await store.apply([purchase(owner: randomCustomer().id)])
         entries += 1
+        deliveredSinceFill += 1
     }
     let grouped =
         try await measure(40) {
-            let requests = (0..<64).map { _ in purchase(for: randomUser()) }
+            let requests = (0..<64).map { _ in purchase(owner: randomCustomer().id) }
             for result in try await store.apply(requests) { _ = try result.get() }
             entries += 64
+            deliveredSinceFill += 64
         } / 64
-    let wallet = try await measure(2_000) { _ = try await store.wallet(owner: randomUser().id, environment: .sandbox) }
+    let wallet = try await measure(2_000) {
+        _ = try await store.wallet(owner: randomCustomer().id, environment: .sandbox)
+    }
     let search = try await measure(100) {
-        let prefix = String(randomUser().supportId.rawValue.prefix(4)).lowercased()
+        let prefix = String(randomCustomer().supportId.prefix(4))
         _ = try await store.users(environment: .sandbox, supportIdPrefix: prefix, limit: 26, offset: 0)
     }
     let dashboard = try await measure(5) { _ = try await store.dashboard(environment: .sandbox, days: 30, now: now) }
+    let userCount = bulk ? customers : users.count
     print(
-        "| \(stage.formatted()) | \(users.count.formatted()) | \(String(format: "%.0f", single)) µs | "
+        "| \(entries.formatted()) | \(userCount.formatted()) | \(String(format: "%.0f", single)) µs | "
             + "\(String(format: "%.0f", grouped)) µs | \(String(format: "%.0f", wallet)) µs | "
-            + "\(String(format: "%.2f", search / 1000)) ms | \(String(format: "%.1f", dashboard / 1000)) ms |")
+            + "\(String(format: "%.2f", search / 1000)) ms | \(String(format: "%.1f", dashboard / 1000)) ms | "
+            + "\(residentMegabytes()) MB |")
 }
 (store as? PostgresStore)?.close()

@@ -1,22 +1,41 @@
 // The support-scale benchmark's data: customers and their year of purchases written straight into the store's tables
 // by SQL (the rows the ledger writes for them: receipts, ledger entries, wallets, renewal states, Apple's
 // notifications, grants and their audit entries), with the store's own triggers keeping its rollups as they would
-// for each delivery. Writing ten million receipts through the API would take hours on this machine.
+// for each delivery. Writing ten million receipts through the API would take hours on this machine. The support-scale
+// benchmark and LedgerGrowth both fill with it.
 import Foundation
 
 /// The rows of customers `first...last` (each with ten receipts), in one engine's SQL.
-struct SupportFill {
-    enum Dialect { case sqlite, postgres }
+public struct SupportFill {
+    /// The engine whose SQL to write.
+    public enum Dialect: Sendable { case sqlite, postgres }
 
-    let dialect: Dialect
+    /// The engine whose SQL to write.
+    public let dialect: Dialect
     /// Now, in milliseconds: purchases are dated in the 90 days before it, subscriptions end in the 30 days after.
-    let now: Int64
+    public let now: Int64
 
-    static let day: Int64 = 86_400_000
+    /// A day in milliseconds.
+    public static let day: Int64 = 86_400_000
+
+    /// Fills for `dialect`, with purchases dated before `now` (milliseconds since 1970).
+    public init(dialect: Dialect, now: Int64) {
+        self.dialect = dialect
+        self.now = now
+    }
+
+    /// Customer `i`'s id, as the user's row holds it: `00000001-0000-4000-8000-000000000001` in upper-case hex.
+    public static func userId(_ i: Int) -> String {
+        String(format: "%08X-0000-4000-8000-%012X", i, i)
+    }
+
+    /// The ledger entries customers `1...customers` hold: a purchase entry for each of their ten receipts, and a
+    /// revocation for every fourth customer's refunded one.
+    public static func entries(customers: Int) -> Int { customers * 10 + customers / 4 }
 
     /// Customer `i`'s Support ID (fixed: the same customer at every size), spread as random ones are: a bijection of
     /// the customer's number on 48 bits.
-    static func supportId(_ i: Int) -> String {
+    public static func supportId(_ i: Int) -> String {
         "_" + String(format: "%012llx", (UInt64(i) &* 2_654_435_761) % (1 << 48))
     }
 
@@ -50,7 +69,7 @@ struct SupportFill {
     }
 
     /// The statements that write customers `first...last`.
-    func statements(first: Int, last: Int) -> [String] {
+    public func statements(first: Int, last: Int) -> [String] {
         let user = uuid("n.i", 0)
         // A day in milliseconds, 64-bit in both (PostgreSQL would multiply 32-bit integers and overflow).
         let day = dialect == .sqlite ? "\(Self.day)" : "\(Self.day)::bigint"
