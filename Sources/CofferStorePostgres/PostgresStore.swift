@@ -40,6 +40,8 @@ public final class PostgresStore: CofferStore, Service {
     public let runner: Runner
     /// Whether ``run()`` has begun (it runs once).
     private let started = Mutex(false)
+    /// Rollup contributions this instance folded since it last vacuumed their table (``foldRollups()``).
+    let foldedSinceVacuum = Mutex(0)
     /// What a new pool is made from.
     private let configuration: PostgresClient.Configuration
     let logger: Logger
@@ -329,6 +331,24 @@ public final class PostgresStore: CofferStore, Service {
             } catch let error where Self.isPoolRefusal(error) {
                 throw StoreError.unavailable("PostgreSQL cannot be reached: \(error)")
             }
+        }
+    }
+
+    /// Vacuums and analyses `table` (outside a transaction, as VACUUM must run), waiting at most ten minutes: it
+    /// reads the whole table.
+    func vacuum(_ table: String) async throws {
+        do {
+            let logger = logger
+            try await deadlines.run(
+                within: .seconds(600), orThrow: { StoreError.unavailable("VACUUM \(table) took over ten minutes") },
+                {
+                    try await self.client.withConnection { connection in
+                        _ = try await connection.query(
+                            PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
+                    }
+                })
+        } catch let error as PSQLError {
+            throw Self.storeError(error)
         }
     }
 

@@ -146,4 +146,35 @@ struct RollupTests {
         try await Self.expectReadings(postgres, expected, "PostgreSQL, backfilled")
         postgres.close()
     }
+
+    @Test("PostgreSQL: an instance that folded a burst of contributions vacuums their table, leaving no dead rows")
+    func burstVacuumed() async throws {
+        guard StoreEngine.allCases.contains(.postgres) else { return }
+        let url = try await StoreEngine.migratedDatabase()
+        let postgres = try await PostgresStore(url: url, maximumConnections: 2)
+        defer { postgres.close() }
+        let rows = PostgresRollupTables.vacuumAfter + 20_000
+        try await TestPostgres.execute(
+            [
+                """
+                INSERT INTO dashboard_deltas (environment, figure, bucket, label, currency, count, amount)
+                SELECT 'Production', 'refund.day', 20000, '', '', 1, 0 FROM generate_series(1, \(rows))
+                """
+            ], on: url)
+        var folds: [Int] = []
+        while true {
+            let folded = try await postgres.foldRollups()
+            if folded == 0 { break }
+            folds.append(folded)
+        }
+        let limit = PostgresRollupTables.foldLimit
+        #expect(folds == [limit, limit, rows - 2 * limit])
+        let statistics = "FROM pg_stat_user_tables WHERE relname = 'dashboard_deltas'"
+        #expect(try await TestPostgres.integer("SELECT count(*) FROM dashboard_deltas", on: url) == 0)
+        #expect(
+            try await TestPostgres.integer("SELECT sum(count)::BIGINT FROM dashboard_rollups", on: url) == Int64(rows))
+        // Vacuumed once, when the backlog was drained, by the instance itself (autovacuum counts apart).
+        #expect(try await TestPostgres.integer("SELECT vacuum_count \(statistics)", on: url) == 1)
+        #expect(try await TestPostgres.integer("SELECT n_dead_tup \(statistics)", on: url) == 0)
+    }
 }

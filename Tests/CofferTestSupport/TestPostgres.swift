@@ -136,6 +136,34 @@ extension TestPostgres {
     }
 }
 
+extension TestPostgres {
+    /// The first column of the first row `sql` answers on the database `databaseURL` names, as a whole number (`nil`
+    /// for no row or NULL).
+    public static func integer(_ sql: String, on databaseURL: String) async throws -> Int64? {
+        guard let components = URLComponents(string: databaseURL), let host = components.host,
+            let user = components.user
+        else { throw TestPostgresError(message: "not a PostgreSQL URL: \(databaseURL)") }
+        let configuration = PostgresConnection.Configuration(
+            host: host, port: components.port ?? 5432, username: user, password: components.password,
+            database: String(components.path.dropFirst()), tls: .disable)
+        let logger = Logger(label: "coffer.tests.postgres")
+        let connection = try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 4, logger: logger)
+        do {
+            var value: Int64?
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
+                value = try row.decode(Int64?.self)
+                break
+            }
+            try await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
+
 /// PostgreSQL is not there for a test that needs it.
 public struct TestPostgresError: Error, CustomStringConvertible {
     /// What is missing.
