@@ -112,18 +112,23 @@ public enum TestPostgres {
 }
 
 extension TestPostgres {
-    /// Runs statements on the database `databaseURL` names, outside any store (a test that changes the schema under
-    /// a store, say).
-    public static func execute(_ statements: [String], on databaseURL: String) async throws {
+    /// A connection of its own to the database `databaseURL` names.
+    static func connect(_ databaseURL: String, id: Int, logger: Logger) async throws -> PostgresConnection {
         guard let components = URLComponents(string: databaseURL), let host = components.host,
             let user = components.user
         else { throw TestPostgresError(message: "not a PostgreSQL URL: \(databaseURL)") }
         let configuration = PostgresConnection.Configuration(
             host: host, port: components.port ?? 5432, username: user, password: components.password,
             database: String(components.path.dropFirst()), tls: .disable)
+        return try await PostgresConnection.connect(
+            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: id, logger: logger)
+    }
+
+    /// Runs statements on the database `databaseURL` names, outside any store (a test that changes the schema under
+    /// a store, say).
+    public static func execute(_ statements: [String], on databaseURL: String) async throws {
         let logger = Logger(label: "coffer.tests.postgres")
-        let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 3, logger: logger)
+        let connection = try await connect(databaseURL, id: 3, logger: logger)
         do {
             for statement in statements {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -140,15 +145,8 @@ extension TestPostgres {
     /// The first column of the first row `sql` answers on the database `databaseURL` names, as a whole number (`nil`
     /// for no row or NULL).
     public static func integer(_ sql: String, on databaseURL: String) async throws -> Int64? {
-        guard let components = URLComponents(string: databaseURL), let host = components.host,
-            let user = components.user
-        else { throw TestPostgresError(message: "not a PostgreSQL URL: \(databaseURL)") }
-        let configuration = PostgresConnection.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: components.password,
-            database: String(components.path.dropFirst()), tls: .disable)
         let logger = Logger(label: "coffer.tests.postgres")
-        let connection = try await PostgresConnection.connect(
-            on: MultiThreadedEventLoopGroup.singleton.any(), configuration: configuration, id: 4, logger: logger)
+        let connection = try await connect(databaseURL, id: 4, logger: logger)
         do {
             var value: Int64?
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
