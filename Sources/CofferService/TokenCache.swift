@@ -50,11 +50,12 @@ final class TokenCache: Sendable {
     func remember(_ user: User, tokenHash: String, now: Date) {
         entries.withLock { entries in
             if entries[tokenHash] == nil, entries.count >= capacity {
-                // Full: first forget what has expired; if most entries are fresh (more customers in a lifetime
-                // than the cache holds), forget half of them, in the dictionary's arbitrary order, rather than track
-                // recency. The store answers the misses; the other half keeps its hits.
+                // Full: first forget what has expired. If more than three quarters are still fresh (about as many
+                // customers in a lifetime as the cache holds), keep half, in the dictionary's arbitrary order,
+                // rather than track recency: a sweep that freed little would run again at the next few tokens. The
+                // store answers the misses; the half kept keeps its hits.
                 entries = entries.filter { $0.value.expires > now }
-                if entries.count >= capacity {
+                if entries.count > capacity * 3 / 4 {
                     var kept = 0
                     entries = entries.filter { _ in
                         kept += 1

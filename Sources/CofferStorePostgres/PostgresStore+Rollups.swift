@@ -184,11 +184,14 @@ enum PostgresRollupTables {
     /// backfill, a catch-up, a bulk load) leaves that many dead rows, which every dashboard's read of the deltas
     /// and every fold would walk until autovacuum came round (a dashboard took 1.8 s after ten million).
     static let vacuumAfter = 100_000
+    /// The advisory lock an instance holds while it vacuums the contributions' table (one at a time).
+    static let vacuumLock: Int64 = foldLock + 1
 }
 
 extension PostgresStore {
     public func foldRollups() async throws -> Int {
-        let folded = try await foldOnce()
+        // Another instance folding now: nothing folded here, and nothing for this instance to count.
+        guard let folded = try await foldOnce() else { return 0 }
         let due = foldedSinceVacuum.withLock { total in
             total += folded
             guard folded < PostgresRollupTables.foldLimit, total >= PostgresRollupTables.vacuumAfter else {
@@ -197,17 +200,25 @@ extension PostgresStore {
             total = 0
             return true
         }
-        if due { try await vacuum("dashboard_deltas") }
+        if due {
+            // The fold is done whatever becomes of the vacuum; autovacuum comes round later if this one failed.
+            do {
+                try await vacuum("dashboard_deltas", lock: PostgresRollupTables.vacuumLock)
+            } catch {
+                logger.warning("the rollups' contributions were folded but their table was not vacuumed: \(error)")
+            }
+        }
         return folded
     }
 
-    private func foldOnce() async throws -> Int {
-        try await write { connection in
+    /// Folds up to ``PostgresRollupTables/foldLimit`` contributions; `nil` when another instance is folding.
+    private func foldOnce() async throws -> Int? {
+        try await write { connection -> Int? in
             guard
                 try await Self.first(
                     connection, "SELECT pg_try_advisory_xact_lock(\(PostgresRollupTables.foldLock))",
                     logger: self.logger, { try $0.decode(Bool.self) }) == true
-            else { return 0 }
+            else { return nil }
             return try await Self.count(
                 connection,
                 """

@@ -334,17 +334,36 @@ public final class PostgresStore: CofferStore, Service {
         }
     }
 
-    /// Vacuums and analyses `table` (outside a transaction, as VACUUM must run), waiting at most ten minutes: it
-    /// reads the whole table.
-    func vacuum(_ table: String) async throws {
+    /// Vacuums and analyses `table` (outside a transaction, as VACUUM must run) unless another instance holds the
+    /// advisory lock `lock` (it is vacuuming), waiting at most ten minutes: it reads the whole table. The connection's
+    /// statement limit (twice an operation's deadline) is lifted for it and restored after.
+    func vacuum(_ table: String, lock: Int64) async throws {
+        let logger = logger
+        let limit = Int(min(operationTimeout * 2, .seconds(3_600)) / .milliseconds(1))
         do {
-            let logger = logger
             try await deadlines.run(
                 within: .seconds(600), orThrow: { StoreError.unavailable("VACUUM \(table) took over ten minutes") },
                 {
                     try await self.client.withConnection { connection in
-                        _ = try await connection.query(
-                            PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
+                        guard
+                            try await Self.first(
+                                connection, "SELECT pg_try_advisory_lock(\(lock))", logger: logger,
+                                { try $0.decode(Bool.self) }) == true
+                        else { return }
+                        try await connection.query("SET statement_timeout = '10min'", logger: logger)
+                        var failure: (any Error)?
+                        do {
+                            _ = try await connection.query(
+                                PostgresQuery(unsafeSQL: "VACUUM (ANALYZE) \(table)"), logger: logger)
+                        } catch {
+                            failure = error
+                        }
+                        // The connection goes back to the pool as it came: its own limit, no lock held.
+                        try await connection.query(
+                            PostgresQuery(unsafeSQL: "SET statement_timeout = \(limit)"), logger: logger)
+                        try await connection.query(
+                            PostgresQuery(unsafeSQL: "SELECT pg_advisory_unlock(\(lock))"), logger: logger)
+                        if let failure { throw failure }
                     }
                 })
         } catch let error as PSQLError {

@@ -42,7 +42,7 @@ struct BoundsTests {
         // A token already remembered is refreshed in place, never making room.
         cache.remember(Self.user(150), tokenHash: "t150", now: Self.start.addingTimeInterval(7))
         #expect(cache.count == 50)
-        // A million customers through a cache of 100: never more than 100.
+        // Twenty thousand customers through a cache of 100: never more than 100.
         var most = 0
         for number in 0..<20_000 {
             cache.remember(Self.user(number), tokenHash: "u\(number)", now: Self.start.addingTimeInterval(8))

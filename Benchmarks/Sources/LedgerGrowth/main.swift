@@ -1,7 +1,8 @@
 // The ledger as it grows (issues 8 and 38): what a durable delivery, a wallet read, support's user search and the
 // dashboard cost as the store grows to ten million ledger entries, on SQLite (the embedded default) or PostgreSQL,
-// and the process's resident memory at each size. The cost per delivery and the memory must not grow with the
-// size of the ledger.
+// and the process's resident memory at each size (the store in process: its connections, their page caches and
+// statements; on PostgreSQL, the client's side only; filled through the API, this tool's own list of users too).
+// The cost per delivery and the memory must not grow with the size of the ledger.
 //
 //   LedgerGrowth [--entries 1000000] [--database-url postgres://...] [--bulk] [--entries-per-user 10]
 //
