@@ -441,6 +441,16 @@ enum PostgresMigrations {
             """
         ),
         ("v28 Sandbox-marked customers kept", PostgresSandboxMarkTables.sql),
+        (
+            // The newest notification (the dashboard's Apple card) in the index's order: by arrival alone, every
+            // notification that arrived in the same millisecond was sorted by seq first (45 ms at three million).
+            // SQLite's index ends with the rowid, which is seq, already.
+            "v29 notifications newest first",
+            """
+            CREATE INDEX notifications_by_received_seq ON notifications (environment, received_at, seq);
+            DROP INDEX notifications_by_received
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

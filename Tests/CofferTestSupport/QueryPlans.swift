@@ -80,8 +80,11 @@ public enum QueryPlans {
         var problems: [String] = []
         func visit(_ node: [String: Any], limited: Bool) {
             let type = node["Node Type"] as? String ?? ""
-            // A Limit's child is walked only as far as the answer needs, unless a sort reads it all first.
-            let under = (limited || type == "Limit") && type != "Sort" && type != "Aggregate" && type != "Hash"
+            // A Limit's child is walked only as far as the answer needs, unless a sort reads it all first (an
+            // incremental sort reads each group of rows equal in the index's order: all of them, when they are equal).
+            let under =
+                (limited || type == "Limit")
+                && !["Sort", "Incremental Sort", "Aggregate", "Hash"].contains(type)
             if let table = node["Relation Name"] as? String, !boundedTables.contains(table) {
                 let condition = (node["Index Cond"] as? String) ?? (node["Recheck Cond"] as? String) ?? ""
                 let scans = type == "Seq Scan"
