@@ -3,9 +3,10 @@ import Foundation
 import Synchronization
 
 /// Remembers which user a token hash belongs to for a short while, so a busy app's requests do not each
-/// read the users table. Bounded in size (`capacity` entries, 50,000 by default); an entry lives `lifetime` seconds (5 by default), which bounds how
-/// long another instance honours a token that was revoked, merged away or deleted (this instance forgets it at
-/// once): every instance reads the store again within that bound, whatever message might be lost.
+/// read the users table. Bounded in size (`capacity` entries, 50,000 by default); an entry lives `lifetime`
+/// seconds (5 by default), which bounds how long another instance honours a token that was revoked, merged away or
+/// deleted (this instance forgets it at once): every instance reads the store again within that bound, whatever
+/// message might be lost.
 final class TokenCache: Sendable {
     private struct Entry {
         var user: User
