@@ -24,7 +24,9 @@ let package = Package(
     targets: [
         .target(
             name: "BenchmarkSupport",
-            dependencies: [.product(name: "CofferSimulator", package: coffer)]
+            dependencies: [
+                .product(name: "CofferSimulator", package: coffer), .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .executableTarget(
             name: "VerificationPayloads",
@@ -64,7 +66,6 @@ let package = Package(
             name: "LedgerGrowth",
             dependencies: [
                 "BenchmarkSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "CofferCore", package: coffer),
                 .product(name: "CofferStore", package: coffer),
                 .product(name: "CofferStoreSQLite", package: coffer),

@@ -4,6 +4,7 @@
 // for each delivery. Writing ten million receipts through the API would take hours on this machine. The support-scale
 // benchmark and LedgerGrowth both fill with it.
 import Foundation
+import GRDB
 
 /// The rows of customers `first...last` (each with ten receipts), in one engine's SQL.
 public struct SupportFill {
@@ -160,5 +161,30 @@ public struct SupportFill {
             FROM n, k \(only) AND n.i % 10 = 0
             """,
         ]
+    }
+}
+
+extension SupportFill {
+    /// A statement the database refused.
+    public struct Failed: Error, CustomStringConvertible {
+        /// What went wrong.
+        public let description: String
+    }
+
+    /// Runs one statement on a database beside whatever else has it open: `sqlite:PATH` through a queue of its own,
+    /// a PostgreSQL URL through `psql`.
+    public static func execute(_ sql: String, databaseURL: String) async throws {
+        if databaseURL.hasPrefix("sqlite:") {
+            let queue = try DatabaseQueue(path: String(databaseURL.dropFirst("sqlite:".count)))
+            try await queue.write { db in try db.execute(sql: sql) }
+            try queue.close()
+            return
+        }
+        let psql = Process()
+        psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        psql.arguments = ["psql", databaseURL, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
+        try psql.run()
+        psql.waitUntilExit()
+        guard psql.terminationStatus == 0 else { throw Failed(description: "psql exited \(psql.terminationStatus)") }
     }
 }

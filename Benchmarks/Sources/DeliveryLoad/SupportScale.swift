@@ -10,7 +10,6 @@ import CofferAdmin
 import CofferStorePostgres
 import CofferStoreSQLite
 import Foundation
-import GRDB
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -55,9 +54,9 @@ enum SupportScale {
         for size in sizes {
             let started = ContinuousClock.now
             for statement in fill.statements(first: filled + 1, last: size) {
-                try await execute(statement, databaseURL: databaseURL)
+                try await SupportFill.execute(statement, databaseURL: databaseURL)
             }
-            try await execute("ANALYZE", databaseURL: databaseURL)
+            try await SupportFill.execute("ANALYZE", databaseURL: databaseURL)
             filled = size
             progress("filled \(size) customers, \(size * 10) receipts in \(seconds(since: started)) s")
             let server = try await Child.serve(fixture, databaseURL: databaseURL, wallet: "server", http: http)
@@ -249,22 +248,6 @@ enum SupportScale {
             throw LoadFailure("coffer \(arguments.joined(separator: " ")) exited \(process.terminationStatus): \(text)")
         }
         return text
-    }
-
-    /// Runs one statement on the database, outside the server.
-    static func execute(_ sql: String, databaseURL: String) async throws {
-        if databaseURL.hasPrefix("sqlite:") {
-            let queue = try DatabaseQueue(path: String(databaseURL.dropFirst("sqlite:".count)))
-            try await queue.write { db in try db.execute(sql: sql) }
-            try queue.close()
-            return
-        }
-        let psql = Process()
-        psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        psql.arguments = ["psql", databaseURL, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
-        try psql.run()
-        psql.waitUntilExit()
-        guard psql.terminationStatus == 0 else { throw LoadFailure("psql exited \(psql.terminationStatus)") }
     }
 }
 

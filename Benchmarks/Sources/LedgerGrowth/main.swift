@@ -22,7 +22,6 @@ import CofferStore
 import CofferStorePostgres
 import CofferStoreSQLite
 import Foundation
-import GRDB
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 func option(_ name: String, _ fallback: String) -> String {
@@ -94,21 +93,9 @@ struct FillFailed: Error, CustomStringConvertible {
     let description: String
 }
 
-/// Runs one statement on the store's database beside the store (SQLite through a queue of its own; PostgreSQL
-/// through `psql`).
+/// Runs one statement on the store's database beside the store.
 @MainActor func execute(_ sql: String) async throws {
-    if databaseURL.isEmpty {
-        let queue = try DatabaseQueue(path: sqlitePath)
-        try await queue.write { db in try db.execute(sql: sql) }
-        try queue.close()
-        return
-    }
-    let psql = Process()
-    psql.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    psql.arguments = ["psql", databaseURL, "-q", "-v", "ON_ERROR_STOP=1", "-c", sql]
-    try psql.run()
-    psql.waitUntilExit()
-    guard psql.terminationStatus == 0 else { throw FillFailed(description: "psql exited \(psql.terminationStatus)") }
+    try await SupportFill.execute(sql, databaseURL: databaseURL.isEmpty ? "sqlite:" + sqlitePath : databaseURL)
 }
 
 /// Adds SupportFill's customers until the ledger holds at least `target` entries (about ten a customer).
