@@ -33,12 +33,7 @@ extension PostgresStore {
     public func entitlementGrants(environment: AppStoreEnvironment, recipient: UUID) async throws
         -> [EntitlementGrant]
     {
-        try await all(
-            """
-            SELECT * FROM entitlement_grants
-            WHERE recipient = \(recipient.uuidString) AND environment = \(environment.rawValue)
-            ORDER BY starts_at DESC, id DESC LIMIT 200
-            """, Self.entitlementGrant)
+        try await prepared(EntitlementGrantsOf(recipient: recipient, environment: environment))
     }
 
     public func cancelEntitlementGrant(

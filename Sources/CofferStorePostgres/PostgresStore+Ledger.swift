@@ -60,12 +60,8 @@ extension PostgresStore {
         -> [Receipt]
     {
         guard !productIds.isEmpty else { return [] }
-        return try await all(
-            """
-            SELECT * FROM receipts WHERE owner = \(owner.uuidString) AND product_id = ANY(\(productIds.sorted()))
-            AND environment = \(environment.rawValue)
-            ORDER BY purchase_date, transaction_id COLLATE "C"
-            """, Rows.receipt)
+        return try await prepared(
+            ReceiptsOfProducts(owner: owner, productIds: productIds.sorted(), environment: environment))
     }
 
     public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {

@@ -88,11 +88,7 @@ extension PostgresStore {
     }
 
     public func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
-        try await all(
-            """
-            SELECT * FROM renewal_states WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
-            ORDER BY original_transaction_id COLLATE "C"
-            """, Rows.renewalState)
+        try await prepared(RenewalStatesOf(owner: owner, environment: environment))
     }
 
     public func cursor(_ name: String, environment: AppStoreEnvironment) async throws -> String? {

@@ -46,15 +46,7 @@ extension PostgresStore {
     }
 
     public func user(tokenHash: String) async throws -> User? {
-        try await first(
-            """
-            SELECT u.* FROM user_tokens t JOIN live_users u ON u.id = t.owner
-            WHERE t.token_hash = \(tokenHash) AND t.revoked_at IS NULL AND u.merged_into IS NULL
-            UNION ALL
-            SELECT * FROM live_users WHERE token_hash = \(tokenHash) AND merged_into IS NULL
-                AND NOT EXISTS (SELECT 1 FROM user_tokens WHERE token_hash = \(tokenHash))
-            LIMIT 1
-            """, Rows.user)
+        try await prepared(UserByToken(tokenHash: tokenHash)).first
     }
 
     public func user(appleAccount: AppleAccount, environment: AppStoreEnvironment) async throws -> User? {
