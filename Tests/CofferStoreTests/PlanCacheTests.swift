@@ -94,4 +94,28 @@ struct PlanCacheTests {
         #expect(QueryPlans.problems(postgresPlan: fresh) == [])
         #expect(try await store.wallet(owner: alice.id, environment: .sandbox).balance == 400 * 10)
     }
+
+    @Test("the prepared reads go on answering after another instance's migration adds columns to their tables")
+    func preparedReadsOutliveAddedColumns() async throws {
+        let url = try await StoreEngine.migratedDatabase()
+        let store = try await PostgresStore(url: url, maximumConnections: 1)
+        defer { store.close() }
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        _ = try await store.apply(Make.purchase("t1", for: alice))
+        func read() async throws {
+            #expect(try await store.user(tokenHash: alice.tokenHash)?.id == alice.id)
+            #expect(try await store.entitlementGrants(environment: .sandbox, recipient: alice.id) == [])
+            let receipts = try await store.receipts(
+                owner: alice.id, environment: .sandbox, productIds: ["com.example.credits.400k"])
+            #expect(receipts.map(\.transaction.transactionId) == ["t1"])
+            #expect(try await store.renewalStates(owner: alice.id, environment: .sandbox) == [])
+        }
+        for _ in 0..<6 { try await read() }
+        try await TestPostgres.execute(
+            ["users", "entitlement_grants", "receipts", "renewal_states"].map {
+                "ALTER TABLE \($0) ADD COLUMN added_later TEXT"
+            }, on: url)
+        try await read()
+    }
 }
