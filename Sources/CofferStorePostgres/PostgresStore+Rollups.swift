@@ -231,10 +231,12 @@ extension PostgresStore {
             WHERE s.schemaname = current_schema() AND s.n_live_tup >= 50 AND s.n_live_tup > 2 * GREATEST(c.reltuples, 0)
             ORDER BY s.relname
             """, { try $0.decode(String.self) })
+        // A name of letters, digits and underscores only, quoted as it is written (a table another application keeps
+        // in the same schema, in capitals, is analyzed under its own name).
         for table in grown where table.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" }) {
             _ = try await read { connection in
                 try await connection.query(
-                    PostgresQuery(unsafeSQL: "ANALYZE (SKIP_LOCKED) \(table)"), logger: self.logger)
+                    PostgresQuery(unsafeSQL: "ANALYZE (SKIP_LOCKED) \"\(table)\""), logger: self.logger)
             }
         }
     }

@@ -113,8 +113,9 @@ public final class PostgresStore: CofferStore, Service {
         // (`force_custom_plan`, issue 20) came to 260 µs of PostgreSQL's CPU a delivery once the rollups' triggers
         // ran statements of their own, more than everything else it did for a delivery. A plan kept since the
         // tables were empty (an index for the environment alone, any index being as good then) is kept only until
-        // the table's statistics change, which autovacuum's analyze does as a table grows (at 50 rows, then every
-        // tenth; `PlanCacheTests`): leave autovacuum on.
+        // the table's statistics change: autovacuum's analyze changes them as a table grows (once a minute at most),
+        // and so does the instance folding the rollups, every 5 seconds, for a table that doubled
+        // (``analyzeGrown()``, `PlanCacheTests`). Leave autovacuum on.
         configuration.options.additionalStartupParameters.append(("plan_cache_mode", "auto"))
         // A connection that takes longer to open than an operation may wait is of no use to that operation; a
         // short attempt is retried sooner once the database answers again.
