@@ -11,8 +11,10 @@ cd "$(dirname "$0")/.."
 engine="${1:-sqlite}"
 command -v perf >/dev/null || { echo "perf is needed: apt-get install linux-perf" >&2; exit 1; }
 work=$(mktemp -d)
+# The throwaway PostgreSQL server this script started, if any (never one the caller's shell names).
+database_dir=""
 cleanup() {
-    [ -n "${COFFER_TEST_POSTGRES_DIR:-}" ] && scripts/postgres stop "$COFFER_TEST_POSTGRES_DIR"
+    if [ -n "$database_dir" ]; then scripts/postgres stop "$database_dir"; fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -22,6 +24,7 @@ case "$engine" in
 sqlite) arguments=(--engine sqlite) ;;
 postgres)
     eval "$(scripts/postgres)"
+    database_dir="$COFFER_TEST_POSTGRES_DIR"
     psql "$COFFER_TEST_POSTGRES_URL" -q -c "CREATE DATABASE coffer_load"
     arguments=(--engine postgres --database-url "${COFFER_TEST_POSTGRES_URL%/postgres}/coffer_load" --instances 2
         --rate 5000)

@@ -192,7 +192,8 @@ extension PostgresStore {
     public func foldRollups() async throws -> Int {
         // Another instance folding now: nothing folded here, and nothing for this instance to count.
         guard let folded = try await foldOnce() else { return 0 }
-        // The instance that folds also keeps the statistics up with fast growth (one at a time, as the fold).
+        // The instance that folded this round also keeps the statistics up with fast growth (two instances analyzing
+        // at once skip each other's table: SKIP_LOCKED).
         do {
             try await analyzeGrown()
         } catch {

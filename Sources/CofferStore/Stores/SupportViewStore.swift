@@ -13,7 +13,9 @@ public protocol SupportViewStore: Sendable {
     /// (``DashboardRollup``), never by counting receipts or customers.
     func dashboard(environment: AppStoreEnvironment, days: Int, now: Date) async throws -> DashboardFigures
     /// Moves the rollups' pending contributions into their sums, where an engine keeps them apart (PostgreSQL, whose
-    /// instances write at once); one instance at a time, the others return at once.
+    /// instances write at once); one instance at a time, the others return at once. The instance that folds also
+    /// tends what the folds leave (PostgreSQL: the contributions' dead rows after a burst, the statistics of a table
+    /// that doubled).
     ///
     /// - Returns: How many contributions were moved.
     func foldRollups() async throws -> Int
