@@ -12,16 +12,22 @@ public struct LedgerRequest: Sendable, Hashable {
     public var policy: DeficitPolicy
     /// When it happens.
     public var at: Date
+    /// When set, the result carries the user's entitlements after the write, by this catalog at `at`
+    /// (``LedgerResult/entitlements``), read in the write's own transaction: an answer that shows them needs no
+    /// read of its own.
+    public var entitlementCatalog: Catalog?
 
     /// Creates a request.
     public init(
-        owner: UUID, environment: AppStoreEnvironment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date
+        owner: UUID, environment: AppStoreEnvironment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date,
+        entitlementCatalog: Catalog? = nil
     ) {
         self.owner = owner
         self.environment = environment
         self.event = event
         self.policy = policy
         self.at = at
+        self.entitlementCatalog = entitlementCatalog
     }
 }
 
@@ -35,13 +41,20 @@ public struct LedgerResult: Sendable, Hashable {
     public var entry: LedgerEntry?
     /// The transaction's receipt after the event, for transaction events.
     public var receipt: Receipt?
+    /// The user's entitlements once the request's batch is written, when the request named a catalog
+    /// (``LedgerRequest/entitlementCatalog``); the same as a read of them after the commit would give.
+    public var entitlements: EntitlementState?
 
     /// Creates a result.
-    public init(outcome: LedgerOutcome, wallet: Wallet, entry: LedgerEntry?, receipt: Receipt?) {
+    public init(
+        outcome: LedgerOutcome, wallet: Wallet, entry: LedgerEntry?, receipt: Receipt?,
+        entitlements: EntitlementState? = nil
+    ) {
         self.outcome = outcome
         self.wallet = wallet
         self.entry = entry
         self.receipt = receipt
+        self.entitlements = entitlements
     }
 }
 

@@ -383,10 +383,11 @@ public struct ClientService: ServiceOnParts {
                 }
             }
         }
+        // The answer's entitlements come back from the ledger's write, read in its transaction.
         let requests = events.map {
             LedgerRequest(
                 owner: user.id, environment: user.environment, event: $0, policy: configuration.deficitPolicy,
-                at: dependencies.now())
+                at: dependencies.now(), entitlementCatalog: dependencies.catalog)
         }
         let first: LedgerResult
         let results = try await ledger.apply(requests)
@@ -418,7 +419,8 @@ public struct ClientService: ServiceOnParts {
                 for event in wordEvents {
                     let request = LedgerRequest(
                         owner: user.id, environment: user.environment, event: event,
-                        policy: configuration.deficitPolicy, at: dependencies.now())
+                        policy: configuration.deficitPolicy, at: dependencies.now(),
+                        entitlementCatalog: dependencies.catalog)
                     guard case .success(let applied) = try await ledger.apply([request]).first else { continue }
                     latest = applied
                     guard applied.outcome == .applied else { continue }
@@ -439,10 +441,12 @@ public struct ClientService: ServiceOnParts {
             case .duplicate: .duplicate
             case .delivered: events.contains(where: Self.isRecording) ? .recorded : .delivered
             }
+        var entitlements = latest.entitlements?.names
+        if entitlements == nil { entitlements = try await self.entitlements(of: user) }
         return TransactionResponse(
             outcome: outcome, transactionId: transactionId,
             credits: outcome == .revoked || outcome == .recorded ? 0 : credits,
-            balance: latest.wallet.balance, entitlements: try await entitlements(of: user))
+            balance: latest.wallet.balance, entitlements: entitlements ?? [])
     }
 
     /// Whether an event records a purchase delivered before Coffer.

@@ -39,23 +39,14 @@ extension CofferStore {
     public func entitlementState(of user: User, catalog: Catalog, at now: Date, granting grants: [EntitlementGrant])
         async throws -> EntitlementState
     {
-        let granted = grants.filter { $0.isActive(at: now) }.map { (entitlement: $0.entitlement, endsAt: $0.until) }
-        return try await purchasedEntitlements(of: user, catalog: catalog, at: now).granting(granted, at: now)
-    }
-
-    /// What the customer's purchases unlock now, by the core's rules (without support's grants).
-    private func purchasedEntitlements(of user: User, catalog: Catalog, at now: Date) async throws
-        -> EntitlementState
-    {
-        let products = Set(catalog.products.filter { $0.kind != .consumable }.map(\.id))
-        guard !products.isEmpty else { return EntitlementState() }
-        let receipts = try await receipts(owner: user.id, environment: user.environment, productIds: products)
-        var grace: [String: Date] = [:]
-        if catalog.products.contains(where: { $0.kind == .autoRenewable }) {
-            for state in try await renewalStates(owner: user.id, environment: user.environment) {
-                grace[state.originalTransactionId] = state.gracePeriodExpiresDate
+        let products = catalog.unlockingProducts
+        var sources = EntitlementSources(grants: grants)
+        if !products.isEmpty {
+            sources.receipts = try await receipts(owner: user.id, environment: user.environment, productIds: products)
+            if catalog.sellsSubscriptions {
+                sources.renewals = try await renewalStates(owner: user.id, environment: user.environment)
             }
         }
-        return Entitlements.evaluate(receipts.map(\.transaction), catalog: catalog, gracePeriods: grace, at: now)
+        return sources.state(catalog: catalog, at: now)
     }
 }

@@ -352,9 +352,15 @@ public actor InMemoryStore: CofferStore {
     }
 
     public func apply(_ requests: [LedgerRequest]) -> [Result<LedgerResult, LedgerError>] {
-        requests.map { request in
+        let results = requests.map { request in
             // The in-memory context never throws; a refusal comes back as the request's failure.
             (try? LedgerWriter.apply(request, in: &state)) ?? .failure(.unknownUser(request.owner))
+        }
+        return EntitlementSources.answer(results, for: requests) { asked in
+            EntitlementSources(
+                receipts: receipts(owner: asked.owner, environment: asked.environment, productIds: asked.products),
+                renewals: asked.renewals ? renewalStates(owner: asked.owner, environment: asked.environment) : [],
+                grants: entitlementGrants(environment: asked.environment, recipient: asked.owner))
         }
     }
 

@@ -18,13 +18,17 @@ extension PostgresStore {
                 states[index] = state
             }
             let (results, batch) = LedgerWriter.decide(batch: requests, states: states)
-            guard !batch.isEmpty else { return results }
-            let save = try SaveLedgerBatch(batch)
-            var written = 0
-            for try await count in try await connection.execute(save, logger: self.logger) { written = count }
-            // A receipt of another owner, committed since it was read, is not overwritten: the batch runs again.
-            guard written == save.receipts else { throw LostRace() }
-            return results
+            if !batch.isEmpty {
+                let save = try SaveLedgerBatch(batch)
+                var written = 0
+                for try await count in try await connection.execute(save, logger: self.logger) { written = count }
+                // A receipt of another owner, committed since it was read, is not overwritten: the batch runs again.
+                guard written == save.receipts else { throw LostRace() }
+            }
+            let asked = EntitlementSources.Asked.of(requests, results)
+            guard !asked.isEmpty else { return results }
+            let sources = try await self.entitlementSources(asked, on: connection)
+            return EntitlementSources.fill(results, for: requests, from: sources)
         }
     }
 }

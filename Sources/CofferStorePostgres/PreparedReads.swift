@@ -116,3 +116,109 @@ struct RenewalStatesOf: PostgresPreparedStatement {
 
     func decodeRow(_ row: PostgresRow) throws -> RenewalState { try Rows.renewalState(row) }
 }
+
+// The sources of the entitlements a ledger batch's answers carry (`LedgerRequest.entitlementCatalog`), read for
+// every customer of the batch at once, inside its write transaction: a statement a batch, not three a delivery.
+
+/// The customers a batch read is for, `$1` their ids and `$2` their environments.
+private func customerBindings(_ asked: [EntitlementSources.Asked], capacity: Int) -> PostgresBindings {
+    var bindings = PostgresBindings(capacity: capacity)
+    bindings.append(asked.map(\.owner.uuidString))
+    bindings.append(asked.map(\.environment.rawValue))
+    return bindings
+}
+
+/// Several customers' entitlement grants, each customer's newest 200, newest first.
+struct EntitlementGrantsOfCustomers: PostgresPreparedStatement {
+    static let sql = """
+        SELECT g.id, g.environment, g.recipient, g.entitlement, g.starts_at, g.ends_at, g.reason, g.created_by,
+            g.cancelled_at, g.cancelled_by
+        FROM unnest($1::text[], $2::text[]) AS q(owner, environment)
+        CROSS JOIN LATERAL (
+            SELECT * FROM entitlement_grants
+            WHERE recipient = q.owner AND environment = q.environment
+            ORDER BY starts_at DESC, id DESC LIMIT 200
+        ) g
+        """
+
+    let asked: [EntitlementSources.Asked]
+
+    func makeBindings() throws -> PostgresBindings { customerBindings(asked, capacity: 2) }
+
+    func decodeRow(_ row: PostgresRow) throws -> EntitlementGrant { try PostgresStore.entitlementGrant(row) }
+}
+
+/// Several customers' receipts of the products that can unlock something (`$3`), each customer's in purchase
+/// order.
+struct ReceiptsOfCustomers: PostgresPreparedStatement {
+    static let sql = """
+        SELECT r.owner, r.transaction_id, r.original_transaction_id, r.product_id, r.quantity, r.purchase_date,
+            r.expires_date, r.revocation_date, r.family_shared, r.trial, r.upgraded, r.data_environment, r.price,
+            r.currency, r.storefront, r.revocation_reason, r.signed_by_xcode, r.delivered_credits, r.delivered_at,
+            r.revoked_at, r.taken_from_balance, r.added_to_deficit, r.reversed_at, r.delivered_before_coffer
+        FROM unnest($1::text[], $2::text[]) AS q(owner, environment)
+        JOIN receipts r ON r.owner = q.owner AND r.environment = q.environment AND r.product_id = ANY($3::text[])
+        ORDER BY r.owner, r.purchase_date, r.transaction_id COLLATE "C"
+        """
+
+    let asked: [EntitlementSources.Asked]
+    let productIds: [String]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = customerBindings(asked, capacity: 3)
+        bindings.append(productIds)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Receipt { try Rows.receipt(row) }
+}
+
+/// Several customers' subscriptions' renewal states, each customer's by original transaction.
+struct RenewalStatesOfCustomers: PostgresPreparedStatement {
+    static let sql = """
+        SELECT s.original_transaction_id, s.environment, s.owner, s.auto_renew_product_id, s.auto_renews,
+            s.in_billing_retry, s.grace_period_expires_date, s.signed_date
+        FROM unnest($1::text[], $2::text[]) AS q(owner, environment)
+        JOIN renewal_states s ON s.owner = q.owner AND s.environment = q.environment
+        ORDER BY s.owner, s.original_transaction_id COLLATE "C"
+        """
+
+    let asked: [EntitlementSources.Asked]
+
+    func makeBindings() throws -> PostgresBindings { customerBindings(asked, capacity: 2) }
+
+    func decodeRow(_ row: PostgresRow) throws -> RenewalState { try Rows.renewalState(row) }
+}
+
+extension PostgresStore {
+    /// The entitlement sources of the customers a batch's answers ask for, read on the batch's connection: one
+    /// statement for the grants, one for the receipts (when a catalog has products that unlock something) and one
+    /// for the renewal states (when it sells subscriptions), whatever the batch's size.
+    func entitlementSources(_ asked: [EntitlementSources.Asked], on connection: PostgresConnection) async throws
+        -> [UUID: EntitlementSources]
+    {
+        var sources: [UUID: EntitlementSources] = [:]
+        for customer in asked { sources[customer.owner] = EntitlementSources() }
+        guard !asked.isEmpty else { return sources }
+        for try await grant in try await connection.execute(EntitlementGrantsOfCustomers(asked: asked), logger: logger)
+        {
+            sources[grant.recipient]?.grants.append(grant)
+        }
+        let products = asked.reduce(into: Set<String>()) { $0.formUnion($1.products) }
+        if !products.isEmpty {
+            let read = ReceiptsOfCustomers(asked: asked, productIds: products.sorted())
+            for try await receipt in try await connection.execute(read, logger: logger) {
+                sources[receipt.owner]?.receipts.append(receipt)
+            }
+        }
+        let renewing = asked.filter(\.renewals)
+        if !renewing.isEmpty {
+            for try await renewal in try await connection.execute(
+                RenewalStatesOfCustomers(asked: renewing), logger: logger)
+            {
+                sources[renewal.owner]?.renewals.append(renewal)
+            }
+        }
+        return sources
+    }
+}

@@ -53,11 +53,21 @@ extension SQLiteStore {
     public func entitlementGrants(environment: AppStoreEnvironment, recipient: UUID) async throws
         -> [EntitlementGrant]
     {
-        try await all(
-            """
-            SELECT * FROM entitlement_grants WHERE recipient = ? AND environment = ?
-            ORDER BY starts_at DESC, id DESC LIMIT 200
-            """, [recipient.uuidString, environment.rawValue], Self.entitlementGrant)
+        try await readStatement { db in try Self.entitlementGrants(db, environment: environment, recipient: recipient) }
+    }
+
+    /// A customer's entitlement grants, newest first, read on `db`.
+    static func entitlementGrants(_ db: Database, environment: AppStoreEnvironment, recipient: UUID) throws
+        -> [EntitlementGrant]
+    {
+        try Row.fetchAll(
+            db,
+            cached: """
+                SELECT * FROM entitlement_grants WHERE recipient = ? AND environment = ?
+                ORDER BY starts_at DESC, id DESC LIMIT 200
+                """,
+            arguments: [recipient.uuidString, environment.rawValue]
+        ).map(Self.entitlementGrant)
     }
 
     public func cancelEntitlementGrant(

@@ -11,7 +11,15 @@ extension SQLiteStore {
     public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         try await write { db in
             var context = SQLiteLedgerContext(db: db, excludingMerged: true)
-            return try requests.map { try LedgerWriter.apply($0, in: &context) }
+            let results = try requests.map { try LedgerWriter.apply($0, in: &context) }
+            return try EntitlementSources.answer(results, for: requests) { asked in
+                EntitlementSources(
+                    receipts: try Self.receipts(
+                        db, owner: asked.owner, environment: asked.environment, productIds: asked.products),
+                    renewals: asked.renewals
+                        ? try Self.renewalStates(db, owner: asked.owner, environment: asked.environment) : [],
+                    grants: try Self.entitlementGrants(db, environment: asked.environment, recipient: asked.owner))
+            }
         }
     }
 
@@ -65,19 +73,27 @@ extension SQLiteStore {
         -> [Receipt]
     {
         guard !productIds.isEmpty else { return [] }
-        let products = productIds.sorted()
         return try await readStatement { db in
-            let marks = Array(repeating: "?", count: products.count).joined(separator: ", ")
-            return try Row.fetchAll(
-                db,
-                cached: """
-                    SELECT * FROM receipts INDEXED BY receipts_by_owner_product
-                    WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
-                    ORDER BY purchase_date, transaction_id
-                    """,
-                arguments: StatementArguments([owner.uuidString] + products + [environment.rawValue])
-            ).map(SQLiteLedgerContext.receipt)
+            try Self.receipts(db, owner: owner, environment: environment, productIds: productIds)
         }
+    }
+
+    /// A customer's receipts of some products, in purchase order, read on `db`.
+    static func receipts(_ db: Database, owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>)
+        throws -> [Receipt]
+    {
+        guard !productIds.isEmpty else { return [] }
+        let products = productIds.sorted()
+        let marks = Array(repeating: "?", count: products.count).joined(separator: ", ")
+        return try Row.fetchAll(
+            db,
+            cached: """
+                SELECT * FROM receipts INDEXED BY receipts_by_owner_product
+                WHERE owner = ? AND product_id IN (\(marks)) AND environment = ?
+                ORDER BY purchase_date, transaction_id
+                """,
+            arguments: StatementArguments([owner.uuidString] + products + [environment.rawValue])
+        ).map(SQLiteLedgerContext.receipt)
     }
 
     public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {

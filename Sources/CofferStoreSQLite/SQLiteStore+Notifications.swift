@@ -118,10 +118,18 @@ extension SQLiteStore {
     }
 
     public func renewalStates(owner: UUID, environment: AppStoreEnvironment) async throws -> [RenewalState] {
-        try await all(
-            "SELECT * FROM renewal_states WHERE environment = ? AND owner = ? ORDER BY original_transaction_id",
-            [environment.rawValue, owner.uuidString]
-        ) { row in
+        try await readStatement { db in try Self.renewalStates(db, owner: owner, environment: environment) }
+    }
+
+    /// A customer's subscriptions' renewal states, by original transaction, read on `db`.
+    static func renewalStates(_ db: Database, owner: UUID, environment: AppStoreEnvironment) throws
+        -> [RenewalState]
+    {
+        try Row.fetchAll(
+            db,
+            cached: "SELECT * FROM renewal_states WHERE environment = ? AND owner = ? ORDER BY original_transaction_id",
+            arguments: [environment.rawValue, owner.uuidString]
+        ).map { row in
             RenewalState(
                 originalTransactionId: row["original_transaction_id"],
                 environment: try RowValue.environment(row),
