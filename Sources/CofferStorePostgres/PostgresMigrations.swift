@@ -451,6 +451,7 @@ enum PostgresMigrations {
             DROP INDEX notifications_by_received
             """
         ),
+        ("v30 the receipts' Sandbox mark trigger by operation", PostgresSandboxMarkTables.receiptFunction),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -94,3 +94,25 @@ enum PostgresSandboxMarkTables {
         \(SandboxMark.backfill)
         """
 }
+
+extension PostgresSandboxMarkTables {
+    /// The receipts' trigger function again (migration v30), its conditions nested under the operation: PL/pgSQL
+    /// evaluates an `ELSIF`'s whole condition, so on every insert v28's function also ran the delete branch's
+    /// probe (`OLD.owner`, null), planned anew each time (3 µs of PostgreSQL's CPU a delivery).
+    static let receiptFunction = """
+        CREATE OR REPLACE FUNCTION coffer_mark_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP = 'INSERT' THEN
+                IF \(SandboxMark.receiptMayChange("NEW", written: true)) THEN
+                    PERFORM coffer_refresh_mark(NEW.owner);
+                END IF;
+            ELSIF TG_OP = 'UPDATE' THEN
+                PERFORM coffer_refresh_mark(OLD.owner);
+                PERFORM coffer_refresh_mark(NEW.owner);
+            ELSIF \(SandboxMark.receiptMayChange("OLD", written: false)) THEN
+                PERFORM coffer_refresh_mark(OLD.owner);
+            END IF;
+            RETURN NULL;
+        END $$
+        """
+}

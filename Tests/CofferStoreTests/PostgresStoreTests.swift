@@ -24,7 +24,7 @@ struct PostgresStoreTests {
         "v23 entitlements for a time", "v24 signed webhooks", "v25 reconciliation with Apple",
         "v26 the dashboard's rollups", "v27 support's pages through their indexes",
         "v28 Sandbox-marked customers kept",
-        "v29 notifications newest first",
+        "v29 notifications newest first", "v30 the receipts' Sandbox mark trigger by operation",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")
