@@ -33,4 +33,4 @@ eval "$(scripts/postgres)"
 trap 'scripts/postgres stop "$COFFER_TEST_POSTGRES_DIR"' EXIT
 psql "$COFFER_TEST_POSTGRES_URL" -q -c "CREATE DATABASE coffer_load"
 "$load" wrk --engine postgres --database-url "${COFFER_TEST_POSTGRES_URL%/postgres}/coffer_load" \
-    --instances "$instances" --seconds "$seconds" --connections "$connections" --rate 5000 --mixed
+    --instances "$instances" --seconds "$seconds" --connections "$connections" --mixed

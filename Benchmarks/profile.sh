@@ -26,8 +26,7 @@ postgres)
     eval "$(scripts/postgres)"
     database_dir="$COFFER_TEST_POSTGRES_DIR"
     psql "$COFFER_TEST_POSTGRES_URL" -q -c "CREATE DATABASE coffer_load"
-    arguments=(--engine postgres --database-url "${COFFER_TEST_POSTGRES_URL%/postgres}/coffer_load" --instances 2
-        --rate 5000)
+    arguments=(--engine postgres --database-url "${COFFER_TEST_POSTGRES_URL%/postgres}/coffer_load" --instances 2)
     ;;
 *) echo "usage: Benchmarks/profile.sh [sqlite|postgres]" >&2; exit 1 ;;
 esac
