@@ -12,9 +12,9 @@ public struct LedgerRequest: Sendable, Hashable {
     public var policy: DeficitPolicy
     /// When it happens.
     public var at: Date
-    /// When set, the result carries the user's entitlements after the write, by this catalog at `at`
-    /// (``LedgerResult/entitlements``), read in the write's own transaction: an answer that shows them needs no
-    /// read of its own.
+    /// When set, the result carries the user's entitlements once the request's batch is written, by this catalog
+    /// at `at` (``LedgerResult/entitlements``), read in the batch's own write transaction: an answer that shows them
+    /// needs no read of its own. A refused request carries none.
     public var entitlementCatalog: Catalog?
 
     /// Creates a request.

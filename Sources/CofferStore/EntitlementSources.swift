@@ -43,15 +43,15 @@ public struct EntitlementSources: Sendable, Hashable {
     /// - Parameters:
     ///   - results: The batch's results, one per request.
     ///   - requests: The batch's requests.
-    ///   - read: The sources of one user, read inside the batch's write transaction; `nil` leaves them out.
+    ///   - read: The sources of one user, read inside the batch's write transaction.
     /// - Returns: The results, entitlements filled.
     public static func answer(
         _ results: [Result<LedgerResult, LedgerError>], for requests: [LedgerRequest],
-        read: (_ asked: Asked) throws -> EntitlementSources?
+        read: (_ asked: Asked) throws -> EntitlementSources
     ) rethrows -> [Result<LedgerResult, LedgerError>] {
-        var sources: [UUID: EntitlementSources?] = [:]
+        var sources: [UUID: EntitlementSources] = [:]
         for asked in Asked.of(requests, results) { sources[asked.owner] = try read(asked) }
-        return fill(results, for: requests, from: sources.compactMapValues { $0 })
+        return fill(results, for: requests, from: sources)
     }
 
     /// As ``answer(_:for:read:)``, with every user's sources already read (an engine that reads a whole batch's in

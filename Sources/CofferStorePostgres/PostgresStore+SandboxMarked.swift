@@ -96,9 +96,9 @@ enum PostgresSandboxMarkTables {
 }
 
 extension PostgresSandboxMarkTables {
-    /// The receipts' trigger function again (migration v30), its conditions nested under the operation: PL/pgSQL
-    /// evaluates an `ELSIF`'s whole condition, so on every insert v28's function also ran the delete branch's
-    /// probe (`OLD.owner`, null), planned anew each time (3 µs of PostgreSQL's CPU a delivery).
+    /// The receipts' trigger function again (migration v30), its conditions nested under the operation: on every
+    /// insert v28's function also evaluated the delete branch's condition, one SQL expression with its probe of
+    /// `OLD.owner` (null on an insert), planned anew each time (3 µs of PostgreSQL's CPU a delivery).
     static let receiptFunction = """
         CREATE OR REPLACE FUNCTION coffer_mark_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN

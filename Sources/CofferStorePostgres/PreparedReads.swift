@@ -133,12 +133,13 @@ struct EntitlementGrantsOfCustomers: PostgresPreparedStatement {
     static let sql = """
         SELECT g.id, g.environment, g.recipient, g.entitlement, g.starts_at, g.ends_at, g.reason, g.created_by,
             g.cancelled_at, g.cancelled_by
-        FROM unnest($1::text[], $2::text[]) AS q(owner, environment)
+        FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS q(owner, environment, position)
         CROSS JOIN LATERAL (
             SELECT * FROM entitlement_grants
             WHERE recipient = q.owner AND environment = q.environment
             ORDER BY starts_at DESC, id DESC LIMIT 200
         ) g
+        ORDER BY q.position, g.starts_at DESC, g.id DESC
         """
 
     let asked: [EntitlementSources.Asked]

@@ -287,3 +287,31 @@ struct GroupCommitTests {
         }
     }
 }
+
+/// The delivery's answer carries the customer's entitlements from the ledger's write, with no read of its own.
+@Suite("Entitlements in the delivery's answer")
+struct DeliveryAnswerEntitlementTests {
+    @Test("a purchase's answer unlocks what it bought, read in the write: the store is asked for no entitlement read")
+    func fromTheWrite() async throws {
+        let store = CountingStore(base: InMemoryStore())
+        let setup = try ClientAPITests.Setup(store: store)
+        try await setup.app.test(.router) { client in
+            let user = try ClientAPITests.decode(
+                CreateUserResponse.self, try await client.execute(uri: "/v1/users", method: .post))
+            let bought = try await setup.store.purchase(
+                account: "max", productId: "com.example.noads", appAccountToken: user.appAccountToken)
+            let jws = try await setup.store.signedTransaction(id: try #require(bought.transactionIds.first))
+            for outcome in [TransactionOutcome.delivered, .duplicate] {
+                let answer = try ClientAPITests.decode(
+                    TransactionResponse.self,
+                    try await client.execute(
+                        uri: "/v1/transactions", method: .post, headers: ClientAPITests.bearer(user.token),
+                        body: try ClientAPITests.body(TransactionRequest(signedTransaction: jws))))
+                #expect(answer.outcome == outcome)
+                #expect(answer.entitlements == ["adFree"])
+            }
+            #expect(store.calls("receipts") + store.calls("entitlementGrants") == 0)
+            #expect(store.calls("renewalStates") == 0)
+        }
+    }
+}

@@ -53,7 +53,9 @@ struct LedgerEntitlementsContractTests {
                 originalTransactionId: "orig-s1", environment: .sandbox, owner: alice.id, autoRenews: true,
                 inBillingRetry: true, gracePeriodExpiresDate: Make.start.addingTimeInterval(2 * 86_400),
                 signedDate: Make.start))
-        for (entitlement, start, days) in [("vip", 0.0, 7.0), ("ended", -86_400.0, 0.5), ("later", 7_200.0 * 24, 1)] {
+        // Two grants of one entitlement unlock together: the answer keeps both, in the read's order.
+        let grants = [("vip", 0.0, 7.0), ("vip", 60.0, 3.0), ("ended", -86_400.0, 0.5), ("later", 7_200.0 * 24, 1)]
+        for (entitlement, start, days) in grants {
             try await store.createEntitlementGrant(
                 EntitlementGrant(
                     environment: .sandbox, recipient: alice.id, entitlement: entitlement,
@@ -79,6 +81,7 @@ struct LedgerEntitlementsContractTests {
         // The premise: each source counts (the purchase in this batch, the grace period, one grant, loyalty).
         #expect(aliceAfter.names == ["adFree", "lifetime", "premium", "vip"])
         #expect(aliceAfter.paidPeriods == ["pro": 1])
+        #expect(aliceAfter.sources["vip"]?.count == 2)
         #expect(bobAfter.names.isEmpty)
 
         #expect(try results[0].get().entitlements == aliceAfter)

@@ -6,9 +6,9 @@ public protocol LedgerStore: Sendable {
     // MARK: Ledger
 
     /// Applies ledger requests in order, all in one durable commit (group commit). A request the ledger
-    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply. The result of an applied or
-    /// duplicate request that names a catalog (``LedgerRequest/entitlementCatalog``) carries the user's entitlements
-    /// after the batch's writes, read in the same transaction (``EntitlementSources``).
+    /// refuses gets its ``LedgerError`` and changes nothing; the others still apply. The result of every request
+    /// not refused that names a catalog (``LedgerRequest/entitlementCatalog``) carries the user's entitlements after
+    /// the batch's writes, read in the same transaction (``EntitlementSources``).
     ///
     /// - Returns: One result per request, in order.
     /// - Throws: A storage failure, in which case nothing was applied.
