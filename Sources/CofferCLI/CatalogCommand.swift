@@ -30,11 +30,15 @@ struct CatalogCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure("\(file): cannot read: \(error.localizedDescription)")
             }
+            if let refusal = Composition.severalCurrencies(catalog) { throw CommandFailure("\(file): \(refusal)") }
             if json {
                 print(try JSONText.encode(CatalogSummary(products: catalog.products, loyalty: catalog.loyalty)))
                 return
             }
             print("\(file): OK, \(catalog.products.count) products, \(catalog.loyalty.count) loyalty rules")
+            if catalog.listsCurrencies {
+                print("currency: \(catalog.defaultCurrency) (\(catalog.currencies[0].name))")
+            }
             var table = TextTable(["product", "kind", "credits", "group", "entitlements"])
             for product in catalog.products {
                 table.add([

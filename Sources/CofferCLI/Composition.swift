@@ -40,11 +40,24 @@ struct Composition: Sendable {
     static func catalog(file: String, required: Bool) throws -> Catalog {
         guard required || FileManager.default.fileExists(atPath: file) else { return try Catalog(products: []) }
         guard FileManager.default.fileExists(atPath: file) else { throw CommandFailure("no catalog at \(file)") }
+        let catalog: Catalog
         do {
-            return try Catalog(json: Data(contentsOf: URL(fileURLWithPath: file)))
+            catalog = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: file)))
         } catch {
             throw CommandFailure("cannot read the catalog \(file): \(error)")
         }
+        if let refusal = severalCurrencies(catalog) { throw CommandFailure("the catalog \(file): \(refusal)") }
+        return catalog
+    }
+
+    /// Why this version cannot sell `catalog`, when its products give credits in more than one currency: the
+    /// catalog file reads them (`coffer catalog check`), the ledger keeps one currency per customer.
+    static func severalCurrencies(_ catalog: Catalog) -> String? {
+        guard catalog.currencies.count > 1 else { return nil }
+        return "it lists \(catalog.currencies.count) currencies ("
+            + catalog.currencies.map(\.id.rawValue).joined(separator: ", ")
+            + "); this version of Coffer keeps one currency per customer: list one, or give each product's credits "
+            + "as a number"
     }
 
     /// Opens `database` (migrating it) beside `catalog`.

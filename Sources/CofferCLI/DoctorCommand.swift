@@ -70,6 +70,10 @@ struct DoctorCommand: AsyncParsableCommand {
     func checkCatalog(_ settings: ServeSettings, _ report: Report) {
         do {
             let catalog = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
+            if let refusal = Composition.severalCurrencies(catalog) {
+                report.add(.fail, "catalog: \(settings.catalogFile): \(refusal)")
+                return
+            }
             report.add(
                 .ok,
                 "catalog: \(settings.catalogFile), \(catalog.products.count) products, "

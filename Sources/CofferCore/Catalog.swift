@@ -13,13 +13,17 @@ public enum ProductKind: String, Codable, Sendable, CaseIterable {
 }
 
 /// One product the app sells.
-public struct CatalogProduct: Sendable, Hashable, Codable {
+public struct CatalogProduct: Sendable, Hashable, Encodable {
     /// The App Store product identifier, e.g. `com.example.credits.400k`.
     public var id: String
     /// The product's kind.
     public var kind: ProductKind
-    /// Credits delivered per unit bought (a purchase of quantity 3 delivers `3 × credits`).
+    /// Credits of the catalog's default currency delivered per unit bought (a purchase of quantity 3 delivers
+    /// `3 × credits`).
     public var credits: Int64
+    /// Credits of the catalog's other currencies delivered per unit bought, by currency (none for a catalog of one
+    /// currency): a product may give coins and gems.
+    public var otherCredits: [Currency: Int64]
     /// The named entitlements this product unlocks, e.g. `["premium"]`.
     public var entitlements: [String]
     /// The subscription group, for auto-renewable products (and loyalty).
@@ -36,11 +40,12 @@ public struct CatalogProduct: Sendable, Hashable, Codable {
     /// Creates a product.
     public init(
         id: String, kind: ProductKind, credits: Int64 = 0, entitlements: [String] = [], group: String? = nil,
-        durationDays: Int? = nil, name: String? = nil, offers: [String]? = nil
+        durationDays: Int? = nil, name: String? = nil, offers: [String]? = nil, otherCredits: [Currency: Int64] = [:]
     ) {
         self.id = id
         self.kind = kind
         self.credits = credits
+        self.otherCredits = otherCredits
         self.entitlements = entitlements
         self.group = group
         self.durationDays = durationDays
@@ -50,6 +55,36 @@ public struct CatalogProduct: Sendable, Hashable, Codable {
 
     /// The name to show: ``name`` when the catalog gives one, else the id.
     public var displayName: String { name ?? id }
+
+    /// The credits one unit delivers in every currency, the default one's under `defaultCurrency`, zeros left out.
+    public func creditsByCurrency(default defaultCurrency: Currency) -> [Currency: Int64] {
+        var all = otherCredits.filter { $0.value != 0 }
+        if credits != 0 { all[defaultCurrency] = credits }
+        return all
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, kind, credits, otherCredits, entitlements, group, durationDays, name, offers
+    }
+
+    /// The product in the catalog file's shape: `credits` the default currency's number (what an app built before
+    /// several currencies reads), `otherCredits` the other currencies' by id when there are any.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(credits, forKey: .credits)
+        if !otherCredits.isEmpty {
+            try container.encode(
+                Dictionary(uniqueKeysWithValues: otherCredits.map { ($0.key.rawValue, $0.value) }),
+                forKey: .otherCredits)
+        }
+        try container.encode(entitlements, forKey: .entitlements)
+        try container.encodeIfPresent(group, forKey: .group)
+        try container.encodeIfPresent(durationDays, forKey: .durationDays)
+        try container.encodeIfPresent(name, forKey: .name)
+        try container.encodeIfPresent(offers, forKey: .offers)
+    }
 }
 
 /// The loyalty rule: `periods` paid, non-revoked subscription periods of `group` (not necessarily
@@ -109,6 +144,11 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A product lists offers but is not an auto-renewable subscription, or lists one that cannot be an offer
     /// identifier or lists one twice.
     case invalidOffer(productId: String, offer: String)
+    /// The `currencies` list has an id that cannot name a currency, an id twice, a name empty or over 40
+    /// characters, or more than ``Catalog/maximumCurrencies`` currencies.
+    case invalidCurrency(String)
+    /// A product's credits name a currency the `currencies` list does not (or a malformed one).
+    case unknownCurrency(productId: String, currency: String)
 
     /// A one-line, human-readable explanation.
     public var description: String {
@@ -131,6 +171,9 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidOffer(let id, let offer):
             "product \(id): offer \"\(offer)\" is not allowed (offers are for auto-renewable subscriptions, each "
                 + "1 to \(SubscriptionOffers.maximumIdentifierLength) letters, digits, '.', '_' or '-', once)"
+        case .invalidCurrency(let detail): "currencies: \(detail)"
+        case .unknownCurrency(let id, let currency):
+            "product \(id): credits in \"\(currency.prefix(40))\", which the catalog's currencies list does not name"
         }
     }
 }
@@ -146,16 +189,48 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
 ///  "loyalty": [{"group": "pro", "periods": 12, "entitlements": ["premium", "lifetime"]}]}
 /// ```
 public struct Catalog: Sendable, Hashable {
+    /// The most currencies a catalog lists.
+    public static let maximumCurrencies = 100
+
     /// The products, in file order.
     public let products: [CatalogProduct]
     /// The loyalty rules, in file order.
     public let loyalty: [LoyaltyRule]
+    /// The currencies, the default one first (``Currency/credits`` alone for a catalog that lists none).
+    public let currencies: [CurrencyDefinition]
     private let byId: [String: CatalogProduct]
+
+    /// The currency a product's numeric `credits` are of, and the one every balance kept before several currencies
+    /// is in: the first the catalog lists.
+    public var defaultCurrency: Currency { currencies[0].id }
+
+    /// Whether the catalog lists no currency of its own (its one currency is ``Currency/credits``).
+    public var listsCurrencies: Bool { currencies != [Self.implicitCurrency] }
+
+    private static let implicitCurrency = CurrencyDefinition(id: .credits, name: "Credits")
 
     /// Creates a catalog, checking every rule a loaded file is checked against.
     ///
-    /// - Throws: ``CatalogError`` naming the first product or rule at fault.
-    public init(products: [CatalogProduct], loyalty: [LoyaltyRule] = []) throws(CatalogError) {
+    /// - Parameters:
+    ///   - products: The products, each product's ``CatalogProduct/otherCredits`` in currencies of `currencies`.
+    ///   - loyalty: The loyalty rules.
+    ///   - currencies: The currencies, the default first; empty for one currency, ``Currency/credits``.
+    /// - Throws: ``CatalogError`` naming the first product, rule or currency at fault.
+    public init(products: [CatalogProduct], loyalty: [LoyaltyRule] = [], currencies: [CurrencyDefinition] = [])
+        throws(CatalogError)
+    {
+        let currencies = currencies.isEmpty ? [Self.implicitCurrency] : currencies
+        guard currencies.count <= Self.maximumCurrencies else {
+            throw .invalidCurrency("at most \(Self.maximumCurrencies) currencies (got \(currencies.count))")
+        }
+        var known = Set<Currency>()
+        for currency in currencies {
+            guard known.insert(currency.id).inserted else { throw .invalidCurrency("\(currency.id) is listed twice") }
+            let name = currency.name.trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !name.isEmpty, currency.name.count <= 40 else {
+                throw .invalidCurrency("\(currency.id): a name has 1 to 40 characters")
+            }
+        }
         var byId: [String: CatalogProduct] = [:]
         for product in products {
             guard !product.id.isEmpty else { throw .emptyProductId }
@@ -174,6 +249,12 @@ public struct Catalog: Sendable, Hashable {
             {
                 throw .invalidName(productId: product.id)
             }
+            for (currency, amount) in product.otherCredits {
+                guard known.contains(currency), currency != currencies[0].id else {
+                    throw .unknownCurrency(productId: product.id, currency: currency.rawValue)
+                }
+                guard amount >= 0 else { throw .negativeCredits(productId: product.id, credits: amount) }
+            }
             var offers = Set<String>()
             for offer in product.offers ?? [] {
                 guard product.kind == .autoRenewable, SubscriptionOffers.isValidIdentifier(offer),
@@ -191,6 +272,7 @@ public struct Catalog: Sendable, Hashable {
         }
         self.products = products
         self.loyalty = loyalty
+        self.currencies = currencies
         self.byId = byId
     }
 
@@ -210,28 +292,45 @@ public struct Catalog: Sendable, Hashable {
         } catch {
             throw .malformed(String(describing: error))
         }
+        var currencies: [CurrencyDefinition] = []
+        for entry in document.currencies ?? [] {
+            guard let id = Currency(rawValue: entry.id) else { throw .invalidCurrency(Currency.rule(entry.id)) }
+            currencies.append(CurrencyDefinition(id: id, name: entry.name ?? entry.id))
+        }
+        if document.currencies?.isEmpty == true { throw .invalidCurrency("list at least one, or leave the list out") }
+        let defaultCurrency = currencies.first?.id ?? .credits
         var products: [CatalogProduct] = []
         for entry in document.products {
             guard let kind = ProductKind(rawValue: entry.kind) else {
                 throw .unknownKind(productId: entry.id, kind: entry.kind)
             }
-            products.append(
-                CatalogProduct(
-                    id: entry.id,
-                    kind: kind,
-                    credits: entry.credits ?? 0,
-                    entitlements: entry.entitlements ?? [],
-                    group: entry.group,
-                    durationDays: entry.durationDays,
-                    name: entry.name,
-                    offers: entry.offers
-                ))
+            var product = CatalogProduct(
+                id: entry.id, kind: kind, entitlements: entry.entitlements ?? [], group: entry.group,
+                durationDays: entry.durationDays, name: entry.name, offers: entry.offers)
+            var amounts = entry.otherCredits ?? [:]
+            switch entry.credits {
+            case .number(let credits): product.credits = credits
+            case .byCurrency(let byCurrency):
+                guard entry.otherCredits == nil else {
+                    throw .malformed("product \(entry.id): credits by currency, or otherCredits, not both")
+                }
+                amounts = byCurrency
+                product.credits = amounts.removeValue(forKey: defaultCurrency.rawValue) ?? 0
+            case nil: break
+            }
+            for (id, amount) in amounts {
+                guard let currency = Currency(rawValue: id) else {
+                    throw .unknownCurrency(productId: entry.id, currency: id)
+                }
+                product.otherCredits[currency] = amount
+            }
+            products.append(product)
         }
         let rules = (document.loyalty ?? []).map {
             LoyaltyRule(
                 group: $0.group, periods: $0.periods ?? LoyaltyRule.defaultPeriods, entitlements: $0.entitlements)
         }
-        try self.init(products: products, loyalty: rules)
+        try self.init(products: products, loyalty: rules, currencies: currencies)
     }
 
     /// The product with this identifier, or `nil` when the catalog does not sell it.
@@ -244,11 +343,13 @@ public struct Catalog: Sendable, Hashable {
         struct File: Encodable {
             var products: [CatalogProduct]
             var loyalty: [LoyaltyRule]
+            var currencies: [CurrencyDefinition]?
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         // Strings, numbers and arrays of them only: encoding cannot fail.
-        return (try? encoder.encode(File(products: products, loyalty: loyalty))) ?? Data("{}".utf8)
+        let file = File(products: products, loyalty: loyalty, currencies: listsCurrencies ? currencies : nil)
+        return (try? encoder.encode(file)) ?? Data("{}".utf8)
     }
 
     /// The credits a purchase delivers: `credits × quantity`, and nothing for a family-shared purchase.
@@ -268,11 +369,50 @@ public struct Catalog: Sendable, Hashable {
         return total
     }
 
+    /// The credits a purchase delivers in each currency: each currency's credits × `quantity`, and nothing for a
+    /// family-shared purchase; currencies the product gives none of are left out.
+    ///
+    /// - Throws: As ``credits(productId:quantity:familyShared:)``.
+    public func creditsByCurrency(productId: String, quantity: Int, familyShared: Bool) throws(LedgerError)
+        -> [Currency: Int64]
+    {
+        guard let product = byId[productId] else { throw .unknownProduct(productId) }
+        guard quantity >= 1 else { throw .invalidAmount(Int64(quantity)) }
+        if familyShared { return [:] }
+        var total: [Currency: Int64] = [:]
+        for (currency, credits) in product.creditsByCurrency(default: defaultCurrency) {
+            let (amount, overflow) = credits.multipliedReportingOverflow(by: Int64(quantity))
+            guard !overflow else { throw .invalidAmount(Int64(quantity)) }
+            total[currency] = amount
+        }
+        return total
+    }
+
     private struct Document: Decodable {
+        /// A product's `credits`: a number of the default currency, or an object by currency id.
+        enum Credits: Decodable {
+            case number(Int64)
+            case byCurrency([String: Int64])
+
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.singleValueContainer()
+                if let number = try? container.decode(Int64.self) {
+                    self = .number(number)
+                } else if let byCurrency = try? container.decode([String: Int64].self) {
+                    self = .byCurrency(byCurrency)
+                } else {
+                    throw DecodingError.dataCorrupted(
+                        DecodingError.Context(
+                            codingPath: decoder.codingPath,
+                            debugDescription: "expected a whole number of credits, or an object of them by currency"))
+                }
+            }
+        }
         struct Entry: Decodable {
             var id: String
             var kind: String
-            var credits: Int64?
+            var credits: Credits?
+            var otherCredits: [String: Int64]?
             var entitlements: [String]?
             var group: String?
             var durationDays: Int?
@@ -284,8 +424,13 @@ public struct Catalog: Sendable, Hashable {
             var periods: Int?
             var entitlements: [String]
         }
+        struct CurrencyEntry: Decodable {
+            var id: String
+            var name: String?
+        }
         var products: [Entry]
         var loyalty: [Rule]?
+        var currencies: [CurrencyEntry]?
     }
 
     private static func describe(_ error: DecodingError) -> String {

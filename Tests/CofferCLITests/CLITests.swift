@@ -110,6 +110,27 @@ struct CLITests {
         #expect(missing.stderr.contains("cannot read"))
     }
 
+    @Test("catalog check names the catalog's one currency, and refuses several, which this version cannot keep")
+    func catalogCurrencies() async throws {
+        let one = try temporaryFile("coins.json")
+        let oneText =
+            #"{"currencies": [{"id": "coins", "name": "Coins"}], "products": [{"id": "a", "kind": "consumable", "#
+            + #""credits": {"coins": 500}}]}"#
+        try Data(oneText.utf8).write(to: URL(fileURLWithPath: one))
+        let named = try await CofferProcess.run(["catalog", "check", one])
+        #expect(named.status == 0)
+        #expect(named.stdout.contains("currency: coins (Coins)"))
+        #expect(named.stdout.contains("a        consumable  500"))
+        let several = try temporaryFile("coins-and-gems.json")
+        let severalText =
+            #"{"currencies": [{"id": "coins"}, {"id": "gems"}], "products": [{"id": "a", "kind": "consumable", "#
+            + #""credits": {"coins": 500, "gems": 5}}]}"#
+        try Data(severalText.utf8).write(to: URL(fileURLWithPath: several))
+        let refused = try await CofferProcess.run(["catalog", "check", several])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("it lists 2 currencies (coins, gems); this version of Coffer keeps one"))
+    }
+
     @Test("ledger show prints a user's wallet and entries; ledger check finds the books sound")
     func ledgerShow() async throws {
         let path = try temporaryFile("coffer.sqlite")
