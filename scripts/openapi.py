@@ -45,7 +45,12 @@ schemas = {
                        "consent": ref("ConsentResponse"),
                        "grantedEntitlements": {"type": "array", "items": ref("GrantedEntitlement"),
                                                "description": "Entitlements support granted for a time that unlock "
-                                                              "now, with their ends"}},
+                                                              "now, with their ends"},
+                       "balances": {"type": "object", "additionalProperties": I(),
+                                    "description": "The balance of each currency the catalog lists, by id "
+                                                   "(balance is the default currency's)"},
+                       "deficits": {"type": "object", "additionalProperties": I(),
+                                    "description": "What refunds could not take back, of each currency, by id"}},
                       required=["supportId", "balance", "deficit", "entitlements", "backup", "wallet"]),
     "ConsentRequest": obj({"customerConsented": {"type": "boolean", "description":
                                                  "Whether the customer consents to share consumption data with "
@@ -201,7 +206,9 @@ schemas = {
                  required=["id", "credits", "reason", "createdAt"]),
     "GrantsResponse": obj({"grants": {"type": "array", "items": ref("Grant")}}),
     "ClaimResponse": obj({"grant": ref("Grant"), "balance": I()}),
-    "SpendRequest": obj({"amount": I(minimum=1)}),
+    "SpendRequest": obj({"amount": I(minimum=1),
+                         "currency": S("The currency to spend, by its catalog id; absent, the default currency")},
+                        required=["amount"]),
     "BalanceResponse": obj({"balance": I()}),
     "Adjustment": obj({"key": S("Apply each key once, e.g. revocation:2000000123"),
                        "kind": S(enum=["revocation", "reversal", "adjustment", "merge"]),

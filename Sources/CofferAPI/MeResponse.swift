@@ -19,11 +19,17 @@ public struct MeResponse: Codable, Sendable, Equatable {
     /// The entitlements support granted for a time that unlock now, with their ends (in `entitlements` too); `nil`
     /// from a server before them. The SDK keeps them until they end.
     public var grantedEntitlements: [GrantedEntitlement]?
+    /// The balance of each currency the catalog lists, by id (`{"coins": 120}`; `balance` is the default currency's);
+    /// `nil` from a server before currencies.
+    public var balances: [String: Int64]?
+    /// What refunds could not take back, of each currency, by id; `nil` from a server before currencies.
+    public var deficits: [String: Int64]?
 
     /// Creates the answer.
     public init(
         supportId: String, balance: Int64, deficit: Int64, entitlements: [String], backup: BackupBody?,
-        wallet: String? = nil, consent: ConsentResponse? = nil, grantedEntitlements: [GrantedEntitlement]? = nil
+        wallet: String? = nil, consent: ConsentResponse? = nil, grantedEntitlements: [GrantedEntitlement]? = nil,
+        balances: [String: Int64]? = nil, deficits: [String: Int64]? = nil
     ) {
         self.supportId = supportId
         self.balance = balance
@@ -33,6 +39,8 @@ public struct MeResponse: Codable, Sendable, Equatable {
         self.wallet = wallet
         self.consent = consent
         self.grantedEntitlements = grantedEntitlements
+        self.balances = balances
+        self.deficits = deficits
     }
 
     /// Encodes `backup` as `null` when there is none, as the contract says.
@@ -46,5 +54,7 @@ public struct MeResponse: Codable, Sendable, Equatable {
         try container.encodeIfPresent(wallet, forKey: .wallet)
         try container.encodeIfPresent(consent, forKey: .consent)
         try container.encodeIfPresent(grantedEntitlements, forKey: .grantedEntitlements)
+        try container.encodeIfPresent(balances, forKey: .balances)
+        try container.encodeIfPresent(deficits, forKey: .deficits)
     }
 }

@@ -95,7 +95,8 @@ struct WalletAPI: Sendable {
         let user = try await api.authenticate(request)
         let key = try api.service.spendKey(request.headers.first { $0.name.canonicalName == "idempotency-key" }?.value)
         let body: SpendRequest = try await api.decode(request)
-        return try api.json(BalanceResponse(balance: try await api.service.spend(body.amount, key: key, for: user)))
+        let balance = try await api.service.spend(body.amount, currency: body.currency, key: key, for: user)
+        return try api.json(BalanceResponse(balance: balance))
     }
 
     /// A 412 answer: the error and the record on the server now.

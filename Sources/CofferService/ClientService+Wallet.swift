@@ -99,9 +99,16 @@ extension ClientService {
     ///
     /// - Returns: The balance after.
     /// - Throws: ``ServiceError/deviceWallet`` in the device wallet, ``ServiceError/badRequest(_:)`` without a
-    ///   key (or one over 200 characters), ``ServiceError/ledger(_:)`` when the ledger refuses it.
-    public func spend(_ amount: Int64, key: String?, for user: User) async throws -> Int64 {
+    ///   key (or one over 200 characters) or a currency the catalog does not list, ``ServiceError/ledger(_:)`` when
+    ///   the ledger refuses it.
+    public func spend(_ amount: Int64, currency: String? = nil, key: String?, for user: User) async throws -> Int64 {
         let key = try spendKey(key)
+        let catalog = dependencies.catalog
+        if let currency, currency != catalog.defaultCurrency.rawValue {
+            throw ServiceError.badRequest(
+                "unknown currency \"\(currency.prefix(40))\": this server keeps "
+                    + catalog.currencies.map(\.id.rawValue).joined(separator: ", "))
+        }
         let request = LedgerRequest(
             owner: user.id, environment: user.environment, event: .spend(key: key, amount: amount),
             at: dependencies.now())

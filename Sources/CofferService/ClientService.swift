@@ -289,10 +289,13 @@ public struct ClientService: ServiceOnParts {
         let granted = grants.filter { $0.isActive(at: now) }.map {
             GrantedEntitlement(entitlement: $0.entitlement, endsAt: $0.until.formatted(.iso8601))
         }
+        // One currency for now (the catalog's default): what `balance` and `deficit` say, by its id.
+        let currency = dependencies.catalog.defaultCurrency.rawValue
         return MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
             entitlements: state.names, backup: backup.map(BackupBody.init),
-            wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent), grantedEntitlements: granted)
+            wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent), grantedEntitlements: granted,
+            balances: [currency: wallet.balance], deficits: [currency: wallet.deficit])
     }
 
     /// Records the customer's answer to sharing consumption data with Apple for refund requests; Coffer answers

@@ -28,17 +28,19 @@ struct ClientAPITests {
         init(
             store cofferStore: any CofferStore = InMemoryStore(), wallet: WalletMode = .device,
             panel: PanelConfiguration = PanelConfiguration(), environment: AppStoreEnvironment = .sandbox,
+            currencies: [CurrencyDefinition] = [],
             now: @escaping @Sendable () -> Date = { start.addingTimeInterval(3_600) }
         ) throws {
             let pki = try SimulatorPKI(
                 validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
-            let catalog = try Catalog(products: [
-                CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
-                CatalogProduct(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
-                CatalogProduct(
-                    id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
-                    name: "Pro, monthly"),
-            ])
+            let catalog = try Catalog(
+                products: [
+                    CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
+                    CatalogProduct(id: "com.example.noads", kind: .nonConsumable, entitlements: ["adFree"]),
+                    CatalogProduct(
+                        id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                        name: "Pro, monthly"),
+                ], currencies: currencies)
             store = SimulatedAppStore(
                 catalog: catalog, configuration: .init(bundleId: bundleId, appAppleId: 1_234),
                 signer: try pki.signer(), clock: SimulatorClock(start: start))
@@ -104,7 +106,8 @@ struct ClientAPITests {
                 me
                     == MeResponse(
                         supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil,
-                        wallet: "device", grantedEntitlements: []))
+                        wallet: "device", grantedEntitlements: [], balances: ["credits": 300], deficits: ["credits": 0])
+            )
 
             // Apple refunds it; the device posts the refunded transaction: taken back once.
             try await setup.store.refund(transactionId: id)

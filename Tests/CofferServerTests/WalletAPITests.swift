@@ -129,10 +129,50 @@ struct WalletAPITests {
                 uri: "/v1/me/spend", method: .post, headers: Fixture.bearer(user.token),
                 body: try Fixture.body(SpendRequest(amount: 1)))
             #expect(missingKey.status == .badRequest)
+            // The catalog's one currency by its id; another is refused, and nothing moves.
+            headers[HTTPField.Name("Idempotency-Key")!] = "round-3"
+            let named = try await client.execute(
+                uri: "/v1/me/spend", method: .post, headers: headers,
+                body: try Fixture.body(SpendRequest(amount: 100, currency: "credits")))
+            #expect(try Fixture.decode(BalanceResponse.self, named).balance == 600)
+            headers[HTTPField.Name("Idempotency-Key")!] = "round-4"
+            let unknown = try await client.execute(
+                uri: "/v1/me/spend", method: .post, headers: headers,
+                body: try Fixture.body(SpendRequest(amount: 100, currency: "gems")))
+            #expect(unknown.status == .badRequest)
+            #expect(
+                try Fixture.decode(ErrorResponse.self, unknown).error.message
+                    == "unknown currency \"gems\": this server keeps credits")
             let me = try Fixture.decode(
                 MeResponse.self,
                 try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(user.token)))
-            #expect(me.balance == 700)
+            #expect(me.balance == 600)
+            #expect(me.balances == ["credits": 600] && me.deficits == ["credits": 0])
+        }
+    }
+
+    @Test("a catalog's named currency: /v1/me answers its balance by its id, and a spend names it")
+    func namedCurrency() async throws {
+        let coins = try #require(Currency(rawValue: "coins"))
+        let setup = try Fixture.Setup(wallet: .server, currencies: [CurrencyDefinition(id: coins, name: "Coins")])
+        try await setup.app.test(.router) { client in
+            let user = try await newUser(client)
+            let bought = try await setup.store.purchase(
+                account: "max", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            let jws = try await setup.store.signedTransaction(id: try #require(bought.transactionIds.first))
+            _ = try await client.execute(
+                uri: "/v1/transactions", method: .post, headers: Fixture.bearer(user.token),
+                body: try Fixture.body(TransactionRequest(signedTransaction: jws)))
+            var headers = Fixture.bearer(user.token)
+            headers[HTTPField.Name("Idempotency-Key")!] = "round-1"
+            let spent = try await client.execute(
+                uri: "/v1/me/spend", method: .post, headers: headers,
+                body: try Fixture.body(SpendRequest(amount: 30, currency: "coins")))
+            #expect(try Fixture.decode(BalanceResponse.self, spent).balance == 70)
+            let me = try Fixture.decode(
+                MeResponse.self,
+                try await client.execute(uri: "/v1/me", method: .get, headers: Fixture.bearer(user.token)))
+            #expect(me.balances == ["coins": 70] && me.deficits == ["coins": 0] && me.balance == 70)
         }
     }
 
