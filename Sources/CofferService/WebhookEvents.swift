@@ -45,9 +45,24 @@ public enum WebhookEvents {
     }
 
     private static func typeAndData(_ record: OutboxRecord, catalog: Catalog) -> (WebhookEventType, [String: Any])? {
+        let made: (WebhookEventType, [String: Any])?
         switch record.source {
-        case .ledger: ledger(record, catalog: catalog)
-        case .audit: audit(record)
+        case .ledger: made = ledger(record, catalog: catalog)
+        case .audit: made = audit(record)
+        case .apple, .notification: return notice(record)
+        }
+        // Amounts say which currency they count (the catalog's one, for now).
+        guard var (type, data) = made else { return nil }
+        if !Set(data.keys).isDisjoint(with: ["credits", "balance", "closedBalance", "movedBalance"]) {
+            data["currency"] = catalog.defaultCurrency.rawValue
+        }
+        return (type, data)
+    }
+
+    /// Apple's notices the developer's backend hears of: a subscription that expired.
+    private static func notice(_ record: OutboxRecord) -> (WebhookEventType, [String: Any])? {
+        switch record.source {
+        case .ledger, .audit: nil
         case .apple: nil
         case .notification:
             record.kind == "EXPIRED"

@@ -88,6 +88,7 @@ struct WebhookTests {
         let data = try require(delivered.body["data"] as? [String: Any])
         #expect(data["transactionId"] as? String == "t1" && data["productId"] as? String == "com.example.credits")
         #expect(data["credits"] as? Int == 100 && data["balance"] as? Int == 70 && data["deficit"] as? Int == 0)
+        #expect(data["currency"] as? String == "credits")
 
         let renewal = try event(
             Self.record(
