@@ -32,7 +32,10 @@ struct CatalogCommand: AsyncParsableCommand {
             }
             if let refusal = Composition.severalCurrencies(catalog) { throw CommandFailure("\(file): \(refusal)") }
             if json {
-                print(try JSONText.encode(CatalogSummary(products: catalog.products, loyalty: catalog.loyalty)))
+                print(
+                    try JSONText.encode(
+                        CatalogSummary(
+                            products: catalog.products, loyalty: catalog.loyalty, currencies: catalog.currencies)))
                 return
             }
             print("\(file): OK, \(catalog.products.count) products, \(catalog.loyalty.count) loyalty rules")
@@ -59,4 +62,5 @@ struct CatalogCommand: AsyncParsableCommand {
 private struct CatalogSummary: Encodable {
     var products: [CatalogProduct]
     var loyalty: [LoyaltyRule]
+    var currencies: [CurrencyDefinition]
 }

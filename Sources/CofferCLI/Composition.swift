@@ -50,8 +50,8 @@ struct Composition: Sendable {
         return catalog
     }
 
-    /// Why this version cannot sell `catalog`, when its products give credits in more than one currency: the
-    /// catalog file reads them (`coffer catalog check`), the ledger keeps one currency per customer.
+    /// Why this version cannot sell `catalog`, when it lists more than one currency: the catalog reads them, the
+    /// ledger keeps one currency per customer.
     static func severalCurrencies(_ catalog: Catalog) -> String? {
         guard catalog.currencies.count > 1 else { return nil }
         return "it lists \(catalog.currencies.count) currencies ("

@@ -249,11 +249,18 @@ public struct Catalog: Sendable, Hashable {
             {
                 throw .invalidName(productId: product.id)
             }
-            for (currency, amount) in product.otherCredits {
-                guard known.contains(currency), currency != currencies[0].id else {
+            for (currency, amount) in product.otherCredits.sorted(by: { $0.key < $1.key }) {
+                guard currency != currencies[0].id else {
+                    throw .invalidCurrency(
+                        "product \(product.id): \(currency) is the default currency: give its credits as credits")
+                }
+                guard known.contains(currency) else {
                     throw .unknownCurrency(productId: product.id, currency: currency.rawValue)
                 }
-                guard amount >= 0 else { throw .negativeCredits(productId: product.id, credits: amount) }
+                guard amount >= 0 else {
+                    throw .invalidCurrency(
+                        "product \(product.id): credits in \(currency) must not be negative (got \(amount))")
+                }
             }
             var offers = Set<String>()
             for offer in product.offers ?? [] {
@@ -318,9 +325,9 @@ public struct Catalog: Sendable, Hashable {
                 product.credits = amounts.removeValue(forKey: defaultCurrency.rawValue) ?? 0
             case nil: break
             }
-            for (id, amount) in amounts {
+            for (id, amount) in amounts.sorted(by: { $0.key < $1.key }) {
                 guard let currency = Currency(rawValue: id) else {
-                    throw .unknownCurrency(productId: entry.id, currency: id)
+                    throw .invalidCurrency("product \(entry.id): \(Currency.rule(id))")
                 }
                 product.otherCredits[currency] = amount
             }
@@ -362,6 +369,11 @@ public struct Catalog: Sendable, Hashable {
     ///   ``LedgerError/invalidAmount(_:)`` when the quantity is below 1.
     public func credits(productId: String, quantity: Int, familyShared: Bool) throws(LedgerError) -> Int64 {
         guard let product = byId[productId] else { throw .unknownProduct(productId) }
+        // The ledger keeps one currency yet: a product that gives others is not delivered at all (the purchase
+        // waits, unfinished, for a version that keeps them), never delivered without them.
+        guard product.otherCredits.allSatisfy({ $0.value == 0 }) else {
+            throw .unknownProduct("\(productId) (credits in several currencies, which this version cannot deliver)")
+        }
         guard quantity >= 1 else { throw .invalidAmount(Int64(quantity)) }
         if familyShared { return 0 }
         let (total, overflow) = product.credits.multipliedReportingOverflow(by: Int64(quantity))

@@ -105,8 +105,9 @@ extension ClientService {
         let key = try spendKey(key)
         let catalog = dependencies.catalog
         if let currency, currency != catalog.defaultCurrency.rawValue {
+            let named = Currency(rawValue: currency).map { "\"\($0)\"" } ?? "(not a currency id)"
             throw ServiceError.badRequest(
-                "unknown currency \"\(currency.prefix(40))\": this server keeps "
+                "unknown currency \(named): this server keeps "
                     + catalog.currencies.map(\.id.rawValue).joined(separator: ", "))
         }
         let request = LedgerRequest(

@@ -53,7 +53,10 @@ public enum WebhookEvents {
         }
         // Amounts say which currency they count (the catalog's one, for now).
         guard var (type, data) = made else { return nil }
-        if !Set(data.keys).isDisjoint(with: ["credits", "balance", "closedBalance", "movedBalance"]) {
+        let amounts: Set = [
+            "credits", "balance", "deficit", "closedBalance", "closedDeficit", "movedBalance", "movedDeficit",
+        ]
+        if !Set(data.keys).isDisjoint(with: amounts) {
             data["currency"] = catalog.defaultCurrency.rawValue
         }
         return (type, data)
@@ -61,19 +64,14 @@ public enum WebhookEvents {
 
     /// Apple's notices the developer's backend hears of: a subscription that expired.
     private static func notice(_ record: OutboxRecord) -> (WebhookEventType, [String: Any])? {
-        switch record.source {
-        case .ledger, .audit: nil
-        case .apple: nil
-        case .notification:
-            record.kind == "EXPIRED"
-                ? (
-                    .subscriptionExpired,
-                    compact([
-                        "transactionId": record.transactionId, "originalTransactionId": record.originalTransactionId,
-                        "productId": record.productId, "reason": record.reason,
-                    ])
-                ) : nil
-        }
+        guard record.source == .notification, record.kind == "EXPIRED" else { return nil }
+        return (
+            .subscriptionExpired,
+            compact([
+                "transactionId": record.transactionId, "originalTransactionId": record.originalTransactionId,
+                "productId": record.productId, "reason": record.reason,
+            ])
+        )
     }
 
     private static func ledger(_ record: OutboxRecord, catalog: Catalog) -> (WebhookEventType, [String: Any])? {

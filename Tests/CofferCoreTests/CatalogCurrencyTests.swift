@@ -36,9 +36,16 @@ struct CatalogCurrencyTests {
                 == [gems: 50])
         #expect(try catalog.creditsByCurrency(productId: "com.example.noads", quantity: 1, familyShared: false) == [:])
         #expect(try catalog.creditsByCurrency(productId: "com.example.chest", quantity: 1, familyShared: true) == [:])
-        // The default currency's number is what a catalog of one currency has always said.
-        #expect(try catalog.credits(productId: "com.example.chest", quantity: 1, familyShared: false) == 1_000)
-        #expect(try catalog.credits(productId: "com.example.gems", quantity: 1, familyShared: false) == 0)
+        // Until the ledger keeps several currencies, a product that gives more than the default one is not delivered
+        // at all (never in part); one that gives the default currency alone is as before.
+        #expect(try catalog.credits(productId: "com.example.coins", quantity: 2, familyShared: false) == 1_000)
+        for several in ["com.example.chest", "com.example.gems"] {
+            #expect {
+                _ = try catalog.credits(productId: several, quantity: 1, familyShared: false)
+            } throws: { error in
+                (error as? LedgerError)?.description.contains("credits in several currencies") == true
+            }
+        }
     }
 
     @Test("served: credits stays a number an older app reads, the other currencies beside it, read back the same")
@@ -83,7 +90,22 @@ struct CatalogCurrencyTests {
             (
                 #"{"currencies": [{"id": "coins"}], "products": [{"id": "p", "kind": "consumable", "#
                     + #""credits": {"coins": -1}}]}"#,
-                "credits must not be negative"
+                "product p: credits must not be negative (got -1)"
+            ),
+            (
+                #"{"currencies": [{"id": "coins"}, {"id": "gems"}], "products": [{"id": "p", "kind": "consumable", "#
+                    + #""credits": {"gems": -2}}]}"#,
+                "currencies: product p: credits in gems must not be negative (got -2)"
+            ),
+            (
+                #"{"currencies": [{"id": "coins"}], "products": [{"id": "p", "kind": "consumable", "credits": 1, "#
+                    + #""otherCredits": {"coins": 3}}]}"#,
+                "coins is the default currency: give its credits as credits"
+            ),
+            (
+                #"{"currencies": [{"id": "coins"}], "products": [{"id": "p", "kind": "consumable", "#
+                    + #""credits": {"Gems": 3}}]}"#,
+                "product p: \"Gems\" is not a currency id"
             ),
             (
                 #"{"currencies": [{"id": "coins"}, {"id": "gems"}], "products": [{"id": "p", "kind": "consumable", "#
