@@ -29,12 +29,15 @@ extension CofferSDK {
             && transaction.purchaseDate <= started && transaction.appAccountToken != user.appAccountToken
         {
             if try await boughtByAnotherUser(transaction) || state.isRemembered(id: transaction.id) { continue }
+            let fact = Self.fact(transaction)
+            // What a refund takes back, known before anything is marked: a product this version cannot deliver (one
+            // giving several currencies) stops the launch here, with nothing remembered, so a later launch records it.
+            let credits = configuration.wallet == .device ? try catalog.credits(for: fact) : 0
             try state.set(Self.deliveredBeforeKey(transaction.id), "1")
             try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
             if configuration.wallet == .device {
-                let fact = Self.fact(transaction)
                 // Refunded before Coffer too, it is recorded as delivered at 0: a later reversal restores nothing.
-                let event = LedgerEvent.deliveredBeforeCoffer(fact, credits: try catalog.credits(for: fact))
+                let event = LedgerEvent.deliveredBeforeCoffer(fact, credits: credits)
                 _ = try await ledger.apply(
                     LedgerRequest(
                         owner: user.id, environment: configuration.environment, event: event,

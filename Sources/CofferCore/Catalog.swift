@@ -147,7 +147,7 @@ public enum CatalogError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The `currencies` list has an id that cannot name a currency, an id twice, a name empty or over 40
     /// characters, or more than ``Catalog/maximumCurrencies`` currencies.
     case invalidCurrency(String)
-    /// A product's credits name a currency the `currencies` list does not (or a malformed one).
+    /// A product's credits name a currency the `currencies` list does not.
     case unknownCurrency(productId: String, currency: String)
 
     /// A one-line, human-readable explanation.

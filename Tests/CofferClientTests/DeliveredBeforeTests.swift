@@ -76,4 +76,34 @@ struct DeliveredBeforeTests {
             #expect(try await app.history().first { $0.transactionId == credits }?.status == "refunded")
         }
     }
+
+    @Test(
+        "a bundled catalog this version cannot deliver stops the first launch with nothing remembered; a later one records"
+    )
+    func severalCurrencies() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, simulator: Self.consumableHistory) { world in
+            let (_, noAds) = try await Self.boughtBefore(world)
+            let gems = try #require(Currency(rawValue: "gems"))
+            var products = world.catalog.products
+            let index = try #require(products.firstIndex { $0.id == PurchaseFlowTests.noAds })
+            products[index].otherCredits = [gems: 5]
+            let several = try Catalog(
+                products: products,
+                currencies: [
+                    CurrencyDefinition(id: .credits, name: "Credits"), CurrencyDefinition(id: gems, name: "Gems"),
+                ])
+            let refused = try world.app(offline: true, bundled: several)
+            await #expect {
+                _ = try await refused.launch()
+            } throws: { error in
+                (error as? LedgerError)?.description.contains("credits in several currencies") == true
+            }
+            #expect(try await !refused.deliveredBeforeCoffer(noAds))
+            // The next version's catalog: the first launch's pass runs again and records the purchase.
+            let app = try world.app(offline: true)
+            _ = try await app.launch()
+            #expect(try await app.deliveredBeforeCoffer(noAds))
+            #expect(try await app.refreshEntitlements().names == ["adFree"])
+        }
+    }
 }
