@@ -198,6 +198,10 @@ public struct Catalog: Sendable, Hashable {
     public let loyalty: [LoyaltyRule]
     /// The currencies, the default one first (``Currency/credits`` alone for a catalog that lists none).
     public let currencies: [CurrencyDefinition]
+    /// The products that can unlock something: every product but consumables (whose receipts entitlements read).
+    public let unlockingProducts: Set<String>
+    /// Whether the catalog sells auto-renewable subscriptions (whose grace periods entitlements read).
+    public let sellsSubscriptions: Bool
     private let byId: [String: CatalogProduct]
 
     /// The currency a product's numeric `credits` are of, and the one every balance kept before several currencies
@@ -280,6 +284,8 @@ public struct Catalog: Sendable, Hashable {
         self.products = products
         self.loyalty = loyalty
         self.currencies = currencies
+        self.unlockingProducts = Set(products.filter { $0.kind != .consumable }.map(\.id))
+        self.sellsSubscriptions = products.contains { $0.kind == .autoRenewable }
         self.byId = byId
     }
 

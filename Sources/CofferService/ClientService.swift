@@ -444,12 +444,16 @@ public struct ClientService: ServiceOnParts {
             case .duplicate: .duplicate
             case .delivered: events.contains(where: Self.isRecording) ? .recorded : .delivered
             }
-        var entitlements = latest.entitlements?.names
-        if entitlements == nil { entitlements = try await self.entitlements(of: user) }
+        let entitlements: [String]
+        if let fromWrite = latest.entitlements {
+            entitlements = fromWrite.names
+        } else {
+            entitlements = try await self.entitlements(of: user)
+        }
         return TransactionResponse(
             outcome: outcome, transactionId: transactionId,
             credits: outcome == .revoked || outcome == .recorded ? 0 : credits,
-            balance: latest.wallet.balance, entitlements: entitlements ?? [])
+            balance: latest.wallet.balance, entitlements: entitlements)
     }
 
     /// Whether an event records a purchase delivered before Coffer.

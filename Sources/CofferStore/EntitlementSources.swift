@@ -101,11 +101,3 @@ public struct EntitlementSources: Sendable, Hashable {
         }
     }
 }
-
-extension Catalog {
-    /// The products that can unlock something: every product but consumables.
-    public var unlockingProducts: Set<String> { Set(products.filter { $0.kind != .consumable }.map(\.id)) }
-
-    /// Whether the catalog sells auto-renewable subscriptions (whose grace periods count).
-    public var sellsSubscriptions: Bool { products.contains { $0.kind == .autoRenewable } }
-}
