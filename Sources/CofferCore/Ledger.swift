@@ -152,6 +152,8 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
     public var dataEnvironment: AppStoreEnvironment?
     /// Whether Xcode's StoreKit testing signed the transaction's data (``TransactionFact/signedByXcode``).
     public var signedByXcode = false
+    /// The currency whose ledger the entry is in; `nil` for the default currency's (``LedgerRequest/currency``).
+    public var currency: Currency?
 
     /// The environment the entry's data is marked with (Xcode for Xcode's StoreKit testing).
     public var dataMark: DataEnvironment? { dataEnvironment.map { DataEnvironment($0, signedByXcode: signedByXcode) } }
@@ -160,9 +162,10 @@ public struct LedgerEntry: Sendable, Hashable, Codable {
     public init(
         owner: UUID, key: IdempotencyKey, amount: Int64, balanceDelta: Int64, deficitDelta: Int64, walletAfter: Wallet,
         transactionId: String? = nil, productId: String? = nil, reason: String? = nil, createdAt: Date,
-        dataEnvironment: AppStoreEnvironment? = nil, signedByXcode: Bool = false
+        dataEnvironment: AppStoreEnvironment? = nil, signedByXcode: Bool = false, currency: Currency? = nil
     ) {
         self.signedByXcode = signedByXcode
+        self.currency = currency
         self.owner = owner
         self.key = key
         self.amount = amount

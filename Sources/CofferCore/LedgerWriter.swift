@@ -16,11 +16,16 @@ public struct LedgerRequest: Sendable, Hashable {
     /// at `at` (``LedgerResult/entitlements``), read in the batch's own write transaction: an answer that shows them
     /// needs no read of its own. A refused request carries none.
     public var entitlementCatalog: Catalog?
+    /// The currency whose ledger the change is in; `nil` for the default currency (the catalog's first, or its
+    /// only one), whose ledger is the one Coffer kept before it had several. Never the default currency's own id:
+    /// each other currency is a ledger of its own (its wallet, its receipts, its entries), so exactly once,
+    /// refunds and the deficit hold per currency by the same rules.
+    public var currency: Currency?
 
     /// Creates a request.
     public init(
         owner: UUID, environment: AppStoreEnvironment, event: LedgerEvent, policy: DeficitPolicy = .collect, at: Date,
-        entitlementCatalog: Catalog? = nil
+        entitlementCatalog: Catalog? = nil, currency: Currency? = nil
     ) {
         self.owner = owner
         self.environment = environment
@@ -28,6 +33,7 @@ public struct LedgerRequest: Sendable, Hashable {
         self.policy = policy
         self.at = at
         self.entitlementCatalog = entitlementCatalog
+        self.currency = currency
     }
 }
 
@@ -35,7 +41,7 @@ public struct LedgerRequest: Sendable, Hashable {
 public struct LedgerResult: Sendable, Hashable {
     /// What the event did.
     public var outcome: LedgerOutcome
-    /// The user's wallet after the event.
+    /// The user's wallet of the request's currency after the event.
     public var wallet: Wallet
     /// The entry applied, or for a duplicate the one already on record (when the key has one).
     public var entry: LedgerEntry?
@@ -60,26 +66,35 @@ public struct LedgerResult: Sendable, Hashable {
 
 /// The read and write steps a store engine offers inside one of its write transactions, so the ledger's
 /// load-decide-save sequence is written once for every engine.
+/// Each step names the currency whose ledger it reads or writes (`nil`: the default currency's).
 public protocol LedgerWriteContext {
-    /// The user's current wallet, or `nil` when no such user lives in `environment`.
-    mutating func wallet(owner: UUID, environment: AppStoreEnvironment) throws -> Wallet?
-    /// The receipt of a transaction, any owner.
-    mutating func receipt(transactionId: String, environment: AppStoreEnvironment) throws -> Receipt?
-    /// The user's entry under a key.
-    mutating func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) throws -> LedgerEntry?
-    /// Saves a decision: the wallet, the receipt if any, and the new entry.
-    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) throws
+    /// The user's current wallet of a currency, or `nil` when no such user lives in `environment`.
+    mutating func wallet(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) throws -> Wallet?
+    /// The receipt of a transaction in a currency's ledger, any owner.
+    mutating func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) throws
+        -> Receipt?
+    /// The user's entry under a key in a currency's ledger.
+    mutating func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey, currency: Currency?)
+        throws -> LedgerEntry?
+    /// Saves a decision in a currency's ledger: the wallet, the receipt if any, and the new entry.
+    mutating func save(
+        _ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment, currency: Currency?) throws
 }
 
 /// The read and write steps of an engine whose database calls are asynchronous (PostgreSQL), inside
 /// one of its write transactions: the state a request needs, read at once, and the decision saved.
+/// Each step names the currency whose ledger it reads or writes (`nil`: the default currency's).
 public protocol AsyncLedgerWriteContext {
-    /// The user's wallet (locked for the rest of the transaction), the receipt of `transactionId` (any
-    /// owner) and the user's entry under `key`; `nil` when no such user lives in `environment`.
-    func load(owner: UUID, environment: AppStoreEnvironment, transactionId: String?, key: IdempotencyKey) async throws
-        -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
-    /// Saves a decision: the wallet, the receipt if any, and the new entry.
-    func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) async throws
+    /// The user's wallet of a currency (locked for the rest of the transaction), the receipt of `transactionId`
+    /// (any owner) and the user's entry under `key` in that currency's ledger; `nil` when no such user lives in
+    /// `environment`.
+    func load(
+        owner: UUID, environment: AppStoreEnvironment, transactionId: String?, key: IdempotencyKey,
+        currency: Currency?
+    ) async throws -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
+    /// Saves a decision in a currency's ledger: the wallet, the receipt if any, and the new entry.
+    func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment, currency: Currency?)
+        async throws
 }
 
 /// Applies ledger requests through an engine's write context: load what the request needs, decide with
@@ -94,16 +109,17 @@ public enum LedgerWriter {
         _ request: LedgerRequest,
         in context: inout some LedgerWriteContext
     ) throws -> Result<LedgerResult, LedgerError> {
-        let (owner, environment) = (request.owner, request.environment)
-        guard let wallet = try context.wallet(owner: owner, environment: environment) else {
+        let (owner, environment, currency) = (request.owner, request.environment, request.currency)
+        guard let wallet = try context.wallet(owner: owner, environment: environment, currency: currency) else {
             return .failure(.unknownUser(owner))
         }
         let receipt = try request.event.transaction.flatMap {
-            try context.receipt(transactionId: $0.transactionId, environment: environment)
+            try context.receipt(transactionId: $0.transactionId, environment: environment, currency: currency)
         }
-        let existing = try context.entry(owner: owner, environment: environment, key: request.event.key)
+        let existing = try context.entry(
+            owner: owner, environment: environment, key: request.event.key, currency: currency)
         let (result, save) = decide(request, wallet: wallet, receipt: receipt, existing: existing)
-        if let save { try context.save(save, owner: owner, environment: environment) }
+        if let save { try context.save(save, owner: owner, environment: environment, currency: currency) }
         return result
     }
 
@@ -115,14 +131,14 @@ public enum LedgerWriter {
         _ request: LedgerRequest,
         in context: some AsyncLedgerWriteContext
     ) async throws -> Result<LedgerResult, LedgerError> {
-        let (owner, environment) = (request.owner, request.environment)
+        let (owner, environment, currency) = (request.owner, request.environment, request.currency)
         guard
             let (wallet, receipt, existing) = try await context.load(
                 owner: owner, environment: environment, transactionId: request.event.transaction?.transactionId,
-                key: request.event.key)
+                key: request.event.key, currency: currency)
         else { return .failure(.unknownUser(owner)) }
         let (result, save) = decide(request, wallet: wallet, receipt: receipt, existing: existing)
-        if let save { try await context.save(save, owner: owner, environment: environment) }
+        if let save { try await context.save(save, owner: owner, environment: environment, currency: currency) }
         return result
     }
 
@@ -144,41 +160,56 @@ public enum LedgerWriter {
     }
 
     /// What a decided batch writes, each row once: the wallets as they end, each transaction's receipt as it
-    /// ends, and the new entries in order.
+    /// ends, and the new entries in order, each in its currency's ledger (`nil`: the default currency's; an entry
+    /// says its own, ``LedgerEntry/currency``).
     public struct BatchWrite: Sendable {
-        /// Each changed wallet as it ends, by owner, in the order the batch first changed it.
-        public var wallets: [(owner: UUID, wallet: Wallet)] {
-            walletOrder.compactMap { owner in finalWallets[owner].map { (owner, $0) } }
+        /// Each changed wallet as it ends, by owner and currency, in the order the batch first changed it.
+        public var wallets: [(owner: UUID, currency: Currency?, wallet: Wallet)] {
+            walletOrder.compactMap { key in finalWallets[key].map { (key.owner, key.currency, $0) } }
         }
-        /// Each written receipt as it ends, with its environment, in the order the batch first wrote it.
-        public var receipts: [(environment: AppStoreEnvironment, receipt: Receipt)] {
-            receiptOrder.compactMap { key in finalReceipts[key].map { (key.environment, $0) } }
+        /// Each written receipt as it ends, with its environment and currency, in the order the batch first wrote it.
+        public var receipts: [(environment: AppStoreEnvironment, currency: Currency?, receipt: Receipt)] {
+            receiptOrder.compactMap { key in finalReceipts[key].map { (key.environment, key.currency, $0) } }
         }
         /// The new entries, with their environment, in the order they were decided.
         public private(set) var entries: [(environment: AppStoreEnvironment, entry: LedgerEntry)] = []
+        /// Whether anything is written in a currency other than the default.
+        public var hasOtherCurrencies: Bool {
+            walletOrder.contains { $0.currency != nil } || receiptOrder.contains { $0.currency != nil }
+                || entries.contains { $0.entry.currency != nil }
+        }
 
-        var finalWallets: [UUID: Wallet] = [:]
-        var walletOrder: [UUID] = []
+        struct WalletKey: Hashable {
+            var owner: UUID
+            var currency: Currency?
+        }
+        var finalWallets: [WalletKey: Wallet] = [:]
+        var walletOrder: [WalletKey] = []
         var finalReceipts: [TransactionKey: Receipt] = [:]
         var receiptOrder: [TransactionKey] = []
 
         /// Whether nothing is to be written.
         public var isEmpty: Bool { walletOrder.isEmpty && receiptOrder.isEmpty && entries.isEmpty }
 
-        mutating func record(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) {
-            if finalWallets.updateValue(decision.wallet, forKey: owner) == nil { walletOrder.append(owner) }
+        mutating func record(
+            _ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment, currency: Currency?
+        ) {
+            let walletKey = WalletKey(owner: owner, currency: currency)
+            if finalWallets.updateValue(decision.wallet, forKey: walletKey) == nil { walletOrder.append(walletKey) }
             if let receipt = decision.receipt {
-                let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
+                let key = TransactionKey(
+                    environment: environment, transactionId: receipt.transaction.transactionId, currency: currency)
                 if finalReceipts.updateValue(receipt, forKey: key) == nil { receiptOrder.append(key) }
             }
             if decision.appendsEntry, let entry = decision.entry { entries.append((environment, entry)) }
         }
     }
 
-    /// A transaction in an environment.
+    /// A transaction in an environment, in one currency's ledger.
     struct TransactionKey: Hashable, Sendable {
         var environment: AppStoreEnvironment
         var transactionId: String
+        var currency: Currency?
     }
 
     /// Decides a batch of requests from the state each needed as it stood before the batch (read at once by an
@@ -197,9 +228,11 @@ public enum LedgerWriter {
             var owner: UUID
             var environment: AppStoreEnvironment
             var key: IdempotencyKey
+            var currency: Currency?
         }
+        typealias WalletKey = BatchWrite.WalletKey
         var write = BatchWrite()
-        var wallets: [UUID: Wallet] = [:]
+        var wallets: [WalletKey: Wallet] = [:]
         var receipts: [TransactionKey: Receipt] = [:]
         var entries: [EntryKey: LedgerEntry] = [:]
         var results: [Result<LedgerResult, LedgerError>] = []
@@ -210,21 +243,27 @@ public enum LedgerWriter {
                 continue
             }
             let transaction = request.event.transaction.map {
-                TransactionKey(environment: request.environment, transactionId: $0.transactionId)
+                TransactionKey(
+                    environment: request.environment, transactionId: $0.transactionId, currency: request.currency)
             }
-            let entryKey = EntryKey(owner: request.owner, environment: request.environment, key: request.event.key)
+            let walletKey = WalletKey(owner: request.owner, currency: request.currency)
+            let entryKey = EntryKey(
+                owner: request.owner, environment: request.environment, key: request.event.key,
+                currency: request.currency)
             let receipt = transaction.flatMap { receipts[$0] } ?? state.receipt
             let (result, save) = decide(
-                request, wallet: wallets[request.owner] ?? state.wallet, receipt: receipt,
+                request, wallet: wallets[walletKey] ?? state.wallet, receipt: receipt,
                 existing: entries[entryKey] ?? state.existing)
             results.append(result)
             guard let save else { continue }
-            write.record(save, owner: request.owner, environment: request.environment)
-            wallets[request.owner] = save.wallet
+            write.record(save, owner: request.owner, environment: request.environment, currency: request.currency)
+            wallets[walletKey] = save.wallet
             if let saved = save.receipt, let transaction { receipts[transaction] = saved }
             // Found again by its own key, as a store finds it (a purchase signed refunded writes its revocation).
             if save.appendsEntry, let entry = save.entry {
-                entries[EntryKey(owner: request.owner, environment: request.environment, key: entry.key)] = entry
+                let key = EntryKey(
+                    owner: request.owner, environment: request.environment, key: entry.key, currency: request.currency)
+                entries[key] = entry
             }
         }
         return (results, write)
@@ -234,7 +273,7 @@ public enum LedgerWriter {
     private static func decide(
         _ request: LedgerRequest, wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?
     ) -> (Result<LedgerResult, LedgerError>, save: LedgerDecision?) {
-        let decision: LedgerDecision
+        var decision: LedgerDecision
         do {
             decision = try Ledger.decide(
                 request.event, owner: request.owner, wallet: wallet, receipt: receipt, existing: existing,
@@ -242,6 +281,7 @@ public enum LedgerWriter {
         } catch {
             return (.failure(error), nil)
         }
+        if decision.appendsEntry { decision.entry?.currency = request.currency }
         let result = LedgerResult(
             outcome: decision.outcome, wallet: decision.wallet, entry: decision.entry ?? existing,
             receipt: decision.receipt ?? receipt)

@@ -11,6 +11,13 @@ public actor InMemoryStore: CofferStore {
         var environment: AppStoreEnvironment
         var owner: UUID
         var key: IdempotencyKey
+        var currency: Currency? = nil
+    }
+
+    /// A user's wallet, or a transaction's receipt, in another currency's ledger than the default.
+    struct CurrencyKey<Of: Hashable>: Hashable {
+        var of: Of
+        var currency: Currency
     }
 
     struct TransactionKey: Hashable {
@@ -25,29 +32,53 @@ public actor InMemoryStore: CofferStore {
         var entryIndex: [EntryKey: Int] = [:]
         var receipts: [TransactionKey: Receipt] = [:]
         var receiptOrder: [TransactionKey] = []
+        /// The ledgers of the currencies other than the default: wallets and receipts (their entries are in
+        /// `entries`, each saying its currency).
+        var currencyWallets: [CurrencyKey<UUID>: Wallet] = [:]
+        var currencyReceipts: [CurrencyKey<TransactionKey>: Receipt] = [:]
         /// The webhooks' outbox, written with each change as the other engines' triggers write theirs.
         var outbox = WebhookOutbox()
 
-        func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet? {
+        func wallet(owner: UUID, environment: AppStoreEnvironment, currency: Currency? = nil) -> Wallet? {
             // A user support merged into another is gone for the ledger.
-            users[owner]?.environment == environment && users[owner]?.mergedInto == nil
-                ? wallets[owner] ?? .empty : nil
+            guard users[owner]?.environment == environment && users[owner]?.mergedInto == nil else { return nil }
+            guard let currency else { return wallets[owner] ?? .empty }
+            return currencyWallets[CurrencyKey(of: owner, currency: currency)] ?? .empty
         }
-        func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? {
-            receipts[TransactionKey(environment: environment, transactionId: transactionId)]
+        func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency? = nil) -> Receipt? {
+            let key = TransactionKey(environment: environment, transactionId: transactionId)
+            guard let currency else { return receipts[key] }
+            return currencyReceipts[CurrencyKey(of: key, currency: currency)]
         }
-        func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) -> LedgerEntry? {
-            entryIndex[EntryKey(environment: environment, owner: owner, key: key)].map { entries[$0] }
+        func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey, currency: Currency?)
+            -> LedgerEntry?
+        {
+            entryIndex[EntryKey(environment: environment, owner: owner, key: key, currency: currency)].map {
+                entries[$0]
+            }
         }
-        mutating func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) {
-            wallets[owner] = decision.wallet
-            if let receipt = decision.receipt {
-                let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
-                if receipts.updateValue(receipt, forKey: key) == nil { receiptOrder.append(key) }
+        mutating func save(
+            _ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment, currency: Currency? = nil
+        ) {
+            if let currency {
+                currencyWallets[CurrencyKey(of: owner, currency: currency)] = decision.wallet
+                if let receipt = decision.receipt {
+                    let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
+                    currencyReceipts[CurrencyKey(of: key, currency: currency)] = receipt
+                }
+            } else {
+                wallets[owner] = decision.wallet
+                if let receipt = decision.receipt {
+                    let key = TransactionKey(environment: environment, transactionId: receipt.transaction.transactionId)
+                    if receipts.updateValue(receipt, forKey: key) == nil { receiptOrder.append(key) }
+                }
             }
             if decision.appendsEntry, let entry = decision.entry {
-                entryIndex[EntryKey(environment: environment, owner: owner, key: entry.key)] = entries.count
+                entryIndex[EntryKey(environment: environment, owner: owner, key: entry.key, currency: currency)] =
+                    entries.count
                 entries.append(entry)
+                // Only the default currency's entries reach the webhooks' outbox, as on the other engines.
+                guard currency == nil else { return }
                 let original = entry.transactionId.flatMap {
                     receipts[TransactionKey(environment: environment, transactionId: $0)]?.transaction
                         .originalTransactionId
@@ -349,62 +380,6 @@ public actor InMemoryStore: CofferStore {
 
     public func userCount(environment: AppStoreEnvironment) -> Int {
         state.users.values.filter { $0.environment == environment }.count
-    }
-
-    public func apply(_ requests: [LedgerRequest]) -> [Result<LedgerResult, LedgerError>] {
-        let results = requests.map { request in
-            // The in-memory context never throws; a refusal comes back as the request's failure.
-            (try? LedgerWriter.apply(request, in: &state)) ?? .failure(.unknownUser(request.owner))
-        }
-        return EntitlementSources.answer(results, for: requests) { asked in
-            EntitlementSources(
-                receipts: receipts(owner: asked.owner, environment: asked.environment, productIds: asked.products),
-                renewals: asked.renewals ? renewalStates(owner: asked.owner, environment: asked.environment) : [],
-                grants: entitlementGrants(environment: asked.environment, recipient: asked.owner))
-        }
-    }
-
-    public func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet {
-        state.wallet(owner: owner, environment: environment) ?? .empty
-    }
-
-    public func entries(owner: UUID, environment: AppStoreEnvironment) -> [LedgerEntry] {
-        guard state.users[owner]?.environment == environment else { return [] }
-        return state.entries.filter { $0.owner == owner }
-    }
-
-    public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) -> [LedgerEntry] {
-        entries(owner: owner, environment: environment).filter { kinds.contains($0.key.kind) }
-    }
-
-    public func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? {
-        state.receipt(transactionId: transactionId, environment: environment)
-    }
-
-    public func receipts(owner: UUID, environment: AppStoreEnvironment) -> [Receipt] {
-        state.receiptOrder.filter { $0.environment == environment }
-            .compactMap { state.receipts[$0] }
-            .filter { $0.owner == owner }
-            .sorted {
-                ($0.transaction.purchaseDate, $0.transaction.transactionId) < (
-                    $1.transaction.purchaseDate, $1.transaction.transactionId
-                )
-            }
-    }
-
-    public func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) -> [Receipt] {
-        receipts(owner: owner, environment: environment).filter { productIds.contains($0.transaction.productId) }
-    }
-
-    public func receipts(originalTransactionId: String, environment: AppStoreEnvironment) -> [Receipt] {
-        state.receipts.values
-            .filter { $0.transaction.originalTransactionId == originalTransactionId }
-            .filter { state.users[$0.owner]?.environment == environment }
-            .sorted {
-                ($0.transaction.purchaseDate, $0.transaction.transactionId) < (
-                    $1.transaction.purchaseDate, $1.transaction.transactionId
-                )
-            }
     }
 
     public func backup(owner: UUID, environment: AppStoreEnvironment) -> BackupRecord? {

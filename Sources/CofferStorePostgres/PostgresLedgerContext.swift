@@ -9,23 +9,28 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
     /// What a receipt written again keeps and takes, in a delivery's write and in a batch's: Apple's facts and the
     /// delivery's outcome are the latest; the data's environment and the Xcode mark stay unless the write knows
     /// them; a receipt of another owner is never overwritten (nothing is returned then).
-    static let receiptConflict = """
-        ON CONFLICT (environment, transaction_id) DO UPDATE SET (original_transaction_id, quantity,
+    static let receiptConflict = receiptConflict(table: "receipts", key: "environment, transaction_id")
+
+    /// ``receiptConflict`` of a receipts table keyed by `key`.
+    static func receiptConflict(table: String, key: String) -> String {
+        """
+        ON CONFLICT (\(key)) DO UPDATE SET (original_transaction_id, quantity,
             purchase_date, expires_date, revocation_date, family_shared, trial, upgraded, delivered_credits,
             delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at)
             = (excluded.original_transaction_id, excluded.quantity, excluded.purchase_date,
             excluded.expires_date, excluded.revocation_date, excluded.family_shared, excluded.trial,
             excluded.upgraded, excluded.delivered_credits, excluded.delivered_at, excluded.revoked_at,
             excluded.taken_from_balance, excluded.added_to_deficit, excluded.reversed_at),
-            signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN receipts.signed_by_xcode
+            signed_by_xcode = CASE WHEN excluded.data_environment IS NULL THEN \(table).signed_by_xcode
                 ELSE excluded.signed_by_xcode END,
-            data_environment = COALESCE(excluded.data_environment, receipts.data_environment),
+            data_environment = COALESCE(excluded.data_environment, \(table).data_environment),
             price = excluded.price, currency = excluded.currency, storefront = excluded.storefront,
             revocation_reason = excluded.revocation_reason,
             delivered_before_coffer = excluded.delivered_before_coffer
-        WHERE receipts.owner = excluded.owner
+        WHERE \(table).owner = excluded.owner
         RETURNING 1
         """
+    }
 
     let connection: PostgresConnection
     let logger: Logger
@@ -61,10 +66,15 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
 
     /// The wallet (locked), the receipt and the entry in one round trip: the receipt and the entry are
     /// joined to the wallet row, their columns prefixed `r_` and `e_`.
-    func load(owner: UUID, environment: AppStoreEnvironment, transactionId: String?, key: IdempotencyKey) async throws
-        -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)?
-    {
-        try await PostgresStore.first(
+    func load(
+        owner: UUID, environment: AppStoreEnvironment, transactionId: String?, key: IdempotencyKey,
+        currency: Currency? = nil
+    ) async throws -> (wallet: Wallet, receipt: Receipt?, existing: LedgerEntry?)? {
+        if let currency {
+            return try await loadCurrency(
+                owner: owner, environment: environment, transactionId: transactionId, key: key, currency: currency)
+        }
+        return try await PostgresStore.first(
             connection,
             """
             SELECT \(unescaped: Self.stateColumns)
@@ -81,7 +91,12 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
         }
     }
 
-    func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) async throws {
+    func save(
+        _ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment, currency: Currency? = nil
+    ) async throws {
+        if let currency {
+            return try await saveCurrency(decision, owner: owner, environment: environment, currency: currency)
+        }
         // The wallet and the new entry in one statement; the receipt (which may lose a race) in another.
         if decision.appendsEntry, let entry = decision.entry {
             try await connection.query(
@@ -106,29 +121,57 @@ struct PostgresLedgerContext: AsyncLedgerWriteContext {
                 """, logger: logger)
         }
         if let receipt = decision.receipt {
-            let fact = receipt.transaction
             // A receipt another user's transaction committed since it was read is not overwritten: the
             // insert does nothing, the update matches no row of this owner, and the write runs again.
             let written = try await PostgresStore.exists(
-                connection,
-                """
-                INSERT INTO receipts (environment, transaction_id, owner, original_transaction_id, product_id,
-                    quantity, purchase_date, expires_date, revocation_date, family_shared, trial, upgraded,
-                    delivered_credits, delivered_at, revoked_at, taken_from_balance, added_to_deficit, reversed_at,
-                    data_environment, price, currency, storefront, revocation_reason, delivered_before_coffer,
-                    signed_by_xcode)
-                VALUES (\(environment.rawValue), \(fact.transactionId), \(receipt.owner.uuidString),
-                    \(fact.originalTransactionId), \(fact.productId), \(fact.quantity),
-                    \(Millis.from(fact.purchaseDate)), \(fact.expiresDate.map(Millis.from)),
-                    \(fact.revocationDate.map(Millis.from)), \(fact.isFamilyShared), \(fact.isTrial),
-                    \(fact.isUpgraded), \(receipt.deliveredCredits), \(receipt.deliveredAt.map(Millis.from)),
-                    \(receipt.revokedAt.map(Millis.from)), \(receipt.takenFromBalance), \(receipt.addedToDeficit),
-                    \(receipt.reversedAt.map(Millis.from)), \(fact.environment?.rawValue), \(fact.price),
-                    \(fact.currency), \(fact.storefront), \(fact.revocationReason.map(Int64.init)),
-                    \(receipt.deliveredBeforeCoffer), \(fact.signedByXcode))
-                \(unescaped: Self.receiptConflict)
-                """, logger: logger)
+                connection, try Self.receiptWrite(receipt, environment: environment, currency: nil), logger: logger)
             guard written else { throw LostRace() }
         }
+    }
+
+    /// Writes a receipt into a currency's ledger (`nil`: the default's), never over another owner's (no row
+    /// comes back then).
+    static func receiptWrite(_ receipt: Receipt, environment: AppStoreEnvironment, currency: Currency?) throws
+        -> PostgresQuery
+    {
+        let fact = receipt.transaction
+        var binds = PostgresBindings(capacity: 26)
+        binds.append(environment.rawValue)
+        binds.append(fact.transactionId)
+        binds.append(receipt.owner.uuidString)
+        binds.append(fact.originalTransactionId)
+        binds.append(fact.productId)
+        binds.append(Int64(fact.quantity))
+        binds.append(Millis.from(fact.purchaseDate))
+        binds.append(fact.expiresDate.map(Millis.from))
+        binds.append(fact.revocationDate.map(Millis.from))
+        binds.append(fact.isFamilyShared)
+        binds.append(fact.isTrial)
+        binds.append(fact.isUpgraded)
+        binds.append(receipt.deliveredCredits)
+        binds.append(receipt.deliveredAt.map(Millis.from))
+        binds.append(receipt.revokedAt.map(Millis.from))
+        binds.append(receipt.takenFromBalance)
+        binds.append(receipt.addedToDeficit)
+        binds.append(receipt.reversedAt.map(Millis.from))
+        binds.append(fact.environment?.rawValue)
+        binds.append(fact.price)
+        binds.append(fact.currency)
+        binds.append(fact.storefront)
+        binds.append(fact.revocationReason.map(Int64.init))
+        binds.append(receipt.deliveredBeforeCoffer)
+        binds.append(fact.signedByXcode)
+        if let currency { binds.append(currency.rawValue) }
+        let marks = (1...binds.count).map { "$\($0)" }.joined(separator: ", ")
+        let sql = """
+            INSERT INTO \(currency == nil ? "receipts" : "currency_receipts") (environment, transaction_id, owner,
+                original_transaction_id, product_id, quantity, purchase_date, expires_date, revocation_date,
+                family_shared, trial, upgraded, delivered_credits, delivered_at, revoked_at, taken_from_balance,
+                added_to_deficit, reversed_at, data_environment, price, currency, storefront, revocation_reason,
+                delivered_before_coffer, signed_by_xcode\(currency == nil ? "" : ", credit_currency"))
+            VALUES (\(marks))
+            \(currency == nil ? receiptConflict : currencyReceiptConflict)
+            """
+        return PostgresQuery(unsafeSQL: sql, binds: binds)
     }
 }

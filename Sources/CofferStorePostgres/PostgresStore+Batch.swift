@@ -11,25 +11,57 @@ extension PostgresStore {
     public func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
         guard !requests.isEmpty else { return [] }
         return try await write { connection in
-            var states = [LedgerWriter.State?](repeating: nil, count: requests.count)
-            let load = LoadLedgerBatch(requests)
-            for try await (index, state) in try await connection.execute(load, logger: self.logger) {
-                guard states.indices.contains(index) else { throw StoreError.storage("batch row \(index) unasked") }
-                states[index] = state
-            }
-            let (results, batch) = LedgerWriter.decide(batch: requests, states: states)
-            if !batch.isEmpty {
-                let save = try SaveLedgerBatch(batch)
-                var written = 0
-                for try await count in try await connection.execute(save, logger: self.logger) { written = count }
-                // A receipt of another owner, committed since it was read, is not overwritten: the batch runs again.
-                guard written == save.receipts else { throw LostRace() }
+            // Another currency's requests are applied one at a time after the default currency's batch: each
+            // currency is a ledger of its own, so the order between them changes nothing.
+            let others = requests.indices.filter { requests[$0].currency != nil }
+            var results: [Result<LedgerResult, LedgerError>]
+            if others.isEmpty {
+                results = try await self.applyDefault(requests, on: connection)
+            } else {
+                // Every user of the batch locked first, in the order the default batch locks them, so two
+                // instances' batches never wait on each other in a circle.
+                let owners = Set(requests.map(\.owner.uuidString)).sorted()
+                try await connection.query(
+                    """
+                    SELECT 1 FROM wallets WHERE user_id = ANY(\(owners)) ORDER BY user_id COLLATE "C" FOR UPDATE
+                    """, logger: self.logger)
+                let defaults = requests.indices.filter { requests[$0].currency == nil }
+                results = .init(repeating: .failure(.unknownUser(requests[0].owner)), count: requests.count)
+                let decided = try await self.applyDefault(defaults.map { requests[$0] }, on: connection)
+                for (position, result) in zip(defaults, decided) { results[position] = result }
+                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+                for position in others {
+                    results[position] = try await LedgerWriter.apply(requests[position], in: context)
+                }
             }
             let asked = EntitlementSources.Asked.of(requests, results)
             guard !asked.isEmpty else { return results }
             let sources = try await self.entitlementSources(asked, on: connection)
             return EntitlementSources.fill(results, for: requests, from: sources)
         }
+    }
+
+    /// Applies requests of the default currency as one batch: one statement reads every request's state, one
+    /// writes what the batch decided.
+    private func applyDefault(_ requests: [LedgerRequest], on connection: PostgresConnection) async throws
+        -> [Result<LedgerResult, LedgerError>]
+    {
+        guard !requests.isEmpty else { return [] }
+        var states = [LedgerWriter.State?](repeating: nil, count: requests.count)
+        let load = LoadLedgerBatch(requests)
+        for try await (index, state) in try await connection.execute(load, logger: logger) {
+            guard states.indices.contains(index) else { throw StoreError.storage("batch row \(index) unasked") }
+            states[index] = state
+        }
+        let (results, batch) = LedgerWriter.decide(batch: requests, states: states)
+        if !batch.isEmpty {
+            let save = try SaveLedgerBatch(batch)
+            var written = 0
+            for try await count in try await connection.execute(save, logger: logger) { written = count }
+            // A receipt of another owner, committed since it was read, is not overwritten: the batch runs again.
+            guard written == save.receipts else { throw LostRace() }
+        }
+        return results
     }
 }
 
@@ -121,6 +153,8 @@ struct SaveLedgerBatch: PostgresPreparedStatement {
     private var bindings = PostgresBindings(capacity: 43)
 
     init(_ batch: LedgerWriter.BatchWrite) throws {
+        // Another currency's requests are applied through the ledger's context (`apply(_:others:)`), never here.
+        guard !batch.hasOtherCurrencies else { throw StoreError.storage("another currency in the default's batch") }
         let wallets = batch.wallets
         bindings.append(wallets.map(\.owner.uuidString))
         bindings.append(wallets.map(\.wallet.balance))

@@ -29,6 +29,42 @@ extension PostgresStore {
             """, Rows.entry)
     }
 
+    public func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
+        let rows = try await all(
+            """
+            SELECT w.credit_currency, w.balance, w.deficit FROM users u JOIN currency_wallets w ON w.user_id = u.id
+            WHERE u.id = \(owner.uuidString) AND u.environment = \(environment.rawValue)
+            """
+        ) { row in
+            let (currency, balance, deficit) = try row.decode((String, Int64, Int64).self)
+            return (try Rows.currency(currency), Wallet(balance: balance, deficit: deficit))
+        }
+        return Dictionary(rows, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) async throws
+        -> [LedgerEntry]
+    {
+        guard let currency else { return try await entries(owner: owner, environment: environment) }
+        return try await all(
+            """
+            SELECT * FROM currency_entries WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
+            AND credit_currency = \(currency.rawValue)
+            ORDER BY seq
+            """, Rows.entry)
+    }
+
+    public func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws
+        -> Receipt?
+    {
+        guard let currency else { return try await receipt(transactionId: transactionId, environment: environment) }
+        return try await first(
+            """
+            SELECT * FROM currency_receipts WHERE environment = \(environment.rawValue)
+            AND transaction_id = \(transactionId) AND credit_currency = \(currency.rawValue)
+            """, Rows.receipt)
+    }
+
     public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
     {

@@ -119,7 +119,15 @@ enum Rows {
             transactionId: try value(row, prefix + "transaction_id"), productId: try value(row, prefix + "product_id"),
             reason: try value(row, prefix + "reason"), createdAt: Millis.date(try value(row, prefix + "created_at")),
             dataEnvironment: try dataEnvironment(row, prefix + "data_environment"),
-            signedByXcode: try value(row, prefix + "signed_by_xcode"))
+            signedByXcode: try value(row, prefix + "signed_by_xcode"),
+            currency: row.contains(prefix + "credit_currency")
+                ? try currency(try value(row, prefix + "credit_currency")) : nil)
+    }
+
+    /// Another currency's id from its column, refusing a corrupt one.
+    static func currency(_ id: String) throws -> Currency {
+        guard let currency = Currency(rawValue: id) else { throw StoreError.storage("corrupt credit_currency column") }
+        return currency
     }
 
     static func backup(_ postgresRow: PostgresRow) throws -> BackupRecord {

@@ -343,6 +343,9 @@ extension SQLiteStore {
         migrator.registerMigration("v28 Sandbox-marked customers kept") { db in
             try db.execute(sql: SandboxMarkTables.sql)
         }
+        migrator.registerMigration("v29 several currencies") { db in
+            try db.execute(sql: LedgerTables.v6)
+        }
         return migrator
     }
 }

@@ -35,6 +35,29 @@ extension SQLiteStore {
         }
     }
 
+    public func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
+        try await readStatement { db in
+            try SQLiteLedgerContext(db: db).currencyWallets(owner: owner, environment: environment)
+        }
+    }
+
+    public func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) async throws
+        -> [LedgerEntry]
+    {
+        try await readStatement { db in
+            try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment, currency: currency)
+        }
+    }
+
+    public func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws
+        -> Receipt?
+    {
+        try await readStatement { db in
+            try SQLiteLedgerContext(db: db).receipt(
+                transactionId: transactionId, environment: environment, currency: currency)
+        }
+    }
+
     public func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
     {

@@ -4,40 +4,68 @@ import Foundation
 import PropertyBased
 import Testing
 
-/// Several users' ledgers in memory, written through ``LedgerWriteContext`` as SQLite writes them: one request
-/// after another.
+/// Several users' ledgers in memory, each user's in two currencies (the default, `nil`, and gems), written
+/// through ``LedgerWriteContext`` as SQLite writes them: one request after another.
 private struct Books: LedgerWriteContext, Equatable {
-    var wallets: [UUID: Wallet] = [:]
-    var receipts: [String: Receipt] = [:]
+    struct Account: Hashable {
+        var owner: UUID
+        var currency: Currency?
+    }
+    struct Transaction: Hashable {
+        var id: String
+        var currency: Currency?
+    }
+    var users: Set<UUID> = []
+    var wallets: [Account: Wallet] = [:]
+    var receipts: [Transaction: Receipt] = [:]
     var entries: [LedgerEntry] = []
 
-    func wallet(owner: UUID, environment: AppStoreEnvironment) -> Wallet? { wallets[owner] }
-    func receipt(transactionId: String, environment: AppStoreEnvironment) -> Receipt? { receipts[transactionId] }
-    func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey) -> LedgerEntry? {
-        entries.first { $0.owner == owner && $0.key == key }
+    func wallet(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) -> Wallet? {
+        users.contains(owner) ? wallets[Account(owner: owner, currency: currency)] ?? .empty : nil
+    }
+    func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) -> Receipt? {
+        receipts[Transaction(id: transactionId, currency: currency)]
+    }
+    func entry(owner: UUID, environment: AppStoreEnvironment, key: IdempotencyKey, currency: Currency?)
+        -> LedgerEntry?
+    {
+        entries.first { $0.owner == owner && $0.key == key && $0.currency == currency }
     }
 
-    mutating func save(_ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment) {
-        wallets[owner] = decision.wallet
-        if let receipt = decision.receipt { receipts[receipt.transaction.transactionId] = receipt }
+    mutating func save(
+        _ decision: LedgerDecision, owner: UUID, environment: AppStoreEnvironment, currency: Currency?
+    ) {
+        wallets[Account(owner: owner, currency: currency)] = decision.wallet
+        if let receipt = decision.receipt {
+            receipts[Transaction(id: receipt.transaction.transactionId, currency: currency)] = receipt
+        }
         if decision.appendsEntry, let entry = decision.entry { entries.append(entry) }
     }
 
     /// The state each request needs, as it stands before the batch (what PostgreSQL's one read returns).
     func states(_ requests: [LedgerRequest]) -> [LedgerWriter.State?] {
         requests.map { request in
-            wallets[request.owner].map { wallet in
+            wallet(owner: request.owner, environment: request.environment, currency: request.currency).map { wallet in
                 LedgerWriter.State(
-                    wallet: wallet, receipt: request.event.transaction.flatMap { receipts[$0.transactionId] },
-                    existing: entry(owner: request.owner, environment: request.environment, key: request.event.key))
+                    wallet: wallet,
+                    receipt: request.event.transaction.flatMap {
+                        receipt(
+                            transactionId: $0.transactionId, environment: request.environment,
+                            currency: request.currency)
+                    },
+                    existing: entry(
+                        owner: request.owner, environment: request.environment, key: request.event.key,
+                        currency: request.currency))
             }
         }
     }
 
     /// Writes what a batch decided (what PostgreSQL's one write does).
     mutating func write(_ batch: LedgerWriter.BatchWrite) {
-        for (owner, wallet) in batch.wallets { wallets[owner] = wallet }
-        for (_, receipt) in batch.receipts { receipts[receipt.transaction.transactionId] = receipt }
+        for (owner, currency, wallet) in batch.wallets { wallets[Account(owner: owner, currency: currency)] = wallet }
+        for (_, currency, receipt) in batch.receipts {
+            receipts[Transaction(id: receipt.transaction.transactionId, currency: currency)] = receipt
+        }
         entries += batch.entries.map(\.entry)
     }
 }
@@ -45,6 +73,7 @@ private struct Books: LedgerWriteContext, Equatable {
 @Suite("Ledger batches")
 struct LedgerBatchTests {
     static let users = (0..<3).map { UUID(uuidString: "00000000-0000-0000-0000-00000000000\($0)")! }
+    static let gems = Currency(rawValue: "gems")!
 
     @Test("a batch decided from the state before it equals its requests applied one after another")
     func batchEqualsSequence() async {
@@ -54,14 +83,16 @@ struct LedgerBatchTests {
             var sequential = Books()
             var batched = Books()
             for user in Self.users.prefix(2) {
-                sequential.wallets[user] = .empty
-                batched.wallets[user] = .empty
+                sequential.users.insert(user)
+                batched.users.insert(user)
             }
-            // Each request by one of three users (the third unknown), the codes cut into batches.
+            // Each request by one of three users (the third unknown), in the default currency or gems, the codes
+            // cut into batches.
             let requests = codes.enumerated().map { position, code in
                 LedgerRequest(
                     owner: Self.users[(code >> 13) % 3], environment: .sandbox, event: RandomEvent(code).event,
-                    policy: position % 5 == 0 ? .forgive : .collect, at: Fixture.start)
+                    policy: position % 5 == 0 ? .forgive : .collect, at: Fixture.start,
+                    currency: (code >> 17) % 3 == 0 ? Self.gems : nil)
             }
             var cursor = 0
             var cut = split
@@ -81,10 +112,11 @@ struct LedgerBatchTests {
                 #expect(batched == sequential)
             }
             for user in Self.users.prefix(2) {
-                #expect(
-                    LedgerAudit.discrepancies(
-                        entries: batched.entries.filter { $0.owner == user }, wallet: batched.wallets[user] ?? .empty)
-                        == [])
+                for currency in [nil, Self.gems] {
+                    let entries = batched.entries.filter { $0.owner == user && $0.currency == currency }
+                    let wallet = batched.wallets[Books.Account(owner: user, currency: currency)] ?? .empty
+                    #expect(LedgerAudit.discrepancies(entries: entries, wallet: wallet) == [])
+                }
             }
         }
     }

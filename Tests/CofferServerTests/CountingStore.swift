@@ -208,6 +208,23 @@ final class CountingStore: CofferStore {
     func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await gate("entries", write: false) { try await base.entries(owner: owner, environment: environment) }
     }
+    func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
+        try await gate("wallet", write: false) {
+            try await base.currencyWallets(owner: owner, environment: environment)
+        }
+    }
+    func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) async throws -> [LedgerEntry] {
+        try await gate("entries", write: false) {
+            try await base.entries(owner: owner, environment: environment, currency: currency)
+        }
+    }
+    func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws
+        -> Receipt?
+    {
+        try await gate("receipt", write: false) {
+            try await base.receipt(transactionId: transactionId, environment: environment, currency: currency)
+        }
+    }
     func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
         try await gate("receipt", write: false) {
             try await base.receipt(transactionId: transactionId, environment: environment)

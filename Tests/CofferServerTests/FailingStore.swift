@@ -65,6 +65,17 @@ struct FailingStore: CofferStore {
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw error }
     func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet { throw error }
     func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] { throw error }
+    func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
+        throw error
+    }
+    func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) async throws -> [LedgerEntry] {
+        throw error
+    }
+    func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws
+        -> Receipt?
+    {
+        throw error
+    }
     func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? { throw error }
     func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] { throw error }
     func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt] {

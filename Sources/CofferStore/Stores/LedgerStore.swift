@@ -13,11 +13,18 @@ public protocol LedgerStore: Sendable {
     /// - Returns: One result per request, in order.
     /// - Throws: A storage failure, in which case nothing was applied.
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>]
-    /// A user's wallet (empty for a user with no entries).
+    /// A user's wallet of the default currency (empty for a user with no entries).
     func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet
-    /// A user's ledger entries, oldest first.
+    /// A user's wallets of the currencies other than the default (``LedgerRequest/currency``), by currency: those
+    /// the ledger ever wrote for the user (a currency absent here is an empty wallet).
+    func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet]
+    /// A user's ledger entries of the default currency, oldest first.
     func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry]
-    /// A user's ledger entries of some kinds, oldest first (the device wallet's mailbox reads revocations,
+    /// A user's ledger entries of one currency (`nil`: the default), oldest first.
+    func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) async throws -> [LedgerEntry]
+    /// The receipt of a transaction in one currency's ledger (`nil`: the default's, ``receipt(transactionId:environment:)``).
+    func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws -> Receipt?
+    /// A user's ledger entries of the default currency of some kinds, oldest first (the device wallet's mailbox reads revocations,
     /// reversals and adjustments without the user's purchases).
     func entries(owner: UUID, environment: AppStoreEnvironment, kinds: Set<LedgerEntryKind>) async throws
         -> [LedgerEntry]
