@@ -6,11 +6,18 @@ public enum Delivery {
     /// The event a signed transaction asks for: its revocation when Apple's data already says it was refunded,
     /// otherwise its purchase with the credits the catalog gives it.
     ///
+    /// - Parameter everyCurrency: Whether the event is applied in every currency its product gives
+    ///   (``Catalog/inEveryCurrency(_:)``, the server's paths): then its credits are the default currency's
+    ///   (``Catalog/defaultCredits(for:)``); otherwise a product that gives other currencies is refused
+    ///   (``Catalog/credits(for:)``).
     /// - Throws: ``LedgerError/unknownProduct(_:)`` for a purchase of a product the catalog does not sell (a
     ///   revocation needs no catalog entry: it takes back what was delivered).
-    public static func event(for fact: TransactionFact, catalog: Catalog) throws(LedgerError) -> LedgerEvent {
+    public static func event(for fact: TransactionFact, catalog: Catalog, everyCurrency: Bool = false)
+        throws(LedgerError) -> LedgerEvent
+    {
         if fact.revocationDate != nil { return .revocation(fact) }
-        return .purchase(fact, credits: try catalog.credits(for: fact))
+        return .purchase(
+            fact, credits: try everyCurrency ? catalog.defaultCredits(for: fact) : catalog.credits(for: fact))
     }
 
     /// Apple's word on a transaction, kept from a notification that arrived before anyone presented it.

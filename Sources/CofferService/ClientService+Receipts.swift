@@ -49,8 +49,8 @@ extension ClientService {
             let event: LedgerEvent
             do {
                 // The catalog must sell the product, refunded record or not.
-                _ = try dependencies.catalog.credits(for: fact)
-                event = try Delivery.event(for: fact, catalog: dependencies.catalog)
+                _ = try dependencies.catalog.defaultCredits(for: fact)
+                event = try Delivery.event(for: fact, catalog: dependencies.catalog, everyCurrency: true)
             } catch {
                 outcomes[outcomes.count - 1].outcome = "unknown-product"
                 continue
@@ -61,7 +61,7 @@ extension ClientService {
                     policy: configuration.deficitPolicy, at: dependencies.now()))
             pending.append(outcomes.count - 1)
         }
-        let results = try await ledger.apply(requests)
+        let results = try await applyInEveryCurrency(requests)
         var balance = try await store.wallet(owner: user.id, environment: user.environment).balance
         for (index, (request, result)) in zip(pending, zip(requests, results)) {
             switch result {

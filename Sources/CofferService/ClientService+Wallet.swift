@@ -104,15 +104,20 @@ extension ClientService {
     public func spend(_ amount: Int64, currency: String? = nil, key: String?, for user: User) async throws -> Int64 {
         let key = try spendKey(key)
         let catalog = dependencies.catalog
+        var ledgerCurrency: Currency?
         if let currency, currency != catalog.defaultCurrency.rawValue {
-            let named = Currency(rawValue: currency).map { "\"\($0)\"" } ?? "(not a currency id)"
-            throw ServiceError.badRequest(
-                "unknown currency \(named): this server keeps "
-                    + catalog.currencies.map(\.id.rawValue).joined(separator: ", "))
+            guard let listed = catalog.currencies.first(where: { $0.id.rawValue == currency })?.id else {
+                let named = Currency(rawValue: currency).map { "\"\($0)\"" } ?? "(not a currency id)"
+                throw ServiceError.badRequest(
+                    "unknown currency \(named): this server keeps "
+                        + catalog.currencies.map(\.id.rawValue).joined(separator: ", "))
+            }
+            // Each currency is a ledger of its own: a key spends once in each currency it names.
+            ledgerCurrency = listed
         }
         let request = LedgerRequest(
             owner: user.id, environment: user.environment, event: .spend(key: key, amount: amount),
-            at: dependencies.now())
+            at: dependencies.now(), currency: ledgerCurrency)
         switch try await ledger.apply([request]).first {
         case .success(let result): return result.wallet.balance
         case .failure(let error): throw ServiceError.ledger(error)

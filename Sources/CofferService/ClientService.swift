@@ -289,13 +289,20 @@ public struct ClientService: ServiceOnParts {
         let granted = grants.filter { $0.isActive(at: now) }.map {
             GrantedEntitlement(entitlement: $0.entitlement, endsAt: $0.until.formatted(.iso8601))
         }
-        // One currency for now (the catalog's default): what `balance` and `deficit` say, by its id.
-        let currency = dependencies.catalog.defaultCurrency.rawValue
+        // Every currency the catalog lists (the default's is what `balance` and `deficit` say) and any other the
+        // ledger holds for the customer.
+        let catalog = dependencies.catalog
+        var wallets = [catalog.defaultCurrency: wallet]
+        if catalog.currencies.count > 1 {
+            for other in catalog.currencies.dropFirst() { wallets[other.id] = .empty }
+            wallets.merge(try await store.currencyWallets(owner: user.id, environment: user.environment)) { $1 }
+        }
         return MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
             entitlements: state.names, backup: backup.map(BackupBody.init),
             wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent), grantedEntitlements: granted,
-            balances: [currency: wallet.balance], deficits: [currency: wallet.deficit])
+            balances: Dictionary(uniqueKeysWithValues: wallets.map { ($0.key.rawValue, $0.value.balance) }),
+            deficits: Dictionary(uniqueKeysWithValues: wallets.map { ($0.key.rawValue, $0.value.deficit) }))
     }
 
     /// Records the customer's answer to sharing consumption data with Apple for refund requests; Coffer answers
@@ -364,7 +371,7 @@ public struct ClientService: ServiceOnParts {
         }
         let credits: Int64
         do {
-            credits = try dependencies.catalog.credits(for: fact)
+            credits = try dependencies.catalog.defaultCredits(for: fact)
         } catch {
             throw ServiceError.unknownProduct(error.description)
         }
@@ -393,7 +400,7 @@ public struct ClientService: ServiceOnParts {
                 at: dependencies.now(), entitlementCatalog: dependencies.catalog)
         }
         let first: LedgerResult
-        let results = try await ledger.apply(requests)
+        let results = try await applyInEveryCurrency(requests)
         switch results.first {
         case .success(let applied):
             first = applied
@@ -424,7 +431,7 @@ public struct ClientService: ServiceOnParts {
                         owner: user.id, environment: user.environment, event: event,
                         policy: configuration.deficitPolicy, at: dependencies.now(),
                         entitlementCatalog: dependencies.catalog)
-                    guard case .success(let applied) = try await ledger.apply([request]).first else { continue }
+                    guard case .success(let applied) = try await applyInEveryCurrency([request]).first else { continue }
                     latest = applied
                     guard applied.outcome == .applied else { continue }
                     switch event {

@@ -247,7 +247,7 @@ public struct NotificationIntake: ServiceOnParts {
                 .deliveredCredits == nil
         {
             do {
-                credits = try dependencies.catalog.credits(for: fact)
+                credits = try dependencies.catalog.defaultCredits(for: fact)
             } catch {
                 logger.warning("a transaction of a product the catalog does not sell: \(fact.productId)")
             }
@@ -263,7 +263,7 @@ public struct NotificationIntake: ServiceOnParts {
     ///
     /// - Returns: Whether the ledger took it (`false` for a product the catalog does not sell or a refusal).
     func deliver(_ fact: TransactionFact, to user: User, source: String, logger: Logger) async throws -> Bool {
-        guard let event = try? Delivery.event(for: fact, catalog: dependencies.catalog) else {
+        guard let event = try? Delivery.event(for: fact, catalog: dependencies.catalog, everyCurrency: true) else {
             logger.warning("a transaction of a product the catalog does not sell: \(fact.productId)")
             return false
         }
@@ -277,7 +277,7 @@ public struct NotificationIntake: ServiceOnParts {
         let request = LedgerRequest(
             owner: user.id, environment: user.environment, event: event, policy: configuration.deficitPolicy,
             at: dependencies.now())
-        switch try await ledger.apply([request]).first {
+        switch try await applyInEveryCurrency([request]).first {
         case .success(let result):
             if result.outcome == .applied {
                 switch event {

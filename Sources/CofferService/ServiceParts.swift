@@ -48,6 +48,31 @@ extension ServiceOnParts {
 }
 
 extension ServiceOnParts {
+    /// Applies requests about transactions in every currency their products give (``Catalog/inEveryCurrency(_:)``),
+    /// all in one commit: one result per request, the default currency's, or the first refusal among its
+    /// currencies. Every delivery, refund and reversal goes through it; a single-currency catalog applies exactly
+    /// the requests given.
+    func applyInEveryCurrency(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+        var expanded: [LedgerRequest] = []
+        var counts: [Int] = []
+        var refused: [Int: LedgerError] = [:]
+        for (index, request) in requests.enumerated() {
+            do {
+                let each = try dependencies.catalog.inEveryCurrency(request)
+                expanded += each
+                counts.append(each.count)
+            } catch {
+                refused[index] = error
+                counts.append(0)
+            }
+        }
+        let results = Catalog.folded(try await ledger.apply(expanded), counts: counts.filter { $0 > 0 })
+        var answered = results.makeIterator()
+        return requests.indices.map { index in
+            refused[index].map { .failure($0) } ?? answered.next() ?? .failure(.unknownUser(requests[index].owner))
+        }
+    }
+
     /// In the server wallet, tells Apple a purchase whose delivery is now durable is finished (Finish
     /// Transaction), so a device that died before finishing it is not handed it again. Runs beside the answer
     /// (Apple's latency never holds a delivery up); a failure is logged: the app still finishes it when it can.

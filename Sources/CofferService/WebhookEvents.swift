@@ -51,13 +51,13 @@ public enum WebhookEvents {
         case .audit: made = audit(record)
         case .apple, .notification: return notice(record)
         }
-        // Amounts say which currency they count (the catalog's one, for now).
+        // Amounts say which currency they count: the ledger entry's, or the default (audit records of merges, grants).
         guard var (type, data) = made else { return nil }
         let amounts: Set = [
             "credits", "balance", "deficit", "closedBalance", "closedDeficit", "movedBalance", "movedDeficit",
         ]
         if !Set(data.keys).isDisjoint(with: amounts) {
-            data["currency"] = catalog.defaultCurrency.rawValue
+            data["currency"] = (record.currency ?? catalog.defaultCurrency).rawValue
         }
         return (type, data)
     }

@@ -86,6 +86,8 @@ public struct UserMergeState: Sendable {
     public var receipts: Int
     /// The grants to the anonymous user.
     public var grants: Int
+    /// The two users' wallets of the currencies other than the default (``LedgerStore/currencyWallets(owner:environment:)``).
+    public var currencyWallets: (from: [Currency: Wallet], into: [Currency: Wallet]) = ([:], [:])
 
     /// Creates the state.
     public init(
@@ -109,6 +111,9 @@ public struct UserMergePlan: Sendable {
     public var from: LedgerDecision
     /// The ledger's decision for the account user's wallet.
     public var into: LedgerDecision
+    /// The ledger's decisions for the two users' wallets of each other currency the anonymous user holds (the
+    /// server's ledger of it moves whole), in the currencies' order.
+    public var otherCurrencies: [(currency: Currency, from: LedgerDecision, into: LedgerDecision)] = []
     /// What the merge moved.
     public var result: UserMergeResult
     /// The audit entries that record it, written in the same transaction.
@@ -141,7 +146,16 @@ extension UserMerge {
             moved: moving, wallet: decisions.into.wallet, receipts: state.receipts, grants: state.grants,
             tokensMoved: movesTokens ? state.tokens.devices : 0, claimTokensEnded: state.tokens.claims,
             tokensEnded: movesTokens ? 0 : state.tokens.devices)
-        return UserMergePlan(from: decisions.from, into: decisions.into, result: result, audit: try audit(result))
+        var plan = UserMergePlan(from: decisions.from, into: decisions.into, result: result, audit: try audit(result))
+        for (currency, wallet) in state.currencyWallets.from.sorted(by: { $0.key < $1.key }) where wallet != .empty {
+            var moved = try Ledger.merge(
+                from: from.id, fromSupportId: from.supportId, fromWallet: wallet, into: into.id,
+                intoWallet: state.currencyWallets.into[currency] ?? .empty, moving: wallet, at: at)
+            moved.from.entry?.currency = currency
+            moved.into.entry?.currency = currency
+            plan.otherCurrencies.append((currency, moved.from, moved.into))
+        }
+        return plan
     }
 }
 
@@ -156,6 +170,8 @@ public struct UserDeletionState: Sendable {
     public var merged: [UUID]
     /// Their pending grants (the customer's and the merged installs').
     public var pendingGrants: Int
+    /// Their wallets of the currencies other than the default.
+    public var currencyWallets: [Currency: Wallet] = [:]
 
     /// Creates the state.
     public init(user: User?, wallet: Wallet?, merged: [UUID], pendingGrants: Int) {
@@ -172,6 +188,8 @@ public struct UserDeletionPlan: Sendable {
     public var owners: [UUID]
     /// The entry that closes the wallet (`nil` for an empty one).
     public var closing: LedgerDecision?
+    /// The entries that close the wallets of the other currencies that are not empty, in the currencies' order.
+    public var closingCurrencies: [(currency: Currency, decision: LedgerDecision)] = []
     /// What the deletion did.
     public var result: UserDeletionResult
     /// The audit entries that record it, written in the same transaction.
@@ -194,7 +212,13 @@ extension UserDeletion {
         let closing = try Self.closing(owner: user.id, wallet: wallet, at: at)
         let result = UserDeletionResult(
             closed: wallet, users: 1 + state.merged.count, cancelledGrants: state.pendingGrants)
-        return UserDeletionPlan(
+        var plan = UserDeletionPlan(
             owners: [user.id] + state.merged, closing: closing, result: result, audit: try audit(result))
+        for (currency, wallet) in state.currencyWallets.sorted(by: { $0.key < $1.key }) {
+            guard var decision = try Self.closing(owner: user.id, wallet: wallet, at: at) else { continue }
+            decision.entry?.currency = currency
+            plan.closingCurrencies.append((currency, decision))
+        }
+        return plan
     }
 }

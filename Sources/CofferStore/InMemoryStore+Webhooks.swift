@@ -58,7 +58,7 @@ struct WebhookOutbox {
                 deficitDelta: entry.deficitDelta, balance: entry.walletAfter.balance,
                 deficit: entry.walletAfter.deficit, transactionId: entry.transactionId, originalTransactionId: original,
                 productId: entry.productId,
-                reason: entry.reason, createdAt: entry.createdAt))
+                reason: entry.reason, createdAt: entry.createdAt, currency: entry.currency))
     }
 
     mutating func write(_ event: AuditEvent) {

@@ -77,10 +77,8 @@ public actor InMemoryStore: CofferStore {
                 entryIndex[EntryKey(environment: environment, owner: owner, key: entry.key, currency: currency)] =
                     entries.count
                 entries.append(entry)
-                // Only the default currency's entries reach the webhooks' outbox, as on the other engines.
-                guard currency == nil else { return }
                 let original = entry.transactionId.flatMap {
-                    receipts[TransactionKey(environment: environment, transactionId: $0)]?.transaction
+                    receipt(transactionId: $0, environment: environment, currency: currency)?.transaction
                         .originalTransactionId
                 }
                 outbox.write(
@@ -250,19 +248,30 @@ public actor InMemoryStore: CofferStore {
             $0.value.owner == merge.from && $0.key.environment == merge.environment
         }
         // The plan, its result and its audit entries first: nothing changes when they cannot be made.
-        let plan = try merge.plan(
-            UserMergeState(
-                from: state.users[merge.from], into: state.users[merge.into],
-                fromWallet: state.wallets[merge.from] ?? .empty, intoWallet: state.wallets[merge.into] ?? .empty,
-                backup: backups[merge.from]?.1.value, tokens: tokenCounts(owner: merge.from),
-                receipts: movedReceipts.count, grants: grantList.count { $0.recipient == merge.from }),
-            audit: events)
+        var found = UserMergeState(
+            from: state.users[merge.from], into: state.users[merge.into],
+            fromWallet: state.wallets[merge.from] ?? .empty, intoWallet: state.wallets[merge.into] ?? .empty,
+            backup: backups[merge.from]?.1.value, tokens: tokenCounts(owner: merge.from),
+            receipts: movedReceipts.count, grants: grantList.count { $0.recipient == merge.from })
+        found.currencyWallets = (
+            currencyWallets(owner: merge.from, environment: merge.environment),
+            currencyWallets(owner: merge.into, environment: merge.environment)
+        )
+        let plan = try merge.plan(found, audit: events)
         guard let from = state.users[merge.from], let into = state.users[merge.into] else {
             throw StoreError.notFound("user")
         }
         state.save(plan.from, owner: from.id, environment: merge.environment)
         state.save(plan.into, owner: into.id, environment: merge.environment)
+        for (currency, fromDecision, intoDecision) in plan.otherCurrencies {
+            state.save(fromDecision, owner: from.id, environment: merge.environment, currency: currency)
+            state.save(intoDecision, owner: into.id, environment: merge.environment, currency: currency)
+        }
         for key in movedReceipts.keys { state.receipts[key]?.owner = into.id }
+        for (key, receipt) in state.currencyReceipts
+        where receipt.owner == from.id && key.of.environment == merge.environment {
+            state.currencyReceipts[key]?.owner = into.id
+        }
         for index in grantList.indices where grantList[index].recipient == from.id {
             grantList[index].recipient = into.id
         }
@@ -298,12 +307,12 @@ public actor InMemoryStore: CofferStore {
         let merged = state.users.values.filter { $0.mergedInto == deletion.user }.map(\.id)
         let everyone = Set([deletion.user] + merged)
         // The plan, its result and its audit entries first: nothing changes when they cannot be made.
-        let plan = try deletion.plan(
-            UserDeletionState(
-                user: user, wallet: user.flatMap { state.wallet(owner: $0.id, environment: $0.environment) },
-                merged: merged,
-                pendingGrants: grantList.count { everyone.contains($0.recipient) && $0.status == .pending }),
-            audit: events)
+        var found = UserDeletionState(
+            user: user, wallet: user.flatMap { state.wallet(owner: $0.id, environment: $0.environment) },
+            merged: merged,
+            pendingGrants: grantList.count { everyone.contains($0.recipient) && $0.status == .pending })
+        found.currencyWallets = currencyWallets(owner: deletion.user, environment: deletion.environment)
+        let plan = try deletion.plan(found, audit: events)
         let ids = Set(plan.owners)
         deviceTokens = deviceTokens.filter { !ids.contains($0.value.owner) }
         pushTokenRecords = pushTokenRecords.filter { !ids.contains($0.value.owner) }
@@ -347,13 +356,26 @@ public actor InMemoryStore: CofferStore {
             audit[index].after = UserDeletion.anonymised(audit[index].after)
         }
         state.outbox.scrub(environment: deletion.environment, supportIds: supportIds)
-        for (key, receipt) in state.receipts
-        where ids.contains(receipt.owner) && receipt.deliveredCredits == 0 && receipt.revokedAt == nil {
+        // What delivered no credits is Apple's to give again; what delivered credits in any currency stays theirs.
+        let credited = Set(
+            (state.receipts.map { ($0.key, $0.value) } + state.currencyReceipts.map { ($0.key.of, $0.value) })
+                .filter { ($0.1.deliveredCredits ?? 0) > 0 }.map(\.0))
+        let deliveredNothing = { (key: TransactionKey, receipt: Receipt) in
+            ids.contains(receipt.owner) && receipt.deliveredCredits == 0 && receipt.revokedAt == nil
+                && !credited.contains(key)
+        }
+        for (key, receipt) in state.receipts where deliveredNothing(key, receipt) {
             state.receipts[key] = nil
             state.receiptOrder.removeAll { $0 == key }
         }
+        for (key, receipt) in state.currencyReceipts where deliveredNothing(key.of, receipt) {
+            state.currencyReceipts[key] = nil
+        }
         if let closing = plan.closing {
             state.save(closing, owner: deletion.user, environment: deletion.environment)
+        }
+        for (currency, closing) in plan.closingCurrencies {
+            state.save(closing, owner: deletion.user, environment: deletion.environment, currency: currency)
         }
         appendAudit(plan.audit)
         return plan.result

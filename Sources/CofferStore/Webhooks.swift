@@ -108,6 +108,9 @@ public struct OutboxRecord: Sendable, Hashable {
     public var detail: String?
     /// When the change was written.
     public var createdAt: Date
+    /// The currency of a ledger entry of another currency than the default (``LedgerEntry/currency``), as the entry
+    /// was written; `nil` for the default currency's.
+    public var currency: Currency?
 
     /// Creates a record.
     public init(
@@ -115,8 +118,9 @@ public struct OutboxRecord: Sendable, Hashable {
         entryKey: String? = nil, amount: Int64? = nil, balanceDelta: Int64? = nil, deficitDelta: Int64? = nil,
         balance: Int64? = nil, deficit: Int64? = nil, transactionId: String? = nil,
         originalTransactionId: String? = nil, productId: String? = nil, reason: String? = nil,
-        detail: String? = nil, createdAt: Date
+        detail: String? = nil, createdAt: Date, currency: Currency? = nil
     ) {
+        self.currency = currency
         self.seq = seq
         self.environment = environment
         self.source = source

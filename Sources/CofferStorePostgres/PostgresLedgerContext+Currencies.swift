@@ -75,6 +75,18 @@ extension PostgresLedgerContext {
         guard written else { throw LostRace() }
     }
 
+    /// The user's wallets of the currencies other than the default that the ledger wrote, by currency.
+    func currencyWallets(owner: UUID) async throws -> [Currency: Wallet] {
+        var wallets: [Currency: Wallet] = [:]
+        for try await (currency, balance, deficit) in try await connection.query(
+            "SELECT credit_currency, balance, deficit FROM currency_wallets WHERE user_id = \(owner.uuidString)",
+            logger: logger
+        ).decode((String, Int64, Int64).self) {
+            wallets[try Rows.currency(currency)] = Wallet(balance: balance, deficit: deficit)
+        }
+        return wallets
+    }
+
     /// ``receiptConflict`` for another currency's receipts.
     static let currencyReceiptConflict = receiptConflict(
         table: "currency_receipts", key: "environment, transaction_id, credit_currency")

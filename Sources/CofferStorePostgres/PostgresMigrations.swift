@@ -453,6 +453,7 @@ enum PostgresMigrations {
         ),
         ("v30 the receipts' Sandbox mark trigger by operation", PostgresSandboxMarkTables.receiptFunction),
         ("v31 several currencies", PostgresCurrencyTables.sql),
+        ("v32 webhooks in every currency", PostgresWebhookTables.currencies),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -229,31 +229,44 @@ extension PostgresStore {
             let user = { (id: String) in
                 try await Self.first(connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user)
             }
-            let plan = try merge.plan(
-                UserMergeState(
-                    from: try await user(from), into: try await user(into), fromWallet: wallets[from] ?? .empty,
-                    intoWallet: wallets[into] ?? .empty,
-                    backup: try await Self.first(
-                        connection, "SELECT value FROM backups WHERE owner = \(from)", logger: self.logger
-                    ) { try $0.decode(Int64.self) },
-                    tokens: try await Self.tokenCounts(connection, owner: from, self.logger),
-                    receipts: try await Self.count(
-                        connection, "SELECT count(*) FROM receipts WHERE owner = \(from) AND environment = \(env)",
-                        logger: self.logger),
-                    grants: try await Self.count(
-                        connection, "SELECT count(*) FROM grants WHERE recipient = \(from)", logger: self.logger)),
-                audit: events)
+            let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+            var found = UserMergeState(
+                from: try await user(from), into: try await user(into), fromWallet: wallets[from] ?? .empty,
+                intoWallet: wallets[into] ?? .empty,
+                backup: try await Self.first(
+                    connection, "SELECT value FROM backups WHERE owner = \(from)", logger: self.logger
+                ) { try $0.decode(Int64.self) },
+                tokens: try await Self.tokenCounts(connection, owner: from, self.logger),
+                receipts: try await Self.count(
+                    connection, "SELECT count(*) FROM receipts WHERE owner = \(from) AND environment = \(env)",
+                    logger: self.logger),
+                grants: try await Self.count(
+                    connection, "SELECT count(*) FROM grants WHERE recipient = \(from)", logger: self.logger))
+            found.currencyWallets = (
+                try await context.currencyWallets(owner: merge.from),
+                try await context.currencyWallets(owner: merge.into)
+            )
+            let plan = try merge.plan(found, audit: events)
             let marked = try await Self.exists(
                 connection,
                 "UPDATE users SET merged_into = \(into) WHERE id = \(from) AND merged_into IS NULL RETURNING 1",
                 logger: self.logger)
             guard marked else { throw StoreError.alreadyExists("merge of user \(from)") }
-            let context = PostgresLedgerContext(connection: connection, logger: self.logger)
             try await context.save(plan.from, owner: merge.from, environment: merge.environment)
             try await context.save(plan.into, owner: merge.into, environment: merge.environment)
+            for (currency, fromDecision, intoDecision) in plan.otherCurrencies {
+                try await context.save(
+                    fromDecision, owner: merge.from, environment: merge.environment, currency: currency)
+                try await context.save(
+                    intoDecision, owner: merge.into, environment: merge.environment, currency: currency)
+            }
             try await connection.query(
-                "UPDATE receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)",
-                logger: self.logger)
+                """
+                WITH moved AS (
+                    UPDATE currency_receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
+                )
+                UPDATE receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
+                """, logger: self.logger)
             try await connection.query(
                 "UPDATE grants SET recipient = \(into) WHERE recipient = \(from)", logger: self.logger)
             try await connection.query(
@@ -322,18 +335,19 @@ extension PostgresStore {
             ).decode(String.self) {
                 merged.append(other)
             }
-            let plan = try deletion.plan(
-                UserDeletionState(
-                    user: try await Self.first(
-                        connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user),
-                    wallet: wallet, merged: merged.compactMap(UUID.init(uuidString:)),
-                    pendingGrants: try await Self.count(
-                        connection,
-                        """
-                        SELECT count(*) FROM grants WHERE recipient = ANY(\([id] + merged))
-                            AND claimed_at IS NULL AND cancelled_at IS NULL
-                        """, logger: self.logger)),
-                audit: events)
+            let context = PostgresLedgerContext(connection: connection, logger: self.logger)
+            var found = UserDeletionState(
+                user: try await Self.first(
+                    connection, "SELECT * FROM users WHERE id = \(id)", logger: self.logger, Rows.user),
+                wallet: wallet, merged: merged.compactMap(UUID.init(uuidString:)),
+                pendingGrants: try await Self.count(
+                    connection,
+                    """
+                    SELECT count(*) FROM grants WHERE recipient = ANY(\([id] + merged))
+                        AND claimed_at IS NULL AND cancelled_at IS NULL
+                    """, logger: self.logger))
+            found.currencyWallets = try await context.currencyWallets(owner: deletion.user)
+            let plan = try deletion.plan(found, audit: events)
             let ids = plan.owners.map(\.uuidString)
             try await connection.query(
                 """
@@ -375,6 +389,10 @@ extension PostgresStore {
                 logger: self.logger)
             try await connection.query(
                 """
+                WITH other AS (
+                    UPDATE currency_entries SET reason = \(UserDeletion.removedReason)
+                    WHERE owner = ANY(\(ids)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
+                )
                 UPDATE ledger_entries SET reason = \(UserDeletion.removedReason)
                 WHERE owner = ANY(\(ids)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
                 """, logger: self.logger)
@@ -404,15 +422,29 @@ extension PostgresStore {
                     AND support_id IN (SELECT support_id FROM users WHERE id = ANY(\(ids)))
                 """, logger: self.logger)
             // What delivered no credits (a non-consumable, a subscription's access) is Apple's to give again: the
-            // customer's next account restores it. What delivered credits stays theirs, never credited twice.
+            // customer's next account restores it. What delivered credits, in any currency, stays theirs, never
+            // credited twice.
             try await connection.query(
                 """
-                DELETE FROM receipts
+                WITH other AS (
+                    DELETE FROM currency_receipts c
+                    WHERE owner = ANY(\(ids)) AND delivered_credits = 0 AND revoked_at IS NULL
+                        AND NOT EXISTS (SELECT 1 FROM receipts r WHERE r.environment = c.environment
+                            AND r.transaction_id = c.transaction_id AND r.delivered_credits > 0)
+                        AND NOT EXISTS (SELECT 1 FROM currency_receipts o WHERE o.environment = c.environment
+                            AND o.transaction_id = c.transaction_id AND o.delivered_credits > 0)
+                )
+                DELETE FROM receipts r
                 WHERE owner = ANY(\(ids)) AND delivered_credits = 0 AND revoked_at IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM currency_receipts o WHERE o.environment = r.environment
+                        AND o.transaction_id = r.transaction_id AND o.delivered_credits > 0)
                 """, logger: self.logger)
             if let closing = plan.closing {
-                let context = PostgresLedgerContext(connection: connection, logger: self.logger)
                 try await context.save(closing, owner: deletion.user, environment: deletion.environment)
+            }
+            for (currency, closing) in plan.closingCurrencies {
+                try await context.save(
+                    closing, owner: deletion.user, environment: deletion.environment, currency: currency)
             }
             try await Self.insertAudit(connection, plan.audit, logger: self.logger)
             return plan.result

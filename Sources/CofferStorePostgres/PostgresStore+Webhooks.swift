@@ -25,6 +25,31 @@ enum PostgresWebhookTables {
         "pg_advisory_xact_lock(hashtext('coffer-webhook:' || \(environment)), hashtext(\(supportId)))"
     }
 
+    /// The ledger entries of the currencies other than the default reach the outbox as the default's do, each
+    /// record saying its currency (`credit_currency`; `NULL`: the default's).
+    static let currencies = """
+        ALTER TABLE webhook_outbox ADD COLUMN credit_currency TEXT;
+        CREATE FUNCTION coffer_webhook_currency() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE customer TEXT;
+        BEGIN
+            IF NEW.kind <> 'merge' AND \(heard) THEN
+                customer := \(supportId);
+                PERFORM \(customerLock("NEW.environment", "customer"));
+                INSERT INTO webhook_outbox (\(columns), credit_currency)
+                VALUES (NEW.environment, 'ledger', NEW.kind, customer, NEW.key, NEW.amount, NEW.balance_delta,
+                    NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id, NEW.product_id,
+                    NEW.reason, NULL, NEW.created_at,
+                    (SELECT original_transaction_id FROM currency_receipts
+                        WHERE environment = NEW.environment AND transaction_id = NEW.transaction_id
+                        AND credit_currency = NEW.credit_currency),
+                    NEW.credit_currency);
+            END IF;
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER webhook_outbox_currency AFTER INSERT ON currency_entries
+            FOR EACH ROW EXECUTE FUNCTION coffer_webhook_currency()
+        """
+
     static let sql = """
         CREATE TABLE webhook_endpoints (
             environment TEXT NOT NULL,
@@ -502,6 +527,7 @@ extension PostgresStore {
             originalTransactionId: try Rows.value(row, "original_transaction_id", as: String?.self)
                 ?? (try Rows.value(row, "receipt_original", as: String?.self)),
             productId: try Rows.value(row, "product_id"), reason: try Rows.value(row, "reason"),
-            detail: try Rows.value(row, "detail"), createdAt: Millis.date(try Rows.value(row, "created_at")))
+            detail: try Rows.value(row, "detail"), createdAt: Millis.date(try Rows.value(row, "created_at")),
+            currency: try Rows.value(row, "credit_currency", as: String?.self).map(Rows.currency))
     }
 }

@@ -346,6 +346,9 @@ extension SQLiteStore {
         migrator.registerMigration("v29 several currencies") { db in
             try db.execute(sql: LedgerTables.v6)
         }
+        migrator.registerMigration("v30 webhooks in every currency") { db in
+            try db.execute(sql: WebhookTables.currencies)
+        }
         return migrator
     }
 }

@@ -219,27 +219,34 @@ extension SQLiteStore {
             let count = { (sql: String, arguments: StatementArguments) in
                 try Int.fetchOne(db, cached: sql, arguments: arguments) ?? 0
             }
-            let plan = try merge.plan(
-                UserMergeState(
-                    from: try user(from), into: try user(into),
-                    fromWallet: try context.wallet(owner: merge.from, environment: merge.environment) ?? .empty,
-                    intoWallet: try context.wallet(owner: merge.into, environment: merge.environment) ?? .empty,
-                    backup: try Int64.fetchOne(
-                        db, cached: "SELECT value FROM backups WHERE owner = ?", arguments: [from]),
-                    tokens: try Self.tokenCounts(db, owner: from),
-                    receipts: try count(
-                        "SELECT COUNT(*) FROM receipts WHERE owner = ? AND environment = ?", [from, env]),
-                    grants: try count("SELECT COUNT(*) FROM grants WHERE recipient = ?", [from])),
-                audit: events)
+            var found = UserMergeState(
+                from: try user(from), into: try user(into),
+                fromWallet: try context.wallet(owner: merge.from, environment: merge.environment) ?? .empty,
+                intoWallet: try context.wallet(owner: merge.into, environment: merge.environment) ?? .empty,
+                backup: try Int64.fetchOne(db, cached: "SELECT value FROM backups WHERE owner = ?", arguments: [from]),
+                tokens: try Self.tokenCounts(db, owner: from),
+                receipts: try count("SELECT COUNT(*) FROM receipts WHERE owner = ? AND environment = ?", [from, env]),
+                grants: try count("SELECT COUNT(*) FROM grants WHERE recipient = ?", [from]))
+            found.currencyWallets = (
+                try context.currencyWallets(owner: merge.from, environment: merge.environment),
+                try context.currencyWallets(owner: merge.into, environment: merge.environment)
+            )
+            let plan = try merge.plan(found, audit: events)
             try db.execute(
                 cached: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL",
                 arguments: [into, from])
             guard db.changesCount == 1 else { throw StoreError.alreadyExists("merge of user \(from)") }
             try context.save(plan.from, owner: merge.from, environment: merge.environment)
             try context.save(plan.into, owner: merge.into, environment: merge.environment)
-            try db.execute(
-                cached: "UPDATE receipts SET owner = ? WHERE owner = ? AND environment = ?",
-                arguments: [into, from, env])
+            for (currency, fromDecision, intoDecision) in plan.otherCurrencies {
+                try context.save(fromDecision, owner: merge.from, environment: merge.environment, currency: currency)
+                try context.save(intoDecision, owner: merge.into, environment: merge.environment, currency: currency)
+            }
+            for table in ["receipts", "currency_receipts"] {
+                try db.execute(
+                    cached: "UPDATE \(table) SET owner = ? WHERE owner = ? AND environment = ?",
+                    arguments: [into, from, env])
+            }
             try db.execute(cached: "UPDATE grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
             try db.execute(
                 cached: "UPDATE entitlement_grants SET recipient = ? WHERE recipient = ?", arguments: [into, from])
@@ -280,6 +287,20 @@ extension SQLiteStore {
         }
     }
 
+    /// Deletes the receipts in `table` (the default currency's, or the others') of the owners bound (`?` each,
+    /// `count` of them) that delivered no credits and were not revoked, unless the transaction delivered credits in
+    /// any currency.
+    static func deliveredNothing(_ table: String, count: Int) -> String {
+        """
+        DELETE FROM \(table) WHERE owner IN (\(databaseQuestionMarks(count: count))) AND delivered_credits = 0
+            AND revoked_at IS NULL
+            AND NOT EXISTS (SELECT 1 FROM receipts o WHERE o.environment = \(table).environment
+                AND o.transaction_id = \(table).transaction_id AND o.delivered_credits > 0)
+            AND NOT EXISTS (SELECT 1 FROM currency_receipts o WHERE o.environment = \(table).environment
+                AND o.transaction_id = \(table).transaction_id AND o.delivered_credits > 0)
+        """
+    }
+
     // Its statements name one bound value per owner (the customer and those merged into them): compiled at each
     // deletion, not kept per count in the connection's statement cache.
     public func deleteUser(
@@ -291,19 +312,18 @@ extension SQLiteStore {
             let context = SQLiteLedgerContext(db: db, excludingMerged: true)
             let merged = try String.fetchAll(db, sql: "SELECT id FROM users WHERE merged_into = ?", arguments: [id])
             let everyone = StatementArguments([id] + merged)
-            let plan = try deletion.plan(
-                UserDeletionState(
-                    user: try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(
-                        Self.user),
-                    wallet: try context.wallet(owner: deletion.user, environment: deletion.environment),
-                    merged: merged.compactMap(UUID.init(uuidString:)),
-                    pendingGrants: try Int.fetchOne(
-                        db,
-                        sql: """
-                            SELECT COUNT(*) FROM grants WHERE recipient IN (\(databaseQuestionMarks(count: 1 + merged.count)))
-                                AND claimed_at IS NULL AND cancelled_at IS NULL
-                            """, arguments: everyone) ?? 0),
-                audit: events)
+            var found = UserDeletionState(
+                user: try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id]).map(Self.user),
+                wallet: try context.wallet(owner: deletion.user, environment: deletion.environment),
+                merged: merged.compactMap(UUID.init(uuidString:)),
+                pendingGrants: try Int.fetchOne(
+                    db,
+                    sql: """
+                        SELECT COUNT(*) FROM grants WHERE recipient IN (\(databaseQuestionMarks(count: 1 + merged.count)))
+                            AND claimed_at IS NULL AND cancelled_at IS NULL
+                        """, arguments: everyone) ?? 0)
+            found.currencyWallets = try context.currencyWallets(owner: deletion.user, environment: deletion.environment)
+            let plan = try deletion.plan(found, audit: events)
             let ids = plan.owners.map(\.uuidString)
             let marks = databaseQuestionMarks(count: ids.count)
             let owners = StatementArguments(ids)
@@ -345,12 +365,14 @@ extension SQLiteStore {
             try db.execute(
                 sql: "UPDATE entitlement_grants SET reason = ? WHERE recipient IN (\(marks))",
                 arguments: [UserDeletion.removedReason] + owners)
-            try db.execute(
-                sql: """
-                    UPDATE ledger_entries SET reason = ?
-                    WHERE owner IN (\(marks)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
-                    """,
-                arguments: [UserDeletion.removedReason] + owners)
+            for table in ["ledger_entries", "currency_entries"] {
+                try db.execute(
+                    sql: """
+                        UPDATE \(table) SET reason = ?
+                        WHERE owner IN (\(marks)) AND reason IS NOT NULL AND kind IN ('grant', 'adjustment')
+                        """,
+                    arguments: [UserDeletion.removedReason] + owners)
+            }
             // The audit log keeps who did what to the customer, without the reasons support wrote.
             let supportIds = try String.fetchAll(
                 db, sql: "SELECT support_id FROM users WHERE id IN (\(marks))", arguments: owners)
@@ -380,14 +402,16 @@ extension SQLiteStore {
                     deletion.environment.rawValue,
                 ] + StatementArguments(supportIds))
             // What delivered no credits (a non-consumable, a subscription's access) is Apple's to give again: the
-            // customer's next account restores it. What delivered credits stays theirs, so it is never credited
-            // twice.
-            try db.execute(
-                sql: """
-                    DELETE FROM receipts WHERE owner IN (\(marks)) AND delivered_credits = 0 AND revoked_at IS NULL
-                    """, arguments: owners)
+            // customer's next account restores it. What delivered credits, in any currency, stays theirs, so it is
+            // never credited twice.
+            // Only rows that delivered nothing go, so the order of the two changes nothing.
+            try db.execute(sql: Self.deliveredNothing("currency_receipts", count: ids.count), arguments: owners)
+            try db.execute(sql: Self.deliveredNothing("receipts", count: ids.count), arguments: owners)
             if let closing = plan.closing {
                 try context.save(closing, owner: deletion.user, environment: deletion.environment)
+            }
+            for (currency, closing) in plan.closingCurrencies {
+                try context.save(closing, owner: deletion.user, environment: deletion.environment, currency: currency)
             }
             try Self.insertAudit(db, plan.audit)
             return plan.result

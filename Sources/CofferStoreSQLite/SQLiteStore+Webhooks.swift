@@ -107,6 +107,25 @@ enum WebhookTables {
 }
 
 extension WebhookTables {
+    /// The ledger entries of the currencies other than the default reach the outbox as the default's do, each
+    /// record saying its currency (`credit_currency`; `NULL`: the default's).
+    static let currencies = """
+        ALTER TABLE webhook_outbox ADD COLUMN credit_currency TEXT;
+        CREATE TRIGGER webhook_outbox_currency AFTER INSERT ON currency_entries
+        WHEN NEW.kind <> 'merge' AND \(heard)
+        BEGIN
+            INSERT INTO webhook_outbox (\(columns), credit_currency)
+            VALUES (NEW.environment, 'ledger', NEW.kind,
+                COALESCE((SELECT support_id FROM users WHERE id = NEW.owner), ''), NEW.key, NEW.amount,
+                NEW.balance_delta, NEW.deficit_delta, NEW.balance_after, NEW.deficit_after, NEW.transaction_id,
+                NEW.product_id, NEW.reason, NULL, NEW.created_at,
+                    (SELECT original_transaction_id FROM currency_receipts
+                        WHERE environment = NEW.environment AND transaction_id = NEW.transaction_id
+                        AND credit_currency = NEW.credit_currency),
+                NEW.credit_currency);
+        END;
+        """
+
     /// Apple's notification, its body unchanged, written with its record while the environment forwards
     /// (`apple.forward.url`).
     static let forward = """
@@ -528,6 +547,13 @@ extension SQLiteStore {
             deficit: row["deficit"], transactionId: row["transaction_id"],
             originalTransactionId: (row["original_transaction_id"] as String?) ?? (row["receipt_original"] as String?),
             productId: row["product_id"],
-            reason: row["reason"], detail: row["detail"], createdAt: Millis.date(row["created_at"]))
+            reason: row["reason"], detail: row["detail"], createdAt: Millis.date(row["created_at"]),
+            currency: try (row["credit_currency"] as String?).map(Self.currency))
+    }
+
+    /// A currency id from the outbox, refusing a corrupt one.
+    static func currency(_ id: String) throws -> Currency {
+        guard let currency = Currency(rawValue: id) else { throw StoreError.storage("corrupt credit_currency column") }
+        return currency
     }
 }

@@ -43,21 +43,24 @@ struct NotificationTests {
         ///   in for Apple's), and these accounts buy in the sandbox as App Review and TestFlight do.
         init(
             store: any CofferStore = InMemoryStore(), configuration: ServerConfiguration,
-            reviewers: Set<String>? = nil
+            reviewers: Set<String>? = nil, catalog: Catalog? = nil
         ) throws {
             var options = SimulatorPKI.Options()
             options.simulatorMarker = reviewers == nil
             pki = try SimulatorPKI(
                 validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(800 * 86_400),
                 options: options)
-            catalog = try Catalog(
-                products: [
-                    CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
-                    CatalogProduct(
-                        id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
-                        durationDays: 30),
-                ],
-                loyalty: [LoyaltyRule(group: "pro", periods: 12, entitlements: ["lifetime"])])
+            self.catalog =
+                try catalog
+                ?? Catalog(
+                    products: [
+                        CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
+                        CatalogProduct(
+                            id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"],
+                            group: "pro",
+                            durationDays: 30),
+                    ],
+                    loyalty: [LoyaltyRule(group: "pro", periods: 12, entitlements: ["lifetime"])])
             let clock = SimulatorClock(start: start)
             self.clock = clock
             var simulatorConfiguration = SimulatorConfiguration(
@@ -65,7 +68,7 @@ struct NotificationTests {
             simulatorConfiguration.gracePeriodDays = 6
             simulatorConfiguration.reviewers = reviewers ?? []
             apple = SimulatedAppStore(
-                catalog: catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
+                catalog: self.catalog, configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
             verifier = try SignedDataVerifier(
                 rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: 1_234,
                 environment: reviewers == nil ? .sandbox : .production,
@@ -77,7 +80,7 @@ struct NotificationTests {
             app = try buildApplication(
                 configuration: configuration,
                 dependencies: try ServerDependencies(
-                    store: store, verifier: verifier, catalog: catalog, now: { clock.now() }))
+                    store: store, verifier: verifier, catalog: self.catalog, now: { clock.now() }))
         }
 
         /// The server's dependencies, with an App Store Server API client.

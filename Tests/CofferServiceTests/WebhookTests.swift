@@ -89,6 +89,12 @@ struct WebhookTests {
         #expect(data["transactionId"] as? String == "t1" && data["productId"] as? String == "com.example.credits")
         #expect(data["credits"] as? Int == 100 && data["balance"] as? Int == 70 && data["deficit"] as? Int == 0)
         #expect(data["currency"] as? String == "credits")
+        // Another currency's entry says its own.
+        var gems = Self.record(
+            .ledger, "purchase", amount: 5, transactionId: "t1", original: "t1", product: "com.example.credits")
+        gems.currency = Currency(rawValue: "gems")
+        let gemData = try require(try event(gems).body["data"] as? [String: Any])
+        #expect(gemData["currency"] as? String == "gems" && gemData["credits"] as? Int == 5)
 
         let renewal = try event(
             Self.record(

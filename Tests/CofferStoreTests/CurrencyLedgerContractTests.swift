@@ -161,4 +161,58 @@ struct CurrencyLedgerContractTests {
             #expect(try await store.entries(owner: user.id, environment: .sandbox, currency: Self.gems).count == 1)
         }
     }
+
+    @Test(
+        "a merge moves every currency's wallet and receipts; a deletion closes every currency's wallet",
+        arguments: StoreEngine.allCases)
+    func mergeAndDelete(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (anonymous, account) = (Make.user("_aaaaaaaaaaa1"), Make.user("_bbbbbbbbbbb2"))
+        try await store.createUser(anonymous)
+        try await store.createUser(account)
+        _ = try await store.apply(Self.purchase("t1", for: anonymous, coins: 100, gems: 10))
+        _ = try await store.apply(
+            Self.request(.grant(id: "g", credits: 4, reason: "welcome"), for: account, in: Self.gems))
+        let result = try await store.mergeUser(
+            UserMerge(from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: false, at: Make.start))
+        #expect(result.moved == Wallet(balance: 100) && result.wallet == Wallet(balance: 100))
+        #expect(
+            try await store.currencyWallets(owner: account.id, environment: .sandbox) == [
+                Self.gems: Wallet(balance: 14)
+            ])
+        #expect(
+            try await store.currencyWallets(owner: anonymous.id, environment: .sandbox) == [Self.gems: Wallet()])
+        let gemReceipt = try await store.receipt(transactionId: "t1", environment: .sandbox, currency: Self.gems)
+        #expect(gemReceipt?.owner == account.id)
+        let moved = try await store.entries(owner: account.id, environment: .sandbox, currency: Self.gems)
+        #expect(moved.map(\.key.kind) == [.grant, .merge] && moved.last?.amount == 10)
+        // The purchase again, now the account's, delivers nothing more in either currency.
+        let again = try await store.apply(Self.purchase("t1", for: account, coins: 100, gems: 10))
+        #expect(try again.map { try $0.get().outcome } == [.duplicate, .duplicate])
+
+        let deleted = try await store.deleteUser(
+            UserDeletion(user: account.id, environment: .sandbox, actor: "ada", at: Make.start.addingTimeInterval(60)))
+        #expect(deleted.closed == Wallet(balance: 100))
+        #expect(try await store.currencyWallets(owner: account.id, environment: .sandbox) == [Self.gems: Wallet()])
+        let closed = try await store.entries(owner: account.id, environment: .sandbox, currency: Self.gems)
+        #expect(closed.last?.amount == -14 && closed.last?.currency == Self.gems)
+        #expect(closed.first?.reason == UserDeletion.removedReason)
+        // What delivered credits in any currency stays the deleted customer's: never credited twice.
+        #expect(try await store.receipt(transactionId: "t1", environment: .sandbox, currency: Self.gems) != nil)
+    }
+
+    @Test(
+        "another currency's entries reach the webhooks' outbox, each saying its currency",
+        arguments: StoreEngine.allCases)
+    func outbox(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        try await store.saveWebhookEndpoint(WebhookStoreContractTests.endpoint("wh_a"))
+        let alice = Make.user("_aaaaaaaaaaa1")
+        try await store.createUser(alice)
+        _ = try await store.apply(Self.purchase("t1", for: alice, coins: 100, gems: 10))
+        let records = try await WebhookStoreContractTests.route(store)
+        #expect(records.map(\.currency) == [nil, Self.gems])
+        #expect(records.map(\.amount) == [100, 10] && records.map(\.balance) == [100, 10])
+        #expect(records.allSatisfy { $0.originalTransactionId == "orig-t1" && $0.entryKey == "purchase:t1" })
+    }
 }

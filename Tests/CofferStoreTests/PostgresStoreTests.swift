@@ -25,7 +25,7 @@ struct PostgresStoreTests {
         "v26 the dashboard's rollups", "v27 support's pages through their indexes",
         "v28 Sandbox-marked customers kept",
         "v29 notifications newest first", "v30 the receipts' Sandbox mark trigger by operation",
-        "v31 several currencies",
+        "v31 several currencies", "v32 webhooks in every currency",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

@@ -1,0 +1,71 @@
+import Foundation
+
+extension Catalog {
+    /// The credits a transaction's purchase delivers in the default currency, whatever it gives in others (which
+    /// ``inEveryCurrency(_:)`` delivers beside it): what a path that applies every currency asks, where
+    /// ``credits(for:)`` refuses a product that gives other currencies.
+    ///
+    /// - Throws: ``LedgerError/unknownProduct(_:)`` or ``LedgerError/invalidAmount(_:)``.
+    public func defaultCredits(for fact: TransactionFact) throws(LedgerError) -> Int64 {
+        try creditsByCurrency(productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)[
+            defaultCurrency] ?? 0
+    }
+
+    /// The requests that carry out a request about a transaction in every currency its product gives: the request
+    /// itself (the default currency's, which entitlements and support read), then the same event in each other
+    /// currency the product gives, in the currencies' order (a purchase with that currency's credits × quantity,
+    /// nothing for a family-shared one; a refund or a reversal as it is, each taking back or restoring what that
+    /// currency's ledger delivered). Any other request, one already in another currency, and a product that gives
+    /// only the default currency come back alone, so a single-currency catalog applies exactly what it did before.
+    ///
+    /// - Throws: ``LedgerError/invalidAmount(_:)`` when a currency's credits × quantity overflow (the default
+    ///   currency's would have refused already).
+    public func inEveryCurrency(_ request: LedgerRequest) throws(LedgerError) -> [LedgerRequest] {
+        guard currencies.count > 1, request.currency == nil, let fact = request.event.transaction,
+            let product = product(id: fact.productId), product.otherCredits.contains(where: { $0.value != 0 })
+        else { return [request] }
+        var amounts: [Currency: Int64] = [:]
+        switch request.event {
+        case .purchase, .deliveredBeforeCoffer:
+            amounts = try creditsByCurrency(
+                productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
+        default:
+            break
+        }
+        var requests = [request]
+        for currency in product.otherCredits.filter({ $0.value != 0 }).keys.sorted() {
+            var other = request
+            other.currency = currency
+            // The default currency's request answers with the entitlements; the batch is the same.
+            other.entitlementCatalog = nil
+            switch request.event {
+            case .purchase(let fact, _):
+                other.event = .purchase(fact, credits: amounts[currency] ?? 0)
+            case .deliveredBeforeCoffer(let fact, _):
+                other.event = .deliveredBeforeCoffer(fact, credits: amounts[currency] ?? 0)
+            default:
+                break
+            }
+            requests.append(other)
+        }
+        return requests
+    }
+
+    /// One result per request given to ``inEveryCurrency(_:)``, from the results of the requests it made
+    /// (`counts[i]` of them for the `i`th, in order): the default currency's result, or the first refusal among
+    /// its currencies, so a purchase refused in one currency is never answered as delivered.
+    public static func folded(_ results: [Result<LedgerResult, LedgerError>], counts: [Int])
+        -> [Result<LedgerResult, LedgerError>]
+    {
+        var folded: [Result<LedgerResult, LedgerError>] = []
+        var start = 0
+        for count in counts {
+            let group = results[start..<min(results.count, start + count)]
+            start += count
+            let refusal = group.first { if case .failure = $0 { true } else { false } }
+            guard let first = group.first else { continue }
+            folded.append(refusal ?? first)
+        }
+        return folded
+    }
+}

@@ -1,0 +1,107 @@
+import CofferAPI
+import CofferCore
+import CofferServer
+import CofferStore
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Testing
+
+/// A catalog of several currencies through the server (issue 39): a purchase delivers each currency it gives once,
+/// `GET /v1/me` answers every balance and deficit, a spend names its currency, and a refund takes back each
+/// currency (what was spent becoming that currency's deficit) until a reversal restores it.
+@Suite("Several currencies through the API")
+struct CurrencyAPITests {
+    static let (coins, gems) = (Currency(rawValue: "coins")!, Currency(rawValue: "gems")!)
+
+    static func catalog() throws -> Catalog {
+        try Catalog(
+            products: [
+                CatalogProduct(
+                    id: "com.example.credits", kind: .consumable, credits: 100, otherCredits: [gems: 5]),
+                CatalogProduct(id: "com.example.gems", kind: .consumable, credits: 0, otherCredits: [gems: 50]),
+            ],
+            currencies: [CurrencyDefinition(id: coins, name: "Coins"), CurrencyDefinition(id: gems, name: "Gems")])
+    }
+
+    static func spend(
+        _ amount: Int64, _ currency: String, key: String, as user: CreateUserResponse,
+        with client: some TestClientProtocol
+    ) async throws -> TestResponse {
+        var headers = ClientAPITests.bearer(user.token)
+        headers[HTTPField.Name("Idempotency-Key")!] = key
+        return try await client.execute(
+            uri: "/v1/me/spend", method: .post, headers: headers,
+            body: try ClientAPITests.body(SpendRequest(amount: amount, currency: currency)))
+    }
+
+    @Test(
+        "a purchase delivers coins and gems once; spends name their currency; a refund and its reversal move each",
+        arguments: ServerEngine.allCases)
+    func purchaseSpendRefund(engine: ServerEngine) async throws {
+        let setup = try NotificationTests.Setup(
+            store: try await engine.makeStore(),
+            configuration: NotificationTests.Setup.defaultConfiguration(wallet: .server), catalog: try Self.catalog())
+        try await setup.app.test(.router) { client in
+            let user = try await NotificationTests.createUser(client)
+            let bought = try await setup.apple.purchase(
+                account: "alice", productId: "com.example.credits", quantity: 2, appAccountToken: user.appAccountToken)
+            let id = try #require(bought.transactionIds.first)
+            #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
+            let posted = try await NotificationTests.present(
+                try await setup.apple.signedTransaction(id: id), as: user, with: client)
+            #expect(posted.outcome == .duplicate && posted.balance == 200)
+            var me = try await NotificationTests.me(user, client)
+            #expect(me.balance == 200 && me.balances == ["coins": 200, "gems": 10])
+            #expect(me.deficits == ["coins": 0, "gems": 0])
+
+            // Gems only by a product that gives no coins: the answer's credits are the default currency's.
+            let gemPack = try await setup.apple.purchase(
+                account: "alice", productId: "com.example.gems", appAccountToken: user.appAccountToken)
+            let gemAnswer = try await NotificationTests.present(
+                try await setup.apple.signedTransaction(id: try #require(gemPack.transactionIds.first)), as: user,
+                with: client)
+            #expect(gemAnswer.outcome == .delivered && gemAnswer.credits == 0 && gemAnswer.balance == 200)
+            // Apple's notification of it afterwards (a new notification, answered applied) delivers nothing more.
+            #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
+            #expect(try await NotificationTests.me(user, client).balances == ["coins": 200, "gems": 60])
+
+            // Spending gems: once per key, overspending refused with nothing moved, coins untouched.
+            let spent = try await Self.spend(52, "gems", key: "k1", as: user, with: client)
+            #expect(try ClientAPITests.decode(BalanceResponse.self, spent).balance == 8)
+            let again = try await Self.spend(52, "gems", key: "k1", as: user, with: client)
+            #expect(try ClientAPITests.decode(BalanceResponse.self, again).balance == 8)
+            let over = try await Self.spend(9, "gems", key: "k2", as: user, with: client)
+            #expect(over.status == .conflict)
+            let unknown = try await Self.spend(1, "stars", key: "k3", as: user, with: client)
+            #expect(unknown.status == .badRequest)
+            me = try await NotificationTests.me(user, client)
+            #expect(me.balances == ["coins": 200, "gems": 8])
+
+            // The refund takes back 200 coins and 10 gems: 8 gems there, 2 spent become the gems' deficit.
+            try await setup.apple.refund(transactionId: id)
+            #expect(try await setup.deliver(after: 2, with: client) == ["applied"])
+            me = try await NotificationTests.me(user, client)
+            #expect(me.balances == ["coins": 0, "gems": 0] && me.deficits == ["coins": 0, "gems": 2])
+            #expect(me.balance == 0 && me.deficit == 0)
+
+            // Apple reverses the refund: each currency gets back what its refund took.
+            try await setup.apple.reverseRefund(transactionId: id)
+            #expect(try await setup.deliver(after: 3, with: client) == ["applied"])
+            me = try await NotificationTests.me(user, client)
+            #expect(me.balances == ["coins": 200, "gems": 8] && me.deficits == ["coins": 0, "gems": 0])
+
+            let owner = try #require(
+                try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox))
+            let gemEntries = try await setup.store.entries(owner: owner.id, environment: .sandbox, currency: Self.gems)
+            #expect(
+                gemEntries.map(\.key.rawValue) == [
+                    "purchase:\(id)", "purchase:\(try #require(gemPack.transactionIds.first))", "spend:k1",
+                    "revocation:\(id)", "reversal:\(id)",
+                ])
+            let coinEntries = try await setup.store.entries(owner: owner.id, environment: .sandbox)
+            #expect(coinEntries.map(\.amount) == [200, 0, -200, 200])
+        }
+    }
+}
