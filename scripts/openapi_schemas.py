@@ -205,7 +205,8 @@ schemas = {
                          required=["value"]),
     "BackupConflict": obj({"error": obj({"code": S(), "message": S()}), "current": NULLABLE(ref("Backup"))}),
     "Grant": obj({"id": S(format="uuid"), "credits": I(), "reason": S(), "createdAt": DATE,
-                  "claimedAt": NULLABLE(DATE), "cancelledAt": NULLABLE(DATE)},
+                  "claimedAt": NULLABLE(DATE), "cancelledAt": NULLABLE(DATE),
+                  "currency": S("The currency of the credits by its catalog id, when not the default")},
                  required=["id", "credits", "reason", "createdAt"]),
     "GrantsResponse": obj({"grants": {"type": "array", "items": ref("Grant")}}),
     "ClaimResponse": obj({"grant": ref("Grant"), "balance": I()}),
@@ -252,7 +253,8 @@ schemas = {
                              "page": I(), "hasMore": {"type": "boolean"}}),
     "GrantView": obj({"id": S(format="uuid"), "supportId": S(), "credits": I(), "reason": S(), "createdBy": S(),
                       "createdAt": DATE, "claimedAt": DATE, "cancelledAt": DATE, "cancelledBy": S(),
-                      "status": S(enum=["pending", "claimed", "cancelled"])},
+                      "status": S(enum=["pending", "claimed", "cancelled"]),
+                      "currency": S("The currency of the credits by its catalog id, when not the default")},
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
                                                      "grant-claimed", "grant-cancelled", "adjustment", "spend", "backup", "merge", "admin"]),
@@ -260,7 +262,9 @@ schemas = {
                          "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
                                               "reversals): Sandbox on a Production server marks App Review and "
                                               "TestFlight; Xcode marks StoreKit testing in Xcode",
-                                              enum=["Sandbox", "Production", "Xcode"])},
+                                              enum=["Sandbox", "Production", "Xcode"]),
+                         "currency": S("The currency of a ledger entry of another currency than the default, by "
+                                       "its catalog id (its summary names it)")},
                         required=["at", "kind", "summary"]),
     "SubscriptionSummary": obj({"group": S(), "product": S("The catalog's name for the current period's product"),
                              "state": S(enum=["active", "expiring", "in grace", "in billing retry", "expired",
@@ -287,6 +291,12 @@ schemas = {
                        "walletMode": S(enum=["device", "server"]), "entitlements": {"type": "array", "items": S()},
                        "grants": {"type": "array", "items": ref("GrantView")},
                        "timeline": {"type": "array", "items": ref("TimelineItem")},
+                       "balances": {"type": "object", "additionalProperties": I(),
+                                    "description": "The ledger's balance of each currency the catalog lists and any "
+                                                   "other the customer holds, by id (user.balance is the default "
+                                                   "currency's)"},
+                       "deficits": {"type": "object", "additionalProperties": I(),
+                                    "description": "The deficit of each currency, by id"},
                        "appleAccount": obj({"appTransactionId": S(),
                                             "environment": S(enum=["Sandbox", "Production"])},
                                            description="The Apple account the customer is; absent for an "
@@ -318,7 +328,9 @@ schemas = {
                                           "Transaction Info), when the server has an App Store Server API key"),
     "GrantRequest": obj({"supportId": S(), "credits": I(minimum=1), "reason": S(maxLength=500),
                          "id": S("The grant's id, chosen by the caller: the same request again (after a lost "
-                                 "answer) answers this grant, never a second", format="uuid")},
+                                 "answer) answers this grant, never a second", format="uuid"),
+                         "currency": S("The currency of the credits by its catalog id; absent, the default. "
+                                       "Another currency needs the server wallet")},
                         required=["supportId", "credits", "reason"]),
     "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500),
                            "expected": I("The balance support saw (the server wallet's balance, or the device "

@@ -14,6 +14,8 @@ public struct GrantBody: Codable, Sendable, Equatable {
     public var claimedAt: Date?
     /// When support cancelled it (before any claim); a cancelled grant is never credited.
     public var cancelledAt: Date?
+    /// The currency of the credits by id, when not the default (server wallet only).
+    public var currency: String?
 
     /// Creates the body.
     public init(id: UUID, credits: Int64, reason: String, createdAt: Date, claimedAt: Date?, cancelledAt: Date? = nil) {

@@ -11,9 +11,12 @@ public struct GrantRequest: Sendable, Hashable, Codable {
     /// The grant's id, chosen by the caller (a UUID), so that asking again after a lost answer returns the same
     /// grant instead of making a second; `nil` for one the server names.
     public var id: String?
+    /// The currency of the credits by id; `nil` (or the default's id) for the default currency.
+    public var currency: String?
 
     /// Creates a request.
-    public init(supportId: String, credits: Int64, reason: String, id: String? = nil) {
+    public init(supportId: String, credits: Int64, reason: String, id: String? = nil, currency: String? = nil) {
+        self.currency = currency
         self.supportId = supportId
         self.credits = credits
         self.reason = reason

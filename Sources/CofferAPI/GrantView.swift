@@ -23,6 +23,8 @@ public struct GrantView: Sendable, Hashable, Codable {
     public var cancelledBy: String?
     /// Pending, claimed or cancelled.
     public var status: GrantStatus
+    /// The currency of the credits by id, when not the default.
+    public var currency: String?
 
     /// Creates the view.
     public init(

@@ -18,6 +18,8 @@ public struct TimelineItem: Sendable, Hashable, Codable {
     /// The environment Apple's data came from, for purchases, refunds and reversals whose source said: on a
     /// Production server, Sandbox marks App Review's and TestFlight's purchases; Xcode marks Xcode's StoreKit testing.
     public var dataEnvironment: DataEnvironment?
+    /// The currency of a ledger entry of another currency than the default, by id; `nil` for the default's.
+    public var currency: String?
 
     /// Creates an item.
     public init(

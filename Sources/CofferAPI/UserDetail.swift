@@ -18,6 +18,11 @@ public struct UserDetail: Sendable, Hashable, Codable {
         case .device: user.backup?.value ?? 0
         }
     }
+    /// The ledger's balance of every currency the catalog lists (the default's is ``UserSummary/balance``) and of
+    /// any other the customer holds, by currency id.
+    public var balances: [String: Int64] = [:]
+    /// The deficit of every currency, as ``balances``.
+    public var deficits: [String: Int64] = [:]
     /// The entitlements the user has now.
     public var entitlements: [String]
     /// The user's grants, newest first.

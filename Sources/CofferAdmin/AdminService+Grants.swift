@@ -21,6 +21,28 @@ extension AdminService {
         return try Self.reason(reason)
     }
 
+    /// The ledger's currency of credits support names by id (``LedgerRequest/currency``): `nil` for none or the
+    /// default's id, the currency for another the catalog lists. In the device wallet the app keeps the default
+    /// currency only, so another is refused there.
+    ///
+    /// - Throws: ``AdminError/invalid(_:)`` for a currency the catalog does not list, or another currency in the
+    ///   device wallet.
+    public func ledgerCurrency(_ id: String?) throws(AdminError) -> Currency? {
+        guard let id, id != catalog.defaultCurrency.rawValue else { return nil }
+        guard let listed = catalog.currencies.first(where: { $0.id.rawValue == id })?.id else {
+            let named = Currency(rawValue: id).map { "\"\($0)\"" } ?? "(not a currency id)"
+            throw .invalid(
+                "unknown currency \(named): the catalog lists "
+                    + catalog.currencies.map(\.id.rawValue).joined(separator: ", "))
+        }
+        guard walletMode == .server else {
+            throw .invalid(
+                "in the device wallet the app keeps \(catalog.defaultCurrency) only: credits of \(listed) need the "
+                    + "server wallet")
+        }
+        return listed
+    }
+
     /// How long a support admin's grant limit counts their grants: a total over a rolling day.
     public static let grantLimitWindow: TimeInterval = 86_400
 
@@ -37,9 +59,10 @@ extension AdminService {
     ///   names another grant.
     public func createGrant(
         environment: AppStoreEnvironment, supportId: String, credits: Int64, reason: String, actor: String,
-        ceiling: Int64? = nil, holder: String? = nil, id: UUID? = nil
+        ceiling: Int64? = nil, holder: String? = nil, id: UUID? = nil, currency: String? = nil
     ) async throws -> GrantView {
         let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
+        let currency = try ledgerCurrency(currency)
         let user = try await findChangeable(supportId, environment: environment)
         if let ceiling, let holder {
             // A grant asked again with its id is found below, not counted twice.
@@ -59,7 +82,7 @@ extension AdminService {
         }
         let grant = Grant(
             id: id ?? UUID(), environment: environment, recipient: user.id, credits: credits, reason: reason,
-            createdBy: actor, createdAt: now())
+            createdBy: actor, createdAt: now(), currency: currency)
         let view = GrantView(grant, supportId: user.supportId.rawValue)
         do {
             // Audited in the grant's own transaction, under the grant's id (a request asked again finds it).
@@ -72,7 +95,8 @@ extension AdminService {
                 ])
         } catch StoreError.alreadyExists where id != nil {
             guard let made = try await store.grant(id: grant.id, environment: environment),
-                made.recipient == grant.recipient, made.credits == grant.credits, made.reason == grant.reason
+                made.recipient == grant.recipient, made.credits == grant.credits, made.reason == grant.reason,
+                made.currency == grant.currency
             else { throw AdminError.invalid("grant id \(grant.id) names another grant") }
             let view = GrantView(made, supportId: user.supportId.rawValue)
             // The first answer may have been lost before its audit entry was written; written now if so.

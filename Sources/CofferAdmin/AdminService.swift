@@ -207,6 +207,16 @@ public struct AdminService: Sendable {
             }
             return item
         }
+        // Every other currency the customer holds: its figures, and its entries in the timeline, named.
+        let currencyWallets = try await store.currencyWallets(owner: user.id, environment: environment)
+        for currency in currencyWallets.keys.sorted() {
+            for entry in try await store.entries(owner: user.id, environment: environment, currency: currency) {
+                var item = Self.item(entry, environment: environment, catalog: catalog)
+                item.summary = "\(catalog.currencyName(currency)): " + item.summary
+                item.currency = currency.rawValue
+                timeline.append(item)
+            }
+        }
         // The history of the installs support merged into this customer is this customer's too.
         for merged in try await store.users(mergedInto: user.id) where merged.environment == environment {
             for entry in try await store.entries(owner: merged.id, environment: environment)
@@ -281,6 +291,11 @@ public struct AdminService: Sendable {
                 try await lookup(account.appTransactionId, account.environment)
             }
         }
+        var wallets = [catalog.defaultCurrency: Wallet(balance: summary.balance, deficit: summary.deficit)]
+        for other in catalog.currencies.dropFirst() { wallets[other.id] = .empty }
+        wallets.merge(currencyWallets) { $1 }
+        detail.balances = Dictionary(uniqueKeysWithValues: wallets.map { ($0.key.rawValue, $0.value.balance) })
+        detail.deficits = Dictionary(uniqueKeysWithValues: wallets.map { ($0.key.rawValue, $0.value.deficit) })
         detail.entitlementGrants = try await entitlementGrantViews(of: user, environment: environment)
         detail.discrepancies = try await discrepancyViews(of: user, environment: environment)
         detail.consent = try await store.consumptionConsent(owner: user.id, environment: environment).map {

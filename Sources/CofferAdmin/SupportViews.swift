@@ -27,6 +27,7 @@ extension GrantView {
             id: grant.id, supportId: supportId, credits: grant.credits, reason: grant.reason,
             createdBy: grant.createdBy, createdAt: grant.createdAt, claimedAt: grant.claimedAt,
             cancelledAt: grant.cancelledAt, cancelledBy: grant.cancelledBy, status: grant.status)
+        currency = grant.currency?.rawValue
     }
 }
 

@@ -44,6 +44,10 @@ struct GrantCommand: AsyncParsableCommand {
     @Option(help: "The credits to grant.")
     var credits: Int64?
 
+    @Option(
+        help: "With --credits: the currency by id, e.g. gems (one the catalog lists). Default: the catalog's first.")
+    var currency: String?
+
     @Option(help: "An entitlement to grant for --days instead, e.g. premium (one the catalog unlocks).")
     var entitlement: String?
 
@@ -53,6 +57,7 @@ struct GrantCommand: AsyncParsableCommand {
     @OptionGroup var change: CustomerChange
 
     func validate() throws {
+        if currency != nil, credits == nil { throw ValidationError("--currency goes with --credits") }
         switch (credits, entitlement, days) {
         case (_?, nil, nil), (nil, _?, _?): return
         case (nil, _?, nil): throw ValidationError("--entitlement needs --days")
@@ -75,10 +80,10 @@ struct GrantCommand: AsyncParsableCommand {
         }
         guard let credits else { return }
         try await change.run {
-            try await $0.grant(supportId: $1, credits: credits, reason: $2)
+            try await $0.grant(supportId: $1, credits: credits, reason: $2, currency: currency)
         } lines: { grant in
             [
-                "Granted \(grant.credits) credits to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending",
+                "Granted \(grant.credits) \(grant.currency ?? "credits") to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending",
                 "The app picks it up on its next launch, foreground or refresh.",
             ]
         }

@@ -241,7 +241,8 @@ final class SimulatedCustomer {
         var balance = kept
         if let support {
             let grant = try await withSupport(support) { backend in
-                try await backend.grant(supportId: supportId, credits: 250, reason: "coffer simulate: goodwill")
+                try await backend.grant(
+                    supportId: supportId, credits: 250, reason: "coffer simulate: goodwill", currency: nil)
             }
             say(
                 "support: coffer grant --recipient \(supportId) --credits 250 (grant \(grant.id.uuidString.lowercased()))"

@@ -104,7 +104,7 @@ protocol SupportBackend: Sendable {
     func users(search: String?, page: Int) async throws -> UserSearchResult
     func user(_ supportId: String) async throws -> UserDetail
     func grants(status: GrantStatus?) async throws -> [GrantView]
-    func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView
+    func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView
     func cancelGrant(id: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse
@@ -150,9 +150,10 @@ struct LocalSupport: SupportBackend {
     func grants(status: GrantStatus?) async throws -> [GrantView] {
         try await service.grants(environment: environment, status: status)
     }
-    func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView {
+    func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView {
         try await service.createGrant(
-            environment: environment, supportId: supportId, credits: credits, reason: reason, actor: actor)
+            environment: environment, supportId: supportId, credits: credits, reason: reason, actor: actor,
+            currency: currency)
     }
     func cancelGrant(id: String) async throws -> GrantView {
         try await service.cancelGrant(environment: environment, id: id, actor: actor)
@@ -199,9 +200,10 @@ struct RemoteSupport: SupportBackend {
     func grants(status: GrantStatus?) async throws -> [GrantView] {
         try await send(.GET, "/v1/admin/grants", query: status.map { [("status", $0.rawValue)] } ?? [])
     }
-    func grant(supportId: String, credits: Int64, reason: String) async throws -> GrantView {
+    func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView {
         try await send(
-            .POST, "/v1/admin/grants", body: GrantRequest(supportId: supportId, credits: credits, reason: reason))
+            .POST, "/v1/admin/grants",
+            body: GrantRequest(supportId: supportId, credits: credits, reason: reason, currency: currency))
     }
     func cancelGrant(id: String) async throws -> GrantView {
         try await send(.POST, "/v1/admin/grants/\(URLText.escape(id))/cancel")
@@ -420,6 +422,15 @@ struct UserCommand: AsyncParsableCommand {
         let user = detail.user
         print("\(user.supportId)  \(detail.environment.rawValue)  \(detail.walletMode.rawValue) wallet")
         print("balance \(user.balance)  deficit \(user.deficit)")
+        // A catalog of several currencies: each one's balance, and its deficit where it owes.
+        if detail.balances.count > 1 {
+            print(
+                "currencies "
+                    + detail.balances.sorted { $0.key < $1.key }.map { id, balance in
+                        let owed = detail.deficits[id] ?? 0
+                        return "\(id) \(balance)" + (owed > 0 ? " (deficit \(owed))" : "")
+                    }.joined(separator: ", "))
+        }
         if let backup = user.backup {
             print(
                 "backup \(backup.value) (version \(backup.version), by \(backup.writer.rawValue) \(backup.writerName), "

@@ -69,3 +69,10 @@ extension Catalog {
         return folded
     }
 }
+
+extension Catalog {
+    /// A currency's display name as the catalog lists it, or its id for one the catalog no longer lists.
+    public func currencyName(_ currency: Currency) -> String {
+        currencies.first { $0.id == currency }?.name ?? currency.rawValue
+    }
+}

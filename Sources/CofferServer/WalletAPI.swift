@@ -114,8 +114,10 @@ struct WalletAPI: Sendable {
     }
 
     static func body(_ grant: Grant) -> GrantBody {
-        GrantBody(
+        var body = GrantBody(
             id: grant.id, credits: grant.credits, reason: grant.reason, createdAt: grant.createdAt,
             claimedAt: grant.claimedAt, cancelledAt: grant.cancelledAt)
+        body.currency = grant.currency?.rawValue
+        return body
     }
 }

@@ -152,13 +152,17 @@ public struct Grant: Sendable, Hashable, Codable {
     public var cancelledAt: Date?
     /// Who cancelled it.
     public var cancelledBy: String?
+    /// The currency of the credits, when not the default (``LedgerRequest/currency``).
+    public var currency: Currency?
 
     /// Creates a grant.
     public init(
         id: UUID = UUID(), environment: AppStoreEnvironment, recipient: UUID, credits: Int64, reason: String,
         createdBy: String,
-        createdAt: Date, claimedAt: Date? = nil, cancelledAt: Date? = nil, cancelledBy: String? = nil
+        createdAt: Date, claimedAt: Date? = nil, cancelledAt: Date? = nil, cancelledBy: String? = nil,
+        currency: Currency? = nil
     ) {
+        self.currency = currency
         self.id = id
         self.environment = environment
         self.recipient = recipient
@@ -202,7 +206,8 @@ public struct Grant: Sendable, Hashable, Codable {
         let credit = policy.map { policy in
             LedgerRequest(
                 owner: recipient, environment: environment,
-                event: .grant(id: id.uuidString.lowercased(), credits: credits, reason: reason), policy: policy, at: at)
+                event: .grant(id: id.uuidString.lowercased(), credits: credits, reason: reason), policy: policy, at: at,
+                currency: currency)
         }
         return GrantClaim(grant: claimed, credit: credit)
     }

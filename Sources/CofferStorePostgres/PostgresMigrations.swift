@@ -454,6 +454,7 @@ enum PostgresMigrations {
         ("v30 the receipts' Sandbox mark trigger by operation", PostgresSandboxMarkTables.receiptFunction),
         ("v31 several currencies", PostgresCurrencyTables.sql),
         ("v32 webhooks in every currency", PostgresWebhookTables.currencies),
+        ("v33 grants in a currency", "ALTER TABLE grants ADD COLUMN credit_currency TEXT"),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -19,10 +19,11 @@ extension PostgresStore {
             do {
                 try await connection.query(
                     """
-                    INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at)
+                    INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at,
+                        credit_currency)
                     VALUES (\(grant.id.uuidString), \(grant.environment.rawValue), \(grant.recipient.uuidString),
                         \(grant.credits), \(grant.reason), \(grant.createdBy), \(Millis.from(grant.createdAt)),
-                        \(grant.claimedAt.map(Millis.from)))
+                        \(grant.claimedAt.map(Millis.from)), \(grant.currency?.rawValue))
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("grant \(grant.id)")

@@ -194,7 +194,8 @@ enum Rows {
             credits: try value(row, "credits"), reason: try value(row, "reason"),
             createdBy: try value(row, "created_by"),
             createdAt: Millis.date(try value(row, "created_at")), claimedAt: try date(row, "claimed_at"),
-            cancelledAt: try date(row, "cancelled_at"), cancelledBy: try value(row, "cancelled_by"))
+            cancelledAt: try date(row, "cancelled_at"), cancelledBy: try value(row, "cancelled_by"),
+            currency: try value(row, "credit_currency", as: String?.self).map(currency))
     }
 
     static func audit(_ postgresRow: PostgresRow) throws -> AuditEvent {

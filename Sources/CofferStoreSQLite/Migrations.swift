@@ -349,6 +349,9 @@ extension SQLiteStore {
         migrator.registerMigration("v30 webhooks in every currency") { db in
             try db.execute(sql: WebhookTables.currencies)
         }
+        migrator.registerMigration("v31 grants in a currency") { db in
+            try db.execute(sql: "ALTER TABLE grants ADD COLUMN credit_currency TEXT")
+        }
         return migrator
     }
 }

@@ -16,12 +16,14 @@ extension SQLiteStore {
             do {
                 try db.execute(
                     cached: """
-                        INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at,
+                            credit_currency)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         grant.id.uuidString, grant.environment.rawValue, grant.recipient.uuidString, grant.credits,
                         grant.reason, grant.createdBy, Millis.from(grant.createdAt), grant.claimedAt.map(Millis.from),
+                        grant.currency?.rawValue,
                     ])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("grant \(grant.id)")

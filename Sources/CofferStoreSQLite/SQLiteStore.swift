@@ -281,6 +281,7 @@ public final class SQLiteStore: CofferStore {
             credits: row["credits"], reason: row["reason"], createdBy: row["created_by"],
             createdAt: Millis.date(row["created_at"]),
             claimedAt: (row["claimed_at"] as Int64?).map(Millis.date),
-            cancelledAt: (row["cancelled_at"] as Int64?).map(Millis.date), cancelledBy: row["cancelled_by"])
+            cancelledAt: (row["cancelled_at"] as Int64?).map(Millis.date), cancelledBy: row["cancelled_by"],
+            currency: try (row["credit_currency"] as String?).map(Self.currency))
     }
 }

@@ -1,4 +1,5 @@
 import CofferAPI
+import CofferAdmin
 import CofferCore
 import CofferServer
 import CofferStore
@@ -102,6 +103,58 @@ struct CurrencyAPITests {
                 ])
             let coinEntries = try await setup.store.entries(owner: owner.id, environment: .sandbox)
             #expect(coinEntries.map(\.amount) == [200, 0, -200, 200])
+
+            // Support sees every currency: the figures, and each currency's entries in the timeline, named.
+            let support = AdminService(
+                store: setup.store, catalog: setup.catalog, walletMode: .server, now: { setup.clock.now() })
+            let detail = try await support.user(environment: .sandbox, supportId: owner.supportId.rawValue)
+            #expect(detail.balances == ["coins": 200, "gems": 8] && detail.deficits == ["coins": 0, "gems": 0])
+            let gemItems = detail.timeline.filter { $0.currency == "gems" }
+            #expect(gemItems.count == 5 && gemItems.allSatisfy { $0.summary.hasPrefix("Gems: ") })
+            #expect(
+                detail.timeline.filter { $0.currency == nil && $0.reference?.hasPrefix("purchase:") == true }.count == 2
+            )
+        }
+    }
+
+    @Test("the panel shows every currency and grants in the one support picks", arguments: ServerEngine.allCases)
+    func panel(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await PanelTests.admin(in: store)
+        let setup = try ClientAPITests.Setup(
+            store: store, wallet: .server,
+            currencies: [
+                CurrencyDefinition(id: Self.coins, name: "Coins"), CurrencyDefinition(id: Self.gems, name: "Gems"),
+            ]
+        )
+        try await setup.app.test(.router) { client in
+            let user = try await NotificationTests.createUser(client)
+            var browser = PanelTests.Browser()
+            _ = try await browser.signIn(client)
+            let page = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(page.contains(#"<select name="currency" id="grant-currency">"#))
+            #expect(page.contains(#"<option value="gems">Gems</option>"#))
+            #expect(page.contains(#"id="currency-gems""#))
+            let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin/grants"))
+            let grant = [
+                ("supportId", user.supportId), ("credits", "40"), ("reason", "Ticket #42"), ("currency", "gems"),
+                ("back", "user"), ("csrf", csrf),
+            ]
+            let confirm = try await browser.post(client, "/admin/grants", grant)
+            #expect(confirm.status == .ok && String(buffer: confirm.body).contains("Grant 40 Gems to"))
+            let created = try await browser.post(client, "/admin/grants", grant + [("confirm", "yes")])
+            #expect(created.status == .seeOther)
+            let grants = try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10)
+            #expect(grants.map(\.currency) == [Self.gems] && grants.map(\.credits) == [40])
+            // A currency the catalog does not list comes back with a reason, nothing made.
+            let unknown = try await browser.post(
+                client, "/admin/grants",
+                [
+                    ("supportId", user.supportId), ("credits", "1"), ("reason", "x"), ("currency", "stars"),
+                    ("csrf", csrf),
+                ])
+            #expect(String(buffer: unknown.body).contains("unknown currency"))
+            #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).count == 1)
         }
     }
 }

@@ -47,16 +47,21 @@ struct GrantsController: PanelController {
                 throw PanelFailure("Credits must be a whole number, e.g. 400,000 or 400000.")
             }
             let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            // The currency by id; none (or the default's) for the default currency.
+            let currencyId = form["currency"].flatMap { $0.isEmpty ? nil : $0 }
             guard form["confirm"] == "yes" else {
                 let checked = try AdminService.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
+                let currency = try panel.service.ledgerCurrency(currencyId)
                 let detail = try await panel.service.user(scope: scope, supportId: supportId)
-                return panel.render(confirmation(detail, credits: credits, reason: checked, toUser: toUser), context)
+                return panel.render(
+                    confirmation(detail, credits: credits, currency: currency, reason: checked, toUser: toUser),
+                    context)
             }
             try await panel.service.requireInScope(scope, supportId: supportId)
             let grant = try await panel.service.createGrant(
                 environment: scope.environment, supportId: supportId, credits: credits, reason: reason,
                 actor: context.adminActor, ceiling: ceiling, holder: session.adminName,
-                id: form["grantId"].flatMap(UUID.init(uuidString:)))
+                id: form["grantId"].flatMap(UUID.init(uuidString:)), currency: currencyId)
             return AdminPanel.redirect(
                 toUser
                     ? "/admin/users/\(URLText.escape(grant.supportId))?notice=granted"
@@ -70,7 +75,9 @@ struct GrantsController: PanelController {
     }
 
     /// The page that asks before a grant: its reason, the grants waiting already, the balance before and after.
-    func confirmation(_ detail: UserDetail, credits: Int64, reason: String, toUser: Bool) -> ConfirmPage {
+    func confirmation(_ detail: UserDetail, credits: Int64, currency: Currency?, reason: String, toUser: Bool)
+        -> ConfirmPage
+    {
         let id = detail.user.supportId
         var page = ConfirmPage(
             section: toUser ? .users : .grants, action: "/admin/grants",
@@ -81,16 +88,18 @@ struct GrantsController: PanelController {
                 HiddenField(name: "back", value: toUser ? "user" : "grants"),
                 // Sent again (a retry after the database went away), it makes this grant, not a second.
                 HiddenField(name: "grantId", value: UUID().uuidString.lowercased()),
+                HiddenField(name: "currency", value: currency?.rawValue ?? ""),
             ])
-        let pending = detail.grants.filter { $0.status == .pending }
+        let pending = detail.grants.filter { $0.status == .pending && $0.currency == currency?.rawValue }
         page.grant = ConfirmPage.Grant(
-            supportId: id, credits: PanelText.credits(credits), reason: reason,
+            supportId: id, credits: PanelText.credits(credits),
+            unit: currency.map { panel.service.catalog.currencyName($0) } ?? "credits", reason: reason,
             waiting: pending.isEmpty
                 ? nil
                 : ConfirmPage.Grant.Waiting(
                     count: pending.count, one: pending.count == 1,
                     credits: PanelText.credits(pending.reduce(0) { $0 + $1.credits })))
-        let now = detail.editableBalance
+        let now = currency.map { detail.balances[$0.rawValue] ?? 0 } ?? detail.editableBalance
         let (after, overflow) = now.addingReportingOverflow(credits)
         page.beforeAfter = BeforeAfter(
             backedUp: detail.walletMode != .server, onceClaimed: true, before: PanelText.credits(now),

@@ -100,6 +100,22 @@ struct CustomerPage: PanelPage {
     var refundRequests: [RefundRequest]
     var consent: String
     var timeline: [TimelineRow]
+    /// The currencies other than the default, each with its balance and deficit, for a catalog of several.
+    var currencies: [CurrencyFigure]
+    /// The currencies a grant may be in, the default first: for a catalog of several, in the server wallet.
+    var grantCurrencies: [CurrencyChoice]
+    var choosesCurrency: Bool
+
+    /// A currency support may name.
+    struct CurrencyChoice: Sendable {
+        var id, name: String
+    }
+
+    /// Another currency's figures.
+    struct CurrencyFigure: Sendable {
+        var id, name, balance, deficit: String
+        var owes: Bool
+    }
 
     /// One of Apple's refund requests and what Coffer answered.
     struct RefundRequest: Sendable {
@@ -157,6 +173,17 @@ struct CustomerPage: PanelPage {
 
     init(_ detail: UserDetail, view: DataEnvironment, catalog: Catalog, time: (Date) -> String) {
         let summary = detail.user
+        grantCurrencies =
+            catalog.currencies.count > 1 && detail.walletMode == .server
+            ? catalog.currencies.map { CurrencyChoice(id: $0.id.rawValue, name: $0.name) } : []
+        choosesCurrency = !grantCurrencies.isEmpty
+        currencies = detail.balances.keys.filter { $0 != catalog.defaultCurrency.rawValue }.sorted().map { id in
+            let deficit = detail.deficits[id] ?? 0
+            return CurrencyFigure(
+                id: id, name: Currency(rawValue: id).map(catalog.currencyName) ?? id,
+                balance: PanelText.credits(detail.balances[id] ?? 0), deficit: PanelText.credits(deficit),
+                owes: deficit > 0)
+        }
         user = Figures(
             supportId: summary.supportId, balance: PanelText.credits(summary.balance),
             deficit: PanelText.credits(summary.deficit))
@@ -280,7 +307,8 @@ struct GrantRows: Sendable {
         self.grants = grants.map { grant in
             Row(
                 id: grant.id.uuidString.lowercased(), created: time(grant.createdAt), supportId: grant.supportId,
-                credits: PanelText.credits(grant.credits), status: grant.status.rawValue, createdBy: grant.createdBy,
+                credits: PanelText.credits(grant.credits) + (grant.currency.map { " " + $0 } ?? ""),
+                status: grant.status.rawValue, createdBy: grant.createdBy,
                 reason: grant.reason, cancellable: grant.status == .pending, back: back,
                 cancelledBy: grant.cancelledAt == nil ? nil : grant.cancelledBy ?? "?",
                 cancelledAt: grant.cancelledAt.map(time))

@@ -89,7 +89,8 @@ struct ConfirmPage: PanelPage {
 
     /// Granting credits.
     struct Grant: Sendable {
-        var supportId, credits, reason: String
+        /// What the credits are: "credits", or another currency's name.
+        var supportId, credits, unit, reason: String
         /// Grants waiting for the app already: how many and their credits.
         var waiting: Waiting?
 
