@@ -336,9 +336,12 @@ schemas = {
                            "expected": I("The balance support saw (the server wallet's balance, or the device "
                                          "wallet's backed-up balance): when given, the edit is refused with 409 "
                                          "balance-changed, and nothing changes, unless the balance is still this",
-                                         minimum=0)},
+                                         minimum=0),
+                           "currency": S("The currency whose balance to set, by its catalog id; absent, the "
+                                         "default. Another currency needs the server wallet")},
                           required=["balance", "reason"]),
-    "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"])}),
+    "BalanceChange": obj({"supportId": S(), "before": I(), "after": I(), "via": S(enum=["ledger", "backup"]),
+                          "currency": S("The currency whose balance was set, when not the default")}),
     "DeletedGrants": obj({"deleted": I()}),
     "MergeRequest": obj({"from": S("The anonymous user's Support ID"),
                          "into": S("The Apple account customer's Support ID"),

@@ -16,9 +16,12 @@ public struct BalanceChange: Sendable, Hashable, Codable {
     public var after: Int64
     /// Where the edit went.
     public var via: Via
+    /// The currency whose balance was set by id, when not the default.
+    public var currency: String?
 
     /// Creates a result.
-    public init(supportId: String, before: Int64, after: Int64, via: Via) {
+    public init(supportId: String, before: Int64, after: Int64, via: Via, currency: String? = nil) {
+        self.currency = currency
         self.supportId = supportId
         self.before = before
         self.after = after

@@ -8,9 +8,13 @@ public struct BalanceRequest: Sendable, Hashable, Codable {
     /// given, the edit is refused (409 `balance-changed`) unless the balance is still this inside its
     /// transaction.
     public var expected: Int64?
+    /// The currency whose balance to set by id; `nil` (or the default's id) for the default currency. Another
+    /// currency needs the server wallet.
+    public var currency: String?
 
     /// Creates a request.
-    public init(balance: Int64, reason: String, expected: Int64? = nil) {
+    public init(balance: Int64, reason: String, expected: Int64? = nil, currency: String? = nil) {
+        self.currency = currency
         self.balance = balance
         self.reason = reason
         self.expected = expected

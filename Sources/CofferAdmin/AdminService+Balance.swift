@@ -16,12 +16,13 @@ extension AdminService {
     ///   balance out of range or no reason (``SupportRules``).
     public func setBalance(
         environment: AppStoreEnvironment, supportId: String, balance: Int64, expected: Int64? = nil, reason: String,
-        actor: String
+        actor: String, currency: String? = nil
     )
         async throws -> BalanceChange
     {
         let balance = try Self.rule { () throws(SupportRuleError) in try SupportRules.balance(balance) }
         let reason = try Self.reason(reason)
+        let currency = try ledgerCurrency(currency)
         let user = try await findChangeable(supportId, environment: environment)
         let at = now()
         // The audit entry is written in the edit's own transaction, on every engine.
@@ -30,8 +31,10 @@ extension AdminService {
             return [
                 AuditEvent(
                     environment: environment, actor: actor, action: "balance.set", subject: user.supportId.rawValue,
-                    before: try Self.json(BalanceAudit(balance: change.before)),
-                    after: try Self.json(BalanceAudit(balance: change.after, reason: reason, via: change.via)), at: at)
+                    before: try Self.json(BalanceAudit(balance: change.before, currency: change.currency)),
+                    after: try Self.json(
+                        BalanceAudit(balance: change.after, reason: reason, via: change.via, currency: change.currency)),
+                    at: at)
             ]
         }
         let supportId = user.supportId.rawValue
@@ -39,19 +42,20 @@ extension AdminService {
         case .server:
             let edit = BalanceEdit(
                 owner: user.id, environment: environment, balance: balance, expected: expected,
-                entryId: UUID().uuidString.lowercased(), reason: reason, at: at)
+                entryId: UUID().uuidString.lowercased(), reason: reason, at: at, currency: currency)
             let result = try await Self.refusingChanged {
                 try await store.setBalance(edit) { result in
                     try entries(
                         BalanceChange(
                             supportId: supportId, before: result.before.balance, after: result.after.balance,
-                            via: .ledger)
+                            via: .ledger, currency: currency?.rawValue)
                     )
                 }
             }
             if let entry = result.entry { await onChange?(user.id, .adjustment(key: entry.key.rawValue)) }
             return BalanceChange(
-                supportId: supportId, before: result.before.balance, after: result.after.balance, via: .ledger)
+                supportId: supportId, before: result.before.balance, after: result.after.balance, via: .ledger,
+                currency: currency?.rawValue)
         case .device:
             // Support sets the balance; the deficit the device backed up stays.
             // The balance support saw is checked inside the backup's transaction, where the audit entry is made.
@@ -80,5 +84,7 @@ extension AdminService {
         var balance: Int64
         var reason: String?
         var via: BalanceChange.Via?
+        /// The currency, when not the default.
+        var currency: String?
     }
 }

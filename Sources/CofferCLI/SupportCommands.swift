@@ -106,7 +106,8 @@ protocol SupportBackend: Sendable {
     func grants(status: GrantStatus?) async throws -> [GrantView]
     func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView
     func cancelGrant(id: String) async throws -> GrantView
-    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange
+    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String, currency: String?)
+        async throws -> BalanceChange
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse
     func deleteCustomer(_ supportId: String) async throws -> DeletionView
     func grantEntitlement(_ request: EntitlementGrantRequest) async throws -> EntitlementGrantView
@@ -158,10 +159,12 @@ struct LocalSupport: SupportBackend {
     func cancelGrant(id: String) async throws -> GrantView {
         try await service.cancelGrant(environment: environment, id: id, actor: actor)
     }
-    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange {
+    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String, currency: String?)
+        async throws -> BalanceChange
+    {
         try await service.setBalance(
             environment: environment, supportId: supportId, balance: balance, expected: expected, reason: reason,
-            actor: actor)
+            actor: actor, currency: currency)
     }
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse {
         try await service.mergeUsers(
@@ -208,10 +211,12 @@ struct RemoteSupport: SupportBackend {
     func cancelGrant(id: String) async throws -> GrantView {
         try await send(.POST, "/v1/admin/grants/\(URLText.escape(id))/cancel")
     }
-    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String) async throws -> BalanceChange {
+    func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String, currency: String?)
+        async throws -> BalanceChange
+    {
         try await send(
             .POST, "/v1/admin/users/\(URLText.escape(supportId))/balance",
-            body: BalanceRequest(balance: balance, reason: reason, expected: expected))
+            body: BalanceRequest(balance: balance, reason: reason, expected: expected, currency: currency))
     }
     func merge(from: String, into: String, consent: MergeConsent, intoCode: String?) async throws -> MergeResponse {
         let body =
@@ -526,13 +531,19 @@ struct SetBalanceCommand: AsyncParsableCommand {
             valueName: "credits"))
     var expected: Int64?
 
+    @Option(help: "The currency by id, e.g. gems (one the catalog lists; server wallet). Default: the catalog's first.")
+    var currency: String?
+
     @OptionGroup var change: CustomerChange
 
     func run() async throws {
         try await change.run {
-            try await $0.setBalance(supportId: $1, balance: balance, expected: expected, reason: $2)
+            try await $0.setBalance(supportId: $1, balance: balance, expected: expected, reason: $2, currency: currency)
         } lines: { done in
-            ["\(done.supportId): balance \(done.before) -> \(done.after) (via \(done.via.rawValue))"]
+            [
+                "\(done.supportId): \(done.currency ?? "balance") \(done.before) -> \(done.after) "
+                    + "(via \(done.via.rawValue))"
+            ]
         }
     }
 }

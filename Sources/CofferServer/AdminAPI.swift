@@ -70,7 +70,8 @@ struct AdminAPI: Sendable {
         return try api.json(
             try await service.setBalance(
                 environment: try environment(request), supportId: try context.parameters.require("supportId"),
-                balance: body.balance, expected: body.expected, reason: body.reason, actor: context.adminActor))
+                balance: body.balance, expected: body.expected, reason: body.reason, actor: context.adminActor,
+                currency: body.currency))
     }
 
     /// `POST /v1/admin/entitlement-grants` `{"supportId", "entitlement", "days", "reason"}`: an entitlement for a

@@ -20,12 +20,15 @@ public struct BalanceEdit: Sendable, Hashable {
     public var reason: String
     /// When.
     public var at: Date
+    /// The currency whose balance is set, when not the default (``LedgerRequest/currency``).
+    public var currency: Currency?
 
     /// Creates the edit.
     public init(
         owner: UUID, environment: AppStoreEnvironment, balance: Int64, expected: Int64? = nil, entryId: String,
-        reason: String, at: Date
+        reason: String, at: Date, currency: Currency? = nil
     ) {
+        self.currency = currency
         self.owner = owner
         self.environment = environment
         self.balance = balance
@@ -46,7 +49,8 @@ public struct BalanceEdit: Sendable, Hashable {
         guard wallet.balance != balance else { return nil }
         return LedgerRequest(
             owner: owner, environment: environment,
-            event: .adjustment(id: entryId, delta: balance - wallet.balance, reason: reason), at: at)
+            event: .adjustment(id: entryId, delta: balance - wallet.balance, reason: reason), at: at,
+            currency: currency)
     }
 }
 

@@ -435,7 +435,7 @@ public actor InMemoryStore: CofferStore {
         _ edit: BalanceEdit, audit events: @Sendable (BalanceEditResult) throws -> [AuditEvent]
     ) throws -> BalanceEditResult {
         guard isOwnCustomer(edit.owner),
-            let wallet = state.wallet(owner: edit.owner, environment: edit.environment)
+            let wallet = state.wallet(owner: edit.owner, environment: edit.environment, currency: edit.currency)
         else { throw StoreError.notFound("user \(edit.owner)") }
         var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
         if let request = try edit.request(from: wallet) {

@@ -73,7 +73,8 @@ extension PostgresStore {
             let context = PostgresLedgerContext(connection: connection, logger: self.logger)
             guard
                 let (wallet, _, _) = try await context.load(
-                    owner: edit.owner, environment: edit.environment, transactionId: nil, key: edit.key),
+                    owner: edit.owner, environment: edit.environment, transactionId: nil, key: edit.key,
+                    currency: edit.currency),
                 try await Self.exists(
                     connection,
                     "SELECT 1 FROM live_users WHERE id = \(edit.owner.uuidString)",

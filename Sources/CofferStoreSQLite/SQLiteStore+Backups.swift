@@ -66,7 +66,9 @@ extension SQLiteStore {
     ) async throws -> BalanceEditResult {
         try await write { db in
             var context = SQLiteLedgerContext(db: db, excludingMerged: true)
-            guard let wallet = try context.wallet(owner: edit.owner, environment: edit.environment),
+            guard
+                let wallet = try context.wallet(
+                    owner: edit.owner, environment: edit.environment, currency: edit.currency),
                 try Self.userExists(db, id: edit.owner, environment: edit.environment, live: true)
             else { throw StoreError.notFound("user \(edit.owner)") }
             var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)

@@ -114,6 +114,49 @@ struct CurrencyAPITests {
             #expect(
                 detail.timeline.filter { $0.currency == nil && $0.reference?.hasPrefix("purchase:") == true }.count == 2
             )
+
+            // Support's grant names its currency; the app claims it into that currency's wallet.
+            let grant = try await support.createGrant(
+                environment: .sandbox, supportId: owner.supportId.rawValue, credits: 50, reason: "Ticket #7",
+                actor: "ada", currency: "gems")
+            #expect(grant.currency == "gems")
+            let listed = try ClientAPITests.decode(
+                GrantsResponse.self,
+                try await client.execute(uri: "/v1/me/grants", method: .get, headers: ClientAPITests.bearer(user.token))
+            )
+            #expect(listed.grants.map(\.currency) == ["gems"])
+            let claimed = try await client.execute(
+                uri: "/v1/me/grants/\(grant.id.uuidString.lowercased())/claim", method: .post,
+                headers: ClientAPITests.bearer(user.token))
+            #expect(claimed.status == .ok)
+            #expect(try await NotificationTests.me(user, client).balances == ["coins": 200, "gems": 58])
+            // The default currency by its id is the default's grant; a currency the catalog lacks is refused.
+            let coins = try await support.createGrant(
+                environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #8",
+                actor: "ada", currency: "coins")
+            #expect(coins.currency == nil)
+            _ = try await client.execute(
+                uri: "/v1/me/grants/\(coins.id.uuidString.lowercased())/claim", method: .post,
+                headers: ClientAPITests.bearer(user.token))
+            await #expect(throws: AdminError.self) {
+                _ = try await support.createGrant(
+                    environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #9",
+                    actor: "ada", currency: "stars")
+            }
+            // Support sets one currency's balance: an adjustment in its ledger, the other currencies untouched.
+            let set = try await support.setBalance(
+                environment: .sandbox, supportId: owner.supportId.rawValue, balance: 100, expected: 58,
+                reason: "Ticket #11", actor: "ada", currency: "gems")
+            #expect(set.before == 58 && set.after == 100 && set.currency == "gems")
+            #expect(try await NotificationTests.me(user, client).balances == ["coins": 205, "gems": 100])
+            // In the device wallet the app keeps the default currency only: another is refused.
+            let device = AdminService(
+                store: setup.store, catalog: setup.catalog, walletMode: .device, now: { setup.clock.now() })
+            await #expect(throws: AdminError.self) {
+                _ = try await device.createGrant(
+                    environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #10",
+                    actor: "ada", currency: "gems")
+            }
         }
     }
 
@@ -155,6 +198,19 @@ struct CurrencyAPITests {
                 ])
             #expect(String(buffer: unknown.body).contains("unknown currency"))
             #expect(try await store.grants(environment: .sandbox, recipient: nil, status: nil, limit: 10).count == 1)
+            // The balance form names a currency too.
+            let edit = [("balance", "7"), ("reason", "Ticket #43"), ("currency", "gems"), ("csrf", csrf)]
+            let path = "/admin/users/\(user.supportId)/balance"
+            let asked = try await browser.post(client, path, edit)
+            #expect(String(buffer: asked.body).contains("7 Gems"))
+            let done = try await browser.post(client, path, edit + [("confirm", "yes"), ("expected", "0")])
+            #expect(done.status == .seeOther)
+            let supportId = try #require(SupportID(user.supportId))
+            let customer = try #require(try await store.user(supportId: supportId, environment: .sandbox))
+            #expect(
+                try await store.currencyWallets(owner: customer.id, environment: .sandbox)
+                    == [Self.gems: Wallet(balance: 7)])
+            #expect(try await store.wallet(owner: customer.id, environment: .sandbox) == Wallet())
         }
     }
 }

@@ -104,8 +104,11 @@ struct CustomerChangesController: PanelController {
             }
             _ = try SupportRules.balance(balance)
             let reason = try SupportRules.reason(form["reason"] ?? "")
+            // The currency by id; none (or the default's) for the default currency.
+            let currencyId = form["currency"].flatMap { $0.isEmpty ? nil : $0 }
+            let currency = try panel.service.ledgerCurrency(currencyId)
             let detail = try await panel.service.user(scope: scope, supportId: supportId)
-            let current = detail.editableBalance
+            let current = currency.map { detail.balances[$0.rawValue] ?? 0 } ?? detail.editableBalance
             guard form["confirm"] == "yes" else {
                 let id = URLText.escape(detail.user.supportId)
                 var page = ConfirmPage(
@@ -114,9 +117,12 @@ struct CustomerChangesController: PanelController {
                         HiddenField(name: "balance", value: String(balance)),
                         HiddenField(name: "reason", value: reason),
                         HiddenField(name: "expected", value: String(current)),
+                        HiddenField(name: "currency", value: currency?.rawValue ?? ""),
                     ])
                 page.balanceEdit = ConfirmPage.BalanceEdit(
-                    supportId: detail.user.supportId, balance: PanelText.credits(balance),
+                    supportId: detail.user.supportId,
+                    balance: PanelText.credits(balance)
+                        + (currency.map { " " + panel.service.catalog.currencyName($0) } ?? ""),
                     change: PanelText.change(balance - current), reason: reason,
                     serverWallet: detail.walletMode == .server)
                 page.beforeAfter = BeforeAfter(
@@ -131,7 +137,7 @@ struct CustomerChangesController: PanelController {
             try await panel.service.requireInScope(scope, supportId: supportId)
             _ = try await panel.service.setBalance(
                 environment: scope.environment, supportId: supportId, balance: balance, expected: expected,
-                reason: reason, actor: context.adminActor)
+                reason: reason, actor: context.adminActor, currency: currencyId)
             return AdminPanel.redirect("/admin/users/\(URLText.escape(supportId))?notice=balance")
         }
     }
