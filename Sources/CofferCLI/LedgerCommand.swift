@@ -31,21 +31,37 @@ struct LedgerCommand: AsyncParsableCommand {
                 throw CommandFailure("no user \(id) in \(environment.rawValue)")
             }
             let wallet = try await store.wallet(owner: user.id, environment: environment)
-            let entries = try await store.entries(owner: user.id, environment: environment)
+            var entries = try await store.entries(owner: user.id, environment: environment)
+            // Each other currency's ledger after the default's, its entries saying their currency.
+            var others: [LedgerReport.Other] = []
+            for (currency, wallet) in try await store.currencyWallets(owner: user.id, environment: environment)
+                .sorted(by: { $0.key < $1.key })
+            {
+                let own = try await store.entries(owner: user.id, environment: environment, currency: currency)
+                others.append(LedgerReport.Other(currency: currency, wallet: wallet, entries: own))
+                entries += own
+            }
             if json {
-                print(
-                    try JSONText.encode(
-                        LedgerReport(supportId: id, environment: environment, wallet: wallet, entries: entries)))
-                return
+                let report = LedgerReport(
+                    supportId: id, environment: environment, wallet: wallet,
+                    entries: entries.filter { $0.currency == nil }, otherCurrencies: others.isEmpty ? nil : others)
+                return print(try JSONText.encode(report))
             }
             print("\(id)  \(environment.rawValue)  balance \(wallet.balance)  deficit \(wallet.deficit)")
-            var table = TextTable(["when (UTC)", "key", "amount", "balance", "deficit", "data", "reason"])
+            for other in others {
+                print("\(other.currency)  balance \(other.wallet.balance)  deficit \(other.wallet.deficit)")
+            }
+            var columns = ["when (UTC)", "key", "amount", "balance", "deficit", "data", "reason"]
+            if !others.isEmpty { columns.insert("currency", at: 2) }
+            var table = TextTable(columns)
             for entry in entries {
-                table.add([
+                var row = [
                     JSONText.timestamp(entry.createdAt), entry.key.rawValue, String(entry.amount),
                     String(entry.walletAfter.balance), String(entry.walletAfter.deficit),
                     entry.dataMark?.rawValue ?? "", entry.reason ?? "",
-                ])
+                ]
+                if !others.isEmpty { row.insert(entry.currency?.rawValue ?? "default", at: 2) }
+                table.add(row)
             }
             print(entries.isEmpty ? "no entries" : table.render())
         }
@@ -74,6 +90,16 @@ struct LedgerCommand: AsyncParsableCommand {
                         print("\(user.supportId): \(problem)")
                         problems += 1
                     }
+                    // Each other currency is a ledger of its own, checked the same way.
+                    for (currency, wallet) in try await store.currencyWallets(owner: user.id, environment: environment)
+                    {
+                        let entries = try await store.entries(
+                            owner: user.id, environment: environment, currency: currency)
+                        for problem in LedgerAudit.discrepancies(entries: entries, wallet: wallet) {
+                            print("\(user.supportId) \(currency): \(problem)")
+                            problems += 1
+                        }
+                    }
                     checked += 1
                 }
                 guard users.count == pageSize else { break }
@@ -96,10 +122,18 @@ struct LedgerCommand: AsyncParsableCommand {
 }
 
 private struct LedgerReport: Encodable {
+    /// Another currency's ledger.
+    struct Other: Encodable {
+        var currency: Currency
+        var wallet: Wallet
+        var entries: [LedgerEntry]
+    }
+
     var supportId: SupportID
     var environment: AppStoreEnvironment
     var wallet: Wallet
     var entries: [LedgerEntry]
+    var otherCurrencies: [Other]?
 }
 
 /// `coffer migrate`: create or upgrade a local database.

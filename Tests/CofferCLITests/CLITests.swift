@@ -148,11 +148,18 @@ struct CLITests {
             _ = try await store.apply(
                 LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: user.createdAt))
         }
+        // Gems, another currency's ledger: 30 bought with the same purchase, 20 spent.
+        let gems = try #require(Currency(rawValue: "gems"))
+        for event in [LedgerEvent.purchase(fact, credits: 30), .spend(key: "round-1", amount: 20)] {
+            _ = try await store.apply(
+                LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: user.createdAt, currency: gems))
+        }
 
         let output = try await CofferProcess.run(["ledger", "show", "_ABC123DEF456", "--database", path])
         #expect(output.status == 0, "\(output.stderr)")
         // 400k bought, 350k spent, refunded (50k taken, 350k deficit), 400k granted settles the deficit first.
         #expect(output.stdout.contains("_abc123def456  Sandbox  balance 50000  deficit 0"))
+        #expect(output.stdout.contains("gems  balance 10  deficit 0"))
         for key in ["purchase:2000000123", "spend:round-1", "revocation:2000000123", "grant:g1", "Ticket #42"] {
             #expect(output.stdout.contains(key))
         }
@@ -161,6 +168,8 @@ struct CLITests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
         #expect((object["entries"] as? [Any])?.count == 4)
         #expect((object["wallet"] as? [String: Any])?["balance"] as? Int == 50_000)
+        let others = try #require(object["otherCurrencies"] as? [[String: Any]])
+        #expect(others.map { $0["currency"] as? String } == ["gems"] && (others[0]["entries"] as? [Any])?.count == 2)
 
         let check = try await CofferProcess.run(["ledger", "check", "--database", path])
         #expect(check.status == 0)
