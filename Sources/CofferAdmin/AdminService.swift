@@ -366,15 +366,18 @@ public struct AdminService: Sendable {
         return detail
     }
 
-    /// A customer's timeline as CSV: one line per item, times in UTC.
+    /// A customer's timeline as CSV: one line per item, times in UTC; `currency` names another currency than the
+    /// default (empty for the default's).
     public static func timelineCSV(_ detail: UserDetail) -> String {
         CSVText.document(
-            header: ["at (UTC)", "kind", "credits", "balance after", "summary", "reference", "data environment"],
+            header: [
+                "at (UTC)", "kind", "credits", "balance after", "summary", "reference", "data environment", "currency",
+            ],
             rows: detail.timeline.map { item in
                 [
                     Self.isoTime(item.at), item.kind.rawValue, item.credits.map(String.init) ?? "",
                     item.balanceAfter.map(String.init) ?? "", item.summary, item.reference ?? "",
-                    item.dataEnvironment?.rawValue ?? "",
+                    item.dataEnvironment?.rawValue ?? "", item.currency ?? "",
                 ]
             })
     }

@@ -25,7 +25,7 @@ struct AppleParts {
     /// - Throws: When a file cannot be read or parsed, saying which.
     init(_ settings: ServeSettings, environment: SignedDataEnvironment) throws {
         let server = settings.server
-        catalog = try Composition.catalog(file: settings.catalogFile, required: true)
+        catalog = try Composition.catalog(file: settings.catalogFile, required: true, wallet: settings.server.wallet)
         var roots = try settings.appleRoots.map { try Data(contentsOf: URL(fileURLWithPath: $0)) }
         roots.insert(try AppleRoots.rootCAG3(), at: 0)
         self.roots = roots

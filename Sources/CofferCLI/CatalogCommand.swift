@@ -30,7 +30,6 @@ struct CatalogCommand: AsyncParsableCommand {
             } catch {
                 throw CommandFailure("\(file): cannot read: \(error.localizedDescription)")
             }
-            if let refusal = Composition.severalCurrencies(catalog) { throw CommandFailure("\(file): \(refusal)") }
             if json {
                 print(
                     try JSONText.encode(

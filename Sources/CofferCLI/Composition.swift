@@ -36,8 +36,9 @@ struct Composition: Sendable {
     }
 
     /// The catalog in `file`; a missing file is an empty catalog unless it is `required` (serve's, or one a
-    /// command named).
-    static func catalog(file: String, required: Bool) throws -> Catalog {
+    /// command named). A catalog of several currencies is refused for the device `wallet`
+    /// (``severalCurrencies(_:wallet:)``).
+    static func catalog(file: String, required: Bool, wallet: WalletMode) throws -> Catalog {
         guard required || FileManager.default.fileExists(atPath: file) else { return try Catalog(products: []) }
         guard FileManager.default.fileExists(atPath: file) else { throw CommandFailure("no catalog at \(file)") }
         let catalog: Catalog
@@ -46,18 +47,20 @@ struct Composition: Sendable {
         } catch {
             throw CommandFailure("cannot read the catalog \(file): \(error)")
         }
-        if let refusal = severalCurrencies(catalog) { throw CommandFailure("the catalog \(file): \(refusal)") }
+        if let refusal = severalCurrencies(catalog, wallet: wallet) {
+            throw CommandFailure("the catalog \(file): \(refusal)")
+        }
         return catalog
     }
 
-    /// Why this version cannot sell `catalog`, when it lists more than one currency: the catalog reads them, the
-    /// ledger keeps one currency per customer.
-    static func severalCurrencies(_ catalog: Catalog) -> String? {
-        guard catalog.currencies.count > 1 else { return nil }
+    /// Why this version cannot sell `catalog` in `wallet`, when it lists more than one currency: the server wallet
+    /// keeps every currency per customer, the SDK's device ledger the default currency only.
+    static func severalCurrencies(_ catalog: Catalog, wallet: WalletMode) -> String? {
+        guard catalog.currencies.count > 1, wallet == .device else { return nil }
         return "it lists \(catalog.currencies.count) currencies ("
             + catalog.currencies.map(\.id.rawValue).joined(separator: ", ")
-            + "); this version of Coffer keeps one currency per customer: list one, or give each product's credits "
-            + "as a number"
+            + "); in the device wallet this version keeps one currency per customer (the app's device ledger): "
+            + "set wallet = server to keep several, or list one"
     }
 
     /// Opens `database` (migrating it) beside `catalog`.
@@ -79,7 +82,8 @@ struct Composition: Sendable {
     static func open(_ settings: SupportSettings, withCatalog: Bool = true) async throws -> Composition {
         let catalog =
             withCatalog
-            ? try Self.catalog(file: settings.catalogFile, required: settings.catalogNamed) : try Catalog(products: [])
+            ? try Self.catalog(file: settings.catalogFile, required: settings.catalogNamed, wallet: settings.wallet)
+            : try Catalog(products: [])
         do {
             return try await open(database: settings.database, timeout: settings.databaseTimeout, catalog: catalog)
         } catch {

@@ -186,10 +186,13 @@ public struct ServerClient: Sendable {
     }
 
     /// `POST /v1/me/spend` (server wallet): spends credits once per `key` (a retry with the same key is
-    /// answered with the same balance, never spent twice).
-    public func spend(amount: Int64, key: String, token: String) async throws(ServerClientError) -> BalanceResponse {
+    /// answered with the same balance, never spent twice), of `currency` by id (`nil`: the default currency).
+    public func spend(amount: Int64, key: String, token: String, currency: String? = nil)
+        async throws(ServerClientError) -> BalanceResponse
+    {
         try await send(
-            "POST", "/v1/me/spend", token: token, body: SpendRequest(amount: amount), headers: ["Idempotency-Key": key])
+            "POST", "/v1/me/spend", token: token, body: SpendRequest(amount: amount, currency: currency),
+            headers: ["Idempotency-Key": key])
     }
 
     /// `PUT /v1/me/consent`: the customer's answer to sharing consumption data with Apple for refund requests.

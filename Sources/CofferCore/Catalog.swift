@@ -375,10 +375,12 @@ public struct Catalog: Sendable, Hashable {
     ///   ``LedgerError/invalidAmount(_:)`` when the quantity is below 1.
     public func credits(productId: String, quantity: Int, familyShared: Bool) throws(LedgerError) -> Int64 {
         guard let product = byId[productId] else { throw .unknownProduct(productId) }
-        // The ledger keeps one currency yet: a product that gives others is not delivered at all (the purchase
-        // waits, unfinished, for a version that keeps them), never delivered without them.
+        // One currency's credits: a product that gives others is not delivered at all by a path that keeps one
+        // currency (the device wallet's ledger; the purchase waits, unfinished), never delivered without them. The
+        // server's paths deliver every currency (`defaultCredits(for:)`, `inEveryCurrency(_:)`).
         guard product.otherCredits.allSatisfy({ $0.value == 0 }) else {
-            throw .unknownProduct("\(productId) (credits in several currencies, which this version cannot deliver)")
+            throw .unknownProduct(
+                "\(productId) (credits in several currencies, which the device wallet cannot deliver)")
         }
         guard quantity >= 1 else { throw .invalidAmount(Int64(quantity)) }
         if familyShared { return 0 }

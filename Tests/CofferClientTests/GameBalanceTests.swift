@@ -166,6 +166,9 @@ struct GameBalanceTests {
             _ = try await app.syncBackup()
             let token = try #require(await app.credentials?.token)
             #expect(try await world.server.backup(token: token)?.deficit == 250)
+            // The backups the spend and the refund scheduled run before the files go, as the other reinstalls here
+            // wait: one firing while they are removed failed the reinstall's first commit (SQLite's disk I/O error).
+            await app.backupSettled()
             try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
             let again = try world.app()
             try await again.launch()

@@ -123,7 +123,8 @@ struct PurchaseFlowTests {
         wallet: WalletMode, serverOnSimulatedTime: Bool = false, products: [CatalogProduct] = [],
         loyalty: [LoyaltyRule] = [], simulator: (inout SimulatorConfiguration) -> Void = { _ in },
         push: (any PushSender)? = nil, cloudKitProof: Bool = false, appStoreOnly: [CatalogProduct] = [],
-        offerKey: P256.Signing.PrivateKey? = nil, _ body: @Sendable (World) async throws -> Void
+        offerKey: P256.Signing.PrivateKey? = nil, currencies: [CurrencyDefinition] = [],
+        _ body: @Sendable (World) async throws -> Void
     ) async throws {
         var simulatorConfiguration = SimulatorConfiguration(bundleId: bundleId, appAppleId: 1_234)
         simulator(&simulatorConfiguration)
@@ -142,7 +143,7 @@ struct PurchaseFlowTests {
             return try await withWorld(
                 wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
                 simulator: configured, push: push, cloudKit: nil, appStoreOnly: appStoreOnly, appStoreAPI: signing,
-                body)
+                currencies: currencies, body)
         }
         // CloudKit Web Services, for a server that wants a web auth token with each claim.
         let cloudKit = SimulatedCloudKit(container: "iCloud.\(bundleId)", keys: [:], apiTokens: ["console-api-token"])
@@ -153,7 +154,7 @@ struct PurchaseFlowTests {
             try await withWorld(
                 wallet: wallet, serverOnSimulatedTime: serverOnSimulatedTime, products: products, loyalty: loyalty,
                 simulator: configured, push: push, cloudKit: (cloudKit, cloudKitURL), appStoreOnly: appStoreOnly,
-                appStoreAPI: signing, body)
+                appStoreAPI: signing, currencies: currencies, body)
         }
     }
 
@@ -161,7 +162,8 @@ struct PurchaseFlowTests {
         wallet: WalletMode, serverOnSimulatedTime: Bool, products: [CatalogProduct], loyalty: [LoyaltyRule],
         simulator simulatorConfiguration: SimulatorConfiguration, push: (any PushSender)?,
         cloudKit: (SimulatedCloudKit, url: String)?, appStoreOnly: [CatalogProduct],
-        appStoreAPI: AppStoreServerAPIClient?, _ body: @Sendable (World) async throws -> Void
+        appStoreAPI: AppStoreServerAPIClient?, currencies: [CurrencyDefinition],
+        _ body: @Sendable (World) async throws -> Void
     ) async throws {
         let pki = try SimulatorPKI(
             validFrom: start.addingTimeInterval(-86_400), leafValidUntil: start.addingTimeInterval(400 * 86_400))
@@ -169,10 +171,10 @@ struct PurchaseFlowTests {
             products: [
                 CatalogProduct(id: product, kind: .consumable, credits: 100),
                 CatalogProduct(id: noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-            ] + products, loyalty: loyalty)
+            ] + products, loyalty: loyalty, currencies: currencies)
         let clock = SimulatorClock(start: start)
         let apple = SimulatedAppStore(
-            catalog: try Catalog(products: catalog.products + appStoreOnly, loyalty: loyalty),
+            catalog: try Catalog(products: catalog.products + appStoreOnly, loyalty: loyalty, currencies: currencies),
             configuration: simulatorConfiguration, signer: try pki.signer(), clock: clock)
         let verifier = try SignedDataVerifier(
             rootCertificates: [pki.rootDER()], bundleId: bundleId, appAppleId: nil, environment: .sandbox)
