@@ -257,7 +257,8 @@ schemas = {
                       "currency": S("The currency of the credits by its catalog id, when not the default")},
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
-                                                     "grant-claimed", "grant-cancelled", "adjustment", "spend", "backup", "merge", "admin"]),
+                                                     "grant-claimed", "grant-cancelled", "adjustment", "spend", "backup", "merge", "admin",
+                                                     "expiry"]),
                          "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S(),
                          "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
                                               "reversals): Sandbox on a Production server marks App Review and "

@@ -20,6 +20,8 @@ public enum TimelineKind: String, Sendable, Hashable, Codable, CaseIterable {
     case backup
     /// Support merged customers.
     case merge
+    /// Credits of a grant that expired: what was left of them at their end.
+    case expiry
     /// Any other admin action about this user.
     case admin
 }

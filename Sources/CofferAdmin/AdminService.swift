@@ -578,6 +578,8 @@ public struct AdminService: Sendable {
             case .adjustment:
                 (.adjustment, "Balance adjusted by \(PanelText.change(entry.amount)): \(entry.reason ?? "")")
             case .spend: (.spend, "Spent \(PanelText.credits(-entry.amount)) (key \(entry.key.id))")
+            case .expiry:
+                (.expiry, "\(PanelText.credits(-entry.amount)) credits of grant \(entry.key.id) expired, unspent")
             case .merge:
                 (
                     .merge,

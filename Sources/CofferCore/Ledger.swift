@@ -43,6 +43,8 @@ public enum LedgerEntryKind: String, Codable, Sendable, CaseIterable {
     /// Support merged an anonymous user into an account user: on each of the two, keyed by the merged
     /// (anonymous) user's Support ID.
     case merge
+    /// Credits that expired: what was left of a grant's lot (``CreditLot``) at its end, keyed by the lot's id.
+    case expiry
 }
 
 /// A natural idempotency key such as `purchase:2000000123456789`: an entry with a given key is applied
@@ -99,6 +101,10 @@ public enum LedgerEvent: Sendable, Hashable {
     /// The device wallet took its backup (a reinstall, an admin edit): the wallet becomes `wallet`, balance
     /// and deficit, keyed as an adjustment.
     case restore(id: String, wallet: Wallet, reason: String)
+    /// A lot ended (``CreditLot``): `amount`, what was left of it as the store found it in the write's own
+    /// transaction, leaves the balance (never more than the balance holds). Made by the store's expiry
+    /// (``CreditLots/due(_:at:)``), never by a caller.
+    case expiry(id: String, amount: Int64)
 
     /// The event's idempotency key.
     public var key: IdempotencyKey {
@@ -110,6 +116,7 @@ public enum LedgerEvent: Sendable, Hashable {
         case .adjustment(let id, _, _): IdempotencyKey(.adjustment, id)
         case .spend(let key, _): IdempotencyKey(.spend, key)
         case .restore(let id, _, _): IdempotencyKey(.adjustment, id)
+        case .expiry(let id, _): IdempotencyKey(.expiry, id)
         }
     }
 
@@ -119,7 +126,7 @@ public enum LedgerEvent: Sendable, Hashable {
         case .purchase(let fact, _), .deliveredBeforeCoffer(let fact, _): fact
         case .revocation(let fact): fact
         case .reversal(let fact, _): fact
-        case .grant, .adjustment, .spend, .restore: nil
+        case .grant, .adjustment, .spend, .restore, .expiry: nil
         }
     }
 }
@@ -324,6 +331,16 @@ public enum Ledger {
             var after = wallet
             after.balance -= amount
             return applied(key: key, owner: owner, amount: -amount, before: wallet, after: after, reason: nil, now: now)
+        case .expiry(_, let amount):
+            try checkAmount(amount)
+            if let existing {
+                return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existing)
+            }
+            var after = wallet
+            after.balance -= min(amount, wallet.balance)
+            return applied(
+                key: key, owner: owner, amount: after.balance - wallet.balance, before: wallet, after: after,
+                reason: "expired", now: now)
         }
     }
 

@@ -18,6 +18,8 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case balanceAdjusted = "balance.adjusted"
     /// The customer spent credits (the server wallet).
     case balanceSpent = "balance.spent"
+    /// Credits of a grant ended: what was left of them left the balance.
+    case creditsExpired = "credits.expired"
     /// A subscription renewed: a new paid period was delivered.
     case subscriptionRenewed = "subscription.renewed"
     /// Apple said a subscription expired (its `EXPIRED` notification).

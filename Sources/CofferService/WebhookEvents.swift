@@ -115,6 +115,10 @@ public enum WebhookEvents {
             type = .balanceSpent
             data.merge(compact(["spendKey": id])) { $1 }
             data["credits"] = -amount
+        case .expiry:
+            type = .creditsExpired
+            data.merge(compact(["grantId": id])) { $1 }
+            data["credits"] = -amount
         case .merge:
             return nil
         }

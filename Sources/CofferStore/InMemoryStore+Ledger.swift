@@ -10,6 +10,7 @@ extension InMemoryStore {
             // The in-memory context never throws; a refusal comes back as the request's failure.
             (try? LedgerWriter.apply(request, in: &state)) ?? .failure(.unknownUser(request.owner))
         }
+        updateLots(requests, results)
         return EntitlementSources.answer(results, for: requests) { asked in
             EntitlementSources(
                 receipts: receipts(owner: asked.owner, environment: asked.environment, productIds: asked.products),

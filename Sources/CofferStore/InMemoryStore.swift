@@ -107,6 +107,8 @@ public actor InMemoryStore: CofferStore {
     /// Tokens added for more devices, and revoked tokens, by hash.
     var deviceTokens: [String: (owner: UUID, revokedAt: Date?, origin: TokenOrigin)] = [:]
     var pushTokenRecords: [String: PushToken] = [:]
+    /// Credits that expire, by wallet (``CreditLot``).
+    var lotList: [CreditLotWrites.Wallet: [CreditLot]] = [:]
     var milestones: Set<String> = []
     var verifyReports: [UUID: VerifyReport] = [:]
 
@@ -268,6 +270,7 @@ public actor InMemoryStore: CofferStore {
             state.save(intoDecision, owner: into.id, environment: merge.environment, currency: currency)
         }
         for key in movedReceipts.keys { state.receipts[key]?.owner = into.id }
+        moveLots(from: from.id, into: into.id, environment: merge.environment)
         for (key, receipt) in state.currencyReceipts
         where receipt.owner == from.id && key.of.environment == merge.environment {
             state.currencyReceipts[key]?.owner = into.id
@@ -377,6 +380,8 @@ public actor InMemoryStore: CofferStore {
         for (currency, closing) in plan.closingCurrencies {
             state.save(closing, owner: deletion.user, environment: deletion.environment, currency: currency)
         }
+        // The closing entries take every wallet to zero: nothing is left to expire.
+        lotList = lotList.filter { !ids.contains($0.key.owner) }
         appendAudit(plan.audit)
         return plan.result
     }
@@ -446,6 +451,7 @@ public actor InMemoryStore: CofferStore {
             result.entry = applied.entry
             let entries = try events(result)
             state = ledger
+            updateLots([request], [.success(applied)])
             appendAudit(entries)
         } else {
             appendAudit(try events(result))
@@ -490,8 +496,9 @@ public actor InMemoryStore: CofferStore {
         guard let claimed = try claim(grantList[index]) else { return grantList[index] }
         if let credit = claimed.credit {
             var draft = state
-            _ = try LedgerWriter.apply(credit, in: &draft).get()
+            let applied = try LedgerWriter.apply(credit, in: &draft).get()
             state = draft
+            updateLots([credit], [.success(applied)])
         }
         grantList[index] = claimed.grant
         return claimed.grant

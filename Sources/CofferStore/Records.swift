@@ -154,15 +154,19 @@ public struct Grant: Sendable, Hashable, Codable {
     public var cancelledBy: String?
     /// The currency of the credits, when not the default (``LedgerRequest/currency``).
     public var currency: Currency?
+    /// For credits that expire: how many days after the app claims them (``LedgerRequest/expiresAt``); `nil`, they
+    /// never do.
+    public var expiresInDays: Int?
 
     /// Creates a grant.
     public init(
         id: UUID = UUID(), environment: AppStoreEnvironment, recipient: UUID, credits: Int64, reason: String,
         createdBy: String,
         createdAt: Date, claimedAt: Date? = nil, cancelledAt: Date? = nil, cancelledBy: String? = nil,
-        currency: Currency? = nil
+        currency: Currency? = nil, expiresInDays: Int? = nil
     ) {
         self.currency = currency
+        self.expiresInDays = expiresInDays
         self.id = id
         self.environment = environment
         self.recipient = recipient
@@ -207,7 +211,7 @@ public struct Grant: Sendable, Hashable, Codable {
             LedgerRequest(
                 owner: recipient, environment: environment,
                 event: .grant(id: id.uuidString.lowercased(), credits: credits, reason: reason), policy: policy, at: at,
-                currency: currency)
+                currency: currency, expiresAt: expiresInDays.map { at.addingTimeInterval(Double($0) * 86_400) })
         }
         return GrantClaim(grant: claimed, credit: credit)
     }

@@ -455,6 +455,7 @@ enum PostgresMigrations {
         ("v31 several currencies", PostgresCurrencyTables.sql),
         ("v32 webhooks in every currency", PostgresWebhookTables.currencies),
         ("v33 grants in a currency", "ALTER TABLE grants ADD COLUMN credit_currency TEXT"),
+        ("v34 credits that expire", PostgresCreditLotTables.sql),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

@@ -83,6 +83,7 @@ extension PostgresStore {
             var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
             if let request = try edit.request(from: wallet) {
                 let applied = try await LedgerWriter.apply(request, in: context).get()
+                try await self.updateLots(connection, [request], [.success(applied)])
                 result.after = applied.wallet
                 result.entry = applied.entry
             }

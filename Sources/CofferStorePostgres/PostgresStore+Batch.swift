@@ -34,6 +34,7 @@ extension PostgresStore {
                     results[position] = try await LedgerWriter.apply(requests[position], in: context)
                 }
             }
+            try await self.updateLots(connection, requests, results)
             let asked = EntitlementSources.Asked.of(requests, results)
             guard !asked.isEmpty else { return results }
             let sources = try await self.entitlementSources(asked, on: connection)

@@ -20,10 +20,11 @@ extension PostgresStore {
                 try await connection.query(
                     """
                     INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at,
-                        credit_currency)
+                        credit_currency, expires_in_days)
                     VALUES (\(grant.id.uuidString), \(grant.environment.rawValue), \(grant.recipient.uuidString),
                         \(grant.credits), \(grant.reason), \(grant.createdBy), \(Millis.from(grant.createdAt)),
-                        \(grant.claimedAt.map(Millis.from)), \(grant.currency?.rawValue))
+                        \(grant.claimedAt.map(Millis.from)), \(grant.currency?.rawValue),
+                        \(grant.expiresInDays.map(Int64.init)))
                     """, logger: self.logger)
             } catch let error as PSQLError where error.sqlState == "23505" {
                 throw StoreError.alreadyExists("grant \(grant.id)")
@@ -87,7 +88,8 @@ extension PostgresStore {
             guard let claimed = try claim(grant) else { return grant }
             if let credit = claimed.credit {
                 let context = PostgresLedgerContext(connection: connection, logger: self.logger)
-                _ = try await LedgerWriter.apply(credit, in: context).get()
+                let applied = try await LedgerWriter.apply(credit, in: context).get()
+                try await self.updateLots(connection, [credit], [.success(applied)])
             }
             try await connection.query(
                 "UPDATE grants SET claimed_at = \(claimed.grant.claimedAt.map(Millis.from)) WHERE id = \(id.uuidString)",

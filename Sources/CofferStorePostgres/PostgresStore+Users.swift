@@ -264,6 +264,8 @@ extension PostgresStore {
                 """
                 WITH moved AS (
                     UPDATE currency_receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
+                ), lots AS (
+                    UPDATE credit_lots SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
                 )
                 UPDATE receipts SET owner = \(into) WHERE owner = \(from) AND environment = \(env)
                 """, logger: self.logger)
@@ -446,6 +448,8 @@ extension PostgresStore {
                 try await context.save(
                     closing, owner: deletion.user, environment: deletion.environment, currency: currency)
             }
+            // The closing entries take every wallet to zero: nothing is left to expire.
+            try await connection.query("DELETE FROM credit_lots WHERE owner = ANY(\(ids))", logger: self.logger)
             try await Self.insertAudit(connection, plan.audit, logger: self.logger)
             return plan.result
         }

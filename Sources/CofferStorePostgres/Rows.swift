@@ -195,7 +195,8 @@ enum Rows {
             createdBy: try value(row, "created_by"),
             createdAt: Millis.date(try value(row, "created_at")), claimedAt: try date(row, "claimed_at"),
             cancelledAt: try date(row, "cancelled_at"), cancelledBy: try value(row, "cancelled_by"),
-            currency: try value(row, "credit_currency", as: String?.self).map(currency))
+            currency: try value(row, "credit_currency", as: String?.self).map(currency),
+            expiresInDays: try value(row, "expires_in_days", as: Int64?.self).map { Int(clamping: $0) })
     }
 
     static func audit(_ postgresRow: PostgresRow) throws -> AuditEvent {

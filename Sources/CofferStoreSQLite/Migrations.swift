@@ -352,6 +352,9 @@ extension SQLiteStore {
         migrator.registerMigration("v31 grants in a currency") { db in
             try db.execute(sql: "ALTER TABLE grants ADD COLUMN credit_currency TEXT")
         }
+        migrator.registerMigration("v32 credits that expire") { db in
+            try db.execute(sql: CreditLotTables.sql)
+        }
         return migrator
     }
 }

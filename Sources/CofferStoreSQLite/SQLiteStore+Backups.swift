@@ -74,6 +74,7 @@ extension SQLiteStore {
             var result = BalanceEditResult(before: wallet, after: wallet, entry: nil)
             if let request = try edit.request(from: wallet) {
                 let applied = try LedgerWriter.apply(request, in: &context).get()
+                try Self.updateLots(db, [request], [.success(applied)])
                 result.after = applied.wallet
                 result.entry = applied.entry
             }

@@ -17,13 +17,13 @@ extension SQLiteStore {
                 try db.execute(
                     cached: """
                         INSERT INTO grants (id, environment, recipient, credits, reason, created_by, created_at, claimed_at,
-                            credit_currency)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                            credit_currency, expires_in_days)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
                     arguments: [
                         grant.id.uuidString, grant.environment.rawValue, grant.recipient.uuidString, grant.credits,
                         grant.reason, grant.createdBy, Millis.from(grant.createdAt), grant.claimedAt.map(Millis.from),
-                        grant.currency?.rawValue,
+                        grant.currency?.rawValue, grant.expiresInDays,
                     ])
             } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
                 throw StoreError.alreadyExists("grant \(grant.id)")
@@ -98,7 +98,8 @@ extension SQLiteStore {
             guard let claimed = try claim(grant) else { return grant }
             if let credit = claimed.credit {
                 var context = SQLiteLedgerContext(db: db)
-                _ = try LedgerWriter.apply(credit, in: &context).get()
+                let applied = try LedgerWriter.apply(credit, in: &context).get()
+                try Self.updateLots(db, [credit], [.success(applied)])
             }
             try db.execute(
                 cached: "UPDATE grants SET claimed_at = ? WHERE id = ?",

@@ -12,6 +12,7 @@ extension SQLiteStore {
         try await write { db in
             var context = SQLiteLedgerContext(db: db, excludingMerged: true)
             let results = try requests.map { try LedgerWriter.apply($0, in: &context) }
+            try Self.updateLots(db, requests, results)
             return try EntitlementSources.answer(results, for: requests) { asked in
                 EntitlementSources(
                     receipts: try Self.receipts(

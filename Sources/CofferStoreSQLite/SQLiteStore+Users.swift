@@ -242,7 +242,8 @@ extension SQLiteStore {
                 try context.save(fromDecision, owner: merge.from, environment: merge.environment, currency: currency)
                 try context.save(intoDecision, owner: merge.into, environment: merge.environment, currency: currency)
             }
-            for table in ["receipts", "currency_receipts"] {
+            // The merged customer's receipts and credits that expire go with the wallet they are in.
+            for table in ["receipts", "currency_receipts", "credit_lots"] {
                 try db.execute(
                     cached: "UPDATE \(table) SET owner = ? WHERE owner = ? AND environment = ?",
                     arguments: [into, from, env])
@@ -413,6 +414,8 @@ extension SQLiteStore {
             for (currency, closing) in plan.closingCurrencies {
                 try context.save(closing, owner: deletion.user, environment: deletion.environment, currency: currency)
             }
+            // The closing entries take every wallet to zero: nothing is left to expire.
+            try db.execute(sql: "DELETE FROM credit_lots WHERE owner IN (\(marks))", arguments: owners)
             try Self.insertAudit(db, plan.audit)
             return plan.result
         }

@@ -282,6 +282,7 @@ public final class SQLiteStore: CofferStore {
             createdAt: Millis.date(row["created_at"]),
             claimedAt: (row["claimed_at"] as Int64?).map(Millis.date),
             cancelledAt: (row["cancelled_at"] as Int64?).map(Millis.date), cancelledBy: row["cancelled_by"],
-            currency: try (row["credit_currency"] as String?).map(Self.currency))
+            currency: try (row["credit_currency"] as String?).map(Self.currency),
+            expiresInDays: row["expires_in_days"])
     }
 }

@@ -208,6 +208,14 @@ final class CountingStore: CofferStore {
     func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
         try await gate("entries", write: false) { try await base.entries(owner: owner, environment: environment) }
     }
+    func creditLots(owner: UUID, environment: AppStoreEnvironment) async throws -> [CreditLot] {
+        try await gate("wallet", write: false) { try await base.creditLots(owner: owner, environment: environment) }
+    }
+    func expireCredits(environment: AppStoreEnvironment, owner: UUID?, at now: Date, limit: Int) async throws -> Int {
+        try await gate("expireCredits", write: true) {
+            try await base.expireCredits(environment: environment, owner: owner, at: now, limit: limit)
+        }
+    }
     func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
         try await gate("wallet", write: false) {
             try await base.currencyWallets(owner: owner, environment: environment)

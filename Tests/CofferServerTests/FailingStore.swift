@@ -65,6 +65,10 @@ struct FailingStore: CofferStore {
     func apply(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] { throw error }
     func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet { throw error }
     func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] { throw error }
+    func creditLots(owner: UUID, environment: AppStoreEnvironment) async throws -> [CreditLot] { throw error }
+    func expireCredits(environment: AppStoreEnvironment, owner: UUID?, at now: Date, limit: Int) async throws -> Int {
+        throw error
+    }
     func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
         throw error
     }

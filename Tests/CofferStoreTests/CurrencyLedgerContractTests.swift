@@ -87,14 +87,7 @@ struct CurrencyLedgerContractTests {
         #expect(
             try await store.currencyWallets(owner: alice.id, environment: .sandbox)
                 == [Self.gems: Wallet(balance: 0, deficit: 2)])
-        for currency in [nil, Self.gems] {
-            let entries = try await store.entries(owner: alice.id, environment: .sandbox, currency: currency)
-            let wallet =
-                currency == nil
-                ? try await store.wallet(owner: alice.id, environment: .sandbox)
-                : try await store.currencyWallets(owner: alice.id, environment: .sandbox)[Self.gems] ?? .empty
-            #expect(LedgerAudit.discrepancies(entries: entries, wallet: wallet) == [])
-        }
+        #expect(try await Make.discrepancies(store, alice) == [])
     }
 
     @Test(

@@ -73,6 +73,19 @@ enum Make {
             isUpgraded: true)
     }
 
+    /// What the ledger audit finds wrong in every currency's ledger of `user` (none for sound books).
+    static func discrepancies(_ store: any CofferStore, _ user: User) async throws -> [String] {
+        var found = LedgerAudit.discrepancies(
+            entries: try await store.entries(owner: user.id, environment: user.environment),
+            wallet: try await store.wallet(owner: user.id, environment: user.environment)
+        )
+        for (currency, wallet) in try await store.currencyWallets(owner: user.id, environment: user.environment) {
+            let entries = try await store.entries(owner: user.id, environment: user.environment, currency: currency)
+            found += LedgerAudit.discrepancies(entries: entries, wallet: wallet).map { "\(currency): \($0)" }
+        }
+        return found
+    }
+
     static func purchase(_ id: String, for user: User, credits: Int64 = 400) -> LedgerRequest {
         LedgerRequest(
             owner: user.id, environment: user.environment, event: .purchase(fact(id), credits: credits), at: start)

@@ -35,6 +35,15 @@ public protocol LedgerStore: Sendable {
     /// A user's receipts of the given products, oldest purchase first: what entitlements are computed
     /// from, without reading the user's consumable purchases.
     func receipts(owner: UUID, environment: AppStoreEnvironment, productIds: Set<String>) async throws -> [Receipt]
+    /// A customer's lots, credits that expire (``CreditLot``), of every currency, soonest to end first: what is
+    /// left of each. Every write keeps them true to the ledger in its own transaction (``CreditLots``).
+    func creditLots(owner: UUID, environment: AppStoreEnvironment) async throws -> [CreditLot]
+    /// Ends the lots of the environment (of one customer, when `owner` is given) whose end is at or before `now`,
+    /// at most `limit` of them, in one commit: what is left of each leaves the balance by an entry of its own
+    /// (`expiry:<id>`), once.
+    ///
+    /// - Returns: How many lots ended.
+    func expireCredits(environment: AppStoreEnvironment, owner: UUID?, at now: Date, limit: Int) async throws -> Int
     /// The receipts of one subscription chain (or one non-renewing transaction), oldest purchase first.
     func receipts(originalTransactionId: String, environment: AppStoreEnvironment) async throws -> [Receipt]
 }

@@ -1,0 +1,97 @@
+import Foundation
+
+/// Credits that expire (a grant's with an end, ``LedgerRequest/expiresAt``): a lot of one customer's wallet of one
+/// currency, what is left of it and when it ends. Lots are a record kept beside the ledger in the same transaction:
+/// the balance counts their credits, and a lot says how much of the balance ends when. Purchased credits never
+/// expire (Apple's guideline 3.1.1), so a lot is only ever made by a grant.
+public struct CreditLot: Sendable, Hashable, Codable {
+    /// The lot's id: the grant's id, also its expiry entry's (`expiry:<id>`).
+    public var id: String
+    /// The currency, `nil` for the default (``LedgerRequest/currency``).
+    public var currency: Currency?
+    /// What the grant brought to the balance (after any deficit it settled).
+    public var granted: Int64
+    /// What is left of it.
+    public var remaining: Int64
+    /// When what is left ends.
+    public var expiresAt: Date
+
+    /// Creates a lot.
+    public init(id: String, currency: Currency?, granted: Int64, remaining: Int64, expiresAt: Date) {
+        self.id = id
+        self.currency = currency
+        self.granted = granted
+        self.remaining = remaining
+        self.expiresAt = expiresAt
+    }
+}
+
+/// The rules that keep a wallet's lots (``CreditLot``) true to its entries, as pure functions: every engine runs
+/// them in the write's own transaction over the entries it applied.
+public enum CreditLots {
+    /// The lots after `applied`, the entries one wallet (one owner, one currency) took in order with the requests
+    /// that made them, from `lots` as they stood: a grant with an end (``LedgerRequest/expiresAt``) makes a lot of
+    /// what it brought to the balance; a spend takes from the lots soonest to end first; an expiry empties its lot;
+    /// any other debit (a refund, an adjustment) takes from the credits that do not expire first, so only what the
+    /// balance no longer holds leaves the lots (those ending last first). Lots emptied are left out.
+    ///
+    /// - Returns: Every lot of the wallet after, soonest to end first, ties by id.
+    public static func update(_ lots: [CreditLot], applied: [(request: LedgerRequest, entry: LedgerEntry)])
+        -> [CreditLot]
+    {
+        var lots = lots
+        for (request, entry) in applied {
+            switch entry.key.kind {
+            case .grant:
+                if let expiresAt = request.expiresAt, entry.balanceDelta > 0 {
+                    lots.append(
+                        CreditLot(
+                            id: entry.key.id, currency: request.currency, granted: entry.balanceDelta,
+                            remaining: entry.balanceDelta, expiresAt: expiresAt))
+                }
+            case .expiry:
+                lots.removeAll { $0.id == entry.key.id }
+            case .spend:
+                lots = take(-entry.balanceDelta, from: ordered(lots))
+            default:
+                break
+            }
+            // What the balance holds bounds what can end: a debit beyond the credits that do not expire comes out
+            // of the lots ending last.
+            var excess = lots.reduce(0) { $0 + $1.remaining } - entry.walletAfter.balance
+            if excess > 0 {
+                var latestFirst = ordered(lots).reversed().map { $0 }
+                for index in latestFirst.indices where excess > 0 {
+                    let cut = min(excess, latestFirst[index].remaining)
+                    latestFirst[index].remaining -= cut
+                    excess -= cut
+                }
+                lots = latestFirst
+            }
+            lots.removeAll { $0.remaining <= 0 }
+        }
+        return ordered(lots)
+    }
+
+    /// The lots of `lots` that have ended at `now` with credits left: what an expiry takes.
+    public static func due(_ lots: [CreditLot], at now: Date) -> [CreditLot] {
+        ordered(lots).filter { $0.expiresAt <= now && $0.remaining > 0 }
+    }
+
+    /// Soonest to end first, ties by id.
+    static func ordered(_ lots: [CreditLot]) -> [CreditLot] {
+        lots.sorted { ($0.expiresAt, $0.id) < ($1.expiresAt, $1.id) }
+    }
+
+    /// `amount` taken from `lots` in their order.
+    private static func take(_ amount: Int64, from lots: [CreditLot]) -> [CreditLot] {
+        var left = max(0, amount)
+        return lots.map { lot in
+            var lot = lot
+            let cut = min(left, lot.remaining)
+            lot.remaining -= cut
+            left -= cut
+            return lot
+        }
+    }
+}
