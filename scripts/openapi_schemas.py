@@ -45,7 +45,12 @@ schemas = {
                                     "description": "The balance of each currency the catalog lists, by id "
                                                    "(balance is the default currency's)"},
                        "deficits": {"type": "object", "additionalProperties": I(),
-                                    "description": "What refunds could not take back, of each currency, by id"}},
+                                    "description": "What refunds could not take back, of each currency, by id"},
+                       "expiring": {"type": "array", "description": "Credits that expire (support's grants with an "
+                                    "end), what is left of each, soonest to end first; in balances too, and spent "
+                                    "first",
+                                    "items": obj({"currency": S("The currency's catalog id"), "amount": I(),
+                                                  "expiresAt": DATE})}},
                       required=["supportId", "balance", "deficit", "entitlements", "backup", "wallet"]),
     "ConsentRequest": obj({"customerConsented": {"type": "boolean", "description":
                                                  "Whether the customer consents to share consumption data with "
@@ -206,7 +211,8 @@ schemas = {
     "BackupConflict": obj({"error": obj({"code": S(), "message": S()}), "current": NULLABLE(ref("Backup"))}),
     "Grant": obj({"id": S(format="uuid"), "credits": I(), "reason": S(), "createdAt": DATE,
                   "claimedAt": NULLABLE(DATE), "cancelledAt": NULLABLE(DATE),
-                  "currency": S("The currency of the credits by its catalog id, when not the default")},
+                  "currency": S("The currency of the credits by its catalog id, when not the default"),
+                  "expiresInDays": I("For credits that expire: how many days after the claim they end")},
                  required=["id", "credits", "reason", "createdAt"]),
     "GrantsResponse": obj({"grants": {"type": "array", "items": ref("Grant")}}),
     "ClaimResponse": obj({"grant": ref("Grant"), "balance": I()}),
@@ -254,7 +260,8 @@ schemas = {
     "GrantView": obj({"id": S(format="uuid"), "supportId": S(), "credits": I(), "reason": S(), "createdBy": S(),
                       "createdAt": DATE, "claimedAt": DATE, "cancelledAt": DATE, "cancelledBy": S(),
                       "status": S(enum=["pending", "claimed", "cancelled"]),
-                      "currency": S("The currency of the credits by its catalog id, when not the default")},
+                      "currency": S("The currency of the credits by its catalog id, when not the default"),
+                      "expiresInDays": I("For credits that expire: how many days after the claim they end")},
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
                                                      "grant-claimed", "grant-cancelled", "adjustment", "spend", "backup", "merge", "admin",
@@ -331,7 +338,11 @@ schemas = {
                          "id": S("The grant's id, chosen by the caller: the same request again (after a lost "
                                  "answer) answers this grant, never a second", format="uuid"),
                          "currency": S("The currency of the credits by its catalog id; absent, the default. "
-                                       "Another currency needs the server wallet")},
+                                       "Another currency needs the server wallet"),
+                         "expiresInDays": I("The credits expire this many days after the app claims them (the "
+                                            "server wallet): spent before credits that never expire, and what is "
+                                            "left then leaves the balance by its expiry:<grant id> entry",
+                                            minimum=1, maximum=3650)},
                         required=["supportId", "credits", "reason"]),
     "BalanceRequest": obj({"balance": I(minimum=0), "reason": S(maxLength=500),
                            "expected": I("The balance support saw (the server wallet's balance, or the device "

@@ -16,6 +16,8 @@ public struct GrantBody: Codable, Sendable, Equatable {
     public var cancelledAt: Date?
     /// The currency of the credits by id, when not the default (server wallet only).
     public var currency: String?
+    /// For credits that expire: how many days after the claim they end (server wallet only).
+    public var expiresInDays: Int?
 
     /// Creates the body.
     public init(id: UUID, credits: Int64, reason: String, createdAt: Date, claimedAt: Date?, cancelledAt: Date? = nil) {

@@ -13,10 +13,16 @@ public struct GrantRequest: Sendable, Hashable, Codable {
     public var id: String?
     /// The currency of the credits by id; `nil` (or the default's id) for the default currency.
     public var currency: String?
+    /// For credits that expire: how many days after the app claims them (1 to 3650, server wallet); `nil`, never.
+    public var expiresInDays: Int?
 
     /// Creates a request.
-    public init(supportId: String, credits: Int64, reason: String, id: String? = nil, currency: String? = nil) {
+    public init(
+        supportId: String, credits: Int64, reason: String, id: String? = nil, currency: String? = nil,
+        expiresInDays: Int? = nil
+    ) {
         self.currency = currency
+        self.expiresInDays = expiresInDays
         self.supportId = supportId
         self.credits = credits
         self.reason = reason

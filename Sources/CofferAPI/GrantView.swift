@@ -25,6 +25,8 @@ public struct GrantView: Sendable, Hashable, Codable {
     public var status: GrantStatus
     /// The currency of the credits by id, when not the default.
     public var currency: String?
+    /// For credits that expire: how many days after the claim.
+    public var expiresInDays: Int?
 
     /// Creates the view.
     public init(

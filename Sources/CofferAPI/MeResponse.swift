@@ -24,6 +24,9 @@ public struct MeResponse: Codable, Sendable, Equatable {
     public var balances: [String: Int64]?
     /// What refunds could not take back, of each currency, by id; `nil` from a server before currencies.
     public var deficits: [String: Int64]?
+    /// Credits that expire, what is left of each lot, soonest to end first (in `balances` too; spends take these
+    /// first); `nil` from a server before them.
+    public var expiring: [ExpiringCredits]?
 
     /// Creates the answer.
     public init(
@@ -56,5 +59,23 @@ public struct MeResponse: Codable, Sendable, Equatable {
         try container.encodeIfPresent(grantedEntitlements, forKey: .grantedEntitlements)
         try container.encodeIfPresent(balances, forKey: .balances)
         try container.encodeIfPresent(deficits, forKey: .deficits)
+        try container.encodeIfPresent(expiring, forKey: .expiring)
+    }
+}
+
+/// Credits that expire, as `GET /v1/me` lists them.
+public struct ExpiringCredits: Codable, Sendable, Equatable {
+    /// The currency, by its catalog id.
+    public var currency: String
+    /// What is left of them.
+    public var amount: Int64
+    /// When what is left ends (ISO 8601).
+    public var expiresAt: String
+
+    /// Creates the item.
+    public init(currency: String, amount: Int64, expiresAt: String) {
+        self.currency = currency
+        self.amount = amount
+        self.expiresAt = expiresAt
     }
 }

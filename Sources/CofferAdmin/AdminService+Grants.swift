@@ -43,6 +43,23 @@ extension AdminService {
         return listed
     }
 
+    /// The longest life of credits that expire, in days.
+    public static let maximumExpiryDays = 3_650
+
+    /// Checks the life of credits that expire: 1 to ``maximumExpiryDays`` days after the app claims them, in the
+    /// server wallet (the device wallet's ledger keeps no end for credits).
+    ///
+    /// - Throws: ``AdminError/invalid(_:)`` saying what is wrong.
+    public func checkExpiry(_ days: Int?) throws(AdminError) {
+        guard let days else { return }
+        guard (1...Self.maximumExpiryDays).contains(days) else {
+            throw .invalid("expires in days must be 1 to \(Self.maximumExpiryDays) (got \(days))")
+        }
+        guard walletMode == .server else {
+            throw .invalid("credits that expire need the server wallet: the device wallet's credits never end")
+        }
+    }
+
     /// How long a support admin's grant limit counts their grants: a total over a rolling day.
     public static let grantLimitWindow: TimeInterval = 86_400
 
@@ -59,10 +76,12 @@ extension AdminService {
     ///   names another grant.
     public func createGrant(
         environment: AppStoreEnvironment, supportId: String, credits: Int64, reason: String, actor: String,
-        ceiling: Int64? = nil, holder: String? = nil, id: UUID? = nil, currency: String? = nil
+        ceiling: Int64? = nil, holder: String? = nil, id: UUID? = nil, currency: String? = nil,
+        expiresInDays: Int? = nil
     ) async throws -> GrantView {
         let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
         let currency = try ledgerCurrency(currency)
+        try checkExpiry(expiresInDays)
         let user = try await findChangeable(supportId, environment: environment)
         if let ceiling, let holder {
             // A grant asked again with its id is found below, not counted twice.
@@ -82,7 +101,7 @@ extension AdminService {
         }
         let grant = Grant(
             id: id ?? UUID(), environment: environment, recipient: user.id, credits: credits, reason: reason,
-            createdBy: actor, createdAt: now(), currency: currency)
+            createdBy: actor, createdAt: now(), currency: currency, expiresInDays: expiresInDays)
         let view = GrantView(grant, supportId: user.supportId.rawValue)
         do {
             // Audited in the grant's own transaction, under the grant's id (a request asked again finds it).
@@ -96,7 +115,7 @@ extension AdminService {
         } catch StoreError.alreadyExists where id != nil {
             guard let made = try await store.grant(id: grant.id, environment: environment),
                 made.recipient == grant.recipient, made.credits == grant.credits, made.reason == grant.reason,
-                made.currency == grant.currency
+                made.currency == grant.currency, made.expiresInDays == grant.expiresInDays
             else { throw AdminError.invalid("grant id \(grant.id) names another grant") }
             let view = GrantView(made, supportId: user.supportId.rawValue)
             // The first answer may have been lost before its audit entry was written; written now if so.

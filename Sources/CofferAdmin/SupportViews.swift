@@ -28,6 +28,7 @@ extension GrantView {
             createdBy: grant.createdBy, createdAt: grant.createdAt, claimedAt: grant.claimedAt,
             cancelledAt: grant.cancelledAt, cancelledBy: grant.cancelledBy, status: grant.status)
         currency = grant.currency?.rawValue
+        expiresInDays = grant.expiresInDays
     }
 }
 

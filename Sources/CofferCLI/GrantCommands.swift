@@ -48,6 +48,12 @@ struct GrantCommand: AsyncParsableCommand {
         help: "With --credits: the currency by id, e.g. gems (one the catalog lists). Default: the catalog's first.")
     var currency: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --credits: the credits expire this many days after the app claims them (1 to 3650; the server "
+                + "wallet), spent before credits that never expire; what is left then leaves the balance."))
+    var expiresInDays: Int?
+
     @Option(help: "An entitlement to grant for --days instead, e.g. premium (one the catalog unlocks).")
     var entitlement: String?
 
@@ -58,6 +64,7 @@ struct GrantCommand: AsyncParsableCommand {
 
     func validate() throws {
         if currency != nil, credits == nil { throw ValidationError("--currency goes with --credits") }
+        if expiresInDays != nil, credits == nil { throw ValidationError("--expires-in-days goes with --credits") }
         switch (credits, entitlement, days) {
         case (_?, nil, nil), (nil, _?, _?): return
         case (nil, _?, nil): throw ValidationError("--entitlement needs --days")
@@ -80,11 +87,13 @@ struct GrantCommand: AsyncParsableCommand {
         }
         guard let credits else { return }
         try await change.run {
-            try await $0.grant(supportId: $1, credits: credits, reason: $2, currency: currency)
+            try await $0.grant(
+                supportId: $1, credits: credits, reason: $2, currency: currency, expiresInDays: expiresInDays)
         } lines: { grant in
             [
                 "Granted \(grant.credits) \(grant.currency ?? "credits") to \(grant.supportId) (\(grant.reason)); grant \(grant.id.uuidString.lowercased()), pending",
-                "The app picks it up on its next launch, foreground or refresh.",
+                "The app picks it up on its next launch, foreground or refresh."
+                    + (grant.expiresInDays.map { " They expire \($0) days after it does." } ?? ""),
             ]
         }
     }

@@ -242,7 +242,8 @@ final class SimulatedCustomer {
         if let support {
             let grant = try await withSupport(support) { backend in
                 try await backend.grant(
-                    supportId: supportId, credits: 250, reason: "coffer simulate: goodwill", currency: nil)
+                    supportId: supportId, credits: 250, reason: "coffer simulate: goodwill", currency: nil,
+                    expiresInDays: nil)
             }
             say(
                 "support: coffer grant --recipient \(supportId) --credits 250 (grant \(grant.id.uuidString.lowercased()))"

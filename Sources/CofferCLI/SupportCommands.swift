@@ -104,7 +104,8 @@ protocol SupportBackend: Sendable {
     func users(search: String?, page: Int) async throws -> UserSearchResult
     func user(_ supportId: String) async throws -> UserDetail
     func grants(status: GrantStatus?) async throws -> [GrantView]
-    func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView
+    func grant(supportId: String, credits: Int64, reason: String, currency: String?, expiresInDays: Int?)
+        async throws -> GrantView
     func cancelGrant(id: String) async throws -> GrantView
     func setBalance(supportId: String, balance: Int64, expected: Int64?, reason: String, currency: String?)
         async throws -> BalanceChange
@@ -151,10 +152,12 @@ struct LocalSupport: SupportBackend {
     func grants(status: GrantStatus?) async throws -> [GrantView] {
         try await service.grants(environment: environment, status: status)
     }
-    func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView {
+    func grant(supportId: String, credits: Int64, reason: String, currency: String?, expiresInDays: Int?)
+        async throws -> GrantView
+    {
         try await service.createGrant(
             environment: environment, supportId: supportId, credits: credits, reason: reason, actor: actor,
-            currency: currency)
+            currency: currency, expiresInDays: expiresInDays)
     }
     func cancelGrant(id: String) async throws -> GrantView {
         try await service.cancelGrant(environment: environment, id: id, actor: actor)
@@ -203,10 +206,14 @@ struct RemoteSupport: SupportBackend {
     func grants(status: GrantStatus?) async throws -> [GrantView] {
         try await send(.GET, "/v1/admin/grants", query: status.map { [("status", $0.rawValue)] } ?? [])
     }
-    func grant(supportId: String, credits: Int64, reason: String, currency: String?) async throws -> GrantView {
+    func grant(supportId: String, credits: Int64, reason: String, currency: String?, expiresInDays: Int?)
+        async throws -> GrantView
+    {
         try await send(
             .POST, "/v1/admin/grants",
-            body: GrantRequest(supportId: supportId, credits: credits, reason: reason, currency: currency))
+            body: GrantRequest(
+                supportId: supportId, credits: credits, reason: reason, currency: currency,
+                expiresInDays: expiresInDays))
     }
     func cancelGrant(id: String) async throws -> GrantView {
         try await send(.POST, "/v1/admin/grants/\(URLText.escape(id))/cancel")

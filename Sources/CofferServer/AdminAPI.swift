@@ -166,7 +166,7 @@ struct AdminAPI: Sendable {
             try await service.createGrant(
                 environment: try environment(request), supportId: body.supportId, credits: body.credits,
                 reason: body.reason, actor: context.adminActor, ceiling: context.adminKey?.grantCeiling,
-                holder: context.adminKey?.holder, id: id, currency: body.currency),
+                holder: context.adminKey?.holder, id: id, currency: body.currency, expiresInDays: body.expiresInDays),
             status: .created)
     }
 

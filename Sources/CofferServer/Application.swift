@@ -33,6 +33,9 @@ public func buildApplication(
     if configuration.reconcileInterval > 0, let reconciler = Reconciler(intake: intake) {
         services.append(reconciler)
     }
+    if let expiry = CreditExpiry(configuration: configuration.service, dependencies: dependencies) {
+        services.append(expiry)
+    }
     var dispatcher: WebhookDispatcher?
     if let sender = dependencies.webhookSender {
         dispatcher = WebhookDispatcher(

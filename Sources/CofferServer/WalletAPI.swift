@@ -118,6 +118,7 @@ struct WalletAPI: Sendable {
             id: grant.id, credits: grant.credits, reason: grant.reason, createdAt: grant.createdAt,
             claimedAt: grant.claimedAt, cancelledAt: grant.cancelledAt)
         body.currency = grant.currency?.rawValue
+        body.expiresInDays = grant.expiresInDays
         return body
     }
 }

@@ -115,6 +115,8 @@ extension ClientService {
             // Each currency is a ledger of its own: a key spends once in each currency it names.
             ledgerCurrency = listed
         }
+        // Credits whose end has come are gone before anything is spent.
+        _ = try await currentLots(of: user)
         let request = LedgerRequest(
             owner: user.id, environment: user.environment, event: .spend(key: key, amount: amount),
             at: dependencies.now(), currency: ledgerCurrency)
@@ -123,5 +125,17 @@ extension ClientService {
         case .failure(let error): throw ServiceError.ledger(error)
         case nil: throw ServiceError.internalError("the ledger did not answer")
         }
+    }
+}
+
+extension ClientService {
+    /// The customer's credits that expire, after ending those whose end has come (each by its `expiry:<id>` entry,
+    /// once): a read never shows credits past their end, even before the server's sweep reaches them.
+    func currentLots(of user: User) async throws -> [CreditLot] {
+        let now = dependencies.now()
+        let lots = try await store.creditLots(owner: user.id, environment: user.environment)
+        guard !CreditLots.due(lots, at: now).isEmpty else { return lots }
+        _ = try await store.expireCredits(environment: user.environment, owner: user.id, at: now, limit: lots.count)
+        return try await store.creditLots(owner: user.id, environment: user.environment)
     }
 }

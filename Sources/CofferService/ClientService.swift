@@ -278,6 +278,8 @@ public struct ClientService: ServiceOnParts {
 
     /// The user's wallet, entitlements and backup.
     public func me(user: User) async throws -> MeResponse {
+        // Credits whose end has come leave the balance before it is read: the answer never shows them.
+        let lots = try await currentLots(of: user)
         let wallet = try await store.wallet(owner: user.id, environment: user.environment)
         let backup = try await store.backup(owner: user.id, environment: user.environment)
         let consent = try await store.consumptionConsent(owner: user.id, environment: user.environment)
@@ -297,12 +299,18 @@ public struct ClientService: ServiceOnParts {
             for other in catalog.currencies.dropFirst() { wallets[other.id] = .empty }
             wallets.merge(try await store.currencyWallets(owner: user.id, environment: user.environment)) { $1 }
         }
-        return MeResponse(
+        var answer = MeResponse(
             supportId: user.supportId.rawValue, balance: wallet.balance, deficit: wallet.deficit,
             entitlements: state.names, backup: backup.map(BackupBody.init),
             wallet: configuration.wallet.rawValue, consent: consent.map(Self.consent), grantedEntitlements: granted,
             balances: Dictionary(uniqueKeysWithValues: wallets.map { ($0.key.rawValue, $0.value.balance) }),
             deficits: Dictionary(uniqueKeysWithValues: wallets.map { ($0.key.rawValue, $0.value.deficit) }))
+        answer.expiring = lots.map {
+            ExpiringCredits(
+                currency: ($0.currency ?? catalog.defaultCurrency).rawValue, amount: $0.remaining,
+                expiresAt: $0.expiresAt.formatted(.iso8601))
+        }
+        return answer
     }
 
     /// Records the customer's answer to sharing consumption data with Apple for refund requests; Coffer answers

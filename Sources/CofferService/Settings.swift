@@ -44,6 +44,9 @@ public struct ServiceConfiguration: Sendable {
     /// Seconds between the scheduled reconciliations of the ledger with Apple's Transaction and Refund History (0
     /// turns them off); they run only with an App Store Server API key. Daily unless set.
     public var reconcileInterval = 86_400
+    /// Seconds between the sweeps that end credits whose end has come (``CreditExpiry``; 0 turns them off: the
+    /// customer's own reads and spends still end theirs).
+    public var expiryInterval = 60
     /// Whether the scheduled reconciliation applies what is missing (Apple's purchases, refunds and reversals) or
     /// only reports it.
     public var reconcileRepair = true

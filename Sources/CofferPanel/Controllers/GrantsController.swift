@@ -49,19 +49,28 @@ struct GrantsController: PanelController {
             let reason = (form["reason"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
             // The currency by id; none (or the default's) for the default currency.
             let currencyId = form["currency"].flatMap { $0.isEmpty ? nil : $0 }
+            // Days after the claim the credits end; none: they never do.
+            let days = (form["expiresInDays"] ?? "").trimmingCharacters(in: .whitespaces)
+            guard days.isEmpty || Int(days) != nil else {
+                throw PanelFailure("Expiring after must be a whole number of days, or empty for never.")
+            }
+            let expiresInDays = Int(days)
             guard form["confirm"] == "yes" else {
                 let checked = try AdminService.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
                 let currency = try panel.service.ledgerCurrency(currencyId)
+                try panel.service.checkExpiry(expiresInDays)
                 let detail = try await panel.service.user(scope: scope, supportId: supportId)
                 return panel.render(
-                    confirmation(detail, credits: credits, currency: currency, reason: checked, toUser: toUser),
+                    confirmation(
+                        detail, credits: credits, currency: currency, expiresInDays: expiresInDays, reason: checked,
+                        toUser: toUser),
                     context)
             }
             try await panel.service.requireInScope(scope, supportId: supportId)
             let grant = try await panel.service.createGrant(
                 environment: scope.environment, supportId: supportId, credits: credits, reason: reason,
                 actor: context.adminActor, ceiling: ceiling, holder: session.adminName,
-                id: form["grantId"].flatMap(UUID.init(uuidString:)), currency: currencyId)
+                id: form["grantId"].flatMap(UUID.init(uuidString:)), currency: currencyId, expiresInDays: expiresInDays)
             return AdminPanel.redirect(
                 toUser
                     ? "/admin/users/\(URLText.escape(grant.supportId))?notice=granted"
@@ -75,9 +84,9 @@ struct GrantsController: PanelController {
     }
 
     /// The page that asks before a grant: its reason, the grants waiting already, the balance before and after.
-    func confirmation(_ detail: UserDetail, credits: Int64, currency: Currency?, reason: String, toUser: Bool)
-        -> ConfirmPage
-    {
+    func confirmation(
+        _ detail: UserDetail, credits: Int64, currency: Currency?, expiresInDays: Int?, reason: String, toUser: Bool
+    ) -> ConfirmPage {
         let id = detail.user.supportId
         var page = ConfirmPage(
             section: toUser ? .users : .grants, action: "/admin/grants",
@@ -89,11 +98,16 @@ struct GrantsController: PanelController {
                 // Sent again (a retry after the database went away), it makes this grant, not a second.
                 HiddenField(name: "grantId", value: UUID().uuidString.lowercased()),
                 HiddenField(name: "currency", value: currency?.rawValue ?? ""),
+                HiddenField(name: "expiresInDays", value: expiresInDays.map(String.init) ?? ""),
             ])
         let pending = detail.grants.filter { $0.status == .pending && $0.currency == currency?.rawValue }
         page.grant = ConfirmPage.Grant(
             supportId: id, credits: PanelText.credits(credits),
-            unit: currency.map { panel.service.catalog.currencyName($0) } ?? "credits", reason: reason,
+            unit: currency.map { panel.service.catalog.currencyName($0) } ?? "credits",
+            expiry: expiresInDays.map {
+                "They expire \($0) days after the app claims them; what is left then leaves the balance."
+            },
+            reason: reason,
             waiting: pending.isEmpty
                 ? nil
                 : ConfirmPage.Grant.Waiting(

@@ -90,7 +90,10 @@ struct ConfirmPage: PanelPage {
     /// Granting credits.
     struct Grant: Sendable {
         /// What the credits are: "credits", or another currency's name.
-        var supportId, credits, unit, reason: String
+        var supportId, credits, unit: String
+        /// When the credits end, in words; `nil` for credits that never do.
+        var expiry: String?
+        var reason: String
         /// Grants waiting for the app already: how many and their credits.
         var waiting: Waiting?
 
