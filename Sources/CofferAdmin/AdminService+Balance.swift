@@ -40,6 +40,8 @@ extension AdminService {
         let supportId = user.supportId.rawValue
         switch walletMode {
         case .server:
+            // Credits whose end has come are gone before the balance support sets is worked out.
+            _ = try await store.endingDueCredits(owner: user.id, environment: environment, at: at)
             let edit = BalanceEdit(
                 owner: user.id, environment: environment, balance: balance, expected: expected,
                 entryId: UUID().uuidString.lowercased(), reason: reason, at: at, currency: currency)

@@ -82,6 +82,11 @@ extension AdminService {
         let reason = try Self.checkGrant(credits: credits, reason: reason, ceiling: ceiling)
         let currency = try ledgerCurrency(currency)
         try checkExpiry(expiresInDays)
+        // A grant limit counts the default currency's credits: another currency's worth is not comparable.
+        if ceiling != nil, let currency {
+            throw AdminError.forbidden(
+                "your grant limit counts \(catalog.defaultCurrency) credits: grants of \(currency) need an owner")
+        }
         let user = try await findChangeable(supportId, environment: environment)
         if let ceiling, let holder {
             // A grant asked again with its id is found below, not counted twice.

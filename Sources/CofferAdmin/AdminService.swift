@@ -187,6 +187,10 @@ public struct AdminService: Sendable {
     /// One user's figures, entitlements, grants and timeline.
     public func user(environment: AppStoreEnvironment, supportId: String) async throws -> UserDetail {
         let user = try await find(supportId, environment: environment)
+        // Support never sees credits past their end (the sweep may not have reached them yet).
+        if walletMode == .server {
+            _ = try await store.endingDueCredits(owner: user.id, environment: environment, at: now())
+        }
         let summary = try await summary(user)
         let grants = try await store.grants(environment: environment, recipient: user.id, status: nil, limit: 200)
         let entries = try await store.entries(owner: user.id, environment: environment)

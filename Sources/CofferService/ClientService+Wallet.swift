@@ -132,10 +132,6 @@ extension ClientService {
     /// The customer's credits that expire, after ending those whose end has come (each by its `expiry:<id>` entry,
     /// once): a read never shows credits past their end, even before the server's sweep reaches them.
     func currentLots(of user: User) async throws -> [CreditLot] {
-        let now = dependencies.now()
-        let lots = try await store.creditLots(owner: user.id, environment: user.environment)
-        guard !CreditLots.due(lots, at: now).isEmpty else { return lots }
-        _ = try await store.expireCredits(environment: user.environment, owner: user.id, at: now, limit: lots.count)
-        return try await store.creditLots(owner: user.id, environment: user.environment)
+        try await store.endingDueCredits(owner: user.id, environment: user.environment, at: dependencies.now())
     }
 }

@@ -61,6 +61,13 @@ extension NotificationIntake {
             }
             let receipt = try await store.receipt(transactionId: fact.transactionId, environment: user.environment)
             let product = dependencies.catalog.product(id: fact.productId)
+            // A purchase that gave other currencies: the share used is not one number Coffer can stand behind, so
+            // Apple is told nothing rather than something false.
+            if try await deliveredOtherCurrencies(fact, product: product, user: user) {
+                record.reason = "not sent: the purchase delivered credits in several currencies"
+                logger.info("consumption request about a purchase of several currencies not answered")
+                return
+            }
             if settings.version == 1 {
                 let request = ConsumptionAnswer.request(
                     receipt: receipt, product: product,
@@ -84,6 +91,19 @@ extension NotificationIntake {
             record.reason = "not sent: \(error)" + (record.reason.isEmpty ? "" : " (\(record.reason))")
             logger.error("could not send consumption information: \(error)")
         }
+    }
+
+    /// Whether the purchase gives, or delivered, credits of a currency other than the default.
+    private func deliveredOtherCurrencies(_ fact: TransactionFact, product: CatalogProduct?, user: User) async throws
+        -> Bool
+    {
+        if product?.otherCredits.contains(where: { $0.value != 0 }) == true { return true }
+        for currency in dependencies.catalog.currencies.dropFirst() {
+            let receipt = try await store.receipt(
+                transactionId: fact.transactionId, environment: user.environment, currency: currency.id)
+            if (receipt?.deliveredCredits ?? 0) > 0 { return true }
+        }
+        return false
     }
 
     /// How many of the purchase's credits were used since it was delivered, never more than the balance lacks of

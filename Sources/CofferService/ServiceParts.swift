@@ -57,19 +57,42 @@ extension ServiceOnParts {
         var counts: [Int] = []
         var refused: [Int: LedgerError] = [:]
         for (index, request) in requests.enumerated() {
+            var each: [LedgerRequest]
             do {
-                let each = try dependencies.catalog.inEveryCurrency(request)
-                expanded += each
-                counts.append(each.count)
+                each = try dependencies.catalog.inEveryCurrency(request)
             } catch {
                 refused[index] = error
                 counts.append(0)
+                continue
             }
+            // A refund or a reversal reaches every currency that delivered the transaction, whatever the catalog
+            // says now (a product changed, a currency dropped).
+            if request.currency == nil, let fact = request.event.transaction, Self.isWord(request.event) {
+                let covered = Set(each.compactMap(\.currency))
+                for currency in try await store.receiptCurrencies(
+                    transactionId: fact.transactionId, environment: request.environment)
+                where !covered.contains(currency) {
+                    var other = request
+                    other.currency = currency
+                    other.entitlementCatalog = nil
+                    each.append(other)
+                }
+            }
+            expanded += each
+            counts.append(each.count)
         }
         let results = Catalog.folded(try await ledger.apply(expanded), counts: counts.filter { $0 > 0 })
         var answered = results.makeIterator()
         return requests.indices.map { index in
             refused[index].map { .failure($0) } ?? answered.next() ?? .failure(.unknownUser(requests[index].owner))
+        }
+    }
+
+    /// Whether an event is Apple's word on a transaction: a refund or a reversal.
+    static func isWord(_ event: LedgerEvent) -> Bool {
+        switch event {
+        case .revocation, .reversal: true
+        default: false
         }
     }
 

@@ -13,9 +13,9 @@ extension InMemoryStore {
     public func expireCredits(environment: AppStoreEnvironment, owner: UUID?, at now: Date, limit: Int) -> Int {
         let due = lotList.filter { $0.key.environment == environment && (owner == nil || $0.key.owner == owner) }
             .flatMap { wallet in wallet.value.map { (wallet.key.environment, wallet.key.owner, $0) } }
-        let requests = Array(
-            CreditLotWrites.expiries(due, at: now).sorted { $0.event.key.id < $1.event.key.id }
-                .prefix(max(0, limit)))
+        // Soonest to end first, ties by id, as the other engines take them.
+        let ordered = due.sorted { ($0.2.expiresAt, $0.2.id) < ($1.2.expiresAt, $1.2.id) }
+        let requests = Array(CreditLotWrites.expiries(ordered, at: now).prefix(max(0, limit)))
         let results = requests.map { request in
             (try? LedgerWriter.apply(request, in: &state)) ?? .failure(.unknownUser(request.owner))
         }

@@ -41,6 +41,12 @@ extension InMemoryStore {
         return state.entries.filter { $0.owner == owner && $0.currency == currency }
     }
 
+    public func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) -> [Currency] {
+        state.currencyReceipts.keys.filter {
+            $0.of.transactionId == transactionId && $0.of.environment == environment
+        }.map(\.currency).sorted()
+    }
+
     public func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) -> Receipt? {
         state.receipt(transactionId: transactionId, environment: environment, currency: currency)
     }

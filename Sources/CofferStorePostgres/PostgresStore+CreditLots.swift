@@ -21,34 +21,47 @@ enum PostgresCreditLotTables {
             expires_at BIGINT NOT NULL,
             PRIMARY KEY (environment, owner, credit_currency, id)
         );
-        CREATE INDEX credit_lots_due ON credit_lots (environment, expires_at);
+        CREATE INDEX credit_lots_due ON credit_lots (expires_at);
         ALTER TABLE grants ADD COLUMN expires_in_days BIGINT
         """
 }
 
 extension PostgresStore {
     public func creditLots(owner: UUID, environment: AppStoreEnvironment) async throws -> [CreditLot] {
+        // By the key's first columns; a customer's few lots are put in order here.
         try await all(
             """
             SELECT * FROM credit_lots WHERE environment = \(environment.rawValue) AND owner = \(owner.uuidString)
-            ORDER BY expires_at, id COLLATE "C"
-            """, Self.lot)
+            """, Self.lot
+        ).sorted { ($0.expiresAt, $0.id) < ($1.expiresAt, $1.id) }
     }
 
     public func expireCredits(environment: AppStoreEnvironment, owner: UUID?, at now: Date, limit: Int) async throws
         -> Int
     {
         try await write { connection in
-            var due: [(AppStoreEnvironment, UUID, CreditLot)] = []
-            for try await row in try await connection.query(
-                """
+            // The owners of the lots due, then their wallets locked in the order every writer locks them (every
+            // write of lots holds its wallet's lock), then the lots read again: stable now, never locked first.
+            let dueQuery: PostgresQuery = """
                 SELECT * FROM credit_lots WHERE environment = \(environment.rawValue)
                     AND expires_at <= \(Millis.from(now))
                     AND (\(owner?.uuidString)::text IS NULL OR owner = \(owner?.uuidString))
                 ORDER BY expires_at, id COLLATE "C" LIMIT \(max(0, limit))
-                FOR UPDATE
+                """
+            var owners: Set<String> = []
+            for try await row in try await connection.query(dueQuery, logger: self.logger) {
+                owners.insert(try Rows.value(row.makeRandomAccess(), "owner"))
+            }
+            guard !owners.isEmpty else { return 0 }
+            try await connection.query(
+                """
+                SELECT 1 FROM wallets WHERE user_id = ANY(\(owners.sorted())) ORDER BY user_id COLLATE "C" FOR UPDATE
                 """, logger: self.logger)
-            {
+            var due: [(AppStoreEnvironment, UUID, CreditLot)] = []
+            for try await row in try await connection.query(dueQuery, logger: self.logger) {
+                // A lot of a customer the first read did not name waits for the next sweep, unlocked.
+                let lotOwner: String = try Rows.value(row.makeRandomAccess(), "owner")
+                guard owners.contains(lotOwner) else { continue }
                 due.append((environment, try Rows.uuid(row.makeRandomAccess(), "owner"), try Self.lot(row)))
             }
             let requests = CreditLotWrites.expiries(due, at: now)
@@ -80,7 +93,9 @@ extension PostgresStore {
         var lots: [CreditLotWrites.Wallet: [CreditLot]] = [:]
         for try await row in try await connection.query(
             """
-            SELECT * FROM credit_lots WHERE owner = ANY(\(Set(touched.map(\.wallet.owner.uuidString)).sorted()))
+            SELECT * FROM credit_lots
+            WHERE environment = ANY(\(Set(touched.map(\.wallet.environment.rawValue)).sorted()))
+                AND owner = ANY(\(Set(touched.map(\.wallet.owner.uuidString)).sorted()))
             """, logger: logger)
         {
             let random = row.makeRandomAccess()

@@ -54,6 +54,18 @@ extension PostgresStore {
             """, Rows.entry)
     }
 
+    public func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) async throws
+        -> [Currency]
+    {
+        try await all(
+            """
+            SELECT credit_currency FROM currency_receipts WHERE environment = \(environment.rawValue)
+                AND transaction_id = \(transactionId)
+            ORDER BY credit_currency COLLATE "C"
+            """
+        ) { try Rows.currency(try $0.decode(String.self)) }
+    }
+
     public func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws
         -> Receipt?
     {

@@ -449,7 +449,8 @@ extension PostgresStore {
                     closing, owner: deletion.user, environment: deletion.environment, currency: currency)
             }
             // The closing entries take every wallet to zero: nothing is left to expire.
-            try await connection.query("DELETE FROM credit_lots WHERE owner = ANY(\(ids))", logger: self.logger)
+            try await connection.query(
+                "DELETE FROM credit_lots WHERE environment = \(env) AND owner = ANY(\(ids))", logger: self.logger)
             try await Self.insertAudit(connection, plan.audit, logger: self.logger)
             return plan.result
         }

@@ -28,10 +28,11 @@ enum CreditLotTables {
 extension SQLiteStore {
     public func creditLots(owner: UUID, environment: AppStoreEnvironment) async throws -> [CreditLot] {
         try await read { db in
+            // By the key's first columns; a customer's few lots are put in order here.
             try Row.fetchAll(
-                db, cached: "SELECT * FROM credit_lots WHERE environment = ? AND owner = ? ORDER BY expires_at, id",
+                db, cached: "SELECT * FROM credit_lots WHERE environment = ? AND owner = ?",
                 arguments: [environment.rawValue, owner.uuidString]
-            ).map(Self.lot)
+            ).map(Self.lot).sorted { ($0.expiresAt, $0.id) < ($1.expiresAt, $1.id) }
         }
     }
 

@@ -50,6 +50,21 @@ extension SQLiteStore {
         }
     }
 
+    public func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) async throws
+        -> [Currency]
+    {
+        try await readStatement { db in
+            try Row.fetchAll(
+                db.cachedStatement(
+                    sql: """
+                        SELECT credit_currency FROM currency_receipts WHERE environment = ? AND transaction_id = ?
+                        ORDER BY credit_currency
+                        """),
+                arguments: [environment.rawValue, transactionId]
+            ).map { try SQLiteStore.currency($0["credit_currency"]) }
+        }
+    }
+
     public func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws
         -> Receipt?
     {

@@ -415,7 +415,9 @@ extension SQLiteStore {
                 try context.save(closing, owner: deletion.user, environment: deletion.environment, currency: currency)
             }
             // The closing entries take every wallet to zero: nothing is left to expire.
-            try db.execute(sql: "DELETE FROM credit_lots WHERE owner IN (\(marks))", arguments: owners)
+            try db.execute(
+                sql: "DELETE FROM credit_lots WHERE environment = ? AND owner IN (\(marks))",
+                arguments: [deletion.environment.rawValue] + owners)
             try Self.insertAudit(db, plan.audit)
             return plan.result
         }

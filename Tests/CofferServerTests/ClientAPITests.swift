@@ -102,12 +102,11 @@ struct ClientAPITests {
             let me = try Self.decode(
                 MeResponse.self, try await client.execute(uri: "/v1/me", method: .get, headers: Self.bearer(user.token))
             )
-            #expect(
-                me
-                    == MeResponse(
-                        supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil,
-                        wallet: "device", grantedEntitlements: [], balances: ["credits": 300], deficits: ["credits": 0])
-            )
+            var expected = MeResponse(
+                supportId: user.supportId, balance: 300, deficit: 0, entitlements: [], backup: nil,
+                wallet: "device", grantedEntitlements: [], balances: ["credits": 300], deficits: ["credits": 0])
+            expected.expiring = []
+            #expect(me == expected)
 
             // Apple refunds it; the device posts the refunded transaction: taken back once.
             try await setup.store.refund(transactionId: id)

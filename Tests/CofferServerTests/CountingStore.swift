@@ -216,6 +216,11 @@ final class CountingStore: CofferStore {
             try await base.expireCredits(environment: environment, owner: owner, at: now, limit: limit)
         }
     }
+    func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) async throws -> [Currency] {
+        try await gate("receipt", write: false) {
+            try await base.receiptCurrencies(transactionId: transactionId, environment: environment)
+        }
+    }
     func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
         try await gate("wallet", write: false) {
             try await base.currencyWallets(owner: owner, environment: environment)

@@ -143,6 +143,14 @@ struct CurrencyAPITests {
                     environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #9",
                     actor: "ada", currency: "stars")
             }
+            // A grant limit counts the default currency: a limited admin's grant of gems needs an owner.
+            await #expect(
+                throws: AdminError.forbidden("your grant limit counts coins credits: grants of gems need an owner")
+            ) {
+                _ = try await support.createGrant(
+                    environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #12",
+                    actor: "bob", ceiling: 1_000, holder: "bob", currency: "gems")
+            }
             // Support sets one currency's balance: an adjustment in its ledger, the other currencies untouched.
             let set = try await support.setBalance(
                 environment: .sandbox, supportId: owner.supportId.rawValue, balance: 100, expected: 58,
@@ -157,6 +165,41 @@ struct CurrencyAPITests {
                     environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #10",
                     actor: "ada", currency: "gems")
             }
+        }
+    }
+
+    @Test(
+        "a refund takes back every currency the purchase delivered, though the catalog no longer gives it",
+        arguments: ServerEngine.allCases)
+    func refundAfterCatalogChange(engine: ServerEngine) async throws {
+        // Today's catalog: the pack gives coins only; when it was bought it gave gems too.
+        let today = try Catalog(
+            products: [CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100)],
+            currencies: [CurrencyDefinition(id: Self.coins, name: "Coins")])
+        let setup = try NotificationTests.Setup(
+            store: try await engine.makeStore(),
+            configuration: NotificationTests.Setup.defaultConfiguration(wallet: .server), catalog: today)
+        try await setup.app.test(.router) { client in
+            let user = try await NotificationTests.createUser(client)
+            let bought = try await setup.apple.purchase(
+                account: "alice", productId: "com.example.credits", appAccountToken: user.appAccountToken)
+            let id = try #require(bought.transactionIds.first)
+            #expect(try await setup.deliver(after: 0, with: client) == ["applied"])
+            let owner = try #require(
+                try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox))
+            let fact = try #require(try await setup.store.receipt(transactionId: id, environment: .sandbox)).transaction
+            _ = try await setup.store.apply(
+                LedgerRequest(
+                    owner: owner.id, environment: .sandbox, event: .purchase(fact, credits: 7), at: setup.clock.now(),
+                    currency: Self.gems))
+            #expect(try await setup.store.receiptCurrencies(transactionId: id, environment: .sandbox) == [Self.gems])
+
+            try await setup.apple.refund(transactionId: id)
+            #expect(try await setup.deliver(after: 1, with: client) == ["applied"])
+            #expect(try await setup.store.wallet(owner: owner.id, environment: .sandbox) == Wallet())
+            #expect(
+                try await setup.store.currencyWallets(owner: owner.id, environment: .sandbox)
+                    == [Self.gems: Wallet()])
         }
     }
 

@@ -69,6 +69,9 @@ struct FailingStore: CofferStore {
     func expireCredits(environment: AppStoreEnvironment, owner: UUID?, at now: Date, limit: Int) async throws -> Int {
         throw error
     }
+    func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) async throws -> [Currency] {
+        throw error
+    }
     func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
         throw error
     }

@@ -30,7 +30,7 @@ struct WebhookEventPathsTests {
             revocationDate: nil, isFamilyShared: false, isTrial: false, isUpgraded: false)
     }
 
-    @Test("the twelve event types, each from its own path", arguments: ServerEngine.allCases)
+    @Test("the thirteen event types, each from its own path", arguments: ServerEngine.allCases)
     func everyType(engine: ServerEngine) async throws {
         let store = try await engine.makeStore()
         let now = AdminAPITests.now
@@ -80,6 +80,15 @@ struct WebhookEventPathsTests {
             environment: .sandbox, supportId: kim.supportId.rawValue, credits: 5, reason: "Ticket 1", actor: "ada")
         _ = try await store.claimGrant(
             id: claimed.id, recipient: kim.id, environment: .sandbox, crediting: .collect, at: now)
+        // Credits that expire a day after the claim, unspent: ended by the sweep.
+        let expiring = try await service.createGrant(
+            environment: .sandbox, supportId: kim.supportId.rawValue, credits: 3, reason: "Event", actor: "ada",
+            expiresInDays: 1)
+        _ = try await store.claimGrant(
+            id: expiring.id, recipient: kim.id, environment: .sandbox, crediting: .collect, at: now)
+        #expect(
+            try await store.expireCredits(
+                environment: .sandbox, owner: nil, at: now.addingTimeInterval(2 * 86_400), limit: 10) == 1)
         let cancelled = try await service.createGrant(
             environment: .sandbox, supportId: kim.supportId.rawValue, credits: 7, reason: "Ticket 2", actor: "ada")
         _ = try await service.cancelGrant(environment: .sandbox, id: cancelled.id.uuidString, actor: "ada")
@@ -99,8 +108,9 @@ struct WebhookEventPathsTests {
         #expect(Set(posted.map(\.type)) == Set(WebhookEventType.allCases.map(\.rawValue)))
         // Each change made one event: one merge event (not one for each customer), one of each grant's.
         let counts = Dictionary(grouping: posted, by: \.type).mapValues(\.count)
-        #expect(counts["customer.merged"] == 1 && counts["grant.created"] == 2 && counts["grant.cancelled"] == 1)
+        #expect(counts["customer.merged"] == 1 && counts["grant.created"] == 3 && counts["grant.cancelled"] == 1)
         #expect(counts["subscription.renewed"] == 1 && counts["purchase.delivered"] == 2)
+        #expect(counts["credits.expired"] == 1 && counts["grant.claimed"] == 2)
         // A deleted customer's events went out without the reasons support wrote.
         #expect(!posted.contains { $0.body.contains("Ticket 1") || $0.body.contains("Ticket 3") })
         let merged = try #require(posted.first { $0.type == "customer.merged" })

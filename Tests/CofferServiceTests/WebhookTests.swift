@@ -149,7 +149,13 @@ struct WebhookTests {
         let expired = try event(Self.record(.notification, "EXPIRED", transactionId: "t9", original: "t1"))
         #expect(expired.type == "subscription.expired")
         #expect((expired.body["data"] as? [String: Any])?["reason"] as? String == "VOLUNTARY")
-        #expect(Set(WebhookEventType.allCases.map(\.rawValue)).count == 12)
+        let ended = try event(
+            Self.record(.ledger, "expiry", amount: -25, key: "expiry:3f0c5e6a-0000-4000-8000-000000000001"))
+        #expect(ended.type == "credits.expired")
+        let endedData = try require(ended.body["data"] as? [String: Any])
+        #expect(endedData["grantId"] as? String == "3f0c5e6a-0000-4000-8000-000000000001")
+        #expect(endedData["credits"] as? Int == 25)
+        #expect(Set(WebhookEventType.allCases.map(\.rawValue)).count == 13)
 
         // Apple's notification goes to apple.forward.url only, body unchanged; Coffer's events never go there.
         let forwards =

@@ -22,6 +22,9 @@ public protocol LedgerStore: Sendable {
     func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry]
     /// A user's ledger entries of one currency (`nil`: the default), oldest first.
     func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency?) async throws -> [LedgerEntry]
+    /// The currencies other than the default whose ledgers hold a receipt of a transaction: where a refund or a
+    /// reversal of it must go, whatever the catalog says now.
+    func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) async throws -> [Currency]
     /// The receipt of a transaction in one currency's ledger (`nil`: the default's, ``receipt(transactionId:environment:)``).
     func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency?) async throws -> Receipt?
     /// A user's ledger entries of the default currency of some kinds, oldest first (the device wallet's mailbox reads revocations,
@@ -49,6 +52,20 @@ public protocol LedgerStore: Sendable {
 }
 
 extension LedgerStore {
+    /// A customer's credits that expire, after ending those whose end has come at `now` (each by its `expiry:<id>`
+    /// entry, once): what a read of the balance does first, so it never shows credits past their end. Writes only
+    /// when some are due.
+    ///
+    /// - Returns: The lots left, soonest to end first.
+    public func endingDueCredits(owner: UUID, environment: AppStoreEnvironment, at now: Date) async throws
+        -> [CreditLot]
+    {
+        let lots = try await creditLots(owner: owner, environment: environment)
+        guard !CreditLots.due(lots, at: now).isEmpty else { return lots }
+        _ = try await expireCredits(environment: environment, owner: owner, at: now, limit: lots.count)
+        return try await creditLots(owner: owner, environment: environment)
+    }
+
     /// Applies one ledger request in its own commit.
     ///
     /// - Returns: The result once durable.
