@@ -24,11 +24,11 @@ struct RefundDefenceTests {
     /// A customer buys 400 credits, answers the consent question (`consent`, or never), spends `spent`, and asks
     /// Apple for a refund.
     static func refundRequest(
-        _ consumption: ConsumptionConfiguration, consent: Bool?, spent: Int64 = 150
+        _ consumption: ConsumptionConfiguration, consent: Bool?, spent: Int64 = 150, catalog: Catalog? = nil
     ) async throws -> Outcome {
         var configuration = NotificationTests.Setup.defaultConfiguration(wallet: .server)
         configuration.consumption = consumption
-        let setup = try NotificationTests.Setup(configuration: configuration)
+        let setup = try NotificationTests.Setup(configuration: configuration, catalog: catalog)
         let user = try await setup.createUser()
         let id = try #require(
             try await setup.apple.purchase(
@@ -78,6 +78,15 @@ struct RefundDefenceTests {
         #expect(record.sent)
         #expect(record.reason.contains("150 of the 400 credits delivered were used since"))
         #expect(record.body?.contains(#""consumptionPercentage":37500"#) == true)
+    }
+
+    @Test("a purchase that gave other currencies is not answered: no one share to stand behind, never a false 100%")
+    func severalCurrencies() async throws {
+        let outcome = try await Self.refundRequest(
+            ConsumptionConfiguration(answer: true), consent: true, catalog: try CurrencyAPITests.catalog())
+        #expect(outcome.sent?.information == nil)
+        let record = try #require(outcome.recorded.first)
+        #expect(!record.sent && record.reason == "not sent: the purchase delivered credits in several currencies")
     }
 
     @Test("the policy decides the preference: decline above a share, grant when nothing was used")
