@@ -77,7 +77,11 @@ schemas = {
                            "name": S("The name support and the app show"),
                            "offers": {"type": "array", "items": S(), "description":
                                       "An auto-renewable subscription's promotional offers Coffer signs; absent: "
-                                      "any the app asks for"}},
+                                      "any the app asks for"},
+                           "allowance": {"type": "object", "additionalProperties": I(minimum=0),
+                                         "description": "An auto-renewable subscription's allowance: the credits "
+                                                        "each paid period gives, by currency id (the default "
+                                                        "currency's too), ending with the period (absent: none)"}},
                           required=["id", "kind", "credits", "entitlements"]),
     "EntitlementGrantRequest": obj({"supportId": S(), "entitlement": S("One the catalog's products or loyalty "
                                                                       "rules unlock"),
@@ -265,7 +269,7 @@ schemas = {
                      required=["id", "supportId", "credits", "reason", "createdBy", "createdAt", "status"]),
     "TimelineItem": obj({"at": DATE, "kind": S(enum=["purchase", "refund", "reversal", "grant-created",
                                                      "grant-claimed", "grant-cancelled", "adjustment", "spend", "backup", "merge", "admin",
-                                                     "expiry"]),
+                                                     "expiry", "allowance"]),
                          "summary": S(), "credits": I(), "balanceAfter": I(), "reference": S(),
                          "dataEnvironment": S("The environment Apple's data came from (purchases, refunds, "
                                               "reversals): Sandbox on a Production server marks App Review and "

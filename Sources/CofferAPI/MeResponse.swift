@@ -64,7 +64,7 @@ public struct MeResponse: Codable, Sendable, Equatable {
 }
 
 /// Credits that expire, as `GET /v1/me` lists them.
-public struct ExpiringCredits: Codable, Sendable, Equatable {
+public struct ExpiringCredits: Codable, Sendable, Hashable {
     /// The currency, by its catalog id.
     public var currency: String
     /// What is left of them.

@@ -20,8 +20,10 @@ public enum TimelineKind: String, Sendable, Hashable, Codable, CaseIterable {
     case backup
     /// Support merged customers.
     case merge
-    /// Credits of a grant that expired: what was left of them at their end.
+    /// Credits of a grant or an allowance that expired: what was left of them at their end (or the period's refund).
     case expiry
+    /// A paid subscription period's allowance credited, ending with the period.
+    case allowance
     /// Any other admin action about this user.
     case admin
 }

@@ -57,7 +57,19 @@ extension AdminService {
                 (.adjustment, "Balance adjusted by \(PanelText.change(entry.amount)): \(entry.reason ?? "")")
             case .spend: (.spend, "Spent \(PanelText.credits(-entry.amount)) (key \(entry.key.id))")
             case .expiry:
-                (.expiry, "\(PanelText.credits(-entry.amount)) credits of grant \(entry.key.id) expired, unspent")
+                entry.key.id.hasPrefix(CreditLots.allowanceLot(""))
+                    ? (
+                        .expiry,
+                        "\(PanelText.credits(-entry.amount)) credits of the allowance of transaction "
+                            + "\(entry.key.id.dropFirst(CreditLots.allowanceLot("").count)) ended, unspent"
+                    )
+                    : (.expiry, "\(PanelText.credits(-entry.amount)) credits of grant \(entry.key.id) expired, unspent")
+            case .allowance:
+                (
+                    .allowance,
+                    "Allowance of \(product) for the period of transaction \(transaction): "
+                        + "\(PanelText.credits(entry.amount)) credits, ending with the period"
+                )
             case .merge:
                 (
                     .merge,

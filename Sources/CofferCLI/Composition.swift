@@ -36,8 +36,8 @@ struct Composition: Sendable {
     }
 
     /// The catalog in `file`; a missing file is an empty catalog unless it is `required` (serve's, or one a
-    /// command named). A catalog of several currencies is refused for the device `wallet`
-    /// (``severalCurrencies(_:wallet:)``).
+    /// command named). A catalog of several currencies or with an allowance is refused for the device `wallet`
+    /// (``walletRefusal(_:wallet:)``).
     static func catalog(file: String, required: Bool, wallet: WalletMode) throws -> Catalog {
         guard required || FileManager.default.fileExists(atPath: file) else { return try Catalog(products: []) }
         guard FileManager.default.fileExists(atPath: file) else { throw CommandFailure("no catalog at \(file)") }
@@ -47,16 +47,22 @@ struct Composition: Sendable {
         } catch {
             throw CommandFailure("cannot read the catalog \(file): \(error)")
         }
-        if let refusal = severalCurrencies(catalog, wallet: wallet) {
+        if let refusal = walletRefusal(catalog, wallet: wallet) {
             throw CommandFailure("the catalog \(file): \(refusal)")
         }
         return catalog
     }
 
-    /// Why this version cannot sell `catalog` in `wallet`, when it lists more than one currency: the server wallet
-    /// keeps every currency per customer, the SDK's device ledger the default currency only.
-    static func severalCurrencies(_ catalog: Catalog, wallet: WalletMode) -> String? {
-        guard catalog.currencies.count > 1, wallet == .device else { return nil }
+    /// Why this version cannot sell `catalog` in `wallet`: in the device wallet, a catalog of more than one currency
+    /// or with a subscription's allowance (the server wallet keeps every currency per customer and credits that
+    /// end; the SDK's device ledger the default currency's credits that never end).
+    static func walletRefusal(_ catalog: Catalog, wallet: WalletMode) -> String? {
+        guard wallet == .device else { return nil }
+        if let product = catalog.products.first(where: { !$0.allowance.isEmpty }) {
+            return "\(product.id) gives an allowance; in the device wallet this version keeps no credits that end "
+                + "(the app's device ledger): set wallet = server to give allowances, or leave allowance out"
+        }
+        guard catalog.currencies.count > 1 else { return nil }
         return "it lists \(catalog.currencies.count) currencies ("
             + catalog.currencies.map(\.id.rawValue).joined(separator: ", ")
             + "); in the device wallet this version keeps one currency per customer (the app's device ledger): "

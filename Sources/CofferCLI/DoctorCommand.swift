@@ -70,7 +70,7 @@ struct DoctorCommand: AsyncParsableCommand {
     func checkCatalog(_ settings: ServeSettings, _ report: Report) {
         do {
             let catalog = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
-            if let refusal = Composition.severalCurrencies(catalog, wallet: settings.server.wallet) {
+            if let refusal = Composition.walletRefusal(catalog, wallet: settings.server.wallet) {
                 report.add(.fail, "catalog: \(settings.catalogFile): \(refusal)")
                 return
             }

@@ -36,12 +36,17 @@ public struct CatalogProduct: Sendable, Hashable, Encodable {
     /// For an auto-renewable subscription: the promotional offers (App Store Connect's offer identifiers) Coffer
     /// signs for a customer; `nil` signs any the app asks for, leaving App Store Connect to refuse one it lacks.
     public var offers: [String]?
+    /// For an auto-renewable subscription: the credits each paid period gives, by currency (the default one's
+    /// too), ending with the period (``Catalog/inEveryCurrency(_:)``); none by default.
+    public var allowance: [Currency: Int64]
 
     /// Creates a product.
     public init(
         id: String, kind: ProductKind, credits: Int64 = 0, entitlements: [String] = [], group: String? = nil,
-        durationDays: Int? = nil, name: String? = nil, offers: [String]? = nil, otherCredits: [Currency: Int64] = [:]
+        durationDays: Int? = nil, name: String? = nil, offers: [String]? = nil, otherCredits: [Currency: Int64] = [:],
+        allowance: [Currency: Int64] = [:]
     ) {
+        self.allowance = allowance
         self.id = id
         self.kind = kind
         self.credits = credits
@@ -64,7 +69,7 @@ public struct CatalogProduct: Sendable, Hashable, Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, kind, credits, otherCredits, entitlements, group, durationDays, name, offers
+        case id, kind, credits, otherCredits, entitlements, group, durationDays, name, offers, allowance
     }
 
     /// The product in the catalog file's shape: `credits` the default currency's number (what an app built before
@@ -84,6 +89,10 @@ public struct CatalogProduct: Sendable, Hashable, Encodable {
         try container.encodeIfPresent(durationDays, forKey: .durationDays)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encodeIfPresent(offers, forKey: .offers)
+        if !allowance.isEmpty {
+            try container.encode(
+                Dictionary(uniqueKeysWithValues: allowance.map { ($0.key.rawValue, $0.value) }), forKey: .allowance)
+        }
     }
 }
 
@@ -266,6 +275,20 @@ public struct Catalog: Sendable, Hashable {
                         "product \(product.id): credits in \(currency) must not be negative (got \(amount))")
                 }
             }
+            for (currency, amount) in product.allowance.sorted(by: { $0.key < $1.key }) {
+                guard product.kind == .autoRenewable else {
+                    throw .malformed(
+                        "product \(product.id): only an auto-renewable subscription gives an allowance")
+                }
+                guard known.contains(currency) else {
+                    throw .unknownCurrency(productId: product.id, currency: currency.rawValue)
+                }
+                guard amount >= 0, amount <= Ledger.maximumAmount else {
+                    throw .malformed(
+                        "product \(product.id): an allowance in \(currency) is 0 to \(Ledger.maximumAmount) "
+                            + "(got \(amount))")
+                }
+            }
             var offers = Set<String>()
             for offer in product.offers ?? [] {
                 guard product.kind == .autoRenewable, SubscriptionOffers.isValidIdentifier(offer),
@@ -336,6 +359,17 @@ public struct Catalog: Sendable, Hashable {
                     throw .invalidCurrency("product \(entry.id): \(Currency.rule(id))")
                 }
                 product.otherCredits[currency] = amount
+            }
+            switch entry.allowance {
+            case .number(let amount): product.allowance[defaultCurrency] = amount
+            case .byCurrency(let byCurrency):
+                for (id, amount) in byCurrency.sorted(by: { $0.key < $1.key }) {
+                    guard let currency = Currency(rawValue: id) else {
+                        throw .invalidCurrency("product \(entry.id): allowance: \(Currency.rule(id))")
+                    }
+                    product.allowance[currency] = amount
+                }
+            case nil: break
             }
             products.append(product)
         }
@@ -438,6 +472,7 @@ public struct Catalog: Sendable, Hashable {
             var durationDays: Int?
             var name: String?
             var offers: [String]?
+            var allowance: Credits?
         }
         struct Rule: Decodable {
             var group: String

@@ -3,9 +3,10 @@ import Foundation
 /// Credits that expire (a grant's with an end, ``LedgerRequest/expiresAt``): a lot of one customer's wallet of one
 /// currency, what is left of it and when it ends. Lots are a record kept beside the ledger in the same transaction:
 /// the balance counts their credits, and a lot says how much of the balance ends when. Purchased credits never
-/// expire (Apple's guideline 3.1.1), so a lot is only ever made by a grant.
+/// expire (Apple's guideline 3.1.1), so a lot is only ever made by a grant or a subscription period's allowance.
 public struct CreditLot: Sendable, Hashable, Codable {
-    /// The lot's id: the grant's id, also its expiry entry's (`expiry:<id>`).
+    /// The lot's id: the grant's id, or `allowance:<transaction id>` (``CreditLots/allowanceLot(_:)``); also its
+    /// expiry entry's (`expiry:<id>`).
     public var id: String
     /// The currency, `nil` for the default (``LedgerRequest/currency``).
     public var currency: Currency?
@@ -30,8 +31,9 @@ public struct CreditLot: Sendable, Hashable, Codable {
 /// them in the write's own transaction over the entries it applied.
 public enum CreditLots {
     /// The lots after `applied`, the entries one wallet (one owner, one currency) took in order with the requests
-    /// that made them, from `lots` as they stood: a grant with an end (``LedgerRequest/expiresAt``) makes a lot of
-    /// what it brought to the balance; a spend takes from the lots soonest to end first; an expiry empties its lot;
+    /// that made them, from `lots` as they stood: a grant with an end (``LedgerRequest/expiresAt``) or a period's
+    /// allowance makes a lot of what it brought to the balance; a refund of the period ends its allowance's lot at
+    /// the refund (the next expiry takes what is left); a spend takes from the lots soonest to end first; an expiry empties its lot;
     /// any other debit (a refund, an adjustment) takes from the credits that do not expire first, so only what the
     /// balance no longer holds leaves the lots (those ending last first). Lots emptied are left out.
     ///
@@ -48,6 +50,20 @@ public enum CreditLots {
                         CreditLot(
                             id: entry.key.id, currency: request.currency, granted: entry.balanceDelta,
                             remaining: entry.balanceDelta, expiresAt: expiresAt))
+                }
+            case .allowance:
+                if let expiresAt = request.expiresAt, entry.balanceDelta > 0 {
+                    lots.append(
+                        CreditLot(
+                            id: allowanceLot(entry.key.id), currency: request.currency, granted: entry.balanceDelta,
+                            remaining: entry.balanceDelta, expiresAt: expiresAt))
+                }
+            case .revocation:
+                // A refund of a period ends what is left of its allowance now: the next expiry takes it.
+                if let transactionId = entry.transactionId {
+                    for index in lots.indices where lots[index].id == allowanceLot(transactionId) {
+                        lots[index].expiresAt = min(lots[index].expiresAt, entry.createdAt)
+                    }
                 }
             case .expiry:
                 lots.removeAll { $0.id == entry.key.id }
@@ -72,6 +88,10 @@ public enum CreditLots {
         }
         return ordered(lots)
     }
+
+    /// The id of the lot of a period's allowance (``LedgerEntryKind/allowance``), by the period's transaction id:
+    /// `allowance:<transaction id>`, so its expiry is `expiry:allowance:<transaction id>`.
+    public static func allowanceLot(_ transactionId: String) -> String { "allowance:\(transactionId)" }
 
     /// The lots of `lots` that have ended at `now` with credits left: what an expiry takes.
     public static func due(_ lots: [CreditLot], at now: Date) -> [CreditLot] {

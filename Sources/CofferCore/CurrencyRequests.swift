@@ -13,17 +13,23 @@ extension Catalog {
 
     /// The requests that carry out a request about a transaction in every currency its product gives: the request
     /// itself (the default currency's, which entitlements and support read), then the same event in each other
-    /// currency the product gives, in the currencies' order (a purchase with that currency's credits × quantity,
-    /// nothing for a family-shared one; a refund or a reversal as it is, each taking back or restoring what that
-    /// currency's ledger delivered). Any other request, one already in another currency, and a product that gives
-    /// only the default currency come back alone, so a single-currency catalog applies exactly what it did before.
+    /// currency the product gives credits or an allowance in, in the currencies' order (a purchase with that
+    /// currency's credits × quantity, nothing for a family-shared one; a refund or a reversal as it is, each taking
+    /// back or restoring what that currency's ledger delivered). A purchase of a paid subscription period
+    /// (``allowance(for:)``) is followed, in each currency, by the period's allowance (``LedgerEvent/allowance(_:credits:)``,
+    /// ending with the period). Any other request, one already in another currency, and a product that gives only
+    /// the default currency's credits come back alone, so a single-currency catalog applies exactly what it did
+    /// before.
     ///
     /// - Throws: ``LedgerError/invalidAmount(_:)`` when a currency's credits × quantity overflow (the default
     ///   currency's would have refused already).
     public func inEveryCurrency(_ request: LedgerRequest) throws(LedgerError) -> [LedgerRequest] {
-        guard currencies.count > 1, request.currency == nil, let fact = request.event.transaction,
-            let product = product(id: fact.productId), product.otherCredits.contains(where: { $0.value != 0 })
+        guard request.currency == nil, let fact = request.event.transaction, let product = product(id: fact.productId)
         else { return [request] }
+        let allowances = allowance(for: request)
+        let others = Set(product.otherCredits.filter { $0.value != 0 }.keys)
+            .union(product.allowance.filter { $0.value != 0 }.keys).subtracting([defaultCurrency])
+        guard currencies.count > 1 && !others.isEmpty || !allowances.isEmpty else { return [request] }
         var amounts: [Currency: Int64] = [:]
         switch request.event {
         case .purchase, .deliveredBeforeCoffer:
@@ -33,7 +39,10 @@ extension Catalog {
             break
         }
         var requests = [request]
-        for currency in product.otherCredits.filter({ $0.value != 0 }).keys.sorted() {
+        if let amount = allowances[defaultCurrency] {
+            requests.append(allowanceRequest(request, fact, amount, currency: nil))
+        }
+        for currency in others.sorted() {
             var other = request
             other.currency = currency
             // The default currency's request answers with the entitlements; the batch is the same.
@@ -47,8 +56,38 @@ extension Catalog {
                 break
             }
             requests.append(other)
+            if let amount = allowances[currency] {
+                requests.append(allowanceRequest(request, fact, amount, currency: currency))
+            }
         }
         return requests
+    }
+
+    /// The allowance a request's purchase earns in each currency (``CatalogProduct/allowance``): for the purchase of
+    /// a paid period of an auto-renewable subscription (not a free trial, nor a period at no price, nor one received
+    /// through Family Sharing, nor one already refunded or upgraded) still running at the request's time; none for
+    /// anything else, nor for a purchase delivered before Coffer (the old app gave what it gave).
+    public func allowance(for request: LedgerRequest) -> [Currency: Int64] {
+        guard case .purchase(let fact, _) = request.event, let product = product(id: fact.productId),
+            product.kind == .autoRenewable, !product.allowance.isEmpty, !fact.isTrial, !fact.isFamilyShared,
+            !fact.isUpgraded, fact.revocationDate == nil, fact.price.map({ $0 > 0 }) ?? true,
+            let end = fact.expiresDate, end > request.at
+        else { return [:] }
+        return product.allowance.filter { $0.value > 0 }
+    }
+
+    /// The request crediting a period's allowance in a currency, ending at the period's end.
+    private func allowanceRequest(
+        _ request: LedgerRequest, _ fact: TransactionFact, _ amount: Int64, currency: Currency?
+    )
+        -> LedgerRequest
+    {
+        var allowance = request
+        allowance.event = .allowance(fact, credits: amount)
+        allowance.currency = currency
+        allowance.entitlementCatalog = nil
+        allowance.expiresAt = fact.expiresDate
+        return allowance
     }
 
     /// One result per request given to ``inEveryCurrency(_:)``, from the results of the requests it made

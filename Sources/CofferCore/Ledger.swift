@@ -45,6 +45,9 @@ public enum LedgerEntryKind: String, Codable, Sendable, CaseIterable {
     case merge
     /// Credits that expired: what was left of a grant's lot (``CreditLot``) at its end, keyed by the lot's id.
     case expiry
+    /// A subscription's allowance for one paid period (the catalog's ``CatalogProduct/allowance``), keyed by the
+    /// period's transaction id: credits that end with the period (a lot, ``CreditLot``).
+    case allowance
 }
 
 /// A natural idempotency key such as `purchase:2000000123456789`: an entry with a given key is applied
@@ -105,6 +108,10 @@ public enum LedgerEvent: Sendable, Hashable {
     /// transaction, leaves the balance (never more than the balance holds). Made by the store's expiry
     /// (``CreditLots/due(_:at:)``), never by a caller.
     case expiry(id: String, amount: Int64)
+    /// Credit a subscription's allowance for the paid period `fact` (``Catalog/inEveryCurrency(_:)`` makes it, after
+    /// the period's purchase in the same currency): `credits`, only when that purchase is delivered to this user and
+    /// not refunded; once per transaction.
+    case allowance(TransactionFact, credits: Int64)
 
     /// The event's idempotency key.
     public var key: IdempotencyKey {
@@ -117,15 +124,16 @@ public enum LedgerEvent: Sendable, Hashable {
         case .spend(let key, _): IdempotencyKey(.spend, key)
         case .restore(let id, _, _): IdempotencyKey(.adjustment, id)
         case .expiry(let id, _): IdempotencyKey(.expiry, id)
+        case .allowance(let fact, _): IdempotencyKey(.allowance, fact.transactionId)
         }
     }
 
-    /// The App Store transaction the event is about, for purchases, revocations and reversals.
+    /// The App Store transaction the event is about, for purchases, revocations, reversals and allowances.
     public var transaction: TransactionFact? {
         switch self {
         case .purchase(let fact, _), .deliveredBeforeCoffer(let fact, _): fact
         case .revocation(let fact): fact
-        case .reversal(let fact, _): fact
+        case .reversal(let fact, _), .allowance(let fact, _): fact
         case .grant, .adjustment, .spend, .restore, .expiry: nil
         }
     }
@@ -341,6 +349,20 @@ public enum Ledger {
             return applied(
                 key: key, owner: owner, amount: after.balance - wallet.balance, before: wallet, after: after,
                 reason: "expired", now: now)
+        case .allowance(let fact, let credits):
+            try checkAmount(credits)
+            if let existing {
+                return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existing)
+            }
+            // Only beside its period's purchase, delivered by Coffer to this user (the check above) and standing.
+            guard let receipt, receipt.deliveredCredits != nil, !receipt.deliveredBeforeCoffer, !receipt.isRevoked
+            else {
+                return unchanged(.revoked, wallet)
+            }
+            let after = credit(credits, to: wallet, policy: policy)
+            return applied(
+                key: key, owner: owner, amount: credits, before: wallet, after: after, fact: fact,
+                reason: "allowance", now: now)
         }
     }
 

@@ -18,8 +18,11 @@ public enum WebhookEventType: String, Sendable, Hashable, CaseIterable, Codable 
     case balanceAdjusted = "balance.adjusted"
     /// The customer spent credits (the server wallet).
     case balanceSpent = "balance.spent"
-    /// Credits of a grant ended: what was left of them left the balance.
+    /// Credits of a grant or of a subscription period's allowance ended (at their end, or the period's refund):
+    /// what was left of them left the balance.
     case creditsExpired = "credits.expired"
+    /// A paid subscription period's allowance was credited: credits that end with the period.
+    case allowanceCredited = "allowance.credited"
     /// A subscription renewed: a new paid period was delivered.
     case subscriptionRenewed = "subscription.renewed"
     /// Apple said a subscription expired (its `EXPIRED` notification).

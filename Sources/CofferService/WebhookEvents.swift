@@ -117,8 +117,16 @@ public enum WebhookEvents {
             data["credits"] = -amount
         case .expiry:
             type = .creditsExpired
-            data.merge(compact(["grantId": id])) { $1 }
+            if let id, id.hasPrefix(CreditLots.allowanceLot("")) {
+                data["transactionId"] = String(id.dropFirst(CreditLots.allowanceLot("").count))
+            } else {
+                data.merge(compact(["grantId": id])) { $1 }
+            }
             data["credits"] = -amount
+        case .allowance:
+            type = .allowanceCredited
+            data.merge(transaction) { $1 }
+            data["credits"] = amount
         case .merge:
             return nil
         }

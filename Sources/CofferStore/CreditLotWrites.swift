@@ -22,7 +22,8 @@ public enum CreditLotWrites {
     }
 
     /// The wallets the applied entries of `requests` (`results`, one each) may change the lots of, each with its
-    /// entries in order: a grant that makes a lot, an expiry, or anything that took from the balance. A wallet
+    /// entries in order: a grant or an allowance that makes a lot, an expiry, a refund (which ends its period's
+    /// allowance), or anything that took from the balance. A wallet
     /// without lots is changed only by a grant that makes one, so the engines read lots only for these.
     public static func touched(_ requests: [LedgerRequest], _ results: [Result<LedgerResult, LedgerError>])
         -> [(wallet: Wallet, applied: [(request: LedgerRequest, entry: LedgerEntry)])]
@@ -35,16 +36,19 @@ public enum CreditLotWrites {
             let wallet = Wallet(environment: request.environment, owner: request.owner, currency: request.currency)
             if applied[wallet] == nil { order.append(wallet) }
             applied[wallet, default: []].append((request, entry))
-            if makesLot(request, entry) || entry.balanceDelta < 0 || entry.key.kind == .expiry {
+            if makesLot(request, entry) || entry.balanceDelta < 0 || entry.key.kind == .expiry
+                || entry.key.kind == .revocation
+            {
                 matters.insert(wallet)
             }
         }
         return order.filter(matters.contains).map { ($0, applied[$0] ?? []) }
     }
 
-    /// Whether an entry makes a lot: a grant with an end that brought credits to the balance.
+    /// Whether an entry makes a lot: a grant with an end, or a period's allowance, that brought credits to the
+    /// balance.
     public static func makesLot(_ request: LedgerRequest, _ entry: LedgerEntry) -> Bool {
-        entry.key.kind == .grant && request.expiresAt != nil && entry.balanceDelta > 0
+        [.grant, .allowance].contains(entry.key.kind) && request.expiresAt != nil && entry.balanceDelta > 0
     }
 
     /// The requests that end the lots of `lots` due at `now` (``CreditLots/due(_:at:)``), each keyed by its lot.

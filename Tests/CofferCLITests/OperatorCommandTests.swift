@@ -267,6 +267,17 @@ struct OperatorCommandTests {
         let server = try await CofferProcess.run(
             arguments + ["--catalog", "several.json"], in: folder, environment: ["COFFER_WALLET": "server"])
         #expect(server.stdout.contains("ok    catalog: several.json, 1 products"), "\(server.stdout)")
+        // A subscription's allowance (credits that end) likewise: the server wallet only.
+        let allowance = #"{"products": [{"id": "p", "kind": "autoRenewable", "group": "g", "allowance": 300}]}"#
+        try allowance.write(to: folder.appendingPathComponent("allowance.json"), atomically: true, encoding: .utf8)
+        let deviceAllowance = try await CofferProcess.run(arguments + ["--catalog", "allowance.json"], in: folder)
+        #expect(
+            deviceAllowance.status == 1 && deviceAllowance.stdout.contains("p gives an allowance"),
+            "\(deviceAllowance.stdout)")
+        let serverAllowance = try await CofferProcess.run(
+            arguments + ["--catalog", "allowance.json"], in: folder, environment: ["COFFER_WALLET": "server"])
+        #expect(
+            serverAllowance.stdout.contains("ok    catalog: allowance.json, 1 products"), "\(serverAllowance.stdout)")
     }
 
     @Test(

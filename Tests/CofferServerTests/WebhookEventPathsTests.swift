@@ -7,7 +7,7 @@ import Logging
 import Synchronization
 import Testing
 
-/// Every one of the twelve events comes out of the path that really makes it, on every engine: the ledger's
+/// Every one of the events comes out of the path that really makes it, on every engine: the ledger's
 /// deliveries, renewals, refunds, reversals and spends, Apple's EXPIRED notice, and support's grants, balance edits,
 /// merges and deletions through the same service the panel, the admin API and the CLI use.
 @Suite("Webhook events from their real paths")
@@ -30,7 +30,7 @@ struct WebhookEventPathsTests {
             revocationDate: nil, isFamilyShared: false, isTrial: false, isUpgraded: false)
     }
 
-    @Test("the thirteen event types, each from its own path", arguments: ServerEngine.allCases)
+    @Test("the fourteen event types, each from its own path", arguments: ServerEngine.allCases)
     func everyType(engine: ServerEngine) async throws {
         let store = try await engine.makeStore()
         let now = AdminAPITests.now
@@ -38,7 +38,7 @@ struct WebhookEventPathsTests {
             CatalogProduct(id: "com.example.credits", kind: .consumable, credits: 100),
             CatalogProduct(
                 id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
-                durationDays: 30),
+                durationDays: 30, allowance: [.credits: 20]),
         ])
         try await store.saveWebhookEndpoint(
             WebhookEndpoint(
@@ -59,10 +59,13 @@ struct WebhookEventPathsTests {
         let credits = Self.fact("t1", product: "com.example.credits", at: now)
         try await apply(.purchase(credits, credits: 100))
         try await apply(.purchase(Self.fact("s1", product: "com.example.pro.monthly", at: now), credits: 0))
-        try await apply(
-            .purchase(
+        // The renewal through the catalog's requests, as the server makes them: its period's allowance beside it.
+        let renewal = LedgerRequest(
+            owner: kim.id, environment: .sandbox,
+            event: .purchase(
                 Self.fact("s2", original: "s1", product: "com.example.pro.monthly", at: now.addingTimeInterval(60)),
-                credits: 0))
+                credits: 0), at: now)
+        #expect(try await store.apply(try catalog.inEveryCurrency(renewal)).count == 2)
         var refunded = credits
         refunded.revocationDate = now.addingTimeInterval(120)
         try await apply(.revocation(refunded))
@@ -110,7 +113,7 @@ struct WebhookEventPathsTests {
         let counts = Dictionary(grouping: posted, by: \.type).mapValues(\.count)
         #expect(counts["customer.merged"] == 1 && counts["grant.created"] == 3 && counts["grant.cancelled"] == 1)
         #expect(counts["subscription.renewed"] == 1 && counts["purchase.delivered"] == 2)
-        #expect(counts["credits.expired"] == 1 && counts["grant.claimed"] == 2)
+        #expect(counts["credits.expired"] == 1 && counts["grant.claimed"] == 2 && counts["allowance.credited"] == 1)
         // A deleted customer's events went out without the reasons support wrote.
         #expect(!posted.contains { $0.body.contains("Ticket 1") || $0.body.contains("Ticket 3") })
         let merged = try #require(posted.first { $0.type == "customer.merged" })

@@ -155,7 +155,18 @@ struct WebhookTests {
         let endedData = try require(ended.body["data"] as? [String: Any])
         #expect(endedData["grantId"] as? String == "3f0c5e6a-0000-4000-8000-000000000001")
         #expect(endedData["credits"] as? Int == 25)
-        #expect(Set(WebhookEventType.allCases.map(\.rawValue)).count == 13)
+        let allowanceEnded = try require(
+            try event(Self.record(.ledger, "expiry", amount: -30, key: "expiry:allowance:t7")).body["data"]
+                as? [String: Any])
+        #expect(allowanceEnded["transactionId"] as? String == "t7" && allowanceEnded["grantId"] == nil)
+        let allowance = try event(
+            Self.record(
+                .ledger, "allowance", amount: 500, transactionId: "t7", original: "t1",
+                product: "com.example.pro.monthly"))
+        #expect(allowance.type == "allowance.credited")
+        let allowanceData = try require(allowance.body["data"] as? [String: Any])
+        #expect(allowanceData["credits"] as? Int == 500 && allowanceData["transactionId"] as? String == "t7")
+        #expect(Set(WebhookEventType.allCases.map(\.rawValue)).count == 14)
 
         // Apple's notification goes to apple.forward.url only, body unchanged; Coffer's events never go there.
         let forwards =
