@@ -69,7 +69,8 @@ struct Composition: Sendable {
             + "set wallet = server to keep several, or list one"
     }
 
-    /// Opens `database` (migrating it) beside `catalog`.
+    /// Opens `database` (migrating it) beside `catalog`, refusing a catalog that lists another default currency than
+    /// the one the database keeps (``KeptCurrency``).
     ///
     /// - Parameters:
     ///   - timeout: Seconds an operation waits on PostgreSQL, or on SQLite for another process's write.
@@ -80,7 +81,14 @@ struct Composition: Sendable {
         logger: Logger = Logger(label: "coffer.postgres")
     ) async throws -> Composition {
         let (store, location) = try await database.open(timeout: timeout, runner: runner, logger: logger)
-        return Composition(store: store, location: location, catalog: catalog)
+        let composition = Composition(store: store, location: location, catalog: catalog)
+        do {
+            try await KeptCurrency.check(store, catalog)
+        } catch {
+            await composition.close()
+            throw error
+        }
+        return composition
     }
 
     /// Opens what `settings` name: the database, and the catalog unless `withCatalog` is off (a command that

@@ -52,6 +52,9 @@ struct ServeCommand: AsyncParsableCommand {
             composition = try await Composition.open(
                 database: settings.database, timeout: settings.databaseTimeout, catalog: products,
                 runner: .serviceGroup, logger: settings.logFormat.logger(label: "coffer.postgres", level: level))
+        } catch let refusal as CommandFailure {
+            FileHandle.standardError.write(Data("Error: catalog: \(refusal)\n".utf8))
+            throw ExitCode(2)
         } catch {
             FileHandle.standardError.write(Data("Error: database.url: \(error)\n".utf8))
             throw ExitCode(2)

@@ -131,6 +131,41 @@ struct CLITests {
         #expect(both.stdout.contains("coins") && both.stdout.contains("gems"), "\(both.stdout)")
     }
 
+    @Test(
+        "the database keeps its default currency: a catalog listing another first is refused, saying which to list first"
+    )
+    func keptCurrency() async throws {
+        let path = try temporaryFile("kept.sqlite")
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        #expect(try await CofferProcess.run(["migrate", "--database", path]).status == 0)
+        func catalog(_ currencies: [String]) throws {
+            let listed = currencies.map { #"{"id": "\#($0)"}"# }.joined(separator: ", ")
+            try #"{"currencies": [\#(listed)], "products": [{"id": "a", "kind": "consumable", "credits": 5}]}"#
+                .write(to: folder.appendingPathComponent("catalog.json"), atomically: true, encoding: .utf8)
+        }
+        // Several currencies are the server wallet's.
+        let server = ["COFFER_WALLET": "server"]
+        let users = ["users", "--database-url", "sqlite:" + path, "--json"]
+        // The first catalog that names currencies records its first; the same order, or a currency added after it,
+        // opens the database.
+        try catalog(["coins"])
+        #expect(try await CofferProcess.run(users, in: folder, environment: server).status == 0)
+        try catalog(["coins", "gems"])
+        #expect(try await CofferProcess.run(users, in: folder, environment: server).status == 0)
+        // Gems listed first would show the coins' balances as gems: refused, by support's commands and by serve.
+        try catalog(["gems", "coins"])
+        let swapped = try await CofferProcess.run(users, in: folder, environment: server)
+        #expect(swapped.status != 0 && swapped.stderr.contains("list coins first"), "\(swapped.stderr)")
+        let served = try await CofferProcess.run(
+            [
+                "serve", "--database-url", "sqlite:" + path, "--bundle-id", "com.example.app", "--port",
+                String(try LocalPort.free()),
+            ],
+            in: folder, environment: server)
+        #expect(served.status == 2 && served.stderr.contains("Error: catalog: the catalog lists gems first"))
+        #expect(served.stderr.contains("list coins first"), "\(served.stderr)")
+    }
+
     @Test("ledger show prints a user's wallet and entries; ledger check finds the books sound")
     func ledgerShow() async throws {
         let path = try temporaryFile("coffer.sqlite")
