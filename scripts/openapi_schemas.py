@@ -402,12 +402,19 @@ schemas = {
                              "otherEnvironmentCredits": I("Credits delivered by the other environment's purchases, "
                                                           "not refunded"),
                              "otherEnvironmentSubscriptions": I("The other environment's subscriptions in a period "
-                                                                "now and not refunded")},
+                                                                "now and not refunded"),
+                             "currencyDeficits": {"type": "array", "items": ref("CurrencyDeficit"),
+                                                  "description": "The catalog's other currencies' deficits (the "
+                                                                 "default currency's are usersInDeficit and "
+                                                                 "outstandingDeficit), each currency some customer "
+                                                                 "owes"}},
                             required=["users", "pendingGrants", "claimedGrants", "purchases", "refunds",
                                       "usersInDeficit", "outstandingDeficit", "days", "otherEnvironmentPurchases",
                                       "revenue", "refunded", "activeSubscriptions", "loyaltyLifetimes",
                                       "otherEnvironmentCustomers", "otherEnvironmentCredits",
-                                      "otherEnvironmentSubscriptions"]),
+                                      "otherEnvironmentSubscriptions", "currencyDeficits"]),
+    "CurrencyDeficit": obj({"currency": S("The currency's catalog id"), "usersInDeficit": I(),
+                            "outstandingDeficit": I()}),
     "MoneyFigures": obj({"day": DATE, "productId": S(), "currency": S("ISO 4217"), "count": I(),
                          "amount": I("Prices summed, in milliunits of the currency")}),
     "GroupCount": obj({"group": S(), "count": I()}),

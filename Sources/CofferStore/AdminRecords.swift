@@ -234,6 +234,9 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
     /// Subscriptions from the other environment's data whose period has not ended and that are not refunded:
     /// the entitlements they keep active.
     public var otherEnvironmentSubscriptions: Int = 0
+    /// The catalog's other currencies' deficits (the default currency's are ``usersInDeficit`` and
+    /// ``outstandingDeficit``): for each currency some customer owes, how many owe it and how much, by currency id.
+    public var currencyDeficits: [CurrencyDeficit] = []
 
     /// Creates the figures.
     public init(
@@ -249,6 +252,23 @@ public struct DashboardFigures: Sendable, Hashable, Codable {
         self.outstandingDeficit = outstandingDeficit
         self.days = days
         self.otherEnvironmentPurchases = otherEnvironmentPurchases
+    }
+}
+
+/// One of the catalog's other currencies' deficits on the dashboard.
+public struct CurrencyDeficit: Sendable, Hashable, Codable {
+    /// The currency, by its catalog id.
+    public var currency: String
+    /// Customers who owe it.
+    public var usersInDeficit: Int
+    /// What they owe, summed.
+    public var outstandingDeficit: Int64
+
+    /// Creates a currency's deficit figures.
+    public init(currency: String, usersInDeficit: Int, outstandingDeficit: Int64) {
+        self.currency = currency
+        self.usersInDeficit = usersInDeficit
+        self.outstandingDeficit = outstandingDeficit
     }
 }
 
@@ -335,6 +355,7 @@ extension DashboardFigures {
         otherEnvironmentCredits = try container.decodeIfPresent(Int64.self, forKey: .otherEnvironmentCredits) ?? 0
         otherEnvironmentSubscriptions =
             try container.decodeIfPresent(Int.self, forKey: .otherEnvironmentSubscriptions) ?? 0
+        currencyDeficits = try container.decodeIfPresent([CurrencyDeficit].self, forKey: .currencyDeficits) ?? []
     }
 
     /// The name a loyalty lifetime's milestone starts with; the group follows.

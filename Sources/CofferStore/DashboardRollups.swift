@@ -31,6 +31,9 @@ public enum DashboardRollup {
         case otherCredits = "credits.other"
         /// Customers in deficit (the count) and what they owe (the amount).
         case deficit = "deficit"
+        /// Customers in deficit in another currency than the default (the count) and what they owe (the amount),
+        /// labelled by the currency.
+        case currencyDeficit = "deficit.currency"
         /// Loyalty lifetimes reached, labelled by milestone name.
         case loyalty = "loyalty"
         /// Purchases delivered per UTC day, labelled by product; priced ones under their currency, with the price.
@@ -47,7 +50,7 @@ public enum DashboardRollup {
         /// The totals (bucket 0).
         public static let totals: [Figure] = [
             .users, .otherUsers, .pendingGrants, .claimedGrants, .purchases, .refunds, .otherPurchases,
-            .otherCredits, .deficit, .loyalty,
+            .otherCredits, .deficit, .currencyDeficit, .loyalty,
         ]
     }
 
@@ -130,12 +133,16 @@ extension DashboardFigures {
         var refunds: [Int64: Int] = [:]
         var money: [Bool: [MoneyKey: (count: Int64, amount: Int64)]] = [:]
         var loyalty: [String: Int64] = [:]
+        var currencyDeficits: [String: (count: Int64, amount: Int64)] = [:]
         var later = (own: Int64(0), other: Int64(0))
         for row in rollups {
             guard let figure = Figure(rawValue: row.figure) else { continue }
             switch figure {
             case .loyalty:
                 loyalty[row.label, default: 0] += row.count
+            case .currencyDeficit:
+                let sum = currencyDeficits[row.label] ?? (0, 0)
+                currencyDeficits[row.label] = (sum.count + row.count, DashboardRollup.add(sum.amount, row.amount))
             case .purchaseDay, .refundDay:
                 guard row.bucket >= firstDay else { continue }
                 let refund = figure == .refundDay
@@ -180,6 +187,9 @@ extension DashboardFigures {
         otherEnvironmentSubscriptions = Int(later.other) + endingThisHour.other
         otherEnvironmentCustomers = count(.otherUsers)
         otherEnvironmentCredits = totals[.otherCredits]?.amount ?? 0
+        self.currencyDeficits = currencyDeficits.filter { $0.value.count > 0 }.sorted { $0.key < $1.key }.map {
+            CurrencyDeficit(currency: $0.key, usersInDeficit: Int($0.value.count), outstandingDeficit: $0.value.amount)
+        }
         let prefix = DashboardFigures.loyaltyMilestonePrefix
         loyaltyLifetimes = loyalty.filter { $0.key.hasPrefix(prefix) && $0.value > 0 }.sorted { $0.key < $1.key }.map {
             GroupCount(group: String($0.key.dropFirst(prefix.count)), count: Int($0.value))

@@ -56,6 +56,15 @@ extension InMemoryStore {
             outstandingDeficit: deficits.values.reduce(0) { $0 + $1.deficit },
             days: DashboardFigures.fill(days: days, from: start, purchases: purchasesByDay, refunds: refundsByDay),
             otherEnvironmentPurchases: all.count { $0.deliveredAt != nil } - receipts.count { $0.deliveredAt != nil })
+        var currencyDeficits: [Currency: (users: Int, amount: Int64)] = [:]
+        for (key, wallet) in state.currencyWallets where ownIds.contains(key.of) && wallet.deficit > 0 {
+            let sum = currencyDeficits[key.currency] ?? (0, 0)
+            currencyDeficits[key.currency] = (sum.users + 1, sum.amount + wallet.deficit)
+        }
+        figures.currencyDeficits = currencyDeficits.sorted { $0.key < $1.key }.map {
+            CurrencyDeficit(
+                currency: $0.key.rawValue, usersInDeficit: $0.value.users, outstandingDeficit: $0.value.amount)
+        }
         let others = all.filter { ($0.transaction.environment ?? environment) != environment && $0.deliveredAt != nil }
         figures.otherEnvironmentCustomers = state.users.values.count {
             $0.environment == environment && ($0.appleAccount.map { $0.environment != environment } ?? false)

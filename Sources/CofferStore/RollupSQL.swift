@@ -87,6 +87,24 @@ public struct RollupSQL: Sendable {
         """
     }
 
+    /// What another currency's wallet (`currency_wallets`) counts for: a customer in deficit in that currency, and
+    /// what they owe, labelled by the currency.
+    public func currencyWallet(_ w: String, _ sign: String, from: String = "") -> String {
+        """
+        SELECT u.environment, 'deficit.currency', 0, \(w).credit_currency, '', \(sign), \(sign) * \(w).deficit
+        \(self.from(from, then: "users u")) WHERE u.id = \(w).user_id AND \(w).deficit > 0 AND \(ownUser("u"))
+        """
+    }
+
+    /// What a customer's wallets of other currencies count for while the customer is the row `u`, as
+    /// ``deficit(_:_:)``.
+    public func currencyDeficit(_ u: String, _ sign: String) -> String {
+        """
+        SELECT \(u).environment, 'deficit.currency', 0, w.credit_currency, '', \(sign), \(sign) * w.deficit
+        FROM currency_wallets w WHERE w.user_id = \(u).id AND w.deficit > 0 AND \(ownUser(u))
+        """
+    }
+
     /// What a grant counts for: pending or claimed.
     public func grant(_ g: String, _ sign: String, from: String = "") -> String {
         """

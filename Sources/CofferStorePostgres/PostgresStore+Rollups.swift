@@ -42,6 +42,23 @@ enum PostgresRollupTables {
         """
     }
 
+    /// A wallet table's function and three triggers: what a wallet in deficit counts for, added and taken away as it
+    /// changes.
+    private static func walletTriggers(_ name: String, on table: String, _ rows: @escaping (String, String) -> String)
+        -> String
+    {
+        """
+        \(function("coffer_rollup_\(name)", rows))
+        CREATE TRIGGER rollup_\(name)_insert AFTER INSERT ON \(table)
+            FOR EACH ROW WHEN (NEW.deficit > 0) EXECUTE FUNCTION coffer_rollup_\(name)();
+        CREATE TRIGGER rollup_\(name)_update AFTER UPDATE OF deficit, user_id ON \(table)
+            FOR EACH ROW WHEN (OLD.deficit IS DISTINCT FROM NEW.deficit OR OLD.user_id IS DISTINCT FROM NEW.user_id)
+            EXECUTE FUNCTION coffer_rollup_\(name)();
+        CREATE TRIGGER rollup_\(name)_delete AFTER DELETE ON \(table)
+            FOR EACH ROW WHEN (OLD.deficit > 0) EXECUTE FUNCTION coffer_rollup_\(name)();
+        """
+    }
+
     /// The tables, functions and triggers, and the sums of what is already there (migration v26).
     static let sql = """
         CREATE TABLE dashboard_rollups (
@@ -127,14 +144,7 @@ enum PostgresRollupTables {
             FOR EACH ROW WHEN (OLD.app_transaction_environment IS DISTINCT FROM NEW.app_transaction_environment)
             EXECUTE FUNCTION coffer_rollup_user();
         CREATE TRIGGER rollup_user_delete AFTER DELETE ON users FOR EACH ROW EXECUTE FUNCTION coffer_rollup_user();
-        \(function("coffer_rollup_wallet", { rows.wallet($0, $1) }))
-        CREATE TRIGGER rollup_wallet_insert AFTER INSERT ON wallets
-            FOR EACH ROW WHEN (NEW.deficit > 0) EXECUTE FUNCTION coffer_rollup_wallet();
-        CREATE TRIGGER rollup_wallet_update AFTER UPDATE OF deficit, user_id ON wallets
-            FOR EACH ROW WHEN (OLD.deficit IS DISTINCT FROM NEW.deficit OR OLD.user_id IS DISTINCT FROM NEW.user_id)
-            EXECUTE FUNCTION coffer_rollup_wallet();
-        CREATE TRIGGER rollup_wallet_delete AFTER DELETE ON wallets
-            FOR EACH ROW WHEN (OLD.deficit > 0) EXECUTE FUNCTION coffer_rollup_wallet();
+        \(walletTriggers("wallet", on: "wallets") { rows.wallet($0, $1) })
         \(function("coffer_rollup_grant", { rows.grant($0, $1) }))
         CREATE TRIGGER rollup_grant_insert AFTER INSERT ON grants FOR EACH ROW EXECUTE FUNCTION coffer_rollup_grant();
         CREATE TRIGGER rollup_grant_update AFTER UPDATE OF claimed_at, cancelled_at ON grants
@@ -153,6 +163,31 @@ enum PostgresRollupTables {
         CREATE TRIGGER rollup_notification_delete AFTER DELETE ON notifications
             FOR EACH ROW EXECUTE FUNCTION coffer_rollup_notification();
         \(backfill)
+        """
+
+    /// The other currencies' deficits (migration v35): triggers on `currency_wallets`, and on a customer's
+    /// AppTransaction moving their deficits in or out of the dashboard's, with the sums of what is already there (as
+    /// deltas the next fold moves).
+    static let currencies = """
+        \(walletTriggers("currency_wallet", on: "currency_wallets") { rows.currencyWallet($0, $1) })
+        CREATE FUNCTION coffer_rollup_user_currencies() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            \(into) \(rows.currencyDeficit("OLD", "-1")) UNION ALL \(rows.currencyDeficit("NEW", "1"));
+            RETURN NULL;
+        END $$;
+        CREATE TRIGGER rollup_user_update_currencies AFTER UPDATE OF app_transaction_environment ON users
+            FOR EACH ROW WHEN (OLD.app_transaction_environment IS DISTINCT FROM NEW.app_transaction_environment)
+            EXECUTE FUNCTION coffer_rollup_user_currencies();
+        \(currencyBackfill)
+        """
+
+    /// The sums of the other currencies' deficits the database already holds, as deltas.
+    static let currencyBackfill = """
+        \(into)
+        SELECT environment, figure, bucket, label, currency, sum(count)::BIGINT, sum(amount)::BIGINT FROM (
+            \(rows.currencyWallet("x", "1", from: "FROM currency_wallets x"))
+        ) AS c (environment, figure, bucket, label, currency, count, amount)
+        GROUP BY environment, figure, bucket, label, currency
         """
 
     /// The sums of what the database already holds, written once when the rollups are made.

@@ -355,6 +355,9 @@ extension SQLiteStore {
         migrator.registerMigration("v32 credits that expire") { db in
             try db.execute(sql: CreditLotTables.sql)
         }
+        migrator.registerMigration("v33 deficits per currency on the dashboard") { db in
+            try db.execute(sql: RollupTables.currencies)
+        }
         return migrator
     }
 }

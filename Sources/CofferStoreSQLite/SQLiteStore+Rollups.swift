@@ -40,6 +40,24 @@ enum RollupTables {
             """
     }
 
+    /// A wallet table's three triggers: what a wallet in deficit counts for, added and taken away as it changes.
+    private static func walletTriggers(_ name: String, on table: String, _ rows: (String, String) -> String)
+        -> String
+    {
+        """
+        CREATE TRIGGER rollup_\(name)_insert AFTER INSERT ON \(table) WHEN NEW.deficit > 0 BEGIN
+            \(into) \(rows("NEW", "1")) \(upsert);
+        END;
+        CREATE TRIGGER rollup_\(name)_update AFTER UPDATE OF deficit, user_id ON \(table)
+        WHEN OLD.deficit IS NOT NEW.deficit OR OLD.user_id IS NOT NEW.user_id BEGIN
+            \(into) \(rows("OLD", "-1")) UNION ALL \(rows("NEW", "1")) \(upsert);
+        END;
+        CREATE TRIGGER rollup_\(name)_delete AFTER DELETE ON \(table) WHEN OLD.deficit > 0 BEGIN
+            \(into) \(rows("OLD", "-1")) \(upsert);
+        END;
+        """
+    }
+
     /// Three triggers on `table` that add what a row written counts for and take away what a row gone counted for
     /// (an update does both).
     private static func triggers(
@@ -118,16 +136,7 @@ enum RollupTables {
         CREATE TRIGGER rollup_user_delete AFTER DELETE ON users BEGIN
             \(into) \(rows.user("OLD", "-1")) \(upsert);
         END;
-        CREATE TRIGGER rollup_wallet_insert AFTER INSERT ON wallets WHEN NEW.deficit > 0 BEGIN
-            \(into) \(rows.wallet("NEW", "1")) \(upsert);
-        END;
-        CREATE TRIGGER rollup_wallet_update AFTER UPDATE OF deficit, user_id ON wallets
-        WHEN OLD.deficit IS NOT NEW.deficit OR OLD.user_id IS NOT NEW.user_id BEGIN
-            \(into) \(rows.wallet("OLD", "-1")) UNION ALL \(rows.wallet("NEW", "1")) \(upsert);
-        END;
-        CREATE TRIGGER rollup_wallet_delete AFTER DELETE ON wallets WHEN OLD.deficit > 0 BEGIN
-            \(into) \(rows.wallet("OLD", "-1")) \(upsert);
-        END;
+        \(walletTriggers("wallet", on: "wallets") { rows.wallet($0, $1) })
         \(triggers("grant", on: "grants", updateOf: ["claimed_at", "cancelled_at"], rows.grant))
         \(triggers("milestone", on: "milestones", updateOf: ["owner", "name"], rows.milestone))
         CREATE TRIGGER rollup_notification_insert AFTER INSERT ON notifications BEGIN
@@ -136,6 +145,26 @@ enum RollupTables {
         CREATE TRIGGER rollup_notification_delete AFTER DELETE ON notifications BEGIN
             \(into) \(rows.notification("OLD", "-1")) WHERE true \(upsert);
         END;
+        """
+
+    /// The other currencies' deficits (migration v33): triggers on `currency_wallets`, and on a customer's
+    /// AppTransaction moving their deficits in or out of the dashboard's, with the sums of what is already there.
+    static let currencies = """
+        \(walletTriggers("currency_wallet", on: "currency_wallets") { rows.currencyWallet($0, $1) })
+        CREATE TRIGGER rollup_user_update_currencies AFTER UPDATE OF app_transaction_environment ON users
+        WHEN OLD.app_transaction_environment IS NOT NEW.app_transaction_environment BEGIN
+            \(into) \(rows.currencyDeficit("OLD", "-1")) UNION ALL \(rows.currencyDeficit("NEW", "1")) \(upsert);
+        END;
+        \(currencyBackfill)
+        """
+
+    /// The sums of the other currencies' deficits the database already holds.
+    static let currencyBackfill = """
+        \(into) WITH c (environment, figure, bucket, label, currency, count, amount) AS (
+            \(rows.currencyWallet("x", "1", from: "FROM currency_wallets x"))
+        )
+        SELECT environment, figure, bucket, label, currency, sum(count), sum(amount) FROM c
+        GROUP BY environment, figure, bucket, label, currency;
         """
 
     /// The sums of what the database already holds, written once when the rollups are made.

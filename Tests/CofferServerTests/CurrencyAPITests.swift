@@ -254,6 +254,22 @@ struct CurrencyAPITests {
                 try await store.currencyWallets(owner: customer.id, environment: .sandbox)
                     == [Self.gems: Wallet(balance: 7)])
             #expect(try await store.wallet(owner: customer.id, environment: .sandbox) == Wallet())
+
+            // Gems owed after a refund: the dashboard says so beside the coins' deficit.
+            let fact = TransactionFact(transactionId: "9001", productId: "com.example.gems", purchaseDate: Date())
+            var refunded = fact
+            refunded.revocationDate = fact.purchaseDate
+            for event in [LedgerEvent.purchase(fact, credits: 10), .spend(key: "s", amount: 15), .revocation(refunded)]
+            {
+                _ = try await store.apply(
+                    LedgerRequest(
+                        owner: customer.id, environment: .sandbox, event: event, at: fact.purchaseDate,
+                        currency: Self.gems))
+            }
+            let dashboard = String(buffer: try await browser.get(client, "/admin").body)
+            #expect(dashboard.contains("<span>coins owed by 0 users</span>"), "\(dashboard)")
+            #expect(
+                dashboard.contains(#"<div class="figure" id="deficit-gems"><b>8</b><span>gems owed by 1 users</span>"#))
         }
     }
 }

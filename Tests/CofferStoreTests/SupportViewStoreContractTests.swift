@@ -116,6 +116,45 @@ struct SupportViewStoreContractTests {
     }
 
     @Test(
+        "the dashboard counts each other currency's deficits apart from the default currency's",
+        arguments: StoreEngine.allCases)
+    func dashboardCurrencyDeficits(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (alice, bob) = (Make.user("_aaaaaaaaaaa1"), Make.user("_bbbbbbbbbbb2"))
+        for user in [alice, bob] { try await store.createUser(user) }
+        let (gems, stars) = (try #require(Currency(rawValue: "gems")), try #require(Currency(rawValue: "stars")))
+        func apply(_ user: User, _ event: LedgerEvent, _ currency: Currency) async throws {
+            _ = try await store.apply(
+                LedgerRequest(owner: user.id, environment: .sandbox, event: event, at: Make.start, currency: currency))
+        }
+        // Each buys 10, spends some, and is refunded: what was spent becomes that currency's deficit.
+        for (user, currency, spent) in [(alice, gems, Int64(8)), (bob, gems, 3), (bob, stars, 1)] {
+            let fact = Make.fact("t-\(user.supportId.rawValue)-\(currency)")
+            try await apply(user, .purchase(fact, credits: 10), currency)
+            try await apply(user, .spend(key: "s", amount: spent), currency)
+            var refunded = fact
+            refunded.revocationDate = Make.start.addingTimeInterval(60)
+            try await apply(user, .revocation(refunded), currency)
+        }
+        var figures = try await store.dashboard(environment: .sandbox, days: 7, now: Make.start)
+        #expect(figures.usersInDeficit == 0 && figures.outstandingDeficit == 0)
+        #expect(
+            figures.currencyDeficits == [
+                CurrencyDeficit(currency: "gems", usersInDeficit: 2, outstandingDeficit: 11),
+                CurrencyDeficit(currency: "stars", usersInDeficit: 1, outstandingDeficit: 1),
+            ])
+        // Bob's next gems collect what he owes in gems; his stars still owe.
+        try await apply(bob, .purchase(Make.fact("t-bob-more"), credits: 5), gems)
+        figures = try await store.dashboard(environment: .sandbox, days: 7, now: Make.start)
+        #expect(
+            figures.currencyDeficits == [
+                CurrencyDeficit(currency: "gems", usersInDeficit: 1, outstandingDeficit: 8),
+                CurrencyDeficit(currency: "stars", usersInDeficit: 1, outstandingDeficit: 1),
+            ])
+        #expect(try await store.dashboard(environment: .production, days: 7, now: Make.start).currencyDeficits == [])
+    }
+
+    @Test(
         "dashboard money: revenue and refunds per day, product and currency, active subscriptions, loyalty lifetimes",
         arguments: StoreEngine.allCases)
     func dashboardMoney(engine: StoreEngine) async throws {

@@ -18,6 +18,7 @@ struct DashboardController: PanelController {
         let scope = panel.scope(session)
         let figures = try await panel.service.dashboard(environment: scope.environment)
         let health = try await panel.service.appleHealth(environment: scope.environment)
+        let catalog = panel.service.catalog
         let page = DashboardPage(
             figures: DashboardPage.Figures(
                 users: PanelText.count(figures.users), pendingGrants: PanelText.count(figures.pendingGrants),
@@ -27,7 +28,14 @@ struct DashboardController: PanelController {
                 otherEnvironmentPurchases: PanelText.count(figures.otherEnvironmentPurchases),
                 otherEnvironmentCustomers: PanelText.count(figures.otherEnvironmentCustomers),
                 otherEnvironmentCredits: PanelText.credits(figures.otherEnvironmentCredits),
-                otherEnvironmentSubscriptions: PanelText.count(figures.otherEnvironmentSubscriptions)),
+                otherEnvironmentSubscriptions: PanelText.count(figures.otherEnvironmentSubscriptions),
+                currencyName: catalog.currencyName(catalog.defaultCurrency).lowercased(),
+                currencyDeficits: figures.currencyDeficits.map {
+                    .init(
+                        currency: $0.currency,
+                        name: Currency(rawValue: $0.currency).map(catalog.currencyName)?.lowercased() ?? $0.currency,
+                        amount: PanelText.credits($0.outstandingDeficit), users: PanelText.count($0.usersInDeficit))
+                }),
             otherEnvironment: scope.environment == .production ? "Sandbox" : "Production",
             hasOtherEnvironment: figures.otherEnvironmentPurchases > 0 || figures.otherEnvironmentCustomers > 0,
             chart: DashboardChart.svg(figures.days),

@@ -21,6 +21,12 @@ struct DashboardPage: PanelPage {
         var users, pendingGrants, claimedGrants, purchases, refunds, usersInDeficit, outstandingDeficit: String
         var otherEnvironmentPurchases, otherEnvironmentCustomers, otherEnvironmentCredits: String
         var otherEnvironmentSubscriptions: String
+        /// The default currency's name, as the deficit's figure says it ("credits" for a catalog that lists none).
+        var currencyName: String
+        /// Each other currency some customer owes.
+        var currencyDeficits: [CurrencyDeficit]
+
+        struct CurrencyDeficit: Sendable { var currency, name, amount, users: String }
     }
 
     /// What Apple's price fields say was paid and refunded over the window, per currency, per product and per
