@@ -16,9 +16,19 @@ public struct CreditLot: Sendable, Hashable, Codable {
     public var remaining: Int64
     /// When what is left ends.
     public var expiresAt: Date
+    /// For a period's allowance: the subscription (Apple's original transaction id), so a later period of it ends
+    /// this one's (``CreditLots/update(_:applied:)``); `nil` for a grant's.
+    public var subscription: String?
+    /// For a period's allowance: when the period began.
+    public var periodStart: Date?
 
     /// Creates a lot.
-    public init(id: String, currency: Currency?, granted: Int64, remaining: Int64, expiresAt: Date) {
+    public init(
+        id: String, currency: Currency?, granted: Int64, remaining: Int64, expiresAt: Date,
+        subscription: String? = nil, periodStart: Date? = nil
+    ) {
+        self.subscription = subscription
+        self.periodStart = periodStart
         self.id = id
         self.currency = currency
         self.granted = granted
@@ -32,8 +42,10 @@ public struct CreditLot: Sendable, Hashable, Codable {
 public enum CreditLots {
     /// The lots after `applied`, the entries one wallet (one owner, one currency) took in order with the requests
     /// that made them, from `lots` as they stood: a grant with an end (``LedgerRequest/expiresAt``) or a period's
-    /// allowance makes a lot of what it brought to the balance; a refund of the period ends its allowance's lot at
-    /// the refund (the next expiry takes what is left); a spend takes from the lots soonest to end first; an expiry empties its lot;
+    /// allowance makes a lot of what it brought to the balance (never a second lot of one id); a period's allowance
+    /// ends, at the period's start, what is left of the allowances of the subscription's periods that began before it
+    /// (an upgrade's old period); a refund of the period ends its allowance's lot at the refund (the next expiry takes
+    /// what is left); a spend takes from the lots soonest to end first; an expiry empties its lot;
     /// any other debit (a refund, an adjustment) takes from the credits that do not expire first, so only what the
     /// balance no longer holds leaves the lots (those ending last first). Lots emptied are left out.
     ///
@@ -45,19 +57,32 @@ public enum CreditLots {
         for (request, entry) in applied {
             switch entry.key.kind {
             case .grant:
-                if let expiresAt = request.expiresAt, entry.balanceDelta > 0 {
+                if let expiresAt = request.expiresAt, entry.balanceDelta > 0,
+                    !lots.contains(where: { $0.id == entry.key.id })
+                {
                     lots.append(
                         CreditLot(
                             id: entry.key.id, currency: request.currency, granted: entry.balanceDelta,
                             remaining: entry.balanceDelta, expiresAt: expiresAt))
                 }
             case .allowance:
-                if let expiresAt = request.expiresAt, entry.balanceDelta > 0 {
-                    lots.append(
-                        CreditLot(
-                            id: allowanceLot(entry.key.id), currency: request.currency, granted: entry.balanceDelta,
-                            remaining: entry.balanceDelta, expiresAt: expiresAt))
+                guard let expiresAt = request.expiresAt, entry.balanceDelta > 0, let fact = request.event.transaction
+                else { break }
+                // A period of the subscription ends what is left of the allowances of those that began before it
+                // when it begins: a renewal at their end anyway, an upgrade Apple makes at once at once.
+                for index in lots.indices
+                where lots[index].subscription == fact.originalTransactionId
+                    && (lots[index].periodStart ?? .distantPast) < fact.purchaseDate
+                {
+                    lots[index].expiresAt = min(lots[index].expiresAt, fact.purchaseDate)
                 }
+                let id = allowanceLot(entry.key.id)
+                guard !lots.contains(where: { $0.id == id }) else { break }
+                lots.append(
+                    CreditLot(
+                        id: id, currency: request.currency, granted: entry.balanceDelta,
+                        remaining: entry.balanceDelta, expiresAt: expiresAt, subscription: fact.originalTransactionId,
+                        periodStart: fact.purchaseDate))
             case .revocation:
                 // A refund of a period ends what is left of its allowance now: the next expiry takes it.
                 if let transactionId = entry.transactionId {

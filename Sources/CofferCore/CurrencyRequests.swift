@@ -23,10 +23,14 @@ extension Catalog {
     ///
     /// - Throws: ``LedgerError/invalidAmount(_:)`` when a currency's credits × quantity overflow (the default
     ///   currency's would have refused already).
-    public func inEveryCurrency(_ request: LedgerRequest) throws(LedgerError) -> [LedgerRequest] {
+    /// - Parameter allowances: Whether a paid period earns its allowance: not for a legacy receipt's periods, whose
+    ///   data says neither the price nor Family Sharing.
+    public func inEveryCurrency(_ request: LedgerRequest, allowances earning: Bool = true) throws(LedgerError)
+        -> [LedgerRequest]
+    {
         guard request.currency == nil, let fact = request.event.transaction, let product = product(id: fact.productId)
         else { return [request] }
-        let allowances = allowance(for: request)
+        let allowances = earning ? allowance(for: request) : [:]
         let others = Set(product.otherCredits.filter { $0.value != 0 }.keys)
             .union(product.allowance.filter { $0.value != 0 }.keys).subtracting([defaultCurrency])
         guard currencies.count > 1 && !others.isEmpty || !allowances.isEmpty else { return [request] }

@@ -354,8 +354,12 @@ public enum Ledger {
             if let existing {
                 return LedgerDecision(outcome: .duplicate, wallet: wallet, receipt: nil, entry: existing)
             }
-            // Only beside its period's purchase, delivered by Coffer to this user (the check above) and standing.
-            guard let receipt, receipt.deliveredCredits != nil, !receipt.deliveredBeforeCoffer, !receipt.isRevoked
+            // Only with its period's delivery (the purchase in the same write, to this user: the check above), by
+            // Coffer, standing: the same transaction presented again later (after a merge moved its receipt to
+            // another customer, say) gives nothing.
+            guard let receipt, let deliveredAt = receipt.deliveredAt, receipt.deliveredCredits != nil,
+                Milliseconds.from(deliveredAt) >= Milliseconds.from(now), !receipt.deliveredBeforeCoffer,
+                !receipt.isRevoked
             else {
                 return unchanged(.revoked, wallet)
             }

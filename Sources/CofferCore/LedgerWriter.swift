@@ -21,9 +21,10 @@ public struct LedgerRequest: Sendable, Hashable {
     /// each other currency is a ledger of its own (its wallet, its receipts, its entries), so exactly once,
     /// refunds and the deficit hold per currency by the same rules.
     public var currency: Currency?
-    /// For a grant: when its credits end. What it brings to the balance becomes a lot (``CreditLot``), spent
-    /// before credits that do not expire, and what is left of it at this time leaves the balance by an entry of its
-    /// own (`expiry:<grant id>`). `nil`: the credits never expire (purchased credits never do).
+    /// For a grant or a period's allowance: when its credits end. What it brings to the balance becomes a lot
+    /// (``CreditLot``), spent before credits that do not expire, and what is left of it at this time leaves the
+    /// balance by an entry of its own (`expiry:<grant id>`, `expiry:allowance:<transaction id>`). `nil`: the credits
+    /// never expire (purchased credits never do).
     public var expiresAt: Date?
 
     /// Creates a request.

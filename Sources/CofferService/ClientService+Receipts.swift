@@ -61,7 +61,8 @@ extension ClientService {
                     policy: configuration.deficitPolicy, at: dependencies.now()))
             pending.append(outcomes.count - 1)
         }
-        let results = try await applyInEveryCurrency(requests)
+        // A legacy receipt says neither what a period cost nor whether it came through Family Sharing: no allowance.
+        let results = try await applyInEveryCurrency(requests, allowances: false)
         var balance = try await store.wallet(owner: user.id, environment: user.environment).balance
         for (index, (request, result)) in zip(pending, zip(requests, results)) {
             switch result {

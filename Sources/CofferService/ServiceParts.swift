@@ -51,15 +51,18 @@ extension ServiceOnParts {
     /// Applies requests about transactions in every currency their products give (``Catalog/inEveryCurrency(_:)``),
     /// all in one commit: one result per request, the default currency's, or the first refusal among its
     /// currencies. Every delivery, refund and reversal goes through it; a single-currency catalog applies exactly
-    /// the requests given.
-    func applyInEveryCurrency(_ requests: [LedgerRequest]) async throws -> [Result<LedgerResult, LedgerError>] {
+    /// the requests given. `allowances` off, a paid period earns no allowance (a legacy receipt's: its data says
+    /// neither the price nor Family Sharing).
+    func applyInEveryCurrency(_ requests: [LedgerRequest], allowances: Bool = true) async throws -> [Result<
+        LedgerResult, LedgerError
+    >] {
         var expanded: [LedgerRequest] = []
         var counts: [Int] = []
         var refused: [Int: LedgerError] = [:]
         for (index, request) in requests.enumerated() {
             var each: [LedgerRequest]
             do {
-                each = try dependencies.catalog.inEveryCurrency(request)
+                each = try dependencies.catalog.inEveryCurrency(request, allowances: allowances)
             } catch {
                 refused[index] = error
                 counts.append(0)

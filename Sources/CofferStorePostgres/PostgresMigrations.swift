@@ -457,6 +457,7 @@ enum PostgresMigrations {
         ("v33 grants in a currency", "ALTER TABLE grants ADD COLUMN credit_currency TEXT"),
         ("v34 credits that expire", PostgresCreditLotTables.sql),
         ("v35 deficits per currency on the dashboard", PostgresRollupTables.currencies),
+        ("v36 subscription allowances", PostgresCreditLotTables.allowances),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

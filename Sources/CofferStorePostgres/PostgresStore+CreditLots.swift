@@ -24,6 +24,12 @@ enum PostgresCreditLotTables {
         CREATE INDEX credit_lots_due ON credit_lots (expires_at);
         ALTER TABLE grants ADD COLUMN expires_in_days BIGINT
         """
+
+    /// A period's allowance's subscription and start (migration v36).
+    static let allowances = """
+        ALTER TABLE credit_lots ADD COLUMN subscription TEXT;
+        ALTER TABLE credit_lots ADD COLUMN period_start BIGINT
+        """
 }
 
 extension PostgresStore {
@@ -117,9 +123,12 @@ extension PostgresStore {
             for lot in updated {
                 try await connection.query(
                     """
-                    INSERT INTO credit_lots (environment, owner, credit_currency, id, granted, remaining, expires_at)
+                    INSERT INTO credit_lots (
+                        environment, owner, credit_currency, id, granted, remaining, expires_at, subscription,
+                        period_start)
                     VALUES (\(wallet.environment.rawValue), \(wallet.owner.uuidString), \(currency), \(lot.id),
-                        \(lot.granted), \(lot.remaining), \(Millis.from(lot.expiresAt)))
+                        \(lot.granted), \(lot.remaining), \(Millis.from(lot.expiresAt)), \(lot.subscription),
+                        \(lot.periodStart.map(Millis.from)))
                     """, logger: logger)
             }
         }
@@ -132,6 +141,8 @@ extension PostgresStore {
         return CreditLot(
             id: try Rows.value(row, "id"), currency: currency.isEmpty ? nil : try Rows.currency(currency),
             granted: try Rows.value(row, "granted"), remaining: try Rows.value(row, "remaining"),
-            expiresAt: Millis.date(try Rows.value(row, "expires_at")))
+            expiresAt: Millis.date(try Rows.value(row, "expires_at")),
+            subscription: try Rows.value(row, "subscription"),
+            periodStart: (try Rows.value(row, "period_start") as Int64?).map(Millis.date))
     }
 }

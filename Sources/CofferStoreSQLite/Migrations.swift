@@ -358,6 +358,9 @@ extension SQLiteStore {
         migrator.registerMigration("v33 deficits per currency on the dashboard") { db in
             try db.execute(sql: RollupTables.currencies)
         }
+        migrator.registerMigration("v34 subscription allowances") { db in
+            try db.execute(sql: CreditLotTables.allowances)
+        }
         return migrator
     }
 }

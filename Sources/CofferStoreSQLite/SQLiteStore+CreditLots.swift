@@ -23,6 +23,12 @@ enum CreditLotTables {
         CREATE INDEX credit_lots_due ON credit_lots (environment, expires_at);
         ALTER TABLE grants ADD COLUMN expires_in_days INTEGER;
         """
+
+    /// A period's allowance's subscription and start (migration v34).
+    static let allowances = """
+        ALTER TABLE credit_lots ADD COLUMN subscription TEXT;
+        ALTER TABLE credit_lots ADD COLUMN period_start INTEGER;
+        """
 }
 
 extension SQLiteStore {
@@ -88,10 +94,15 @@ extension SQLiteStore {
             for lot in updated {
                 try db.execute(
                     cached: """
-                        INSERT INTO credit_lots (environment, owner, credit_currency, id, granted, remaining, expires_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        INSERT INTO credit_lots (
+                            environment, owner, credit_currency, id, granted, remaining, expires_at, subscription,
+                            period_start)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: arguments + [lot.id, lot.granted, lot.remaining, Millis.from(lot.expiresAt)])
+                    arguments: arguments + [
+                        lot.id, lot.granted, lot.remaining, Millis.from(lot.expiresAt), lot.subscription,
+                        lot.periodStart.map(Millis.from),
+                    ])
             }
         }
     }
@@ -101,6 +112,7 @@ extension SQLiteStore {
         let currency = row["credit_currency"] as String? ?? ""
         return CreditLot(
             id: row["id"], currency: currency.isEmpty ? nil : try Self.currency(currency), granted: row["granted"],
-            remaining: row["remaining"], expiresAt: Millis.date(row["expires_at"]))
+            remaining: row["remaining"], expiresAt: Millis.date(row["expires_at"]), subscription: row["subscription"],
+            periodStart: (row["period_start"] as Int64?).map(Millis.date))
     }
 }

@@ -124,6 +124,13 @@ struct AllowanceTests {
         #expect(throws: LedgerError.self) {
             try LedgerWriter.decide(batch: [allowance], states: [stranger]).results[0].get()
         }
+        // Its period delivered before this write (presented again after a merge moved the receipt to this
+        // customer): nothing.
+        var earlier = Receipt(owner: Self.owner, transaction: fact)
+        earlier.deliveredCredits = 0
+        earlier.deliveredAt = Self.start.addingTimeInterval(-60)
+        let moved = LedgerWriter.State(wallet: Wallet(), receipt: earlier, existing: nil)
+        #expect(try LedgerWriter.decide(batch: [allowance], states: [moved]).results[0].get().outcome == .revoked)
         // Again: a duplicate, nothing more.
         let again = LedgerWriter.State(wallet: credited.wallet, receipt: nil, existing: credited.entry)
         let duplicate = try LedgerWriter.decide(batch: [allowance], states: [again]).results[0].get()
@@ -148,5 +155,43 @@ struct AllowanceTests {
         #expect(lots.first?.expiresAt == refund.at)
         #expect(CreditLots.due(lots, at: refund.at).map(\.remaining) == [500])
         #expect(CreditLots.due(CreditLots.update([], applied: [(allowance, entries[1])]), at: refund.at).isEmpty)
+        // Made once: the same entry again makes no second lot of its id.
+        #expect(CreditLots.update([], applied: [(allowance, entries[1]), (allowance, entries[1])]).count == 1)
+    }
+
+    @Test("a later period of the subscription ends the allowance of one that began before it, when it begins")
+    func upgrade() throws {
+        var monthly = Self.period("t1", days: 30)
+        monthly.originalTransactionId = "t1"
+        // Ten days in, an upgrade Apple makes at once: a new transaction of the same subscription.
+        var upgraded = TransactionFact(
+            transactionId: "t2", originalTransactionId: "t1", productId: "com.example.pro",
+            purchaseDate: Self.start.addingTimeInterval(10 * 86_400),
+            expiresDate: Self.start.addingTimeInterval(375 * 86_400), price: 99_990)
+        func lots(_ facts: [TransactionFact]) throws -> [CreditLot] {
+            var wallet = Wallet()
+            var lots: [CreditLot] = []
+            for fact in facts {
+                let purchase = Self.purchase(fact, at: fact.purchaseDate)
+                var allowance = Self.allowance(fact)
+                allowance.at = fact.purchaseDate
+                let state = LedgerWriter.State(wallet: wallet, receipt: nil, existing: nil)
+                let (results, _) = LedgerWriter.decide(batch: [purchase, allowance], states: [state, state])
+                let credited = try results[1].get()
+                wallet = credited.wallet
+                lots = CreditLots.update(lots, applied: [(allowance, try #require(credited.entry))])
+            }
+            return lots
+        }
+        let after = try lots([monthly, upgraded])
+        #expect(after.map(\.id) == ["allowance:t1", "allowance:t2"])
+        #expect(after.first?.expiresAt == upgraded.purchaseDate)
+        #expect(CreditLots.due(after, at: upgraded.purchaseDate).map(\.id) == ["allowance:t1"])
+        // Heard of out of order, the earlier period ends nothing of the later one.
+        let reversed = try lots([upgraded, monthly])
+        #expect(reversed.first { $0.id == "allowance:t2" }?.expiresAt == upgraded.expiresDate)
+        // Another subscription's periods are untouched.
+        upgraded.originalTransactionId = "t9"
+        #expect(try lots([monthly, upgraded]).first?.expiresAt == monthly.expiresDate)
     }
 }

@@ -118,4 +118,51 @@ struct AllowanceAPITests {
             #expect(detail.timeline.filter { $0.kind == .expiry }.count == 3)
         }
     }
+
+    @Test(
+        "an upgrade Apple makes at once ends what is left of the old period's allowance; the new period gives its own",
+        arguments: ServerEngine.allCases)
+    func upgrade(engine: ServerEngine) async throws {
+        let catalog = try Catalog(
+            products: [
+                CatalogProduct(
+                    id: "com.example.pro.premium", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                    durationDays: 30, allowance: [Self.coins: 2_000]),
+                CatalogProduct(
+                    id: "com.example.pro.monthly", kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                    durationDays: 30, allowance: [Self.coins: 500]),
+            ],
+            currencies: [CurrencyDefinition(id: Self.coins, name: "Coins")])
+        let setup = try NotificationTests.Setup(
+            store: try await engine.makeStore(),
+            configuration: NotificationTests.Setup.defaultConfiguration(wallet: .server), catalog: catalog)
+        try await setup.app.test(.router) { client in
+            let user = try await NotificationTests.createUser(client)
+            var sent = 0
+            func catchUp() async throws -> [String] {
+                let outcomes = try await setup.deliver(after: sent, with: client)
+                sent += outcomes.count
+                return outcomes
+            }
+            let basic = try await setup.apple.purchase(
+                account: "dana", productId: "com.example.pro.monthly", appAccountToken: user.appAccountToken)
+            #expect(try await catchUp() == ["applied"])
+            _ = try await CurrencyAPITests.spend(100, "coins", key: "hat", as: user, with: client)
+            _ = try await setup.apple.advanceClock(by: 10 * 86_400)
+            let premium = try await setup.apple.purchase(
+                account: "dana", productId: "com.example.pro.premium", appAccountToken: user.appAccountToken)
+            #expect(try await catchUp().allSatisfy { $0 == "applied" })
+            // The old period's 400 left end at the upgrade; the new period's 2,000 run to its end.
+            let me = try await NotificationTests.me(user, client)
+            #expect(me.balance == 2_000 && me.expiring?.map(\.amount) == [2_000])
+            let owner = try #require(
+                try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox))
+            let ended = try await setup.store.entries(owner: owner.id, environment: .sandbox).filter {
+                $0.key.kind == .expiry
+            }
+            let old = try #require(basic.transactionIds.first)
+            #expect(ended.map(\.key.rawValue) == ["expiry:allowance:\(old)"] && ended.map(\.amount) == [-400])
+            #expect(premium.transactionIds.count == 1)
+        }
+    }
 }

@@ -52,7 +52,9 @@ struct ReceiptsAPITests {
         let app = try Self.server(
             bundleId: "dev.bonzer.weeka.app", environment: .production,
             products: [
-                CatalogProduct(id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro")
+                CatalogProduct(
+                    id: annual, kind: .autoRenewable, credits: 50, entitlements: ["premium"], group: "pro",
+                    allowance: [.credits: 30])
             ],
             now: "2025-12-26T18:45:00Z", store: store)
         let receipt = try Self.receipt("receipts/receipt-sandbox-g5")
@@ -73,6 +75,11 @@ struct ReceiptsAPITests {
             let user = try #require(try await store.user(supportId: supportId, environment: .production))
             let receipts = try await store.receipts(owner: user.id, environment: .production)
             #expect(receipts.map(\.transaction.environment) == [.sandbox, .sandbox])
+            // A legacy receipt says neither the price nor Family Sharing: its periods earn no allowance.
+            #expect(
+                !(try await store.entries(owner: user.id, environment: .production)).contains {
+                    $0.key.kind == .allowance
+                })
             #expect(
                 try await store.entries(owner: user.id, environment: .production).map(\.dataEnvironment) == [
                     .sandbox, .sandbox,

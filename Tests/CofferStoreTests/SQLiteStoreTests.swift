@@ -41,7 +41,7 @@ struct SQLiteStoreTests {
                 "v26 the dashboard's rollups", "v27 support's pages through their indexes",
                 "v28 Sandbox-marked customers kept", "v29 several currencies",
                 "v30 webhooks in every currency", "v31 grants in a currency",
-                "v32 credits that expire", "v33 deficits per currency on the dashboard",
+                "v32 credits that expire", "v33 deficits per currency on the dashboard", "v34 subscription allowances",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)
