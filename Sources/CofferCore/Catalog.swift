@@ -37,7 +37,7 @@ public struct CatalogProduct: Sendable, Hashable, Encodable {
     /// signs for a customer; `nil` signs any the app asks for, leaving App Store Connect to refuse one it lacks.
     public var offers: [String]?
     /// For an auto-renewable subscription: the credits each paid period gives, by currency (the default one's
-    /// too), ending with the period (``Catalog/inEveryCurrency(_:)``); none by default.
+    /// too), ending with the period (``Catalog/inEveryCurrency(_:allowances:)``); none by default.
     public var allowance: [Currency: Int64]
 
     /// Creates a product.
@@ -411,7 +411,7 @@ public struct Catalog: Sendable, Hashable {
         guard let product = byId[productId] else { throw .unknownProduct(productId) }
         // One currency's credits: a product that gives others is not delivered at all by a path that keeps one
         // currency (the device wallet's ledger; the purchase waits, unfinished), never delivered without them. The
-        // server's paths deliver every currency (`defaultCredits(for:)`, `inEveryCurrency(_:)`).
+        // server's paths deliver every currency (`defaultCredits(for:)`, `inEveryCurrency(_:allowances:)`).
         guard product.otherCredits.allSatisfy({ $0.value == 0 }) else {
             throw .unknownProduct(
                 "\(productId) (credits in several currencies, which the device wallet cannot deliver)")

@@ -2,7 +2,7 @@ import Foundation
 
 extension Catalog {
     /// The credits a transaction's purchase delivers in the default currency, whatever it gives in others (which
-    /// ``inEveryCurrency(_:)`` delivers beside it): what a path that applies every currency asks, where
+    /// ``inEveryCurrency(_:allowances:)`` delivers beside it): what a path that applies every currency asks, where
     /// ``credits(for:)`` refuses a product that gives other currencies.
     ///
     /// - Throws: ``LedgerError/unknownProduct(_:)`` or ``LedgerError/invalidAmount(_:)``.
@@ -94,20 +94,35 @@ extension Catalog {
         return allowance
     }
 
-    /// One result per request given to ``inEveryCurrency(_:)``, from the results of the requests it made
-    /// (`counts[i]` of them for the `i`th, in order): the default currency's result, or the first refusal among
-    /// its currencies, so a purchase refused in one currency is never answered as delivered.
-    public static func folded(_ results: [Result<LedgerResult, LedgerError>], counts: [Int])
-        -> [Result<LedgerResult, LedgerError>]
-    {
+    /// One result per request given to ``inEveryCurrency(_:allowances:)``, from the results of the requests it
+    /// made (`counts[i]` of them for the `i`th, in order): the default currency's result, its wallet as the last of
+    /// the default currency's requests left it (a period's allowance follows its purchase), or the first refusal
+    /// among its currencies, so a purchase refused in one currency is never answered as delivered.
+    ///
+    /// - Parameter requests: The requests made, one per result, or none (each group's first result as it is).
+    public static func folded(
+        _ results: [Result<LedgerResult, LedgerError>], requests: [LedgerRequest] = [], counts: [Int]
+    ) -> [Result<LedgerResult, LedgerError>] {
         var folded: [Result<LedgerResult, LedgerError>] = []
         var start = 0
         for count in counts {
-            let group = results[start..<min(results.count, start + count)]
+            let range = start..<min(results.count, start + count)
             start += count
+            let group = results[range]
             let refusal = group.first { if case .failure = $0 { true } else { false } }
             guard let first = group.first else { continue }
-            folded.append(refusal ?? first)
+            if let refusal {
+                folded.append(refusal)
+                continue
+            }
+            guard case .success(var answer) = first, requests.count == results.count else {
+                folded.append(first)
+                continue
+            }
+            for index in range where requests[index].currency == nil {
+                if case .success(let later) = results[index] { answer.wallet = later.wallet }
+            }
+            folded.append(.success(answer))
         }
         return folded
     }

@@ -7,7 +7,7 @@ public enum Delivery {
     /// otherwise its purchase with the credits the catalog gives it.
     ///
     /// - Parameter everyCurrency: Whether the event is applied in every currency its product gives
-    ///   (``Catalog/inEveryCurrency(_:)``, the server's paths): then its credits are the default currency's
+    ///   (``Catalog/inEveryCurrency(_:allowances:)``, the server's paths): then its credits are the default currency's
     ///   (``Catalog/defaultCredits(for:)``); otherwise a product that gives other currencies is refused
     ///   (``Catalog/credits(for:)``).
     /// - Throws: ``LedgerError/unknownProduct(_:)`` for a purchase of a product the catalog does not sell (a

@@ -108,7 +108,7 @@ public enum LedgerEvent: Sendable, Hashable {
     /// transaction, leaves the balance (never more than the balance holds). Made by the store's expiry
     /// (``CreditLots/due(_:at:)``), never by a caller.
     case expiry(id: String, amount: Int64)
-    /// Credit a subscription's allowance for the paid period `fact` (``Catalog/inEveryCurrency(_:)`` makes it, after
+    /// Credit a subscription's allowance for the paid period `fact` (``Catalog/inEveryCurrency(_:allowances:)`` makes it, after
     /// the period's purchase in the same currency): `credits`, only when that purchase is delivered to this user and
     /// not refunded; once per transaction.
     case allowance(TransactionFact, credits: Int64)

@@ -48,7 +48,7 @@ extension ServiceOnParts {
 }
 
 extension ServiceOnParts {
-    /// Applies requests about transactions in every currency their products give (``Catalog/inEveryCurrency(_:)``),
+    /// Applies requests about transactions in every currency their products give (``Catalog/inEveryCurrency(_:allowances:)``),
     /// all in one commit: one result per request, the default currency's, or the first refusal among its
     /// currencies. Every delivery, refund and reversal goes through it; a single-currency catalog applies exactly
     /// the requests given. `allowances` off, a paid period earns no allowance (a legacy receipt's: its data says
@@ -84,7 +84,8 @@ extension ServiceOnParts {
             expanded += each
             counts.append(each.count)
         }
-        let results = Catalog.folded(try await ledger.apply(expanded), counts: counts.filter { $0 > 0 })
+        let results = Catalog.folded(
+            try await ledger.apply(expanded), requests: expanded, counts: counts.filter { $0 > 0 })
         var answered = results.makeIterator()
         return requests.indices.map { index in
             refused[index].map { .failure($0) } ?? answered.next() ?? .failure(.unknownUser(requests[index].owner))

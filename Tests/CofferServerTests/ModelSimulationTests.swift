@@ -140,7 +140,7 @@ final class ModelRun {
     var customers: [Customer] = []
     var inFlight: [InFlight] = []
     var sentCount = 0
-    var spendKeys: [(key: String, amount: Int64, customer: Int)] = []
+    var spendKeys: [(key: String, amount: Int64, customer: Int, currency: String)] = []
     var grants: [(id: UUID, credits: Int64, customer: Int)] = []
 
     init(seed: UInt64, pki: SimulatorPKI) {
@@ -159,11 +159,16 @@ final class ModelRun {
     func run(steps: Int) async throws -> Totals {
         let engine = seed % 4 == 1 ? "sqlite" : "memory"
         note("seed \(seed): \(policy.rawValue) policy, \(engine) store")
-        let catalog = try Catalog(products: [
-            CatalogProduct(id: Self.credits, kind: .consumable, credits: 100),
-            CatalogProduct(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
-            CatalogProduct(id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro"),
-        ])
+        let (coins, gems) = (Currency(rawValue: MoneyModel.coins)!, Currency(rawValue: MoneyModel.gems)!)
+        let catalog = try Catalog(
+            products: [
+                CatalogProduct(id: Self.credits, kind: .consumable, credits: 100, otherCredits: [gems: 5]),
+                CatalogProduct(id: Self.noAds, kind: .nonConsumable, entitlements: ["adFree"]),
+                CatalogProduct(
+                    id: Self.pro, kind: .autoRenewable, entitlements: ["premium"], group: "pro",
+                    allowance: [coins: 50, gems: 2]),
+            ],
+            currencies: [CurrencyDefinition(id: coins, name: "Coins"), CurrencyDefinition(id: gems, name: "Gems")])
         let apple = SimulatedAppStore(
             catalog: catalog, configuration: .init(bundleId: Self.bundleId, appAppleId: 1_234),
             signer: try pki.signer(), clock: appleClock)
@@ -231,9 +236,15 @@ final class ModelRun {
         }
         try await check(after: "settled", client: instances[1].0, store: store)
         for customer in customers {
-            let problems = LedgerAudit.discrepancies(
+            var problems = LedgerAudit.discrepancies(
                 entries: try await store.entries(owner: customer.user.id, environment: .sandbox),
                 wallet: try await store.wallet(owner: customer.user.id, environment: .sandbox))
+            for (currency, wallet) in try await store.currencyWallets(owner: customer.user.id, environment: .sandbox) {
+                problems += LedgerAudit.discrepancies(
+                    entries: try await store.entries(
+                        owner: customer.user.id, environment: .sandbox, currency: currency),
+                    wallet: wallet)
+            }
             guard problems.isEmpty else { throw Broken(description: "\(customer.account)'s books: \(problems)") }
         }
         return totals
@@ -298,18 +309,19 @@ final class ModelRun {
             _ = try await apple.reverseRefund(transactionId: transaction.id)
             await takeSent(apple)
         case 61..<76:
-            let balance = model.accounts[index].balance
             let reuse = chance(15) ? spendKeys.filter({ $0.customer == index }).randomElement(using: &random) : nil
+            let currency = reuse?.currency ?? (chance(30) ? MoneyModel.gems : MoneyModel.coins)
+            let balance = model.account(index, currency).balance
             let key = reuse?.key ?? "spend-\(seed)-\(step)"
             let amount =
                 reuse.map { chance(80) ? $0.amount : $0.amount + 1 }
                 ?? Int64.random(in: 1...(balance + 30), using: &random)
-            note("step \(step): \(customer.account) spends \(amount) of \(balance) with \(key)")
-            let expected = model.spend(amount, key: key, customer: index)
-            if reuse == nil, case .balance = expected { spendKeys.append((key, amount, index)) }
+            note("step \(step): \(customer.account) spends \(amount) of \(balance) \(currency) with \(key)")
+            let expected = model.spend(amount, key: key, customer: index, currency: currency)
+            if reuse == nil, case .balance = expected { spendKeys.append((key, amount, index, currency)) }
             do {
                 let (balance, _) = try await request("spend", store: store) {
-                    try await client.spend(amount, key: key, for: customer.user)
+                    try await client.spend(amount, currency: currency, key: key, for: customer.user)
                 }
                 guard expected == .balance(balance) else {
                     throw Broken(
@@ -336,18 +348,24 @@ final class ModelRun {
                 // Support's grant, asked again with its id after a lost answer: one grant.
                 let id = UUID(
                     uuidString: String(format: "00000000-0000-4000-8000-%012llx", seed &* 1_000 &+ UInt64(step)))
+                let currency = chance(30) ? MoneyModel.gems : nil
+                let days = chance(40) ? Int.random(in: 1...30, using: &random) : nil
                 (grant, _) = try await request("grant", store: store) {
                     try await support.createGrant(
                         environment: .sandbox, supportId: customer.supportId, credits: credits,
-                        reason: "model simulation", actor: "support", id: id)
+                        reason: "model simulation", actor: "support", id: id, currency: currency, expiresInDays: days)
                 }
                 guard grant.id == id, grants.allSatisfy({ $0.id != grant.id }) else {
                     throw Broken(description: "step \(step): support's grant asked again made another")
                 }
                 grants.append((grant.id, credits, index))
-                note("step \(step): support grants \(credits) to \(customer.account); the app claims it")
+                note(
+                    "step \(step): support grants \(credits) \(currency ?? MoneyModel.coins) to \(customer.account)"
+                        + "\(days.map { ", ending \($0) days after the claim" } ?? ""); the app claims it")
             }
-            let expected = model.claim(grant.id, credits: grant.credits, customer: index)
+            let expected = model.claim(
+                grant.id, credits: grant.credits, customer: index, currency: grant.currency ?? MoneyModel.coins,
+                days: grant.expiresInDays, at: serverNow())
             let (claimed, _) = try await request("claim", store: store) {
                 try await client.claimGrant(grant.id, for: customer.user)
             }
@@ -357,14 +375,15 @@ final class ModelRun {
             }
         case 84..<87:
             let balance = Int64.random(in: 0...1_000, using: &random)
-            note("step \(step): support sets \(customer.account)'s balance to \(balance)")
+            let currency = chance(30) ? MoneyModel.gems : MoneyModel.coins
+            note("step \(step): support sets \(customer.account)'s \(currency) balance to \(balance)")
             // Setting a balance says what it becomes: asked again after a lost answer, it changes nothing more.
             let (change, _) = try await request("set balance", store: store) {
                 try await support.setBalance(
                     environment: .sandbox, supportId: customer.supportId, balance: balance, reason: "model simulation",
-                    actor: "support")
+                    actor: "support", currency: currency)
             }
-            model.setBalance(balance, customer: index)
+            model.setBalance(balance, customer: index, currency: currency)
             guard change.after == balance else {
                 throw Broken(description: "step \(step): the balance was set to \(change.after), not \(balance)")
             }
@@ -382,10 +401,23 @@ final class ModelRun {
             let (me, _) = try await request("me", store: store) { try await client.me(user: customer.user) }
             let expected = model.accounts[index]
             let entitlements = model.entitlements(of: index, at: serverNow())
-            guard me.balance == expected.balance, me.deficit == expected.deficit, me.entitlements == entitlements else {
+            let balances = Dictionary(
+                uniqueKeysWithValues: MoneyModel.currencies.map {
+                    ($0, model.account(index, $0).balance)
+                })
+            let deficits = Dictionary(
+                uniqueKeysWithValues: MoneyModel.currencies.map {
+                    ($0, model.account(index, $0).deficit)
+                })
+            var expiring: [String: Int64] = [:]
+            for item in me.expiring ?? [] { expiring[item.currency, default: 0] += item.amount }
+            guard me.balance == expected.balance, me.deficit == expected.deficit, me.entitlements == entitlements,
+                me.balances == balances, me.deficits == deficits, expiring == model.expiring(of: index)
+            else {
                 throw Broken(
-                    description: "step \(step): me answered balance \(me.balance), deficit \(me.deficit), "
-                        + "\(me.entitlements); the model \(expected), \(entitlements)")
+                    description: "step \(step): me answered balances \(me.balances ?? [:]), deficits "
+                        + "\(me.deficits ?? [:]), expiring \(expiring), \(me.entitlements); the model \(balances), "
+                        + "\(deficits), \(model.expiring(of: index)), \(entitlements)")
             }
         }
     }
@@ -406,7 +438,7 @@ final class ModelRun {
             })
         else { throw Broken(description: "Apple lost \(id)") }
         let predicted = model.present(
-            id, purchase(transaction, customer: index), refunded: transaction.revocationDate != nil)
+            id, purchase(transaction, customer: index), refunded: transaction.revocationDate != nil, at: serverNow())
         let (answer, committed) = try await request("present", store: store) {
             try await client.present(signed, user: customers[index].user)
         }
@@ -438,7 +470,8 @@ final class ModelRun {
         MoneyModel.Purchase(
             customer: customer, product: transaction.productId,
             credits: MoneyModel.credits(product: transaction.productId, quantity: transaction.quantity),
-            purchaseDate: transaction.purchaseDate, expires: transaction.expirationDate)
+            purchaseDate: transaction.purchaseDate, expires: transaction.expirationDate,
+            original: transaction.originalId)
     }
 
     /// Runs a request; sometimes the database goes away during it. A request the fault failed must answer 503
@@ -469,114 +502,6 @@ final class ModelRun {
         }
     }
 
-    // MARK: Apple's notifications
-
-    /// Apple's notifications sent since the last look, now in flight, and the facts of the transactions they
-    /// carry as Apple signed them.
-    func takeSent(_ apple: SimulatedAppStore) async {
-        let sent = await apple.sentNotifications()
-        guard sent.count > sentCount else { return }
-        var refunded: Set<String> = []
-        for (index, customer) in customers.enumerated() {
-            for transaction in await apple.accountTransactions(account: customer.account) {
-                facts[transaction.id] = purchase(transaction, customer: index)
-                if transaction.revocationDate != nil { refunded.insert(transaction.id) }
-            }
-        }
-        for notification in sent.dropFirst(sentCount) {
-            let carried = notification.transactionId.map { refunded.contains($0) } ?? false
-            inFlight.append(InFlight(notification: notification, refunded: carried))
-        }
-        sentCount = sent.count
-    }
-
-    /// A notification that may arrive now: Apple's notifications about one transaction arrive in Apple's order;
-    /// those about different transactions in any.
-    func nextDeliverable() -> Int? {
-        var seen: Set<String> = []
-        var candidates: [Int] = []
-        for (index, flight) in inFlight.enumerated() {
-            let id = flight.notification.transactionId ?? flight.notification.uuid
-            if seen.insert(id).inserted { candidates.append(index) }
-        }
-        return candidates.randomElement(using: &random)
-    }
-
-    func deliver(_ index: Int, intake: NotificationIntake, store: CountingStore, logger: Logger, step: Int)
-        async throws
-    {
-        var flight = inFlight[index]
-        let notification = flight.notification
-        guard !flight.acknowledged else {
-            // Apple sends a notification again: already recorded.
-            let (again, _) = try await request("notification", store: store) {
-                try await intake.receive(notification.signedPayload, source: "apple", logger: logger)
-            }
-            guard again.outcome == .duplicate else {
-                throw Broken(description: "step \(step): \(notification.type) again answered \(again.outcome)")
-            }
-            inFlight.remove(at: index)
-            return
-        }
-        if let id = notification.transactionId, let customer = owner(of: notification) {
-            switch notification.type {
-            case "REFUND", "REVOKE":
-                model.refund(id, customerPurchase(id, customer: customer))
-            case "REFUND_REVERSED":
-                model.reverse(id)
-            default:
-                _ = model.present(id, customerPurchase(id, customer: customer), refunded: flight.refunded)
-            }
-        }
-        let (answer, committed) = try await request("notification", store: store) {
-            try await intake.receive(notification.signedPayload, source: "apple", logger: logger)
-        }
-        let expected: NotificationIntake.Outcome =
-            committed?.contains("recordNotification") == true ? .duplicate : .applied
-        guard answer.outcome == expected else {
-            throw Broken(
-                description: "step \(step): \(notification.type) of \(notification.transactionId ?? "-") answered "
-                    + "\(answer.outcome), expected \(expected)")
-        }
-        note("  \(notification.type) of \(notification.transactionId ?? "-") arrived")
-        if chance(15) {
-            flight.acknowledged = true
-            inFlight[index] = flight
-        } else {
-            inFlight.remove(at: index)
-        }
-    }
-
     /// Transactions as Apple knows them, by id, for the notifications' model facts.
     var facts: [String: MoneyModel.Purchase] = [:]
-
-    func owner(of notification: OutgoingNotification) -> Int? {
-        guard let id = notification.transactionId else { return nil }
-        return facts[id]?.customer
-    }
-
-    func customerPurchase(_ id: String, customer: Int) -> MoneyModel.Purchase {
-        facts[id] ?? MoneyModel.Purchase(customer: customer, product: "", credits: 0, purchaseDate: .distantPast)
-    }
-
-    // MARK: The check
-
-    /// After every step: every customer's wallet and entitlements are the model's.
-    func check(after moment: String, client: ClientService, store: CountingStore) async throws {
-        for (index, customer) in customers.enumerated() {
-            let wallet = try await store.wallet(owner: customer.user.id, environment: .sandbox)
-            let expected = model.accounts[index]
-            guard wallet.balance == expected.balance, wallet.deficit == expected.deficit else {
-                throw Broken(
-                    description: "\(moment): \(customer.account) has balance \(wallet.balance), deficit "
-                        + "\(wallet.deficit); the model \(expected)")
-            }
-            let entitlements = try await client.entitlements(of: customer.user)
-            let modelled = model.entitlements(of: index, at: serverNow())
-            guard entitlements == modelled else {
-                throw Broken(
-                    description: "\(moment): \(customer.account) is entitled to \(entitlements); the model \(modelled)")
-            }
-        }
-    }
 }
