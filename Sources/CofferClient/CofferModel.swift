@@ -52,6 +52,10 @@ public final class CofferModel {
     public private(set) var deficit: Int64 = 0
     /// The unlocked entitlements.
     public private(set) var entitlements: [String] = []
+    /// Every currency's balance by id (``CofferSDK/balances()``): the default currency's is ``balance``.
+    public private(set) var balances: [String: Int64] = [:]
+    /// Credits that end, soonest first (``CofferSDK/expiring()``): show them, so a customer knows what ends when.
+    public private(set) var expiring: [CofferSDK.Expiring] = []
     /// Loyalty progress per subscription group of the catalog's loyalty rules.
     public private(set) var loyalty: [LoyaltyProgress] = []
     /// The purchase history, newest first.
@@ -112,12 +116,14 @@ public final class CofferModel {
             case .balance(let wallet):
                 // A change made in play: the model takes it as it is, and asks the server nothing.
                 (balance, deficit) = (wallet.balance, wallet.deficit)
+                balances[await sdk.catalog.defaultCurrency.rawValue] = wallet.balance
                 await attempt { backup = try await sdk.knownBackupStatus() }
             case .backup:
                 // A backup written (or the server's taken): the balance from the local ledger, no request.
                 await attempt {
                     let wallet = try await sdk.localWallet()
                     (balance, deficit) = (wallet.balance, wallet.deficit)
+                    balances[await sdk.catalog.defaultCurrency.rawValue] = wallet.balance
                     backup = try await sdk.knownBackupStatus()
                 }
             case .wallet:
@@ -147,8 +153,10 @@ public final class CofferModel {
             if sdk.configuration.wallet == .device {
                 let wallet = try await sdk.localWallet()
                 (balance, deficit) = (wallet.balance, wallet.deficit)
+                balances = [await sdk.catalog.defaultCurrency.rawValue: wallet.balance]
             } else {
-                (balance, deficit) = (try await sdk.balance(), 0)
+                let wallet = try await sdk.currencyWallet()
+                (balance, deficit, balances, expiring) = (wallet.balance, 0, wallet.balances, wallet.expiring)
             }
             backup = try await sdk.backupStatus()
         }

@@ -3,6 +3,24 @@ import CofferCore
 import Foundation
 
 extension CofferSDK {
+    /// Credits that end, of one currency: what is left of a grant's with an end or of a subscription period's
+    /// allowance (``CofferSDK/expiring()``).
+    public struct Expiring: Sendable, Hashable {
+        /// The currency, by its catalog id.
+        public var currency: String
+        /// What is left.
+        public var amount: Int64
+        /// When what is left ends.
+        public var expiresAt: Date
+
+        /// Credits that end.
+        public init(currency: String, amount: Int64, expiresAt: Date) {
+            self.currency = currency
+            self.amount = amount
+            self.expiresAt = expiresAt
+        }
+    }
+
     /// Every currency's balance by id (the catalog's `currencies`; the default currency's is ``balance()``): the
     /// server's in the server wallet, which keeps each currency the catalog lists; in the device wallet the local
     /// ledger's, which keeps the default currency only.
@@ -14,12 +32,41 @@ extension CofferSDK {
     /// - Throws: ``SDKError/serverRequired(_:)`` or ``ServerClientError`` when the server wallet's server is out of
     ///   reach.
     public func balances() async throws -> [String: Int64] {
+        try await currencyWallet().balances
+    }
+
+    /// Credits that end, what is left of each, soonest first: support's grants with an end and a subscription's
+    /// allowance for the period (the server wallet's; they are in ``balances()`` too, and spent first). Show them, so
+    /// a customer knows what ends when. The device wallet keeps no credits that end: none.
+    ///
+    /// ```swift
+    /// for credits in try await coffer.expiring() {
+    ///     Text("\(credits.amount) \(credits.currency) end \(credits.expiresAt, style: .relative)")
+    /// }
+    /// ```
+    ///
+    /// - Throws: ``SDKError/serverRequired(_:)`` or ``ServerClientError`` when the server wallet's server is out of
+    ///   reach.
+    public func expiring() async throws -> [Expiring] {
+        try await currencyWallet().expiring
+    }
+
+    /// Every currency's balance and the credits that end, in one reading of the server's (the server wallet's).
+    func currencyWallet() async throws -> (balance: Int64, balances: [String: Int64], expiring: [Expiring]) {
         let defaultId = catalog.defaultCurrency.rawValue
-        guard configuration.wallet == .server else { return [defaultId: try await balance()] }
+        guard configuration.wallet == .server else {
+            let balance = try await balance()
+            return (balance, [defaultId: balance], [])
+        }
         let me = try await signedIn { try await server.me(token: $0) }
         keepWallet(Wallet(balance: me.balance, deficit: 0))
-        // A server from before several currencies answers the default's balance alone.
-        return me.balances ?? [defaultId: me.balance]
+        // A server from before several currencies answers the default's balance alone, and nothing that ends.
+        let expiring = (me.expiring ?? []).compactMap { credits in
+            (try? Date(credits.expiresAt, strategy: .iso8601)).map {
+                Expiring(currency: credits.currency, amount: credits.amount, expiresAt: $0)
+            }
+        }
+        return (me.balance, me.balances ?? [defaultId: me.balance], expiring)
     }
 
     /// Spends credits of one currency by id, once per `key` and currency (give the same key when retrying the same

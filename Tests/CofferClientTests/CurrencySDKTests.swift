@@ -50,4 +50,36 @@ struct CurrencySDKTests {
             #expect(try await app.balance() == 100)
         }
     }
+
+    @Test("server wallet: a subscription's allowance shows in expiring(), and in the SwiftUI model's balances")
+    func allowance() async throws {
+        let pro = CatalogProduct(
+            id: "com.example.pro", kind: .autoRenewable, entitlements: ["premium"], group: "pro", durationDays: 30,
+            allowance: [Self.coins: 500, Self.gems: 5])
+        try await PurchaseFlowTests.withWorld(
+            wallet: .server, serverOnSimulatedTime: true, products: [pro], currencies: Self.currencies
+        ) { world in
+            try await Self.allowance(world, pro)
+        }
+    }
+
+    @MainActor
+    static func allowance(_ world: PurchaseFlowTests.World, _ pro: CatalogProduct) async throws {
+        let app = try world.app()
+        try await app.launch()
+        #expect(try await app.expiring() == [])
+        _ = try await app.purchase(productId: pro.id)
+        #expect(try await app.balances() == ["coins": 500, "gems": 5])
+        let expiring = try await app.expiring()
+        #expect(expiring.map(\.amount).sorted() == [5, 500] && Set(expiring.map(\.currency)) == ["coins", "gems"])
+        #expect(expiring.allSatisfy { $0.expiresAt > PurchaseFlowTests.start.addingTimeInterval(29 * 86_400) })
+        let model = CofferModel(sdk: app)
+        await model.refresh()
+        #expect(model.balances == ["coins": 500, "gems": 5] && model.balance == 500)
+        #expect(model.expiring.count == 2)
+        // A spend takes the allowance first; the model reads it again.
+        #expect(try await app.spend(2, of: "gems", key: "potion") == 3)
+        await model.refresh()
+        #expect(model.balances["gems"] == 3 && model.expiring.first { $0.currency == "gems" }?.amount == 3)
+    }
 }
