@@ -59,6 +59,12 @@ final class DeviceLedger: Sendable {
             guard try !db.columns(in: "receipts").contains(where: { $0.name == "signed_by_xcode" }) else { return }
             try db.execute(sql: LedgerTables.v5)
         }
+        migrator.registerMigration("device v6 several currencies") { db in
+            // Each other currency a ledger of its own beside the default's, whose tables (and every balance kept
+            // before) stay as they are.
+            guard try !db.tableExists("currency_wallets") else { return }
+            try db.execute(sql: LedgerTables.v6)
+        }
         try migrator.migrate(queue)
         legacyUsers = try queue.read { db in try db.columns(in: "users").contains { $0.name == "token_hash" } }
     }
@@ -134,41 +140,89 @@ final class DeviceLedger: Sendable {
         }.get()
     }
 
-    /// Applies a change only while the user's balance is `expected`, checked in the change's own transaction, so
-    /// nothing applied in between (a grant, a refund, support's edit) is undone.
+    /// Applies requests in one commit, in order (a purchase in every currency its product gives): every one, or,
+    /// when the ledger refuses one, none.
+    ///
+    /// - Returns: Each request's result once durable.
+    /// - Throws: The first ``LedgerError`` (nothing changes then), or a storage failure.
+    @discardableResult
+    func apply(_ requests: [LedgerRequest]) async throws -> [LedgerResult] {
+        do {
+            return try await queue.write { db in
+                var context = SQLiteLedgerContext(db: db)
+                var results: [LedgerResult] = []
+                for request in requests {
+                    switch try LedgerWriter.apply(request, in: &context) {
+                    case .success(let result): results.append(result)
+                    case .failure(let refusal):
+                        // Nothing of the group stays: the transaction rolls back.
+                        throw DeviceLedgerRefusal(refusal: refusal)
+                    }
+                }
+                return results
+            }
+        } catch let refused as DeviceLedgerRefusal {
+            throw refused.refusal
+        }
+    }
+
+    /// Applies a change only while the user's balance in the request's currency is `expected`, checked in the
+    /// change's own transaction, so nothing applied in between (a grant, a refund, support's edit) is undone.
     ///
     /// - Throws: ``SDKError/balanceMoved(expected:actual:)`` when the balance is another, changing nothing.
     func apply(_ request: LedgerRequest, ifBalanceIs expected: Int64) async throws -> LedgerResult {
         let result: Result<LedgerResult, any Error> = try await queue.write { db in
             var context = SQLiteLedgerContext(db: db)
-            let actual = try context.wallet(owner: request.owner, environment: request.environment)?.balance ?? 0
+            let actual =
+                try context.wallet(owner: request.owner, environment: request.environment, currency: request.currency)?
+                .balance ?? 0
             guard actual == expected else { return .failure(SDKError.balanceMoved(expected: expected, actual: actual)) }
             return try LedgerWriter.apply(request, in: &context).mapError { $0 }
         }
         return try result.get()
     }
 
-    /// The user's wallet (empty for an unknown user).
-    func wallet(owner: UUID, environment: AppStoreEnvironment) async throws -> Wallet {
+    /// The user's wallet of a currency (`nil`: the default's; empty for an unknown user).
+    func wallet(owner: UUID, environment: AppStoreEnvironment, currency: Currency? = nil) async throws -> Wallet {
         try await queue.read { db in
-            try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment) ?? .empty
+            try SQLiteLedgerContext(db: db).wallet(owner: owner, environment: environment, currency: currency)
+                ?? .empty
         }
     }
 
-    /// The receipt of a transaction.
-    func receipt(transactionId: String, environment: AppStoreEnvironment) async throws -> Receipt? {
+    /// The user's wallets of the other currencies than the default, by currency (those it holds).
+    func currencyWallets(owner: UUID, environment: AppStoreEnvironment) async throws -> [Currency: Wallet] {
         try await queue.read { db in
-            try SQLiteLedgerContext(db: db).receipt(transactionId: transactionId, environment: environment)
+            try SQLiteLedgerContext(db: db).currencyWallets(owner: owner, environment: environment)
         }
     }
 
-    /// The user's entries, oldest first.
-    func entries(owner: UUID, environment: AppStoreEnvironment) async throws -> [LedgerEntry] {
-        try await queue.read { db in try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment) }
+    /// The receipt of a transaction in a currency's ledger (`nil`: the default's).
+    func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency? = nil) async throws
+        -> Receipt?
+    {
+        try await queue.read { db in
+            try SQLiteLedgerContext(db: db).receipt(
+                transactionId: transactionId, environment: environment, currency: currency)
+        }
+    }
+
+    /// The user's entries in a currency's ledger (`nil`: the default's), oldest first.
+    func entries(owner: UUID, environment: AppStoreEnvironment, currency: Currency? = nil) async throws
+        -> [LedgerEntry]
+    {
+        try await queue.read { db in
+            try SQLiteLedgerContext(db: db).entries(owner: owner, environment: environment, currency: currency)
+        }
     }
 
     /// The user's receipts, oldest purchase first.
     func receipts(owner: UUID, environment: AppStoreEnvironment) async throws -> [Receipt] {
         try await queue.read { db in try SQLiteLedgerContext(db: db).receipts(owner: owner, environment: environment) }
     }
+}
+
+/// A group of requests the ledger refused one of, rolling the group's transaction back.
+private struct DeviceLedgerRefusal: Error {
+    let refusal: LedgerError
 }
