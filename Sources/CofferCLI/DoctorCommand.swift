@@ -106,6 +106,12 @@ struct DoctorCommand: AsyncParsableCommand {
                     level(applied: summary.migrations, known: SQLiteBackup.migrations),
                     "database: SQLite \(path), \(summary.users) users, \(summary.entries) ledger entries; "
                         + schema(applied: summary.migrations, known: SQLiteBackup.migrations))
+                if let kept = summary.cursors[KeptCurrency.cursor],
+                    let catalog = try? Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile))),
+                    let refusal = KeptCurrency.refusal(catalog, kept: kept)
+                {
+                    report.add(.fail, "catalog: \(settings.catalogFile): \(refusal)")
+                }
             } catch {
                 report.add(.fail, "database: SQLite \(path): \(error)")
             }

@@ -9,6 +9,14 @@ enum KeptCurrency {
     /// The cursor's name.
     static let cursor = "catalog.default-currency"
 
+    /// Why `catalog` cannot open a database that keeps `kept` as its default currency, or `nil` when it can.
+    static func refusal(_ catalog: Catalog, kept: String) -> String? {
+        let chosen = catalog.defaultCurrency.rawValue
+        guard catalog.listsCurrencies, kept != chosen else { return nil }
+        return "the catalog lists \(chosen) first, but this database keeps its default currency's balances (every "
+            + "balance from before several currencies) in \(kept): list \(kept) first in the catalog's currencies"
+    }
+
     /// Checks `catalog` against the default currency `store` keeps, and records it when the database keeps none yet.
     ///
     /// - Throws: ``CommandFailure`` when the catalog lists another currency first, saying which to list first.
@@ -20,12 +28,7 @@ enum KeptCurrency {
             kept = try await store.cursor(cursor, environment: environment)
         }
         if let kept {
-            guard kept == chosen else {
-                throw CommandFailure(
-                    "the catalog lists \(chosen) first, but this database keeps its default currency's balances "
-                        + "(every balance from before several currencies) in \(kept): list \(kept) first in the "
-                        + "catalog's currencies")
-            }
+            if let refusal = refusal(catalog, kept: kept) { throw CommandFailure(refusal) }
             return
         }
         for environment in AppStoreEnvironment.allCases {

@@ -17,6 +17,9 @@ public struct SQLiteBackupSummary: Sendable, Equatable {
     public var entries: Int
     /// The file's size in bytes.
     public var bytes: Int64
+    /// What its servers keep of themselves (their cursors: the wallet, the default currency...), by name, in any
+    /// environment.
+    public var cursors: [String: String] = [:]
 }
 
 /// Why a copy cannot be restored. Nothing was changed.
@@ -89,9 +92,15 @@ public enum SQLiteBackup {
             let known = migrations
             let ordered = known.filter(applied.contains) + applied.filter { !known.contains($0) }.sorted()
             let size = (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? NSNumber)?.int64Value ?? 0
-            return SQLiteBackupSummary(
+            var summary = SQLiteBackupSummary(
                 migrations: ordered, users: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0,
                 entries: try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM ledger_entries") ?? 0, bytes: size)
+            if try db.tableExists("cursors") {
+                for row in try Row.fetchAll(db, sql: "SELECT name, value FROM cursors ORDER BY environment") {
+                    summary.cursors[row["name"]] = summary.cursors[row["name"]] ?? row["value"]
+                }
+            }
+            return summary
         }
     }
 

@@ -164,6 +164,12 @@ struct CLITests {
             in: folder, environment: server)
         #expect(served.status == 2 && served.stderr.contains("Error: catalog: the catalog lists gems first"))
         #expect(served.stderr.contains("list coins first"), "\(served.stderr)")
+        // coffer doctor says so before a start.
+        let doctor = try await CofferProcess.run(
+            ["doctor", "--database-url", "sqlite:" + path, "--bundle-id", "com.example.app"], in: folder,
+            environment: server)
+        #expect(
+            doctor.status == 1 && doctor.stdout.contains("FAIL  catalog: catalog.json: the catalog lists gems first"))
     }
 
     @Test("ledger show prints a user's wallet and entries; ledger check finds the books sound")
