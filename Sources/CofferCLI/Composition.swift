@@ -70,7 +70,8 @@ struct Composition: Sendable {
     }
 
     /// Opens `database` (migrating it) beside `catalog`, refusing a catalog that lists another default currency than
-    /// the one the database keeps (``KeptCurrency``).
+    /// the one the database keeps (``KeptCurrency``; for a PostgreSQL pool the service group runs, `coffer serve`
+    /// checks once it runs).
     ///
     /// - Parameters:
     ///   - timeout: Seconds an operation waits on PostgreSQL, or on SQLite for another process's write.
@@ -82,6 +83,8 @@ struct Composition: Sendable {
     ) async throws -> Composition {
         let (store, location) = try await database.open(timeout: timeout, runner: runner, logger: logger)
         let composition = Composition(store: store, location: location, catalog: catalog)
+        // A pool the service group runs answers once the group starts: `coffer serve` checks in its preparation.
+        guard runner == .itself || !(store is PostgresStore) else { return composition }
         do {
             try await KeptCurrency.check(store, catalog)
         } catch {
@@ -94,15 +97,30 @@ struct Composition: Sendable {
     /// Opens what `settings` name: the database, and the catalog unless `withCatalog` is off (a command that
     /// sells nothing).
     static func open(_ settings: SupportSettings, withCatalog: Bool = true) async throws -> Composition {
+        // Without a wallet named, the one the database's server keeps decides what its catalog may hold: checked
+        // once the database is open.
         let catalog =
             withCatalog
-            ? try Self.catalog(file: settings.catalogFile, required: settings.catalogNamed, wallet: settings.wallet)
+            ? try Self.catalog(
+                file: settings.catalogFile, required: settings.catalogNamed,
+                wallet: settings.walletNamed ? settings.wallet : .server)
             : try Catalog(products: [])
+        let composition: Composition
         do {
-            return try await open(database: settings.database, timeout: settings.databaseTimeout, catalog: catalog)
+            composition = try await open(
+                database: settings.database, timeout: settings.databaseTimeout, catalog: catalog)
+        } catch let refusal as CommandFailure {
+            throw refusal
         } catch {
             throw CommandFailure("cannot open the database \(settings.database.shown): \(error)")
         }
+        if withCatalog, !settings.walletNamed, let (_, wallet) = try? await composition.served(settings),
+            let refusal = walletRefusal(catalog, wallet: wallet)
+        {
+            await composition.close()
+            throw CommandFailure("the catalog \(settings.catalogFile): \(refusal)")
+        }
+        return composition
     }
 
     /// Runs `body` on what `settings` name, closing the database after whatever happens.

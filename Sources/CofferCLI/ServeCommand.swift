@@ -114,7 +114,7 @@ struct ServeCommand: AsyncParsableCommand {
             // Once PostgreSQL's pool runs in the service group, and before the server listens.
             beforeServing: {
                 try await Self.prepare(
-                    store: store, settings: settings,
+                    store: store, settings: settings, catalog: composition.catalog,
                     banner: Self.banner(
                         server, location: composition.location, config: config, apiKeyed: apiKeyed,
                         pushing: pushing, xcode: xcode),
@@ -131,12 +131,20 @@ struct ServeCommand: AsyncParsableCommand {
         try await http.shutdown()
     }
 
-    /// What `coffer serve` does once the database's pool runs and before the server listens: records the wallet
-    /// and environment the database's server keeps (so support's commands on it find them), creates the first admin,
+    /// What `coffer serve` does once the database's pool runs and before the server listens: refuses a catalog that
+    /// lists another default currency than the database keeps (``KeptCurrency``), records the wallet and environment
+    /// the database's server keeps (so support's commands on it find them), creates the first admin,
     /// and says where the server and its panel are.
     static func prepare(
-        store: any CofferStore, settings: ServeSettings, banner: String, say: @Sendable (String) -> Void
+        store: any CofferStore, settings: ServeSettings, catalog: Catalog, banner: String,
+        say: @Sendable (String) -> Void
     ) async throws {
+        do {
+            try await KeptCurrency.check(store, catalog)
+        } catch let refusal as CommandFailure {
+            FileHandle.standardError.write(Data("Error: catalog: \(refusal)\n".utf8))
+            throw ExitCode(2)
+        }
         let server = settings.server
         try await store.saveCursor(
             ServedWallet.cursor, value: server.wallet.rawValue, environment: server.environment)

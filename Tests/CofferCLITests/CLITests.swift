@@ -172,6 +172,27 @@ struct CLITests {
             doctor.status == 1 && doctor.stdout.contains("FAIL  catalog: catalog.json: the catalog lists gems first"))
     }
 
+    @Test("support's commands take the wallet the database's server keeps: its catalog's allowance is no refusal there")
+    func servedWalletCatalog() async throws {
+        let path = try temporaryFile("served.sqlite")
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        try #"{"products": [{"id": "p", "kind": "autoRenewable", "group": "g", "allowance": 300}]}"#.write(
+            to: folder.appendingPathComponent("catalog.json"), atomically: true, encoding: .utf8)
+        let users = ["users", "--database-url", "sqlite:" + path, "--json"]
+        do {
+            let store = try SQLiteStore(path: path)
+            try await store.saveCursor("serve.wallet", value: "device", environment: .sandbox)
+        }
+        // A device-wallet server's database: the allowance is refused, saying why.
+        let device = try await CofferProcess.run(users, in: folder)
+        #expect(device.status != 0 && device.stderr.contains("p gives an allowance"), "\(device.stderr)")
+        let store = try SQLiteStore(path: path)
+        try await store.saveCursor("serve.wallet", value: "server", environment: .sandbox)
+        // A server-wallet server's: no flag needed.
+        let server = try await CofferProcess.run(users, in: folder)
+        #expect(server.status == 0, "\(server.stderr)")
+    }
+
     @Test("ledger show prints a user's wallet and entries; ledger check finds the books sound")
     func ledgerShow() async throws {
         let path = try temporaryFile("coffer.sqlite")

@@ -250,6 +250,40 @@ struct ServeCommandTests {
     }
 
     @Test(
+        "PostgreSQL: coffer serve with a catalog of currencies starts and records its first; another first is refused",
+        .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
+    func keptCurrencyPostgres() async throws {
+        let folder = try temporaryFolder()
+        let url = try await TestPostgres.freshDatabase()
+        func catalog(_ currencies: [String]) throws {
+            let listed = currencies.map { #"{"id": "\#($0)"}"# }.joined(separator: ", ")
+            try #"{"currencies": [\#(listed)], "products": [{"id": "a", "kind": "consumable", "credits": 5}]}"#
+                .write(to: folder.appendingPathComponent("catalog.json"), atomically: true, encoding: .utf8)
+        }
+        let server = ["COFFER_WALLET": "server"]
+        try catalog(["coins", "gems"])
+        let port = try LocalPort.free()
+        let serving = try start(
+            ["serve", "--bundle-id", "com.example.app", "--port", String(port), "--database-url", url], in: folder,
+            environment: server)
+        var ready = false
+        for _ in 0..<150 where !ready {
+            ready = (try? await request("GET", "http://127.0.0.1:\(port)/readyz"))?.status == 200
+            if !ready { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        kill(serving.processIdentifier, SIGKILL)
+        serving.waitUntilExit()
+        #expect(ready, "coffer serve on PostgreSQL with currencies did not come up")
+        try catalog(["gems", "coins"])
+        let swapped = try await CofferProcess.run(
+            ["serve", "--bundle-id", "com.example.app", "--port", String(try LocalPort.free()), "--database-url", url],
+            in: folder, environment: server)
+        #expect(
+            swapped.status == 2 && swapped.stderr.contains("Error: catalog: the catalog lists gems first"),
+            "\(swapped.stderr)")
+    }
+
+    @Test(
         "two servers on one PostgreSQL: 50 concurrent posts of one transaction and its notification credit once",
         .enabled(if: TestPostgres.url != nil || TestPostgres.required, "\(TestPostgres.missing)"))
     func twoServersOnePostgres() async throws {
