@@ -57,13 +57,13 @@ extension AdminService {
                 (.adjustment, "Balance adjusted by \(PanelText.change(entry.amount)): \(entry.reason ?? "")")
             case .spend: (.spend, "Spent \(PanelText.credits(-entry.amount)) (key \(entry.key.id))")
             case .expiry:
-                entry.key.id.hasPrefix(CreditLots.allowanceLot(""))
-                    ? (
-                        .expiry,
-                        "\(PanelText.credits(-entry.amount)) credits of the allowance of transaction "
-                            + "\(entry.key.id.dropFirst(CreditLots.allowanceLot("").count)) ended, unspent"
-                    )
-                    : (.expiry, "\(PanelText.credits(-entry.amount)) credits of grant \(entry.key.id) expired, unspent")
+                (
+                    .expiry,
+                    "\(PanelText.credits(-entry.amount)) credits of "
+                        + (CreditLots.allowanceTransaction(ofLot: entry.key.id).map {
+                            "the allowance of transaction \($0) ended, unspent"
+                        } ?? "grant \(entry.key.id) expired, unspent")
+                )
             case .allowance:
                 (
                     .allowance,

@@ -52,8 +52,8 @@ struct DoctorCommand: AsyncParsableCommand {
             .ok,
             "settings: \(server.bundleId), \(server.environment.rawValue), \(server.wallet.rawValue) wallet, "
                 + "listening on \(server.host):\(server.port)")
-        checkCatalog(settings, report)
-        await checkDatabase(settings, report)
+        let catalog = checkCatalog(settings, report)
+        await checkDatabase(settings, catalog: catalog, report)
         checkFiles(settings, report)
         checkKeys(settings, report)
         let missing = productionGaps(settings)
@@ -67,23 +67,26 @@ struct DoctorCommand: AsyncParsableCommand {
         if report.failures > 0 { throw ExitCode(1) }
     }
 
-    func checkCatalog(_ settings: ServeSettings, _ report: Report) {
+    /// The catalog serve would read, checked; `nil` when it cannot be read.
+    func checkCatalog(_ settings: ServeSettings, _ report: Report) -> Catalog? {
         do {
             let catalog = try Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile)))
             if let refusal = Composition.walletRefusal(catalog, wallet: settings.server.wallet) {
                 report.add(.fail, "catalog: \(settings.catalogFile): \(refusal)")
-                return
+                return catalog
             }
             report.add(
                 .ok,
                 "catalog: \(settings.catalogFile), \(catalog.products.count) products, "
                     + "\(catalog.loyalty.count) loyalty rules")
+            return catalog
         } catch {
             report.add(.fail, "catalog: \(settings.catalogFile): \(error)")
+            return nil
         }
     }
 
-    func checkDatabase(_ settings: ServeSettings, _ report: Report) async {
+    func checkDatabase(_ settings: ServeSettings, catalog: Catalog?, _ report: Report) async {
         switch settings.database {
         case .sqlite(let path):
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent().path
@@ -106,8 +109,7 @@ struct DoctorCommand: AsyncParsableCommand {
                     level(applied: summary.migrations, known: SQLiteBackup.migrations),
                     "database: SQLite \(path), \(summary.users) users, \(summary.entries) ledger entries; "
                         + schema(applied: summary.migrations, known: SQLiteBackup.migrations))
-                if let kept = summary.cursors[KeptCurrency.cursor],
-                    let catalog = try? Catalog(json: Data(contentsOf: URL(fileURLWithPath: settings.catalogFile))),
+                if let kept = summary.cursors[KeptCurrency.cursor], let catalog,
                     let refusal = KeptCurrency.refusal(catalog, kept: kept)
                 {
                     report.add(.fail, "catalog: \(settings.catalogFile): \(refusal)")

@@ -118,6 +118,12 @@ public enum CreditLots {
     /// `allowance:<transaction id>`, so its expiry is `expiry:allowance:<transaction id>`.
     public static func allowanceLot(_ transactionId: String) -> String { "allowance:\(transactionId)" }
 
+    /// The period's transaction id of an allowance's lot id (``allowanceLot(_:)``), or `nil` for a grant's lot.
+    public static func allowanceTransaction(ofLot id: String) -> String? {
+        let prefix = allowanceLot("")
+        return id.hasPrefix(prefix) ? String(id.dropFirst(prefix.count)) : nil
+    }
+
     /// The lots of `lots` that have ended at `now` with credits left: what an expiry takes.
     public static func due(_ lots: [CreditLot], at now: Date) -> [CreditLot] {
         ordered(lots).filter { $0.expiresAt <= now && $0.remaining > 0 }

@@ -117,8 +117,8 @@ public enum WebhookEvents {
             data["credits"] = -amount
         case .expiry:
             type = .creditsExpired
-            if let id, id.hasPrefix(CreditLots.allowanceLot("")) {
-                data["transactionId"] = String(id.dropFirst(CreditLots.allowanceLot("").count))
+            if let period = id.flatMap(CreditLots.allowanceTransaction(ofLot:)) {
+                data["transactionId"] = period
             } else {
                 data.merge(compact(["grantId": id])) { $1 }
             }

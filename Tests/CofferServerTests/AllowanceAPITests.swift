@@ -41,16 +41,11 @@ struct AllowanceAPITests {
             let user = try await NotificationTests.createUser(client)
             let owner = try #require(
                 try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox))
-            var sent = 0
-            func catchUp() async throws -> [String] {
-                let outcomes = try await setup.deliver(after: sent, with: client)
-                sent += outcomes.count
-                return outcomes
-            }
+            let feed = NotificationTests.Feed(setup, client)
             let subscribed = try await setup.apple.purchase(
                 account: "dana", productId: "com.example.pro.monthly", appAccountToken: user.appAccountToken)
             let first = try #require(subscribed.transactionIds.first)
-            #expect(try await catchUp() == ["applied"])
+            #expect(try await feed.catchUp() == ["applied"])
             let firstEnd = setup.clock.now().addingTimeInterval(30 * 86_400).formatted(.iso8601)
             var me = try await NotificationTests.me(user, client)
             #expect(me.entitlements == ["premium"])
@@ -69,7 +64,7 @@ struct AllowanceAPITests {
             // Gems bought never end; a spend takes the allowance's first.
             let pack = try await setup.apple.purchase(
                 account: "dana", productId: "com.example.gems", appAccountToken: user.appAccountToken)
-            #expect(try await catchUp() == ["applied"])
+            #expect(try await feed.catchUp() == ["applied"])
             let packId = try #require(pack.transactionIds.first)
             let spent = try await CurrencyAPITests.spend(7, "gems", key: "potion", as: user, with: client)
             #expect(try ClientAPITests.decode(BalanceResponse.self, spent).balance == 48)
@@ -79,7 +74,7 @@ struct AllowanceAPITests {
 
             // The period renews: the new one's allowance; the old one's end takes what was left of it, once.
             _ = try await setup.apple.advanceClock(by: 31 * 86_400)
-            #expect(try await catchUp().allSatisfy { $0 == "applied" })
+            #expect(try await feed.catchUp().allSatisfy { $0 == "applied" })
             me = try await NotificationTests.me(user, client)
             #expect(me.balances == ["coins": 500, "gems": 53])
             #expect(me.expiring?.map(\.amount).sorted() == [5, 500])
@@ -98,7 +93,7 @@ struct AllowanceAPITests {
             // Apple refunds the renewed period: what is left of its allowance is taken back; spent gems are not owed.
             _ = try await CurrencyAPITests.spend(2, "gems", key: "shield", as: user, with: client)
             try await setup.apple.refund(transactionId: renewal)
-            #expect(try await catchUp().contains("applied"))
+            #expect(try await feed.catchUp().contains("applied"))
             me = try await NotificationTests.me(user, client)
             #expect(me.balances == ["coins": 0, "gems": 48] && me.deficits == ["coins": 0, "gems": 0])
             #expect(me.expiring == [])
@@ -138,20 +133,15 @@ struct AllowanceAPITests {
             configuration: NotificationTests.Setup.defaultConfiguration(wallet: .server), catalog: catalog)
         try await setup.app.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
-            var sent = 0
-            func catchUp() async throws -> [String] {
-                let outcomes = try await setup.deliver(after: sent, with: client)
-                sent += outcomes.count
-                return outcomes
-            }
+            let feed = NotificationTests.Feed(setup, client)
             let basic = try await setup.apple.purchase(
                 account: "dana", productId: "com.example.pro.monthly", appAccountToken: user.appAccountToken)
-            #expect(try await catchUp() == ["applied"])
+            #expect(try await feed.catchUp() == ["applied"])
             _ = try await CurrencyAPITests.spend(100, "coins", key: "hat", as: user, with: client)
             _ = try await setup.apple.advanceClock(by: 10 * 86_400)
             let premium = try await setup.apple.purchase(
                 account: "dana", productId: "com.example.pro.premium", appAccountToken: user.appAccountToken)
-            #expect(try await catchUp().allSatisfy { $0 == "applied" })
+            #expect(try await feed.catchUp().allSatisfy { $0 == "applied" })
             // The old period's 400 left end at the upgrade; the new period's 2,000 run to its end.
             let me = try await NotificationTests.me(user, client)
             #expect(me.balance == 2_000 && me.expiring?.map(\.amount) == [2_000])

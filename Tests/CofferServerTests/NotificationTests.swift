@@ -120,6 +120,26 @@ struct NotificationTests {
         }
     }
 
+    /// Apple's notifications posted as they come: each ``catchUp()`` posts those the simulator sent since the one
+    /// before, as Apple would.
+    final class Feed {
+        let setup: Setup
+        let client: any TestClientProtocol
+        private var sent = 0
+
+        init(_ setup: Setup, _ client: any TestClientProtocol) {
+            self.setup = setup
+            self.client = client
+        }
+
+        /// Posts what was sent since the last call; their outcomes.
+        func catchUp() async throws -> [String] {
+            let outcomes = try await setup.deliver(after: sent, with: client)
+            sent += outcomes.count
+            return outcomes
+        }
+    }
+
     static func post(_ signedPayload: String, with client: some TestClientProtocol) async throws -> TestResponse {
         try await client.execute(
             uri: "/v1/apple/notifications", method: .post,
@@ -492,24 +512,19 @@ struct NotificationTests {
             let subscribed = try await setup.apple.purchase(
                 account: "dana", productId: "com.example.pro.monthly", appAccountToken: user.appAccountToken)
             let original = try #require(subscribed.transactionIds.first)
-            var sent = 0
-            func catchUp() async throws -> [String] {
-                let outcomes = try await setup.deliver(after: sent, with: client)
-                sent += outcomes.count
-                return outcomes
-            }
-            #expect(try await catchUp() == ["applied"])
+            let feed = NotificationTests.Feed(setup, client)
+            #expect(try await feed.catchUp() == ["applied"])
             #expect(try await Self.me(user, client).entitlements == ["premium"])
 
             // Ten renewals: eleven paid periods, no lifetime yet.
             for _ in 0..<10 { try await setup.apple.renewNow(originalTransactionId: original) }
-            #expect(try await catchUp() == Array(repeating: "applied", count: 10))
+            #expect(try await feed.catchUp() == Array(repeating: "applied", count: 10))
             #expect(try await Self.me(user, client).entitlements == ["premium"])
 
             // The card fails at the next renewal: billing retry with a grace period keeps premium.
             try await setup.apple.setBillingFails(account: "dana", true)
             try await setup.apple.advanceClock(by: 31 * 86_400)
-            _ = try await catchUp()
+            _ = try await feed.catchUp()
             let renewals = try await setup.store.renewalStates(
                 owner: try #require(
                     try await setup.store.user(appAccountToken: user.appAccountToken, environment: .sandbox)
@@ -521,17 +536,17 @@ struct NotificationTests {
 
             // The grace period ends: premium goes.
             try await setup.apple.advanceClock(by: 7 * 86_400)
-            _ = try await catchUp()
+            _ = try await feed.catchUp()
             #expect(try await Self.me(user, client).entitlements == [])
 
             // The card works again: the twelfth paid period unlocks loyalty lifetime, which outlives expiry.
             try await setup.apple.setBillingFails(account: "dana", false)
-            _ = try await catchUp()
+            _ = try await feed.catchUp()
             #expect(try await Self.me(user, client).entitlements == ["lifetime", "premium"])
             try await setup.apple.expireNow(originalTransactionId: original)
-            _ = try await catchUp()
+            _ = try await feed.catchUp()
             try await setup.apple.advanceClock(by: 40 * 86_400)
-            _ = try await catchUp()
+            _ = try await feed.catchUp()
             #expect(try await Self.me(user, client).entitlements == ["lifetime"])
         }
     }
