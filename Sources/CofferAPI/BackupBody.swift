@@ -15,10 +15,14 @@ public struct BackupBody: Codable, Sendable, Equatable {
     /// The device wallet's mailbox keys the balance already holds: a device restoring this backup takes them as
     /// applied. Absent when there are none.
     public var applied: [String]?
+    /// The other currencies' balances and deficits backed up with it, by currency id (those that hold something).
+    /// Absent when there are none.
+    public var currencies: [String: BackupCurrency]?
 
     /// Creates the body.
     public init(
-        value: Int64, lastUpdated: Date, version: Int64, writer: String, deficit: Int64 = 0, applied: [String]? = nil
+        value: Int64, lastUpdated: Date, version: Int64, writer: String, deficit: Int64 = 0, applied: [String]? = nil,
+        currencies: [String: BackupCurrency]? = nil
     ) {
         self.value = value
         self.lastUpdated = lastUpdated
@@ -26,5 +30,20 @@ public struct BackupBody: Codable, Sendable, Equatable {
         self.writer = writer
         self.deficit = deficit
         self.applied = applied
+        self.currencies = currencies
+    }
+}
+
+/// One currency's wallet in a backup.
+public struct BackupCurrency: Codable, Sendable, Equatable {
+    /// The balance.
+    public var value: Int64
+    /// The deficit (what refunds could not take back); 0 when absent.
+    public var deficit: Int64?
+
+    /// Creates it.
+    public init(value: Int64, deficit: Int64? = nil) {
+        self.value = value
+        self.deficit = deficit
     }
 }

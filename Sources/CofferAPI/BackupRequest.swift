@@ -9,12 +9,20 @@ public struct BackupRequest: Codable, Sendable, Equatable {
     /// The keys of the mailbox (`GET /v1/me/adjustments`) this balance already holds, at most 1,000; the server keeps
     /// those in the customer's mailbox. Absent: none.
     public var applied: [String]?
+    /// The balances and deficits of the catalog's other currencies than the default, by id, the whole set (a
+    /// currency left out is backed up as empty). Absent: the server keeps the currencies it holds (an app from before
+    /// several currencies never erases them).
+    public var currencies: [String: BackupCurrency]?
 
     /// Creates the body.
-    public init(value: Int64, device: String? = nil, deficit: Int64? = nil, applied: [String]? = nil) {
+    public init(
+        value: Int64, device: String? = nil, deficit: Int64? = nil, applied: [String]? = nil,
+        currencies: [String: BackupCurrency]? = nil
+    ) {
         self.value = value
         self.device = device
         self.deficit = deficit
         self.applied = applied
+        self.currencies = currencies
     }
 }

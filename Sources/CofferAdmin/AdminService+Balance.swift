@@ -59,26 +59,38 @@ extension AdminService {
                 supportId: supportId, before: result.before.balance, after: result.after.balance, via: .ledger,
                 currency: currency?.rawValue)
         case .device:
-            // Support sets the balance; the deficit the device backed up stays.
+            // Support sets the balance of one currency; the deficit the device backed up and the other currencies stay.
             // The balance support saw is checked inside the backup's transaction, where the audit entry is made.
+            @Sendable func value(_ record: BackupRecord?) -> Int64 {
+                guard let currency else { return record?.value ?? 0 }
+                return record?.currencies[currency]?.balance ?? 0
+            }
             let (current, written) = try await Self.refusingChanged {
                 try await store.writeBackup(
                     owner: user.id, environment: environment,
                     { current in
-                        BackupPrecondition.overwrite.write(
-                            over: current, value: balance, deficit: current?.deficit ?? 0, writer: .admin(actor),
-                            at: at)
+                        var currencies = current?.currencies ?? [:]
+                        if let currency {
+                            currencies[currency] = Wallet(
+                                balance: balance, deficit: currencies[currency]?.deficit ?? 0)
+                        }
+                        return BackupPrecondition.overwrite.write(
+                            over: current, value: currency == nil ? balance : current?.value ?? 0,
+                            deficit: current?.deficit ?? 0, writer: .admin(actor), at: at, currencies: currencies)
                     },
                     audit: { current, record in
-                        try SupportRules.check(expected: expected, current: current?.value ?? 0)
+                        try SupportRules.check(expected: expected, current: value(current))
                         return try entries(
                             BalanceChange(
-                                supportId: supportId, before: current?.value ?? 0, after: record.value, via: .backup))
+                                supportId: supportId, before: value(current), after: value(record), via: .backup,
+                                currency: currency?.rawValue))
                     })
             }
             guard let written else { throw AdminError.invalid("the backup could not be written") }
             await onChange?(user.id, .backup(version: written.version))
-            return BalanceChange(supportId: supportId, before: current?.value ?? 0, after: written.value, via: .backup)
+            return BalanceChange(
+                supportId: supportId, before: value(current), after: value(written), via: .backup,
+                currency: currency?.rawValue)
         }
     }
 

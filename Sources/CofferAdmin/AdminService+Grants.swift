@@ -22,11 +22,9 @@ extension AdminService {
     }
 
     /// The ledger's currency of credits support names by id (``LedgerRequest/currency``): `nil` for none or the
-    /// default's id, the currency for another the catalog lists. In the device wallet the app keeps the default
-    /// currency only, so another is refused there.
+    /// default's id, the currency for another the catalog lists.
     ///
-    /// - Throws: ``AdminError/invalid(_:)`` for a currency the catalog does not list, or another currency in the
-    ///   device wallet.
+    /// - Throws: ``AdminError/invalid(_:)`` for a currency the catalog does not list.
     public func ledgerCurrency(_ id: String?) throws(AdminError) -> Currency? {
         guard let id, id != catalog.defaultCurrency.rawValue else { return nil }
         guard let listed = catalog.currencies.first(where: { $0.id.rawValue == id })?.id else {
@@ -34,11 +32,6 @@ extension AdminService {
             throw .invalid(
                 "unknown currency \(named): the catalog lists "
                     + catalog.currencies.map(\.id.rawValue).joined(separator: ", "))
-        }
-        guard walletMode == .server else {
-            throw .invalid(
-                "in the device wallet the app keeps \(catalog.defaultCurrency) only: credits of \(listed) need the "
-                    + "server wallet")
         }
         return listed
     }

@@ -53,20 +53,14 @@ struct Composition: Sendable {
         return catalog
     }
 
-    /// Why this version cannot sell `catalog` in `wallet`: in the device wallet, a catalog of more than one currency
-    /// or with a subscription's allowance (the server wallet keeps every currency per customer and credits that
-    /// end; the SDK's device ledger the default currency's credits that never end).
+    /// Why this version cannot sell `catalog` in `wallet`: in the device wallet, a subscription's allowance (the
+    /// server wallet keeps credits that end; the SDK's device ledger keeps every currency's credits, none that end).
     static func walletRefusal(_ catalog: Catalog, wallet: WalletMode) -> String? {
-        guard wallet == .device else { return nil }
-        if let product = catalog.products.first(where: { !$0.allowance.isEmpty }) {
-            return "\(product.id) gives an allowance; in the device wallet this version keeps no credits that end "
-                + "(the app's device ledger): set wallet = server to give allowances, or leave allowance out"
+        guard wallet == .device, let product = catalog.products.first(where: { !$0.allowance.isEmpty }) else {
+            return nil
         }
-        guard catalog.currencies.count > 1 else { return nil }
-        return "it lists \(catalog.currencies.count) currencies ("
-            + catalog.currencies.map(\.id.rawValue).joined(separator: ", ")
-            + "); in the device wallet this version keeps one currency per customer (the app's device ledger): "
-            + "set wallet = server to keep several, or list one"
+        return "\(product.id) gives an allowance; in the device wallet this version keeps no credits that end "
+            + "(the app's device ledger): set wallet = server to give allowances, or leave allowance out"
     }
 
     /// Opens `database` (migrating it) beside `catalog`, refusing a catalog that lists another default currency than

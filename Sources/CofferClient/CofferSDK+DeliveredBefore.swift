@@ -30,19 +30,17 @@ extension CofferSDK {
         {
             if try await boughtByAnotherUser(transaction) || state.isRemembered(id: transaction.id) { continue }
             let fact = Self.fact(transaction)
-            // What a refund takes back, known before anything is marked: a product this version cannot deliver (one
-            // giving several currencies) stops the launch here, with nothing remembered, so a later launch records it.
-            let credits = configuration.wallet == .device ? try catalog.credits(for: fact) : 0
+            // What a refund takes back in each currency, known before anything is marked: an amount past the ledger's
+            // largest stops the launch here, with nothing remembered.
+            // Refunded before Coffer too, it is recorded as delivered at 0: a later reversal restores nothing.
+            let request = LedgerRequest(
+                owner: user.id, environment: configuration.environment,
+                event: .deliveredBeforeCoffer(fact, credits: try catalog.defaultCredits(for: fact)),
+                policy: configuration.deficitPolicy, at: now())
+            if configuration.wallet == .device { _ = try catalog.inEveryCurrency(request, allowances: false) }
             try state.set(Self.deliveredBeforeKey(transaction.id), "1")
             try state.remember(id: transaction.id, jws: transaction.jwsRepresentation, at: now())
-            if configuration.wallet == .device {
-                // Refunded before Coffer too, it is recorded as delivered at 0: a later reversal restores nothing.
-                let event = LedgerEvent.deliveredBeforeCoffer(fact, credits: credits)
-                _ = try await ledger.apply(
-                    LedgerRequest(
-                        owner: user.id, environment: configuration.environment, event: event,
-                        policy: configuration.deficitPolicy, at: now()))
-            }
+            if configuration.wallet == .device { _ = try await applyInEveryCurrency(request) }
             recorded += 1
         }
         try state.set(Self.firstLaunchKey, String(now().timeIntervalSince1970))

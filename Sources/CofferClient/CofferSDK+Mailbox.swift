@@ -81,9 +81,10 @@ extension CofferSDK {
                 kind: LedgerEntryKind(rawValue: item.kind), key: item.key, amount: item.amount,
                 reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
                 catalog: catalog)
+            // A refund or a reversal of a purchase this install delivered reaches every currency it gave.
             for event in events {
                 keepWallet(
-                    try await ledger.apply(
+                    try await applyInEveryCurrency(
                         LedgerRequest(
                             owner: user.id, environment: configuration.environment, event: event,
                             policy: configuration.deficitPolicy, at: now())
@@ -138,12 +139,15 @@ extension CofferSDK {
         let user = try await localUser()
         for _ in 0..<3 {
             let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
+            let others = BackupRecord.kept(
+                try await ledger.currencyWallets(owner: user.id, environment: configuration.environment))
             let local = wallet.balance
             let remote = try await server.backup(token: token)
             let record = remote.map {
                 BackupRecord(
                     value: $0.value, lastUpdated: $0.lastUpdated, version: $0.version,
-                    writer: $0.writer == "admin" ? .admin("") : .device(""), deficit: $0.deficit)
+                    writer: $0.writer == "admin" ? .admin("") : .device(""), deficit: $0.deficit,
+                    currencies: Self.wallets($0.currencies))
             }
             let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
                 Date.init(timeIntervalSince1970:))
@@ -151,38 +155,48 @@ extension CofferSDK {
             // starting balance aside) can reach the default balance by spending or a refund, and must not
             // "restore" then. A default no balance can equal (-1) keeps the rule's other two branches for it.
             var fresh = lastBackupAt == nil
-            if fresh {
-                fresh = try await ledger.entries(owner: user.id, environment: configuration.environment)
-                    .allSatisfy { $0.key == Self.startingKey }
-            }
+            if fresh { fresh = try await holdsOnlyStartingBalance(user) }
             let decision = BackupRule.decide(
-                localBalance: local, localDeficit: wallet.deficit,
+                localBalance: local, localDeficit: wallet.deficit, localCurrencies: others,
                 defaultBalance: fresh ? configuration.startingBalance : -1,
                 lastBackupAt: lastBackupAt,
                 lastVersion: try state.value("lastBackupVersion").flatMap(Int64.init), server: record)
             switch decision {
             case .restore(let value), .acceptServer(let value):
-                guard let remote else { return decision }
-                // The backup's balance and deficit both: a reinstall owes what the old install owed.
+                guard let remote, let record else { return decision }
+                // The backup's balance and deficit both, in every currency: a reinstall owes what the old install
+                // owed.
                 let taken = Wallet(balance: value, deficit: remote.deficit)
                 // What the backup's balance holds of the mailbox is applied here too, never again (kept first: a
                 // process dying after the restore must not apply them on top of it).
                 try rememberMailbox(remote.applied ?? [])
-                if taken != wallet {
+                var changes: [Currency?: Wallet] = taken != wallet ? [nil: taken] : [:]
+                for currency in Set(others.keys).union(record.currencies.keys)
+                where others[currency] != record.currencies[currency] {
+                    changes[currency] = record.currencies[currency] ?? .empty
+                }
+                if !changes.isEmpty {
+                    let reason = remote.writer == "admin" ? "admin edit" : "restored from backup"
+                    let requests = changes.sorted { ($0.key?.rawValue ?? "") < ($1.key?.rawValue ?? "") }.map {
+                        var request = LedgerRequest(
+                            owner: user.id, environment: configuration.environment,
+                            event: .restore(id: "backup:\(remote.version)", wallet: $0.value, reason: reason),
+                            at: now())
+                        request.currency = $0.key
+                        return request
+                    }
                     do {
-                        // Only over the wallet the rule decided on: a purchase or a hand since then is not undone.
-                        _ = try await ledger.apply(
-                            LedgerRequest(
-                                owner: user.id, environment: configuration.environment,
-                                event: .restore(
-                                    id: "backup:\(remote.version)", wallet: taken,
-                                    reason: remote.writer == "admin" ? "admin edit" : "restored from backup"),
-                                at: now()),
-                            ifBalanceIs: wallet.balance)
+                        // Only over the wallets the rule decided on: a purchase or a hand since then is not undone.
+                        var expected: [Currency?: Int64] = [nil: wallet.balance]
+                        for currency in changes.keys.compactMap({ $0 }) {
+                            expected[currency] = others[currency]?.balance ?? 0
+                        }
+                        _ = try await ledger.apply(requests, ifBalancesAre: expected)
                     } catch SDKError.balanceMoved {
                         continue  // decide again with the wallet as it is now
                     }
                     keepWallet(taken)
+                    publish(.wallet)
                 }
                 try crashAfter(.backupTaken)
                 try rememberBackup(remote)
@@ -195,7 +209,7 @@ extension CofferSDK {
                 do {
                     let written = try await saveBackup(
                         value: value, deficit: wallet.deficit, version: remote?.version, applied: mailboxApplied(),
-                        token: token)
+                        currencies: others, token: token)
                     try crashAfter(.backupPushed)
                     try rememberBackup(written)
                     return decision
@@ -207,17 +221,24 @@ extension CofferSDK {
         throw SDKError.conflict("the backup kept changing under this device")
     }
 
-    /// Writes the backup with the mailbox keys its value holds; a server older than `applied` refuses the key (400),
-    /// and the backup goes without it.
-    func saveBackup(value: Int64, deficit: Int64, version: Int64?, applied: [String], token: String) async throws
-        -> BackupBody
-    {
+    /// Writes the backup with the mailbox keys its value holds and the other currencies' wallets (the whole set; none
+    /// sent for a catalog of one currency, as before); a server older than `applied` refuses the key (400), and the
+    /// backup goes without it.
+    func saveBackup(
+        value: Int64, deficit: Int64, version: Int64?, applied: [String], currencies: [Currency: Wallet], token: String
+    ) async throws -> BackupBody {
+        let sent: [String: BackupCurrency]? =
+            catalog.currencies.count > 1 || !currencies.isEmpty
+            ? Dictionary(
+                uniqueKeysWithValues: currencies.map {
+                    ($0.key.rawValue, BackupCurrency(value: $0.value.balance, deficit: $0.value.deficit))
+                }) : nil
         let first: Result<BackupBody, ServerClientError>
         do {
             first = .success(
                 try await server.saveBackup(
                     value: value, deficit: deficit, device: configuration.deviceName, version: version,
-                    applied: applied.isEmpty ? nil : applied, token: token))
+                    applied: applied.isEmpty ? nil : applied, currencies: sent, token: token))
         } catch {
             first = .failure(error)
         }
@@ -235,7 +256,28 @@ extension CofferSDK {
         try state.set("lastBackupVersion", String(record.version))
         try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
         try state.set("lastBackupWallet", "\(record.value) \(record.deficit)")
+        try state.set(Self.lastBackupCurrenciesKey, Self.digest(Self.wallets(record.currencies)))
         publish(.backup)
+    }
+
+    /// The state's note of the other currencies the last backup held (``digest(_:)``).
+    static let lastBackupCurrenciesKey = "lastBackupCurrencies"
+
+    /// The wallets of a backup's other currencies, those that hold something (an id the catalog's type cannot be is
+    /// left out).
+    static func wallets(_ currencies: [String: BackupCurrency]?) -> [Currency: Wallet] {
+        var wallets: [Currency: Wallet] = [:]
+        for (id, amounts) in currencies ?? [:] {
+            guard let currency = Currency(rawValue: id) else { continue }
+            wallets[currency] = Wallet(balance: amounts.value, deficit: amounts.deficit ?? 0)
+        }
+        return BackupRecord.kept(wallets)
+    }
+
+    /// Other currencies' wallets as one comparable line (`gems 5 0`, sorted), empty for none.
+    static func digest(_ wallets: [Currency: Wallet]) -> String {
+        BackupRecord.kept(wallets).sorted { $0.key.rawValue < $1.key.rawValue }
+            .map { "\($0.key) \($0.value.balance) \($0.value.deficit)" }.joined(separator: "\n")
     }
 
     /// Whether the backup this device last wrote or took holds its balance, without asking the server (a screen
@@ -247,7 +289,10 @@ extension CofferSDK {
             kept.count == 2
         else { return .none }
         let local = try await localWallet()
-        return kept == [local.balance, local.deficit]
+        let user = try await localUser()
+        let others = try await ledger.currencyWallets(owner: user.id, environment: configuration.environment)
+        let keptOthers = try state.value(Self.lastBackupCurrenciesKey) ?? ""
+        return kept == [local.balance, local.deficit] && Self.digest(others) == keptOthers
             ? .matches(since: Date(timeIntervalSince1970: at)) : .differs(device: local.balance, server: kept[0])
     }
 

@@ -140,10 +140,11 @@ extension CofferSDK {
         guard try await server.pendingGrants(token: credentials.token).isEmpty else { return false }
         let me = try await server.me(token: credentials.token)
         guard try await server.purchases(token: credentials.token).isEmpty else { return false }
-        guard configuration.wallet == .device else { return me.balance == 0 && me.deficit == 0 }
-        let local = try await localUser()
-        return try await ledger.entries(owner: local.id, environment: configuration.environment)
-            .allSatisfy { $0.key == Self.startingKey }
+        guard configuration.wallet == .device else {
+            return me.balance == 0 && me.deficit == 0 && (me.balances ?? [:]).values.allSatisfy { $0 == 0 }
+                && (me.deficits ?? [:]).values.allSatisfy { $0 == 0 }
+        }
+        return try await holdsOnlyStartingBalance(localUser())
     }
 
     /// Set while the registration finds its local user: other callers of ``localUser()`` wait for it instead.

@@ -258,36 +258,89 @@ public actor CofferSDK {
         try await ledger.receipt(transactionId: transactionId, environment: configuration.environment)
     }
 
-    /// Applies an event to the local ledger for this install's user, with the app's deficit policy.
-    /// A change made in play (``earn(_:key:)``, ``spend(_:key:)``, ``setBalance(_:expected:reason:)``) is announced
-    /// with the wallet it left (``CofferChange/balance(_:)``), so a screen updates without asking the server; with
-    /// `expectedBalance` it applies only while the balance is that.
+    /// Applies an event to the local ledger for this install's user, with the app's deficit policy, in `currency`
+    /// (`nil`: the default's; an event about a transaction then reaches every currency it gives or gave,
+    /// ``applyInEveryCurrency(_:)``). A change made in play (``earn(_:key:)``, ``spend(_:key:)``,
+    /// ``setBalance(_:expected:reason:)``) to the default currency is announced with the wallet it left
+    /// (``CofferChange/balance(_:)``), so a screen updates without asking the server; with `expectedBalance` it
+    /// applies only while that currency's balance is that.
+    ///
+    /// - Returns: The result in `currency`.
     @discardableResult
-    func applyLocally(_ event: LedgerEvent, inPlay: Bool = false, expectedBalance: Int64? = nil) async throws
-        -> LedgerResult
-    {
-        let request = LedgerRequest(
+    func applyLocally(
+        _ event: LedgerEvent, currency: Currency? = nil, inPlay: Bool = false, expectedBalance: Int64? = nil
+    ) async throws -> LedgerResult {
+        var request = LedgerRequest(
             owner: try await localUser().id, environment: configuration.environment, event: event,
             policy: configuration.deficitPolicy, at: now())
+        request.currency = currency
         let result =
             if let expectedBalance {
                 try await ledger.apply(request, ifBalanceIs: expectedBalance)
             } else {
-                try await ledger.apply(request)
+                try await applyInEveryCurrency(request)
             }
         // A hand's change is kept for the next launch's first frame with the coalesced backup, not one write a hand.
-        if !inPlay { keepWallet(result.wallet) }
-        publish(inPlay ? .balance(result.wallet) : .wallet)
+        if currency == nil, !inPlay { keepWallet(result.wallet) }
+        publish(inPlay && currency == nil ? .balance(result.wallet) : .wallet)
         // Every change to the balance is backed up (debounced): a refund taken back, a grant, a purchase, a
         // spend. Taking the server's backup changes nothing to back up.
         if case .restore = event {} else if result.outcome == .applied { scheduleBackup() }
         return result
     }
 
+    /// Applies a request to the local ledger in one commit, a request about a transaction in every currency its
+    /// product gives (``Catalog/inEveryCurrency(_:allowances:)``: the device keeps no allowance) and, for a refund or
+    /// a reversal, every currency that delivered it (``Catalog/reaching(_:of:delivered:)``): each currency or none.
+    ///
+    /// - Returns: The request's result, with the wallet its currency's requests left.
+    /// - Throws: ``LedgerError`` when the ledger refuses one (nothing changes then).
+    func applyInEveryCurrency(_ request: LedgerRequest) async throws -> LedgerResult {
+        var requests = try catalog.inEveryCurrency(request, allowances: false)
+        if request.currency == nil, request.event.isWord, let fact = request.event.transaction {
+            requests = Catalog.reaching(
+                requests, of: request,
+                delivered: try await ledger.receiptCurrencies(
+                    transactionId: fact.transactionId, environment: request.environment))
+        }
+        guard requests.count > 1 else { return try await ledger.apply(request) }
+        let results = try await ledger.apply(requests)
+        var answer = results[0]
+        for (each, result) in zip(requests, results) where each.currency == request.currency {
+            answer.wallet = result.wallet
+        }
+        return answer
+    }
+
     /// The local ledger's wallet (balance and deficit) in the device wallet.
     public func localWallet() async throws -> Wallet {
         let user = try await localUser()
         return try await ledger.wallet(owner: user.id, environment: configuration.environment)
+    }
+
+    /// The local ledger's wallets of every currency the catalog lists, by id, the default's included (an empty
+    /// wallet for one it has not written).
+    func localWallets() async throws -> [Currency: Wallet] {
+        let user = try await localUser()
+        var wallets = try await ledger.currencyWallets(owner: user.id, environment: configuration.environment)
+        wallets[catalog.defaultCurrency] = try await ledger.wallet(
+            owner: user.id, environment: configuration.environment)
+        for currency in catalog.currencies.map(\.id) where wallets[currency] == nil { wallets[currency] = .empty }
+        return wallets
+    }
+
+    /// Whether the local ledger holds nothing for the user but the starting balance, in any currency (a fresh
+    /// install's).
+    func holdsOnlyStartingBalance(_ user: LocalUser) async throws -> Bool {
+        let environment = configuration.environment
+        let entries = try await ledger.entries(owner: user.id, environment: environment)
+        guard entries.allSatisfy({ $0.key == Self.startingKey }) else { return false }
+        for currency in catalog.currencies.map(\.id) where currency != catalog.defaultCurrency {
+            if try await !ledger.entries(owner: user.id, environment: environment, currency: currency).isEmpty {
+                return false
+            }
+        }
+        return try await ledger.currencyWallets(owner: user.id, environment: environment).isEmpty
     }
 
     /// Transactions the server has not acknowledged yet.

@@ -141,15 +141,28 @@ final class DeviceLedger: Sendable {
     }
 
     /// Applies requests in one commit, in order (a purchase in every currency its product gives): every one, or,
-    /// when the ledger refuses one, none.
+    /// when the ledger refuses one, none. With `expected`, only while the requests' user's balance in each of its
+    /// currencies (`nil`: the default's) is the one given, checked in the change's own transaction, so nothing applied
+    /// in between is undone.
     ///
     /// - Returns: Each request's result once durable.
-    /// - Throws: The first ``LedgerError`` (nothing changes then), or a storage failure.
+    /// - Throws: The first ``LedgerError``, or ``SDKError/balanceMoved(expected:actual:)`` for a currency whose
+    ///   balance is another (nothing changes then); a storage failure.
     @discardableResult
-    func apply(_ requests: [LedgerRequest]) async throws -> [LedgerResult] {
+    func apply(_ requests: [LedgerRequest], ifBalancesAre expected: [Currency?: Int64] = [:]) async throws
+        -> [LedgerResult]
+    {
         do {
             return try await queue.write { db in
                 var context = SQLiteLedgerContext(db: db)
+                if let first = requests.first {
+                    for (currency, balance) in expected {
+                        let actual =
+                            try context.wallet(owner: first.owner, environment: first.environment, currency: currency)?
+                            .balance ?? 0
+                        guard actual == balance else { throw SDKError.balanceMoved(expected: balance, actual: actual) }
+                    }
+                }
                 var results: [LedgerResult] = []
                 for request in requests {
                     switch try LedgerWriter.apply(request, in: &context) {
@@ -171,15 +184,7 @@ final class DeviceLedger: Sendable {
     ///
     /// - Throws: ``SDKError/balanceMoved(expected:actual:)`` when the balance is another, changing nothing.
     func apply(_ request: LedgerRequest, ifBalanceIs expected: Int64) async throws -> LedgerResult {
-        let result: Result<LedgerResult, any Error> = try await queue.write { db in
-            var context = SQLiteLedgerContext(db: db)
-            let actual =
-                try context.wallet(owner: request.owner, environment: request.environment, currency: request.currency)?
-                .balance ?? 0
-            guard actual == expected else { return .failure(SDKError.balanceMoved(expected: expected, actual: actual)) }
-            return try LedgerWriter.apply(request, in: &context).mapError { $0 }
-        }
-        return try result.get()
+        try await apply([request], ifBalancesAre: [request.currency: expected])[0]
     }
 
     /// The user's wallet of a currency (`nil`: the default's; empty for an unknown user).
@@ -204,6 +209,13 @@ final class DeviceLedger: Sendable {
         try await queue.read { db in
             try SQLiteLedgerContext(db: db).receipt(
                 transactionId: transactionId, environment: environment, currency: currency)
+        }
+    }
+
+    /// The currencies other than the default whose ledgers hold a receipt of the transaction.
+    func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) async throws -> [Currency] {
+        try await queue.read { db in
+            try SQLiteLedgerContext(db: db).receiptCurrencies(transactionId: transactionId, environment: environment)
         }
     }
 

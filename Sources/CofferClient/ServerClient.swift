@@ -154,11 +154,13 @@ public struct ServerClient: Sendable {
     /// `PUT /v1/me/backup` with `If-Match` (none for the first write), and the mailbox keys the balance holds; a
     /// conflict comes back as ``ServerClientError/refused(_:_:_:)`` with status 412.
     public func saveBackup(
-        value: Int64, deficit: Int64 = 0, device: String, version: Int64?, applied: [String]? = nil, token: String
+        value: Int64, deficit: Int64 = 0, device: String, version: Int64?, applied: [String]? = nil,
+        currencies: [String: BackupCurrency]? = nil, token: String
     ) async throws(ServerClientError) -> BackupBody {
         try await send(
             "PUT", "/v1/me/backup", token: token,
-            body: BackupRequest(value: value, device: device, deficit: deficit, applied: applied),
+            body: BackupRequest(
+                value: value, device: device, deficit: deficit, applied: applied, currencies: currencies),
             headers: version.map { ["If-Match": String($0)] } ?? [:])
     }
 

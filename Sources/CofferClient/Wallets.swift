@@ -93,6 +93,7 @@ struct DeviceWallet: WalletKeeper {
         else { return }
         var fact = receipt.transaction
         fact.revocationDate = sdk.now()
+        // In every currency the purchase gave (applyLocally reaches each).
         try await sdk.applyLocally(.revocation(fact))
     }
 
@@ -104,11 +105,14 @@ struct DeviceWallet: WalletKeeper {
         let id = grant.id.uuidString.lowercased()
         let key = "grant:" + id
         guard try !sdk.applied(key) else { return 0 }
-        let result = try await sdk.applyLocally(.grant(id: id, credits: grant.credits, reason: grant.reason))
+        let currency = try grant.currency.flatMap(sdk.ledgerCurrency)
+        let result = try await sdk.applyLocally(
+            .grant(id: id, credits: grant.credits, reason: grant.reason), currency: currency)
         try sdk.crashAfter(.grantApplied)
         try sdk.remember(key)
         try sdk.crashAfter(.grantRemembered)
-        return result.outcome == .applied ? grant.credits : 0
+        // What the default currency's balance gained (another currency's grant shows in balances()).
+        return result.outcome == .applied && currency == nil ? grant.credits : 0
     }
 
     func creditsClaimed(_ claim: ClaimResponse, of grant: GrantBody) -> Int64 { 0 }
@@ -121,15 +125,19 @@ struct DeviceWallet: WalletKeeper {
         guard try sdk.applied("grant:" + id), try !sdk.applied(takeBack) else { return 0 }
         let user = try await sdk.localUser()
         let key = IdempotencyKey(.adjustment, takeBack)
-        let done = try await sdk.ledger.entries(owner: user.id, environment: sdk.configuration.environment)
+        let currency = try grant.currency.flatMap(sdk.ledgerCurrency)
+        let environment = sdk.configuration.environment
+        let done = try await sdk.ledger.entries(owner: user.id, environment: environment, currency: currency)
             .contains { $0.key == key }
         var changed: Int64 = 0
         if !done {
-            let taken = min(try await sdk.localWallet().balance, grant.credits)
+            let balance = try await sdk.ledger.wallet(owner: user.id, environment: environment, currency: currency)
+                .balance
+            let taken = min(balance, grant.credits)
             if taken > 0 {
                 _ = try await sdk.applyLocally(
-                    .adjustment(id: takeBack, delta: -taken, reason: "grant cancelled by support"))
-                changed = -taken
+                    .adjustment(id: takeBack, delta: -taken, reason: "grant cancelled by support"), currency: currency)
+                if currency == nil { changed = -taken }
             }
         }
         try sdk.remember(takeBack)
@@ -160,9 +168,12 @@ struct DeviceWallet: WalletKeeper {
 
     func backupStatus(_ sdk: isolated CofferSDK) async throws -> CofferSDK.BackupStatus {
         guard let remote = try await sdk.signedIn({ try await sdk.server.backup(token: $0) }) else { return .none }
-        // The backup holds the balance and the deficit: it matches only when both do.
+        // The backup holds the balance and the deficit in every currency: it matches only when each does.
         let local = try await sdk.localWallet()
+        let user = try await sdk.localUser()
+        let others = try await sdk.ledger.currencyWallets(owner: user.id, environment: sdk.configuration.environment)
         return remote.value == local.balance && remote.deficit == local.deficit
+            && CofferSDK.digest(CofferSDK.wallets(remote.currencies)) == CofferSDK.digest(others)
             ? .matches(since: remote.lastUpdated) : .differs(device: local.balance, server: remote.value)
     }
 }

@@ -24,11 +24,14 @@ public struct BackupRecord: Sendable, Hashable, Codable {
     /// The keys of the device wallet's mailbox (refunds, reversals, edits the server learned of) the balance already
     /// holds, sorted: a new device that restores this backup takes them as applied, never applying them twice.
     public var applied: [String]
+    /// The wallets of the currencies other than the default backed up with it, those that hold something
+    /// (``kept(_:)``).
+    public var currencies: [Currency: Wallet]
 
     /// Creates a backup record.
     public init(
         value: Int64, lastUpdated: Date, version: Int64, writer: BackupWriter, deficit: Int64 = 0,
-        applied: [String] = []
+        applied: [String] = [], currencies: [Currency: Wallet] = [:]
     ) {
         self.value = value
         self.lastUpdated = lastUpdated
@@ -36,6 +39,13 @@ public struct BackupRecord: Sendable, Hashable, Codable {
         self.writer = writer
         self.deficit = deficit
         self.applied = applied
+        self.currencies = Self.kept(currencies)
+    }
+
+    /// The wallets a backup keeps of `currencies`: those that hold a balance or a deficit (an empty one is the same
+    /// as none).
+    public static func kept(_ currencies: [Currency: Wallet]) -> [Currency: Wallet] {
+        currencies.filter { $0.value != .empty }
     }
 
     /// The most mailbox keys a backup keeps.
@@ -68,6 +78,8 @@ public enum BackupRule {
     /// - Parameters:
     ///   - localBalance: The balance on the device now.
     ///   - localDeficit: The deficit on the device now (backed up with the balance).
+    ///   - localCurrencies: The device's wallets of the other currencies (backed up with the balance): a fresh
+    ///     install, holding none, restores a backup that holds any.
     ///   - defaultBalance: The balance a fresh install starts with.
     ///   - lastBackupAt: When this app last wrote a backup, `nil` if never.
     ///   - lastVersion: The version of the server's record the app last wrote or took, if it knows it.
@@ -76,20 +88,26 @@ public enum BackupRule {
     public static func decide(
         localBalance: Int64,
         localDeficit: Int64 = 0,
+        localCurrencies: [Currency: Wallet] = [:],
         defaultBalance: Int64,
         lastBackupAt: Date?,
         lastVersion: Int64? = nil,
         server: BackupRecord?
     ) -> BackupDecision {
         guard let server else { return .push(localBalance) }
-        if localBalance == defaultBalance, server.value > localBalance { return .restore(server.value) }
+        let local = BackupRecord.kept(localCurrencies)
+        if localBalance == defaultBalance,
+            server.value > localBalance || local.isEmpty && server.currencies.values.contains(where: { $0.balance > 0 })
+        {
+            return .restore(server.value)
+        }
         let newer: Bool
         if let lastVersion, lastBackupAt != nil {
             newer = server.version > lastVersion
         } else {
             newer = lastBackupAt.map { server.lastUpdated > $0 } ?? true
         }
-        let same = server.value == localBalance && server.deficit == localDeficit
+        let same = server.value == localBalance && server.deficit == localDeficit && server.currencies == local
         if newer {
             return same ? .upToDate : .acceptServer(server.value)
         }

@@ -67,6 +67,25 @@ extension Catalog {
         return requests
     }
 
+    /// `requests` (what ``inEveryCurrency(_:allowances:)`` made of `request`) reaching every currency that delivered
+    /// the transaction, whatever the catalog says now (a product changed, a currency dropped): for a refund or a
+    /// reversal in the default currency, `request` again in each of `delivered` (the currencies holding its receipt)
+    /// the requests leave out. Anything else comes back as it is.
+    public static func reaching(
+        _ requests: [LedgerRequest], of request: LedgerRequest, delivered: [Currency]
+    ) -> [LedgerRequest] {
+        guard request.currency == nil, request.event.isWord else { return requests }
+        var requests = requests
+        let covered = Set(requests.compactMap(\.currency))
+        for currency in delivered where !covered.contains(currency) {
+            var other = request
+            other.currency = currency
+            other.entitlementCatalog = nil
+            requests.append(other)
+        }
+        return requests
+    }
+
     /// The allowance a request's purchase earns in each currency (``CatalogProduct/allowance``): for the purchase of
     /// a paid period of an auto-renewable subscription (not a free trial, nor a period at no price, nor one received
     /// through Family Sharing, nor one already refunded or upgraded) still running at the request's time; none for

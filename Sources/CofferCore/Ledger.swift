@@ -137,6 +137,14 @@ public enum LedgerEvent: Sendable, Hashable {
         case .grant, .adjustment, .spend, .restore, .expiry: nil
         }
     }
+
+    /// Whether the event is Apple's word on a transaction: a refund or a reversal.
+    public var isWord: Bool {
+        switch self {
+        case .revocation, .reversal: true
+        default: false
+        }
+    }
 }
 
 /// One applied change, as the ledger records it.

@@ -96,6 +96,18 @@ public struct SQLiteLedgerContext: LedgerWriteContext {
         return wallets
     }
 
+    /// The currencies other than the default whose ledgers hold a receipt of the transaction, in order.
+    public func receiptCurrencies(transactionId: String, environment: AppStoreEnvironment) throws -> [Currency] {
+        try Row.fetchAll(
+            db.cachedStatement(
+                sql: """
+                    SELECT credit_currency FROM currency_receipts WHERE environment = ? AND transaction_id = ?
+                    ORDER BY credit_currency
+                    """),
+            arguments: [environment.rawValue, transactionId]
+        ).map(Self.currency)
+    }
+
     /// The receipt of a transaction in a currency's ledger (`nil`: the default's), any owner.
     public func receipt(transactionId: String, environment: AppStoreEnvironment, currency: Currency? = nil) throws
         -> Receipt?

@@ -52,7 +52,7 @@ struct WalletAPI: Sendable {
         }
         switch try await api.service.saveBackup(
             of: user, value: body.value, deficit: body.deficit ?? 0, device: body.device, precondition: precondition,
-            applied: body.applied)
+            applied: body.applied, currencies: body.currencies)
         {
         case .saved(let record):
             return try api.json(BackupBody(record), headers: [.eTag: String(record.version)])

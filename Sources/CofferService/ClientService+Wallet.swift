@@ -18,13 +18,16 @@ extension ClientService {
     ///
     /// - Returns: The record written, or the record on the server now when the precondition failed.
     /// - Throws: ``ServiceError/badRequest(_:)`` for a negative value or a device name over 100 characters.
-    /// - Parameter applied: The mailbox keys the balance holds, as the device says: at most
-    ///   ``BackupRecord/maximumApplied``, kept only where they are the customer's mailbox's.
+    /// - Parameters:
+    ///   - applied: The mailbox keys the balance holds, as the device says: at most ``BackupRecord/maximumApplied``,
+    ///     kept only where they are the customer's mailbox's.
+    ///   - currencies: The other currencies' wallets by id (``backupCurrencies(_:)``); `nil` keeps the server's.
     public func saveBackup(
         of user: User, value: Int64, deficit: Int64 = 0, device: String?, precondition: BackupPrecondition,
-        applied: [String]? = nil
+        applied: [String]? = nil, currencies: [String: BackupCurrency]? = nil
     ) async throws -> BackupSaveResult {
         try checkBackup(value: value, deficit: deficit, device: device)
+        let wallets = try currencies.map(backupCurrencies)
         // A device's write says which mailbox keys its value holds; none said (an older SDK) is none.
         var kept: [String] = []
         if let applied, !applied.isEmpty {
@@ -37,11 +40,38 @@ extension ClientService {
         }
         let result = try await store.saveBackup(
             owner: user.id, environment: user.environment, value: value, deficit: deficit,
-            precondition: precondition, writer: .device(device ?? "app"), at: dependencies.now(), applied: kept)
+            precondition: precondition, writer: .device(device ?? "app"), at: dependencies.now(), applied: kept,
+            currencies: wallets)
         if case .saved(let record) = result {
             await events.publish(ServerEventBody(type: .backup, key: String(record.version)), to: user.id)
         }
         return result
+    }
+
+    /// The wallets of a backup's other currencies, each a currency the catalog lists other than the default, its
+    /// balance and deficit in range.
+    ///
+    /// - Throws: ``ServiceError/badRequest(_:)`` saying which is wrong.
+    public func backupCurrencies(_ currencies: [String: BackupCurrency]) throws -> [Currency: Wallet] {
+        let catalog = dependencies.catalog
+        var wallets: [Currency: Wallet] = [:]
+        for (id, amounts) in currencies {
+            guard let currency = catalog.currencies.first(where: { $0.id.rawValue == id })?.id,
+                currency != catalog.defaultCurrency
+            else {
+                throw ServiceError.badRequest(
+                    "currencies: \(String(id.prefix(40)).debugDescription) is not one of the catalog's other currencies ("
+                        + catalog.currencies.map(\.id.rawValue).filter { $0 != catalog.defaultCurrency.rawValue }
+                        .joined(separator: ", ") + ")")
+            }
+            do {
+                try checkBackup(value: amounts.value, deficit: amounts.deficit ?? 0, device: nil)
+            } catch ServiceError.badRequest(let why) {
+                throw ServiceError.badRequest("currencies.\(id): \(why)")
+            }
+            wallets[currency] = Wallet(balance: amounts.value, deficit: amounts.deficit ?? 0)
+        }
+        return wallets
     }
 
     /// Refuses a backup value or deficit below zero or past the ledger's largest amount, and a device name over

@@ -70,16 +70,11 @@ extension ServiceOnParts {
             }
             // A refund or a reversal reaches every currency that delivered the transaction, whatever the catalog
             // says now (a product changed, a currency dropped).
-            if request.currency == nil, let fact = request.event.transaction, Self.isWord(request.event) {
-                let covered = Set(each.compactMap(\.currency))
-                for currency in try await store.receiptCurrencies(
-                    transactionId: fact.transactionId, environment: request.environment)
-                where !covered.contains(currency) {
-                    var other = request
-                    other.currency = currency
-                    other.entitlementCatalog = nil
-                    each.append(other)
-                }
+            if request.currency == nil, request.event.isWord, let fact = request.event.transaction {
+                each = Catalog.reaching(
+                    each, of: request,
+                    delivered: try await store.receiptCurrencies(
+                        transactionId: fact.transactionId, environment: request.environment))
             }
             expanded += each
             counts.append(each.count)
@@ -89,14 +84,6 @@ extension ServiceOnParts {
         var answered = results.makeIterator()
         return requests.indices.map { index in
             refused[index].map { .failure($0) } ?? answered.next() ?? .failure(.unknownUser(requests[index].owner))
-        }
-    }
-
-    /// Whether an event is Apple's word on a transaction: a refund or a reversal.
-    static func isWord(_ event: LedgerEvent) -> Bool {
-        switch event {
-        case .revocation, .reversal: true
-        default: false
         }
     }
 

@@ -109,7 +109,7 @@ public enum BackupPrecondition: Sendable, Hashable {
     ///     edit keeps them).
     public func write(
         over current: BackupRecord?, value: Int64, deficit: Int64 = 0, writer: BackupWriter, at: Date,
-        applied: [String]? = nil
+        applied: [String]? = nil, currencies: [Currency: Wallet]? = nil
     ) -> BackupRecord? {
         switch (self, current) {
         case (.absent, nil), (.overwrite, _): break
@@ -118,7 +118,7 @@ public enum BackupPrecondition: Sendable, Hashable {
         }
         return BackupRecord(
             value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer, deficit: deficit,
-            applied: applied ?? current?.applied ?? [])
+            applied: applied ?? current?.applied ?? [], currencies: currencies ?? current?.currencies ?? [:])
     }
 }
 
@@ -470,6 +470,38 @@ public struct ImportedCustomer: Sendable, Hashable, Codable {
     /// The claim key hash a merge writes: no key hashes to it, so the merged customer's record name claims
     /// nothing again.
     public static let mergedKeyHash = "merged"
+}
+
+/// How a backup's other currencies are stored (``BackupRecord/currencies``): a JSON object of `[balance, deficit]`
+/// by currency id, the same on every engine.
+public enum BackupCurrencies {
+    /// The wallets as stored (`{"gems": [balance, deficit]}`), `nil` for none.
+    public static func text(_ wallets: [Currency: Wallet]) -> String? {
+        guard !wallets.isEmpty else { return nil }
+        let pairs = Dictionary(
+            uniqueKeysWithValues: wallets.map { ($0.key.rawValue, [$0.value.balance, $0.value.deficit]) })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(pairs)).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The wallets from what is stored.
+    ///
+    /// - Throws: ``StoreError/storage(_:)`` for a value no engine wrote.
+    public static func wallets(_ text: String?) throws -> [Currency: Wallet] {
+        guard let text else { return [:] }
+        guard let pairs = try? JSONDecoder().decode([String: [Int64]].self, from: Data(text.utf8)) else {
+            throw StoreError.storage("corrupt currencies in backups")
+        }
+        var wallets: [Currency: Wallet] = [:]
+        for (id, amounts) in pairs {
+            guard let currency = Currency(rawValue: id), amounts.count == 2 else {
+                throw StoreError.storage("corrupt currencies in backups")
+            }
+            wallets[currency] = Wallet(balance: amounts[0], deficit: amounts[1])
+        }
+        return wallets
+    }
 }
 
 /// How a backup's applied mailbox keys are stored: a JSON array of strings, the same on every engine.

@@ -39,13 +39,13 @@ extension PostgresStore {
             try await connection.query(
                 """
                 INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name,
-                    deficit, applied)
+                    deficit, applied, currencies)
                 VALUES (\(owner.uuidString), \(environment.rawValue), \(record.value),
                     \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name), \(record.deficit),
-                    \(BackupApplied.text(record.applied)))
+                    \(BackupApplied.text(record.applied)), \(BackupCurrencies.text(record.currencies)))
                 ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
                     version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name,
-                    deficit = excluded.deficit, applied = excluded.applied
+                    deficit = excluded.deficit, applied = excluded.applied, currencies = excluded.currencies
                 """, logger: self.logger)
             try await connection.query(
                 """

@@ -139,7 +139,9 @@ enum Rows {
             value: try value(row, "value"), lastUpdated: Millis.date(try value(row, "last_updated")),
             version: try value(row, "version"), writer: writer,
             deficit: row.contains("deficit") ? try value(row, "deficit") : 0,
-            applied: row.contains("applied") ? try BackupApplied.keys(try value(row, "applied")) : [])
+            applied: row.contains("applied") ? try BackupApplied.keys(try value(row, "applied")) : [],
+            currencies: row.contains("currencies")
+                ? try BackupCurrencies.wallets(try value(row, "currencies", as: String?.self)) : [:])
     }
 
     static func backupHistoryItem(_ postgresRow: PostgresRow) throws -> BackupHistoryItem {

@@ -361,6 +361,9 @@ extension SQLiteStore {
         migrator.registerMigration("v34 subscription allowances") { db in
             try db.execute(sql: CreditLotTables.allowances)
         }
+        migrator.registerMigration("v35 backups in every currency") { db in
+            try db.execute(sql: "ALTER TABLE backups ADD COLUMN currencies TEXT")
+        }
         return migrator
     }
 }

@@ -26,15 +26,16 @@ extension SQLiteStore {
             try db.execute(
                 cached: """
                     INSERT INTO backups (owner, environment, value, last_updated, version, writer_kind, writer_name,
-                        deficit, applied)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        deficit, applied, currencies)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     ON CONFLICT (owner) DO UPDATE SET value = excluded.value, last_updated = excluded.last_updated,
                         version = excluded.version, writer_kind = excluded.writer_kind, writer_name = excluded.writer_name,
-                        deficit = excluded.deficit, applied = excluded.applied
+                        deficit = excluded.deficit, applied = excluded.applied, currencies = excluded.currencies
                     """,
                 arguments: [
                     owner.uuidString, environment.rawValue, record.value, Millis.from(record.lastUpdated),
                     record.version, kind, name, record.deficit, BackupApplied.text(record.applied),
+                    BackupCurrencies.text(record.currencies),
                 ])
             try db.execute(
                 cached: """

@@ -54,14 +54,7 @@ extension SQLiteStore {
         -> [Currency]
     {
         try await readStatement { db in
-            try Row.fetchAll(
-                db.cachedStatement(
-                    sql: """
-                        SELECT credit_currency FROM currency_receipts WHERE environment = ? AND transaction_id = ?
-                        ORDER BY credit_currency
-                        """),
-                arguments: [environment.rawValue, transactionId]
-            ).map { try SQLiteStore.currency($0["credit_currency"]) }
+            try SQLiteLedgerContext(db: db).receiptCurrencies(transactionId: transactionId, environment: environment)
         }
     }
 

@@ -232,7 +232,8 @@ public final class SQLiteStore: CofferStore {
             let writer: BackupWriter = (row["writer_kind"] as String) == "admin" ? .admin(name) : .device(name)
             return BackupRecord(
                 value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"],
-                writer: writer, deficit: row["deficit"], applied: try BackupApplied.keys(row["applied"]))
+                writer: writer, deficit: row["deficit"], applied: try BackupApplied.keys(row["applied"]),
+                currencies: try BackupCurrencies.wallets(row["currencies"]))
         }
     }
 

@@ -1,11 +1,14 @@
 import CofferAPI
-import CofferClient
+import CofferAdmin
 import CofferCore
 import Foundation
 import Testing
 
+@testable import CofferClient
+
 /// The SDK with a catalog of several currencies (issue 39): in the server wallet every currency's balance comes
-/// from the server and a spend names its currency; the device wallet keeps the default currency only and says so.
+/// from the server and a spend names its currency; the device wallet keeps every currency in its ledger, backs
+/// each up and restores each.
 @Suite("SDK: several currencies")
 struct CurrencySDKTests {
     static let (coins, gems) = (Currency(rawValue: "coins")!, Currency(rawValue: "gems")!)
@@ -35,19 +38,110 @@ struct CurrencySDKTests {
         }
     }
 
-    @Test("device wallet: balances() is the default currency's; another currency's spend is refused, nothing moves")
+    @Test(
+        "device wallet: a purchase gives each currency, earn and spend name one, a refund takes each back, a deficit where spent"
+    )
     func deviceWallet() async throws {
-        try await PurchaseFlowTests.withWorld(wallet: .device, currencies: Self.currencies) { world in
+        try await PurchaseFlowTests.withWorld(wallet: .device, products: [Self.gemPack], currencies: Self.currencies) {
+            world in
             let app = try world.app()
             try await app.launch()
-            _ = try await app.purchase(productId: PurchaseFlowTests.product)
-            #expect(try await app.balances() == ["coins": 100])
-            await #expect {
-                try await app.spend(1, of: "gems", key: "x")
-            } throws: { error in
-                if case SDKError.currencyNotKept(let why) = error { why.contains("server wallet") } else { false }
+            guard case .delivered(let gemsBought, 0) = try await app.purchase(productId: Self.gemPack.id) else {
+                Issue.record("the gem pack was not delivered")
+                return
             }
+            _ = try await app.purchase(productId: PurchaseFlowTests.product)
+            #expect(try await app.balances() == ["coins": 100, "gems": 30])
             #expect(try await app.balance() == 100)
+
+            #expect(try await app.earn(5, of: "gems", key: "level-1") == 35)
+            #expect(try await app.earn(5, of: "gems", key: "level-1") == 35)
+            #expect(try await app.spend(12, of: "gems", key: "sword") == 23)
+            #expect(try await app.spend(12, of: "gems", key: "sword") == 23)
+            await #expect(throws: LedgerError.insufficientBalance(balance: 23, requested: 24)) {
+                try await app.spend(24, of: "gems", key: "castle")
+            }
+            await #expect(throws: SDKError.self) { try await app.earn(1, of: "stars", key: "x") }
+            #expect(try await app.earn(7, of: "coins", key: "level-1") == 107)
+            #expect(try await app.balances() == ["coins": 107, "gems": 23])
+
+            // Apple refunds the gem pack: 30 gems go back out, 7 of them already spent (the deficit); coins stay.
+            try await world.apple.refund(transactionId: gemsBought)
+            #expect(try await app.refundCheck() == 1)
+            let wallets = try await app.localWallets()
+            #expect(wallets[Self.gems] == Wallet(balance: 0, deficit: 7))
+            #expect(wallets[Self.coins] == Wallet(balance: 107, deficit: 0))
+            // A gem pack bought later pays the deficit first.
+            _ = try await app.purchase(productId: Self.gemPack.id)
+            #expect(try await app.balances() == ["coins": 107, "gems": 23])
+        }
+    }
+
+    @Test(
+        "device wallet: the backup holds every currency; a reinstall restores each; support's edit of one is taken by the app"
+    )
+    func deviceWalletBackup() async throws {
+        try await PurchaseFlowTests.withWorld(wallet: .device, products: [Self.gemPack], currencies: Self.currencies) {
+            world in
+            let app = try world.app()
+            try await app.launch()
+            _ = try await app.purchase(productId: Self.gemPack.id)
+            #expect(try await app.spend(4, of: "gems", key: "sword") == 26)
+            await app.backupSettled()
+            _ = try await app.syncBackup()
+            let token = try #require(await app.credentials?.token)
+            let backup = try #require(try await world.server.backup(token: token))
+            #expect(backup.value == 0 && backup.currencies == ["gems": BackupCurrency(value: 26, deficit: 0)])
+            #expect(try await app.backupStatus() == .matches(since: backup.lastUpdated))
+            #expect(try await app.knownBackupStatus() == .matches(since: backup.lastUpdated))
+
+            // Support sets the gems to 40 while the coins stay; the app takes the edit on its next sync.
+            let supportId = try #require(await app.credentials?.supportId)
+            let support = AdminService(
+                store: world.serverStore, catalog: world.catalog, walletMode: .device, now: { world.clock.now() })
+            let change = try await support.setBalance(
+                environment: .sandbox, supportId: supportId, balance: 40, expected: 26, reason: "lost gems",
+                actor: "support", currency: "gems")
+            #expect(change.before == 26 && change.after == 40 && change.currency == "gems")
+            await #expect(throws: AdminError.self) {
+                try await support.setBalance(
+                    environment: .sandbox, supportId: supportId, balance: 50, expected: 26, reason: "again",
+                    actor: "support", currency: "gems")
+            }
+            guard case .acceptServer = try await app.syncBackup() else {
+                Issue.record("the app did not take support's edit")
+                return
+            }
+            #expect(try await app.balances() == ["coins": 0, "gems": 40])
+            // Support's grant of gems lands in the gems (refreshGrants() counts the default currency's credits).
+            _ = try await support.createGrant(
+                environment: .sandbox, supportId: supportId, credits: 3, reason: "Ticket #4", actor: "support",
+                currency: "gems")
+            #expect(try await app.refreshGrants() == 0)
+            #expect(try await app.refreshGrants() == 0)
+            #expect(try await app.balances() == ["coins": 0, "gems": 43])
+            await app.backupSettled()
+            _ = try await app.syncBackup()
+
+            // The app is deleted and installed again: the fresh install restores every currency.
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let again = try world.app()
+            try await again.launch()
+            #expect(try await again.balances() == ["coins": 0, "gems": 43])
+            // An app from before several currencies writes no currencies: the server keeps the gems.
+            let written = try await world.server.saveBackup(
+                value: 3, device: "old", version: try #require(try await world.server.backup(token: token)).version,
+                token: token)
+            #expect(written.value == 3 && written.currencies == ["gems": BackupCurrency(value: 43, deficit: 0)])
+            // A currency the catalog does not list is refused, and nothing changes.
+            await #expect {
+                _ = try await world.server.saveBackup(
+                    value: 3, device: "x", version: written.version, currencies: ["stars": BackupCurrency(value: 1)],
+                    token: token)
+            } throws: { error in
+                if case ServerClientError.refused(400, _, let why) = error { why.contains("stars") } else { false }
+            }
+            #expect(try await world.server.backup(token: token)?.version == written.version)
         }
     }
 

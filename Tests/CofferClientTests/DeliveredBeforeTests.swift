@@ -78,7 +78,7 @@ struct DeliveredBeforeTests {
     }
 
     @Test(
-        "a bundled catalog this version cannot deliver stops the first launch with nothing remembered; a later one records"
+        "a product giving several currencies is recorded in each ledger at the first launch; its refund takes back each"
     )
     func severalCurrencies() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device, simulator: Self.consumableHistory) { world in
@@ -92,18 +92,20 @@ struct DeliveredBeforeTests {
                 currencies: [
                     CurrencyDefinition(id: .credits, name: "Credits"), CurrencyDefinition(id: gems, name: "Gems"),
                 ])
-            let refused = try world.app(offline: true, bundled: several)
-            await #expect {
-                _ = try await refused.launch()
-            } throws: { error in
-                (error as? LedgerError)?.description.contains("credits in several currencies") == true
-            }
-            #expect(try await !refused.deliveredBeforeCoffer(noAds))
-            // The next version's catalog: the first launch's pass runs again and records the purchase.
-            let app = try world.app(offline: true)
+            let app = try world.app(offline: true, bundled: several)
             _ = try await app.launch()
             #expect(try await app.deliveredBeforeCoffer(noAds))
             #expect(try await app.refreshEntitlements().names == ["adFree"])
+            // Recorded without credits in each currency: the old app gave what it gave.
+            #expect(try await app.balances() == ["credits": 0, "gems": 0])
+            let user = try await app.localUser()
+            let receipt = try await app.ledger.receipt(transactionId: noAds, environment: .sandbox, currency: gems)
+            #expect(receipt?.deliveredBeforeCoffer == true && receipt?.owner == user.id)
+            // The game carried 2 of the old app's gems over; Apple refunds the purchase: 5 go back out, 3 owed.
+            #expect(try await app.earn(2, of: "gems", key: "moved-in") == 2)
+            try await world.apple.refund(transactionId: noAds)
+            #expect(try await app.refundCheck() == 1)
+            #expect(try await app.localWallets()[gems] == Wallet(balance: 0, deficit: 3))
         }
     }
 }

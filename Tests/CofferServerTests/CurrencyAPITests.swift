@@ -157,13 +157,18 @@ struct CurrencyAPITests {
                 reason: "Ticket #11", actor: "ada", currency: "gems")
             #expect(set.before == 58 && set.after == 100 && set.currency == "gems")
             #expect(try await NotificationTests.me(user, client).balances == ["coins": 205, "gems": 100])
-            // In the device wallet the app keeps the default currency only: another is refused.
+            // In the device wallet a grant names its currency too (the app's ledger keeps each); one that ends is the
+            // server wallet's.
             let device = AdminService(
                 store: setup.store, catalog: setup.catalog, walletMode: .device, now: { setup.clock.now() })
+            let deviceGrant = try await device.createGrant(
+                environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #10",
+                actor: "ada", currency: "gems")
+            #expect(deviceGrant.currency == "gems")
             await #expect(throws: AdminError.self) {
                 _ = try await device.createGrant(
-                    environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #10",
-                    actor: "ada", currency: "gems")
+                    environment: .sandbox, supportId: owner.supportId.rawValue, credits: 5, reason: "Ticket #9",
+                    actor: "ada", currency: "gems", expiresInDays: 3)
             }
         }
     }

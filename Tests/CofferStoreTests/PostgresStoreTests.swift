@@ -27,7 +27,7 @@ struct PostgresStoreTests {
         "v29 notifications newest first", "v30 the receipts' Sandbox mark trigger by operation",
         "v31 several currencies", "v32 webhooks in every currency",
         "v33 grants in a currency", "v34 credits that expire", "v35 deficits per currency on the dashboard",
-        "v36 subscription allowances",
+        "v36 subscription allowances", "v37 backups in every currency",
     ]
 
     @Test("instances opening one database together migrate it once; data survives reopening")

@@ -42,6 +42,7 @@ struct SQLiteStoreTests {
                 "v28 Sandbox-marked customers kept", "v29 several currencies",
                 "v30 webhooks in every currency", "v31 grants in a currency",
                 "v32 credits that expire", "v33 deficits per currency on the dashboard", "v34 subscription allowances",
+                "v35 backups in every currency",
             ])
         #expect(try await reopened.wallet(owner: alice.id, environment: .sandbox).balance == 400)
         #expect(try await reopened.apply(Make.purchase("t1", for: alice)).outcome == .duplicate)

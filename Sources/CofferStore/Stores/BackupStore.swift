@@ -12,7 +12,7 @@ public protocol BackupStore: Sendable {
     /// backup history too, and `audit` (given the record before and the one written) answers the audit entries
     /// that record it, written in the same transaction; an error `audit` throws refuses the write, and nothing
     /// changes (support's balance edit refuses a backup that moved since support saw it). Callers use
-    /// ``saveBackup(owner:environment:value:deficit:precondition:writer:at:audit:)``.
+    /// ``saveBackup(owner:environment:value:deficit:precondition:writer:at:applied:currencies:audit:)``.
     ///
     /// - Returns: The record on file before, and the one written (`nil` when `decide` left it).
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user; what `audit` throws.
@@ -32,21 +32,22 @@ public protocol BackupStore: Sendable {
 }
 
 extension BackupStore {
-    /// Writes a user's backup if `precondition` holds (``BackupPrecondition/write(over:value:deficit:writer:at:applied:)``); the
+    /// Writes a user's backup if `precondition` holds (``BackupPrecondition/write(over:value:deficit:writer:at:applied:currencies:)``); the
     /// version goes up by one on every write.
     ///
     /// - Throws: ``StoreError/notFound(_:)`` for an unknown user.
     public func saveBackup(
         owner: UUID, environment: AppStoreEnvironment, value: Int64, deficit: Int64 = 0,
         precondition: BackupPrecondition,
-        writer: BackupWriter, at: Date, applied: [String]? = nil,
+        writer: BackupWriter, at: Date, applied: [String]? = nil, currencies: [Currency: Wallet]? = nil,
         audit: @escaping @Sendable (BackupRecord?, BackupRecord) throws -> [AuditEvent] = { _, _ in [] }
     ) async throws -> BackupSaveResult {
         let (current, written) = try await writeBackup(
             owner: owner, environment: environment,
             { current in
                 precondition.write(
-                    over: current, value: value, deficit: deficit, writer: writer, at: at, applied: applied)
+                    over: current, value: value, deficit: deficit, writer: writer, at: at, applied: applied,
+                    currencies: currencies)
             },
             audit: audit)
         return written.map(BackupSaveResult.saved) ?? .conflict(current: current)
