@@ -227,7 +227,12 @@ paths = {
     "/v1/me/adjustments": {"get": {
         "summary": "The device wallet's mailbox: refunds, reversals and admin edits to apply once",
         "operationId": "adjustments",
-        "responses": {"200": answer("Oldest first", "AdjustmentsResponse"), "401": ERR("No valid token")}}},
+        "parameters": [{"name": "currencies", "in": "query", "required": False,
+                        "description": "1: the other currencies' items too, after the default's (keyed "
+                                       "<currency>:<key>); absent or 0: the default currency's alone",
+                        "schema": {"type": "string", "enum": ["0", "1", "true", "false"]}}],
+        "responses": {"200": answer("Oldest first", "AdjustmentsResponse"), "401": ERR("No valid token"),
+                      "400": ERR("currencies is not 1 or 0")}}},
     "/v1/me/events": {"get": {
         "summary": "Server-Sent Events: grant, adjustment, backup, entitlements", "operationId": "events",
         "responses": {"200": {"description": "`event: KIND` and `data: ServerEvent` per change; keep-alive comments",

@@ -31,8 +31,14 @@ schemas = {
                    "writer": S(enum=["device", "admin"]),
                    "deficit": I("What refunds left owed, backed up with the balance"),
                    "applied": {"type": "array", "items": S(), "description":
-                               "The device wallet's mailbox keys the balance holds (absent: none)"}},
+                               "The device wallet's mailbox keys the balance holds (absent: none)"},
+                   "currencies": {"type": "object", "additionalProperties": ref("BackupCurrency"),
+                                  "description": "The other currencies' wallets by catalog id, those holding "
+                                                 "something (absent: none)"}},
                   required=["value", "lastUpdated", "version", "writer", "deficit"]),
+    "BackupCurrency": obj({"value": I(minimum=0, maximum=1 << 52),
+                           "deficit": I("0 when absent", minimum=0, maximum=1 << 52)},
+                          required=["value"]),
     "MeResponse": obj({"supportId": S(), "balance": I(), "deficit": I(),
                        "entitlements": {"type": "array", "items": S()}, "backup": NULLABLE(ref("Backup")),
                        "wallet": S("Who keeps the balance (the server's wallet setting): an app configured for "
@@ -210,7 +216,12 @@ schemas = {
                                        maximum=1 << 52),
                           "applied": {"type": "array", "items": S(maxLength=200), "maxItems": 1000,
                                       "description": "The mailbox keys (GET /v1/me/adjustments) this balance holds; "
-                                                     "the server keeps those of the customer's mailbox"}},
+                                                     "the server keeps those of the customer's mailbox"},
+                          "currencies": {"type": "object", "additionalProperties": ref("BackupCurrency"),
+                                         "description": "The catalog's other currencies than the default by id, the "
+                                                        "whole set (one left out is backed up as empty); absent, the "
+                                                        "server keeps the currencies it holds; an id the catalog "
+                                                        "does not list is refused (400)"}},
                          required=["value"]),
     "BackupConflict": obj({"error": obj({"code": S(), "message": S()}), "current": NULLABLE(ref("Backup"))}),
     "Grant": obj({"id": S(format="uuid"), "credits": I(), "reason": S(), "createdAt": DATE,
@@ -224,10 +235,12 @@ schemas = {
                          "currency": S("The currency to spend, by its catalog id; absent, the default currency")},
                         required=["amount"]),
     "BalanceResponse": obj({"balance": I()}),
-    "Adjustment": obj({"key": S("Apply each key once, e.g. revocation:2000000123"),
+    "Adjustment": obj({"key": S("Apply each key once, e.g. revocation:2000000123, or gems:revocation:2000000123 "
+                                "for another currency"),
                        "kind": S(enum=["revocation", "reversal", "adjustment", "merge"]),
                        "amount": I("Credits to add; negative to take back"), "transactionId": S(),
-                       "productId": S(), "reason": S(), "createdAt": DATE},
+                       "productId": S(), "reason": S(), "createdAt": DATE,
+                       "currency": S("The currency by catalog id when not the default (only with ?currencies=1)")},
                       required=["key", "kind", "amount", "createdAt"]),
     "AdjustmentsResponse": obj({"adjustments": {"type": "array", "items": ref("Adjustment")}}),
     "ServerEvent": obj({"type": S(enum=["grant", "adjustment", "backup", "entitlements", "consent-rescinded"]),
@@ -242,7 +255,11 @@ schemas = {
     "NotificationResponse": obj({"outcome": S(enum=["applied", "duplicate", "unattributed", "logged"])}),
     # The admin API (signed requests).
     "BackupView": obj({"value": I(), "lastUpdated": DATE, "version": I(), "writer": S(enum=["device", "admin"]),
-                       "writerName": S()}),
+                       "writerName": S(),
+                       "currencies": {"type": "object", "additionalProperties": I(),
+                                      "description": "The other currencies' balances backed up, by catalog id "
+                                                     "(absent: none)"}},
+                      required=["value", "lastUpdated", "version", "writer", "writerName"]),
     "UserSummary": obj({"supportId": S(), "createdAt": DATE, "balance": I(), "deficit": I(),
                         "backup": ref("BackupView"),
                         "deletedAt": {**DATE, "description": "When support deleted the customer at their request"}},

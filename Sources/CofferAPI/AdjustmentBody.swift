@@ -4,7 +4,8 @@ import Foundation
 /// refund or revocation Apple told the server about, its reversal, or an admin edit. Apply each `key`
 /// once.
 public struct AdjustmentBody: Codable, Sendable, Equatable {
-    /// The idempotency key, e.g. `revocation:2000000123`; the app keeps the keys it applied.
+    /// The idempotency key, e.g. `revocation:2000000123`, or for another currency than the default
+    /// `gems:revocation:2000000123`; the app keeps the keys it applied.
     public var key: String
     /// `revocation`, `reversal` or `adjustment`.
     public var kind: String
@@ -18,12 +19,15 @@ public struct AdjustmentBody: Codable, Sendable, Equatable {
     public var reason: String?
     /// When the server recorded it.
     public var createdAt: Date
+    /// The currency by id when not the default (listed only to an app that asks, `?currencies=1`); `amount` is of it.
+    public var currency: String?
 
     /// Creates the body.
     public init(
         key: String, kind: String, amount: Int64, transactionId: String?, productId: String?, reason: String?,
-        createdAt: Date
+        createdAt: Date, currency: String? = nil
     ) {
+        self.currency = currency
         self.key = key
         self.kind = kind
         self.amount = amount

@@ -21,8 +21,15 @@ public struct BackupView: Sendable, Hashable, Codable {
     /// The device or admin that wrote it.
     public var writerName: String
 
+    /// The other currencies' balances backed up, by catalog id (those holding something); absent when none.
+    public var currencies: [String: Int64]?
+
     /// Creates the view.
-    public init(value: Int64, lastUpdated: Date, version: Int64, writer: Writer, writerName: String) {
+    public init(
+        value: Int64, lastUpdated: Date, version: Int64, writer: Writer, writerName: String,
+        currencies: [String: Int64]? = nil
+    ) {
+        self.currencies = currencies
         self.value = value
         self.lastUpdated = lastUpdated
         self.version = version

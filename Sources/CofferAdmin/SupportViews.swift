@@ -16,7 +16,9 @@ extension BackupView {
             }
         self.init(
             value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer,
-            writerName: name)
+            writerName: name,
+            currencies: record.currencies.isEmpty
+                ? nil : Dictionary(uniqueKeysWithValues: record.currencies.map { ($0.key.rawValue, $0.value.balance) }))
     }
 }
 

@@ -65,8 +65,17 @@ extension CofferSDK {
         let user = try await localUser()
         var count = 0
         let ownMerge = IdempotencyKey(.merge, user.supportId.rawValue).rawValue
-        for item in try await server.adjustments(token: token) where try !applied(item.key) {
-            guard item.key != ownMerge else {
+        let environment = configuration.environment
+        for item in try await server.adjustments(token: token, currencies: true) where try !applied(item.key) {
+            // Another currency's item is keyed `<currency>:<key>`; one the catalog no longer lists waits.
+            var currency: Currency?
+            var key = item.key
+            if let id = item.currency {
+                guard let listed = try? ledgerCurrency(id), item.key.hasPrefix(id + ":") else { continue }
+                currency = listed
+                key = String(item.key.dropFirst(id.count + 1))
+            }
+            guard key != ownMerge else {
                 // Support merged this install into an Apple account's customer: the balance that moved there is
                 // the one this device holds already.
                 try rememberMailbox([item.key])
@@ -74,21 +83,22 @@ extension CofferSDK {
             }
             var receipt: Receipt?
             if let id = item.transactionId {
-                receipt = try await ledger.receipt(transactionId: id, environment: configuration.environment)
+                receipt = try await ledger.receipt(transactionId: id, environment: environment, currency: currency)
             }
-            let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
+            let wallet = try await ledger.wallet(owner: user.id, environment: environment, currency: currency)
             let events = Delivery.mirrored(
-                kind: LedgerEntryKind(rawValue: item.kind), key: item.key, amount: item.amount,
+                kind: LedgerEntryKind(rawValue: item.kind), key: key, amount: item.amount,
                 reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
                 catalog: catalog)
-            // A refund or a reversal of a purchase this install delivered reaches every currency it gave.
+            // A refund or a reversal of a purchase this install delivered reaches every currency it gave (another
+            // currency's item for it is then a duplicate there).
             for event in events {
-                keepWallet(
-                    try await applyInEveryCurrency(
-                        LedgerRequest(
-                            owner: user.id, environment: configuration.environment, event: event,
-                            policy: configuration.deficitPolicy, at: now())
-                    ).wallet)
+                var request = LedgerRequest(
+                    owner: user.id, environment: environment, event: event, policy: configuration.deficitPolicy,
+                    at: now())
+                request.currency = currency
+                let result = try await applyInEveryCurrency(request)
+                if currency == nil { keepWallet(result.wallet) }
             }
             try crashAfter(.adjustmentApplied)
             try rememberMailbox([item.key])

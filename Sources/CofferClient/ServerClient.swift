@@ -181,9 +181,12 @@ public struct ServerClient: Sendable {
         try await send("POST", "/v1/me/grants/\(id.uuidString.lowercased())/claim", token: token)
     }
 
-    /// `GET /v1/me/adjustments`: the device wallet's mailbox.
-    public func adjustments(token: String) async throws(ServerClientError) -> [AdjustmentBody] {
-        let response: AdjustmentsResponse = try await send("GET", "/v1/me/adjustments", token: token)
+    /// `GET /v1/me/adjustments`: the device wallet's mailbox; with `currencies`, the other currencies' too.
+    public func adjustments(token: String, currencies: Bool = false) async throws(ServerClientError)
+        -> [AdjustmentBody]
+    {
+        let response: AdjustmentsResponse = try await send(
+            "GET", currencies ? "/v1/me/adjustments?currencies=1" : "/v1/me/adjustments", token: token)
         return response.adjustments
     }
 

@@ -20,9 +20,17 @@ struct EventsAPI: Sendable {
         return routes
     }
 
-    /// `GET /v1/me/adjustments`: the device wallet's mailbox.
+    /// `GET /v1/me/adjustments[?currencies=1]`: the device wallet's mailbox, with the other currencies' when asked.
     func adjustments(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        try api.json(AdjustmentsResponse(adjustments: try await api.service.mailbox(of: api.authenticate(request))))
+        let currencies: Bool
+        switch request.uri.queryParameters.get("currencies") {
+        case nil, "0", "false": currencies = false
+        case "1", "true": currencies = true
+        default: throw ServiceError.badRequest("currencies is 1 or 0")
+        }
+        return try api.json(
+            AdjustmentsResponse(
+                adjustments: try await api.service.mailbox(of: api.authenticate(request), currencies: currencies)))
     }
 
     /// `GET /v1/me/events`: Server-Sent Events of what changed for the user, with a keep-alive comment now and

@@ -5,17 +5,28 @@ import Foundation
 
 extension ClientService {
     /// The device wallet's mailbox: the ledger entries the app did not make itself (revocations, reversals,
-    /// support's adjustments and merges), oldest first, each once by its key.
-    public func mailbox(of user: User) async throws -> [AdjustmentBody] {
-        try await store.entries(
-            owner: user.id, environment: user.environment, kinds: [.revocation, .reversal, .adjustment, .merge]
-        )
-        .map { entry in
-            AdjustmentBody(
-                key: entry.key.rawValue, kind: entry.key.kind.rawValue, amount: entry.amount,
-                transactionId: entry.transactionId, productId: entry.productId, reason: entry.reason,
-                createdAt: entry.createdAt)
+    /// support's adjustments and merges), oldest first, each once by its key; with `currencies`, then those of each
+    /// other currency the catalog lists, keyed `<currency>:<key>` (an app from before several currencies, which does
+    /// not ask, is never handed gems to apply to its coins).
+    public func mailbox(of user: User, currencies: Bool = false) async throws -> [AdjustmentBody] {
+        let kinds: Set<LedgerEntryKind> = [.revocation, .reversal, .adjustment, .merge]
+        var mailbox = try await store.entries(owner: user.id, environment: user.environment, kinds: kinds)
+            .map { Self.adjustment($0, currency: nil) }
+        guard currencies else { return mailbox }
+        let catalog = dependencies.catalog
+        for currency in catalog.currencies.map(\.id) where currency != catalog.defaultCurrency {
+            mailbox += try await store.entries(owner: user.id, environment: user.environment, currency: currency)
+                .filter { kinds.contains($0.key.kind) }.map { Self.adjustment($0, currency: currency) }
         }
+        return mailbox
+    }
+
+    /// A ledger entry as the mailbox lists it.
+    static func adjustment(_ entry: LedgerEntry, currency: Currency?) -> AdjustmentBody {
+        AdjustmentBody(
+            key: currency.map { "\($0):\(entry.key.rawValue)" } ?? entry.key.rawValue, kind: entry.key.kind.rawValue,
+            amount: entry.amount, transactionId: entry.transactionId, productId: entry.productId, reason: entry.reason,
+            createdAt: entry.createdAt, currency: currency?.rawValue)
     }
 
     /// Every purchase the server recorded for the user (from any of its devices), oldest first: what "Verify

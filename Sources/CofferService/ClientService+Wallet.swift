@@ -35,7 +35,7 @@ extension ClientService {
                 throw ServiceError.badRequest(
                     "applied holds at most \(BackupRecord.maximumApplied) keys of at most 200 bytes")
             }
-            let mailbox = Set(try await mailbox(of: user).map(\.key))
+            let mailbox = Set(try await mailbox(of: user, currencies: true).map(\.key))
             kept = Set(applied).intersection(mailbox).sorted()
         }
         let result = try await store.saveBackup(

@@ -145,6 +145,47 @@ struct CurrencySDKTests {
         }
     }
 
+    @Test(
+        "device wallet: a refund of gems bought before a reinstall reaches the new install through the mailbox, asked for by currency"
+    )
+    func deviceWalletMailbox() async throws {
+        try await PurchaseFlowTests.withWorld(
+            wallet: .device, serverOnSimulatedTime: true, products: [Self.gemPack], currencies: Self.currencies
+        ) { world in
+            let app = try world.app()
+            try await app.launch()
+            guard case .delivered(let bought, 0) = try await app.purchase(productId: Self.gemPack.id) else {
+                Issue.record("the gem pack was not delivered")
+                return
+            }
+            #expect(try await app.spend(4, of: "gems", key: "sword") == 26)
+            await app.backupSettled()
+            _ = try await app.syncBackup()
+            try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
+            let again = try world.app()
+            try await again.launch()
+            #expect(try await again.balances() == ["coins": 0, "gems": 26])
+
+            // Apple refunds the pack; the server takes back 30 gems, the new install holds no receipt of it.
+            let sent = await world.apple.sentNotifications().count
+            try await world.apple.refund(transactionId: bought)
+            try await SupportFlowTests.deliverNotifications(world, after: sent)
+            let token = try #require(await again.credentials?.token)
+            // An app that does not ask for other currencies is never handed the gems' item; one that asks is.
+            #expect(try await world.server.adjustments(token: token).allSatisfy { $0.currency == nil })
+            let items = try await world.server.adjustments(token: token, currencies: true)
+            let gemsItem = try #require(items.first { $0.currency == "gems" })
+            #expect(gemsItem.key == "gems:revocation:\(bought)" && gemsItem.amount == -30)
+            #expect(try await again.applyMailbox() == 2)
+            #expect(try await again.applyMailbox() == 0)
+            #expect(try await again.balances() == ["coins": 0, "gems": 0])
+            // The backup says it holds the item, so a later install never applies it again.
+            await again.backupSettled()
+            _ = try await again.syncBackup()
+            #expect(try await world.server.backup(token: token)?.applied?.contains(gemsItem.key) == true)
+        }
+    }
+
     @Test("server wallet: a subscription's allowance shows in expiring(), and in the SwiftUI model's balances")
     func allowance() async throws {
         let pro = CatalogProduct(

@@ -277,4 +277,59 @@ struct CurrencyAPITests {
                 dashboard.contains(#"<div class="figure" id="deficit-gems"><b>8</b><span>gems owed by 1 users</span>"#))
         }
     }
+
+    @Test(
+        "device wallet: the panel edits one currency of the backup, which it shows; the mailbox lists gems only when asked",
+        arguments: ServerEngine.allCases)
+    func deviceWalletPanel(engine: ServerEngine) async throws {
+        let store = try await engine.makeStore()
+        try await PanelTests.admin(in: store)
+        let setup = try ClientAPITests.Setup(
+            store: store, wallet: .device,
+            currencies: [
+                CurrencyDefinition(id: Self.coins, name: "Coins"), CurrencyDefinition(id: Self.gems, name: "Gems"),
+            ]
+        )
+        try await setup.app.test(.router) { client in
+            let user = try await NotificationTests.createUser(client)
+            var browser = PanelTests.Browser()
+            _ = try await browser.signIn(client)
+            let page = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(page.contains(#"<select name="currency" id="balance-currency">"#))
+            let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin/grants"))
+            let path = "/admin/users/\(user.supportId)/balance"
+            let edit = [("balance", "7"), ("reason", "Ticket #43"), ("currency", "gems"), ("csrf", csrf)]
+            let done = try await browser.post(client, path, edit + [("confirm", "yes"), ("expected", "0")])
+            #expect(done.status == .seeOther)
+            let supportId = try #require(SupportID(user.supportId))
+            let customer = try #require(try await store.user(supportId: supportId, environment: .sandbox))
+            let backup = try #require(try await store.backup(owner: customer.id, environment: .sandbox))
+            #expect(backup.value == 0 && backup.currencies == [Self.gems: Wallet(balance: 7)])
+            let after = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
+            #expect(after.contains(#"<span id="backup-currencies">7 Gems</span>"#), "\(after)")
+
+            // Refunded gems: the mailbox lists the gems' entry to an app that asks for currencies, keyed by currency.
+            let fact = TransactionFact(transactionId: "9002", productId: "com.example.gems", purchaseDate: Date())
+            var refunded = fact
+            refunded.revocationDate = fact.purchaseDate
+            for event in [LedgerEvent.purchase(fact, credits: 10), .revocation(refunded)] {
+                _ = try await store.apply(
+                    LedgerRequest(
+                        owner: customer.id, environment: .sandbox, event: event, at: fact.purchaseDate,
+                        currency: Self.gems))
+            }
+            let bearer = ClientAPITests.bearer(user.token)
+            let plain = try ClientAPITests.decode(
+                AdjustmentsResponse.self,
+                try await client.execute(uri: "/v1/me/adjustments", method: .get, headers: bearer))
+            #expect(plain.adjustments.isEmpty)
+            let asked = try ClientAPITests.decode(
+                AdjustmentsResponse.self,
+                try await client.execute(uri: "/v1/me/adjustments?currencies=1", method: .get, headers: bearer))
+            #expect(asked.adjustments.map(\.key) == ["gems:revocation:9002"])
+            #expect(asked.adjustments.map(\.currency) == ["gems"] && asked.adjustments.map(\.amount) == [-10])
+            let bad = try await client.execute(uri: "/v1/me/adjustments?currencies=yes", method: .get, headers: bearer)
+            #expect(bad.status == .badRequest)
+        }
+    }
 }

@@ -135,6 +135,8 @@ struct CustomerPage: PanelPage {
         var at: String
         var agrees: Bool
         var difference: String
+        /// The other currencies backed up (`40 Gems`), `nil` for none.
+        var others: String?
     }
 
     struct Subscription: Sendable {
@@ -174,7 +176,7 @@ struct CustomerPage: PanelPage {
     init(_ detail: UserDetail, view: DataEnvironment, catalog: Catalog, time: (Date) -> String) {
         let summary = detail.user
         grantCurrencies =
-            catalog.currencies.count > 1 && detail.walletMode == .server
+            catalog.currencies.count > 1
             ? catalog.currencies.map { CurrencyChoice(id: $0.id.rawValue, name: $0.name) } : []
         choosesCurrency = !grantCurrencies.isEmpty
         currencies = detail.balances.keys.filter { $0 != catalog.defaultCurrency.rawValue }.sorted().map { id in
@@ -229,7 +231,12 @@ struct CustomerPage: PanelPage {
                 value: PanelText.credits(backup.value), writer: backup.writer.rawValue, writerName: backup.writerName,
                 byDevice: backup.writer == .device, at: time(backup.lastUpdated),
                 agrees: backup.value == summary.balance,
-                difference: PanelText.change(backup.value - summary.balance))
+                difference: PanelText.change(backup.value - summary.balance),
+                others: (backup.currencies ?? [:]).isEmpty
+                    ? nil
+                    : (backup.currencies ?? [:]).sorted { $0.key < $1.key }.map { id, balance in
+                        "\(PanelText.credits(balance)) \(Currency(rawValue: id).map(catalog.currencyName) ?? id)"
+                    }.joined(separator: ", "))
         }
         backupValue = summary.backup.map { PanelText.credits($0.value) } ?? "–"
         let other = { (data: DataEnvironment?) in data.map { $0 != view } ?? false }
