@@ -177,7 +177,11 @@ paths = {
                               "400": ERR("Bad body or If-Match"), "401": ERR("No valid token")}}},
     "/v1/me/grants": {"get": {
         "summary": "Support grants for the user", "operationId": "grants",
-        "parameters": [{"name": "status", "in": "query", "required": False,
+        "parameters": [{"name": "currencies", "in": "query", "required": False,
+                        "description": "Device wallet: 1 lists grants in another currency than the default too (an "
+                                       "app that does not ask is never handed one)",
+                        "schema": {"type": "string", "enum": ["0", "1", "true", "false"]}},
+                       {"name": "status", "in": "query", "required": False,
                         "schema": {"type": "string", "enum": ["pending", "claimed", "cancelled"]}}],
         "responses": {"200": answer("Newest first", "GrantsResponse"), "400": ERR("Unknown status"),
                       "401": ERR("No valid token")}}},

@@ -164,15 +164,16 @@ public struct ServerClient: Sendable {
             headers: version.map { ["If-Match": String($0)] } ?? [:])
     }
 
-    /// `GET /v1/me/grants?status=pending`.
+    /// `GET /v1/me/grants?status=pending`, every currency's.
     public func pendingGrants(token: String) async throws(ServerClientError) -> [GrantBody] {
-        let response: GrantsResponse = try await send("GET", "/v1/me/grants?status=pending", token: token)
+        let response: GrantsResponse = try await send("GET", "/v1/me/grants?status=pending&currencies=1", token: token)
         return response.grants
     }
 
-    /// `GET /v1/me/grants?status=cancelled`: grants support cancelled before any claim.
+    /// `GET /v1/me/grants?status=cancelled`: grants support cancelled before any claim, every currency's.
     public func cancelledGrants(token: String) async throws(ServerClientError) -> [GrantBody] {
-        let response: GrantsResponse = try await send("GET", "/v1/me/grants?status=cancelled", token: token)
+        let response: GrantsResponse = try await send(
+            "GET", "/v1/me/grants?status=cancelled&currencies=1", token: token)
         return response.grants
     }
 

@@ -22,15 +22,22 @@ struct EventsAPI: Sendable {
 
     /// `GET /v1/me/adjustments[?currencies=1]`: the device wallet's mailbox, with the other currencies' when asked.
     func adjustments(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
-        let currencies: Bool
-        switch request.uri.queryParameters.get("currencies") {
-        case nil, "0", "false": currencies = false
-        case "1", "true": currencies = true
-        default: throw ServiceError.badRequest("currencies is 1 or 0")
-        }
+        let currencies = try Self.asksCurrencies(request)
         return try api.json(
             AdjustmentsResponse(
                 adjustments: try await api.service.mailbox(of: api.authenticate(request), currencies: currencies)))
+    }
+
+    /// Whether the app asks for the other currencies' items (`?currencies=1`): an app from before several
+    /// currencies does not, and is never handed what it would apply to the default currency.
+    ///
+    /// - Throws: ``ServiceError/badRequest(_:)`` for another value than 1, 0, true or false.
+    static func asksCurrencies(_ request: Request) throws -> Bool {
+        switch request.uri.queryParameters.get("currencies") {
+        case nil, "0", "false": false
+        case "1", "true": true
+        default: throw ServiceError.badRequest("currencies is 1 or 0")
+        }
     }
 
     /// `GET /v1/me/events`: Server-Sent Events of what changed for the user, with a keep-alive comment now and

@@ -66,8 +66,9 @@ struct WalletAPI: Sendable {
         }
     }
 
-    /// `GET /v1/me/grants[?status=pending|claimed|cancelled]`.
+    /// `GET /v1/me/grants[?status=pending|claimed|cancelled][&currencies=1]`.
     func grants(_ request: Request, _ context: CofferRequestContext) async throws -> Response {
+        let currencies = try EventsAPI.asksCurrencies(request)
         let user = try await api.authenticate(request)
         let status: GrantStatus?
         switch request.uri.queryParameters.get("status") {
@@ -78,7 +79,7 @@ struct WalletAPI: Sendable {
             }
             status = parsed
         }
-        let grants = try await api.service.grants(of: user, status: status)
+        let grants = try await api.service.grants(of: user, status: status, currencies: currencies)
         return try api.json(GrantsResponse(grants: grants.map(Self.body)))
     }
 

@@ -88,9 +88,14 @@ extension ClientService {
         }
     }
 
-    /// The user's grants, newest first, optionally of one status.
-    public func grants(of user: User, status: GrantStatus?) async throws -> [Grant] {
-        try await store.grants(environment: user.environment, recipient: user.id, status: status, limit: 500)
+    /// The user's grants, newest first, optionally of one status. In the device wallet, where the app applies a grant
+    /// itself, one in another currency than the default is listed only to an app that reads currencies
+    /// (`currencies`): an older one would add gems to its coins.
+    public func grants(of user: User, status: GrantStatus?, currencies: Bool = true) async throws -> [Grant] {
+        let grants = try await store.grants(
+            environment: user.environment, recipient: user.id, status: status, limit: 500)
+        guard !currencies, configuration.wallet == .device else { return grants }
+        return grants.filter { $0.currency == nil }
     }
 
     /// Claims a grant for the user: credited to the ledger in the server wallet, once.

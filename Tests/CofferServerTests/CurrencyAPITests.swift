@@ -210,14 +210,7 @@ struct CurrencyAPITests {
 
     @Test("the panel shows every currency and grants in the one support picks", arguments: ServerEngine.allCases)
     func panel(engine: ServerEngine) async throws {
-        let store = try await engine.makeStore()
-        try await PanelTests.admin(in: store)
-        let setup = try ClientAPITests.Setup(
-            store: store, wallet: .server,
-            currencies: [
-                CurrencyDefinition(id: Self.coins, name: "Coins"), CurrencyDefinition(id: Self.gems, name: "Gems"),
-            ]
-        )
+        let (store, setup) = try await Self.panelSetup(engine, wallet: .server)
         try await setup.app.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
             var browser = PanelTests.Browser()
@@ -282,14 +275,7 @@ struct CurrencyAPITests {
         "device wallet: the panel edits one currency of the backup, which it shows; the mailbox lists gems only when asked",
         arguments: ServerEngine.allCases)
     func deviceWalletPanel(engine: ServerEngine) async throws {
-        let store = try await engine.makeStore()
-        try await PanelTests.admin(in: store)
-        let setup = try ClientAPITests.Setup(
-            store: store, wallet: .device,
-            currencies: [
-                CurrencyDefinition(id: Self.coins, name: "Coins"), CurrencyDefinition(id: Self.gems, name: "Gems"),
-            ]
-        )
+        let (store, setup) = try await Self.panelSetup(engine, wallet: .device)
         try await setup.app.test(.router) { client in
             let user = try await NotificationTests.createUser(client)
             var browser = PanelTests.Browser()
@@ -330,6 +316,37 @@ struct CurrencyAPITests {
             #expect(asked.adjustments.map(\.currency) == ["gems"] && asked.adjustments.map(\.amount) == [-10])
             let bad = try await client.execute(uri: "/v1/me/adjustments?currencies=yes", method: .get, headers: bearer)
             #expect(bad.status == .badRequest)
+            // A grant of gems likewise: the app applies it itself, so only one that reads currencies is handed it.
+            let catalog = try Catalog(
+                products: [],
+                currencies: [
+                    CurrencyDefinition(id: Self.coins, name: "Coins"), CurrencyDefinition(id: Self.gems, name: "Gems"),
+                ])
+            let support = AdminService(store: store, catalog: catalog, walletMode: .device, now: { Date() })
+            _ = try await support.createGrant(
+                environment: .sandbox, supportId: user.supportId, credits: 3, reason: "Ticket #44", actor: "ada",
+                currency: "gems")
+            for (uri, count) in [("/v1/me/grants?status=pending", 0), ("/v1/me/grants?status=pending&currencies=1", 1)]
+            {
+                let listed = try ClientAPITests.decode(
+                    GrantsResponse.self, try await client.execute(uri: uri, method: .get, headers: bearer))
+                #expect(listed.grants.count == count && listed.grants.allSatisfy { $0.currency == "gems" }, "\(uri)")
+            }
         }
+    }
+
+    /// A store with an admin to sign in as, and a server of coins and gems over it.
+    static func panelSetup(_ engine: ServerEngine, wallet: WalletMode) async throws -> (
+        any CofferStore, ClientAPITests.Setup
+    ) {
+        let store = try await engine.makeStore()
+        try await PanelTests.admin(in: store)
+        let setup = try ClientAPITests.Setup(
+            store: store, wallet: wallet,
+            currencies: [
+                CurrencyDefinition(id: Self.coins, name: "Coins"), CurrencyDefinition(id: Self.gems, name: "Gems"),
+            ]
+        )
+        return (store, setup)
     }
 }
