@@ -8,8 +8,8 @@ public struct BalanceRequest: Sendable, Hashable, Codable {
     /// given, the edit is refused (409 `balance-changed`) unless the balance is still this inside its
     /// transaction.
     public var expected: Int64?
-    /// The currency whose balance to set by id; `nil` (or the default's id) for the default currency. Another
-    /// currency needs the server wallet.
+    /// The currency whose balance to set by id; `nil` (or the default's id) for the default currency. In the device
+    /// wallet another currency is set in the app's backup, once the app has backed up.
     public var currency: String?
 
     /// Creates a request.

@@ -12,10 +12,16 @@ public struct UserDetail: Sendable, Hashable, Codable {
 
     /// The balance support edits and compares against: the server wallet's balance, or the device wallet's
     /// backed-up balance (0 before the first backup).
-    public var editableBalance: Int64 {
-        switch walletMode {
-        case .server: user.balance
-        case .device: user.backup?.value ?? 0
+    public var editableBalance: Int64 { editableBalance(of: nil) }
+
+    /// What support's balance edit of a currency by id (`nil`: the default) starts from: the ledger's balance of it in
+    /// the server wallet, the backup's in the device wallet (the app's own, which the edit overwrites).
+    public func editableBalance(of currency: String?) -> Int64 {
+        switch (walletMode, currency) {
+        case (.server, nil): user.balance
+        case (.server, let id?): balances[id] ?? 0
+        case (.device, nil): user.backup?.value ?? 0
+        case (.device, let id?): user.backup?.currencies?[id] ?? 0
         }
     }
     /// The ledger's balance of every currency the catalog lists (the default's is ``UserSummary/balance``) and of

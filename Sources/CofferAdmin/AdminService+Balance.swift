@@ -79,6 +79,13 @@ extension AdminService {
                             deficit: current?.deficit ?? 0, writer: .admin(actor), at: at, currencies: currencies)
                     },
                     audit: { current, record in
+                        // Before the app's first backup its balances are not known here: setting one currency would
+                        // write the others as empty, which the app would take.
+                        if currency != nil, current == nil {
+                            throw AdminError.invalid(
+                                "the app has not backed up yet: its balances are the device's until it does (ask the "
+                                    + "customer to open the app, or grant the credits instead)")
+                        }
                         try SupportRules.check(expected: expected, current: value(current))
                         return try entries(
                             BalanceChange(

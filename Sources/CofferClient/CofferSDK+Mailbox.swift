@@ -16,6 +16,12 @@ extension CofferSDK {
             let user = try await localUser()
             var added: Int64 = 0
             for grant in try await server.pendingGrants(token: token) {
+                // The device applies a grant itself: one in a currency this catalog does not list yet waits, unclaimed.
+                if configuration.wallet == .device, let id = grant.currency, (try? ledgerCurrency(id)) == nil,
+                    id != catalog.defaultCurrency.rawValue
+                {
+                    continue
+                }
                 added += try await wallet.applyGrant(grant, for: user, self)
                 guard let claimed = try await claimUnlessCancelled(grant.id, token: token) else {
                     added += try await wallet.grantCancelled(grant, self)
@@ -86,12 +92,17 @@ extension CofferSDK {
                 receipt = try await ledger.receipt(transactionId: id, environment: environment, currency: currency)
             }
             let wallet = try await ledger.wallet(owner: user.id, environment: environment, currency: currency)
-            let events = Delivery.mirrored(
-                kind: LedgerEntryKind(rawValue: item.kind), key: key, amount: item.amount,
-                reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
-                catalog: catalog)
-            // A refund or a reversal of a purchase this install delivered reaches every currency it gave (another
-            // currency's item for it is then a duplicate there).
+            // Apple's word on a purchase this install delivered is the default currency's item's: applied there to
+            // every currency the purchase gave (its other currencies' items then hold nothing more, and are kept as
+            // applied with it, so a backup never says one without the other).
+            let word = receipt != nil && (item.kind == "revocation" || item.kind == "reversal")
+            let events =
+                word && currency != nil
+                ? []
+                : Delivery.mirrored(
+                    kind: LedgerEntryKind(rawValue: item.kind), key: key, amount: item.amount,
+                    reason: item.reason ?? item.kind, at: item.createdAt, receipt: receipt, balance: wallet.balance,
+                    catalog: catalog)
             for event in events {
                 var request = LedgerRequest(
                     owner: user.id, environment: environment, event: event, policy: configuration.deficitPolicy,
@@ -101,7 +112,10 @@ extension CofferSDK {
                 if currency == nil { keepWallet(result.wallet) }
             }
             try crashAfter(.adjustmentApplied)
-            try rememberMailbox([item.key])
+            let others =
+                word && currency == nil
+                ? catalog.currencies.map(\.id).filter { $0 != catalog.defaultCurrency }.map { "\($0):\(key)" } : []
+            try rememberMailbox([item.key] + others)
             try crashAfter(.adjustmentRemembered)
             count += 1
         }
@@ -149,15 +163,15 @@ extension CofferSDK {
         let user = try await localUser()
         for _ in 0..<3 {
             let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
-            let others = BackupRecord.kept(
-                try await ledger.currencyWallets(owner: user.id, environment: configuration.environment))
+            let listed = Set(catalog.currencies.map(\.id))
+            let others = try await backedUpWallets(user)
             let local = wallet.balance
             let remote = try await server.backup(token: token)
             let record = remote.map {
                 BackupRecord(
                     value: $0.value, lastUpdated: $0.lastUpdated, version: $0.version,
                     writer: $0.writer == "admin" ? .admin("") : .device(""), deficit: $0.deficit,
-                    currencies: Self.wallets($0.currencies))
+                    currencies: Self.wallets($0.currencies).filter { listed.contains($0.key) })
             }
             let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
                 Date.init(timeIntervalSince1970:))
@@ -219,7 +233,7 @@ extension CofferSDK {
                 do {
                     let written = try await saveBackup(
                         value: value, deficit: wallet.deficit, version: remote?.version, applied: mailboxApplied(),
-                        currencies: others, token: token)
+                        currencies: others, clearing: !(record?.currencies.isEmpty ?? true), token: token)
                     try crashAfter(.backupPushed)
                     try rememberBackup(written)
                     return decision
@@ -232,32 +246,41 @@ extension CofferSDK {
     }
 
     /// Writes the backup with the mailbox keys its value holds and the other currencies' wallets (the whole set; none
-    /// sent for a catalog of one currency, as before); a server older than `applied` refuses the key (400), and the
-    /// backup goes without it.
+    /// sent for a catalog of one currency, as before, unless `clearing` what the server holds of others). A 400 drops
+    /// what the server refused, one part at a time: the currencies (a catalog the server changed since), then
+    /// `applied` (a server older than it).
     func saveBackup(
-        value: Int64, deficit: Int64, version: Int64?, applied: [String], currencies: [Currency: Wallet], token: String
+        value: Int64, deficit: Int64, version: Int64?, applied: [String], currencies: [Currency: Wallet],
+        clearing: Bool = false, token: String
     ) async throws -> BackupBody {
         let sent: [String: BackupCurrency]? =
-            catalog.currencies.count > 1 || !currencies.isEmpty
+            catalog.currencies.count > 1 || !currencies.isEmpty || clearing
             ? Dictionary(
                 uniqueKeysWithValues: currencies.map {
                     ($0.key.rawValue, BackupCurrency(value: $0.value.balance, deficit: $0.value.deficit))
                 }) : nil
-        let first: Result<BackupBody, ServerClientError>
-        do {
-            first = .success(
-                try await server.saveBackup(
-                    value: value, deficit: deficit, device: configuration.deviceName, version: version,
-                    applied: applied.isEmpty ? nil : applied, currencies: sent, token: token))
-        } catch {
-            first = .failure(error)
-        }
-        switch first {
-        case .failure(.refused(400, _, _)) where !applied.isEmpty:
-            return try await server.saveBackup(
-                value: value, deficit: deficit, device: configuration.deviceName, version: version, token: token)
-        default:
-            return try first.get()
+        var attempts: [(applied: [String]?, currencies: [String: BackupCurrency]?)] = [
+            (applied.isEmpty ? nil : applied, sent)
+        ]
+        if sent != nil { attempts.append((attempts[0].applied, nil)) }
+        if !applied.isEmpty { attempts.append((nil, nil)) }
+        var index = 0
+        while true {
+            let attempt = attempts[index]
+            let result: Result<BackupBody, ServerClientError>
+            do {
+                result = .success(
+                    try await server.saveBackup(
+                        value: value, deficit: deficit, device: configuration.deviceName, version: version,
+                        applied: attempt.applied, currencies: attempt.currencies, token: token))
+            } catch {
+                result = .failure(error)
+            }
+            if case .failure(.refused(400, _, _)) = result, index + 1 < attempts.count {
+                index += 1
+                continue
+            }
+            return try result.get()
         }
     }
 
@@ -266,8 +289,20 @@ extension CofferSDK {
         try state.set("lastBackupVersion", String(record.version))
         try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
         try state.set("lastBackupWallet", "\(record.value) \(record.deficit)")
-        try state.set(Self.lastBackupCurrenciesKey, Self.digest(Self.wallets(record.currencies)))
+        let listed = Set(catalog.currencies.map(\.id))
+        try state.set(
+            Self.lastBackupCurrenciesKey,
+            Self.digest(Self.wallets(record.currencies).filter { listed.contains($0.key) }))
         publish(.backup)
+    }
+
+    /// The wallets of the catalog's other currencies a backup holds, those holding something (one the catalog no
+    /// longer lists stays on the device as it is, never backed up nor restored).
+    func backedUpWallets(_ user: LocalUser) async throws -> [Currency: Wallet] {
+        let listed = Set(catalog.currencies.map(\.id))
+        return BackupRecord.kept(
+            try await ledger.currencyWallets(owner: user.id, environment: configuration.environment)
+                .filter { listed.contains($0.key) })
     }
 
     /// The state's note of the other currencies the last backup held (``digest(_:)``).
@@ -299,8 +334,7 @@ extension CofferSDK {
             kept.count == 2
         else { return .none }
         let local = try await localWallet()
-        let user = try await localUser()
-        let others = try await ledger.currencyWallets(owner: user.id, environment: configuration.environment)
+        let others = try await backedUpWallets(localUser())
         let keptOthers = try state.value(Self.lastBackupCurrenciesKey) ?? ""
         return kept == [local.balance, local.deficit] && Self.digest(others) == keptOthers
             ? .matches(since: Date(timeIntervalSince1970: at)) : .differs(device: local.balance, server: kept[0])

@@ -383,7 +383,6 @@ public enum SDKError: Error, Equatable, Sendable {
     /// The server would not sign the promotional offer (why: a product that is not a subscription, an offer the
     /// catalog does not list, a customer with nothing to tie it to): nothing was bought.
     case offerRefused(String)
-    /// A currency this wallet does not keep (why): one the catalog does not list, or another than the default in
-    /// the device wallet, which keeps the default currency only. Nothing changed.
+    /// A currency the catalog does not list (why). Nothing changed.
     case currencyNotKept(String)
 }

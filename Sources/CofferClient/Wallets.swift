@@ -125,7 +125,13 @@ struct DeviceWallet: WalletKeeper {
         guard try sdk.applied("grant:" + id), try !sdk.applied(takeBack) else { return 0 }
         let user = try await sdk.localUser()
         let key = IdempotencyKey(.adjustment, takeBack)
-        let currency = try grant.currency.flatMap(sdk.ledgerCurrency)
+        // A currency the catalog does not list was never applied here (refreshGrants waits for it).
+        let currency: Currency?
+        do {
+            currency = try grant.currency.flatMap(sdk.ledgerCurrency)
+        } catch {
+            return 0
+        }
         let environment = sdk.configuration.environment
         let done = try await sdk.ledger.entries(owner: user.id, environment: environment, currency: currency)
             .contains { $0.key == key }
@@ -170,10 +176,11 @@ struct DeviceWallet: WalletKeeper {
         guard let remote = try await sdk.signedIn({ try await sdk.server.backup(token: $0) }) else { return .none }
         // The backup holds the balance and the deficit in every currency: it matches only when each does.
         let local = try await sdk.localWallet()
-        let user = try await sdk.localUser()
-        let others = try await sdk.ledger.currencyWallets(owner: user.id, environment: sdk.configuration.environment)
+        let others = try await sdk.backedUpWallets(sdk.localUser())
+        let listed = Set(sdk.catalog.currencies.map(\.id))
         return remote.value == local.balance && remote.deficit == local.deficit
-            && CofferSDK.digest(CofferSDK.wallets(remote.currencies)) == CofferSDK.digest(others)
+            && CofferSDK.digest(CofferSDK.wallets(remote.currencies).filter { listed.contains($0.key) })
+                == CofferSDK.digest(others)
             ? .matches(since: remote.lastUpdated) : .differs(device: local.balance, server: remote.value)
     }
 }

@@ -409,12 +409,11 @@ public struct Catalog: Sendable, Hashable {
     ///   ``LedgerError/invalidAmount(_:)`` when the quantity is below 1.
     public func credits(productId: String, quantity: Int, familyShared: Bool) throws(LedgerError) -> Int64 {
         guard let product = byId[productId] else { throw .unknownProduct(productId) }
-        // One currency's credits: a product that gives others is not delivered at all by a path that keeps one
-        // currency (the device wallet's ledger; the purchase waits, unfinished), never delivered without them. The
-        // server's paths deliver every currency (`defaultCredits(for:)`, `inEveryCurrency(_:allowances:)`).
+        // One currency's credits: a product that gives others is refused by a path that keeps one currency, never
+        // delivered without them. Every delivery path (the server's and the device wallet's) delivers every currency
+        // (`defaultCredits(for:)`, `inEveryCurrency(_:allowances:)`).
         guard product.otherCredits.allSatisfy({ $0.value == 0 }) else {
-            throw .unknownProduct(
-                "\(productId) (credits in several currencies, which the device wallet cannot deliver)")
+            throw .unknownProduct("\(productId) (credits in several currencies, which one currency cannot hold)")
         }
         guard quantity >= 1 else { throw .invalidAmount(Int64(quantity)) }
         if familyShared { return 0 }

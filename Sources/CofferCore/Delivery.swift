@@ -130,7 +130,8 @@ public enum Delivery {
         case (.revocation, let receipt?):
             return events(for: LaterWord(kind: .revocation, signedDate: date), on: receipt.transaction, credits: nil)
         case (.reversal, let receipt?) where receipt.isRevoked:
-            let credits = receipt.deliveredCredits == nil ? try? catalog.credits(for: receipt.transaction) : nil
+            // The default currency's credits: applied in every currency, the purchase gives each its own.
+            let credits = receipt.deliveredCredits == nil ? try? catalog.defaultCredits(for: receipt.transaction) : nil
             return events(for: LaterWord(kind: .reversal, signedDate: date), on: receipt.transaction, credits: credits)
         default:
             let delta = amount < 0 ? max(amount, -max(0, balance)) : amount

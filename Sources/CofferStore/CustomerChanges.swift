@@ -88,6 +88,9 @@ public struct UserMergeState: Sendable {
     public var grants: Int
     /// The two users' wallets of the currencies other than the default (``LedgerStore/currencyWallets(owner:environment:)``).
     public var currencyWallets: (from: [Currency: Wallet], into: [Currency: Wallet]) = ([:], [:])
+    /// The other currencies the anonymous install last backed up (``BackupRecord/currencies``): what moves of each in
+    /// the device wallet.
+    public var backupCurrencies: [Currency: Wallet] = [:]
 
     /// Creates the state.
     public init(
@@ -147,10 +150,19 @@ extension UserMerge {
             tokensMoved: movesTokens ? state.tokens.devices : 0, claimTokensEnded: state.tokens.claims,
             tokensEnded: movesTokens ? 0 : state.tokens.devices)
         var plan = UserMergePlan(from: decisions.from, into: decisions.into, result: result, audit: try audit(result))
-        for (currency, wallet) in state.currencyWallets.from.sorted(by: { $0.key < $1.key }) where wallet != .empty {
+        // Each other currency likewise: the ledger's wallet, or in the device wallet the backup's balance with the
+        // ledger's deficit (the app spends and earns on the device; the server's ledger sees purchases and refunds).
+        var currencies = Set(state.currencyWallets.from.keys)
+        if movesBackup { currencies.formUnion(state.backupCurrencies.keys) }
+        for currency in currencies.sorted() {
+            let wallet = state.currencyWallets.from[currency] ?? .empty
+            let moving =
+                movesBackup
+                ? Wallet(balance: state.backupCurrencies[currency]?.balance ?? 0, deficit: wallet.deficit) : wallet
+            guard wallet != .empty || moving != .empty else { continue }
             var moved = try Ledger.merge(
                 from: from.id, fromSupportId: from.supportId, fromWallet: wallet, into: into.id,
-                intoWallet: state.currencyWallets.into[currency] ?? .empty, moving: wallet, at: at)
+                intoWallet: state.currencyWallets.into[currency] ?? .empty, moving: moving, at: at)
             moved.from.entry?.currency = currency
             moved.into.entry?.currency = currency
             plan.otherCurrencies.append((currency, moved.from, moved.into))

@@ -259,6 +259,7 @@ public actor InMemoryStore: CofferStore {
             currencyWallets(owner: merge.from, environment: merge.environment),
             currencyWallets(owner: merge.into, environment: merge.environment)
         )
+        found.backupCurrencies = backups[merge.from]?.1.currencies ?? [:]
         let plan = try merge.plan(found, audit: events)
         guard let from = state.users[merge.from], let into = state.users[merge.into] else {
             throw StoreError.notFound("user")

@@ -246,6 +246,10 @@ extension PostgresStore {
                 try await context.currencyWallets(owner: merge.from),
                 try await context.currencyWallets(owner: merge.into)
             )
+            found.backupCurrencies = try BackupCurrencies.wallets(
+                try await Self.first(
+                    connection, "SELECT currencies FROM backups WHERE owner = \(from)", logger: self.logger
+                ) { try $0.decode(String?.self) } ?? nil)
             let plan = try merge.plan(found, audit: events)
             let marked = try await Self.exists(
                 connection,

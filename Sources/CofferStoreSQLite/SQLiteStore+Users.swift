@@ -231,6 +231,9 @@ extension SQLiteStore {
                 try context.currencyWallets(owner: merge.from, environment: merge.environment),
                 try context.currencyWallets(owner: merge.into, environment: merge.environment)
             )
+            found.backupCurrencies = try BackupCurrencies.wallets(
+                String?.fetchOne(db, cached: "SELECT currencies FROM backups WHERE owner = ?", arguments: [from]) ?? nil
+            )
             let plan = try merge.plan(found, audit: events)
             try db.execute(
                 cached: "UPDATE users SET merged_into = ? WHERE id = ? AND merged_into IS NULL",

@@ -134,4 +134,21 @@ struct CatalogCurrencyTests {
             #expect(Currency(rawValue: bad) == nil)
         }
     }
+
+    @Test(
+        "the mailbox's reversal of a chest refunded before delivery delivers it in every currency, each its own amount")
+    func mirroredReversal() throws {
+        let catalog = try Self.catalog(Self.coinsAndGems)
+        let fact = TransactionFact(transactionId: "t1", productId: "com.example.chest", purchaseDate: Date())
+        var receipt = Receipt(owner: UUID(), transaction: fact)
+        receipt.revokedAt = fact.purchaseDate
+        let events = Delivery.mirrored(
+            kind: .reversal, key: "reversal:t1", amount: 0, reason: "why", at: fact.purchaseDate, receipt: receipt,
+            balance: 0, catalog: catalog)
+        #expect(events == [.reversal(fact, at: fact.purchaseDate), .purchase(fact, credits: 1_000)])
+        let purchase = LedgerRequest(owner: receipt.owner, environment: .sandbox, event: events[1], at: Date())
+        let requests = try catalog.inEveryCurrency(purchase, allowances: false)
+        #expect(requests.map(\.currency) == [nil, try Self.coin("gems")])
+        #expect(requests.last?.event == .purchase(fact, credits: 10))
+    }
 }

@@ -285,12 +285,22 @@ struct CurrencyAPITests {
             let csrf = try PanelTests.Browser.csrf(try await browser.get(client, "/admin/grants"))
             let path = "/admin/users/\(user.supportId)/balance"
             let edit = [("balance", "7"), ("reason", "Ticket #43"), ("currency", "gems"), ("csrf", csrf)]
-            let done = try await browser.post(client, path, edit + [("confirm", "yes"), ("expected", "0")])
-            #expect(done.status == .seeOther)
+            // Before the app's first backup its balances are the device's: a currency's edit is refused.
+            let early = try await browser.post(client, path, edit + [("confirm", "yes"), ("expected", "0")])
+            #expect(String(buffer: early.body).contains("has not backed up yet"))
             let supportId = try #require(SupportID(user.supportId))
             let customer = try #require(try await store.user(supportId: supportId, environment: .sandbox))
+            #expect(try await store.backup(owner: customer.id, environment: .sandbox) == nil)
+            // The app backs up 20 coins and 5 gems (the server's ledger saw no gems): the edit starts from the 5.
+            _ = try await store.saveBackup(
+                owner: customer.id, environment: .sandbox, value: 20, precondition: .absent, writer: .device("phone"),
+                at: Date(), currencies: [Self.gems: Wallet(balance: 5)])
+            let confirming = String(buffer: try await browser.post(client, path, edit).body)
+            #expect(confirming.contains(#"name="expected" value="5""#), "\(confirming)")
+            let done = try await browser.post(client, path, edit + [("confirm", "yes"), ("expected", "5")])
+            #expect(done.status == .seeOther)
             let backup = try #require(try await store.backup(owner: customer.id, environment: .sandbox))
-            #expect(backup.value == 0 && backup.currencies == [Self.gems: Wallet(balance: 7)])
+            #expect(backup.value == 20 && backup.currencies == [Self.gems: Wallet(balance: 7)])
             let after = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
             #expect(after.contains(#"<span id="backup-currencies">7 Gems</span>"#), "\(after)")
 

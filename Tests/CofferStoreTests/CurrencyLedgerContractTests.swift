@@ -195,6 +195,31 @@ struct CurrencyLedgerContractTests {
     }
 
     @Test(
+        "device wallet: a merge moves each currency's backed-up balance (what the app holds), not the server ledger's",
+        arguments: StoreEngine.allCases)
+    func deviceWalletMerge(engine: StoreEngine) async throws {
+        let store = try await engine.makeStore()
+        let (anonymous, account) = (Make.user("_aaaaaaaaaaa1"), Make.user("_bbbbbbbbbbb2"))
+        try await store.createUser(anonymous)
+        try await store.createUser(account)
+        // The server saw 10 gems bought; the app spent 8 of them and earned 5 stars in play, and backed that up.
+        _ = try await store.apply(Self.purchase("t1", for: anonymous, coins: 100, gems: 10))
+        let stars = try #require(Currency(rawValue: "stars"))
+        _ = try await store.saveBackup(
+            owner: anonymous.id, environment: .sandbox, value: 30, precondition: .absent, writer: .device("phone"),
+            at: Make.start, currencies: [Self.gems: Wallet(balance: 2), stars: Wallet(balance: 5)])
+        let result = try await store.mergeUser(
+            UserMerge(from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: true, at: Make.start))
+        #expect(result.moved == Wallet(balance: 30))
+        #expect(
+            try await store.currencyWallets(owner: account.id, environment: .sandbox) == [
+                Self.gems: Wallet(balance: 2), stars: Wallet(balance: 5),
+            ])
+        let gems = try await store.entries(owner: account.id, environment: .sandbox, currency: Self.gems)
+        #expect(gems.map(\.key.kind) == [.merge] && gems.last?.amount == 2)
+    }
+
+    @Test(
         "another currency's entries reach the webhooks' outbox, each saying its currency",
         arguments: StoreEngine.allCases)
     func outbox(engine: StoreEngine) async throws {

@@ -108,7 +108,7 @@ struct CustomerChangesController: PanelController {
             let currencyId = form["currency"].flatMap { $0.isEmpty ? nil : $0 }
             let currency = try panel.service.ledgerCurrency(currencyId)
             let detail = try await panel.service.user(scope: scope, supportId: supportId)
-            let current = currency.map { detail.balances[$0.rawValue] ?? 0 } ?? detail.editableBalance
+            let current = detail.editableBalance(of: currency?.rawValue)
             guard form["confirm"] == "yes" else {
                 let id = URLText.escape(detail.user.supportId)
                 var page = ConfirmPage(

@@ -113,7 +113,7 @@ struct GrantsController: PanelController {
                 : ConfirmPage.Grant.Waiting(
                     count: pending.count, one: pending.count == 1,
                     credits: PanelText.credits(pending.reduce(0) { $0 + $1.credits })))
-        let now = currency.map { detail.balances[$0.rawValue] ?? 0 } ?? detail.editableBalance
+        let now = detail.editableBalance(of: currency?.rawValue)
         let (after, overflow) = now.addingReportingOverflow(credits)
         page.beforeAfter = BeforeAfter(
             backedUp: detail.walletMode != .server, onceClaimed: true, before: PanelText.credits(now),
