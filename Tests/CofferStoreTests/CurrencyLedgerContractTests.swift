@@ -204,10 +204,24 @@ struct CurrencyLedgerContractTests {
         try await store.createUser(account)
         // The server saw 10 gems bought; the app spent 8 of them and earned 5 stars in play, and backed that up.
         _ = try await store.apply(Self.purchase("t1", for: anonymous, coins: 100, gems: 10))
-        let stars = try #require(Currency(rawValue: "stars"))
+        let stars = Self.stars
         _ = try await store.saveBackup(
             owner: anonymous.id, environment: .sandbox, value: 30, precondition: .absent, writer: .device("phone"),
             at: Make.start, currencies: [Self.gems: Wallet(balance: 2), stars: Wallet(balance: 5)])
+        // Kept as written; a write that names none keeps them, an empty wallet is none.
+        _ = try await store.saveBackup(
+            owner: anonymous.id, environment: .sandbox, value: 30, precondition: .version(1), writer: .device("phone"),
+            at: Make.start)
+        _ = try await store.saveBackup(
+            owner: anonymous.id, environment: .sandbox, value: 30, precondition: .version(2), writer: .device("phone"),
+            at: Make.start,
+            currencies: [
+                Self.gems: Wallet(balance: 2), stars: Wallet(balance: 5), Currency(rawValue: "rubies")!: Wallet(),
+            ])
+        #expect(
+            try await store.backup(owner: anonymous.id, environment: .sandbox)?.currencies == [
+                Self.gems: Wallet(balance: 2), stars: Wallet(balance: 5),
+            ])
         let result = try await store.mergeUser(
             UserMerge(from: anonymous.id, into: account.id, environment: .sandbox, movesBackup: true, at: Make.start))
         #expect(result.moved == Wallet(balance: 30))
