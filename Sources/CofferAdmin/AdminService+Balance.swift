@@ -81,7 +81,7 @@ extension AdminService {
                     audit: { current, record in
                         // Before the app's first backup its balances are not known here: setting one currency would
                         // write the others as empty, which the app would take.
-                        if currency != nil, current == nil {
+                        if current == nil, currency != nil || self.catalog.currencies.count > 1 {
                             throw AdminError.invalid(
                                 "the app has not backed up yet: its balances are the device's until it does (ask the "
                                     + "customer to open the app, or grant the credits instead)")

@@ -249,12 +249,18 @@ public struct AdminService: Sendable {
         }
         timeline += backups.map { item in
             let record = item.record
+            // The other currencies it holds (`, with 40 Gems`).
+            let others = record.currencies.sorted { $0.key < $1.key }.map {
+                "\(PanelText.credits($0.value.balance)) \(catalog.currencyName($0.key))"
+            }
+            let with = others.isEmpty ? "" : ", with " + others.joined(separator: ", ")
             let summary =
                 switch record.writer {
                 case .device(let name):
-                    "Backup of \(PanelText.credits(record.value)) from \(name) (version \(record.version))"
+                    "Backup of \(PanelText.credits(record.value))\(with) from \(name) (version \(record.version))"
                 case .admin(let name):
-                    "\(name) set the backed-up balance to \(PanelText.credits(record.value)) (version \(record.version))"
+                    "\(name) set the backed-up balance to \(PanelText.credits(record.value))\(with) "
+                        + "(version \(record.version))"
                 }
             return TimelineItem(
                 at: record.lastUpdated, kind: .backup, summary: summary,

@@ -458,7 +458,13 @@ enum PostgresMigrations {
         ("v34 credits that expire", PostgresCreditLotTables.sql),
         ("v35 deficits per currency on the dashboard", PostgresRollupTables.currencies),
         ("v36 subscription allowances", PostgresCreditLotTables.allowances),
-        ("v37 backups in every currency", "ALTER TABLE backups ADD COLUMN currencies TEXT"),
+        (
+            "v37 backups in every currency",
+            """
+            ALTER TABLE backups ADD COLUMN currencies TEXT;
+            ALTER TABLE backup_history ADD COLUMN currencies TEXT
+            """
+        ),
     ]
 
     /// An arbitrary, fixed key for the advisory lock that serializes migration runs.

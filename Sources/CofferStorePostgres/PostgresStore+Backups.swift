@@ -50,9 +50,10 @@ extension PostgresStore {
             try await connection.query(
                 """
                 INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
-                    writer_kind, writer_name)
+                    writer_kind, writer_name, currencies)
                 VALUES (\(owner.uuidString), \(environment.rawValue), \(record.value), \(current?.value),
-                    \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name))
+                    \(Millis.from(record.lastUpdated)), \(record.version), \(kind), \(name),
+                    \(BackupCurrencies.text(record.currencies)))
                 """, logger: self.logger)
             try await connection.query(
                 """

@@ -363,6 +363,7 @@ extension SQLiteStore {
         }
         migrator.registerMigration("v35 backups in every currency") { db in
             try db.execute(sql: "ALTER TABLE backups ADD COLUMN currencies TEXT")
+            try db.execute(sql: "ALTER TABLE backup_history ADD COLUMN currencies TEXT")
         }
         return migrator
     }

@@ -40,12 +40,13 @@ extension SQLiteStore {
             try db.execute(
                 cached: """
                     INSERT INTO backup_history (owner, environment, value, previous_value, last_updated, version,
-                        writer_kind, writer_name)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                        writer_kind, writer_name, currencies)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     owner.uuidString, environment.rawValue, record.value, current?.value,
                     Millis.from(record.lastUpdated), record.version, kind, name,
+                    BackupCurrencies.text(record.currencies),
                 ])
             try db.execute(
                 cached: """

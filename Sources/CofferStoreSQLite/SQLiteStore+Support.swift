@@ -22,7 +22,7 @@ extension SQLiteStore {
                 return BackupHistoryItem(
                     record: BackupRecord(
                         value: row["value"], lastUpdated: Millis.date(row["last_updated"]), version: row["version"],
-                        writer: writer),
+                        writer: writer, currencies: try BackupCurrencies.wallets(row["currencies"])),
                     previousValue: row["previous_value"])
             }
         }

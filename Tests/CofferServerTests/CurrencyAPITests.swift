@@ -303,6 +303,9 @@ struct CurrencyAPITests {
             #expect(backup.value == 20 && backup.currencies == [Self.gems: Wallet(balance: 7)])
             let after = String(buffer: try await browser.get(client, "/admin/users/\(user.supportId)").body)
             #expect(after.contains(#"<span id="backup-currencies">7 Gems</span>"#), "\(after)")
+            // The timeline's backup history names the other currencies each backup held.
+            #expect(after.contains("set the backed-up balance to 20, with 7 Gems"), "\(after)")
+            #expect(after.contains("Backup of 20, with 5 Gems from phone"), "\(after)")
 
             // Refunded gems: the mailbox lists the gems' entry to an app that asks for currencies, keyed by currency.
             let fact = TransactionFact(transactionId: "9002", productId: "com.example.gems", purchaseDate: Date())
