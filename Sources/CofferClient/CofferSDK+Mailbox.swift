@@ -199,6 +199,16 @@ extension CofferSDK {
                 where others[currency] != record.currencies[currency] {
                     changes[currency] = record.currencies[currency] ?? .empty
                 }
+                // With several currencies, a newer backup (support's edit of one, another device's) gives what changed
+                // on the server since this device last wrote or took it; what it did not change keeps what this device
+                // did since, backed up next.
+                if case .acceptServer = decision, catalog.currencies.count > 1, let known = try lastKnownBackup() {
+                    if Wallet(balance: record.value, deficit: record.deficit) == known.wallet { changes[nil] = nil }
+                    for currency in changes.keys.compactMap({ $0 })
+                    where (record.currencies[currency] ?? .empty) == (known.currencies[currency] ?? .empty) {
+                        changes[currency] = nil
+                    }
+                }
                 if !changes.isEmpty {
                     let reason = remote.writer == "admin" ? "admin edit" : "restored from backup"
                     let requests = changes.sorted { ($0.key?.rawValue ?? "") < ($1.key?.rawValue ?? "") }.map {
@@ -219,7 +229,7 @@ extension CofferSDK {
                     } catch SDKError.balanceMoved {
                         continue  // decide again with the wallet as it is now
                     }
-                    keepWallet(taken)
+                    if changes[nil] != nil { keepWallet(taken) }
                     publish(.wallet)
                 }
                 try crashAfter(.backupTaken)
@@ -319,6 +329,23 @@ extension CofferSDK {
         return BackupRecord.kept(wallets)
     }
 
+    /// The backup this device last wrote or took, as ``rememberBackup(_:)`` kept it: the default currency's wallet and
+    /// the others'; `nil` before the first.
+    func lastKnownBackup() throws -> (wallet: Wallet, currencies: [Currency: Wallet])? {
+        guard let kept = try state.value("lastBackupWallet")?.split(separator: " ").compactMap({ Int64($0) }),
+            kept.count == 2
+        else { return nil }
+        var currencies: [Currency: Wallet] = [:]
+        for line in (try state.value(Self.lastBackupCurrenciesKey) ?? "").split(separator: "\n") {
+            let parts = line.split(separator: " ")
+            guard parts.count == 3, let currency = Currency(rawValue: String(parts[0])),
+                let balance = Int64(parts[1]), let deficit = Int64(parts[2])
+            else { continue }
+            currencies[currency] = Wallet(balance: balance, deficit: deficit)
+        }
+        return (Wallet(balance: kept[0], deficit: kept[1]), currencies)
+    }
+
     /// Other currencies' wallets as one comparable line (`gems 5 0`, sorted), empty for none.
     static func digest(_ wallets: [Currency: Wallet]) -> String {
         BackupRecord.kept(wallets).sorted { $0.key.rawValue < $1.key.rawValue }
@@ -329,15 +356,14 @@ extension CofferSDK {
     /// showing it after every hand): ``BackupStatus/none`` until a backup is known. ``backupStatus()`` asks.
     public func knownBackupStatus() async throws -> BackupStatus {
         guard configuration.wallet == .device else { return .notNeeded }
-        guard let at = try state.value("lastBackupAt").flatMap(Double.init),
-            let kept = try state.value("lastBackupWallet")?.split(separator: " ").compactMap({ Int64($0) }),
-            kept.count == 2
-        else { return .none }
+        guard let at = try state.value("lastBackupAt").flatMap(Double.init), let kept = try lastKnownBackup() else {
+            return .none
+        }
         let local = try await localWallet()
         let others = try await backedUpWallets(localUser())
-        let keptOthers = try state.value(Self.lastBackupCurrenciesKey) ?? ""
-        return kept == [local.balance, local.deficit] && Self.digest(others) == keptOthers
-            ? .matches(since: Date(timeIntervalSince1970: at)) : .differs(device: local.balance, server: kept[0])
+        return kept.wallet == local && others == kept.currencies
+            ? .matches(since: Date(timeIntervalSince1970: at))
+            : .differs(device: local.balance, server: kept.wallet.balance)
     }
 
     /// What a Settings screen says about the backup.

@@ -83,7 +83,7 @@ struct CurrencySDKTests {
     func deviceWalletBackup() async throws {
         try await PurchaseFlowTests.withWorld(wallet: .device, products: [Self.gemPack], currencies: Self.currencies) {
             world in
-            let app = try world.app()
+            let app = try world.app(backupDelay: nil)
             try await app.launch()
             _ = try await app.purchase(productId: Self.gemPack.id)
             #expect(try await app.spend(4, of: "gems", key: "sword") == 26)
@@ -95,7 +95,9 @@ struct CurrencySDKTests {
             #expect(try await app.backupStatus() == .matches(since: backup.lastUpdated))
             #expect(try await app.knownBackupStatus() == .matches(since: backup.lastUpdated))
 
-            // Support sets the gems to 40 while the coins stay; the app takes the edit on its next sync.
+            // Support sets the gems to 40 while the app wins 7 coins not yet backed up; its next sync takes the
+            // gems support set and keeps its coins (support did not touch them), then backs them up.
+            #expect(try await app.earn(7, key: "bonus") == 7)
             let supportId = try #require(await app.credentials?.supportId)
             let support = AdminService(
                 store: world.serverStore, catalog: world.catalog, walletMode: .device, now: { world.clock.now() })
@@ -112,22 +114,26 @@ struct CurrencySDKTests {
                 Issue.record("the app did not take support's edit")
                 return
             }
-            #expect(try await app.balances() == ["coins": 0, "gems": 40])
+            #expect(try await app.balances() == ["coins": 7, "gems": 40])
+            #expect(try await app.syncBackup() == .push(7))
+            #expect(
+                try await world.server.backup(token: token)?.currencies == [
+                    "gems": BackupCurrency(value: 40, deficit: 0)
+                ])
             // Support's grant of gems lands in the gems (refreshGrants() counts the default currency's credits).
             _ = try await support.createGrant(
                 environment: .sandbox, supportId: supportId, credits: 3, reason: "Ticket #4", actor: "support",
                 currency: "gems")
             #expect(try await app.refreshGrants() == 0)
             #expect(try await app.refreshGrants() == 0)
-            #expect(try await app.balances() == ["coins": 0, "gems": 43])
-            await app.backupSettled()
+            #expect(try await app.balances() == ["coins": 7, "gems": 43])
             _ = try await app.syncBackup()
 
             // The app is deleted and installed again: the fresh install restores every currency.
             try FileManager.default.removeItem(at: world.folder.appendingPathComponent("app"))
             let again = try world.app()
             try await again.launch()
-            #expect(try await again.balances() == ["coins": 0, "gems": 43])
+            #expect(try await again.balances() == ["coins": 7, "gems": 43])
             // An app from before several currencies writes no currencies: the server keeps the gems.
             let written = try await world.server.saveBackup(
                 value: 3, device: "old", version: try #require(try await world.server.backup(token: token)).version,
