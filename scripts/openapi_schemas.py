@@ -218,10 +218,10 @@ schemas = {
                                       "description": "The mailbox keys (GET /v1/me/adjustments) this balance holds; "
                                                      "the server keeps those of the customer's mailbox"},
                           "currencies": {"type": "object", "additionalProperties": ref("BackupCurrency"),
-                                         "description": "The catalog's other currencies than the default by id, the "
-                                                        "whole set (one left out is backed up as empty); absent, the "
-                                                        "server keeps the currencies it holds; an id the catalog "
-                                                        "does not list is refused (400)"}},
+                                         "description": "The catalog's other currencies than the default by id: each "
+                                                        "named is set (0 clears it), one left out keeps what the "
+                                                        "server holds; an id the catalog does not list is refused "
+                                                        "(400)"}},
                          required=["value"]),
     "BackupConflict": obj({"error": obj({"code": S(), "message": S()}), "current": NULLABLE(ref("Backup"))}),
     "Grant": obj({"id": S(format="uuid"), "credits": I(), "reason": S(), "createdAt": DATE,

@@ -9,9 +9,9 @@ public struct BackupRequest: Codable, Sendable, Equatable {
     /// The keys of the mailbox (`GET /v1/me/adjustments`) this balance already holds, at most 1,000; the server keeps
     /// those in the customer's mailbox. Absent: none.
     public var applied: [String]?
-    /// The balances and deficits of the catalog's other currencies than the default, by id, the whole set (a
-    /// currency left out is backed up as empty). Absent: the server keeps the currencies it holds (an app from before
-    /// several currencies never erases them).
+    /// The balances and deficits of the catalog's other currencies than the default, by id: each named is set (0
+    /// clears it); one left out keeps what the server holds, so an app from before several currencies, or whose
+    /// catalog lacks one, never erases it.
     public var currencies: [String: BackupCurrency]?
 
     /// Creates the body.

@@ -95,7 +95,9 @@ extension CofferSDK {
             // Apple's word on a purchase this install delivered is the default currency's item's: applied there to
             // every currency the purchase gave (its other currencies' items then hold nothing more, and are kept as
             // applied with it, so a backup never says one without the other).
-            let word = receipt != nil && (item.kind == "revocation" || item.kind == "reversal")
+            // (As `Delivery.mirrored` takes it: a refund of a held purchase, a reversal of one taken back here.)
+            let word =
+                item.kind == "revocation" && receipt != nil || item.kind == "reversal" && receipt?.isRevoked == true
             let events =
                 word && currency != nil
                 ? []
@@ -112,9 +114,12 @@ extension CofferSDK {
                 if currency == nil { keepWallet(result.wallet) }
             }
             try crashAfter(.adjustmentApplied)
-            let others =
-                word && currency == nil
-                ? catalog.currencies.map(\.id).filter { $0 != catalog.defaultCurrency }.map { "\($0):\(key)" } : []
+            var others: [String] = []
+            if word, currency == nil, let id = item.transactionId {
+                others = try await ledger.receiptCurrencies(transactionId: id, environment: environment).map {
+                    "\($0):\(key)"
+                }
+            }
             try rememberMailbox([item.key] + others)
             try crashAfter(.adjustmentRemembered)
             count += 1
@@ -243,7 +248,7 @@ extension CofferSDK {
                 do {
                     let written = try await saveBackup(
                         value: value, deficit: wallet.deficit, version: remote?.version, applied: mailboxApplied(),
-                        currencies: others, clearing: !(record?.currencies.isEmpty ?? true), token: token)
+                        currencies: others, token: token)
                     try crashAfter(.backupPushed)
                     try rememberBackup(written)
                     return decision
@@ -255,20 +260,22 @@ extension CofferSDK {
         throw SDKError.conflict("the backup kept changing under this device")
     }
 
-    /// Writes the backup with the mailbox keys its value holds and the other currencies' wallets (the whole set; none
-    /// sent for a catalog of one currency, as before, unless `clearing` what the server holds of others). A 400 drops
-    /// what the server refused, one part at a time: the currencies (a catalog the server changed since), then
-    /// `applied` (a server older than it).
+    /// Writes the backup with the mailbox keys its value holds and each other currency the catalog lists (an empty one
+    /// as 0, which clears it; one the catalog does not list is left as the server holds it; none for a catalog of one
+    /// currency, as before). A 400 drops what the server refused, one part at a time: the currencies (a catalog the
+    /// server changed since), then `applied` (a server older than it).
     func saveBackup(
-        value: Int64, deficit: Int64, version: Int64?, applied: [String], currencies: [Currency: Wallet],
-        clearing: Bool = false, token: String
+        value: Int64, deficit: Int64, version: Int64?, applied: [String], currencies: [Currency: Wallet], token: String
     ) async throws -> BackupBody {
+        let listed = catalog.currencies.map(\.id).filter { $0 != catalog.defaultCurrency }
         let sent: [String: BackupCurrency]? =
-            catalog.currencies.count > 1 || !currencies.isEmpty || clearing
-            ? Dictionary(
-                uniqueKeysWithValues: currencies.map {
-                    ($0.key.rawValue, BackupCurrency(value: $0.value.balance, deficit: $0.value.deficit))
-                }) : nil
+            listed.isEmpty
+            ? nil
+            : Dictionary(
+                uniqueKeysWithValues: listed.map {
+                    let wallet = currencies[$0] ?? .empty
+                    return ($0.rawValue, BackupCurrency(value: wallet.balance, deficit: wallet.deficit))
+                })
         var attempts: [(applied: [String]?, currencies: [String: BackupCurrency]?)] = [
             (applied.isEmpty ? nil : applied, sent)
         ]
@@ -332,7 +339,9 @@ extension CofferSDK {
     /// The backup this device last wrote or took, as ``rememberBackup(_:)`` kept it: the default currency's wallet and
     /// the others'; `nil` before the first.
     func lastKnownBackup() throws -> (wallet: Wallet, currencies: [Currency: Wallet])? {
-        guard let kept = try state.value("lastBackupWallet")?.split(separator: " ").compactMap({ Int64($0) }),
+        // Cleared with the customer (a join, a new registration): a wallet kept from before is another customer's.
+        guard try state.value("lastBackupAt") != nil,
+            let kept = try state.value("lastBackupWallet")?.split(separator: " ").compactMap({ Int64($0) }),
             kept.count == 2
         else { return nil }
         var currencies: [Currency: Wallet] = [:]

@@ -107,6 +107,8 @@ public enum BackupPrecondition: Sendable, Hashable {
     ///   - at: When.
     ///   - applied: The mailbox keys the balance holds, as the device says (`nil`: those of `current`, as an admin's
     ///     edit keeps them).
+    ///   - currencies: The other currencies' wallets to set, each named one replacing `current`'s (an empty one
+    ///     clears it); those not named keep `current`'s, so an app whose catalog lacks a currency never erases it.
     public func write(
         over current: BackupRecord?, value: Int64, deficit: Int64 = 0, writer: BackupWriter, at: Date,
         applied: [String]? = nil, currencies: [Currency: Wallet]? = nil
@@ -118,7 +120,8 @@ public enum BackupPrecondition: Sendable, Hashable {
         }
         return BackupRecord(
             value: value, lastUpdated: at, version: (current?.version ?? 0) + 1, writer: writer, deficit: deficit,
-            applied: applied ?? current?.applied ?? [], currencies: currencies ?? current?.currencies ?? [:])
+            applied: applied ?? current?.applied ?? [],
+            currencies: (current?.currencies ?? [:]).merging(currencies ?? [:]) { $1 })
     }
 }
 

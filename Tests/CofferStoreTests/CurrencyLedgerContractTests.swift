@@ -231,6 +231,15 @@ struct CurrencyLedgerContractTests {
             ])
         let gems = try await store.entries(owner: account.id, environment: .sandbox, currency: Self.gems)
         #expect(gems.map(\.key.kind) == [.merge] && gems.last?.amount == 2)
+        // Each currency a write names is set, 0 clearing it; one it leaves out keeps what was held.
+        _ = try await store.saveBackup(
+            owner: account.id, environment: .sandbox, value: 1, precondition: .absent, writer: .device("tablet"),
+            at: Make.start, currencies: [Self.gems: Wallet(balance: 4), stars: Wallet(balance: 1)])
+        _ = try await store.saveBackup(
+            owner: account.id, environment: .sandbox, value: 1, precondition: .version(1), writer: .device("tablet"),
+            at: Make.start, currencies: [Self.gems: Wallet()])
+        #expect(
+            try await store.backup(owner: account.id, environment: .sandbox)?.currencies == [stars: Wallet(balance: 1)])
     }
 
     @Test(
