@@ -1,3 +1,4 @@
+import CofferCore
 import Foundation
 
 /// The device's backup as the server holds it.
@@ -45,5 +46,13 @@ public struct BackupCurrency: Codable, Sendable, Equatable {
     public init(value: Int64, deficit: Int64? = nil) {
         self.value = value
         self.deficit = deficit
+    }
+
+    /// Wallets by currency as the wire names them (an empty one as 0, which clears it).
+    public static func wire(_ wallets: [Currency: Wallet]) -> [String: BackupCurrency] {
+        Dictionary(
+            uniqueKeysWithValues: wallets.map {
+                ($0.key.rawValue, BackupCurrency(value: $0.value.balance, deficit: $0.value.deficit))
+            })
     }
 }

@@ -168,7 +168,6 @@ extension CofferSDK {
         let user = try await localUser()
         for _ in 0..<3 {
             let wallet = try await ledger.wallet(owner: user.id, environment: configuration.environment)
-            let listed = Set(catalog.currencies.map(\.id))
             let others = try await backedUpWallets(user)
             let local = wallet.balance
             let remote = try await server.backup(token: token)
@@ -176,7 +175,7 @@ extension CofferSDK {
                 BackupRecord(
                     value: $0.value, lastUpdated: $0.lastUpdated, version: $0.version,
                     writer: $0.writer == "admin" ? .admin("") : .device(""), deficit: $0.deficit,
-                    currencies: Self.wallets($0.currencies).filter { listed.contains($0.key) })
+                    currencies: listedWallets($0.currencies))
             }
             let lastBackupAt = try state.value("lastBackupAt").flatMap(Double.init).map(
                 Date.init(timeIntervalSince1970:))
@@ -270,12 +269,7 @@ extension CofferSDK {
         let listed = catalog.currencies.map(\.id).filter { $0 != catalog.defaultCurrency }
         let sent: [String: BackupCurrency]? =
             listed.isEmpty
-            ? nil
-            : Dictionary(
-                uniqueKeysWithValues: listed.map {
-                    let wallet = currencies[$0] ?? .empty
-                    return ($0.rawValue, BackupCurrency(value: wallet.balance, deficit: wallet.deficit))
-                })
+            ? nil : BackupCurrency.wire(Dictionary(uniqueKeysWithValues: listed.map { ($0, currencies[$0] ?? .empty) }))
         var attempts: [(applied: [String]?, currencies: [String: BackupCurrency]?)] = [
             (applied.isEmpty ? nil : applied, sent)
         ]
@@ -306,10 +300,7 @@ extension CofferSDK {
         try state.set("lastBackupVersion", String(record.version))
         try state.set("lastBackupAt", String(record.lastUpdated.timeIntervalSince1970))
         try state.set("lastBackupWallet", "\(record.value) \(record.deficit)")
-        let listed = Set(catalog.currencies.map(\.id))
-        try state.set(
-            Self.lastBackupCurrenciesKey,
-            Self.digest(Self.wallets(record.currencies).filter { listed.contains($0.key) }))
+        try state.set(Self.lastBackupCurrenciesKey, Self.digest(listedWallets(record.currencies)))
         publish(.backup)
     }
 
@@ -325,12 +316,13 @@ extension CofferSDK {
     /// The state's note of the other currencies the last backup held (``digest(_:)``).
     static let lastBackupCurrenciesKey = "lastBackupCurrencies"
 
-    /// The wallets of a backup's other currencies, those that hold something (an id the catalog's type cannot be is
-    /// left out).
-    static func wallets(_ currencies: [String: BackupCurrency]?) -> [Currency: Wallet] {
+    /// The wallets of a backup's other currencies the catalog lists, those that hold something (one it does not list
+    /// stays on the server as it is, never restored nor compared).
+    func listedWallets(_ currencies: [String: BackupCurrency]?) -> [Currency: Wallet] {
+        let listed = Set(catalog.currencies.map(\.id))
         var wallets: [Currency: Wallet] = [:]
         for (id, amounts) in currencies ?? [:] {
-            guard let currency = Currency(rawValue: id) else { continue }
+            guard let currency = Currency(rawValue: id), listed.contains(currency) else { continue }
             wallets[currency] = Wallet(balance: amounts.value, deficit: amounts.deficit ?? 0)
         }
         return BackupRecord.kept(wallets)

@@ -208,7 +208,7 @@ extension CofferSDK {
     /// Applies a transaction to the local ledger in every currency its product gives: a purchase delivers, a
     /// refunded one takes back.
     func deliverLocally(_ transaction: StoreTransaction, to user: LocalUser) async throws {
-        let event = try Delivery.event(for: Self.fact(transaction), catalog: catalog, everyCurrency: true)
+        let event = try Delivery.event(for: Self.fact(transaction), catalog: catalog)
         let result = try await applyInEveryCurrency(
             LedgerRequest(
                 owner: user.id, environment: configuration.environment, event: event,

@@ -335,11 +335,7 @@ public actor CofferSDK {
         let environment = configuration.environment
         let entries = try await ledger.entries(owner: user.id, environment: environment)
         guard entries.allSatisfy({ $0.key == Self.startingKey }) else { return false }
-        for currency in catalog.currencies.map(\.id) where currency != catalog.defaultCurrency {
-            if try await !ledger.entries(owner: user.id, environment: environment, currency: currency).isEmpty {
-                return false
-            }
-        }
+        // Another currency's ledger writes its wallet with anything it records.
         return try await ledger.currencyWallets(owner: user.id, environment: environment).isEmpty
     }
 

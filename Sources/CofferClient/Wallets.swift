@@ -177,10 +177,8 @@ struct DeviceWallet: WalletKeeper {
         // The backup holds the balance and the deficit in every currency: it matches only when each does.
         let local = try await sdk.localWallet()
         let others = try await sdk.backedUpWallets(sdk.localUser())
-        let listed = Set(sdk.catalog.currencies.map(\.id))
         return remote.value == local.balance && remote.deficit == local.deficit
-            && CofferSDK.digest(CofferSDK.wallets(remote.currencies).filter { listed.contains($0.key) })
-                == CofferSDK.digest(others)
+            && sdk.listedWallets(remote.currencies) == others
             ? .matches(since: remote.lastUpdated) : .differs(device: local.balance, server: remote.value)
     }
 }

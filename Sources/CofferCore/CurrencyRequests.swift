@@ -3,7 +3,7 @@ import Foundation
 extension Catalog {
     /// The credits a transaction's purchase delivers in the default currency, whatever it gives in others (which
     /// ``inEveryCurrency(_:allowances:)`` delivers beside it): what a path that applies every currency asks, where
-    /// ``credits(for:)`` refuses a product that gives other currencies.
+    /// ``credits(productId:quantity:familyShared:)`` refuses a product that gives other currencies.
     ///
     /// - Throws: ``LedgerError/unknownProduct(_:)`` or ``LedgerError/invalidAmount(_:)``.
     public func defaultCredits(for fact: TransactionFact) throws(LedgerError) -> Int64 {

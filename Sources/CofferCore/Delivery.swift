@@ -4,20 +4,15 @@ import Foundation
 /// intake, the simulator and the SDK.
 public enum Delivery {
     /// The event a signed transaction asks for: its revocation when Apple's data already says it was refunded,
-    /// otherwise its purchase with the credits the catalog gives it.
+    /// otherwise its purchase with the default currency's credits the catalog gives it
+    /// (``Catalog/defaultCredits(for:)``; every path applies it in every currency its product gives,
+    /// ``Catalog/inEveryCurrency(_:allowances:)``).
     ///
-    /// - Parameter everyCurrency: Whether the event is applied in every currency its product gives
-    ///   (``Catalog/inEveryCurrency(_:allowances:)``, the server's paths): then its credits are the default currency's
-    ///   (``Catalog/defaultCredits(for:)``); otherwise a product that gives other currencies is refused
-    ///   (``Catalog/credits(for:)``).
     /// - Throws: ``LedgerError/unknownProduct(_:)`` for a purchase of a product the catalog does not sell (a
     ///   revocation needs no catalog entry: it takes back what was delivered).
-    public static func event(for fact: TransactionFact, catalog: Catalog, everyCurrency: Bool = false)
-        throws(LedgerError) -> LedgerEvent
-    {
+    public static func event(for fact: TransactionFact, catalog: Catalog) throws(LedgerError) -> LedgerEvent {
         if fact.revocationDate != nil { return .revocation(fact) }
-        return .purchase(
-            fact, credits: try everyCurrency ? catalog.defaultCredits(for: fact) : catalog.credits(for: fact))
+        return .purchase(fact, credits: try catalog.defaultCredits(for: fact))
     }
 
     /// Apple's word on a transaction, kept from a notification that arrived before anyone presented it.
@@ -67,7 +62,7 @@ public enum Delivery {
     /// - Parameters:
     ///   - fact: The presented transaction.
     ///   - signedAt: When Apple signed it.
-    ///   - credits: What its purchase delivers (``Catalog/credits(for:)``).
+    ///   - credits: What its purchase delivers (``Catalog/defaultCredits(for:)``).
     ///   - later: Apple's kept words on it.
     public static func events(
         forPresented fact: TransactionFact, signedAt: Date?, credits: Int64, later: [LaterWord]
@@ -173,15 +168,5 @@ public enum Delivery {
         case (false, .duplicate), (false, .superseded): return .duplicate
         case (false, .applied): return .delivered
         }
-    }
-}
-
-extension Catalog {
-    /// The credits a transaction's purchase delivers: the product's credits times its quantity, none when it
-    /// came through Family Sharing.
-    ///
-    /// - Throws: ``LedgerError/unknownProduct(_:)`` or ``LedgerError/invalidAmount(_:)``.
-    public func credits(for fact: TransactionFact) throws(LedgerError) -> Int64 {
-        try credits(productId: fact.productId, quantity: fact.quantity, familyShared: fact.isFamilyShared)
     }
 }

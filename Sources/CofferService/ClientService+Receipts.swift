@@ -50,7 +50,7 @@ extension ClientService {
             do {
                 // The catalog must sell the product, refunded record or not.
                 _ = try dependencies.catalog.defaultCredits(for: fact)
-                event = try Delivery.event(for: fact, catalog: dependencies.catalog, everyCurrency: true)
+                event = try Delivery.event(for: fact, catalog: dependencies.catalog)
             } catch {
                 outcomes[outcomes.count - 1].outcome = "unknown-product"
                 continue

@@ -263,7 +263,7 @@ public struct NotificationIntake: ServiceOnParts {
     ///
     /// - Returns: Whether the ledger took it (`false` for a product the catalog does not sell or a refusal).
     func deliver(_ fact: TransactionFact, to user: User, source: String, logger: Logger) async throws -> Bool {
-        guard let event = try? Delivery.event(for: fact, catalog: dependencies.catalog, everyCurrency: true) else {
+        guard let event = try? Delivery.event(for: fact, catalog: dependencies.catalog) else {
             logger.warning("a transaction of a product the catalog does not sell: \(fact.productId)")
             return false
         }

@@ -8,11 +8,6 @@ extension BackupBody {
         self.init(
             value: record.value, lastUpdated: record.lastUpdated, version: record.version, writer: writer,
             deficit: record.deficit, applied: record.applied.isEmpty ? nil : record.applied,
-            currencies: record.currencies.isEmpty
-                ? nil
-                : Dictionary(
-                    uniqueKeysWithValues: record.currencies.map {
-                        ($0.key.rawValue, BackupCurrency(value: $0.value.balance, deficit: $0.value.deficit))
-                    }))
+            currencies: record.currencies.isEmpty ? nil : BackupCurrency.wire(record.currencies))
     }
 }
